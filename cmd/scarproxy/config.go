@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/recall"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration: Default, then the YAML file, then
+// SCARPROXY_* environment variables, then flags, then Validate.
+type Config struct {
+	Listen          string             `yaml:"listen"`
+	DataDir         string             `yaml:"data_dir"`
+	Mock            bool               `yaml:"mock"`
+	MaxBodyBytes    int64              `yaml:"max_body_bytes"`
+	ShutdownTimeout time.Duration      `yaml:"shutdown_timeout"`
+	Log             LogConfig          `yaml:"log"`
+	Tenant          TenantConfig       `yaml:"tenant"`
+	Providers       []providers.Config `yaml:"providers"`
+	Store           StoreConfig        `yaml:"store"`
+	Retention       RetentionConfig    `yaml:"retention"`
+	Guard           guard.Config       `yaml:"guard"`
+	Recall          recall.Config      `yaml:"recall"`
+	Gateway         GatewayConfig      `yaml:"gateway"`
+	Admin           AdminConfig        `yaml:"admin"`
+}
+
+// LogConfig is the `log:` section.
+type LogConfig struct {
+	Format string `yaml:"format"` // text | json
+	Level  string `yaml:"level"`  // debug | info | warn | error
+}
+
+// TenantConfig is the `tenant:` section.
+type TenantConfig struct {
+	DefaultWorkspace string `yaml:"default_workspace"`
+	DefaultProject   string `yaml:"default_project"`
+}
+
+// StoreConfig is the `store:` section.
+type StoreConfig struct {
+	Driver string `yaml:"driver"` // bolt | postgres
+	DSN    string `yaml:"dsn"`
+}
+
+// RetentionConfig is the `retention:` section.
+type RetentionConfig struct {
+	MaxAge       time.Duration `yaml:"max_age"`
+	MaxPerTenant int           `yaml:"max_per_tenant"`
+	Every        time.Duration `yaml:"every"`
+}
+
+// GatewayConfig is the `gateway:` section.
+type GatewayConfig struct {
+	Keys []GatewayKeyConfig `yaml:"keys"`
+}
+
+// GatewayKeyConfig maps one team key to a workspace.
+type GatewayKeyConfig struct {
+	KeySHA256 string   `yaml:"key_sha256"`
+	KeyEnv    string   `yaml:"key_env"` // alternative: the key itself, read from this env var
+	Workspace string   `yaml:"workspace"`
+	Projects  []string `yaml:"projects"`
+}
+
+// AdminConfig is the `admin:` section.
+type AdminConfig struct {
+	TokenEnv string `yaml:"token_env"`
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		DataDir:         "./data",
+		MaxBodyBytes:    32 << 20,
+		ShutdownTimeout: 30 * time.Second,
+		Log:             LogConfig{Format: "text", Level: "info"},
+		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
+		Store:           StoreConfig{Driver: "bolt"},
+		Retention:       RetentionConfig{MaxAge: 30 * 24 * time.Hour, MaxPerTenant: 100_000, Every: 10 * time.Minute},
+		Guard:           guard.DefaultConfig(),
+		Recall:          recall.DefaultConfig(),
+	}
+}
+
+// loadFile applies the YAML file at path over c. Unknown keys are errors.
+func (c *Config) loadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// applyEnv applies SCARPROXY_* variables over c.
+func (c *Config) applyEnv(getenv func(string) string) error {
+	str := func(name string, dst *string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	str("SCARPROXY_LISTEN", &c.Listen)
+	str("SCARPROXY_DATA", &c.DataDir)
+	str("SCARPROXY_DATA_DIR", &c.DataDir)
+	str("SCARPROXY_LOG_FORMAT", &c.Log.Format)
+	str("SCARPROXY_LOG_LEVEL", &c.Log.Level)
+	str("SCARPROXY_STORE_DRIVER", &c.Store.Driver)
+	str("SCARPROXY_STORE_DSN", &c.Store.DSN)
+	if v := getenv("SCARPROXY_MOCK"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("SCARPROXY_MOCK: %q is not a boolean", v)
+		}
+		c.Mock = b
+	}
+	if v := getenv("SCARPROXY_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("SCARPROXY_MAX_BODY_BYTES: %q is not a number", v)
+		}
+		c.MaxBodyBytes = n
+	}
+	return nil
+}
+
+// Validate checks every key and names the first bad one.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen: %q is not host:port", c.Listen)
+	}
+	if c.MaxBodyBytes <= 0 {
+		return fmt.Errorf("max_body_bytes: must be positive")
+	}
+	if c.ShutdownTimeout < 0 {
+		return fmt.Errorf("shutdown_timeout: must not be negative")
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log.format: %q is not text or json", c.Log.Format)
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		return err
+	}
+	switch c.Store.Driver {
+	case "bolt":
+		if c.DataDir == "" {
+			return fmt.Errorf("data_dir: required with store.driver bolt")
+		}
+	case "postgres":
+		if c.Store.DSN == "" {
+			return fmt.Errorf("store.dsn: required with store.driver postgres (or set SCARPROXY_STORE_DSN)")
+		}
+	default:
+		return fmt.Errorf("store.driver: %q is not bolt or postgres", c.Store.Driver)
+	}
+	if c.Retention.MaxAge <= 0 {
+		return fmt.Errorf("retention.max_age: must be positive")
+	}
+	if c.Retention.MaxPerTenant < 0 {
+		return fmt.Errorf("retention.max_per_tenant: must not be negative")
+	}
+	if c.Retention.Every <= 0 {
+		return fmt.Errorf("retention.every: must be positive")
+	}
+	if !c.Mock && len(c.Providers) == 0 {
+		return fmt.Errorf("providers: at least one provider is required (or use --mock)")
+	}
+	for i, p := range c.Providers {
+		if err := p.Validate(fmt.Sprintf("providers[%d]", i)); err != nil {
+			return err
+		}
+	}
+	if err := c.Guard.Validate(); err != nil {
+		return err
+	}
+	if err := c.Recall.Validate(); err != nil {
+		return err
+	}
+	for i, k := range c.Gateway.Keys {
+		if (k.KeySHA256 == "") == (k.KeyEnv == "") {
+			return fmt.Errorf("gateway.keys[%d]: set exactly one of key_sha256 and key_env", i)
+		}
+		if k.Workspace == "" {
+			return fmt.Errorf("gateway.keys[%d].workspace: required", i)
+		}
+	}
+	return nil
+}
+
+// providerConfigs returns the providers to build: with mock on, a mock
+// provider named "mock" replaces the configured ones.
+func (c *Config) providerConfigs() []providers.Config {
+	if c.Mock {
+		return []providers.Config{{Name: "mock", Type: providers.TypeMock}}
+	}
+	return c.Providers
+}
+
+func parseLevel(s string) (level int, err error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return -4, nil
+	case "info", "":
+		return 0, nil
+	case "warn":
+		return 4, nil
+	case "error":
+		return 8, nil
+	}
+	return 0, fmt.Errorf("log.level: %q is not debug, info, warn or error", s)
+}

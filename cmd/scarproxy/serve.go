@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// commonFlags are the flags every command that touches the store takes.
+type commonFlags struct {
+	config, listen, data, logFormat string
+	mock                            bool
+}
+
+func (f *commonFlags) register(fs *flag.FlagSet, serve bool) {
+	fs.StringVar(&f.config, "config", "", "YAML configuration file (env SCARPROXY_CONFIG)")
+	fs.StringVar(&f.data, "data", "", "data directory of the embedded store (env SCARPROXY_DATA; default ./data)")
+	if serve {
+		fs.StringVar(&f.listen, "listen", "", "address to listen on (env SCARPROXY_LISTEN; default 127.0.0.1:8080)")
+		fs.BoolVar(&f.mock, "mock", false, "use the offline mock provider (env SCARPROXY_MOCK)")
+		fs.StringVar(&f.logFormat, "log-format", "", "text or json (env SCARPROXY_LOG_FORMAT)")
+	}
+}
+
+// load builds the configuration: Default, YAML, SCARPROXY_* env, flags, Validate.
+func (f *commonFlags) load(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
+	cfg := Default()
+	path := f.config
+	if path == "" {
+		path = getenv("SCARPROXY_CONFIG")
+	}
+	if path != "" {
+		if err := cfg.loadFile(path); err != nil {
+			return cfg, err
+		}
+	}
+	if err := cfg.applyEnv(getenv); err != nil {
+		return cfg, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["listen"] {
+		cfg.Listen = f.listen
+	}
+	if set["data"] {
+		cfg.DataDir = f.data
+	}
+	if set["mock"] {
+		cfg.Mock = f.mock
+	}
+	if set["log-format"] {
+		cfg.Log.Format = f.logFormat
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	lvl, _ := parseLevel(cfg.Log.Level)
+	opts := &slog.HandlerOptions{Level: slog.Level(lvl)}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore opens the configured backend. A PostgreSQL server that is down
+// is not an error; a malformed DSN is.
+func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+	switch cfg.Store.Driver {
+	case "postgres":
+		return store.OpenPostgres(ctx, cfg.Store.DSN, store.PostgresOptions{Logger: log})
+	default:
+		return store.OpenBolt(filepath.Join(cfg.DataDir, "scarproxy.db"), store.BoltOptions{})
+	}
+}
+
+func gatewayKeys(cfg Config, getenv func(string) string) ([]proxy.GatewayKey, error) {
+	var out []proxy.GatewayKey
+	for i, k := range cfg.Gateway.Keys {
+		sum := strings.ToLower(strings.TrimSpace(k.KeySHA256))
+		if k.KeyEnv != "" {
+			v := getenv(k.KeyEnv)
+			if v == "" {
+				return nil, fmt.Errorf("gateway.keys[%d].key_env: %s is not set", i, k.KeyEnv)
+			}
+			s := sha256.Sum256([]byte(v))
+			sum = hex.EncodeToString(s[:])
+		}
+		out = append(out, proxy.GatewayKey{SHA256: sum, Workspace: k.Workspace, Projects: k.Projects})
+	}
+	return out, nil
+}
+
+// buildServer wires the proxy from a validated configuration.
+func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(string) string, log *slog.Logger) (*proxy.Server, error) {
+	router, err := providers.NewRouter(cfg.providerConfigs(), getenv)
+	if err != nil {
+		return nil, err
+	}
+	g, err := guard.New(cfg.Guard)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := gatewayKeys(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	var adminToken string
+	if cfg.Admin.TokenEnv != "" {
+		adminToken = getenv(cfg.Admin.TokenEnv)
+		if adminToken == "" {
+			return nil, fmt.Errorf("admin.token_env: %s is not set", cfg.Admin.TokenEnv)
+		}
+	}
+	rc := cfg.Recall
+	return proxy.New(ctx, proxy.Options{
+		Router: router, Store: st, Guard: g, Recall: &rc, Logger: log,
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		DefaultWorkspace: cfg.Tenant.DefaultWorkspace, DefaultProject: cfg.Tenant.DefaultProject,
+		GatewayKeys: keys, AdminToken: adminToken,
+		RetentionMaxAge: cfg.Retention.MaxAge, RetentionMaxPerTenant: cfg.Retention.MaxPerTenant,
+		RetentionEvery: cfg.Retention.Every,
+	})
+}
+
+func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f commonFlags
+	f.register(fs, true)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
+	}
+	cfg, err := f.load(fs, getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log := newLogger(cfg, stderr)
+
+	st, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	srv, err := buildServer(ctx, cfg, st, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	go srv.Run(bg)
+
+	names := make([]string, 0, len(cfg.providerConfigs()))
+	for _, p := range cfg.providerConfigs() {
+		names = append(names, p.Name+" ("+p.Type+")")
+	}
+	where := cfg.Store.Driver
+	if where == "bolt" {
+		where = "bolt " + filepath.Join(cfg.DataDir, "scarproxy.db")
+	}
+	fmt.Fprintf(stdout, "scarproxy listening on http://%s/v1 — providers: %s — store: %s\n",
+		ln.Addr(), strings.Join(names, ", "), where)
+	log.Info("listening", "addr", ln.Addr().String(), "store", cfg.Store.Driver, "providers", len(names))
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down; letting in-flight requests finish", "deadline", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("shutdown deadline passed; closing remaining connections", "err", err)
+		hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+// Package providers holds scarproxy's upstreams: an OpenAI-compatible HTTP
+// provider (OpenAI, vLLM, Ollama, OpenRouter, LM Studio...) and an offline
+// mock provider for demos and tests.
+//
+// # Model
+//
+// A [Provider] is built once at start-up and is an [http.RoundTripper]: the
+// proxy hands it a request whose URL path is relative to the provider's API
+// root (for example "/chat/completions") and gets the provider's answer back
+// unread, so that it can stream, observe and fall back itself. The HTTP
+// provider shares one [http.Transport] (connection reuse); the mock answers
+// in-process without any network.
+//
+// # Imports
+//
+// This package must not import Echo nor any other scarproxy package.
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// Provider types.
+const (
+	TypeOpenAI = "openai"
+	TypeMock   = "mock"
+)
+
+// Config is one entry of the `providers:` YAML list.
+type Config struct {
+	// Name identifies the provider in logs, metrics, incidents and fallbacks.
+	Name string `yaml:"name"`
+	// Type is "openai" (any OpenAI-compatible HTTP server) or "mock".
+	Type string `yaml:"type"`
+	// BaseURL is the API root, e.g. https://api.openai.com/v1. Required for openai.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the provider's key.
+	// When empty (or the variable is unset) the client's Authorization
+	// header is passed through, except in gateway mode where it is dropped.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Models lists glob patterns (path.Match syntax, e.g. "gpt-4o*") of the
+	// models routed to this provider. Empty means the provider serves any
+	// model that no other provider claims.
+	Models []string `yaml:"models"`
+	// Default marks the provider used for models no pattern matches. When
+	// no provider is marked, the first one is the default.
+	Default bool `yaml:"default"`
+	// Fallbacks names providers tried in order when this one answers 429 or
+	// 5xx, times out or is unreachable, before any byte reached the client.
+	Fallbacks []string `yaml:"fallbacks"`
+	// ResponseHeaderTimeout bounds the wait for the provider's response
+	// headers. Default 5m: a non-streaming completion only sends headers
+	// when it is complete.
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
+	// IdleTimeout bounds the gap between two reads of a response body (the
+	// chunks of a stream). It is not a total timeout: a long generation that
+	// keeps sending survives. Default 2m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// DialTimeout bounds establishing a connection. Default 10s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// MaxIdleConnsPerHost caps the idle connections kept to the provider. Default 256.
+	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host"`
+}
+
+// Defaults applied by [Config.WithDefaults].
+const (
+	DefaultResponseHeaderTimeout = 5 * time.Minute
+	DefaultIdleTimeout           = 2 * time.Minute
+	DefaultDialTimeout           = 10 * time.Second
+	DefaultMaxIdleConnsPerHost   = 256
+)
+
+// WithDefaults returns c with zero durations and limits set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.ResponseHeaderTimeout == 0 {
+		c.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.MaxIdleConnsPerHost == 0 {
+		c.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	return c
+}
+
+// Validate checks one provider entry; prefix names it in messages
+// (e.g. "providers[0]").
+func (c Config) Validate(prefix string) error {
+	if c.Name == "" {
+		return fmt.Errorf("%s.name: required", prefix)
+	}
+	switch c.Type {
+	case TypeOpenAI:
+		if c.BaseURL == "" {
+			return fmt.Errorf("%s.base_url: required for type openai", prefix)
+		}
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s.base_url: %q is not an http(s) URL", prefix, c.BaseURL)
+		}
+	case TypeMock:
+	case "":
+		return fmt.Errorf("%s.type: required (openai or mock)", prefix)
+	default:
+		return fmt.Errorf("%s.type: %q is not openai or mock", prefix, c.Type)
+	}
+	for i, m := range c.Models {
+		if _, err := path.Match(m, ""); err != nil {
+			return fmt.Errorf("%s.models[%d]: bad pattern %q", prefix, i, m)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"response_header_timeout", c.ResponseHeaderTimeout},
+		{"idle_timeout", c.IdleTimeout},
+		{"dial_timeout", c.DialTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s.%s: must not be negative", prefix, d.key)
+		}
+	}
+	return nil
+}
+
+// Provider is one upstream, built once at start-up.
+type Provider struct {
+	cfg    Config
+	apiKey string
+	base   *url.URL
+	rt     http.RoundTripper
+}
+
+// New builds the provider described by cfg. getenv reads the API key
+// variable (os.Getenv in production).
+func New(cfg Config, getenv func(string) string) (*Provider, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate("provider " + cfg.Name); err != nil {
+		return nil, err
+	}
+	p := &Provider{cfg: cfg}
+	if cfg.APIKeyEnv != "" && getenv != nil {
+		p.apiKey = getenv(cfg.APIKeyEnv)
+	}
+	switch cfg.Type {
+	case TypeMock:
+		p.rt = NewMock()
+	case TypeOpenAI:
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: base_url: %w", cfg.Name, err)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		p.base = u
+		p.rt = newTransport(cfg)
+	}
+	return p, nil
+}
+
+func newTransport(cfg Config) *http.Transport {
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4 * cfg.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   cfg.DialTimeout,
+		ExpectContinueTimeout: time.Second,
+		// The proxy enforces the header timeout itself (for every provider
+		// type alike); compression is left to the client and provider so
+		// that bytes pass through untouched.
+		DisableCompression: true,
+	}
+}
+
+// Name returns the configured name.
+func (p *Provider) Name() string { return p.cfg.Name }
+
+// Config returns the configuration with defaults applied.
+func (p *Provider) Config() Config { return p.cfg }
+
+// HasKey reports whether the provider injects its own API key.
+func (p *Provider) HasKey() bool { return p.apiKey != "" }
+
+// Serves reports whether model is routed to this provider by its Models
+// patterns. A provider without patterns serves nothing explicitly.
+func (p *Provider) Serves(model string) bool {
+	for _, pat := range p.cfg.Models {
+		if ok, _ := path.Match(pat, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrNoProvider is returned by [Router.Route] when no provider is configured.
+var ErrNoProvider = errors.New("providers: none configured")
+
+// RoundTrip sends req to the provider. req.URL.Path must be relative to the
+// API root ("/chat/completions"); the query is kept. When the provider has
+// a key, it replaces the request's Authorization header. req is modified.
+func (p *Provider) RoundTrip(req *http.Request) (*http.Response, error) {
+	if p.base != nil {
+		rel := req.URL
+		u := *p.base
+		u.Path = p.base.Path + rel.Path
+		u.RawPath = ""
+		if p.base.RawPath != "" || rel.RawPath != "" {
+			u.RawPath = p.base.EscapedPath() + rel.EscapedPath()
+		}
+		u.RawQuery = rel.RawQuery
+		req.URL = &u
+		req.Host = u.Host
+	}
+	if p.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	return p.rt.RoundTrip(req)
+}
+
+// CloseIdleConnections releases idle connections of the HTTP transport.
+func (p *Provider) CloseIdleConnections() {
+	if t, ok := p.rt.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}

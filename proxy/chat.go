@@ -1,0 +1,453 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/tidwall/gjson"
+)
+
+// maxIncidentMessage caps the stored text of one incident.
+const maxIncidentMessage = 2000
+
+// captureMax bounds the copy of a non-streaming answer kept to read its
+// error message or, for auto-capture, its final answer.
+const (
+	captureErrors     = 64 << 10
+	captureCompletion = 4 << 20
+)
+
+var errBodyTooLarge = &apiError{Status: http.StatusRequestEntityTooLarge, Message: "Request body too large.", Type: "invalid_request_error", Code: "request_too_large"}
+
+// readBody reads the request body, bounded by MaxBodyBytes.
+func (s *Server) readBody(c echo.Context) ([]byte, *apiError) {
+	r := c.Request()
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return nil, errBodyTooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errBodyTooLarge
+		}
+		return nil, errBadRequest("could not read request body")
+	}
+	return body, nil
+}
+
+// storeCtx bounds a store call made for a request that may already be over.
+func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), defaultStoreCallTimeout)
+}
+
+// chatCompletions is the rewritten path: POST /v1/chat/completions.
+func (s *Server) chatCompletions(c echo.Context) error {
+	start := time.Now()
+	route := "chat"
+	t, aerr := s.resolveTenant(c)
+	if aerr != nil {
+		s.count(route, aerr.Status, "")
+		return writeError(c, aerr)
+	}
+	body, aerr := s.readBody(c)
+	if aerr != nil {
+		s.count(route, aerr.Status, "")
+		return writeError(c, aerr)
+	}
+	if !gjson.ValidBytes(body) {
+		s.count(route, http.StatusBadRequest, "")
+		return writeError(c, errBadRequest("We could not parse the JSON body of your request: it is not valid JSON."))
+	}
+	conv := inspect(body)
+	if t.Agent == "" && validName(conv.user) == nil {
+		t.Agent = conv.user
+	}
+	ctx := c.Request().Context()
+	now := s.opts.Now()
+
+	degraded := !s.recordToolErrors(ctx, t, conv, now)
+	var entries []guard.Entry
+	if !degraded {
+		incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
+			Workspace: t.Workspace, Project: t.Project, Session: t.Session,
+			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
+		})
+		if err != nil {
+			s.storeFailed(ctx, "list_incidents", err)
+			degraded = true
+		} else {
+			entries = s.guard.Detect(incs, now)
+		}
+	}
+	var matches []recall.Match
+	if !degraded && conv.goal != "" {
+		matches = s.index.Search(recall.Query{
+			Workspace: t.Workspace, Project: t.Project, Goal: conv.goal,
+			K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: conv.key,
+		})
+	}
+
+	out := body
+	h := c.Response().Header()
+	if degraded {
+		s.metrics.degraded.Inc()
+		h.Set(HeaderDegraded, "store")
+		entries, matches = nil, nil
+	} else {
+		blocks := compose(guard.Block(entries), recall.Block(matches))
+		rewritten, err := injectSystem(body, blocks)
+		if err != nil || !gjson.ValidBytes(rewritten) {
+			// Never forward a body we may have broken: send the original.
+			s.log.Error("rewrite failed; forwarding the original body", "workspace", t.Workspace, "project", t.Project, "err", err)
+			entries, matches = nil, nil
+		} else {
+			out = rewritten
+		}
+	}
+	h.Set(HeaderGuard, strconv.Itoa(len(entries)))
+	h.Set(HeaderRecall, strconv.Itoa(len(matches)))
+	if len(entries) > 0 {
+		s.metrics.injected.WithLabelValues("guard").Inc()
+	}
+	if len(matches) > 0 {
+		s.metrics.injected.WithLabelValues("recall").Inc()
+	}
+
+	hdr := s.outgoingHeader(c.Request().Header)
+	hdr.Del("Accept-Encoding") // the answer is observed: never let it be compressed
+	ur := &upstreamRequest{
+		method: http.MethodPost, path: "/chat/completions", query: c.Request().URL.RawQuery,
+		header: hdr, body: out,
+	}
+	chain := s.router.Route(conv.model)
+	s.metrics.overhead.Observe(time.Since(start).Seconds())
+	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
+		s.record(ctx, t, conv.model, pf.provider, pf.typ, pf.statusCode, pf.message)
+	})
+	if f != nil {
+		s.count(route, f.status, chain[len(chain)-1].Name())
+		if f.incident == "" {
+			return nil
+		}
+		return writeError(c, f.apiError())
+	}
+	defer a.release()
+	h.Set(HeaderProvider, a.provider.Name())
+
+	sse := isSSE(a.res.Header)
+	ok := a.res.StatusCode >= 200 && a.res.StatusCode < 300
+	capture := captureErrors
+	wantCapture := ok && s.recall.AutoCapture && conv.usedTools() && conv.goal != ""
+	if wantCapture {
+		capture = captureCompletion
+	}
+	obs := newObserver(sse, capture)
+	readErr, gone := deliver(c, a, obs.write)
+	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds()) }()
+	prov := a.provider.Name()
+	switch {
+	case gone:
+		s.count(route, StatusClientClosed, prov)
+		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
+		return nil
+	case readErr != nil:
+		f := classify(ctx, a.ctx, readErr)
+		if f.incident == "" {
+			s.count(route, StatusClientClosed, prov)
+			return nil
+		}
+		typ := f.incident
+		if typ != store.TypeTimeout {
+			typ, f.message = store.TypeStreamError, "provider answer cut short: "+transportMessage(readErr)
+		}
+		s.count(route, f.status, prov)
+		s.record(ctx, t, conv.model, prov, typ, f.status, f.message)
+		return nil
+	case !ok:
+		s.count(route, a.res.StatusCode, prov)
+		msg := errorMessage(obs.capture, a.res.StatusCode)
+		if sse && obs.errMsg != "" {
+			msg = obs.errMsg
+		}
+		s.record(ctx, t, conv.model, prov, store.TypeHTTPError, a.res.StatusCode, msg)
+		return nil
+	case sse && obs.errMsg != "":
+		s.count(route, a.res.StatusCode, prov)
+		s.record(ctx, t, conv.model, prov, store.TypeStreamError, a.res.StatusCode, obs.errMsg)
+		return nil
+	case sse && !obs.done:
+		s.count(route, a.res.StatusCode, prov)
+		s.record(ctx, t, conv.model, prov, store.TypeStreamError, a.res.StatusCode, "stream ended before data: [DONE]")
+		return nil
+	}
+	s.count(route, a.res.StatusCode, prov)
+	if wantCapture {
+		if finish, answer := obs.completion(); finish == "stop" {
+			s.capture(ctx, t, conv, answer)
+		}
+	}
+	return nil
+}
+
+func (s *Server) count(route string, status int, provider string) {
+	s.metrics.requests.WithLabelValues(route, strconv.Itoa(status), provider).Inc()
+}
+
+// recordToolErrors stores each new failed tool result of the request once
+// per tenant. It returns false when the store failed.
+func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversation, now time.Time) bool {
+	prefix := t.Workspace + "\x00" + t.Project + "\x00"
+	for _, tr := range conv.toolResults {
+		seenKey := prefix + tr.dedupeKey
+		if s.seen.has(seenKey) {
+			continue
+		}
+		if guard.ToolFailed(tr.content) {
+			msg := tr.content
+			if tr.name != "" {
+				msg = tr.name + ": " + msg
+			}
+			inc := s.incident(t, conv.model, "", store.TypeToolError, 0, msg, now)
+			added, err := s.store.AddIncidentOnce(ctx, inc, tr.dedupeKey)
+			if err != nil {
+				s.storeFailed(ctx, "add_incident", err)
+				return false
+			}
+			if added {
+				s.countIncident(inc)
+			}
+		}
+		s.seen.add(seenKey)
+	}
+	return true
+}
+
+// incident builds a redacted, capped incident record.
+func (s *Server) incident(t Tenant, model, provider, typ string, status int, message string, now time.Time) *store.Incident {
+	msg := guard.Redact(message)
+	if len(msg) > maxIncidentMessage {
+		cut := maxIncidentMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	return &store.Incident{
+		Time: now, Workspace: t.Workspace, Project: t.Project, Session: t.Session, Agent: t.Agent,
+		Provider: provider, Model: model, Type: typ, StatusCode: status,
+		Message: msg, Fingerprint: guard.Fingerprint(msg),
+	}
+}
+
+// record stores a failure the proxy observed.
+func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ string, status int, message string) {
+	inc := s.incident(t, model, provider, typ, status, message, s.opts.Now())
+	sctx, cancel := storeCtx(ctx)
+	defer cancel()
+	if err := s.store.AddIncident(sctx, inc); err != nil {
+		s.storeFailed(ctx, "add_incident", err)
+		return
+	}
+	s.countIncident(inc)
+	s.log.Info("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
+}
+
+func (s *Server) countIncident(inc *store.Incident) {
+	pattern, ok := s.guard.Classify(inc.Type, inc.StatusCode, inc.Message)
+	if !ok {
+		pattern = "none"
+	}
+	s.metrics.incidents.WithLabelValues(inc.Type, pattern).Inc()
+}
+
+func (s *Server) storeFailed(ctx context.Context, op string, err error) {
+	if ctx.Err() != nil {
+		return // the client left; not the store's fault
+	}
+	s.metrics.storeErrs.WithLabelValues(op).Inc()
+	s.log.Warn("store failed; failing open", "op", op, "err", err)
+}
+
+// capture stores the solution of a conversation that finished well.
+func (s *Server) capture(ctx context.Context, t Tenant, conv *conversation, answer string) {
+	failures := 0
+	for _, tr := range conv.toolResults {
+		if guard.ToolFailed(tr.content) {
+			failures++
+		}
+	}
+	sol := recall.AutoSolution(recall.Conversation{
+		Workspace: t.Workspace, Project: t.Project, Key: conv.key, Goal: conv.goal,
+		Tools: conv.tools, ToolFailures: failures, FinalAnswer: answer,
+	}, s.opts.Now())
+	sctx, cancel := storeCtx(ctx)
+	defer cancel()
+	if err := s.store.PutSolution(sctx, &sol); err != nil {
+		s.storeFailed(ctx, "put_solution", err)
+		return
+	}
+	if err := s.syncIndex(sctx); err != nil {
+		s.log.Warn("recall index sync after capture failed", "err", err)
+	}
+}
+
+// models answers GET /v1/models with the merged lists of every provider.
+func (s *Server) models(c echo.Context) error {
+	if _, aerr := s.resolveTenant(c); aerr != nil {
+		return writeError(c, aerr)
+	}
+	ctx := c.Request().Context()
+	var data []json.RawMessage
+	seen := map[string]bool{}
+	var lastFail *failure
+	var lastStatus int
+	var lastBody []byte
+	for _, p := range s.router.Providers() {
+		hdr := s.outgoingHeader(c.Request().Header)
+		hdr.Del("Accept-Encoding")
+		a, f := s.try(ctx, p, &upstreamRequest{method: http.MethodGet, path: "/models", header: hdr})
+		if f != nil {
+			if f.incident == "" {
+				return nil
+			}
+			lastFail = f
+			continue
+		}
+		body := readCapped(a.res.Body, 16<<20)
+		a.release()
+		if a.res.StatusCode != http.StatusOK {
+			lastStatus, lastBody = a.res.StatusCode, body
+			continue
+		}
+		gjson.GetBytes(body, "data").ForEach(func(_, m gjson.Result) bool {
+			id := m.Get("id").String()
+			if id == "" || seen[id] {
+				return true
+			}
+			seen[id] = true
+			data = append(data, json.RawMessage(m.Raw))
+			return true
+		})
+	}
+	if data == nil {
+		switch {
+		case lastStatus != 0:
+			return c.Blob(lastStatus, echo.MIMEApplicationJSON, lastBody)
+		case lastFail != nil:
+			return writeError(c, lastFail.apiError())
+		}
+		data = []json.RawMessage{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// passThrough forwards any other /v1/* request byte for byte. A JSON body
+// is read (bounded) to route by its "model"; any other body streams.
+func (s *Server) passThrough(c echo.Context) error {
+	t, aerr := s.resolveTenant(c)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	r := c.Request()
+	path := r.URL.EscapedPath()
+	if i := strings.Index(path, "/v1/"); i >= 0 {
+		path = path[i+3:]
+	}
+	ur := &upstreamRequest{method: r.Method, path: path, query: r.URL.RawQuery, header: s.outgoingHeader(r.Header)}
+	chain := s.router.Route("")[:1]
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return writeError(c, errBodyTooLarge)
+	}
+	switch {
+	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
+	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
+		body, aerr := s.readBody(c)
+		if aerr != nil {
+			return writeError(c, aerr)
+		}
+		ur.body = body
+		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String {
+			chain = s.router.Route(m.Str)[:1]
+		}
+	default:
+		lb := &limitedBody{r: r.Body, left: s.opts.MaxBodyBytes}
+		ur.stream, ur.length = lb, r.ContentLength
+		defer func() {
+			if lb.tripped && !c.Response().Committed {
+				_ = writeError(c, errBodyTooLarge)
+			}
+		}()
+	}
+	ctx := r.Context()
+	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
+		if lb, ok := ur.stream.(*limitedBody); ok && lb.tripped {
+			return // the client sent too much; not the provider's failure
+		}
+		s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message)
+	})
+	if f != nil {
+		if lb, ok := ur.stream.(*limitedBody); (ok && lb.tripped) || f.incident == "" {
+			return nil
+		}
+		return writeError(c, f.apiError())
+	}
+	defer a.release()
+	prov := a.provider.Name()
+	c.Response().Header().Set(HeaderProvider, prov)
+	failed := retryable(a.res.StatusCode)
+	var obs *observer
+	if failed {
+		obs = newObserver(false, captureErrors)
+	}
+	var observe func([]byte)
+	if obs != nil {
+		observe = obs.write
+	}
+	readErr, gone := deliver(c, a, observe)
+	s.count("passthrough", a.res.StatusCode, prov)
+	if failed && !gone && readErr == nil {
+		s.record(ctx, t, "", prov, store.TypeHTTPError, a.res.StatusCode, errorMessage(obs.capture, a.res.StatusCode))
+	}
+	return nil
+}
+
+// limitedBody forwards a streamed request body and fails once it passes
+// the body limit, remembering that it did (the answer is then 413).
+type limitedBody struct {
+	r       io.Reader
+	left    int64
+	tripped bool
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// Probe for one more byte: a body of exactly the limit is fine.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			l.tripped = true
+			return 0, errors.New("request body too large")
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}

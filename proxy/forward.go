@@ -1,0 +1,285 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/tidwall/gjson"
+)
+
+// upstreamRequest is what the proxy sends to a provider.
+type upstreamRequest struct {
+	method string
+	path   string // escaped path below the API root, e.g. "/chat/completions"
+	query  string
+	header http.Header
+	// body is a buffered body, replayable for fallbacks; when stream is
+	// set instead, the body is forwarded unbuffered and there is no fallback.
+	body   []byte
+	stream io.Reader
+	length int64 // of stream; -1 unknown
+}
+
+// hopHeaders are connection-level headers a proxy must not forward
+// (RFC 9110 7.6.1), plus the ones the proxy recomputes.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// outgoingHeader copies the client's headers minus hop-by-hop ones, the
+// connection tokens, and the X-Scar-* headers only the proxy may set.
+func (s *Server) outgoingHeader(in http.Header) http.Header {
+	h := in.Clone()
+	for _, f := range h.Values("Connection") {
+		for _, tok := range strings.Split(f, ",") {
+			if tok = strings.TrimSpace(tok); tok != "" {
+				h.Del(tok)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	for k := range h {
+		if len(k) > 7 && strings.EqualFold(k[:7], "X-Scar-") {
+			delete(h, k)
+		}
+	}
+	h.Del("Host")
+	h.Del("Content-Length")
+	if s.keys.enabled() {
+		// The client's key is the gateway key: it must never reach a provider.
+		h.Del("Authorization")
+		h.Del("Api-Key")
+	}
+	return h
+}
+
+// attempt is one provider's answer with the context that bounds its body.
+type attempt struct {
+	provider *providers.Provider
+	res      *http.Response
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+}
+
+// release ends the attempt: closes the body and cancels its context.
+func (a *attempt) release() {
+	if a.res != nil {
+		a.res.Body.Close()
+	}
+	a.cancel(context.Canceled)
+}
+
+// providerFailure is reported for each provider that failed, whether or
+// not a fallback took over.
+type providerFailure struct {
+	provider   string
+	typ        string // store incident type
+	statusCode int
+	message    string
+}
+
+// retryable reports whether a status lets the next provider in the chain try.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// send tries the chain in order. It returns the attempt whose answer goes
+// to the client, or the failure of the last provider. Every provider that
+// failed is passed to onFail (the client leaving is not a failure).
+func (s *Server) send(ctx context.Context, chain []*providers.Provider, ur *upstreamRequest, onFail func(providerFailure)) (*attempt, *failure) {
+	var last failure
+	for i, p := range chain {
+		final := i == len(chain)-1 || ur.stream != nil
+		if i > 0 {
+			s.metrics.fallbacks.WithLabelValues(chain[i-1].Name(), p.Name()).Inc()
+		}
+		a, f := s.try(ctx, p, ur)
+		if f != nil {
+			if f.incident == "" { // the client left
+				return nil, f
+			}
+			onFail(providerFailure{provider: p.Name(), typ: f.incident, statusCode: f.status, message: f.message})
+			last = *f
+			if final {
+				return nil, &last
+			}
+			continue
+		}
+		if final || !retryable(a.res.StatusCode) {
+			return a, nil
+		}
+		// A retryable answer with a fallback left: record it, try the next.
+		msg := errorMessage(readCapped(a.res.Body, 64<<10), a.res.StatusCode)
+		onFail(providerFailure{provider: p.Name(), typ: "http_error", statusCode: a.res.StatusCode, message: msg})
+		a.release()
+	}
+	return nil, &last
+}
+
+// try sends ur to one provider, bounding the wait for response headers.
+func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamRequest) (*attempt, *failure) {
+	actx, cancel := context.WithCancelCause(ctx)
+	var body io.Reader
+	length := int64(len(ur.body))
+	if ur.stream != nil {
+		body, length = ur.stream, ur.length
+	} else if len(ur.body) > 0 {
+		body = bytes.NewReader(ur.body)
+	}
+	req, err := http.NewRequestWithContext(actx, ur.method, "http://provider", body)
+	if err != nil {
+		cancel(err)
+		return nil, &failure{http.StatusBadGateway, "upstream_unreachable", "cannot build provider request"}
+	}
+	req.URL.Path = ""
+	req.URL.RawPath = ""
+	if err := setPath(req, ur.path); err != nil {
+		cancel(err)
+		return nil, &failure{http.StatusBadRequest, "", "bad request path"}
+	}
+	req.URL.RawQuery = ur.query
+	req.Header = ur.header.Clone()
+	req.ContentLength = length
+	if ur.stream == nil {
+		b := ur.body
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		if len(b) == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	timer := time.AfterFunc(p.Config().ResponseHeaderTimeout, func() { cancel(errHeaderTimeout) })
+	res, err := p.RoundTrip(req)
+	timer.Stop()
+	if err != nil {
+		f := classify(ctx, actx, err)
+		cancel(err)
+		return nil, &f
+	}
+	res.Body = newIdleReader(res.Body, p.Config().IdleTimeout, func() { cancel(errIdleTimeout) })
+	return &attempt{provider: p, res: res, ctx: actx, cancel: cancel}, nil
+}
+
+// setPath sets an escaped path on req.URL.
+func setPath(req *http.Request, escaped string) error {
+	u, err := req.URL.Parse(escaped)
+	if err != nil {
+		return err
+	}
+	req.URL.Path, req.URL.RawPath = u.Path, u.RawPath
+	return nil
+}
+
+// idleReader cancels its request when one Read waits longer than idle. The
+// time between reads (the client consuming) is not counted.
+type idleReader struct {
+	rc    io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+	once  sync.Once
+	fire  func()
+}
+
+func newIdleReader(rc io.ReadCloser, idle time.Duration, fire func()) *idleReader {
+	return &idleReader{rc: rc, idle: idle, fire: fire}
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.once.Do(func() {
+		r.timer = time.AfterFunc(r.idle, r.fire)
+		r.timer.Stop()
+	})
+	r.timer.Reset(r.idle)
+	n, err := r.rc.Read(p)
+	r.timer.Stop()
+	return n, err
+}
+
+func (r *idleReader) Close() error {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	return r.rc.Close()
+}
+
+// readCapped reads at most max bytes of r.
+func readCapped(r io.Reader, max int64) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r, max))
+	return b
+}
+
+// errorMessage extracts the provider's error message from an error body:
+// OpenAI's error.message, a bare "error" string, or the text itself.
+func errorMessage(body []byte, status int) string {
+	if gjson.ValidBytes(body) {
+		for _, path := range []string{"error.message", "error", "message", "detail"} {
+			if v := gjson.GetBytes(body, path); v.Exists() && v.Type == gjson.String && v.String() != "" {
+				return v.String()
+			}
+		}
+	}
+	msg := strings.TrimSpace(string(body))
+	if msg == "" || strings.HasPrefix(msg, "<") {
+		return http.StatusText(status)
+	}
+	return msg
+}
+
+// responseHeaderSkip lists provider response headers the proxy drops.
+var responseHeaderSkip = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// deliver copies the provider's answer to the client, flushing after each
+// read so stream events reach the client as they arrive. Each chunk is
+// also given to observe (which must not keep it). It returns the read
+// error that cut the body short (nil at a clean end) and whether the
+// client went away.
+func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, clientGone bool) {
+	w := c.Response()
+	h := w.Header()
+	for k, vs := range a.res.Header {
+		if responseHeaderSkip[k] {
+			continue
+		}
+		h[k] = vs
+	}
+	w.WriteHeader(a.res.StatusCode)
+	w.Flush()
+	bufp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bufp)
+	buf := *bufp
+	for {
+		n, err := a.res.Body.Read(buf)
+		if n > 0 {
+			if observe != nil {
+				observe(buf[:n])
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil, true
+			}
+			w.Flush()
+		}
+		if err == io.EOF {
+			return nil, false
+		}
+		if err != nil {
+			if c.Request().Context().Err() != nil {
+				return nil, true
+			}
+			return err, false
+		}
+	}
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the proxy's Prometheus series, on a registry of its own so
+// that several servers (tests, replicas in one process) never collide.
+type metrics struct {
+	registry  *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	overhead  prometheus.Histogram
+	incidents *prometheus.CounterVec
+	injected  *prometheus.CounterVec
+	storeErrs *prometheus.CounterVec
+	fallbacks *prometheus.CounterVec
+	degraded  prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_requests_total",
+			Help: "Proxied requests by route, answered status and provider.",
+		}, []string{"route", "status", "provider"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "scarproxy_request_duration_seconds",
+			Help:    "Time from request to the end of the answer, by route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"route"}),
+		overhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "scarproxy_overhead_seconds",
+			Help:    "Time the proxy adds before forwarding a chat completion (inspection, guard, recall, rewrite).",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 16),
+		}),
+		incidents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_incidents_total",
+			Help: "Incidents recorded, by type and matched pattern (none when no pattern matched).",
+		}, []string{"type", "pattern"}),
+		injected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_blocks_injected_total",
+			Help: "Guard and recall blocks injected into system messages.",
+		}, []string{"block"}),
+		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_store_errors_total",
+			Help: "Store operations that failed, by operation.",
+		}, []string{"op"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_fallbacks_total",
+			Help: "Requests retried on a fallback provider, by failed and next provider.",
+		}, []string{"from", "to"}),
+		degraded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scarproxy_degraded_requests_total",
+			Help: "Chat completions forwarded unchanged because the store failed.",
+		}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.incidents, m.injected,
+		m.storeErrs, m.fallbacks, m.degraded,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

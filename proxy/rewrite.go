@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// hasMarker reports whether text may hold a block to strip.
+func hasMarker(text string) bool {
+	return strings.Contains(text, guard.BlockStart) || strings.Contains(text, recall.BlockStart)
+}
+
+// compose puts blocks before text, separated by a blank line.
+func compose(blocks, text string) string {
+	switch {
+	case blocks == "":
+		return text
+	case text == "":
+		return blocks
+	}
+	return blocks + "\n\n" + text
+}
+
+// injectSystem returns body with blocks prepended to the conversation's
+// system message, after stripping the blocks an earlier turn may have left
+// there. It handles string content, content as an array of parts, a
+// "developer" message in place of "system", and no system message at all
+// (one is inserted first). When nothing changes it returns body itself, so
+// the provider receives the client's exact bytes. body must be valid JSON.
+func injectSystem(body []byte, blocks string) ([]byte, error) {
+	msgs := gjson.GetBytes(body, "messages")
+	if !msgs.IsArray() {
+		return body, nil
+	}
+	idx := -1
+	var sys gjson.Result
+	i := 0
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		if r := m.Get("role").String(); r == "system" || r == "developer" {
+			idx, sys = i, m
+			return false
+		}
+		i++
+		return true
+	})
+	if idx < 0 {
+		if blocks == "" {
+			return body, nil
+		}
+		return insertSystem(body, msgs, blocks)
+	}
+	path := "messages." + strconv.Itoa(idx) + ".content"
+	content := sys.Get("content")
+	switch {
+	case content.Type == gjson.String:
+		old := content.Str
+		text := old
+		if hasMarker(text) {
+			text = stripBlocks(text)
+		}
+		text = compose(blocks, text)
+		if text == old {
+			return body, nil
+		}
+		return sjson.SetBytes(body, path, text)
+	case content.IsArray():
+		return rewriteParts(body, path, content, blocks)
+	default: // null or missing
+		if blocks == "" {
+			return body, nil
+		}
+		return sjson.SetBytes(body, path, blocks)
+	}
+}
+
+// rewriteParts handles content given as an array of parts: earlier blocks
+// are stripped from every text part and the new blocks become a text part
+// of their own, first.
+func rewriteParts(body []byte, path string, parts gjson.Result, blocks string) ([]byte, error) {
+	changed := blocks != ""
+	var out bytes.Buffer
+	out.WriteByte('[')
+	n := 0
+	if blocks != "" {
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": blocks})
+		out.Write(b)
+		n++
+	}
+	var err error
+	parts.ForEach(func(_, part gjson.Result) bool {
+		raw := []byte(part.Raw)
+		if t := part.Get("text"); t.Type == gjson.String && hasMarker(t.Str) {
+			changed = true
+			stripped := strings.TrimLeft(stripBlocks(t.Str), "\n")
+			if stripped == "" {
+				return true // the part held only old blocks
+			}
+			if raw, err = sjson.SetBytes(raw, "text", stripped); err != nil {
+				return false
+			}
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(raw)
+		n++
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		return body, nil
+	}
+	out.WriteByte(']')
+	return sjson.SetRawBytes(body, path, out.Bytes())
+}
+
+// insertSystem puts a new system message holding blocks first.
+func insertSystem(body []byte, msgs gjson.Result, blocks string) ([]byte, error) {
+	msg, _ := json.Marshal(map[string]string{"role": "system", "content": blocks})
+	rest := strings.TrimSpace(msgs.Raw)
+	rest = strings.TrimSpace(rest[1:]) // after '['
+	var out bytes.Buffer
+	out.Grow(len(msg) + len(rest) + 2)
+	out.WriteByte('[')
+	out.Write(msg)
+	if rest != "]" {
+		out.WriteByte(',')
+	}
+	out.WriteString(rest)
+	return sjson.SetRawBytes(body, "messages", out.Bytes())
+}

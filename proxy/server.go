@@ -1,0 +1,340 @@
+// Package proxy is scarproxy's HTTP server: routes, tenant resolution, the
+// rewrite of outgoing chat requests (guard and recall blocks), observation
+// of the provider's answers (incidents, auto-captured solutions) and the
+// memory API under /scar/v1.
+//
+// # Request path
+//
+// For POST /v1/chat/completions the server resolves the tenant, reads the
+// body (bounded), records new tool-error payloads, builds the guard block
+// from the tenant's recent incidents and the recall block from similar
+// solutions, rewrites the system message, forwards to the provider chosen
+// by model (falling back on 429, 5xx, timeouts and unreachable providers
+// before any byte reached the client) and observes the answer as it
+// streams through. Every other /v1/* request passes through untouched.
+//
+// # Failing open
+//
+// When the store fails the request is still forwarded, unchanged, with the
+// header X-Scar-Degraded: store.
+//
+// # Imports
+//
+// Only this package and cmd import Echo. It must not import bbolt or pgx.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// Defaults of [Options].
+const (
+	DefaultMaxBodyBytes     = 32 << 20
+	DefaultIndexPoll        = 500 * time.Millisecond
+	DefaultRetentionMaxAge  = 30 * 24 * time.Hour
+	DefaultRetentionPerTen  = 100_000
+	DefaultRetentionEvery   = 10 * time.Minute
+	DefaultGuardReadLimit   = 1000
+	defaultStoreCallTimeout = 5 * time.Second
+)
+
+// Options configure a [Server]. Router, Store and Guard are required.
+type Options struct {
+	Router *providers.Router
+	Store  store.Store
+	Guard  *guard.Guard
+	// Recall configures recall and auto-capture; zero means recall.DefaultConfig().
+	Recall *recall.Config
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 32 MiB.
+	MaxBodyBytes int64
+	// DefaultWorkspace and DefaultProject apply when neither the path nor
+	// headers name them. Default "default".
+	DefaultWorkspace, DefaultProject string
+	// GatewayKeys, when set, make a valid key mandatory on /v1 and decide
+	// the workspace.
+	GatewayKeys []GatewayKey
+	// AdminToken, when set, is required (as a bearer token) on /scar/v1;
+	// a gateway key may also use /scar/v1 for its own workspace.
+	AdminToken string
+	// IndexPoll is how often the recall index follows the store's change
+	// feed (solutions written by other replicas). Default 500ms.
+	IndexPoll time.Duration
+	// RetentionMaxAge prunes incidents older than it. Default 30 days.
+	RetentionMaxAge time.Duration
+	// RetentionMaxPerTenant caps incidents kept per tenant. Default 100000.
+	RetentionMaxPerTenant int
+	// RetentionEvery is the pruning period. Default 10 minutes.
+	RetentionEvery time.Duration
+	// GuardReadLimit caps the incidents read per request for the guard.
+	// Default 1000.
+	GuardReadLimit int
+}
+
+// Server is the proxy. Build it with [New], serve [Server.Handler], run
+// [Server.Run] for its background work, and [Server.Close] it.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	recall  recall.Config
+	router  *providers.Router
+	store   store.Store
+	guard   *guard.Guard
+	index   *recall.Index
+	keys    *keyring
+	metrics *metrics
+	seen    *seenSet
+	echo    *echo.Echo
+
+	syncMu    sync.Mutex
+	cursor    int64
+	indexErr  error // last index sync error, nil once it succeeded
+	indexOnce bool  // the index completed one full sync
+}
+
+// New builds a server. It loads the recall index from the store; a store
+// that is down is not an error (the server starts, /readyz says why it is
+// not ready, and the index loads when the store returns).
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Router == nil || opts.Store == nil || opts.Guard == nil {
+		return nil, errors.New("proxy: Router, Store and Guard are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.DefaultWorkspace == "" {
+		opts.DefaultWorkspace = "default"
+	}
+	if opts.DefaultProject == "" {
+		opts.DefaultProject = "default"
+	}
+	if opts.IndexPoll <= 0 {
+		opts.IndexPoll = DefaultIndexPoll
+	}
+	if opts.RetentionMaxAge <= 0 {
+		opts.RetentionMaxAge = DefaultRetentionMaxAge
+	}
+	if opts.RetentionMaxPerTenant <= 0 {
+		opts.RetentionMaxPerTenant = DefaultRetentionPerTen
+	}
+	if opts.RetentionEvery <= 0 {
+		opts.RetentionEvery = DefaultRetentionEvery
+	}
+	if opts.GuardReadLimit <= 0 {
+		opts.GuardReadLimit = DefaultGuardReadLimit
+	}
+	rc := recall.DefaultConfig()
+	if opts.Recall != nil {
+		rc = *opts.Recall
+	}
+	if err := rc.Validate(); err != nil {
+		return nil, err
+	}
+	kr, err := newKeyring(opts.GatewayKeys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:    opts,
+		log:     opts.Logger,
+		recall:  rc,
+		router:  opts.Router,
+		store:   opts.Store,
+		guard:   opts.Guard,
+		index:   recall.NewIndex(),
+		keys:    kr,
+		metrics: newMetrics(),
+		seen:    newSeenSet(1 << 17),
+	}
+	if err := s.syncIndex(ctx); err != nil {
+		s.log.Warn("recall index not loaded; will retry", "err", err)
+	}
+	s.echo = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving every route.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Index returns the in-memory recall index (for inspection and tests).
+func (s *Server) Index() *recall.Index { return s.index }
+
+// Run does the server's background work until ctx ends: following the
+// store's solution change feed and pruning old incidents.
+func (s *Server) Run(ctx context.Context) {
+	poll := time.NewTicker(s.opts.IndexPoll)
+	defer poll.Stop()
+	prune := time.NewTicker(s.opts.RetentionEvery)
+	defer prune.Stop()
+	s.prune(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			if err := s.syncIndex(ctx); err != nil && ctx.Err() == nil {
+				s.log.Debug("recall index sync failed", "err", err)
+			}
+		case <-prune.C:
+			s.prune(ctx)
+		}
+	}
+}
+
+func (s *Server) prune(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := s.store.PruneIncidents(ctx, s.opts.Now().Add(-s.opts.RetentionMaxAge), s.opts.RetentionMaxPerTenant)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.metrics.storeErrs.WithLabelValues("prune").Inc()
+			s.log.Warn("pruning incidents failed", "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		s.log.Info("pruned incidents", "count", n)
+	}
+}
+
+// syncIndex applies the store's solution changes since the last sync.
+func (s *Server) syncIndex(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	for {
+		changes, next, err := s.store.SolutionChanges(ctx, s.cursor, 1000)
+		if err != nil {
+			s.indexErr = err
+			return fmt.Errorf("proxy: sync recall index: %w", err)
+		}
+		for _, ch := range changes {
+			if ch.Deleted {
+				s.index.Delete(ch.Solution.Workspace, ch.Solution.ID)
+			} else {
+				s.index.Put(ch.Solution)
+			}
+		}
+		s.cursor = next
+		if len(changes) < 1000 {
+			s.indexErr, s.indexOnce = nil, true
+			return nil
+		}
+	}
+}
+
+// Close releases the providers' idle connections. The store belongs to
+// the caller.
+func (s *Server) Close() error {
+	s.router.CloseIdleConnections()
+	return nil
+}
+
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.httpError
+
+	for _, prefix := range []string{"/v1", "/w/:workspace/:project/v1"} {
+		e.POST(prefix+"/chat/completions", s.chatCompletions)
+		e.GET(prefix+"/models", s.models)
+		e.Any(prefix+"/*", s.passThrough)
+	}
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+
+	a := e.Group("/scar/v1", s.adminAuth)
+	a.POST("/incidents", s.postIncident)
+	a.GET("/incidents", s.listIncidents)
+	a.DELETE("/incidents", s.deleteIncidents)
+	a.GET("/guard", s.guardPreview)
+	a.POST("/solutions", s.postSolution)
+	a.GET("/solutions", s.listSolutions)
+	a.DELETE("/solutions/:id", s.deleteSolution)
+	a.GET("/recall", s.recallPreview)
+	return e
+}
+
+// httpError answers Echo's own errors (404, 405) in OpenAI's shape.
+func (s *Server) httpError(err error, c echo.Context) {
+	var he *echo.HTTPError
+	status, msg := http.StatusInternalServerError, "internal error"
+	if errors.As(err, &he) {
+		status = he.Code
+		msg = fmt.Sprint(he.Message)
+	} else {
+		s.log.Error("request failed", "path", c.Path(), "err", err)
+	}
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "api_error"
+	}
+	_ = writeError(c, &apiError{Status: status, Message: msg, Type: typ, Code: http.StatusText(status)})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "store unavailable: " + err.Error()})
+	}
+	if err := s.syncIndex(ctx); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "recall index not loaded: " + err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// seenSet remembers tool results already processed per tenant, so a
+// history re-sent every turn is classified and stored once. It is bounded:
+// when the current generation is full it becomes the previous one.
+type seenSet struct {
+	mu        sync.Mutex
+	max       int
+	cur, prev map[string]struct{}
+}
+
+func newSeenSet(max int) *seenSet {
+	return &seenSet{max: max, cur: make(map[string]struct{})}
+}
+
+func (s *seenSet) has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cur[k]; ok {
+		return true
+	}
+	_, ok := s.prev[k]
+	return ok
+}
+
+func (s *seenSet) add(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cur) >= s.max {
+		s.prev, s.cur = s.cur, make(map[string]struct{}, s.max)
+	}
+	s.cur[k] = struct{}{}
+}

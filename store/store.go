@@ -1,0 +1,147 @@
+// Package store persists scarproxy's two memories: incidents (failures) and
+// solutions (solved tasks).
+//
+// # Backends
+//
+// Two backends implement [Store]: bbolt, one embedded file in the data
+// directory (the default), and PostgreSQL, shared by the replicas of a team
+// gateway. Both pass one conformance suite (conformance_test.go).
+//
+// # Tenancy
+//
+// Incidents belong to a (workspace, project) pair and solutions to a
+// workspace (with an optional project). Every read names its tenant and is
+// answered from an index of that tenant alone: no read scans other tenants.
+//
+// # Imports
+//
+// Only this package imports bbolt and pgx. It must not import Echo nor any
+// other scarproxy package.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by [Store] methods. Match them with errors.Is.
+var (
+	// ErrNotFound is returned when the named record does not exist in the
+	// tenant that was asked.
+	ErrNotFound = errors.New("store: not found")
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrInvalid is returned when a record misses a required field
+	// (workspace, project for incidents, goal for solutions).
+	ErrInvalid = errors.New("store: invalid record")
+)
+
+// Incident types recorded by the proxy. Clients of the memory API may use
+// other types; these are the ones the proxy itself writes.
+const (
+	TypeHTTPError   = "http_error"           // a non-2xx answer from the provider
+	TypeTimeout     = "timeout"              // no answer (or no next chunk) in time
+	TypeUnreachable = "upstream_unreachable" // the provider could not be reached
+	TypeStreamError = "stream_error"         // an error event or a truncated SSE stream
+	TypeToolError   = "tool_error"           // a role:"tool" message that says the tool failed
+)
+
+// Incident is one failure the proxy saw or was told about.
+type Incident struct {
+	ID          string    `json:"id"` // assigned by the store when empty; sorts by time
+	Time        time.Time `json:"time"`
+	Workspace   string    `json:"workspace"`
+	Project     string    `json:"project"`
+	Session     string    `json:"session,omitempty"`
+	Agent       string    `json:"agent,omitempty"`
+	Provider    string    `json:"provider,omitempty"`
+	Model       string    `json:"model,omitempty"`
+	Type        string    `json:"type"`
+	StatusCode  int       `json:"status_code,omitempty"`
+	Message     string    `json:"message"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+}
+
+// IncidentQuery selects incidents of one tenant, newest first.
+type IncidentQuery struct {
+	Workspace string // required
+	Project   string // required
+	Session   string // when set, only incidents of this session
+	// Since, when non-zero, drops incidents older than it (Time < Since).
+	Since time.Time
+	// Limit caps the number returned; 0 means 100. Backends cap it at 10000.
+	Limit int
+}
+
+// Solution sources.
+const (
+	SourceAPI  = "api"  // stored by a person or a tool through the memory API or CLI
+	SourceAuto = "auto" // captured by the proxy from a finished conversation
+)
+
+// Solution is a solved task: what was asked, how it was solved, how it ended.
+type Solution struct {
+	ID         string    `json:"id"` // assigned by the store when new
+	Workspace  string    `json:"workspace"`
+	Project    string    `json:"project,omitempty"`
+	Key        string    `json:"key"` // dedupe key, unique per workspace (see recall.GoalKey)
+	Goal       string    `json:"goal"`
+	Approach   string    `json:"approach"`
+	Outcome    string    `json:"outcome"`
+	Confidence float64   `json:"confidence"` // in [0,1]
+	Source     string    `json:"source"`     // SourceAPI or SourceAuto
+	Verified   bool      `json:"verified"`
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+}
+
+// SolutionChange is one entry of the solution change feed that keeps each
+// replica's in-memory recall index current.
+type SolutionChange struct {
+	Seq      int64
+	Deleted  bool
+	Solution Solution // for a deletion only ID and Workspace are set
+}
+
+// Store is the persistence both memories need. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// AddIncident stores inc, assigning ID (and Time when zero). It returns
+	// ErrInvalid when Workspace or Project is empty.
+	AddIncident(ctx context.Context, inc *Incident) error
+	// AddIncidentOnce stores inc unless an incident with the same dedupeKey
+	// was already stored for the tenant (workspace, project); it reports
+	// whether it stored. Dedupe keys are pruned with the incidents.
+	AddIncidentOnce(ctx context.Context, inc *Incident, dedupeKey string) (bool, error)
+	// ListIncidents returns the tenant's incidents, newest first.
+	ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, error)
+	// DeleteIncidents removes every incident (and dedupe key) of one tenant
+	// and returns how many incidents it removed.
+	DeleteIncidents(ctx context.Context, workspace, project string) (int, error)
+	// PruneIncidents removes incidents older than before, and the oldest
+	// incidents of any tenant holding more than maxPerTenant (0: no cap).
+	// It returns how many it removed.
+	PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error)
+
+	// PutSolution inserts s, or updates the solution with the same
+	// (Workspace, Key), keeping its ID and Created time. On return s holds
+	// the stored record. It returns ErrInvalid when Workspace, Key or Goal
+	// is empty.
+	PutSolution(ctx context.Context, s *Solution) error
+	// GetSolution returns one solution of the workspace, or ErrNotFound.
+	GetSolution(ctx context.Context, workspace, id string) (Solution, error)
+	// ListSolutions returns the workspace's solutions, most recently updated first.
+	ListSolutions(ctx context.Context, workspace string) ([]Solution, error)
+	// DeleteSolution removes one solution of the workspace, or returns ErrNotFound.
+	DeleteSolution(ctx context.Context, workspace, id string) error
+	// SolutionChanges returns changes with Seq > after, in Seq order, at most
+	// limit of them, and the highest Seq returned (after when none). A new
+	// reader starts with after = 0 and receives every live solution.
+	SolutionChanges(ctx context.Context, after int64, limit int) ([]SolutionChange, int64, error)
+
+	// Ping reports whether the store can serve requests.
+	Ping(ctx context.Context) error
+	// Close releases the store. Methods called after Close return ErrClosed.
+	Close() error
+}
