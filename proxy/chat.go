@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,15 +149,25 @@ func (s *Server) chatCompletions(c echo.Context) error {
 
 	sse := isSSE(a.res.Header)
 	ok := a.res.StatusCode >= 200 && a.res.StatusCode < 300
-	capture := captureErrors
-	wantCapture := ok && s.recall.AutoCapture && conv.usedTools() && conv.goal != ""
+	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds()) }()
+	prov := a.provider.Name()
+	if !ok {
+		// Record the provider's error before the client sees it, so the
+		// client's next request (a retry, often at once) is guarded by it.
+		s.count(route, a.res.StatusCode, prov)
+		msg := s.recordErrorAnswer(ctx, t, conv.model, a)
+		if _, gone := deliver(c, a, nil); !gone {
+			s.log.Debug("provider error passed through", "provider", prov, "status", a.res.StatusCode, "bytes", len(msg))
+		}
+		return nil
+	}
+	capture := 0
+	wantCapture := s.recall.AutoCapture && conv.usedTools() && conv.goal != ""
 	if wantCapture {
 		capture = captureCompletion
 	}
 	obs := newObserver(sse, capture)
 	readErr, gone := deliver(c, a, obs.write)
-	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds()) }()
-	prov := a.provider.Name()
 	switch {
 	case gone:
 		s.count(route, StatusClientClosed, prov)
@@ -174,14 +185,6 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		}
 		s.count(route, f.status, prov)
 		s.record(ctx, t, conv.model, prov, typ, f.status, f.message)
-		return nil
-	case !ok:
-		s.count(route, a.res.StatusCode, prov)
-		msg := errorMessage(obs.capture, a.res.StatusCode)
-		if sse && obs.errMsg != "" {
-			msg = obs.errMsg
-		}
-		s.record(ctx, t, conv.model, prov, store.TypeHTTPError, a.res.StatusCode, msg)
 		return nil
 	case sse && obs.errMsg != "":
 		s.count(route, a.res.StatusCode, prov)
@@ -408,21 +411,33 @@ func (s *Server) passThrough(c echo.Context) error {
 	defer a.release()
 	prov := a.provider.Name()
 	c.Response().Header().Set(HeaderProvider, prov)
-	failed := retryable(a.res.StatusCode)
-	var obs *observer
-	if failed {
-		obs = newObserver(false, captureErrors)
+	if retryable(a.res.StatusCode) {
+		s.recordErrorAnswer(ctx, t, "", a)
 	}
-	var observe func([]byte)
-	if obs != nil {
-		observe = obs.write
-	}
-	readErr, gone := deliver(c, a, observe)
+	deliver(c, a, nil)
 	s.count("passthrough", a.res.StatusCode, prov)
-	if failed && !gone && readErr == nil {
-		s.record(ctx, t, "", prov, store.TypeHTTPError, a.res.StatusCode, errorMessage(obs.capture, a.res.StatusCode))
-	}
 	return nil
+}
+
+// recordErrorAnswer records a provider's non-2xx answer as an incident. It
+// reads the start of the body for the error message and puts it back, so
+// the client still receives every byte.
+func (s *Server) recordErrorAnswer(ctx context.Context, t Tenant, model string, a *attempt) string {
+	prefix := readCapped(a.res.Body, captureErrors)
+	a.res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(prefix), a.res.Body), a.res.Body}
+	msg := errorMessage(prefix, a.res.StatusCode)
+	if isSSE(a.res.Header) {
+		o := newObserver(true, 0)
+		o.write(prefix)
+		if o.errMsg != "" {
+			msg = o.errMsg
+		}
+	}
+	s.record(ctx, t, model, a.provider.Name(), store.TypeHTTPError, a.res.StatusCode, msg)
+	return msg
 }
 
 // limitedBody forwards a streamed request body and fails once it passes

@@ -19,6 +19,7 @@ func hasMarker(text string) bool {
 
 // compose puts blocks before text, separated by a blank line.
 func compose(blocks, text string) string {
+	blocks = strings.TrimRight(blocks, "\n")
 	switch {
 	case blocks == "":
 		return text
@@ -35,6 +36,7 @@ func compose(blocks, text string) string {
 // (one is inserted first). When nothing changes it returns body itself, so
 // the provider receives the client's exact bytes. body must be valid JSON.
 func injectSystem(body []byte, blocks string) ([]byte, error) {
+	blocks = strings.TrimRight(blocks, "\n")
 	msgs := gjson.GetBytes(body, "messages")
 	if !msgs.IsArray() {
 		return body, nil
@@ -89,7 +91,7 @@ func rewriteParts(body []byte, path string, parts gjson.Result, blocks string) (
 	out.WriteByte('[')
 	n := 0
 	if blocks != "" {
-		b, _ := json.Marshal(map[string]string{"type": "text", "text": blocks})
+		b, _ := json.Marshal(textPart{Type: "text", Text: blocks})
 		out.Write(b)
 		n++
 	}
@@ -125,7 +127,7 @@ func rewriteParts(body []byte, path string, parts gjson.Result, blocks string) (
 
 // insertSystem puts a new system message holding blocks first.
 func insertSystem(body []byte, msgs gjson.Result, blocks string) ([]byte, error) {
-	msg, _ := json.Marshal(map[string]string{"role": "system", "content": blocks})
+	msg, _ := json.Marshal(systemMessage{Role: "system", Content: blocks})
 	rest := strings.TrimSpace(msgs.Raw)
 	rest = strings.TrimSpace(rest[1:]) // after '['
 	var out bytes.Buffer
@@ -137,4 +139,14 @@ func insertSystem(body []byte, msgs gjson.Result, blocks string) ([]byte, error)
 	}
 	out.WriteString(rest)
 	return sjson.SetRawBytes(body, "messages", out.Bytes())
+}
+
+type textPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type systemMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }

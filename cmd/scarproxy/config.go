@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -104,9 +105,59 @@ func (c *Config) loadFile(path string) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config %s: %w", path, err)
+		return fmt.Errorf("config %s: %s", path, nameKeys(b, err))
 	}
 	return nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// nameKeys rewrites yaml's "line N: ..." errors to also name the key at
+// that line (e.g. "guard.window"), so a bad value is easy to find.
+func nameKeys(src []byte, err error) string {
+	var root yaml.Node
+	if yaml.Unmarshal(src, &root) != nil {
+		return err.Error()
+	}
+	return yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, _ := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
+		if key := keyAtLine(&root, n, ""); key != "" {
+			return m + key + ": "
+		}
+		return m
+	})
+}
+
+// keyAtLine returns the dotted path of the mapping key on line, or "".
+func keyAtLine(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyAtLine(c, line, prefix); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			name := n.Content[i].Value
+			if prefix != "" {
+				name = prefix + "." + name
+			}
+			if n.Content[i].Line == line {
+				return name
+			}
+			if k := keyAtLine(n.Content[i+1], line, name); k != "" {
+				return k
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if k := keyAtLine(c, line, fmt.Sprintf("%s[%d]", prefix, i)); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // applyEnv applies SCARPROXY_* variables over c.

@@ -138,11 +138,16 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 	})
 }
 
-func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func newServeFlags() (*flag.FlagSet, *commonFlags) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f commonFlags
+	f := &commonFlags{}
 	f.register(fs, true)
+	return fs, f
+}
+
+func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs, f := newServeFlags()
+	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}

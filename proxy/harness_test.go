@@ -1,0 +1,285 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// received is one request as an upstream saw it.
+type received struct {
+	Method  string
+	RawPath string // escaped path
+	Query   string
+	Header  http.Header
+	Body    []byte
+}
+
+// recorder is an httptest upstream that records requests and answers
+// with a handler of the test's choosing.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []received
+	srv  *httptest.Server
+}
+
+func newRecorder(t *testing.T, answer http.HandlerFunc) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.reqs = append(rec.reqs, received{Method: r.Method, RawPath: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+		rec.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		answer(w, r)
+	}))
+	t.Cleanup(rec.srv.Close)
+	return rec
+}
+
+func (r *recorder) last(t *testing.T) received {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.reqs) == 0 {
+		t.Fatal("upstream received no request")
+	}
+	return r.reqs[len(r.reqs)-1]
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reqs)
+}
+
+// okCompletion answers a non-streaming chat completion.
+func okCompletion(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+}
+
+// harness is a proxy on a real bbolt file in front of test upstreams.
+type harness struct {
+	t     *testing.T
+	srv   *Server
+	http  *httptest.Server
+	store store.Store
+	now   time.Time
+	mu    sync.Mutex
+
+	inflight sync.WaitGroup
+}
+
+type harnessOpt func(*Options, *[]providers.Config)
+
+func withProviders(cfgs ...providers.Config) harnessOpt {
+	return func(_ *Options, p *[]providers.Config) { *p = cfgs }
+}
+
+func withOptions(f func(*Options)) harnessOpt {
+	return func(o *Options, _ *[]providers.Config) { f(o) }
+}
+
+func upstream(name, url string) providers.Config {
+	return providers.Config{Name: name, Type: providers.TypeOpenAI, BaseURL: url}
+}
+
+func newHarness(t *testing.T, upstreamURL string, opts ...harnessOpt) *harness {
+	t.Helper()
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return newHarnessOn(t, st, upstreamURL, opts...)
+}
+
+func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harnessOpt) *harness {
+	t.Helper()
+	h := &harness{t: t, store: st, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	g, err := guard.New(guard.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Store: st, Guard: g, Now: h.clock}
+	var pcs []providers.Config
+	if upstreamURL != "" {
+		pcs = []providers.Config{upstream("up", upstreamURL)}
+	}
+	for _, f := range opts {
+		f(&o, &pcs)
+	}
+	router, err := providers.NewRouter(pcs, func(k string) string {
+		if k == "TEST_PROVIDER_KEY" {
+			return "sk-provider-secret"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Router = router
+	srv, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = srv
+	// Tests wait for the handler to return (the proxy records what it saw
+	// after the client got the last byte), never for a duration.
+	h.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.inflight.Add(1)
+		defer h.inflight.Done()
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(h.http.Close)
+	return h
+}
+
+func (h *harness) clock() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = h.now.Add(time.Second)
+	return h.now
+}
+
+// do sends a request to the proxy.
+func (h *harness) do(method, path string, body []byte, hdr map[string]string) *http.Response {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.http.URL+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+// chat posts a chat completion and returns the response with its body read.
+func (h *harness) chat(body string, hdr map[string]string) (*http.Response, []byte) {
+	h.t.Helper()
+	res := h.do(http.MethodPost, "/v1/chat/completions", []byte(body), hdr)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.inflight.Wait()
+	return res, b
+}
+
+func (h *harness) incidents(ws, proj string) []store.Incident {
+	h.t.Helper()
+	incs, err := h.store.ListIncidents(context.Background(), store.IncidentQuery{Workspace: ws, Project: proj, Limit: 1000})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return incs
+}
+
+// assertOpenAIError checks an OpenAI-shaped error body.
+func assertOpenAIError(t *testing.T, res *http.Response, body []byte, status int) {
+	t.Helper()
+	if res.StatusCode != status {
+		t.Fatalf("status = %d, want %d; body %s", res.StatusCode, status, body)
+	}
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body is not JSON: %s", body)
+	}
+	if e.Error.Message == "" || e.Error.Type == "" || e.Error.Code == "" {
+		t.Fatalf("error body lacks message/type/code: %s", body)
+	}
+}
+
+// chatBody builds a chat request body from role/content pairs.
+func chatBody(t *testing.T, extra map[string]any, msgs ...map[string]any) string {
+	t.Helper()
+	m := map[string]any{"model": "gpt-test", "messages": msgs}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func msg(role, content string) map[string]any { return map[string]any{"role": role, "content": content} }
+
+func toolCall(id, name string) map[string]any {
+	return map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{
+		"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": "{}"},
+	}}}
+}
+
+func toolResultMsg(id, content string) map[string]any {
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}
+}
+
+// systemOf returns the system message text of a request body the upstream saw.
+func systemOf(t *testing.T, body []byte) string {
+	t.Helper()
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("upstream body is not JSON: %v", err)
+	}
+	for _, m := range req.Messages {
+		if m.Role == "system" || m.Role == "developer" {
+			var s string
+			if json.Unmarshal(m.Content, &s) == nil {
+				return s
+			}
+			var parts []struct {
+				Text string `json:"text"`
+			}
+			json.Unmarshal(m.Content, &parts)
+			var out []string
+			for _, p := range parts {
+				out = append(out, p.Text)
+			}
+			return strings.Join(out, "\n")
+		}
+	}
+	return ""
+}
+
+var _ = recall.BlockStart

@@ -1,0 +1,421 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+const syntaxErr = "SyntaxError: Unexpected end of input\n    at parser.js:%d:5"
+
+// agentTurns builds the history of an agent that ran a tool n times and
+// failed each time, the way an agent re-sends its whole history.
+func agentTurns(t *testing.T, n int, extra map[string]any) string {
+	msgs := []map[string]any{msg("system", "You are a coding agent."), msg("user", "Write parser.js")}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs, toolCall(id, "run_syntax_check"), toolResultMsg(id, fmt.Sprintf(syntaxErr, 10+i)))
+	}
+	return chatBody(t, extra, msgs...)
+}
+
+func TestToolErrorResentOverFiveTurnsIsOneIncidentPerCall(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	// The same single failed call re-sent in 5 requests.
+	body := agentTurns(t, 1, nil)
+	for i := 0; i < 5; i++ {
+		h.chat(body, nil)
+	}
+	if n := len(h.incidents("default", "default")); n != 1 {
+		t.Fatalf("one tool error re-sent 5 times gave %d incidents", n)
+	}
+	// A fresh server (empty in-memory cache) on the same store dedupes too.
+	h2 := newHarnessOn(t, h.store, up.srv.URL)
+	h2.chat(body, nil)
+	if n := len(h2.incidents("default", "default")); n != 1 {
+		t.Fatalf("after restart: %d incidents", n)
+	}
+	// Successful tool output is never an incident.
+	ok := chatBody(t, nil, msg("user", "grep"), toolCall("c9", "grep"), toolResultMsg("c9", "src/errors.go:12: func Error() string"))
+	h.chat(ok, nil)
+	if n := len(h.incidents("default", "default")); n != 1 {
+		t.Fatalf("successful output recorded: %d incidents", n)
+	}
+}
+
+func TestGuardInjectedAfterSecondFailureInSameRequest(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+
+	res, _ := h.chat(agentTurns(t, 1, nil), map[string]string{HeaderSession: "s1"})
+	if res.Header.Get(HeaderGuard) != "0" {
+		t.Fatalf("guard after one failure: %s", res.Header.Get(HeaderGuard))
+	}
+	if sys := systemOf(t, up.last(t).Body); strings.Contains(sys, guard.BlockStart) {
+		t.Fatal("guard injected after one failure")
+	}
+	// The second failure arrives in this request and counts for it.
+	res, _ = h.chat(agentTurns(t, 2, nil), map[string]string{HeaderSession: "s1"})
+	if res.Header.Get(HeaderGuard) != "1" {
+		t.Fatalf("X-Scar-Guard = %q, want 1", res.Header.Get(HeaderGuard))
+	}
+	sys := systemOf(t, up.last(t).Body)
+	if !strings.HasPrefix(sys, guard.BlockStart) || !strings.Contains(sys, "SYNTAX COMPLIANCE ERROR (Failed 2 times)") ||
+		!strings.HasSuffix(sys, "You are a coding agent.") {
+		t.Fatalf("system message the model saw:\n%s", sys)
+	}
+	// A third turn: one guard, not two.
+	h.chat(agentTurns(t, 3, nil), map[string]string{HeaderSession: "s1"})
+	sys = systemOf(t, up.last(t).Body)
+	if c := strings.Count(sys, guard.BlockStart); c != 1 || !strings.Contains(sys, "(Failed 3 times)") {
+		t.Fatalf("%d guard blocks:\n%s", c, sys)
+	}
+	// Another session does not see session s1's guard.
+	res, _ = h.chat(agentTurns(t, 0, nil), map[string]string{HeaderSession: "s2"})
+	if res.Header.Get(HeaderGuard) != "0" {
+		t.Fatal("guard leaked into another session")
+	}
+	// Without a session header, the tenant's incidents count.
+	res, _ = h.chat(agentTurns(t, 0, nil), nil)
+	if res.Header.Get(HeaderGuard) != "1" {
+		t.Fatal("tenant-wide guard missing")
+	}
+}
+
+func TestRepeated429sBecomeARateLimitGuard(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("fail")) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(429)
+			io.WriteString(w, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`)
+			return
+		}
+		okCompletion(w, r)
+	})
+	h := newHarness(t, up.srv.URL)
+	for i := 0; i < 2; i++ {
+		res, body := h.chat(`{"model":"m","messages":[{"role":"user","content":"fail"}]}`, nil)
+		if res.StatusCode != 429 || !bytes.Contains(body, []byte("insufficient_quota")) {
+			t.Fatalf("provider error not passed through: %d %s", res.StatusCode, body)
+		}
+	}
+	res, _ := h.chat(`{"model":"m","messages":[{"role":"user","content":"go"}]}`, nil)
+	sys := systemOf(t, up.last(t).Body)
+	if res.Header.Get(HeaderGuard) != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
+		t.Fatalf("guard %s, system:\n%s", res.Header.Get(HeaderGuard), sys)
+	}
+	var msgs []map[string]any
+	json.Unmarshal([]byte(gjsonMessages(up.last(t).Body)), &msgs)
+	if len(msgs) != 2 || msgs[0]["role"] != "system" {
+		t.Fatalf("a system message was not inserted first: %v", msgs)
+	}
+}
+
+func gjsonMessages(body []byte) string {
+	var v struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	json.Unmarshal(body, &v)
+	return string(v.Messages)
+}
+
+func TestTenantsAreIsolated(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	h.chat(agentTurns(t, 2, nil), map[string]string{HeaderWorkspace: "team-a", HeaderProject: "api"})
+	res := h.do(http.MethodPost, "/w/team-b/api/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
+	res.Body.Close()
+	if res.Header.Get(HeaderGuard) != "0" {
+		t.Fatal("team-b saw team-a's guard")
+	}
+	res = h.do(http.MethodPost, "/w/team-a/web/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
+	res.Body.Close()
+	if res.Header.Get(HeaderGuard) != "0" {
+		t.Fatal("project web saw project api's guard")
+	}
+	res = h.do(http.MethodPost, "/w/team-a/api/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
+	res.Body.Close()
+	if res.Header.Get(HeaderGuard) != "1" {
+		t.Fatal("team-a/api lost its guard")
+	}
+	if n := len(h.incidents("team-b", "api")); n != 0 {
+		t.Fatalf("team-b holds %d incidents", n)
+	}
+}
+
+func TestFailOpenWhenStoreIsClosed(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	h.chat(agentTurns(t, 2, nil), nil) // guard-worthy memory exists
+	h.store.Close()
+	body := agentTurns(t, 3, nil)
+	res, _ := h.chat(body, nil)
+	if res.StatusCode != 200 || res.Header.Get(HeaderDegraded) != "store" {
+		t.Fatalf("status %d degraded %q", res.StatusCode, res.Header.Get(HeaderDegraded))
+	}
+	if got := string(up.last(t).Body); got != body {
+		t.Fatalf("degraded request was not forwarded unchanged:\n%s", got)
+	}
+	if res.Header.Get(HeaderGuard) != "0" {
+		t.Fatal("guard header on a degraded request")
+	}
+	ready := h.do(http.MethodGet, "/readyz", nil, nil)
+	b, _ := io.ReadAll(ready.Body)
+	ready.Body.Close()
+	if ready.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(b, []byte("store")) {
+		t.Fatalf("readyz %d %s", ready.StatusCode, b)
+	}
+}
+
+func TestRedactionBeforeStore(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	secret := "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+	body := chatBody(t, nil, msg("user", "deploy"), toolCall("c1", "deploy"),
+		toolResultMsg("c1", "Error: auth failed for key "+secret+" with header Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlMTIz"))
+	h.chat(body, nil)
+	incs := h.incidents("default", "default")
+	if len(incs) != 1 {
+		t.Fatalf("incidents %+v", incs)
+	}
+	if strings.Contains(incs[0].Message, secret) || strings.Contains(incs[0].Message, "eyJzdWIiOiIxIn0") {
+		t.Fatalf("secret stored: %q", incs[0].Message)
+	}
+}
+
+// toolConversation is a finished agent conversation: goal, one tool call,
+// its result, the final answer request.
+func toolConversation(t *testing.T, goal string, stream bool, failures int) string {
+	msgs := []map[string]any{msg("system", "You are an agent."), msg("user", goal)}
+	for i := 0; i < failures; i++ {
+		id := fmt.Sprintf("f%d", i)
+		msgs = append(msgs, toolCall(id, "run_tests"), toolResultMsg(id, "FAIL: TestParse\nError: expected 3 got 2"))
+	}
+	msgs = append(msgs, toolCall("ok1", "write_file"), toolResultMsg("ok1", "wrote 120 bytes"))
+	extra := map[string]any{}
+	if stream {
+		extra["stream"] = true
+	}
+	return chatBody(t, extra, msgs...)
+}
+
+func sseAnswer(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Parser \"}}]}\n\n")
+	io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"written.\"}}]}\n\n")
+	io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+}
+
+func TestAutoCaptureAndRecall(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			sseAnswer(w, r)
+			return
+		}
+		okCompletion(w, r)
+	})
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			h := newHarness(t, up.srv.URL)
+			goal := "Parse the YAML configuration file and reject unknown keys"
+			res, _ := h.chat(toolConversation(t, goal, stream, 1), nil)
+			if res.StatusCode != 200 {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			sols, err := h.store.ListSolutions(context.Background(), "default")
+			if err != nil || len(sols) != 1 {
+				t.Fatalf("solutions %+v %v", sols, err)
+			}
+			s := sols[0]
+			if s.Source != store.SourceAuto || s.Verified || s.Goal != goal || !strings.Contains(s.Approach, "run_tests") {
+				t.Fatalf("captured %+v", s)
+			}
+			// The same conversation going on updates its one solution and
+			// never recalls itself.
+			res, _ = h.chat(toolConversation(t, goal, stream, 1), nil)
+			if res.Header.Get(HeaderRecall) != "0" {
+				t.Fatal("a conversation recalled its own solution")
+			}
+			if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != 1 {
+				t.Fatalf("conversation stored %d solutions", len(sols))
+			}
+			// A new conversation with a similar goal recalls it.
+			res, _ = h.chat(chatBody(t, nil, msg("system", "Other agent."), msg("user", "parse the yaml config files, rejecting unknown keys")), nil)
+			sys := systemOf(t, up.last(t).Body)
+			if res.Header.Get(HeaderRecall) != "1" || !strings.HasPrefix(sys, recall.BlockStart) || !strings.HasSuffix(sys, "Other agent.") {
+				t.Fatalf("recall %s, system:\n%s", res.Header.Get(HeaderRecall), sys)
+			}
+		})
+	}
+}
+
+func TestNoCaptureWithoutToolsOrStop(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	h.chat(chatBody(t, nil, msg("user", "just chatting about parsers")), nil)
+	if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != 0 {
+		t.Fatalf("captured a conversation without tools: %+v", sols)
+	}
+}
+
+func TestMemoryAPI(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	call := func(method, path, body string) (int, []byte) {
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		res := h.do(method, path, b, nil)
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		return res.StatusCode, out
+	}
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		mention    string
+	}{
+		{"ok", `{"workspace":"w","goal":"Fix the flaky shutdown test","approach":"wait on a channel","outcome":"green","confidence":0.9}`, 201, ""},
+		{"dedupe updates", `{"workspace":"w","goal":"  fix the FLAKY shutdown test ","approach":"wait on a channel, then Shutdown","outcome":"green x1000","confidence":95}`, 200, ""},
+		{"missing goal", `{"workspace":"w","approach":"a","outcome":"o","confidence":0.5}`, 400, "goal"},
+		{"confidence out of range", `{"workspace":"w","goal":"g","approach":"a","outcome":"o","confidence":150}`, 400, "confidence"},
+		{"confidence wrong type", `{"workspace":"w","goal":"g","approach":"a","outcome":"o","confidence":"high"}`, 400, "confidence"},
+		{"goal wrong type", `{"workspace":"w","goal":7,"approach":"a","outcome":"o","confidence":0.5}`, 400, "goal"},
+		{"unknown field", `{"workspace":"w","goal":"g","approach":"a","outcome":"o","confidence":0.5,"extra":1}`, 400, "extra"},
+		{"not json", `{"workspace":`, 400, "JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := call(http.MethodPost, "/scar/v1/solutions", tc.body)
+			if status != tc.status || !strings.Contains(string(body), tc.mention) {
+				t.Fatalf("%d %s", status, body)
+			}
+		})
+	}
+	status, body := call(http.MethodGet, "/scar/v1/solutions?workspace=w", "")
+	var list struct {
+		Solutions []store.Solution `json:"solutions"`
+	}
+	json.Unmarshal(body, &list)
+	if status != 200 || len(list.Solutions) != 1 || list.Solutions[0].Confidence != 0.95 || !list.Solutions[0].Verified {
+		t.Fatalf("list %d %s", status, body)
+	}
+	id := list.Solutions[0].ID
+	status, body = call(http.MethodGet, "/scar/v1/recall?workspace=w&goal=the+shutdown+test+is+flaky", "")
+	if status != 200 || !bytes.Contains(body, []byte(id)) || !bytes.Contains(body, []byte(recall.BlockStart)) {
+		t.Fatalf("recall %d %s", status, body)
+	}
+	status, body = call(http.MethodGet, "/scar/v1/recall?workspace=w&goal=bake+sourdough+bread", "")
+	if status != 200 || !bytes.Contains(body, []byte(`"matches":[]`)) {
+		t.Fatalf("unrelated recall %d %s", status, body)
+	}
+	if status, _ := call(http.MethodDelete, "/scar/v1/solutions/"+id+"?workspace=other", ""); status != 404 {
+		t.Fatalf("delete in another workspace: %d", status)
+	}
+	if status, _ := call(http.MethodDelete, "/scar/v1/solutions/"+id+"?workspace=w", ""); status != 204 {
+		t.Fatalf("delete: %d", status)
+	}
+	status, body = call(http.MethodGet, "/scar/v1/recall?workspace=w&goal=the+shutdown+test+is+flaky", "")
+	if bytes.Contains(body, []byte(id)) {
+		t.Fatalf("deleted solution recalled: %s", body)
+	}
+
+	// Incidents.
+	status, body = call(http.MethodPost, "/scar/v1/incidents", `{"workspace":"w","project":"p","type":"test_failure","message":"FAIL TestParse: expected 3, got 2"}`)
+	if status != 201 {
+		t.Fatalf("post incident %d %s", status, body)
+	}
+	call(http.MethodPost, "/scar/v1/incidents", `{"workspace":"w","project":"p","type":"test_failure","message":"FAIL TestParse: expected 4, got 1"}`)
+	status, body = call(http.MethodGet, "/scar/v1/guard?workspace=w&project=p", "")
+	if status != 200 || !bytes.Contains(body, []byte(`"count":2`)) || !bytes.Contains(body, []byte("REPEATED ERROR")) {
+		t.Fatalf("guard %d %s", status, body)
+	}
+	if status, _ := call(http.MethodPost, "/scar/v1/incidents", `{"workspace":"w","project":"p","type":"x"}`); status != 400 {
+		t.Fatal("incident without message accepted")
+	}
+	if status, _ := call(http.MethodDelete, "/scar/v1/incidents?workspace=w", ""); status != 400 {
+		t.Fatal("delete without project accepted")
+	}
+	status, body = call(http.MethodDelete, "/scar/v1/incidents?workspace=w&project=p", "")
+	if status != 200 || !bytes.Contains(body, []byte(`"deleted":2`)) {
+		t.Fatalf("delete incidents %d %s", status, body)
+	}
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func TestGatewayKeys(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	keyed := upstream("up", up.srv.URL)
+	keyed.APIKeyEnv = "TEST_PROVIDER_KEY"
+	h := newHarness(t, "", withProviders(keyed), withOptions(func(o *Options) {
+		o.GatewayKeys = []GatewayKey{
+			{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}},
+			{SHA256: sha("key-b"), Workspace: "team-b"},
+		}
+		o.AdminToken = "admin-secret"
+	}))
+	body := agentTurns(t, 2, nil)
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+
+	res, b := h.chat(body, nil)
+	assertOpenAIError(t, res, b, http.StatusUnauthorized)
+	res, b = h.chat(body, bearer("wrong"))
+	assertOpenAIError(t, res, b, http.StatusUnauthorized)
+
+	hdr := bearer("key-a")
+	hdr[HeaderProject] = "api"
+	res, _ = h.chat(body, hdr)
+	if res.StatusCode != 200 {
+		t.Fatalf("valid key: %d", res.StatusCode)
+	}
+	if got := up.last(t).Header.Get("Authorization"); got != "Bearer sk-provider-secret" {
+		t.Fatalf("provider saw %q", got)
+	}
+	if n := len(h.incidents("team-a", "api")); n != 2 {
+		t.Fatalf("team-a/api has %d incidents", n)
+	}
+	// The key decides the workspace: a header naming another one is refused.
+	hdr[HeaderWorkspace] = "team-b"
+	res, b = h.chat(body, hdr)
+	assertOpenAIError(t, res, b, http.StatusForbidden)
+	// Project allow-list.
+	res, b = h.chat(body, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "web"})
+	assertOpenAIError(t, res, b, http.StatusForbidden)
+
+	// Memory API: the key reads its own workspace only; the admin token all.
+	get := func(path, key string) int {
+		res := h.do(http.MethodGet, path, nil, bearer(key))
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if s := get("/scar/v1/incidents?workspace=team-a&project=api", "key-a"); s != 200 {
+		t.Fatalf("own workspace: %d", s)
+	}
+	if s := get("/scar/v1/incidents?workspace=team-b&project=api", "key-a"); s != 403 {
+		t.Fatalf("other workspace: %d", s)
+	}
+	if s := get("/scar/v1/incidents?workspace=team-b&project=api", "admin-secret"); s != 200 {
+		t.Fatalf("admin: %d", s)
+	}
+	if s := get("/scar/v1/incidents?workspace=team-b&project=api", ""); s != 401 {
+		t.Fatalf("anonymous: %d", s)
+	}
+}

@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/tidwall/gjson"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// testBlocks is a guard block followed by a recall block, as the proxy
+// composes them.
+func testBlocks() string {
+	g := guard.Block([]guard.Entry{{Pattern: "SYNTAX COMPLIANCE ERROR", Count: 2, Hint: "Output must be valid syntax."}})
+	r := recall.Block([]recall.Match{{Similarity: 0.68, Solution: store.Solution{
+		Goal: "Parse the config", Approach: "yaml.v3 with KnownFields", Outcome: "works", Confidence: 0.9,
+	}}})
+	return compose(g, r)
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from golden file:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+func TestInjectGolden(t *testing.T) {
+	blocks := testBlocks()
+	tests := []struct{ name, body string }{
+		{"string_system", `{"model":"m","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`},
+		{"developer_first", `{"model":"m","messages":[{"role":"developer","content":"Follow the spec."},{"role":"user","content":"hi"}]}`},
+		{"parts_system", `{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"Part one."},{"type":"text","text":"Part two."}]},{"role":"user","content":"hi"}]}`},
+		{"no_system", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`},
+		{"null_content_system", `{"model":"m","messages":[{"role":"system","content":null},{"role":"user","content":"hi"}]}`},
+		{"empty_messages", `{"model":"m","messages":[]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := injectSystem([]byte(tc.body), blocks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(out) {
+				t.Fatalf("invalid JSON: %s", out)
+			}
+			var pretty bytes.Buffer
+			json.Indent(&pretty, out, "", "  ")
+			golden(t, "inject_"+tc.name+".json", pretty.Bytes())
+
+			// Injecting again into the rewritten body changes nothing:
+			// old blocks are stripped first, so a block never appears twice.
+			again, err := injectSystem(out, blocks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(again, out) {
+				t.Fatalf("re-injection is not stable:\n%s\n%s", out, again)
+			}
+			// Injecting nothing removes the blocks again.
+			stripped, _ := injectSystem(out, "")
+			if strings.Contains(string(stripped), guard.BlockStart) || strings.Contains(string(stripped), recall.BlockStart) {
+				t.Fatalf("blocks left after strip: %s", stripped)
+			}
+		})
+	}
+}
+
+func TestInjectNothingKeepsBytes(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"system","content":"x"},{"role":"user","content":"hi"}]}`,
+		`{"model":"m",  "messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":"not an array"}`,
+	} {
+		out, err := injectSystem([]byte(body), "")
+		if err != nil || string(out) != body {
+			t.Fatalf("changed %s -> %s (%v)", body, out, err)
+		}
+	}
+}
+
+// FuzzInject: whatever the (valid JSON) body, the rewritten body is valid
+// JSON, keeps every original message (same count, plus at most the inserted
+// system message, every non-system message byte-identical) and every
+// top-level field.
+func FuzzInject(f *testing.F) {
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`, true)
+	f.Add(`{"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]}`, false)
+	f.Add(`{"messages":[{"role":"user","content":"\u0000\ud83d\ude00"}],"n":1}`, true)
+	f.Add(`{"messages":[ ]}`, true)
+	f.Add(`{"messages":[{"role":"system","content":"### !!! REPEAT FAILURE GUARD — DO NOT REPEAT THESE ERRORS !!!\nold\n### !!! END REPEAT FAILURE GUARD !!!\n\nkeep"}]}`, false)
+	blocks := testBlocks()
+	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
+		if !gjson.Valid(body) || !gjson.Get(body, "messages").IsArray() {
+			return
+		}
+		b := ""
+		if withBlocks {
+			b = blocks
+		}
+		out, err := injectSystem([]byte(body), b)
+		if err != nil {
+			return // the proxy then forwards the original bytes
+		}
+		if !gjson.ValidBytes(out) {
+			t.Fatalf("invalid JSON from %q: %q", body, out)
+		}
+		in := gjson.Get(body, "messages").Array()
+		got := gjson.GetBytes(out, "messages").Array()
+		if len(got) != len(in) && len(got) != len(in)+1 {
+			t.Fatalf("message count %d -> %d", len(in), len(got))
+		}
+		offset := len(got) - len(in)
+		for i, m := range in {
+			r := m.Get("role").String()
+			if r == "system" || r == "developer" {
+				continue
+			}
+			if got[i+offset].Raw != m.Raw {
+				t.Fatalf("message %d changed: %s -> %s", i, m.Raw, got[i+offset].Raw)
+			}
+		}
+		gjson.Parse(body).ForEach(func(k, v gjson.Result) bool {
+			if k.String() != "messages" && !gjson.GetBytes(out, gjson.Escape(k.String())).Exists() {
+				t.Fatalf("top-level field %q lost", k.String())
+			}
+			return true
+		})
+	})
+}
