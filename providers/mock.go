@@ -130,7 +130,7 @@ func lastUserText(msgs gjson.Result) (string, bool) {
 	arr := msgs.Array()
 	for i := len(arr) - 1; i >= 0; i-- {
 		if arr[i].Get("role").String() == "user" {
-			return contentText(arr[i].Get("content")), i == len(arr)-1
+			return MessageText(arr[i].Get("content")), i == len(arr)-1
 		}
 	}
 	return "", false
@@ -140,31 +140,32 @@ func systemText(msgs gjson.Result) string {
 	for _, msg := range msgs.Array() {
 		switch msg.Get("role").String() {
 		case "system", "developer":
-			return contentText(msg.Get("content"))
+			return MessageText(msg.Get("content"))
 		}
 	}
 	return ""
 }
 
-// contentText flattens a message content: a string, or an array of parts
-// whose text parts are joined with newlines.
-func contentText(c gjson.Result) string {
-	if c.Type == gjson.String {
-		return c.String()
-	}
-	if !c.IsArray() {
-		return ""
-	}
-	var sb strings.Builder
-	for _, part := range c.Array() {
-		if t := part.Get("text"); t.Exists() {
-			if sb.Len() > 0 {
-				sb.WriteByte('\n')
+// MessageText flattens a chat message content: a string, or the text
+// parts of an array of parts joined by newlines.
+func MessageText(v gjson.Result) string {
+	switch {
+	case v.Type == gjson.String:
+		return v.Str
+	case v.IsArray():
+		var sb strings.Builder
+		v.ForEach(func(_, part gjson.Result) bool {
+			if t := part.Get("text"); t.Type == gjson.String {
+				if sb.Len() > 0 {
+					sb.WriteByte('\n')
+				}
+				sb.WriteString(t.Str)
 			}
-			sb.WriteString(t.String())
-		}
+			return true
+		})
+		return sb.String()
 	}
-	return sb.String()
+	return ""
 }
 
 func (m *Mock) chat(req *http.Request, body []byte) (*http.Response, error) {

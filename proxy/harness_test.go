@@ -238,7 +238,9 @@ func chatBody(t *testing.T, extra map[string]any, msgs ...map[string]any) string
 	return string(b)
 }
 
-func msg(role, content string) map[string]any { return map[string]any{"role": role, "content": content} }
+func msg(role, content string) map[string]any {
+	return map[string]any{"role": role, "content": content}
+}
 
 func toolCall(id, name string) map[string]any {
 	return map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{

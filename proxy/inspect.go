@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 )
@@ -50,12 +51,12 @@ func inspect(body []byte) *conversation {
 		case "system", "developer":
 			if !systemSeen {
 				systemSeen = true
-				c.system = contentText(msg.Get("content"))
+				c.system = providers.MessageText(msg.Get("content"))
 			}
 		case "user":
 			if !userSeen {
 				userSeen = true
-				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(contentText(msg.Get("content")), ""))
+				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(msg.Get("content")), ""))
 			}
 		case "assistant":
 			msg.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
@@ -73,7 +74,7 @@ func inspect(body []byte) *conversation {
 				return true
 			})
 		case "tool", "function":
-			text := contentText(msg.Get("content"))
+			text := providers.MessageText(msg.Get("content"))
 			id := msg.Get("tool_call_id").String()
 			tr := toolResult{content: text, name: msg.Get("name").String()}
 			if id != "" {
@@ -93,28 +94,6 @@ func inspect(body []byte) *conversation {
 		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
 	}
 	return c
-}
-
-// contentText flattens a message content: a string, or the text parts of
-// an array of parts joined by newlines.
-func contentText(v gjson.Result) string {
-	switch {
-	case v.Type == gjson.String:
-		return v.Str
-	case v.IsArray():
-		var sb strings.Builder
-		v.ForEach(func(_, part gjson.Result) bool {
-			if t := part.Get("text"); t.Type == gjson.String {
-				if sb.Len() > 0 {
-					sb.WriteByte('\n')
-				}
-				sb.WriteString(t.Str)
-			}
-			return true
-		})
-		return sb.String()
-	}
-	return ""
 }
 
 // stripBlocks removes every guard and recall block from text.

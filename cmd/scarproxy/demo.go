@@ -196,7 +196,7 @@ func demoGuard(ctx context.Context, args []string, getenv func(string) string, o
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\n--- turn %d: the tool failed again (%d times so far); X-Scar-Guard: %s\n", turn, turn, h.Get("X-Scar-Guard"))
+		fmt.Fprintf(out, "\n--- turn %d: run_syntax_check failed (failure #%d); X-Scar-Guard: %s\n", turn, turn, h.Get("X-Scar-Guard"))
 		fmt.Fprintln(out, "    system prompt the model received:")
 		fmt.Fprintln(out, indent(answer))
 		msgs = append(msgs, chatMsg{"role": "assistant", "content": "Let me try again."})
@@ -305,5 +305,3 @@ func demoRecall(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	return nil
 }
-
-
