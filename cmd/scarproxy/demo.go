@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 )
 
 // instance is a scarproxy started in-process by run("serve", ...).
@@ -19,12 +20,18 @@ type instance struct {
 	BaseURL string // http://127.0.0.1:PORT
 	stop    context.CancelFunc
 	done    chan error
+	once    sync.Once
+	err     error
 }
 
-// Stop shuts the instance down gracefully and returns serve's error.
+// Stop shuts the instance down gracefully and returns serve's error. It
+// may be called more than once.
 func (in *instance) Stop() error {
-	in.stop()
-	return <-in.done
+	in.once.Do(func() {
+		in.stop()
+		in.err = <-in.done
+	})
+	return in.err
 }
 
 // startServe runs `serve args...` in-process (on 127.0.0.1:0 unless args

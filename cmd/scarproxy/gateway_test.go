@@ -194,8 +194,14 @@ func pgctl(t *testing.T, args ...string) {
 }
 
 func TestPostgresOutageFailsOpenAndRecovers(t *testing.T) {
-	dsn := schemaDSN(t, postgresDSN(t))
+	base := postgresDSN(t)
+	// SCARPROXY_TEST_PGCTL may control a cluster of its own (so stopping it
+	// does not disturb other tests); SCARPROXY_TEST_PGCTL_DSN then names it.
+	if d := os.Getenv("SCARPROXY_TEST_PGCTL_DSN"); d != "" {
+		base = d
+	}
 	pgctl(t, "status")
+	dsn := schemaDSN(t, base)
 	cfg := postgresConfig(t, dsn)
 	logFile, err := os.CreateTemp("", "scarproxy-cmd-pg-*.log")
 	if err != nil {

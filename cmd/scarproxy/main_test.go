@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
@@ -217,5 +219,62 @@ func TestEnvAndFlagsOverrideYAML(t *testing.T) {
 	}
 	if cfg.Listen != "127.0.0.1:2" || !cfg.Mock || cfg.Log.Format != "json" {
 		t.Fatalf("cfg %+v", cfg)
+	}
+}
+
+// TestShutdownLetsStreamsFinish: on shutdown the proxy stops accepting
+// connections but an in-flight stream runs to its end.
+func TestShutdownLetsStreamsFinish(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		close(arrived)
+		<-release
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer up.Close()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("data_dir: %s\nproviders:\n  - name: up\n    type: openai\n    base_url: %s\n", t.TempDir(), up.URL)), 0o644)
+	in, err := startServe(context.Background(), []string{"--config", cfg}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := http.Post(in.BaseURL+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		done <- result{string(b), err}
+	}()
+	<-arrived
+	stopped := make(chan error, 1)
+	go func() { stopped <- in.Stop() }()
+	// Wait until the listener is closed: shutdown has begun.
+	addr := strings.TrimPrefix(in.BaseURL, "http://")
+	waitFor(t, 10*time.Second, "listener closed", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	close(release)
+	r := <-done
+	if r.err != nil || !strings.HasSuffix(r.body, "data: [DONE]\n\n") {
+		t.Fatalf("in-flight stream cut by shutdown: %q %v", r.body, r.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// cli runs one command line and returns its output.
+func cli(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, noEnv, &out, io.Discard)
+	return out.String(), err
+}
+
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := cli(t, args...)
+	if err != nil {
+		t.Fatalf("scarproxy %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// testStoreCommands exercises the shell commands against one store; where
+// is the flag pair naming it (--data DIR or --config FILE).
+func testStoreCommands(t *testing.T, where ...string) {
+	// with puts the store flags first: flags after a positional argument
+	// would be read as arguments.
+	with := func(args ...string) []string {
+		n := 1
+		if args[0] != "recall" && args[0] != "--mock" {
+			n = 2
+		}
+		if args[0] == "--mock" {
+			n = 0
+		}
+		out := append([]string{}, args[:n]...)
+		out = append(out, where...)
+		return append(out, args[n:]...)
+	}
+
+	// Failures recorded by a running proxy...
+	in := start(t, with("--mock")...)
+	for i := 0; i < 2; i++ {
+		do(t, "POST", in.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, fmt.Sprint("c", i), fmt.Sprint("c", i), 10+i),
+			map[string]string{"X-Scar-Workspace": "acme", "X-Scar-Project": "api"})
+	}
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// ...are listed and guarded from the shell once it stopped.
+	out := mustCLI(t, with("incidents", "list", "--workspace", "acme", "--project", "api")...)
+	if strings.Count(out, "tool_error") != 2 || !strings.Contains(out, "Cannot find module") {
+		t.Fatalf("incidents list:\n%s", out)
+	}
+	out = mustCLI(t, with("guard", "show", "--workspace", "acme", "--project", "api")...)
+	if !strings.Contains(out, "REPEAT FAILURE GUARD") || !strings.Contains(out, "(Failed 2 times)") {
+		t.Fatalf("guard show:\n%s", out)
+	}
+
+	id := strings.TrimSpace(mustCLI(t, with("solutions", "add", "--workspace", "acme",
+		"--goal", "Migrate the users table to UUID primary keys",
+		"--approach", "add uuid column, backfill, swap constraints in one transaction",
+		"--outcome", "done without downtime", "--confidence", "90")...))
+	if id == "" {
+		t.Fatal("solutions add printed no id")
+	}
+	out = mustCLI(t, with("solutions", "list", "--workspace", "acme")...)
+	if !strings.Contains(out, id) || !strings.Contains(out, "90%") {
+		t.Fatalf("solutions list:\n%s", out)
+	}
+	out = mustCLI(t, with("recall", "--workspace", "acme", "migrating", "user", "tables", "to", "uuid", "keys")...)
+	if !strings.Contains(out, "### RECALL") || !strings.Contains(out, "backfill") {
+		t.Fatalf("recall:\n%s", out)
+	}
+	if _, err := cli(t, with("solutions", "add", "--workspace", "acme", "--goal", "g", "--approach", "a", "--outcome", "o", "--confidence", "300")...); err == nil {
+		t.Fatal("confidence 300 accepted")
+	}
+	mustCLI(t, with("solutions", "rm", "--workspace", "acme", id)...)
+	out = mustCLI(t, with("recall", "--workspace", "acme", "migrate users table to uuid")...)
+	if strings.Contains(out, "backfill") {
+		t.Fatalf("deleted solution recalled:\n%s", out)
+	}
+	if _, err := cli(t, with("solutions", "rm", "--workspace", "acme", id)...); err == nil {
+		t.Fatal("removing a missing solution succeeded")
+	}
+}
+
+func TestStoreCommandsBolt(t *testing.T) {
+	testStoreCommands(t, "--data", t.TempDir())
+}
+
+func TestStoreCommandsPostgres(t *testing.T) {
+	testStoreCommands(t, "--config", postgresConfig(t, schemaDSN(t, postgresDSN(t))))
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"demo"}, {"demo", "nope"}, {"solutions"}, {"serve", "extra"}} {
+		_, err := cli(t, args...)
+		var ue usageError
+		if err == nil || !errors.As(err, &ue) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+	if out := mustCLI(t, "version"); !strings.HasPrefix(out, "scarproxy ") {
+		t.Fatalf("version: %q", out)
+	}
+}
+
+func TestDemosRun(t *testing.T) {
+	for _, d := range []struct{ name, want string }{
+		{"guard", "SYNTAX COMPLIANCE ERROR (Failed 2 times)"},
+		{"persist", "API RATE LIMIT TRIGGER (Failed 2 times)"},
+		{"recall", "Prior Goal: Download a web page"},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			out := mustCLI(t, "demo", d.name)
+			if !strings.Contains(out, d.want) {
+				t.Fatalf("demo %s output lacks %q:\n%s", d.name, d.want, out)
+			}
+		})
+	}
+}

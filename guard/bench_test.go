@@ -1,0 +1,99 @@
+package guard
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// benchIncidents returns n incidents spread over the last two hours before
+// now, a realistic mix: syntax errors at moving lines, rate limits,
+// timeouts, edit-tool misses, novel errors with ids, and one-off failures.
+func benchIncidents(n int, now time.Time) []store.Incident {
+	out := make([]store.Incident, n)
+	for i := range out {
+		var typ, msg string
+		status := 0
+		switch i % 10 {
+		case 0, 1:
+			typ, msg = store.TypeToolError, fmt.Sprintf("  File \"/work/app/module_%d.py\", line %d\n    def handler(:\n               ^\nSyntaxError: invalid syntax", i%5, 10+i%90)
+		case 2:
+			typ, status, msg = store.TypeHTTPError, 429, "Rate limit reached for gpt-4o in organization org-4f9a on tokens per min (TPM): Limit 30000, Used 29750, Requested 1200. Please try again in 2.4s."
+		case 3:
+			typ, status, msg = store.TypeTimeout, 504, "no response from provider within 60s"
+		case 4:
+			typ, msg = store.TypeToolError, "<tool_use_error>String to replace not found in file.\nString:     return nil\n</tool_use_error>"
+		case 5, 6:
+			typ, msg = store.TypeToolError, fmt.Sprintf("KeyError: 'session_%d' while loading /var/cache/app/%08x.json at 2024-05-0%d 12:%02d:07", i, i*7919, 1+i%9, i%60)
+		case 7:
+			typ, status, msg = store.TypeUnreachable, 502, fmt.Sprintf("dial tcp 10.0.%d.%d:8443: connect: connection refused", i%255, (i/255)%255)
+		default:
+			typ, msg = store.TypeToolError, fmt.Sprintf("assertion failed in test case %d: expected %d, got %d (request id %x)", i, i*3, i*3+1, i*104729)
+		}
+		out[i] = store.Incident{
+			ID:         fmt.Sprintf("%08d", i),
+			Time:       now.Add(-time.Duration(i%120) * time.Minute),
+			Workspace:  "w",
+			Project:    "p",
+			Type:       typ,
+			StatusCode: status,
+			Message:    msg,
+		}
+	}
+	return out
+}
+
+func BenchmarkDetect(b *testing.B) {
+	now := time.Unix(1_700_000_000, 0)
+	incidents := benchIncidents(1000, now)
+	g := mustGuard(b, DefaultConfig())
+	if len(g.Detect(incidents, now)) == 0 {
+		b.Fatal("no entries")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		g.Detect(incidents, now)
+	}
+}
+
+func BenchmarkDetectCold(b *testing.B) {
+	now := time.Unix(1_700_000_000, 0)
+	incidents := benchIncidents(1000, now)
+	b.ReportAllocs()
+	for b.Loop() {
+		g, _ := New(DefaultConfig())
+		g.Detect(incidents, now)
+	}
+}
+
+func BenchmarkFingerprint(b *testing.B) {
+	msgs := []string{
+		"KeyError: 'session_4411' while loading /var/cache/app/0001e0f7.json at 2024-05-03 12:41:07",
+		"  File \"/work/app/module_3.py\", line 41\n    def handler(:\n               ^\nSyntaxError: invalid syntax",
+		"dial tcp 10.0.12.7:8443: connect: connection refused",
+		"Error: ENOENT: no such file or directory, open '/home/dev/project/src/config/settings.local.json'",
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		Fingerprint(msgs[i%len(msgs)])
+		i++
+	}
+}
+
+func BenchmarkToolFailed(b *testing.B) {
+	outputs := []string{
+		"src/errors.go:12: func Error() string {\nsrc/errors.go:40: return &Error{}\nsrc/main.go:9: err := run()",
+		"Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in <module>\n    main()\nValueError: bad value",
+		`{"output":"ok\n","metadata":{"exit_code":0,"duration_seconds":0.4}}`,
+		"--- PASS: TestError (0.00s)\nPASS\nok  \texample.com/app\t0.012s",
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ToolFailed(outputs[i%len(outputs)])
+		i++
+	}
+}

@@ -1,0 +1,279 @@
+package guard
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// Block markers. Both start with "### !!! ", which [Sanitize] makes
+// impossible in any text that goes into a block.
+const (
+	BlockStart = "### !!! REPEAT FAILURE GUARD — DO NOT REPEAT THESE ERRORS !!!"
+	BlockEnd   = "### !!! END REPEAT FAILURE GUARD !!!"
+)
+
+const blockIntro = "The following errors have occurred MULTIPLE times in this session. Prioritize fixing them:"
+
+// Caps, in runes, on the text of a block line.
+const (
+	maxLabelRunes   = maxNameRunes
+	maxExampleRunes = 200
+	maxHintRunes    = maxFixRunes
+)
+
+// Entry is one repeated failure.
+type Entry struct {
+	Pattern string `json:"pattern"`           // label, e.g. "SYNTAX COMPLIANCE ERROR" or "REPEATED ERROR"
+	Count   int    `json:"count"`             // incidents inside the window
+	Hint    string `json:"hint"`              // the fix text
+	Example string `json:"example,omitempty"` // sanitised sample message (REPEATED ERROR entries)
+}
+
+// Detect finds the repeated failures among incidents (in any order) whose
+// Time is inside [now-Window, now]: each pattern matched by at least
+// MinRepeats incidents, and, among incidents matching no pattern, each
+// fingerprint (the incident's Fingerprint field, or [Fingerprint] of its
+// message when that is empty) shared by at least MinRepeats incidents,
+// reported as [RepeatedPattern] with a redacted, sanitised example taken
+// from the newest incident of the group.
+//
+// Entries are ordered by count (highest first), then label, then example;
+// the result depends only on the set of incidents, not on their order.
+// Classifications are cached, so repeated calls over mostly the same
+// incidents are cheap. It returns nil when nothing repeats.
+func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
+	lo := now.Add(-g.cfg.Window)
+	counts := make([]int, len(g.patterns))
+	var groups map[string]*group
+	var misses []int // indexes of incidents not in the cache
+
+	add := func(inc *store.Incident, m memo) {
+		if m.pat >= 0 {
+			counts[m.pat]++
+			return
+		}
+		fp := inc.Fingerprint
+		if inc.Message == "" {
+			// Without text only the source tells empty failures apart.
+			fp = "empty:" + inc.Type + ":" + strconv.Itoa(inc.StatusCode)
+		} else if fp == "" {
+			fp = m.fp
+		}
+		if groups == nil {
+			groups = make(map[string]*group)
+		}
+		gr := groups[fp]
+		if gr == nil {
+			gr = &group{newest: inc}
+			groups[fp] = gr
+		} else if newer(inc, gr.newest) {
+			gr.newest = inc
+		}
+		gr.count++
+	}
+
+	g.mu.RLock()
+	for i := range incidents {
+		inc := &incidents[i]
+		if inc.Time.Before(lo) || inc.Time.After(now) {
+			continue
+		}
+		k := g.key(inc.Type, inc.StatusCode, inc.Message)
+		m, hit := g.cur[k]
+		if !hit {
+			misses = append(misses, i)
+			continue
+		}
+		add(inc, m)
+	}
+	g.mu.RUnlock()
+
+	if len(misses) > 0 {
+		keys := make([]uint64, len(misses))
+		memos := make([]memo, len(misses))
+		for j, i := range misses {
+			inc := &incidents[i]
+			keys[j] = g.key(inc.Type, inc.StatusCode, inc.Message)
+			var hit bool
+			g.mu.RLock()
+			memos[j], hit = g.prev[keys[j]]
+			g.mu.RUnlock()
+			if !hit {
+				memos[j] = g.compute(inc.Type, inc.StatusCode, inc.Message)
+			}
+			add(inc, memos[j])
+		}
+		g.mu.Lock()
+		for j, k := range keys {
+			g.put(k, memos[j])
+		}
+		g.mu.Unlock()
+	}
+
+	var out []Entry
+	for i, n := range counts {
+		if n >= g.cfg.MinRepeats {
+			p := &g.patterns[i]
+			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix})
+		}
+	}
+	for _, gr := range groups {
+		if gr.count >= g.cfg.MinRepeats {
+			out = append(out, Entry{
+				Pattern: RepeatedPattern,
+				Count:   gr.count,
+				Hint:    repeatedFix,
+				Example: gr.example(),
+			})
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		return cmp.Or(
+			cmp.Compare(b.Count, a.Count),
+			strings.Compare(a.Pattern, b.Pattern),
+			strings.Compare(a.Example, b.Example),
+		)
+	})
+	return out
+}
+
+// group is the incidents sharing one fingerprint.
+type group struct {
+	count  int
+	newest *store.Incident
+}
+
+func (gr *group) example() string {
+	inc := gr.newest
+	if ex := Sanitize(Redact(inc.Message), maxExampleRunes); ex != "" {
+		return ex
+	}
+	ex := Sanitize(inc.Type, maxExampleRunes)
+	if ex == "" {
+		ex = "error"
+	}
+	if inc.StatusCode != 0 {
+		ex += " (status " + strconv.Itoa(inc.StatusCode) + ")"
+	}
+	return ex
+}
+
+// newer reports whether a sorts after b: later Time, then greater ID, then
+// smaller Message, so the choice does not depend on input order.
+func newer(a, b *store.Incident) bool {
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c > 0
+	}
+	if c := strings.Compare(a.ID, b.ID); c != 0 {
+		return c > 0
+	}
+	return a.Message < b.Message
+}
+
+// Block renders entries as the repeat-failure guard block, in the given
+// order, or returns "" when there are none. Every text field goes through
+// [Sanitize], so stored text cannot add lines or forge a marker. The block
+// ends with BlockEnd and a blank line, ready to be prepended to a system
+// message: Strip(Block(e) + text) == text for any text without marker lines.
+func Block(entries []Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(BlockStart)
+	b.WriteString("\n")
+	b.WriteString(blockIntro)
+	b.WriteString("\n")
+	for _, e := range entries {
+		b.WriteString("\n▶ Pattern: ")
+		b.WriteString(Sanitize(e.Pattern, maxLabelRunes))
+		b.WriteString(" (Failed ")
+		b.WriteString(strconv.Itoa(e.Count))
+		if e.Count == 1 {
+			b.WriteString(" time)\n")
+		} else {
+			b.WriteString(" times)\n")
+		}
+		if ex := Sanitize(e.Example, maxExampleRunes); ex != "" {
+			b.WriteString("  Error: ")
+			b.WriteString(ex)
+			b.WriteString("\n")
+		}
+		if hint := Sanitize(e.Hint, maxHintRunes); hint != "" {
+			b.WriteString("  Fix Instruction: ")
+			b.WriteString(hint)
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n")
+	b.WriteString(BlockEnd)
+	b.WriteString("\n\n")
+	return b.String()
+}
+
+// Strip removes every guard block from text: each line that is BlockStart
+// (ignoring surrounding whitespace) through the next BlockEnd line, and one
+// blank line after it. A marker line without its partner (a start with no
+// end before the next start, or a lone end) is removed alone, so the text
+// between is kept. Strip is idempotent, and text without marker lines is
+// returned unchanged.
+func Strip(text string) string {
+	if !strings.Contains(text, "### !!! ") {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	for i := 0; i < len(text); {
+		line, next := lineAt(text, i)
+		switch strings.TrimSpace(line) {
+		case BlockStart:
+			end := blockEnd(text, next)
+			if end < 0 {
+				i = next // orphan start: drop its line only
+				continue
+			}
+			i = end
+			if l, n := lineAt(text, i); i < len(text) && strings.TrimSpace(l) == "" {
+				i = n // the blank line after the block
+			}
+		case BlockEnd:
+			i = next // orphan end
+		default:
+			b.WriteString(text[i:next])
+			i = next
+		}
+	}
+	return b.String()
+}
+
+// lineAt returns the line starting at i (without its newline) and the
+// index after its newline.
+func lineAt(text string, i int) (line string, next int) {
+	j := strings.IndexByte(text[i:], '\n')
+	if j < 0 {
+		return text[i:], len(text)
+	}
+	return text[i : i+j], i + j + 1
+}
+
+// blockEnd returns the index after the BlockEnd line that closes a block
+// whose body starts at i, or -1 when another BlockStart or the end of text
+// comes first.
+func blockEnd(text string, i int) int {
+	for i < len(text) {
+		line, next := lineAt(text, i)
+		switch strings.TrimSpace(line) {
+		case BlockEnd:
+			return next
+		case BlockStart:
+			return -1
+		}
+		i = next
+	}
+	return -1
+}

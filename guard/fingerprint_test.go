@@ -1,0 +1,109 @@
+package guard
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestFingerprintSame(t *testing.T) {
+	tests := []struct{ name, a, b string }{
+		{"python line numbers",
+			"  File \"/app/main.py\", line 12\n    def f(:\nSyntaxError: invalid syntax",
+			"  File \"/app/other.py\", line 40\n    def f(:\nSyntaxError: invalid syntax"},
+		{"go path line col", "/home/a/x.go:12:5: undefined: foo", "/home/b/y.go:99:1: undefined: foo"},
+		{"relative go path", "./main.go:12:5: undefined: foo", "./cmd/run.go:7:22: undefined: foo"},
+		{"ip and port", "dial tcp 10.0.0.1:5432: connect: connection refused", "dial tcp 192.168.1.20:6543: connect: connection refused"},
+		{"uuid", "job 3f2c1a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60 failed", "job 00000000-1111-2222-3333-444444444444 failed"},
+		{"durations", "Command timed out after 30s", "Command timed out after 1m30.5s"},
+		{"urls", "GET https://api.example.com/v1/items?id=3 returned 404", "GET http://localhost:8080/v2/x returned 404"},
+		{"emails", "user bob@example.com not found", "user alice.smith+dev@corp.example.org not found"},
+		{"quoted values", "Cannot find module 'express'", "Cannot find module '@scope/pkg/sub'"},
+		{"apostrophe then quote", "can't open 'x.txt'", "can't open 'some other.txt'"},
+		{"double quoted with escapes", `unknown key "a\"b" in config`, `unknown key "zzz" in config`},
+		{"hex ids", "object 7f3a9b21c0 missing at 0xdeadbeef", "object 0a1b2c3d4e missing at 0x10"},
+		{"mixed ids", "request req_8f7a9b2 for org-abc123 rejected", "request req_1c2d3 for org-zz9 rejected"},
+		{"numbers and times", "retry 3 of 5 at 12:30:45.123", "retry 4 of 5 at 09:01:02"},
+		{"white space", "connection   reset\tby peer\n", "connection reset by peer"},
+		{"windows path", `open C:\Users\dev\app\config.json: access is denied`, `open D:\work\x.json: access is denied`},
+		{"ts location", "src/a.ts(10,3): error TS2304: Cannot find name 'foo'.", "src/lib/b.ts(2,17): error TS2304: Cannot find name 'barBaz'."},
+		{"key=value", "retry limit reached attempts=5 backoff=2s", "retry limit reached attempts=12 backoff=500ms"},
+		{"repeated masks collapse", "ids 1 2 3 failed", "ids 7 8 9 10 11 failed"},
+		{"long head and tail", strings.Repeat("x ", 3000) + "end 1", strings.Repeat("x ", 3100) + "end 2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fa, fb := Fingerprint(tc.a), Fingerprint(tc.b)
+			if fa != fb {
+				t.Errorf("fingerprints differ:\n%q -> %q\n%q -> %q", tc.a, Template(tc.a), tc.b, Template(tc.b))
+			}
+		})
+	}
+}
+
+func TestFingerprintDifferent(t *testing.T) {
+	tests := []struct{ name, a, b string }{
+		{"different identifiers", "./main.go:12:5: undefined: foo", "./main.go:12:5: undefined: bar"},
+		{"different error classes", "SyntaxError: invalid syntax", "IndentationError: unexpected indent"},
+		{"different os errors", "open /x: permission denied", "open /x: no such file or directory"},
+		{"different network errors", "read tcp 10.0.0.1:5432: connection reset by peer", "dial tcp 10.0.0.1:5432: connection refused"},
+		{"different status text", "404 Not Found", "500 Internal Server Error"},
+		{"apostrophes are not quotes", "can't open file 'a'", "can open file 'a'"},
+		{"words kept", "KeyError: not in cache", "KeyError: not in store"},
+		{"case kept", "ERROR: disk full", "error: disk full"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if Fingerprint(tc.a) == Fingerprint(tc.b) {
+				t.Errorf("same fingerprint for %q and %q (template %q)", tc.a, tc.b, Template(tc.a))
+			}
+		})
+	}
+}
+
+func TestTemplate(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"  File \"/app/main.py\", line 12", "File <STR>, line <NUM>"},
+		{"./main.go:12:5: undefined: foo", "<PATH>: undefined: foo"},
+		{"dial tcp 10.0.0.1:5432: connect: connection refused", "dial tcp <IP>: connect: connection refused"},
+		{"timed out after 1m30s (deadline 2024-05-01)", "timed out after <DUR> (deadline <*>)"},
+		{"see https://x.io/a?b=1, or mail ops@x.io.", "see <URL>, or mail <EMAIL>."},
+		{"--timeout=30s failed", "--timeout=<DUR> failed"},
+		{"[1, 2, 3, 4]", "[<NUM>, <NUM>, <NUM>]"},
+		{"don't stop 'me now'", "don't stop <STR>"},
+		{"commit a1b2c3d4e5 and 0xFF", "commit <HEX> and <HEX>"},
+		{"id 3f2c1a9e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "id <UUID>"},
+		{"token " + strings.Repeat("abcdefgh", 5), "token <*>"},
+		{"unclosed \"quote stays", "unclosed \"quote stays"},
+	}
+	for _, tc := range tests {
+		if got := Template(tc.in); got != tc.want {
+			t.Errorf("Template(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+var hex16 = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+func FuzzFingerprint(f *testing.F) {
+	for _, s := range []string{"", "SyntaxError: invalid syntax", "'a' \"b\" `c`", "x=1=2==", "/a/b:1:2", "1.2.3.4:5", "::", "\xff\xfe'", "0x", "1h2m3s", "a@b.c"} {
+		f.Add(s)
+	}
+	for _, tc := range errorCorpus {
+		f.Add(tc.message)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fp := Fingerprint(s)
+		if !hex16.MatchString(fp) {
+			t.Fatalf("Fingerprint(%q) = %q, want 16 hex characters", s, fp)
+		}
+		if again := Fingerprint(s); again != fp {
+			t.Fatalf("Fingerprint not deterministic: %q then %q", fp, again)
+		}
+		tpl := Template(s)
+		if strings.ContainsAny(tpl, "\n\t\r") || strings.Contains(tpl, "  ") {
+			t.Fatalf("Template(%q) = %q: want single spaces", s, tpl)
+		}
+	})
+}

@@ -1,0 +1,503 @@
+// Package guard is scarproxy's failure memory logic: it classifies incidents
+// into named failure patterns, fingerprints the errors no pattern knows,
+// finds the failures that repeat inside a time window, and renders (and
+// strips) the repeat-failure guard block the proxy prepends to the system
+// message.
+//
+// # What it owns
+//
+//   - the pattern bank ([Builtins], overridable from the `guard:` YAML
+//     section through [Config]) and [Guard.Classify];
+//   - [Fingerprint] and [Template], which group novel errors that differ
+//     only in line numbers, ids, paths, durations and the like;
+//   - [Guard.Detect], [Block] and [Strip];
+//   - [ToolFailed], which decides whether a role:"tool" message says the
+//     tool failed, and [Redact] and [Sanitize], which clean text before it
+//     is stored or shown to a model.
+//
+// Everything here works on plain values: no I/O, no clock (callers pass
+// now), no logging.
+//
+// # Imports
+//
+// Only the standard library and the store package (for [store.Incident] and
+// the incident type constants). It must not import Echo, bbolt, pgx nor any
+// other scarproxy package.
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults used when the corresponding [Config] field is zero.
+const (
+	DefaultMinRepeats = 2
+	DefaultWindow     = time.Hour
+)
+
+// RepeatedPattern is the label of guard entries for errors that match no
+// pattern but repeat with the same [Fingerprint].
+const RepeatedPattern = "REPEATED ERROR"
+
+// repeatedFix is the hint of [RepeatedPattern] entries.
+const repeatedFix = "This exact error keeps recurring; do not retry the same approach. " +
+	"Read the error, find its root cause, and change strategy before trying again."
+
+// Limits on configured text.
+const (
+	maxNameRunes = 80
+	maxFixRunes  = 1000
+)
+
+// Config is the `guard:` YAML section.
+//
+// The built-in patterns ([Builtins]) are always present unless disabled;
+// Patterns adds to them or overrides them. The zero Config behaves like
+// [DefaultConfig].
+type Config struct {
+	// MinRepeats is how many incidents of one pattern (or one fingerprint)
+	// inside Window make a guard entry. 0 means 2. 1 turns every single
+	// failure into a guard entry.
+	MinRepeats int `yaml:"min_repeats"`
+	// Window is how far back Detect looks. 0 means 1h.
+	Window time.Duration `yaml:"window"`
+	// Patterns are added to the built-ins. A pattern with the Name of a
+	// built-in (compared case-insensitively) overrides it field by field:
+	// an empty Regex, Exclude or Fix and a nil StatusCodes or Types keep the
+	// built-in's value; an empty list (`status_codes: []`) clears it.
+	// New patterns are tried before the built-ins, in the order given.
+	Patterns []PatternConfig `yaml:"patterns"`
+	// DisableBuiltins names built-in patterns to turn off; "all" turns off
+	// every one. An unknown name is a Validate error.
+	DisableBuiltins []string `yaml:"disable_builtins"`
+}
+
+// PatternConfig is one failure pattern.
+//
+// An incident matches the pattern when its status code is in StatusCodes,
+// or its type is in Types, or its message matches Regex and does not match
+// Exclude. Status and type matches are tried (over every pattern) before
+// any message match, so a 429 is a rate limit whatever its text says.
+type PatternConfig struct {
+	// Name is the label shown in the guard block, e.g. "API RATE LIMIT TRIGGER".
+	// Required; one line, at most 80 characters.
+	Name string `yaml:"name"`
+	// Regex is a Go RE2 expression matched case-insensitively against the
+	// message. It must not match the empty string (it would match every
+	// message; use Types for that).
+	Regex string `yaml:"regex"`
+	// Exclude vetoes a Regex match: a message matching Exclude does not
+	// match by text (status codes and types still match). Optional.
+	Exclude string `yaml:"exclude"`
+	// StatusCodes: any of these statuses matches, whatever the text.
+	StatusCodes []int `yaml:"status_codes"`
+	// Types: any of these incident types (store.Type*) matches.
+	Types []string `yaml:"types"`
+	// Fix is the instruction shown to the model. Required for a new pattern.
+	Fix string `yaml:"fix"`
+	// Disabled turns the pattern off; on a built-in's name it disables the built-in.
+	Disabled bool `yaml:"disabled"`
+}
+
+// DefaultConfig returns the defaults: min_repeats 2, window 1h, every
+// built-in pattern on and no extra pattern.
+func DefaultConfig() Config {
+	return Config{MinRepeats: DefaultMinRepeats, Window: DefaultWindow}
+}
+
+// Builtins returns a copy of the built-in patterns, in the order they are
+// tried.
+func Builtins() []PatternConfig {
+	out := make([]PatternConfig, len(builtins))
+	for i, p := range builtins {
+		out[i] = clonePattern(p)
+	}
+	return out
+}
+
+// Validate reports every problem of c, joined. Each message starts with the
+// YAML key at fault, e.g. `guard.patterns[2].regex: ...`.
+func (c Config) Validate() error {
+	_, err := c.compile()
+	return err
+}
+
+// Guard classifies incidents and detects repeated failures. It is safe for
+// concurrent use. Create it with [New].
+type Guard struct {
+	cfg      Config
+	patterns []pattern
+
+	seed maphash.Seed
+	mu   sync.RWMutex
+	cur  map[uint64]memo // newest generation of the classification cache
+	prev map[uint64]memo // previous generation, consulted on a miss in cur
+}
+
+// pattern is a compiled, enabled pattern.
+type pattern struct {
+	name     string
+	fix      string
+	re       *regexp.Regexp // nil: no text match
+	lits     []string       // lower-case literals one of which every re match contains; nil: unknown
+	exclude  *regexp.Regexp // nil: no veto
+	statuses []int
+	types    []string
+}
+
+// memo is a cached classification: the index of the matched pattern (-1
+// for none) and, for unmatched messages, their fingerprint.
+type memo struct {
+	pat int32
+	fp  string
+}
+
+// cacheGeneration bounds each cache generation; the cache holds at most
+// twice this many entries.
+const cacheGeneration = 4096
+
+// New validates cfg, compiles its patterns and returns a Guard.
+func New(cfg Config) (*Guard, error) {
+	pats, err := cfg.compile()
+	if err != nil {
+		return nil, err
+	}
+	return &Guard{
+		cfg:      cfg.normalized(),
+		patterns: pats,
+		seed:     maphash.MakeSeed(),
+		cur:      make(map[uint64]memo),
+	}, nil
+}
+
+// Config returns the configuration the Guard runs with, defaults filled in.
+// The returned value is a copy.
+func (g *Guard) Config() Config {
+	c := g.cfg
+	if g.cfg.Patterns != nil {
+		c.Patterns = make([]PatternConfig, len(g.cfg.Patterns))
+		for i, p := range g.cfg.Patterns {
+			c.Patterns[i] = clonePattern(p)
+		}
+	}
+	c.DisableBuiltins = slices.Clone(g.cfg.DisableBuiltins)
+	return c
+}
+
+// Classify returns the label of the first pattern the incident matches.
+// Status codes and types are tried first, then messages. ok is false when
+// no pattern matches. Results are cached.
+func (g *Guard) Classify(typ string, status int, message string) (pattern string, ok bool) {
+	m := g.lookup(typ, status, message)
+	if m.pat < 0 {
+		return "", false
+	}
+	return g.patterns[m.pat].name, true
+}
+
+// lookup returns the cached classification of one incident, computing and
+// caching it on a miss.
+func (g *Guard) lookup(typ string, status int, message string) memo {
+	k := g.key(typ, status, message)
+	g.mu.RLock()
+	m, hit := g.cur[k]
+	inPrev := false
+	if !hit {
+		m, hit = g.prev[k]
+		inPrev = hit
+	}
+	g.mu.RUnlock()
+	if !hit {
+		m = g.compute(typ, status, message)
+	}
+	if !hit || inPrev {
+		g.storeOne(k, m)
+	}
+	return m
+}
+
+// compute classifies one incident, uncached, with the fingerprint of an
+// unmatched message.
+func (g *Guard) compute(typ string, status int, message string) memo {
+	m := g.classify(typ, status, message)
+	if m.pat < 0 {
+		m.fp = Fingerprint(message)
+	}
+	return m
+}
+
+// storeOne caches one classification.
+func (g *Guard) storeOne(k uint64, m memo) {
+	g.mu.Lock()
+	g.put(k, m)
+	g.mu.Unlock()
+}
+
+// put stores m in the newest cache generation, rotating generations when it
+// is full. g.mu must be held for writing.
+func (g *Guard) put(k uint64, m memo) {
+	if len(g.cur) >= cacheGeneration {
+		g.prev = g.cur
+		g.cur = make(map[uint64]memo, cacheGeneration)
+	}
+	g.cur[k] = m
+}
+
+// key hashes what a classification depends on.
+func (g *Guard) key(typ string, status int, message string) uint64 {
+	h := maphash.String(g.seed, message)
+	t := maphash.String(g.seed, typ)
+	return h ^ (t<<17 | t>>47) ^ (uint64(status)+1)*0x9E3779B97F4A7C15
+}
+
+// classify runs the patterns, uncached.
+func (g *Guard) classify(typ string, status int, message string) memo {
+	for i, p := range g.patterns {
+		if status != 0 && slices.Contains(p.statuses, status) {
+			return memo{pat: int32(i)}
+		}
+		for _, t := range p.types {
+			if strings.EqualFold(t, typ) {
+				return memo{pat: int32(i)}
+			}
+		}
+	}
+	text := matchText(message)
+	lower, prefilter := "", isASCII(text)
+	if prefilter {
+		lower = strings.ToLower(text)
+	}
+	for i, p := range g.patterns {
+		if p.re == nil || prefilter && !containsAny(lower, p.lits) {
+			continue
+		}
+		if p.re.MatchString(text) && (p.exclude == nil || !p.exclude.MatchString(text)) {
+			return memo{pat: int32(i)}
+		}
+	}
+	return memo{pat: -1}
+}
+
+// maxMatchBytes bounds the text patterns are run on: the head and the tail
+// of longer messages (a traceback names its error on the last line).
+const maxMatchBytes = 8 << 10
+
+func matchText(s string) string {
+	if len(s) <= maxMatchBytes {
+		return s
+	}
+	return headTail(s, maxMatchBytes/2)
+}
+
+// headTail returns the first and last n bytes of s (cut on rune
+// boundaries), joined by a newline.
+func headTail(s string, n int) string {
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[:cut] + "\n" + s[i:]
+}
+
+// normalized returns c with zero values replaced by defaults.
+func (c Config) normalized() Config {
+	if c.MinRepeats == 0 {
+		c.MinRepeats = DefaultMinRepeats
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	return c
+}
+
+// compile validates c and returns the enabled patterns in the order they
+// are tried: new patterns first, then the built-ins (overridden where a
+// configured pattern names them).
+func (c Config) compile() ([]pattern, error) {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("guard.%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.MinRepeats < 0 {
+		bad("min_repeats", "must not be negative, got %d (0 means %d)", c.MinRepeats, DefaultMinRepeats)
+	}
+	if c.Window < 0 {
+		bad("window", "must not be negative, got %s (0 means %s)", c.Window, DefaultWindow)
+	}
+
+	disabled := make(map[int]bool) // built-in index -> off
+	for j, name := range c.DisableBuiltins {
+		if strings.EqualFold(strings.TrimSpace(name), "all") {
+			for i := range builtins {
+				disabled[i] = true
+			}
+			continue
+		}
+		i := builtinIndex(name)
+		if i < 0 {
+			bad(fmt.Sprintf("disable_builtins[%d]", j), "unknown built-in pattern %q (known: %s, or \"all\")", name, builtinNames())
+			continue
+		}
+		disabled[i] = true
+	}
+
+	effective := Builtins()
+	var extra []PatternConfig
+	seen := make(map[string]int) // lower-cased name -> index in c.Patterns
+	for i, p := range c.Patterns {
+		key := fmt.Sprintf("patterns[%d]", i)
+		name := strings.TrimSpace(p.Name)
+		switch {
+		case name == "":
+			bad(key+".name", "required")
+		case utf8.RuneCountInString(name) > maxNameRunes:
+			bad(key+".name", "longer than %d characters", maxNameRunes)
+		case strings.IndexFunc(name, isControl) >= 0 || strings.Contains(name, "###"):
+			bad(key+".name", "must be one line of text without control characters or \"###\"")
+		case strings.EqualFold(name, RepeatedPattern):
+			bad(key+".name", "%q is reserved for errors that match no pattern", RepeatedPattern)
+		}
+		if j, dup := seen[strings.ToLower(name)]; dup && name != "" {
+			bad(key+".name", "duplicate of guard.patterns[%d].name %q", j, name)
+		}
+		seen[strings.ToLower(name)] = i
+
+		for _, f := range []struct{ key, expr string }{{"regex", p.Regex}, {"exclude", p.Exclude}} {
+			if f.expr == "" {
+				continue
+			}
+			re, err := regexp.Compile("(?i)" + f.expr)
+			if err != nil {
+				bad(key+"."+f.key, "%v", err)
+			} else if f.key == "regex" && re.MatchString("") {
+				bad(key+"."+f.key, "%q matches the empty string, so it would match every message (use types to match every incident of a type)", f.expr)
+			}
+		}
+		for j, s := range p.StatusCodes {
+			if s < 100 || s > 599 {
+				bad(fmt.Sprintf("%s.status_codes[%d]", key, j), "%d is not an HTTP status code", s)
+			}
+		}
+		for j, t := range p.Types {
+			if strings.TrimSpace(t) == "" {
+				bad(fmt.Sprintf("%s.types[%d]", key, j), "empty type")
+			}
+		}
+		if n := utf8.RuneCountInString(p.Fix); n > maxFixRunes {
+			bad(key+".fix", "longer than %d characters", maxFixRunes)
+		}
+
+		if bi := builtinIndex(name); bi >= 0 {
+			if p.Disabled {
+				disabled[bi] = true
+				continue
+			}
+			effective[bi] = override(effective[bi], p)
+			continue
+		}
+		if p.Disabled {
+			continue
+		}
+		if p.Regex == "" && len(p.StatusCodes) == 0 && len(p.Types) == 0 {
+			bad(key, "needs at least one of regex, status_codes, types")
+		}
+		if strings.TrimSpace(p.Fix) == "" {
+			bad(key+".fix", "required for a new pattern")
+		}
+		p.Name = name
+		extra = append(extra, p)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	var out []pattern
+	for _, p := range extra {
+		out = append(out, mustPattern(p))
+	}
+	for i, p := range effective {
+		if !disabled[i] {
+			out = append(out, mustPattern(p))
+		}
+	}
+	return out, nil
+}
+
+// override applies the set fields of p over the built-in b.
+func override(b, p PatternConfig) PatternConfig {
+	if p.Regex != "" {
+		b.Regex = p.Regex
+	}
+	if p.Exclude != "" {
+		b.Exclude = p.Exclude
+	}
+	if p.StatusCodes != nil {
+		b.StatusCodes = slices.Clone(p.StatusCodes)
+	}
+	if p.Types != nil {
+		b.Types = slices.Clone(p.Types)
+	}
+	if strings.TrimSpace(p.Fix) != "" {
+		b.Fix = p.Fix
+	}
+	return b
+}
+
+// mustPattern compiles a validated pattern.
+func mustPattern(p PatternConfig) pattern {
+	out := pattern{
+		name:     p.Name,
+		fix:      p.Fix,
+		statuses: slices.Clone(p.StatusCodes),
+		types:    slices.Clone(p.Types),
+	}
+	if p.Regex != "" {
+		out.re = regexp.MustCompile("(?i)" + p.Regex)
+		out.lits = requiredLiterals("(?i)" + p.Regex)
+	}
+	if p.Exclude != "" {
+		out.exclude = regexp.MustCompile("(?i)" + p.Exclude)
+	}
+	return out
+}
+
+func builtinIndex(name string) int {
+	name = strings.TrimSpace(name)
+	for i, b := range builtins {
+		if strings.EqualFold(b.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func builtinNames() string {
+	names := make([]string, len(builtins))
+	for i, b := range builtins {
+		names[i] = fmt.Sprintf("%q", b.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func clonePattern(p PatternConfig) PatternConfig {
+	p.StatusCodes = slices.Clone(p.StatusCodes)
+	p.Types = slices.Clone(p.Types)
+	return p
+}
+
+func isControl(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
+}

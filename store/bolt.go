@@ -1,0 +1,733 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Layout of the bbolt file. Every name below is a bucket unless noted.
+//
+//	incidents/
+//	  <tenant>/                 tenant = uvarint-length-prefixed workspace, then project
+//	    n                       (key) number of incidents of the tenant, uint64
+//	    i/   <time><seq>     -> incident (codec.go)
+//	    s/   <session><time><seq> -> empty: per-session index into i
+//	    d/   <dedupe key>    -> <time>
+//	    dt/  <time><dedupe key> -> empty: d in time order, for pruning
+//	solutions/
+//	  <workspace>/
+//	    id/  <id>  -> <feed seq> + JSON solution
+//	    key/ <key> -> <id>
+//	feed/  <seq> -> change entry (deleted flag, workspace, id)
+//
+// <time> is 8 bytes: Unix microseconds, sign bit flipped, big-endian, so keys
+// sort by time; <seq> is the tenant bucket's 8-byte big-endian sequence, so
+// incidents of the same microsecond sort in insertion order. A tenant's reads
+// open its bucket only; newest-first reads walk i (or one session's range of
+// s) backwards from the end and stop at the first key older than Since.
+var (
+	bktIncidents = []byte("incidents")
+	bktSolutions = []byte("solutions")
+	bktFeed      = []byte("feed")
+
+	keyCount  = []byte("n")
+	bktInc    = []byte("i")
+	bktSess   = []byte("s")
+	bktDedupe = []byte("d")
+	bktDedupT = []byte("dt")
+
+	bktSolByID  = []byte("id")
+	bktSolByKey = []byte("key")
+)
+
+// boltLockTimeout bounds how long OpenBolt waits for the file lock held by
+// another process.
+const boltLockTimeout = time.Second
+
+// BoltOptions configures OpenBolt. The zero value is ready to use.
+type BoltOptions struct {
+	// Now is the clock used for incident times and solution timestamps.
+	// Nil means time.Now.
+	Now func() time.Time
+}
+
+// Bolt is the embedded [Store]: one bbolt file, opened by one process at a
+// time. It is safe for concurrent use.
+type Bolt struct {
+	db     *bolt.DB
+	now    func() time.Time
+	closed atomic.Bool
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens (or creates) the bbolt file at path, creating its parent
+// directory when missing. bbolt locks the file: when another process holds
+// it, OpenBolt fails after about a second with an error saying so, instead
+// of waiting forever.
+func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open bolt: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltLockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("store: open bolt %s: file is locked by another process (waited %s): %w", path, boltLockTimeout, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open bolt %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bktIncidents, bktSolutions, bktFeed} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open bolt %s: init buckets: %w", path, err)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Bolt{db: db, now: now}, nil
+}
+
+// Close closes the file. Later calls of any method, Close included, return
+// ErrClosed.
+func (b *Bolt) Close() error {
+	if b.closed.Swap(true) {
+		return fmt.Errorf("store: close: %w", ErrClosed)
+	}
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Ping reports ErrClosed after Close, and nil otherwise.
+func (b *Bolt) Ping(ctx context.Context) error {
+	return b.view(ctx, "ping", func(*bolt.Tx) error { return nil })
+}
+
+// view runs fn in a read transaction, after checking Close and ctx.
+func (b *Bolt) view(ctx context.Context, op string, fn func(tx *bolt.Tx) error) error {
+	if err := b.check(ctx); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if err := b.db.View(fn); err != nil {
+		return fmt.Errorf("store: %s: %w", op, boltErr(err))
+	}
+	return nil
+}
+
+// update runs fn in a write transaction, after checking Close and ctx.
+func (b *Bolt) update(ctx context.Context, op string, fn func(tx *bolt.Tx) error) error {
+	if err := b.check(ctx); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if err := b.db.Update(fn); err != nil {
+		return fmt.Errorf("store: %s: %w", op, boltErr(err))
+	}
+	return nil
+}
+
+func (b *Bolt) check(ctx context.Context) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+// boltErr maps bbolt's "not open" (a Close racing a call) to ErrClosed.
+func boltErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// AddIncident stores inc; see [Store].
+func (b *Bolt) AddIncident(ctx context.Context, inc *Incident) error {
+	_, err := b.addIncident(ctx, "add incident", inc, "")
+	return err
+}
+
+// AddIncidentOnce stores inc unless dedupeKey was already recorded for the
+// tenant; see [Store]. The check and the insert are one transaction. An
+// empty dedupeKey stores inc unconditionally.
+func (b *Bolt) AddIncidentOnce(ctx context.Context, inc *Incident, dedupeKey string) (bool, error) {
+	return b.addIncident(ctx, "add incident once", inc, dedupeKey)
+}
+
+func (b *Bolt) addIncident(ctx context.Context, op string, inc *Incident, dkey string) (bool, error) {
+	if err := validIncident(inc); err != nil {
+		return false, fmt.Errorf("store: %s: %w", op, err)
+	}
+	rec := *inc
+	if rec.Time.IsZero() {
+		rec.Time = b.now()
+	}
+	rec.Time = normTime(rec.Time)
+	if rec.ID == "" {
+		rec.ID = newID(rec.Time)
+	}
+	stored := false
+	err := b.update(ctx, op, func(tx *bolt.Tx) error {
+		t, err := createTenant(tx, rec.Workspace, rec.Project)
+		if err != nil {
+			return err
+		}
+		if dkey != "" {
+			dk := []byte(dedupeKey(dkey))
+			if t.d.Get(dk) != nil {
+				return nil
+			}
+			tk := timeKey(rec.Time)
+			if err := t.d.Put(dk, tk); err != nil {
+				return err
+			}
+			if err := t.dt.Put(append(tk, dk...), nil); err != nil {
+				return err
+			}
+		}
+		stored = true
+		return t.put(&rec)
+	})
+	if err != nil {
+		return false, err
+	}
+	if stored {
+		*inc = rec
+	}
+	return stored, nil
+}
+
+// ListIncidents returns the tenant's incidents, newest first (incidents of
+// the same microsecond: last stored first). With a Session it walks that
+// session's index; it stops at Limit or at the first incident older than
+// Since, so its cost follows what it returns, not the tenant's size.
+func (b *Bolt) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, error) {
+	if q.Workspace == "" || q.Project == "" {
+		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", ErrInvalid)
+	}
+	limit := incidentLimit(q.Limit)
+	var out []Incident
+	err := b.view(ctx, "list incidents", func(tx *bolt.Tx) error {
+		t := openTenant(tx, q.Workspace, q.Project)
+		if t == nil {
+			return nil
+		}
+		// Collect the matching values first (they stay valid until the
+		// transaction ends), then decode into a slice of the exact size.
+		var since []byte
+		if !q.Since.IsZero() {
+			since = timeKey(ceilMicro(q.Since))
+		}
+		var vals [][]byte
+		if q.Session == "" {
+			c := t.i.Cursor()
+			for k, v := c.Last(); k != nil && len(vals) < limit; k, v = c.Prev() {
+				if since != nil && bytes.Compare(k[:8], since) < 0 {
+					break
+				}
+				vals = append(vals, v)
+			}
+		} else {
+			prefix := lenPrefixed(nil, q.Session)
+			c := t.s.Cursor()
+			k, _ := c.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 17)...))
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+			for ; k != nil && bytes.HasPrefix(k, prefix) && len(vals) < limit; k, _ = c.Prev() {
+				ik := k[len(prefix):]
+				if since != nil && bytes.Compare(ik[:8], since) < 0 {
+					break
+				}
+				v := t.i.Get(ik)
+				if v == nil {
+					return fmt.Errorf("session index entry %x: %w", k, errCorrupt)
+				}
+				vals = append(vals, v)
+			}
+		}
+		out = make([]Incident, len(vals))
+		for n, v := range vals {
+			if err := decodeIncident(v, &out[n]); err != nil {
+				return fmt.Errorf("incident %d of %s/%s: %w", n, q.Workspace, q.Project, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []Incident{}
+	}
+	return out, nil
+}
+
+// DeleteIncidents removes the tenant's incidents and dedupe keys; see [Store].
+func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
+	if workspace == "" || project == "" {
+		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", ErrInvalid)
+	}
+	n := 0
+	err := b.update(ctx, "delete incidents", func(tx *bolt.Tx) error {
+		t := openTenant(tx, workspace, project)
+		if t == nil {
+			return nil
+		}
+		n = int(t.count())
+		return tx.Bucket(bktIncidents).DeleteBucket(tenantKey(workspace, project))
+	})
+	return n, err
+}
+
+// PruneIncidents removes incidents (and dedupe keys) older than before, then
+// the oldest incidents of each tenant beyond maxPerTenant; see [Store]. A
+// zero before applies no age rule. Each tenant is pruned in its own
+// transaction, so a cancelled ctx leaves the tenants done so far pruned.
+func (b *Bolt) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+	var tenants [][]byte
+	err := b.view(ctx, "prune incidents", func(tx *bolt.Tx) error {
+		return tx.Bucket(bktIncidents).ForEachBucket(func(k []byte) error {
+			tenants = append(tenants, bytes.Clone(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	var cut []byte
+	if !before.IsZero() {
+		cut = timeKey(ceilMicro(before))
+	}
+	total := 0
+	for _, name := range tenants {
+		err := b.update(ctx, "prune incidents", func(tx *bolt.Tx) error {
+			n, err := pruneTenant(tx.Bucket(bktIncidents), name, cut, maxPerTenant)
+			total += n
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// pruneTenant prunes one tenant bucket of root and deletes the bucket when
+// nothing is left in it.
+func pruneTenant(root *bolt.Bucket, name, cut []byte, maxPerTenant int) (int, error) {
+	tb := root.Bucket(name)
+	if tb == nil {
+		return 0, nil
+	}
+	t := tenantOf(tb)
+	count := int(t.count())
+	var doomed [][]byte
+	c := t.i.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		old := cut != nil && bytes.Compare(k[:8], cut) < 0
+		over := maxPerTenant > 0 && count-len(doomed) > maxPerTenant
+		if !old && !over {
+			break
+		}
+		doomed = append(doomed, bytes.Clone(k))
+	}
+	var inc Incident
+	for _, k := range doomed {
+		if err := decodeIncident(t.i.Get(k), &inc); err != nil {
+			return 0, fmt.Errorf("incident %x: %w", k, err)
+		}
+		if inc.Session != "" {
+			if err := t.s.Delete(append(lenPrefixed(nil, inc.Session), k...)); err != nil {
+				return 0, err
+			}
+		}
+		if err := t.i.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	if err := t.setCount(uint64(count - len(doomed))); err != nil {
+		return 0, err
+	}
+	if cut != nil {
+		var keys [][]byte
+		c := t.dt.Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], cut) < 0; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := t.d.Delete(k[8:]); err != nil {
+				return 0, err
+			}
+			if err := t.dt.Delete(k); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if k, _ := t.i.Cursor().First(); k == nil {
+		if k, _ := t.d.Cursor().First(); k == nil {
+			if err := root.DeleteBucket(name); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(doomed), nil
+}
+
+// PutSolution inserts or updates s by (Workspace, Key); see [Store]. A new
+// solution gets a new ID and Created time (any ID or Created in s is
+// ignored); Updated is always set to now.
+func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
+	if err := validSolution(s); err != nil {
+		return fmt.Errorf("store: put solution: %w", err)
+	}
+	rec := *s
+	now := normTime(b.now())
+	rec.Updated = now
+	err := b.update(ctx, "put solution", func(tx *bolt.Tx) error {
+		ws, err := tx.Bucket(bktSolutions).CreateBucketIfNotExists([]byte(rec.Workspace))
+		if err != nil {
+			return err
+		}
+		ids, err := ws.CreateBucketIfNotExists(bktSolByID)
+		if err != nil {
+			return err
+		}
+		keys, err := ws.CreateBucketIfNotExists(bktSolByKey)
+		if err != nil {
+			return err
+		}
+		feed := tx.Bucket(bktFeed)
+		if id := keys.Get([]byte(rec.Key)); id != nil {
+			old, oldSeq, err := decodeSolution(ids.Get(id))
+			if err != nil {
+				return fmt.Errorf("solution %s: %w", id, err)
+			}
+			rec.ID, rec.Created = old.ID, old.Created
+			if err := feed.Delete(seqKey(oldSeq)); err != nil {
+				return err
+			}
+		} else {
+			rec.ID, rec.Created = newID(now), now
+		}
+		seq, err := feed.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := feed.Put(seqKey(seq), feedEntry(false, rec.Workspace, rec.ID)); err != nil {
+			return err
+		}
+		v, err := encodeSolution(&rec, seq)
+		if err != nil {
+			return err
+		}
+		if err := ids.Put([]byte(rec.ID), v); err != nil {
+			return err
+		}
+		return keys.Put([]byte(rec.Key), []byte(rec.ID))
+	})
+	if err != nil {
+		return err
+	}
+	*s = rec
+	return nil
+}
+
+// GetSolution returns one solution of the workspace; see [Store].
+func (b *Bolt) GetSolution(ctx context.Context, workspace, id string) (Solution, error) {
+	var s Solution
+	err := b.view(ctx, "get solution", func(tx *bolt.Tx) error {
+		ids := solutionIDs(tx, workspace)
+		if ids == nil || id == "" {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		v := ids.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		var err error
+		s, _, err = decodeSolution(v)
+		return err
+	})
+	return s, err
+}
+
+// ListSolutions returns the workspace's solutions, most recently updated
+// first (then by ID, descending); see [Store].
+func (b *Bolt) ListSolutions(ctx context.Context, workspace string) ([]Solution, error) {
+	out := []Solution{}
+	err := b.view(ctx, "list solutions", func(tx *bolt.Tx) error {
+		ids := solutionIDs(tx, workspace)
+		if ids == nil {
+			return nil
+		}
+		return ids.ForEach(func(k, v []byte) error {
+			s, _, err := decodeSolution(v)
+			if err != nil {
+				return fmt.Errorf("solution %s: %w", k, err)
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortSolutions(out)
+	return out, nil
+}
+
+// sortSolutions orders solutions most recently updated first, then by ID
+// descending, the order both backends return.
+func sortSolutions(s []Solution) {
+	sort.Slice(s, func(i, j int) bool {
+		if !s[i].Updated.Equal(s[j].Updated) {
+			return s[i].Updated.After(s[j].Updated)
+		}
+		return s[i].ID > s[j].ID
+	})
+}
+
+// DeleteSolution removes one solution of the workspace and records the
+// deletion in the change feed; see [Store].
+func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
+	return b.update(ctx, "delete solution", func(tx *bolt.Tx) error {
+		ws := tx.Bucket(bktSolutions).Bucket([]byte(workspace))
+		if ws == nil || id == "" {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		ids, keys := ws.Bucket(bktSolByID), ws.Bucket(bktSolByKey)
+		v := ids.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		old, oldSeq, err := decodeSolution(v)
+		if err != nil {
+			return fmt.Errorf("solution %s: %w", id, err)
+		}
+		feed := tx.Bucket(bktFeed)
+		if err := feed.Delete(seqKey(oldSeq)); err != nil {
+			return err
+		}
+		seq, err := feed.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := feed.Put(seqKey(seq), feedEntry(true, workspace, id)); err != nil {
+			return err
+		}
+		if err := keys.Delete([]byte(old.Key)); err != nil {
+			return err
+		}
+		return ids.Delete([]byte(id))
+	})
+}
+
+// SolutionChanges returns feed entries with Seq > after; see [Store]. A
+// limit <= 0 means 1000; it is capped at 10000. The feed holds one entry
+// per live solution (its latest change) and one per deletion; deletion
+// entries are kept.
+func (b *Bolt) SolutionChanges(ctx context.Context, after int64, limit int) ([]SolutionChange, int64, error) {
+	limit = changeLimit(limit)
+	out := []SolutionChange{}
+	last := after
+	err := b.view(ctx, "solution changes", func(tx *bolt.Tx) error {
+		start := uint64(0)
+		if after > 0 {
+			start = uint64(after)
+		}
+		c := tx.Bucket(bktFeed).Cursor()
+		for k, v := c.Seek(seqKey(start + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			seq := int64(binary.BigEndian.Uint64(k))
+			deleted, workspace, id, err := parseFeedEntry(v)
+			if err != nil {
+				return fmt.Errorf("feed entry %d: %w", seq, err)
+			}
+			ch := SolutionChange{Seq: seq, Deleted: deleted}
+			if deleted {
+				ch.Solution = Solution{ID: id, Workspace: workspace}
+			} else {
+				ids := solutionIDs(tx, workspace)
+				var sv []byte
+				if ids != nil {
+					sv = ids.Get([]byte(id))
+				}
+				if sv == nil {
+					return fmt.Errorf("feed entry %d: solution %s: %w", seq, id, errCorrupt)
+				}
+				if ch.Solution, _, err = decodeSolution(sv); err != nil {
+					return fmt.Errorf("solution %s: %w", id, err)
+				}
+			}
+			out = append(out, ch)
+			last = seq
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, after, err
+	}
+	return out, last, nil
+}
+
+// tenant holds the buckets of one (workspace, project).
+type tenant struct {
+	b, i, s, d, dt *bolt.Bucket
+}
+
+func tenantOf(b *bolt.Bucket) *tenant {
+	return &tenant{b: b, i: b.Bucket(bktInc), s: b.Bucket(bktSess), d: b.Bucket(bktDedupe), dt: b.Bucket(bktDedupT)}
+}
+
+// openTenant returns the tenant's buckets, or nil when it has none.
+func openTenant(tx *bolt.Tx, workspace, project string) *tenant {
+	b := tx.Bucket(bktIncidents).Bucket(tenantKey(workspace, project))
+	if b == nil {
+		return nil
+	}
+	return tenantOf(b)
+}
+
+// createTenant returns the tenant's buckets, creating them when missing.
+func createTenant(tx *bolt.Tx, workspace, project string) (*tenant, error) {
+	b, err := tx.Bucket(bktIncidents).CreateBucketIfNotExists(tenantKey(workspace, project))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range [][]byte{bktInc, bktSess, bktDedupe, bktDedupT} {
+		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+			return nil, err
+		}
+	}
+	t := tenantOf(b)
+	// Keys are time-ordered: most inserts append, so fuller pages waste less.
+	t.i.FillPercent = 0.9
+	return t, nil
+}
+
+func (t *tenant) count() uint64 {
+	v := t.b.Get(keyCount)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func (t *tenant) setCount(n uint64) error {
+	return t.b.Put(keyCount, binary.BigEndian.AppendUint64(nil, n))
+}
+
+// put stores rec (ID and Time already set) in the tenant.
+func (t *tenant) put(rec *Incident) error {
+	seq, err := t.b.NextSequence()
+	if err != nil {
+		return err
+	}
+	k := binary.BigEndian.AppendUint64(timeKey(rec.Time), seq)
+	if err := t.i.Put(k, appendIncident(nil, rec)); err != nil {
+		return err
+	}
+	if rec.Session != "" {
+		if err := t.s.Put(append(lenPrefixed(nil, rec.Session), k...), nil); err != nil {
+			return err
+		}
+	}
+	return t.setCount(t.count() + 1)
+}
+
+// tenantKey names a tenant's bucket: both parts length-prefixed, so no two
+// tenants share a name.
+func tenantKey(workspace, project string) []byte {
+	return lenPrefixed(lenPrefixed(nil, workspace), project)
+}
+
+func lenPrefixed(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// timeKey is t's Unix microseconds with the sign bit flipped, big-endian:
+// byte order is time order, before 1970 included.
+func timeKey(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(t.UnixMicro())^(1<<63))
+}
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, seq)
+}
+
+// solutionIDs returns the workspace's solution bucket, or nil.
+func solutionIDs(tx *bolt.Tx, workspace string) *bolt.Bucket {
+	if workspace == "" {
+		return nil
+	}
+	ws := tx.Bucket(bktSolutions).Bucket([]byte(workspace))
+	if ws == nil {
+		return nil
+	}
+	return ws.Bucket(bktSolByID)
+}
+
+// encodeSolution stores a solution as its feed sequence (8 bytes) + JSON.
+func encodeSolution(s *Solution, seq uint64) ([]byte, error) {
+	j, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return append(seqKey(seq), j...), nil
+}
+
+func decodeSolution(v []byte) (Solution, uint64, error) {
+	var s Solution
+	if len(v) < 8 {
+		return s, 0, errCorrupt
+	}
+	if err := json.Unmarshal(v[8:], &s); err != nil {
+		return s, 0, fmt.Errorf("%w: %w", errCorrupt, err)
+	}
+	return s, binary.BigEndian.Uint64(v), nil
+}
+
+// feedEntry encodes a change: a flag byte (1: deleted), the length-prefixed
+// workspace, the ID.
+func feedEntry(deleted bool, workspace, id string) []byte {
+	flag := byte(0)
+	if deleted {
+		flag = 1
+	}
+	return append(lenPrefixed([]byte{flag}, workspace), id...)
+}
+
+func parseFeedEntry(v []byte) (deleted bool, workspace, id string, err error) {
+	if len(v) < 1 || v[0] > 1 {
+		return false, "", "", errCorrupt
+	}
+	n, k := binary.Uvarint(v[1:])
+	if k <= 0 || n > uint64(len(v)-1-k) {
+		return false, "", "", errCorrupt
+	}
+	rest := v[1+k:]
+	return v[0] == 1, string(rest[:n]), string(rest[n:]), nil
+}

@@ -1,0 +1,889 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// reopeners maps a Store opened by a backend's open function to a function
+// that opens the same data again (bbolt: same file; PostgreSQL: same schema,
+// new pool). The persistence subtest uses it.
+var reopeners sync.Map // Store -> func(t *testing.T) Store
+
+func registerReopen(s Store, reopen func(t *testing.T) Store) { reopeners.Store(s, reopen) }
+
+// tickClock returns a clock that starts at start and advances by step on
+// every call: each stored record gets a distinct, increasing time.
+func tickClock(start time.Time, step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	next := start
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := next
+		next = next.Add(step)
+		return t
+	}
+}
+
+// testEpoch is the base of the times tests give incidents; fixed so
+// failures reproduce. clockEpoch, a day later, is where every store's
+// clock starts (tickClock(clockEpoch, time.Millisecond)), so records timed
+// by the store are newer than the ones a test times itself.
+var (
+	testEpoch  = time.Date(2025, 3, 14, 9, 26, 53, 589793000, time.UTC)
+	clockEpoch = testEpoch.Add(24 * time.Hour)
+)
+
+// testStore runs the conformance suite against the store open returns. Each
+// call of open must give an empty store.
+func testStore(t *testing.T, open func(t *testing.T) Store) {
+	ctx := context.Background()
+
+	t.Run("add and list newest first", func(t *testing.T) {
+		s := open(t)
+		// Stored out of order; listed by Time.
+		offsets := []int{3, 1, 4, 0, 2}
+		want := make([]Incident, len(offsets))
+		for _, off := range offsets {
+			inc := Incident{
+				Time: testEpoch.Add(time.Duration(off) * time.Minute), Workspace: "w", Project: "p",
+				Session: "s1", Agent: "agent", Provider: "openai", Model: "gpt-x", Type: TypeHTTPError,
+				StatusCode: 500 + off, Message: fmt.Sprintf("boom %d", off), Fingerprint: "fp",
+			}
+			mustAdd(t, s, &inc)
+			if len(inc.ID) != 26 {
+				t.Fatalf("ID %q: want 26 characters", inc.ID)
+			}
+			want[len(offsets)-1-off] = inc
+		}
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("list:\n got %+v\nwant %+v", got, want)
+		}
+	})
+
+	t.Run("zero time gets the store clock", func(t *testing.T) {
+		s := open(t)
+		inc := Incident{Workspace: "w", Project: "p", Type: TypeTimeout, Message: "slow"}
+		mustAdd(t, s, &inc)
+		if inc.Time.IsZero() || inc.ID == "" {
+			t.Fatalf("Time and ID not assigned: %+v", inc)
+		}
+		if d := inc.Time.Sub(clockEpoch); d < 0 || d > time.Hour {
+			t.Fatalf("Time %v not from the store clock (starts %v)", inc.Time, clockEpoch)
+		}
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		if len(got) != 1 || !reflect.DeepEqual(got[0], inc) {
+			t.Fatalf("list = %+v, want [%+v]", got, inc)
+		}
+	})
+
+	t.Run("same time listed last stored first", func(t *testing.T) {
+		s := open(t)
+		for i := range 3 {
+			mustAdd(t, s, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Message: fmt.Sprint(i)})
+		}
+		got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"}))
+		if want := "2,1,0"; got != want {
+			t.Fatalf("order = %s, want %s", got, want)
+		}
+	})
+
+	t.Run("limit", func(t *testing.T) {
+		s := open(t)
+		addN(t, s, "w", "p", "", 150, testEpoch)
+		tests := []struct {
+			name  string
+			limit int
+			want  int
+		}{
+			{"zero means 100", 0, 100},
+			{"negative means 100", -5, 100},
+			{"small", 7, 7},
+			{"more than stored", 20000, 150},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Limit: tt.limit})
+				if len(got) != tt.want {
+					t.Fatalf("got %d incidents, want %d", len(got), tt.want)
+				}
+				// The newest ones: minute 149 first.
+				if want := testEpoch.Add(149 * time.Minute); !got[0].Time.Equal(want) {
+					t.Fatalf("first = %v, want %v", got[0].Time, want)
+				}
+			})
+		}
+	})
+
+	t.Run("since", func(t *testing.T) {
+		s := open(t)
+		addN(t, s, "w", "p", "", 10, testEpoch) // minutes 0..9
+		tests := []struct {
+			name  string
+			since time.Time
+			want  string
+		}{
+			{"zero is no bound", time.Time{}, "9,8,7,6,5,4,3,2,1,0"},
+			{"inclusive", testEpoch.Add(5 * time.Minute), "9,8,7,6,5"},
+			{"a nanosecond later excludes", testEpoch.Add(5*time.Minute + time.Nanosecond), "9,8,7,6"},
+			{"after all", testEpoch.Add(time.Hour), ""},
+			{"before all", testEpoch.Add(-time.Hour), "9,8,7,6,5,4,3,2,1,0"},
+			{"other time zone", testEpoch.Add(8 * time.Minute).In(time.FixedZone("X", 5*3600)), "9,8"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Since: tt.since}))
+				if got != tt.want {
+					t.Fatalf("got %q, want %q", got, tt.want)
+				}
+			})
+		}
+	})
+
+	t.Run("session filter", func(t *testing.T) {
+		s := open(t)
+		for i := range 12 {
+			sess := []string{"a", "b", "", "ab"}[i%4]
+			mustAdd(t, s, &Incident{Time: testEpoch.Add(time.Duration(i) * time.Minute),
+				Workspace: "w", Project: "p", Session: sess, Message: fmt.Sprint(i)})
+		}
+		tests := []struct {
+			name    string
+			session string
+			since   time.Time
+			limit   int
+			want    string
+		}{
+			{"all sessions", "", time.Time{}, 0, "11,10,9,8,7,6,5,4,3,2,1,0"},
+			{"a", "a", time.Time{}, 0, "8,4,0"},
+			{"b", "b", time.Time{}, 0, "9,5,1"},
+			{"prefix of another session", "ab", time.Time{}, 0, "11,7,3"},
+			{"with since", "a", testEpoch.Add(4 * time.Minute), 0, "8,4"},
+			{"with limit", "b", time.Time{}, 2, "9,5"},
+			{"unknown", "zzz", time.Time{}, 0, ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p",
+					Session: tt.session, Since: tt.since, Limit: tt.limit})
+				for _, inc := range got {
+					if tt.session != "" && inc.Session != tt.session {
+						t.Fatalf("incident of session %q in %q", inc.Session, tt.session)
+					}
+				}
+				if m := messages(got); m != tt.want {
+					t.Fatalf("got %q, want %q", m, tt.want)
+				}
+			})
+		}
+	})
+
+	t.Run("tenant isolation", func(t *testing.T) {
+		s := open(t)
+		tenants := []struct{ ws, proj string }{
+			{"w1", "p1"}, {"w1", "p2"}, {"w2", "p1"}, {"w", "1p1"}, {"w1p", "1"},
+		}
+		for i, tn := range tenants {
+			addN(t, s, tn.ws, tn.proj, "s", i+1, testEpoch)
+		}
+		for i, tn := range tenants {
+			got := mustList(t, s, IncidentQuery{Workspace: tn.ws, Project: tn.proj})
+			if len(got) != i+1 {
+				t.Fatalf("%s/%s: %d incidents, want %d", tn.ws, tn.proj, len(got), i+1)
+			}
+			for _, inc := range got {
+				if inc.Workspace != tn.ws || inc.Project != tn.proj {
+					t.Fatalf("%s/%s: got incident of %s/%s", tn.ws, tn.proj, inc.Workspace, inc.Project)
+				}
+			}
+			got = mustList(t, s, IncidentQuery{Workspace: tn.ws, Project: tn.proj, Session: "s"})
+			if len(got) != i+1 {
+				t.Fatalf("%s/%s session: %d incidents, want %d", tn.ws, tn.proj, len(got), i+1)
+			}
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w3", Project: "p1"}); len(got) != 0 {
+			t.Fatalf("unknown tenant: %d incidents", len(got))
+		}
+	})
+
+	t.Run("dedupe once", func(t *testing.T) {
+		s := open(t)
+		long := strings.Repeat("k", 1000)
+		steps := []struct {
+			ws, proj, key string
+			want          bool
+		}{
+			{"w", "p", "call_1", true},
+			{"w", "p", "call_1", false},
+			{"w", "p", "call_1", false},
+			{"w", "p", "call_1", false},
+			{"w", "p", "call_1", false},
+			{"w", "p", "call_2", true},
+			{"w", "p2", "call_1", true},
+			{"w2", "p", "call_1", true},
+			{"w", "p", long, true},
+			{"w", "p", long, false},
+			{"w", "p", long[:999] + "x", true},
+			{"w", "p", "", true},
+			{"w", "p", "", true},
+		}
+		for i, st := range steps {
+			inc := Incident{Workspace: st.ws, Project: st.proj, Type: TypeToolError, Message: fmt.Sprint(i)}
+			stored, err := s.AddIncidentOnce(ctx, &inc, st.key)
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			if stored != st.want {
+				t.Fatalf("step %d (%s/%s %.10q): stored = %v, want %v", i, st.ws, st.proj, st.key, stored, st.want)
+			}
+			if stored != (inc.ID != "") {
+				t.Fatalf("step %d: stored = %v but ID = %q", i, stored, inc.ID)
+			}
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})); got != "12,11,10,8,5,0" {
+			t.Fatalf("w/p incidents = %q", got)
+		}
+	})
+
+	t.Run("delete incidents of one tenant", func(t *testing.T) {
+		s := open(t)
+		addN(t, s, "w", "p", "s", 4, testEpoch)
+		addN(t, s, "w", "q", "s", 3, testEpoch)
+		addN(t, s, "v", "p", "s", 2, testEpoch)
+		if ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p"}, "k"); !ok || err != nil {
+			t.Fatalf("AddIncidentOnce = %v, %v", ok, err)
+		}
+		n, err := s.DeleteIncidents(ctx, "w", "p")
+		if err != nil || n != 5 {
+			t.Fatalf("DeleteIncidents = %d, %v; want 5", n, err)
+		}
+		for _, tc := range []struct {
+			ws, proj string
+			want     int
+		}{{"w", "p", 0}, {"w", "q", 3}, {"v", "p", 2}} {
+			if got := mustList(t, s, IncidentQuery{Workspace: tc.ws, Project: tc.proj}); len(got) != tc.want {
+				t.Fatalf("%s/%s: %d incidents, want %d", tc.ws, tc.proj, len(got), tc.want)
+			}
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Session: "s"}); len(got) != 0 {
+			t.Fatalf("session index kept %d deleted incidents", len(got))
+		}
+		if ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p"}, "k"); !ok || err != nil {
+			t.Fatalf("dedupe key survived DeleteIncidents: AddIncidentOnce = %v, %v", ok, err)
+		}
+		if n, err := s.DeleteIncidents(ctx, "nobody", "p"); n != 0 || err != nil {
+			t.Fatalf("DeleteIncidents(unknown) = %d, %v", n, err)
+		}
+	})
+
+	t.Run("prune by age", func(t *testing.T) {
+		s := open(t)
+		addN(t, s, "w", "p", "s", 10, testEpoch) // minutes 0..9
+		addN(t, s, "w", "q", "", 4, testEpoch)   // minutes 0..3
+		for i, key := range []string{"old", "new"} {
+			inc := Incident{Time: testEpoch.Add(time.Duration(i*8) * time.Minute), Workspace: "w", Project: "d"}
+			if ok, err := s.AddIncidentOnce(ctx, &inc, key); !ok || err != nil {
+				t.Fatalf("AddIncidentOnce(%s) = %v, %v", key, ok, err)
+			}
+		}
+		n, err := s.PruneIncidents(ctx, testEpoch.Add(5*time.Minute), 0)
+		if err != nil || n != 5+4+1 {
+			t.Fatalf("PruneIncidents = %d, %v; want 10", n, err)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})); got != "9,8,7,6,5" {
+			t.Fatalf("w/p after prune = %q", got)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Session: "s"})); got != "9,8,7,6,5" {
+			t.Fatalf("w/p session after prune = %q", got)
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "q"}); len(got) != 0 {
+			t.Fatalf("w/q after prune: %d incidents", len(got))
+		}
+		for _, tc := range []struct {
+			key  string
+			want bool
+		}{{"old", true}, {"new", false}} {
+			ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "d"}, tc.key)
+			if err != nil || ok != tc.want {
+				t.Fatalf("after prune, AddIncidentOnce(%s) = %v, %v; want %v", tc.key, ok, err, tc.want)
+			}
+		}
+		if n, err := s.PruneIncidents(ctx, testEpoch.Add(5*time.Minute), 0); n != 0 || err != nil {
+			t.Fatalf("second prune = %d, %v; want 0", n, err)
+		}
+		// The tenant emptied by pruning still works.
+		addN(t, s, "w", "q", "", 1, testEpoch.Add(time.Hour))
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "q"}); len(got) != 1 {
+			t.Fatalf("w/q after re-add: %d incidents", len(got))
+		}
+	})
+
+	t.Run("prune by cap", func(t *testing.T) {
+		s := open(t)
+		addN(t, s, "w", "big", "s", 10, testEpoch)
+		addN(t, s, "w", "small", "s", 3, testEpoch)
+		n, err := s.PruneIncidents(ctx, time.Time{}, 5)
+		if err != nil || n != 5 {
+			t.Fatalf("PruneIncidents = %d, %v; want 5", n, err)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "big"})); got != "9,8,7,6,5" {
+			t.Fatalf("big after prune = %q", got)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "big", Session: "s"})); got != "9,8,7,6,5" {
+			t.Fatalf("big session after prune = %q", got)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "small"})); got != "2,1,0" {
+			t.Fatalf("small after prune = %q", got)
+		}
+		// Age and cap together: age removes big's minutes 5 and 6 and all of
+		// small, then the cap of 2 removes big's minute 7.
+		n, err = s.PruneIncidents(ctx, testEpoch.Add(7*time.Minute), 2)
+		if err != nil || n != 3+3 {
+			t.Fatalf("PruneIncidents(age and cap) = %d, %v; want 6", n, err)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "big"})); got != "9,8" {
+			t.Fatalf("big after second prune = %q", got)
+		}
+	})
+
+	t.Run("solutions put get list delete", func(t *testing.T) {
+		s := open(t)
+		a := Solution{Workspace: "w", Project: "p", Key: "ka", Goal: "fix the build", Approach: "pin go",
+			Outcome: "green", Confidence: 0.9, Source: SourceAPI, Verified: true}
+		mustPut(t, s, &a)
+		if len(a.ID) != 26 || a.Created.IsZero() || !a.Created.Equal(a.Updated) {
+			t.Fatalf("stored solution: %+v", a)
+		}
+		b := Solution{Workspace: "w", Key: "kb", Goal: "write docs", Confidence: 0.5, Source: SourceAuto}
+		mustPut(t, s, &b)
+		other := Solution{Workspace: "w2", Key: "ka", Goal: "fix the build"}
+		mustPut(t, s, &other)
+		if other.ID == a.ID {
+			t.Fatalf("same key in another workspace shares ID %s", a.ID)
+		}
+
+		got, err := s.GetSolution(ctx, "w", a.ID)
+		if err != nil || !reflect.DeepEqual(got, a) {
+			t.Fatalf("GetSolution = %+v, %v; want %+v", got, err, a)
+		}
+		list, err := s.ListSolutions(ctx, "w")
+		if err != nil || !reflect.DeepEqual(list, []Solution{b, a}) {
+			t.Fatalf("ListSolutions = %+v, %v; want [b a]", list, err)
+		}
+		if list, err := s.ListSolutions(ctx, "nobody"); err != nil || len(list) != 0 {
+			t.Fatalf("ListSolutions(nobody) = %+v, %v", list, err)
+		}
+
+		if err := s.DeleteSolution(ctx, "w", b.ID); err != nil {
+			t.Fatalf("DeleteSolution: %v", err)
+		}
+		if _, err := s.GetSolution(ctx, "w", b.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("GetSolution(deleted) err = %v, want ErrNotFound", err)
+		}
+		list, err = s.ListSolutions(ctx, "w")
+		if err != nil || !reflect.DeepEqual(list, []Solution{a}) {
+			t.Fatalf("ListSolutions after delete = %+v, %v", list, err)
+		}
+		// The key is free again: a new solution with it gets a new ID.
+		b2 := Solution{Workspace: "w", Key: "kb", Goal: "write docs again"}
+		mustPut(t, s, &b2)
+		if b2.ID == b.ID {
+			t.Fatalf("re-created solution reused deleted ID %s", b.ID)
+		}
+	})
+
+	t.Run("upsert by key keeps ID and Created", func(t *testing.T) {
+		s := open(t)
+		first := Solution{Workspace: "w", Key: "k", Goal: "g1", Approach: "a1", Confidence: 0.3, Source: SourceAuto}
+		mustPut(t, s, &first)
+		second := Solution{ID: "ignored", Workspace: "w", Project: "p", Key: "k", Goal: "g2", Approach: "a2",
+			Outcome: "o2", Confidence: 0.8, Source: SourceAPI, Verified: true, Created: testEpoch.Add(-time.Hour)}
+		mustPut(t, s, &second)
+		if second.ID != first.ID || !second.Created.Equal(first.Created) {
+			t.Fatalf("upsert changed ID/Created: first %s %v, second %s %v", first.ID, first.Created, second.ID, second.Created)
+		}
+		if !second.Updated.After(first.Updated) {
+			t.Fatalf("Updated %v not after %v", second.Updated, first.Updated)
+		}
+		got, err := s.GetSolution(ctx, "w", first.ID)
+		if err != nil || !reflect.DeepEqual(got, second) {
+			t.Fatalf("GetSolution = %+v, %v; want %+v", got, err, second)
+		}
+		if list, err := s.ListSolutions(ctx, "w"); err != nil || len(list) != 1 {
+			t.Fatalf("ListSolutions = %d solutions, %v; want 1", len(list), err)
+		}
+	})
+
+	t.Run("invalid records", func(t *testing.T) {
+		s := open(t)
+		tests := []struct {
+			name string
+			call func() error
+		}{
+			{"incident without workspace", func() error { return s.AddIncident(ctx, &Incident{Project: "p"}) }},
+			{"incident without project", func() error { return s.AddIncident(ctx, &Incident{Workspace: "w"}) }},
+			{"nil incident", func() error { return s.AddIncident(ctx, nil) }},
+			{"once without project", func() error {
+				_, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w"}, "k")
+				return err
+			}},
+			{"list without workspace", func() error {
+				_, err := s.ListIncidents(ctx, IncidentQuery{Project: "p"})
+				return err
+			}},
+			{"list without project", func() error {
+				_, err := s.ListIncidents(ctx, IncidentQuery{Workspace: "w"})
+				return err
+			}},
+			{"delete without project", func() error {
+				_, err := s.DeleteIncidents(ctx, "w", "")
+				return err
+			}},
+			{"solution without workspace", func() error { return s.PutSolution(ctx, &Solution{Key: "k", Goal: "g"}) }},
+			{"solution without key", func() error { return s.PutSolution(ctx, &Solution{Workspace: "w", Goal: "g"}) }},
+			{"solution without goal", func() error { return s.PutSolution(ctx, &Solution{Workspace: "w", Key: "k"}) }},
+			{"solution with NaN confidence", func() error {
+				return s.PutSolution(ctx, &Solution{Workspace: "w", Key: "k", Goal: "g", Confidence: math.NaN()})
+			}},
+			{"nil solution", func() error { return s.PutSolution(ctx, nil) }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.call(); !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+			})
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"}); len(got) != 0 {
+			t.Fatalf("invalid calls stored %d incidents", len(got))
+		}
+		if list, err := s.ListSolutions(ctx, "w"); err != nil || len(list) != 0 {
+			t.Fatalf("invalid calls stored solutions: %+v, %v", list, err)
+		}
+	})
+
+	t.Run("not found", func(t *testing.T) {
+		s := open(t)
+		sol := Solution{Workspace: "w", Key: "k", Goal: "g"}
+		mustPut(t, s, &sol)
+		tests := []struct {
+			name string
+			call func() error
+		}{
+			{"get unknown id", func() error { _, err := s.GetSolution(ctx, "w", "nope"); return err }},
+			{"get empty id", func() error { _, err := s.GetSolution(ctx, "w", ""); return err }},
+			{"get in wrong workspace", func() error { _, err := s.GetSolution(ctx, "other", sol.ID); return err }},
+			{"delete in wrong workspace", func() error { return s.DeleteSolution(ctx, "other", sol.ID) }},
+			{"delete unknown id", func() error { return s.DeleteSolution(ctx, "w", "nope") }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.call(); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("err = %v, want ErrNotFound", err)
+				}
+			})
+		}
+		if got, err := s.GetSolution(ctx, "w", sol.ID); err != nil || got.ID != sol.ID {
+			t.Fatalf("solution gone after failed deletes: %+v, %v", got, err)
+		}
+		if err := s.DeleteSolution(ctx, "w", sol.ID); err != nil {
+			t.Fatalf("DeleteSolution: %v", err)
+		}
+		if err := s.DeleteSolution(ctx, "w", sol.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("second DeleteSolution err = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("change feed", func(t *testing.T) {
+		s := open(t)
+		if ch, last, err := s.SolutionChanges(ctx, 0, 10); err != nil || len(ch) != 0 || last != 0 {
+			t.Fatalf("empty feed = %v, %d, %v", ch, last, err)
+		}
+		sols := map[string]*Solution{}
+		for _, k := range []string{"a", "b", "c", "d"} {
+			sol := &Solution{Workspace: "w" + k, Key: k, Goal: "goal " + k}
+			mustPut(t, s, sol)
+			sols[k] = sol
+		}
+		sols["a"].Goal = "goal a v2"
+		mustPut(t, s, sols["a"])
+		if err := s.DeleteSolution(ctx, sols["b"].Workspace, sols["b"].ID); err != nil {
+			t.Fatal(err)
+		}
+
+		// A new reader paging from 0 sees each live solution once, as stored now.
+		r := newFeedReader()
+		r.readAll(t, s, 1)
+		r.check(t, s, "wa", "wb", "wc", "wd")
+		if n := r.liveSeen[sols["a"].ID]; n != 1 {
+			t.Fatalf("updated solution seen live %d times, want 1", n)
+		}
+		if got := r.state[sols["a"].ID].Goal; got != "goal a v2" {
+			t.Fatalf("reader holds goal %q, want the update", got)
+		}
+		if _, ok := r.state[sols["b"].ID]; ok {
+			t.Fatalf("reader holds deleted solution")
+		}
+
+		// After its cursor: an update, a deletion, an insert.
+		cursor := r.cursor
+		sols["c"].Approach = "new approach"
+		mustPut(t, s, sols["c"])
+		if err := s.DeleteSolution(ctx, sols["a"].Workspace, sols["a"].ID); err != nil {
+			t.Fatal(err)
+		}
+		e := &Solution{Workspace: "we", Key: "e", Goal: "goal e"}
+		mustPut(t, s, e)
+		ch, last, err := s.SolutionChanges(ctx, cursor, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		prev := cursor
+		for _, c := range ch {
+			if c.Seq <= prev {
+				t.Fatalf("seq %d after %d: not increasing", c.Seq, prev)
+			}
+			prev = c.Seq
+			kind := "put"
+			if c.Deleted {
+				kind = "del"
+				if c.Solution.Workspace == "" || c.Solution.Goal != "" {
+					t.Fatalf("deletion carries %+v, want only ID and Workspace", c.Solution)
+				}
+			}
+			got = append(got, kind+" "+c.Solution.Workspace)
+		}
+		if want := "put wc,del wa,put we"; strings.Join(got, ",") != want {
+			t.Fatalf("changes after cursor = %q, want %q", strings.Join(got, ","), want)
+		}
+		if last != prev {
+			t.Fatalf("last = %d, want %d", last, prev)
+		}
+		if ch, l, err := s.SolutionChanges(ctx, last, 100); err != nil || len(ch) != 0 || l != last {
+			t.Fatalf("read at end = %d changes, %d, %v; want none, %d", len(ch), l, err, last)
+		}
+		r.readAll(t, s, 2)
+		r.check(t, s, "wa", "wb", "wc", "wd", "we")
+	})
+
+	t.Run("change feed while writing", func(t *testing.T) {
+		s := open(t)
+		for i := range 6 {
+			mustPut(t, s, &Solution{Workspace: "w", Key: fmt.Sprint(i), Goal: "g"})
+		}
+		r := newFeedReader()
+		step := 0
+		for {
+			ch, last, err := s.SolutionChanges(ctx, r.cursor, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.apply(t, ch, last)
+			if len(ch) == 0 {
+				break
+			}
+			// Between pages: update an already read solution, delete one
+			// not read yet, add one.
+			switch step {
+			case 0:
+				mustPut(t, s, &Solution{Workspace: "w", Key: "0", Goal: "g0 v2"})
+			case 1:
+				list, _ := s.ListSolutions(ctx, "w")
+				for _, sol := range list {
+					if sol.Key == "5" {
+						if err := s.DeleteSolution(ctx, "w", sol.ID); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			case 2:
+				mustPut(t, s, &Solution{Workspace: "w", Key: "6", Goal: "g"})
+			}
+			step++
+		}
+		r.check(t, s, "w")
+	})
+
+	t.Run("closed", func(t *testing.T) {
+		s := open(t)
+		mustAdd(t, s, &Incident{Workspace: "w", Project: "p"})
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		tests := []struct {
+			name string
+			call func() error
+		}{
+			{"AddIncident", func() error { return s.AddIncident(ctx, &Incident{Workspace: "w", Project: "p"}) }},
+			{"AddIncidentOnce", func() error {
+				_, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p"}, "k")
+				return err
+			}},
+			{"ListIncidents", func() error {
+				_, err := s.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
+				return err
+			}},
+			{"DeleteIncidents", func() error { _, err := s.DeleteIncidents(ctx, "w", "p"); return err }},
+			{"PruneIncidents", func() error { _, err := s.PruneIncidents(ctx, testEpoch, 1); return err }},
+			{"PutSolution", func() error { return s.PutSolution(ctx, &Solution{Workspace: "w", Key: "k", Goal: "g"}) }},
+			{"GetSolution", func() error { _, err := s.GetSolution(ctx, "w", "x"); return err }},
+			{"ListSolutions", func() error { _, err := s.ListSolutions(ctx, "w"); return err }},
+			{"DeleteSolution", func() error { return s.DeleteSolution(ctx, "w", "x") }},
+			{"SolutionChanges", func() error { _, _, err := s.SolutionChanges(ctx, 0, 1); return err }},
+			{"Ping", func() error { return s.Ping(ctx) }},
+			{"Close", func() error { return s.Close() }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.call(); !errors.Is(err, ErrClosed) {
+					t.Fatalf("err = %v, want ErrClosed", err)
+				}
+			})
+		}
+	})
+
+	t.Run("cancelled context", func(t *testing.T) {
+		s := open(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := s.AddIncident(cctx, &Incident{Workspace: "w", Project: "p"}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("AddIncident err = %v, want context.Canceled", err)
+		}
+		if _, err := s.ListIncidents(cctx, IncidentQuery{Workspace: "w", Project: "p"}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("ListIncidents err = %v, want context.Canceled", err)
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"}); len(got) != 0 {
+			t.Fatalf("cancelled AddIncident stored %d incidents", len(got))
+		}
+	})
+
+	t.Run("persists across reopen", func(t *testing.T) {
+		s := open(t)
+		v, ok := reopeners.Load(s)
+		if !ok {
+			t.Fatalf("open did not register a reopen function")
+		}
+		inc := Incident{Workspace: "w", Project: "p", Session: "s", Message: "kept"}
+		mustAdd(t, s, &inc)
+		if ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p", Message: "once"}, "k"); !ok || err != nil {
+			t.Fatalf("AddIncidentOnce = %v, %v", ok, err)
+		}
+		sol := Solution{Workspace: "w", Key: "k", Goal: "g"}
+		mustPut(t, s, &sol)
+		_, last, err := s.SolutionChanges(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		s2 := v.(func(t *testing.T) Store)(t)
+		if got := messages(mustList(t, s2, IncidentQuery{Workspace: "w", Project: "p", Session: "s"})); got != "kept" {
+			t.Fatalf("after reopen, session incidents = %q", got)
+		}
+		if got := messages(mustList(t, s2, IncidentQuery{Workspace: "w", Project: "p"})); got != "once,kept" {
+			t.Fatalf("after reopen, incidents = %q", got)
+		}
+		if ok, err := s2.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p"}, "k"); ok || err != nil {
+			t.Fatalf("after reopen, dedupe key forgotten: AddIncidentOnce = %v, %v", ok, err)
+		}
+		if got, err := s2.GetSolution(ctx, "w", sol.ID); err != nil || !reflect.DeepEqual(got, sol) {
+			t.Fatalf("after reopen, GetSolution = %+v, %v; want %+v", got, err, sol)
+		}
+		// The feed continues after the old sequence.
+		mustPut(t, s2, &Solution{Workspace: "w", Key: "k2", Goal: "g2"})
+		ch, _, err := s2.SolutionChanges(ctx, last, 0)
+		if err != nil || len(ch) != 1 || ch[0].Seq <= last || ch[0].Solution.Key != "k2" {
+			t.Fatalf("after reopen, changes after %d = %+v, %v", last, ch, err)
+		}
+	})
+
+	t.Run("concurrent writers", func(t *testing.T) {
+		s := open(t)
+		const writers, each = 8, 25
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each*3)
+		var stored atomic.Int64
+		for w := range writers {
+			wg.Go(func() {
+				for i := range each {
+					if err := s.AddIncident(ctx, &Incident{Workspace: "w", Project: "p",
+						Session: fmt.Sprint("s", w%2), Message: fmt.Sprint(w, "/", i)}); err != nil {
+						errs <- err
+					}
+					// Every writer tries the same 5 keys.
+					ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "once"}, fmt.Sprint("k", i%5))
+					if err != nil {
+						errs <- err
+					}
+					if ok {
+						stored.Add(1)
+					}
+					if err := s.PutSolution(ctx, &Solution{Workspace: "w", Key: fmt.Sprint("k", i%10),
+						Goal: fmt.Sprint("by ", w)}); err != nil {
+						errs <- err
+					}
+					if _, err := s.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p", Limit: 10}); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Limit: maxLimit}); len(got) != writers*each {
+			t.Fatalf("%d incidents, want %d", len(got), writers*each)
+		}
+		for _, sess := range []string{"s0", "s1"} {
+			got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Session: sess, Limit: maxLimit})
+			if len(got) != writers*each/2 {
+				t.Fatalf("session %s: %d incidents, want %d", sess, len(got), writers*each/2)
+			}
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "once"}); len(got) != 5 || stored.Load() != 5 {
+			t.Fatalf("deduped incidents = %d, reported stored %d times; want 5 and 5", len(got), stored.Load())
+		}
+		list, err := s.ListSolutions(ctx, "w")
+		if err != nil || len(list) != 10 {
+			t.Fatalf("ListSolutions = %d, %v; want 10", len(list), err)
+		}
+		r := newFeedReader()
+		r.readAll(t, s, 3)
+		r.check(t, s, "w")
+	})
+}
+
+// feedReader follows the change feed the way a replica does.
+type feedReader struct {
+	cursor   int64
+	state    map[string]Solution // live solutions by ID
+	liveSeen map[string]int      // live entries received per ID
+}
+
+func newFeedReader() *feedReader {
+	return &feedReader{state: map[string]Solution{}, liveSeen: map[string]int{}}
+}
+
+func (r *feedReader) apply(t *testing.T, ch []SolutionChange, last int64) {
+	t.Helper()
+	for _, c := range ch {
+		if c.Seq <= r.cursor {
+			t.Fatalf("seq %d not after cursor %d", c.Seq, r.cursor)
+		}
+		r.cursor = c.Seq
+		if c.Deleted {
+			delete(r.state, c.Solution.ID)
+			continue
+		}
+		r.state[c.Solution.ID] = c.Solution
+		r.liveSeen[c.Solution.ID]++
+	}
+	if len(ch) > 0 && last != r.cursor {
+		t.Fatalf("last = %d, want the last seq %d", last, r.cursor)
+	}
+	if len(ch) == 0 && last != r.cursor {
+		t.Fatalf("empty read returned last = %d, want the cursor %d", last, r.cursor)
+	}
+}
+
+// readAll reads the feed to its end, limit entries at a time.
+func (r *feedReader) readAll(t *testing.T, s Store, limit int) {
+	t.Helper()
+	for {
+		ch, last, err := s.SolutionChanges(context.Background(), r.cursor, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ch) > limit {
+			t.Fatalf("%d changes for limit %d", len(ch), limit)
+		}
+		r.apply(t, ch, last)
+		if len(ch) == 0 {
+			return
+		}
+	}
+}
+
+// check compares the reader's state with ListSolutions of the given
+// workspaces and of every workspace the reader holds.
+func (r *feedReader) check(t *testing.T, s Store, workspaces ...string) {
+	t.Helper()
+	want := map[string]Solution{}
+	seen := map[string]bool{}
+	for _, sol := range r.state {
+		workspaces = append(workspaces, sol.Workspace)
+	}
+	for _, ws := range workspaces {
+		if seen[ws] {
+			continue
+		}
+		seen[ws] = true
+		list, err := s.ListSolutions(context.Background(), ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sol := range list {
+			want[sol.ID] = sol
+		}
+	}
+	if !reflect.DeepEqual(r.state, want) {
+		t.Fatalf("feed reader state:\n got %+v\nwant %+v", r.state, want)
+	}
+}
+
+func mustAdd(t *testing.T, s Store, inc *Incident) {
+	t.Helper()
+	if err := s.AddIncident(context.Background(), inc); err != nil {
+		t.Fatalf("AddIncident: %v", err)
+	}
+}
+
+func mustPut(t *testing.T, s Store, sol *Solution) {
+	t.Helper()
+	if err := s.PutSolution(context.Background(), sol); err != nil {
+		t.Fatalf("PutSolution: %v", err)
+	}
+}
+
+func mustList(t *testing.T, s Store, q IncidentQuery) []Incident {
+	t.Helper()
+	got, err := s.ListIncidents(context.Background(), q)
+	if err != nil {
+		t.Fatalf("ListIncidents(%+v): %v", q, err)
+	}
+	return got
+}
+
+// addN stores n incidents of one tenant at start, start+1m, ...; their
+// Message is their index.
+func addN(t *testing.T, s Store, ws, proj, session string, n int, start time.Time) {
+	t.Helper()
+	for i := range n {
+		mustAdd(t, s, &Incident{Time: start.Add(time.Duration(i) * time.Minute), Workspace: ws, Project: proj,
+			Session: session, Type: TypeHTTPError, StatusCode: 429, Message: fmt.Sprint(i)})
+	}
+}
+
+// messages joins the incidents' messages with commas.
+func messages(incs []Incident) string {
+	m := make([]string, len(incs))
+	for i, inc := range incs {
+		m[i] = inc.Message
+	}
+	return strings.Join(m, ",")
+}

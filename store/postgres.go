@@ -1,0 +1,597 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Advisory lock classes (first key of pg_advisory_xact_lock(int, int)); the
+// second key is a hash of the current schema, so stores in different
+// schemas of one database do not wait for each other.
+const (
+	lockMigrate   = 0x5ca4_0001 // schema migrations
+	lockSolutions = 0x5ca4_0002 // solution writes: keeps the change feed in commit order
+)
+
+// defaultConnectTimeout bounds one connection attempt when the DSN sets no
+// connect_timeout, so calls made while the database is unreachable fail
+// instead of hanging.
+const defaultConnectTimeout = 5 * time.Second
+
+// PostgresOptions configures OpenPostgres. The zero value is ready to use.
+type PostgresOptions struct {
+	// Now is the clock used for incident times and solution timestamps.
+	// Nil means time.Now.
+	Now func() time.Time
+	// Logger receives migration and availability events (never the DSN's
+	// password). Nil discards them.
+	Logger *slog.Logger
+}
+
+// Postgres is the [Store] shared by the replicas of a team gateway. It is
+// safe for concurrent use by many goroutines and many processes.
+//
+// # Availability
+//
+// A database that is down when OpenPostgres runs is not an error: the store
+// migrates its schema on the first call that reaches the database, and
+// every call made before that (or during a later outage) returns an error
+// wrapping the cause, bounded by its ctx and by the connect timeout (the
+// DSN's connect_timeout, else 5s). Ping reports the reason. The same value
+// recovers by itself when the database comes back.
+//
+// # Change feed
+//
+// Every solution insert or update takes a new seq from one sequence, and a
+// deletion leaves a tombstone with its own seq. Solution writes are
+// serialized by an advisory lock held until commit, so seqs become visible
+// in order and a reader polling SolutionChanges never skips one.
+type Postgres struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+	log  *slog.Logger
+
+	closed   atomic.Bool
+	migrated atomic.Bool
+	migrate  chan struct{} // one token: held while migrating
+	down     atomic.Bool   // last migration attempt failed (for logging changes only)
+}
+
+var _ Store = (*Postgres)(nil)
+
+// OpenPostgres returns a store on the database named by dsn (a URL or
+// keyword/value connection string, as accepted by pgx; pool_* parameters
+// included). A malformed dsn is an error; an unreachable database is not
+// (see Availability). OpenPostgres tries to migrate once, bounded by ctx.
+func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, malformedDSN(err)
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	p := &Postgres{
+		pool:    pool,
+		now:     opts.Now,
+		log:     opts.Logger,
+		migrate: make(chan struct{}, 1),
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if err := p.ready(ctx); err != nil {
+		p.log.Warn("store: postgres unavailable at start; will retry on use",
+			"host", cfg.ConnConfig.Host, "port", cfg.ConnConfig.Port, "database", cfg.ConnConfig.Database, "err", err)
+	}
+	return p, nil
+}
+
+// malformedDSN reports a DSN pgx cannot parse without repeating the DSN
+// (it may hold a password).
+func malformedDSN(err error) error {
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) {
+		return errors.New("store: open postgres: malformed DSN")
+	}
+	bare := *pce
+	bare.ConnString = ""
+	detail := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
+	var ue *url.Error
+	if errors.As(pce, &ue) {
+		detail = strings.ReplaceAll(detail, ue.Error(), ue.Op+": "+ue.Err.Error())
+	}
+	return fmt.Errorf("store: open postgres: malformed DSN: %s", detail)
+}
+
+// Close closes the pool. Later calls of any method, Close included, return
+// ErrClosed.
+func (p *Postgres) Close() error {
+	if p.closed.Swap(true) {
+		return fmt.Errorf("store: close: %w", ErrClosed)
+	}
+	p.pool.Close()
+	return nil
+}
+
+// Ping migrates the schema if not done yet and checks that the database
+// answers; its error says why not.
+func (p *Postgres) Ping(ctx context.Context) error {
+	if err := p.use(ctx, "ping"); err != nil {
+		return err
+	}
+	if err := p.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+// use checks Close and makes sure the schema is migrated.
+func (p *Postgres) use(ctx context.Context, op string) error {
+	if p.closed.Load() {
+		return fmt.Errorf("store: %s: %w", op, ErrClosed)
+	}
+	if err := p.ready(ctx); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+// ready migrates the schema once. A failed attempt is retried by the next
+// call; concurrent callers wait for the attempt in progress, or their ctx.
+func (p *Postgres) ready(ctx context.Context) error {
+	if p.migrated.Load() {
+		return nil
+	}
+	select {
+	case p.migrate <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("database not ready: %w", ctx.Err())
+	}
+	defer func() { <-p.migrate }()
+	if p.migrated.Load() {
+		return nil
+	}
+	applied, err := p.applyMigrations(ctx)
+	if err != nil {
+		if !p.down.Swap(true) {
+			p.log.Warn("store: postgres not ready", "err", err)
+		}
+		return fmt.Errorf("database not ready: %w", err)
+	}
+	p.migrated.Store(true)
+	p.down.Store(false)
+	p.log.Info("store: postgres ready", "migrations_applied", applied)
+	return nil
+}
+
+// applyMigrations applies, in name order, the embedded migrations not yet
+// recorded in schema_migrations, in one transaction under an advisory lock
+// so that replicas starting together apply each migration once. It returns
+// the versions it applied.
+func (p *Postgres) applyMigrations(ctx context.Context) ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var applied []string
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))`, lockMigrate); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version text PRIMARY KEY,
+			applied timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		for _, name := range names {
+			version := strings.TrimSuffix(path.Base(name), ".sql")
+			if slices.Contains(done, version) {
+				continue
+			}
+			sql, err := migrationFS.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return fmt.Errorf("migration %s: %w", version, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+				return fmt.Errorf("record migration %s: %w", version, err)
+			}
+			applied = append(applied, version)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return applied, nil
+}
+
+const insertIncident = `INSERT INTO incidents
+	(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+func incidentArgs(r *Incident) []any {
+	return []any{r.ID, r.Workspace, r.Project, r.Session, r.Agent, r.Provider, r.Model, r.Type,
+		r.StatusCode, r.Message, r.Fingerprint, r.Time}
+}
+
+// prepare validates inc and returns the record to store: Time set and
+// normalized, ID assigned.
+func (p *Postgres) prepare(inc *Incident) (Incident, error) {
+	if err := validIncident(inc); err != nil {
+		return Incident{}, err
+	}
+	rec := *inc
+	if rec.Time.IsZero() {
+		rec.Time = p.now()
+	}
+	rec.Time = normTime(rec.Time)
+	if rec.ID == "" {
+		rec.ID = newID(rec.Time)
+	}
+	return rec, nil
+}
+
+// AddIncident stores inc; see [Store]. A caller-supplied ID must be unique.
+func (p *Postgres) AddIncident(ctx context.Context, inc *Incident) error {
+	rec, err := p.prepare(inc)
+	if err != nil {
+		return fmt.Errorf("store: add incident: %w", err)
+	}
+	if err := p.use(ctx, "add incident"); err != nil {
+		return err
+	}
+	if _, err := p.pool.Exec(ctx, insertIncident, incidentArgs(&rec)...); err != nil {
+		return fmt.Errorf("store: add incident: %w", err)
+	}
+	*inc = rec
+	return nil
+}
+
+// AddIncidentOnce stores inc unless dedupeKey was already recorded for the
+// tenant; see [Store]. The dedupe insert (ON CONFLICT DO NOTHING) and the
+// incident insert are one transaction. An empty dedupeKey stores inc
+// unconditionally.
+func (p *Postgres) AddIncidentOnce(ctx context.Context, inc *Incident, dkey string) (bool, error) {
+	if dkey == "" {
+		err := p.AddIncident(ctx, inc)
+		return err == nil, err
+	}
+	rec, err := p.prepare(inc)
+	if err != nil {
+		return false, fmt.Errorf("store: add incident once: %w", err)
+	}
+	if err := p.use(ctx, "add incident once"); err != nil {
+		return false, err
+	}
+	stored := false
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO incident_dedupe (workspace, project, key, ts)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			rec.Workspace, rec.Project, dedupeKey(dkey), rec.Time)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, insertIncident, incidentArgs(&rec)...); err != nil {
+			return err
+		}
+		stored = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: add incident once: %w", err)
+	}
+	if stored {
+		*inc = rec
+	}
+	return stored, nil
+}
+
+// ListIncidents returns the tenant's incidents, newest first (incidents of
+// the same microsecond: last stored first), from the (workspace, project,
+// ts) or (workspace, project, session, ts) index; see [Store].
+func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, error) {
+	if q.Workspace == "" || q.Project == "" {
+		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", ErrInvalid)
+	}
+	if err := p.use(ctx, "list incidents"); err != nil {
+		return nil, err
+	}
+	var sb strings.Builder
+	sb.WriteString(`SELECT id, ts, session, agent, provider, model, type, status_code, message, fingerprint
+		FROM incidents WHERE workspace = $1 AND project = $2`)
+	args := []any{q.Workspace, q.Project}
+	if q.Session != "" {
+		args = append(args, q.Session)
+		fmt.Fprintf(&sb, " AND session = $%d", len(args))
+	}
+	if !q.Since.IsZero() {
+		args = append(args, ceilMicro(q.Since))
+		fmt.Fprintf(&sb, " AND ts >= $%d", len(args))
+	}
+	args = append(args, incidentLimit(q.Limit))
+	fmt.Fprintf(&sb, " ORDER BY ts DESC, seq DESC LIMIT $%d", len(args))
+
+	rows, err := p.pool.Query(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list incidents: %w", err)
+	}
+	out := []Incident{}
+	for rows.Next() {
+		inc := Incident{Workspace: q.Workspace, Project: q.Project}
+		if err := rows.Scan(&inc.ID, &inc.Time, &inc.Session, &inc.Agent, &inc.Provider, &inc.Model,
+			&inc.Type, &inc.StatusCode, &inc.Message, &inc.Fingerprint); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: list incidents: %w", err)
+		}
+		inc.Time = inc.Time.UTC()
+		out = append(out, inc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list incidents: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteIncidents removes the tenant's incidents and dedupe keys; see [Store].
+func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
+	if workspace == "" || project == "" {
+		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", ErrInvalid)
+	}
+	if err := p.use(ctx, "delete incidents"); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM incidents WHERE workspace = $1 AND project = $2`, workspace, project)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `DELETE FROM incident_dedupe WHERE workspace = $1 AND project = $2`, workspace, project)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: delete incidents: %w", err)
+	}
+	return int(n), nil
+}
+
+// PruneIncidents removes incidents and dedupe keys older than before, then
+// the oldest incidents of each tenant beyond maxPerTenant, in one
+// transaction; see [Store]. A zero before applies no age rule.
+func (p *Postgres) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+	if err := p.use(ctx, "prune incidents"); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if !before.IsZero() {
+			cut := ceilMicro(before)
+			tag, err := tx.Exec(ctx, `DELETE FROM incidents WHERE ts < $1`, cut)
+			if err != nil {
+				return err
+			}
+			n += tag.RowsAffected()
+			if _, err := tx.Exec(ctx, `DELETE FROM incident_dedupe WHERE ts < $1`, cut); err != nil {
+				return err
+			}
+		}
+		if maxPerTenant > 0 {
+			tag, err := tx.Exec(ctx, `DELETE FROM incidents AS i USING (
+					SELECT id FROM (
+						SELECT id, row_number() OVER (PARTITION BY workspace, project ORDER BY ts DESC, seq DESC) AS rn
+						FROM incidents) ranked
+					WHERE rn > $1) AS doomed
+				WHERE i.id = doomed.id`, maxPerTenant)
+			if err != nil {
+				return err
+			}
+			n += tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune incidents: %w", err)
+	}
+	return int(n), nil
+}
+
+const solutionColumns = `id, workspace, project, key, goal, approach, outcome, confidence, source, verified, created, updated`
+
+func scanSolution(row pgx.Row, s *Solution, extra ...any) error {
+	dst := append([]any{&s.ID, &s.Workspace, &s.Project, &s.Key, &s.Goal, &s.Approach, &s.Outcome,
+		&s.Confidence, &s.Source, &s.Verified, &s.Created, &s.Updated}, extra...)
+	if err := row.Scan(dst...); err != nil {
+		return err
+	}
+	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
+	return nil
+}
+
+// lockSolutionWrites serializes solution writes until tx ends (see Change feed).
+func lockSolutionWrites(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))`, lockSolutions)
+	return err
+}
+
+// PutSolution inserts or updates s by (Workspace, Key); see [Store]. A new
+// solution gets a new ID and Created time (any ID or Created in s is
+// ignored); Updated is always set to now.
+func (p *Postgres) PutSolution(ctx context.Context, s *Solution) error {
+	if err := validSolution(s); err != nil {
+		return fmt.Errorf("store: put solution: %w", err)
+	}
+	if err := p.use(ctx, "put solution"); err != nil {
+		return err
+	}
+	rec := *s
+	now := normTime(p.now())
+	rec.ID, rec.Created, rec.Updated = newID(now), now, now
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if err := lockSolutionWrites(ctx, tx); err != nil {
+			return err
+		}
+		row := tx.QueryRow(ctx, `INSERT INTO solutions (`+solutionColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (workspace, key) DO UPDATE SET
+				project = EXCLUDED.project, goal = EXCLUDED.goal, approach = EXCLUDED.approach,
+				outcome = EXCLUDED.outcome, confidence = EXCLUDED.confidence, source = EXCLUDED.source,
+				verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq')
+			RETURNING id, created`,
+			rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Goal, rec.Approach, rec.Outcome,
+			rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated)
+		if err := row.Scan(&rec.ID, &rec.Created); err != nil {
+			return err
+		}
+		rec.Created = rec.Created.UTC()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put solution: %w", err)
+	}
+	*s = rec
+	return nil
+}
+
+// GetSolution returns one solution of the workspace; see [Store].
+func (p *Postgres) GetSolution(ctx context.Context, workspace, id string) (Solution, error) {
+	if err := p.use(ctx, "get solution"); err != nil {
+		return Solution{}, err
+	}
+	var s Solution
+	err := scanSolution(p.pool.QueryRow(ctx, `SELECT `+solutionColumns+`
+		FROM solutions WHERE workspace = $1 AND id = $2`, workspace, id), &s)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Solution{}, fmt.Errorf("store: get solution: %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Solution{}, fmt.Errorf("store: get solution: %w", err)
+	}
+	return s, nil
+}
+
+// ListSolutions returns the workspace's solutions, most recently updated
+// first (then by ID, descending); see [Store].
+func (p *Postgres) ListSolutions(ctx context.Context, workspace string) ([]Solution, error) {
+	if err := p.use(ctx, "list solutions"); err != nil {
+		return nil, err
+	}
+	rows, err := p.pool.Query(ctx, `SELECT `+solutionColumns+`
+		FROM solutions WHERE workspace = $1 ORDER BY updated DESC, id DESC`, workspace)
+	if err != nil {
+		return nil, fmt.Errorf("store: list solutions: %w", err)
+	}
+	out := []Solution{}
+	for rows.Next() {
+		var s Solution
+		if err := scanSolution(rows, &s); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: list solutions: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list solutions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSolution removes one solution of the workspace and leaves a
+// tombstone in the change feed; see [Store].
+func (p *Postgres) DeleteSolution(ctx context.Context, workspace, id string) error {
+	if err := p.use(ctx, "delete solution"); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if err := lockSolutionWrites(ctx, tx); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM solutions WHERE workspace = $1 AND id = $2`, workspace, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO solution_tombstones (workspace, id) VALUES ($1, $2)`, workspace, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete solution: %w", err)
+	}
+	return nil
+}
+
+// SolutionChanges returns live solutions and tombstones with seq > after,
+// in seq order; see [Store]. A limit <= 0 means 1000; it is capped at 10000.
+// Tombstones are kept.
+func (p *Postgres) SolutionChanges(ctx context.Context, after int64, limit int) ([]SolutionChange, int64, error) {
+	if err := p.use(ctx, "solution changes"); err != nil {
+		return nil, after, err
+	}
+	rows, err := p.pool.Query(ctx, `
+		SELECT `+solutionColumns+`, seq, false FROM solutions WHERE seq > $1
+		UNION ALL
+		SELECT id, workspace, '', '', '', '', '', 0, '', false, ts, ts, seq, true
+			FROM solution_tombstones WHERE seq > $1
+		ORDER BY seq LIMIT $2`, after, changeLimit(limit))
+	if err != nil {
+		return nil, after, fmt.Errorf("store: solution changes: %w", err)
+	}
+	out := []SolutionChange{}
+	last := after
+	for rows.Next() {
+		var ch SolutionChange
+		if err := scanSolution(rows, &ch.Solution, &ch.Seq, &ch.Deleted); err != nil {
+			rows.Close()
+			return nil, after, fmt.Errorf("store: solution changes: %w", err)
+		}
+		if ch.Deleted {
+			ch.Solution = Solution{ID: ch.Solution.ID, Workspace: ch.Solution.Workspace}
+		}
+		out = append(out, ch)
+		last = ch.Seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, after, fmt.Errorf("store: solution changes: %w", err)
+	}
+	return out, last, nil
+}

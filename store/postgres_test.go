@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// envPostgresDSN names the variable holding the DSN of a PostgreSQL
+// database the tests may create schemas in (.ci/postgres.sh starts one).
+const envPostgresDSN = "SCARPROXY_TEST_POSTGRES_DSN"
+
+// testPostgresDSN returns the test database's DSN, or skips t.
+func testPostgresDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(envPostgresDSN)
+	if dsn == "" {
+		t.Skipf("PostgreSQL tests skipped: set %s (e.g. eval \"$(.ci/postgres.sh)\")", envPostgresDSN)
+	}
+	return dsn
+}
+
+// freshSchema creates a schema of its own for t, dropped when t ends, and
+// returns dsn with its search_path set to it.
+func freshSchema(t testing.TB, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	name := "scarproxy_test_" + hex.EncodeToString(r[:])
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", envPostgresDSN, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return withSearchPath(dsn, name)
+}
+
+// withSearchPath adds a search_path run-time parameter to a URL or
+// keyword/value DSN.
+func withSearchPath(dsn, schema string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " search_path=" + schema
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), nil))
+}
+
+// openTestPostgres opens a store on a fresh schema, closed at the end of
+// the test, and registers how to reopen it (a new pool on the same schema).
+func openTestPostgres(t *testing.T) Store {
+	t.Helper()
+	dsn := freshSchema(t, testPostgresDSN(t))
+	clock := tickClock(clockEpoch, time.Millisecond)
+	open := func(t *testing.T) Store {
+		t.Helper()
+		p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Now: clock, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatalf("OpenPostgres: %v", err)
+		}
+		t.Cleanup(func() { p.Close() })
+		if err := p.Ping(context.Background()); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		return p
+	}
+	s := open(t)
+	registerReopen(s, open)
+	return s
+}
+
+func TestPostgres(t *testing.T) {
+	testPostgresDSN(t)
+	testStore(t, openTestPostgres)
+}
+
+// TestPostgresMigrateConcurrently starts several stores on one empty schema
+// at once, as replicas do: each migration is applied exactly once.
+func TestPostgresMigrateConcurrently(t *testing.T) {
+	dsn := freshSchema(t, testPostgresDSN(t))
+	const replicas = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, replicas)
+	for i := range replicas {
+		wg.Go(func() {
+			p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Logger: testLogger(t)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer p.Close()
+			if err := p.Ping(context.Background()); err != nil {
+				errs <- err
+				return
+			}
+			errs <- p.AddIncident(context.Background(), &Incident{Workspace: "w", Project: "p", Message: fmt.Sprint(i)})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("embedded migrations: %v, %v", names, err)
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var applied, incidents int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(names) {
+		t.Fatalf("schema_migrations has %d rows, want %d", applied, len(names))
+	}
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM incidents`).Scan(&incidents); err != nil {
+		t.Fatal(err)
+	}
+	if incidents != replicas {
+		t.Fatalf("%d incidents, want %d", incidents, replicas)
+	}
+}
+
+// TestPostgresUsesIndexes checks that the hot read is answered from the
+// tenant index, not a scan of the table.
+func TestPostgresUsesIndexes(t *testing.T) {
+	s := openTestPostgres(t).(*Postgres)
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `INSERT INTO incidents (id, workspace, project, session, ts)
+		SELECT 'i' || i, 'w' || (i % 50), 'p', 's' || (i % 7), now() - make_interval(secs => i)
+		FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE incidents`); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, query, index string
+	}{
+		{"tenant", `SELECT id FROM incidents WHERE workspace = 'w1' AND project = 'p'
+			AND ts >= now() - interval '1 hour' ORDER BY ts DESC, seq DESC LIMIT 1000`, "incidents_tenant_ts"},
+		{"session", `SELECT id FROM incidents WHERE workspace = 'w1' AND project = 'p' AND session = 's1'
+			ORDER BY ts DESC, seq DESC LIMIT 1000`, "incidents_session_ts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, err := s.pool.Query(ctx, "EXPLAIN "+tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, line := range plan {
+				if strings.Contains(line, tt.index) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("plan does not use %s:\n%s", tt.index, strings.Join(plan, "\n"))
+			}
+		})
+	}
+}
+
+// BenchmarkListIncidentsPostgres runs BenchmarkListIncidents' cases against
+// PostgreSQL, on a schema seeded with the same 1M incidents.
+func BenchmarkListIncidentsPostgres(b *testing.B) {
+	dsn := freshSchema(b, testPostgresDSN(b))
+	ctx := context.Background()
+	p, err := OpenPostgres(ctx, dsn, PostgresOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Ping(ctx); err != nil {
+		b.Fatal(err)
+	}
+	_, err = p.pool.Exec(ctx, `INSERT INTO incidents
+			(id, workspace, project, session, agent, provider, model, type, message, fingerprint, ts)
+		SELECT lpad(to_hex(i), 26, '0'), 'bench', 'p', 'session-' || lpad((i % 100)::text, 2, '0'),
+			'agent-1', 'openai', 'gpt-4o-mini', 'tool_error',
+			'exit status 1: go test ./... failed: undefined: foo (compile error)', 'tool:go_test:undefined',
+			$1::timestamptz - make_interval(secs => $2 - 1 - i)
+		FROM generate_series(0, $2 - 1) AS i`, benchNewest, benchIncidents)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.pool.Exec(ctx, `VACUUM ANALYZE incidents`); err != nil {
+		b.Fatal(err)
+	}
+	benchmarkList(b, p)
+}
