@@ -1,0 +1,128 @@
+package recall
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// Caps, in runes, of the text of an auto-captured solution.
+const (
+	maxAutoGoal    = 500 // the goal is the first user message
+	maxAutoExcerpt = 200 // excerpt of the final answer in the approach
+	maxToolSteps   = 12  // tool steps listed in the approach
+	maxToolName    = 64
+)
+
+// Confidence of auto-captured solutions.
+const (
+	autoConfidence        = 0.8 // with no tool failure
+	autoConfidencePenalty = 0.1 // per tool failure
+	autoConfidenceFloor   = 0.3
+)
+
+// Conversation is what the proxy saw of a finished conversation.
+type Conversation struct {
+	Workspace, Project string
+	// Key is the ConversationKey of its first messages.
+	Key string
+	// Goal is the first user message.
+	Goal string
+	// Tools are the names of the tools used, in order, repeats included.
+	Tools []string
+	// ToolFailures counts the tool results that said the tool failed.
+	ToolFailures int
+	// FinalAnswer is the text of the assistant's final answer.
+	FinalAnswer string
+}
+
+// AutoSolution builds the solution to store for a finished conversation:
+// the goal is c.Goal (whitespace folded, capped at 500 runes); the approach
+// lists the tools used in order, consecutive repeats counted
+// ("read_file -> run_tests x3 -> write_file"), and an excerpt of the final
+// answer (200 runes); the outcome says how it ended and how many tool
+// failures it recovered from; confidence is 0.8 less 0.1 per tool failure,
+// at least 0.3. Source is auto, Verified false, Key c.Key, Created and
+// Updated now. ID is left for the store to assign.
+func AutoSolution(c Conversation, now time.Time) store.Solution {
+	failures := max(c.ToolFailures, 0)
+	conf := max(autoConfidence-autoConfidencePenalty*float64(failures), autoConfidenceFloor)
+	conf = math.Round(conf*100) / 100
+
+	calls := 0
+	for _, t := range c.Tools {
+		if strings.TrimSpace(t) != "" {
+			calls++
+		}
+	}
+	approach := "Tools: " + toolSummary(c.Tools) + "."
+	if ans := capRunes(strings.Join(strings.Fields(c.FinalAnswer), " "), maxAutoExcerpt); ans != "" {
+		approach += " Final answer: " + ans
+	}
+	outcome := "Completed with a final answer after " + plural(calls, "tool call")
+	if failures == 0 {
+		outcome += "; no tool failures."
+	} else {
+		outcome += "; recovered from " + plural(failures, "tool failure") + "."
+	}
+	return store.Solution{
+		Workspace:  c.Workspace,
+		Project:    c.Project,
+		Key:        c.Key,
+		Goal:       capRunes(strings.Join(strings.Fields(c.Goal), " "), maxAutoGoal),
+		Approach:   approach,
+		Outcome:    outcome,
+		Confidence: conf,
+		Source:     store.SourceAuto,
+		Verified:   false,
+		Created:    now,
+		Updated:    now,
+	}
+}
+
+// toolSummary renders tool names in order, consecutive repeats counted,
+// at most maxToolSteps steps.
+func toolSummary(tools []string) string {
+	type step struct {
+		name string
+		n    int
+	}
+	var steps []step
+	for _, t := range tools {
+		t = capRunes(strings.Join(strings.Fields(t), "_"), maxToolName)
+		if t == "" {
+			continue
+		}
+		if len(steps) > 0 && steps[len(steps)-1].name == t {
+			steps[len(steps)-1].n++
+			continue
+		}
+		steps = append(steps, step{t, 1})
+	}
+	if len(steps) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, min(len(steps), maxToolSteps)+1)
+	for i, s := range steps {
+		if i == maxToolSteps {
+			parts = append(parts, "… (+"+strconv.Itoa(len(steps)-maxToolSteps)+" more steps)")
+			break
+		}
+		if s.n > 1 {
+			parts = append(parts, s.name+" x"+strconv.Itoa(s.n))
+		} else {
+			parts = append(parts, s.name)
+		}
+	}
+	return strings.Join(parts, " -> ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}

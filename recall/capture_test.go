@@ -1,0 +1,123 @@
+package recall
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+func TestAutoSolution(t *testing.T) {
+	now := time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name         string
+		c            Conversation
+		wantApproach string
+		wantOutcome  string
+		wantConf     float64
+	}{
+		{
+			name: "tools summarised",
+			c: Conversation{Tools: []string{"read_file", "run_tests", "run_tests", "run_tests", "write_file"},
+				FinalAnswer: "Fixed the\n\nparser."},
+			wantApproach: "Tools: read_file -> run_tests x3 -> write_file. Final answer: Fixed the parser.",
+			wantOutcome:  "Completed with a final answer after 5 tool calls; no tool failures.",
+			wantConf:     0.8,
+		},
+		{
+			name:         "one failure",
+			c:            Conversation{Tools: []string{"grep"}, ToolFailures: 1, FinalAnswer: "Done."},
+			wantApproach: "Tools: grep. Final answer: Done.",
+			wantOutcome:  "Completed with a final answer after 1 tool call; recovered from 1 tool failure.",
+			wantConf:     0.7,
+		},
+		{
+			name:         "failures lower confidence",
+			c:            Conversation{Tools: []string{"a", "b", "a"}, ToolFailures: 3},
+			wantApproach: "Tools: a -> b -> a.",
+			wantOutcome:  "Completed with a final answer after 3 tool calls; recovered from 3 tool failures.",
+			wantConf:     0.5,
+		},
+		{
+			name:         "confidence floor",
+			c:            Conversation{Tools: []string{"x"}, ToolFailures: 9},
+			wantApproach: "Tools: x.",
+			wantOutcome:  "Completed with a final answer after 1 tool call; recovered from 9 tool failures.",
+			wantConf:     0.3,
+		},
+		{
+			name:         "no tools, blank names skipped",
+			c:            Conversation{Tools: []string{"", "  "}, ToolFailures: -2},
+			wantApproach: "Tools: none.",
+			wantOutcome:  "Completed with a final answer after 0 tool calls; no tool failures.",
+			wantConf:     0.8,
+		},
+		{
+			name:         "many steps capped",
+			c:            Conversation{Tools: strings.Fields("a b c d e f g h i j k l m n")},
+			wantApproach: "Tools: a -> b -> c -> d -> e -> f -> g -> h -> i -> j -> k -> l -> … (+2 more steps).",
+			wantOutcome:  "Completed with a final answer after 14 tool calls; no tool failures.",
+			wantConf:     0.8,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.Workspace, tc.c.Project, tc.c.Key, tc.c.Goal = "w", "p", "conv:0123456789abcdef", "  Fix   the\nparser "
+			s := AutoSolution(tc.c, now)
+			if s.Approach != tc.wantApproach {
+				t.Errorf("Approach = %q, want %q", s.Approach, tc.wantApproach)
+			}
+			if s.Outcome != tc.wantOutcome {
+				t.Errorf("Outcome = %q, want %q", s.Outcome, tc.wantOutcome)
+			}
+			if s.Confidence != tc.wantConf {
+				t.Errorf("Confidence = %v, want %v", s.Confidence, tc.wantConf)
+			}
+			want := store.Solution{Workspace: "w", Project: "p", Key: "conv:0123456789abcdef", Goal: "Fix the parser",
+				Approach: s.Approach, Outcome: s.Outcome, Confidence: s.Confidence,
+				Source: store.SourceAuto, Verified: false, Created: now, Updated: now}
+			if s != want {
+				t.Errorf("AutoSolution = %+v, want %+v", s, want)
+			}
+		})
+	}
+}
+
+func TestAutoSolutionCaps(t *testing.T) {
+	s := AutoSolution(Conversation{
+		Goal:        strings.Repeat("g", 2000),
+		Tools:       []string{strings.Repeat("t", 500)},
+		FinalAnswer: strings.Repeat("é", 1000),
+	}, time.Time{})
+	if n := utf8.RuneCountInString(s.Goal); n != maxAutoGoal || !strings.HasSuffix(s.Goal, "…") {
+		t.Errorf("goal has %d runes, want %d ending in …", n, maxAutoGoal)
+	}
+	_, excerpt, ok := strings.Cut(s.Approach, "Final answer: ")
+	if !ok || utf8.RuneCountInString(excerpt) != maxAutoExcerpt || !strings.HasSuffix(excerpt, "…") {
+		t.Errorf("excerpt %q: want %d runes ending in …", excerpt, maxAutoExcerpt)
+	}
+	if !strings.Contains(s.Approach, strings.Repeat("t", maxToolName-1)+"…") {
+		t.Errorf("tool name not capped: %q", s.Approach[:100])
+	}
+}
+
+// TestAutoSolutionIsRecalled checks that a captured conversation is found
+// by a reworded task and not by the conversation itself.
+func TestAutoSolutionIsRecalled(t *testing.T) {
+	key := ConversationKey("You are a coding agent.", "Download the web page and extract every link")
+	s := AutoSolution(Conversation{Workspace: "w", Key: key, Goal: "Download the web page and extract every link",
+		Tools: []string{"http_get", "write_file"}, FinalAnswer: "Saved 12 links to links.txt."}, time.Now())
+	s.ID = "auto1"
+	ix := rankingIndex(t)
+	ix.Put(s)
+	q := Query{Workspace: "w", Goal: "fetch the html of a site and list its links", K: 5, MinSimilarity: DefaultMinSimilarity}
+	if got := ids(ix.Search(q)); len(got) == 0 || !strings.Contains(strings.Join(got, " "), "auto1") {
+		t.Fatalf("auto-captured solution not recalled: %v", got)
+	}
+	q.ExcludeKey = key
+	if got := ids(ix.Search(q)); strings.Contains(strings.Join(got, " "), "auto1") {
+		t.Fatalf("conversation recalled its own solution: %v", got)
+	}
+}

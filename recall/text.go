@@ -1,0 +1,376 @@
+package recall
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Analysis limits. Goals are often the first user message of a
+// conversation, which may hold pasted logs or code: only the head of a text
+// is analysed.
+const (
+	maxGoalRunes     = 2000 // goal runes tokenised for ranking
+	maxApproachRunes = 4000 // approach runes tokenised for ranking
+	maxTrigramRunes  = 256  // runes of the normalised goal cut into trigrams
+	maxQueryTerms    = 64   // distinct query terms scored
+	truncStemRunes   = 5    // non-English words are cut to this many runes
+)
+
+// extraStopwords complement the snowball English list with the filler of
+// task descriptions ("please", "I need to ...").
+var extraStopwords = map[string]bool{
+	"please": true, "need": true, "needs": true, "want": true, "wants": true,
+	"would": true, "could": true, "let": true, "lets": true, "also": true,
+	"via": true, "etc": true, "eg": true, "ie": true, "thing": true,
+	"things": true, "something": true, "way": true, "task": true, "try": true,
+	"trying": true, "able": true, "new": true, "properly": true,
+	"correctly": true, "currently": true, "using": true, "use": true,
+	"may": true, "might": true, "must": true, "shall": true, "one": true,
+	"us": true, "lot": true, "bit": true,
+}
+
+func isStopword(w string) bool {
+	return english.IsStopWord(w) || extraStopwords[w]
+}
+
+// synonymGroups map the verbs and nouns of programming tasks to one
+// canonical term (the stem of the group's first word). Word forms that the
+// stemmer does not bring together are listed explicitly.
+var synonymGroups = [][]string{
+	{"fetch", "get", "retrieve", "retrieval", "download", "pull", "grab", "obtain", "scrape", "scraping"},
+	{"html", "webpage", "website", "site", "homepage", "webpages", "websites"},
+	{"delete", "deletion", "remove", "removal", "erase", "drop", "purge", "wipe", "rm", "unlink", "del"},
+	{"create", "creation", "make", "add", "generate", "produce", "construct", "scaffold"},
+	{"fix", "repair", "resolve", "debug", "patch", "troubleshoot", "solve"},
+	{"error", "errors", "exception", "failure", "fail", "bug", "crash", "fault", "panic", "broken"},
+	{"test", "spec", "unittest", "unittests", "testcase", "testcases"},
+	{"config", "configuration", "configure", "settings", "conf", "cfg", "preferences"},
+	{"function", "method", "func", "fn", "procedure", "routine"},
+	{"directory", "directories", "folder", "dir"},
+	{"run", "execute", "execution", "launch", "invoke", "exec"},
+	{"update", "modify", "modification", "change", "edit", "alter", "tweak"},
+	{"read", "load"},
+	{"write", "save", "persist", "dump"},
+	{"find", "search", "locate", "lookup", "grep"},
+	{"list", "enumerate", "ls"},
+	{"rename", "move", "mv"},
+	{"copy", "duplicate", "clone", "cp"},
+	{"database", "db"},
+	{"repository", "repo"},
+	{"authentication", "authenticate", "auth", "login", "signin", "logon"},
+	{"convert", "conversion", "transform", "transformation"},
+	{"documentation", "docs", "doc"},
+	{"dependency", "dependencies", "deps", "dep"},
+	{"library", "libraries", "lib"},
+	{"package", "pkg"},
+	{"image", "picture", "photo", "img"},
+	{"optimize", "optimise", "optimization", "optimisation", "speedup", "perf", "performance", "faster"},
+	{"validate", "validation", "verify", "verification", "check"},
+	{"argument", "arg", "args", "parameter", "param", "params"},
+	{"environment", "env"},
+	{"message", "msg"},
+	{"command", "cmd"},
+	{"application", "app"},
+	{"variable", "var"},
+	{"response", "resp", "reply"},
+	{"request", "req"},
+	{"kubernetes", "k8s"},
+	{"javascript", "js"},
+	{"typescript", "ts"},
+	{"python", "py"},
+	{"parse", "parser", "parsing"},
+	{"log", "logger", "logging"},
+	{"extract", "unzip", "decompress", "unpack"},
+	{"compress", "zip"},
+	{"url", "uri", "link"},
+	{"timeout", "deadline"},
+	{"upgrade", "bump"},
+	{"big", "large", "huge"},
+	{"pullrequest", "pr", "mr"},
+}
+
+// synonymPhrases map two-word phrases (by the stems of their words) to a
+// canonical term. They are matched before stopwords are dropped, so "speed
+// up" and "look up" are seen whole.
+var synonymPhrases = [][3]string{
+	{"web", "page", "html"},
+	{"web", "site", "html"},
+	{"home", "page", "html"},
+	{"unit", "test", "test"},
+	{"look", "up", "find"},
+	{"speed", "up", "optimize"},
+	{"sign", "in", "authentication"},
+	{"pull", "request", "pullrequest"},
+	{"merge", "request", "pullrequest"},
+	{"time", "out", "timeout"},
+	{"clean", "up", "delete"},
+}
+
+var (
+	synonyms = map[string]string{}    // stem -> canonical term
+	phrases  = map[[2]string]string{} // stems of two words -> canonical term
+)
+
+func init() {
+	for _, g := range synonymGroups {
+		canon := stemWord(g[0])
+		for _, w := range g {
+			synonyms[stemWord(w)] = canon
+		}
+	}
+	for _, p := range synonymPhrases {
+		canon := stemWord(p[2])
+		if c, ok := synonyms[canon]; ok {
+			canon = c
+		}
+		phrases[[2]string{stemWord(p[0]), stemWord(p[1])}] = canon
+	}
+}
+
+// isCJK reports whether r belongs to a script written without spaces
+// between words; such runs are indexed as character bigrams.
+func isCJK(r rune) bool {
+	return r >= 0x2E80 && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
+}
+
+// splitWords cuts text (at most maxRunes of it) into lowercase words: runs
+// of letters, digits and combining marks, split at identifier boundaries
+// (parseConfig, HTTPServer, parse_config) and where CJK and other scripts
+// meet. fn receives each word and whether it is CJK.
+func splitWords(text string, maxRunes int, fn func(w string, cjk bool)) {
+	var run []rune
+	var b strings.Builder
+	emit := func(rs []rune) {
+		if len(rs) == 0 {
+			return
+		}
+		b.Reset()
+		for _, r := range rs {
+			b.WriteRune(unicode.ToLower(r))
+		}
+		fn(b.String(), isCJK(rs[0]))
+	}
+	flush := func() {
+		start := 0
+		for i := 1; i < len(run); i++ {
+			prev, cur := run[i-1], run[i]
+			cut := isCJK(prev) != isCJK(cur) ||
+				unicode.IsLower(prev) && unicode.IsUpper(cur) ||
+				unicode.IsDigit(prev) && unicode.IsUpper(cur) ||
+				unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(run) && unicode.IsLower(run[i+1])
+			if cut {
+				emit(run[start:i])
+				start = i
+			}
+		}
+		emit(run[start:])
+		run = run[:0]
+	}
+	n := 0
+	for _, r := range text {
+		if n >= maxRunes {
+			break
+		}
+		n++
+		if isWordRune(r) {
+			run = append(run, r)
+			continue
+		}
+		flush()
+	}
+	flush()
+}
+
+// stemWord reduces a lowercase word to its index form: the snowball English
+// stem for ASCII words, the first few runes for words of other alphabets (a
+// language-neutral truncation stemmer), the word itself when it holds digits.
+func stemWord(w string) string {
+	ascii, letters := true, true
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+		if c < 'a' || c > 'z' {
+			letters = false
+		}
+	}
+	if ascii {
+		if letters && len(w) > 2 {
+			return englishStem(w)
+		}
+		return w
+	}
+	n := 0
+	for i, r := range w {
+		if unicode.IsDigit(r) {
+			return w
+		}
+		if n == truncStemRunes {
+			return w[:i]
+		}
+		n++
+	}
+	return w
+}
+
+// stemCache memoises English stems (the stemmer allocates on every call);
+// it stops growing at maxStemCache words.
+var (
+	stemCache     sync.Map // string -> string
+	stemCacheSize atomic.Int64
+)
+
+const maxStemCache = 100000
+
+func englishStem(w string) string {
+	if s, ok := stemCache.Load(w); ok {
+		return s.(string)
+	}
+	s := english.Stem(w, true)
+	if stemCacheSize.Load() < maxStemCache {
+		if _, loaded := stemCache.LoadOrStore(w, s); !loaded {
+			stemCacheSize.Add(1)
+		}
+	}
+	return s
+}
+
+type word struct {
+	text string // lowercase
+	stem string
+	cjk  bool
+}
+
+// analyzed is the index form of a text.
+type analyzed struct {
+	terms []string // index terms in text order, repeats kept
+	norm  string   // lowercase content words joined by spaces (goal only)
+}
+
+// analyze tokenises text into index terms: words are split, lowercased,
+// stemmed, stopwords dropped, synonyms and phrases mapped to canonical
+// terms; CJK runs become overlapping character bigrams. It also returns
+// the content words joined by spaces, the text cut into trigrams.
+func analyze(text string, maxRunes int) analyzed {
+	var ws []word
+	splitWords(text, maxRunes, func(w string, cjk bool) {
+		s := w
+		if !cjk {
+			s = stemWord(w)
+		}
+		ws = append(ws, word{text: w, stem: s, cjk: cjk})
+	})
+	var a analyzed
+	var norm strings.Builder
+	addNorm := func(w string) {
+		if norm.Len() > 0 {
+			norm.WriteByte(' ')
+		}
+		norm.WriteString(w)
+	}
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		if w.cjk {
+			addNorm(w.text)
+			rs := []rune(w.text)
+			if len(rs) == 1 {
+				a.terms = append(a.terms, w.text)
+				continue
+			}
+			for j := 0; j+1 < len(rs); j++ {
+				a.terms = append(a.terms, string(rs[j:j+2]))
+			}
+			continue
+		}
+		if i+1 < len(ws) && !ws[i+1].cjk {
+			if c, ok := phrases[[2]string{w.stem, ws[i+1].stem}]; ok {
+				addNorm(w.text)
+				addNorm(ws[i+1].text)
+				a.terms = append(a.terms, c)
+				i++
+				continue
+			}
+		}
+		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) {
+			continue
+		}
+		addNorm(w.text)
+		if c, ok := synonyms[w.stem]; ok {
+			a.terms = append(a.terms, c)
+		} else {
+			a.terms = append(a.terms, w.stem)
+		}
+	}
+	a.norm = norm.String()
+	return a
+}
+
+// trigrams returns the sorted, distinct hashes of the character trigrams of
+// norm (padded with a space at each end), at most maxTrigramRunes runes of it.
+func trigrams(norm string) []uint32 {
+	if norm == "" {
+		return nil
+	}
+	rs := make([]rune, 0, len(norm)+2)
+	rs = append(rs, ' ')
+	for _, r := range norm {
+		if len(rs) > maxTrigramRunes {
+			break
+		}
+		rs = append(rs, r)
+	}
+	rs = append(rs, ' ')
+	out := make([]uint32, 0, len(rs))
+	for i := 0; i+2 < len(rs); i++ {
+		out = append(out, triHash(rs[i], rs[i+1], rs[i+2]))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func triHash(a, b, c rune) uint32 {
+	x := uint64(a)<<42 | uint64(b)<<21 | uint64(c)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return uint32(x)
+}
+
+// dice returns the Dice coefficient of two sorted sets.
+func dice(a, b []uint32) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	return 2 * float64(intersect(a, b)) / float64(len(a)+len(b))
+}
+
+func intersect(a, b []uint32) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n
+}
