@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/recall"
@@ -417,5 +418,41 @@ func TestGatewayKeys(t *testing.T) {
 	}
 	if s := get("/scar/v1/incidents?workspace=team-b&project=api", ""); s != 401 {
 		t.Fatalf("anonymous: %d", s)
+	}
+}
+
+func TestRetentionPrunesInTheBackground(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) {
+		o.RetentionMaxAge = time.Hour
+		o.RetentionMaxPerTenant = 3
+	}))
+	ctx := context.Background()
+	old := h.now.Add(-48 * time.Hour)
+	for i := 0; i < 2; i++ {
+		h.store.AddIncident(ctx, &store.Incident{Time: old, Workspace: "w", Project: "p", Type: "x", Message: "old"})
+	}
+	for i := 0; i < 5; i++ {
+		h.store.AddIncident(ctx, &store.Incident{Time: h.now, Workspace: "w", Project: "p", Type: "x", Message: fmt.Sprint("new ", i)})
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { h.srv.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		incs := h.incidents("w", "p")
+		if len(incs) == 3 {
+			for _, in := range incs {
+				if in.Message == "old" {
+					t.Fatalf("old incident kept: %+v", incs)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not pruned: %d incidents", len(incs))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

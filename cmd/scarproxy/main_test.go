@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -277,4 +279,39 @@ func TestShutdownLetsStreamsFinish(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
+}
+
+// TestExampleConfigDocumentsEveryKey loads config.example.yaml and checks
+// that every key of Config appears in it.
+func TestExampleConfigDocumentsEveryKey(t *testing.T) {
+	const path = "../../config.example.yaml"
+	cfg := Default()
+	if err := cfg.loadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("example config does not validate: %v", err)
+	}
+	text, _ := os.ReadFile(path)
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Slice || typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(time.Time{}) {
+			return
+		}
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if key == "" || key == "-" {
+				continue
+			}
+			if !regexp.MustCompile(`(?m)^[\s#-]*` + regexp.QuoteMeta(key) + `:`).Match(text) {
+				t.Errorf("config.example.yaml does not document %s (%s.%s)", key, typ.Name(), f.Name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(Config{}))
 }
