@@ -53,7 +53,7 @@ func workspaceFor(c echo.Context, asked string) (string, *apiError) {
 		if asked == "" {
 			asked = "default"
 		}
-		if err := validName(asked); err != nil {
+		if err := ValidName(asked); err != nil {
 			return "", errBadRequest("workspace: " + err.Error())
 		}
 		return asked, nil
@@ -62,6 +62,21 @@ func workspaceFor(c echo.Context, asked string) (string, *apiError) {
 		return "", &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to workspace " + quoteName(asked) + ".", Type: "invalid_request_error", Code: "workspace_forbidden"}
 	}
 	return k.Workspace, nil
+}
+
+// projectScope checks a project named by an admin request against a
+// gateway key's allow-list. A key limited to some projects may not use
+// workspace-wide solutions (project ""): they reach every project's recall.
+func projectScope(c echo.Context, project string) *apiError {
+	k, _ := c.Get(scopeKey).(*GatewayKey)
+	if k == nil || len(k.Projects) == 0 || (project != "" && projectAllowed(k, project)) {
+		return nil
+	}
+	name := project
+	if name == "" {
+		name = "(all projects)"
+	}
+	return &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + quoteName(name) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
 }
 
 // tenantFor resolves (workspace, project) for an admin request.
@@ -76,7 +91,7 @@ func tenantFor(c echo.Context, workspace, project string, required bool) (Tenant
 	if project == "" {
 		project = "default"
 	}
-	if err := validName(project); err != nil {
+	if err := ValidName(project); err != nil {
 		return Tenant{}, errBadRequest("project: " + err.Error())
 	}
 	if k, _ := c.Get(scopeKey).(*GatewayKey); k != nil && !projectAllowed(k, project) {
@@ -140,14 +155,14 @@ func (s *Server) postIncident(c echo.Context) error {
 		return writeError(c, errBadRequest("message: required"))
 	case in.Type == "":
 		return writeError(c, errBadRequest("type: required (e.g. test_failure, lint_error, tool_error)"))
-	case validName(in.Type) != nil:
-		return writeError(c, errBadRequest("type: "+validName(in.Type).Error()))
+	case ValidName(in.Type) != nil:
+		return writeError(c, errBadRequest("type: "+ValidName(in.Type).Error()))
 	case in.StatusCode != 0 && (in.StatusCode < 100 || in.StatusCode > 599):
 		return writeError(c, errBadRequest("status_code: must be an HTTP status (100-599) or omitted"))
 	}
 	for _, f := range []struct{ name, v string }{{"session", in.Session}, {"agent", in.Agent}} {
 		if f.v != "" {
-			if err := validName(f.v); err != nil {
+			if err := ValidName(f.v); err != nil {
 				return writeError(c, errBadRequest(f.name+": "+err.Error()))
 			}
 		}
@@ -262,9 +277,12 @@ func (s *Server) postSolution(c echo.Context) error {
 		return writeError(c, aerr)
 	}
 	if in.Project != "" {
-		if err := validName(in.Project); err != nil {
+		if err := ValidName(in.Project); err != nil {
 			return writeError(c, errBadRequest("project: "+err.Error()))
 		}
+	}
+	if aerr := projectScope(c, in.Project); aerr != nil {
+		return writeError(c, aerr)
 	}
 	for _, f := range []struct{ name, v string }{{"goal", in.Goal}, {"approach", in.Approach}, {"outcome", in.Outcome}} {
 		if strings.TrimSpace(f.v) == "" {
@@ -313,9 +331,13 @@ func (s *Server) listSolutions(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, "list_solutions", err)
 	}
-	if sols == nil {
-		sols = []store.Solution{}
+	visible := make([]store.Solution, 0, len(sols))
+	for _, sol := range sols {
+		if sol.Project == "" || projectScope(c, sol.Project) == nil {
+			visible = append(visible, sol)
+		}
 	}
+	sols = visible
 	return c.JSON(http.StatusOK, map[string]any{"solutions": sols})
 }
 
@@ -324,7 +346,14 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	err := s.store.DeleteSolution(c.Request().Context(), ws, c.Param("id"))
+	ctx := c.Request().Context()
+	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
+	if err == nil {
+		if aerr := projectScope(c, sol.Project); aerr != nil {
+			return writeError(c, aerr)
+		}
+		err = s.store.DeleteSolution(ctx, ws, sol.ID)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + quoteName(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
@@ -360,6 +389,11 @@ func (s *Server) recallPreview(c echo.Context) error {
 			return writeError(c, errBadRequest("k: must be a number from 1 to 5"))
 		}
 		k = n
+	}
+	if key, _ := c.Get(scopeKey).(*GatewayKey); key != nil && len(key.Projects) > 0 {
+		if aerr := projectScope(c, q.Get("project")); aerr != nil {
+			return writeError(c, aerr)
+		}
 	}
 	matches := s.index.Search(recall.Query{Workspace: ws, Project: q.Get("project"), Goal: goal, K: k, MinSimilarity: s.recall.MinSimilarity})
 	if matches == nil {

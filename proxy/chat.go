@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -72,16 +73,20 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		return writeError(c, errBadRequest("We could not parse the JSON body of your request: it is not valid JSON."))
 	}
 	conv := inspect(body)
-	if t.Agent == "" && validName(conv.user) == nil {
+	if t.Agent == "" && ValidName(conv.user) == nil {
 		t.Agent = conv.user
 	}
 	ctx := c.Request().Context()
 	now := s.opts.Now()
 
-	degraded := !s.recordToolErrors(ctx, t, conv, now)
+	// The store gets a bounded budget: a store that hangs must not hang
+	// the request, which then goes out unchanged (fail open).
+	sctx, cancelStore := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancelStore()
+	degraded := !s.recordToolErrors(sctx, t, conv, now)
 	var entries []guard.Entry
 	if !degraded {
-		incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
+		incs, err := s.store.ListIncidents(sctx, store.IncidentQuery{
 			Workspace: t.Workspace, Project: t.Project, Session: t.Session,
 			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
 		})
@@ -366,9 +371,9 @@ func (s *Server) passThrough(c echo.Context) error {
 		return writeError(c, aerr)
 	}
 	r := c.Request()
-	path := r.URL.EscapedPath()
-	if i := strings.Index(path, "/v1/"); i >= 0 {
-		path = path[i+3:]
+	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
+	if aerr != nil {
+		return writeError(c, aerr)
 	}
 	ur := &upstreamRequest{method: r.Method, path: path, query: r.URL.RawQuery, header: s.outgoingHeader(r.Header)}
 	chain := s.router.Route("")[:1]
@@ -465,4 +470,28 @@ func (l *limitedBody) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	return n, err
+}
+
+// passThroughPath returns the escaped path below the API root of a
+// pass-through request: "/v1/files/x" or "/w/{ws}/{proj}/v1/files/x" give
+// "/files/x". Dot segments (plain or percent-encoded) are refused: with
+// the proxy's key injected they could reach outside the provider's API.
+func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
+	rest := escaped
+	if tenantForm {
+		// "", "w", workspace, project, "v1", rest... (names hold no '/').
+		parts := strings.SplitN(escaped, "/", 6)
+		if len(parts) < 6 {
+			return "", errBadRequest("bad request path")
+		}
+		rest = "/" + parts[5]
+	} else {
+		rest = strings.TrimPrefix(escaped, "/v1")
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
+			return "", errBadRequest("bad request path: dot segments and bad escapes are not allowed")
+		}
+	}
+	return rest, nil
 }

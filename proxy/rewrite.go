@@ -74,11 +74,15 @@ func injectSystem(body []byte, blocks string) ([]byte, error) {
 		return sjson.SetBytes(body, path, text)
 	case content.IsArray():
 		return rewriteParts(body, path, content, blocks)
-	default: // null or missing
+	case !content.Exists() || content.Type == gjson.Null:
 		if blocks == "" {
 			return body, nil
 		}
 		return sjson.SetBytes(body, path, blocks)
+	default:
+		// A content the API does not define (object, number...): leave the
+		// request as the client sent it rather than replace the prompt.
+		return body, nil
 	}
 }
 

@@ -45,9 +45,9 @@ const (
 	DefaultMaxBodyBytes     = 32 << 20
 	DefaultIndexPoll        = 500 * time.Millisecond
 	DefaultRetentionMaxAge  = 30 * 24 * time.Hour
-	DefaultRetentionPerTen  = 100_000
 	DefaultRetentionEvery   = 10 * time.Minute
 	DefaultGuardReadLimit   = 1000
+	DefaultStoreTimeout     = 2 * time.Second
 	defaultStoreCallTimeout = 5 * time.Second
 )
 
@@ -78,13 +78,17 @@ type Options struct {
 	IndexPoll time.Duration
 	// RetentionMaxAge prunes incidents older than it. Default 30 days.
 	RetentionMaxAge time.Duration
-	// RetentionMaxPerTenant caps incidents kept per tenant. Default 100000.
+	// RetentionMaxPerTenant caps incidents kept per tenant; 0 means no cap.
 	RetentionMaxPerTenant int
 	// RetentionEvery is the pruning period. Default 10 minutes.
 	RetentionEvery time.Duration
 	// GuardReadLimit caps the incidents read per request for the guard.
 	// Default 1000.
 	GuardReadLimit int
+	// StoreTimeout bounds the store calls made before a request is
+	// forwarded; past it the request is forwarded unchanged (fail open).
+	// Default 2s.
+	StoreTimeout time.Duration
 }
 
 // Server is the proxy. Build it with [New], serve [Server.Handler], run
@@ -136,14 +140,22 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.RetentionMaxAge <= 0 {
 		opts.RetentionMaxAge = DefaultRetentionMaxAge
 	}
-	if opts.RetentionMaxPerTenant <= 0 {
-		opts.RetentionMaxPerTenant = DefaultRetentionPerTen
+	if opts.RetentionMaxPerTenant < 0 {
+		return nil, errors.New("proxy: RetentionMaxPerTenant must not be negative")
 	}
 	if opts.RetentionEvery <= 0 {
 		opts.RetentionEvery = DefaultRetentionEvery
 	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = DefaultStoreTimeout
+	}
 	if opts.GuardReadLimit <= 0 {
 		opts.GuardReadLimit = DefaultGuardReadLimit
+	}
+	for _, d := range []struct{ name, v string }{{"DefaultWorkspace", opts.DefaultWorkspace}, {"DefaultProject", opts.DefaultProject}} {
+		if err := ValidName(d.v); err != nil {
+			return nil, fmt.Errorf("proxy: %s: %v", d.name, err)
+		}
 	}
 	rc := recall.DefaultConfig()
 	if opts.Recall != nil {

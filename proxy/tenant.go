@@ -59,7 +59,7 @@ func newKeyring(keys []GatewayKey) (*keyring, error) {
 		if err != nil || len(raw) != sha256.Size {
 			return nil, fmt.Errorf("gateway.keys[%d].key_sha256: not a hex SHA-256", i)
 		}
-		if err := validName(k.Workspace); err != nil {
+		if err := ValidName(k.Workspace); err != nil {
 			return nil, fmt.Errorf("gateway.keys[%d].workspace: %v", i, err)
 		}
 		var e keyEntry
@@ -96,9 +96,9 @@ func bearer(h http.Header) string {
 	return strings.TrimSpace(h.Get("Api-Key"))
 }
 
-// validName checks a workspace, project, session or agent name: 1 to 128
+// ValidName checks a workspace, project, session or agent name: 1 to 128
 // characters of letters, digits and ._-:@ (no slashes, spaces or controls).
-func validName(s string) error {
+func ValidName(s string) error {
 	if s == "" {
 		return fmt.Errorf("must not be empty")
 	}
@@ -142,13 +142,13 @@ func (s *Server) resolveTenant(c echo.Context) (Tenant, *apiError) {
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"workspace", t.Workspace}, {"project", t.Project}} {
-		if err := validName(f.v); err != nil {
+		if err := ValidName(f.v); err != nil {
 			return t, errBadRequest("invalid " + f.name + ": " + err.Error())
 		}
 	}
 	for _, f := range []struct{ name, v string }{{HeaderSession, t.Session}, {HeaderAgent, t.Agent}} {
 		if f.v != "" {
-			if err := validName(f.v); err != nil {
+			if err := ValidName(f.v); err != nil {
 				return t, errBadRequest("invalid " + f.name + ": " + err.Error())
 			}
 		}

@@ -23,6 +23,7 @@ type storeCmd struct {
 	workspace string
 	project   string
 	asJSON    bool
+	args      []string // positional arguments
 }
 
 func newStoreCmd(name string, stderr io.Writer, project bool) *storeCmd {
@@ -37,13 +38,40 @@ func newStoreCmd(name string, stderr io.Writer, project bool) *storeCmd {
 	return c
 }
 
+// parseInterspersed parses flags wherever they stand among the positional
+// arguments ("rm ID --workspace W" as well as "rm --workspace W ID") and
+// returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		args = fs.Args()
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}
+
 func (c *storeCmd) open(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) (Config, store.Store, error) {
-	if err := c.fs.Parse(args); err != nil {
+	pos, err := parseInterspersed(c.fs, args)
+	if err != nil {
 		return Config{}, nil, usageError{err.Error()}
 	}
+	c.args = pos
 	cfg, err := c.common.load(c.fs, getenv)
 	if err != nil {
 		return cfg, nil, err
+	}
+	set := map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["workspace"] {
+		c.workspace = cfg.Tenant.DefaultWorkspace
+	}
+	if !set["project"] && c.fs.Lookup("project") != nil && c.project != "" {
+		c.project = cfg.Tenant.DefaultProject
 	}
 	cfg.Mock = true // store commands never talk to providers
 	if err := cfg.Validate(); err != nil {
@@ -133,13 +161,13 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 		}
 		return tw.Flush()
 	case "rm":
-		if c.fs.NArg() != 1 {
+		if len(c.args) != 1 {
 			return usageError{"solutions rm: want exactly one ID"}
 		}
-		if err := st.DeleteSolution(ctx, c.workspace, c.fs.Arg(0)); err != nil {
+		if err := st.DeleteSolution(ctx, c.workspace, c.args[0]); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, "deleted", c.fs.Arg(0))
+		fmt.Fprintln(stdout, "deleted", c.args[0])
 		return nil
 	}
 	return usageError{fmt.Sprintf("solutions: unknown subcommand %q (want add, list or rm)", sub)}
@@ -153,7 +181,7 @@ func cmdRecall(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer st.Close()
-	goal := strings.Join(c.fs.Args(), " ")
+	goal := strings.Join(c.args, " ")
 	if strings.TrimSpace(goal) == "" {
 		return usageError{`recall: give the goal text, e.g. scarproxy recall "parse the config file"`}
 	}

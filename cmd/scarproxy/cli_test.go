@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -125,5 +127,29 @@ func TestDemosRun(t *testing.T) {
 				t.Fatalf("demo %s output lacks %q:\n%s", d.name, d.want, out)
 			}
 		})
+	}
+}
+
+func TestFlagsAfterArguments(t *testing.T) {
+	dir := t.TempDir()
+	id := strings.TrimSpace(mustCLI(t, "solutions", "add", "--data", dir, "--workspace", "w", "--goal", "g", "--approach", "a", "--outcome", "o"))
+	mustCLI(t, "solutions", "rm", id, "--data", dir, "--workspace", "w")
+	if out := mustCLI(t, "solutions", "list", "--data", dir, "--workspace", "w"); strings.Contains(out, id) {
+		t.Fatalf("not removed:\n%s", out)
+	}
+}
+
+func TestStoreCommandsUseConfiguredDefaultTenant(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("mock: true\ndata_dir: "+dir+"\ntenant:\n  default_workspace: acme\n"), 0o644)
+	mustCLI(t, "solutions", "add", "--config", cfg, "--goal", "Tune the GC", "--approach", "GOGC=200", "--outcome", "ok")
+	if out := mustCLI(t, "solutions", "list", "--data", dir, "--workspace", "acme"); !strings.Contains(out, "Tune the GC") {
+		t.Fatalf("solution not stored in the configured default workspace:\n%s", out)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("mock: true\ntenant:\n  default_workspace: my team\n"), 0o644)
+	if _, err := cli(t, "serve", "--config", bad, "--listen", "127.0.0.1:0", "--data", dir); err == nil || !strings.Contains(err.Error(), "tenant.default_workspace") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy"
 	"github.com/scarproxy/scarproxy/recall"
 	"go.yaml.in/yaml/v3"
 )
@@ -53,6 +54,9 @@ type TenantConfig struct {
 type StoreConfig struct {
 	Driver string `yaml:"driver"` // bolt | postgres
 	DSN    string `yaml:"dsn"`
+	// RequestTimeout bounds the store calls made before a request is
+	// forwarded; past it the request goes out unchanged (fail open).
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
 // RetentionConfig is the `retention:` section.
@@ -89,7 +93,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		Log:             LogConfig{Format: "text", Level: "info"},
 		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
-		Store:           StoreConfig{Driver: "bolt"},
+		Store:           StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second},
 		Retention:       RetentionConfig{MaxAge: 30 * 24 * time.Hour, MaxPerTenant: 100_000, Every: 10 * time.Minute},
 		Guard:           guard.DefaultConfig(),
 		Recall:          recall.DefaultConfig(),
@@ -221,6 +225,15 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return fmt.Errorf("store.driver: %q is not bolt or postgres", c.Store.Driver)
+	}
+	if err := proxy.ValidName(c.Tenant.DefaultWorkspace); err != nil {
+		return fmt.Errorf("tenant.default_workspace: %v", err)
+	}
+	if err := proxy.ValidName(c.Tenant.DefaultProject); err != nil {
+		return fmt.Errorf("tenant.default_project: %v", err)
+	}
+	if c.Store.RequestTimeout <= 0 {
+		return fmt.Errorf("store.request_timeout: must be positive")
 	}
 	if c.Retention.MaxAge <= 0 {
 		return fmt.Errorf("retention.max_age: must be positive")

@@ -134,7 +134,7 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		DefaultWorkspace: cfg.Tenant.DefaultWorkspace, DefaultProject: cfg.Tenant.DefaultProject,
 		GatewayKeys: keys, AdminToken: adminToken,
 		RetentionMaxAge: cfg.Retention.MaxAge, RetentionMaxPerTenant: cfg.Retention.MaxPerTenant,
-		RetentionEvery: cfg.Retention.Every,
+		RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
 	})
 }
 

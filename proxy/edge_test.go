@@ -1,0 +1,171 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+func TestPassThroughPaths(t *testing.T) {
+	rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") })
+	h := newHarness(t, rec.srv.URL+"/api/v1")
+	for _, tc := range []struct{ path, want string }{
+		{"/w/v1/proj/v1/embeddings", "/api/v1/embeddings"}, // a workspace named v1
+		{"/w/team/v1/v1/embeddings", "/api/v1/embeddings"}, // a project named v1
+		{"/v1//files/abc", "/api/v1//files/abc"},           // an empty segment is kept
+		{"/w/a/b/v1/files/x%2Fy", "/api/v1/files/x%2Fy"},   // escapes are kept
+	} {
+		res := h.do(http.MethodPost, tc.path, []byte(`{"input":"x"}`), nil)
+		res.Body.Close()
+		if got := rec.last(t).RawPath; got != tc.want {
+			t.Errorf("%s: upstream path %q, want %q", tc.path, got, tc.want)
+		}
+	}
+	n := rec.count()
+	for _, p := range []string{"/v1/%2e%2e/%2E%2e/admin/keys", "/v1/files/%2e/x", "/v1/files/%2E%2E"} {
+		res := h.do(http.MethodGet, p, nil, nil)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		assertOpenAIError(t, res, b, http.StatusBadRequest)
+	}
+	if rec.count() != n {
+		t.Fatal("a refused path reached the provider")
+	}
+}
+
+func TestGatewayKeyProjectAllowListOnSolutions(t *testing.T) {
+	h := newHarness(t, "", withProviders(upstream("up", "http://127.0.0.1:1")), withOptions(func(o *Options) {
+		o.GatewayKeys = []GatewayKey{{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}}}
+		o.AdminToken = "admin"
+	}))
+	status := func(method, path, body, key string) int {
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		res := h.do(method, path, b, map[string]string{"Authorization": "Bearer " + key})
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/scar/v1/solutions", `{"project":"web","goal":"deploy web","approach":"a","outcome":"o","confidence":0.9}`, 403},
+		{"POST", "/scar/v1/solutions", `{"goal":"deploy anything","approach":"a","outcome":"o","confidence":0.9}`, 403},
+		{"POST", "/scar/v1/solutions", `{"project":"api","goal":"deploy api","approach":"a","outcome":"o","confidence":0.9}`, 201},
+		{"GET", "/scar/v1/recall?project=web&goal=deploy+web", "", 403},
+		{"GET", "/scar/v1/recall?project=api&goal=deploy+api", "", 200},
+	} {
+		if got := status(tc.method, tc.path, tc.body, "key-a"); got != tc.want {
+			t.Errorf("%s %s %s: %d, want %d", tc.method, tc.path, tc.body, got, tc.want)
+		}
+	}
+	// A solution of project web stored by the admin is invisible to the key.
+	if s := status("POST", "/scar/v1/solutions", `{"workspace":"team-a","project":"web","goal":"deploy web","approach":"a","outcome":"o","confidence":0.9}`, "admin"); s != 201 {
+		t.Fatalf("admin store: %d", s)
+	}
+	res := h.do("GET", "/scar/v1/solutions", nil, map[string]string{"Authorization": "Bearer key-a"})
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if strings.Contains(string(b), `"project":"web"`) || !strings.Contains(string(b), `"project":"api"`) {
+		t.Fatalf("key lists: %s", b)
+	}
+	sols, _ := h.store.ListSolutions(context.Background(), "team-a")
+	for _, s := range sols {
+		if s.Project == "web" {
+			if got := status("DELETE", "/scar/v1/solutions/"+s.ID, "", "key-a"); got != 403 {
+				t.Fatalf("key deleted another project's solution: %d", got)
+			}
+		}
+	}
+}
+
+// hangStore is a store whose incident reads block until their context ends.
+type hangStore struct{ store.Store }
+
+func (s hangStore) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+var _ store.Store = hangStore{}
+
+func TestHungStoreFailsOpen(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	h := newHarnessOn(t, hangStore{bolt}, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	res, _ := h.chat(body, nil)
+	if res.StatusCode != 200 || res.Header.Get(HeaderDegraded) != "store" || string(up.last(t).Body) != body {
+		t.Fatalf("status %d degraded %q", res.StatusCode, res.Header.Get(HeaderDegraded))
+	}
+}
+
+// pruneStore reports the cap each PruneIncidents call receives.
+type pruneStore struct {
+	store.Store
+	caps chan int
+}
+
+func (s *pruneStore) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+	s.caps <- maxPerTenant
+	return 0, nil
+}
+
+func TestRetentionZeroMeansNoCap(t *testing.T) {
+	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	ps := &pruneStore{Store: bolt, caps: make(chan int, 1)}
+	h := newHarnessOn(t, ps, "http://127.0.0.1:1")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.srv.Run(ctx); close(done) }()
+	got := <-ps.caps
+	cancel()
+	<-done
+	if got != 0 {
+		t.Fatalf("PruneIncidents got maxPerTenant=%d, want 0 (no cap)", got)
+	}
+}
+
+func TestNewRejectsBadDefaults(t *testing.T) {
+	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	g, _ := guard.New(guard.DefaultConfig())
+	r, _ := providers.NewRouter([]providers.Config{{Name: "m", Type: providers.TypeMock}}, nil)
+	_, err = New(context.Background(), Options{Router: r, Store: bolt, Guard: g, DefaultWorkspace: "my team"})
+	if err == nil || !strings.Contains(err.Error(), "DefaultWorkspace") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUndefinedSystemContentIsLeftAlone(t *testing.T) {
+	for _, in := range []string{
+		`{"messages":[{"role":"system","content":{"text":"KEEP ME"}},{"role":"user","content":"hi"}]}`,
+		`{"messages":[{"role":"system","content":42},{"role":"user","content":"hi"}]}`,
+	} {
+		out, err := injectSystem([]byte(in), testBlocks())
+		if err != nil || string(out) != in {
+			t.Fatalf("changed %s -> %s (%v)", in, out, err)
+		}
+	}
+}
