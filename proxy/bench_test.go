@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -355,5 +356,103 @@ func BenchmarkChatHandler(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// Memory held by open streams. A stream may stay open for minutes; what a
+// request keeps alive while its answer streams is multiplied by the open
+// streams. These tests pin down what the benchmarks above measure.
+
+func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
+	body := benchAgentBody(t, true, "call_new")
+	// inspectPadded inspects the body padded with 1 MiB that inspect reads
+	// past and keeps nothing of; only the conversation outlives it.
+	inspectPadded := func() *conversation {
+		return inspect(append([]byte(`{"metadata":{"pad":"`+strings.Repeat("x", 1<<20)+`"},`), body[1:]...))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := inspectPadded()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if c.goal == "" || len(c.toolResults) != 12 || c.system == "" {
+		t.Fatalf("inspect read goal %q, %d tool results", c.goal, len(c.toolResults))
+	}
+	// What the conversation keeps is about 30 KB; if one kept string were a
+	// substring of inspect's copy of the body, the whole copy would stay.
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 512<<10 {
+		t.Errorf("the heap grew by %d KB while the conversation is alive: it keeps the body copy", grew>>10)
+	}
+	runtime.KeepAlive(c)
+}
+
+func TestDrainReader(t *testing.T) {
+	data := []byte(strings.Repeat("0123456789", 1000))
+	tests := []struct {
+		name string
+		read func(*drainReader) ([]byte, error)
+	}{
+		{"Read", func(r *drainReader) ([]byte, error) { return io.ReadAll(r) }},
+		{"WriteTo", func(r *drainReader) ([]byte, error) {
+			var buf bytes.Buffer
+			n, err := r.WriteTo(&buf)
+			if n != int64(buf.Len()) {
+				return nil, fmt.Errorf("WriteTo returned %d, wrote %d", n, buf.Len())
+			}
+			return buf.Bytes(), err
+		}},
+		{"small reads", func(r *drainReader) ([]byte, error) { return io.ReadAll(io.LimitReader(r, 1<<20)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &drainReader{b: data}
+			got, err := tt.read(r)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read %d bytes, %v; want the %d bytes", len(got), err, len(data))
+			}
+			if r.b != nil {
+				t.Error("drainReader still references the body after reading it")
+			}
+			if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+				t.Errorf("Read after the end = %d, %v; want 0, EOF", n, err)
+			}
+		})
+	}
+}
+
+// TestProviderRequestLetsGoOfTheBody checks that, once the provider
+// answered, the request kept by the response (for the whole stream) holds
+// no reference to the request body, and that the provider got every byte.
+func TestProviderRequestLetsGoOfTheBody(t *testing.T) {
+	got := make(chan []byte, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer up.Close()
+	h := newHarness(t, up.URL+"/v1")
+	body := benchAgentBody(t, true, "call_1")
+	ur := &upstreamRequest{method: http.MethodPost, path: "/chat/completions", header: http.Header{}, body: body}
+	a, f := h.srv.try(context.Background(), h.srv.router.Route("")[0], ur)
+	if f != nil {
+		t.Fatalf("try: %+v", f)
+	}
+	defer a.release()
+	if b := <-got; !bytes.Equal(b, body) {
+		t.Fatalf("provider received %d bytes, want the %d sent", len(b), len(body))
+	}
+	req := a.res.Request
+	if req.GetBody == nil {
+		t.Fatal("no GetBody: the transport could not replay the body on a dead connection")
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := io.ReadAll(rc); len(rest) != 0 {
+		t.Errorf("after the answer, GetBody still replays %d bytes: the body stays in memory while the answer streams", len(rest))
 	}
 }

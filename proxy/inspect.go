@@ -39,31 +39,59 @@ func (c *conversation) usedTools() bool { return len(c.tools) > 0 || len(c.toolR
 
 var mockDirective = regexp.MustCompile(`\[\[mock:[^\]]*\]\]`)
 
+// firstFields reads the first occurrence of each of keys in obj, in one
+// pass (a gjson Get per key would scan the object once per key); into[i]
+// receives keys[i], as obj.Get(keys[i]) would. obj must be an object.
+func firstFields(obj gjson.Result, keys []string, into []gjson.Result) {
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, want := range keys {
+			if k.Str == want && !into[i].Exists() {
+				into[i] = v
+			}
+		}
+		return true
+	})
+}
+
+var (
+	topKeys     = []string{"model", "user", "stream", "messages"}
+	messageKeys = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+)
+
 // inspect reads a chat completion request body (valid JSON).
 func inspect(body []byte) *conversation {
-	top := gjson.GetManyBytes(body, "model", "user", "stream", "messages")
-	c := &conversation{model: top[0].String(), user: top[1].String(), stream: top[2].Bool()}
+	var top [4]gjson.Result
+	if doc := gjson.ParseBytes(body); doc.IsObject() {
+		firstFields(doc, topKeys, top[:])
+	}
+	c := &conversation{model: strings.Clone(top[0].String()), user: strings.Clone(top[1].String()), stream: top[2].Bool()}
 	var names map[string]string // tool_call_id -> tool name
 	systemSeen, userSeen := false, false
+	var f [5]gjson.Result // messageKeys of one message
 	top[3].ForEach(func(_, msg gjson.Result) bool {
-		f := msg.Get("role")
-		switch f.String() {
+		if !msg.IsObject() {
+			return true
+		}
+		f = [5]gjson.Result{}
+		firstFields(msg, messageKeys, f[:])
+		switch f[0].String() {
 		case "system", "developer":
 			if !systemSeen {
 				systemSeen = true
-				c.system = providers.MessageText(msg.Get("content"))
+				c.system = ownText(f[1])
 			}
 		case "user":
 			if !userSeen {
 				userSeen = true
-				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(msg.Get("content")), ""))
+				c.goal = strings.Clone(strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(f[1]), "")))
 			}
 		case "assistant":
-			msg.Get("tool_calls").ForEach(func(_, call gjson.Result) bool {
+			f[2].ForEach(func(_, call gjson.Result) bool {
 				name := call.Get("function.name").String()
 				if name == "" {
 					return true
 				}
+				name = strings.Clone(name)
 				c.tools = append(c.tools, name)
 				if id := call.Get("id").String(); id != "" {
 					if names == nil {
@@ -74,9 +102,9 @@ func inspect(body []byte) *conversation {
 				return true
 			})
 		case "tool", "function":
-			text := providers.MessageText(msg.Get("content"))
-			id := msg.Get("tool_call_id").String()
-			tr := toolResult{content: text, name: msg.Get("name").String()}
+			text := ownText(f[1])
+			id := f[3].String()
+			tr := toolResult{content: text, name: strings.Clone(f[4].String())}
 			if id != "" {
 				tr.dedupeKey = "call:" + id
 				if n := names[id]; n != "" {
@@ -94,6 +122,19 @@ func inspect(body []byte) *conversation {
 		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
 	}
 	return c
+}
+
+// ownText is providers.MessageText of v, never a substring of the parsed
+// body. The strings a conversation keeps must not be: one of them would
+// keep the whole body copy in memory for as long as the answer streams.
+// gjson returns a string with escapes as an unescaped copy, and one without
+// as a substring, which is cloned here.
+func ownText(v gjson.Result) string {
+	t := providers.MessageText(v)
+	if v.Type == gjson.String && strings.IndexByte(v.Raw, '\\') < 0 {
+		return strings.Clone(t)
+	}
+	return t
 }
 
 // stripBlocks removes every guard and recall block from text.
