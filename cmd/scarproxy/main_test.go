@@ -315,3 +315,25 @@ func TestExampleConfigDocumentsEveryKey(t *testing.T) {
 	}
 	walk(reflect.TypeOf(Config{}))
 }
+
+// TestMemorySurvivesRestart: incidents and solutions written through one
+// process are there for the next one on the same data directory.
+func TestMemorySurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	in := start(t, "--mock", "--data", dir)
+	for i := 0; i < 2; i++ {
+		do(t, "POST", in.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, fmt.Sprint("r", i), fmt.Sprint("r", i), i), nil)
+	}
+	if r := do(t, "POST", in.BaseURL+"/scar/v1/solutions", `{"goal":"Speed up the CI cache for Go modules","approach":"cache GOMODCACHE keyed by go.sum","outcome":"builds 3x faster","confidence":0.8}`, nil); r.status != 201 {
+		t.Fatalf("store solution: %d %s", r.status, r.body)
+	}
+	if err := in.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, "--mock", "--data", dir)
+	r := do(t, "POST", again.BaseURL+"/v1/chat/completions", `{"model":"mock-gpt","messages":[{"role":"user","content":"[[mock:echo]] make the go module cache in CI faster"}]}`, nil)
+	if r.header.Get("X-Scar-Guard") != "1" || r.header.Get("X-Scar-Recall") != "1" ||
+		!strings.Contains(r.body, "REPEAT FAILURE GUARD") || !strings.Contains(r.body, "GOMODCACHE") {
+		t.Fatalf("after restart: guard %s recall %s\n%s", r.header.Get("X-Scar-Guard"), r.header.Get("X-Scar-Recall"), r.body)
+	}
+}
