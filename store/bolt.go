@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync/atomic"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,6 +70,14 @@ type Bolt struct {
 	db     *bolt.DB
 	now    func() time.Time
 	closed atomic.Bool
+
+	// Incident versions live in memory: bbolt locks the file, so every
+	// write goes through this value. epoch keeps versions of two opens of
+	// the same file apart.
+	verMu    sync.Mutex
+	versions map[string]int64
+	verSeq   int64
+	epoch    int64
 }
 
 var _ Store = (*Bolt)(nil)
@@ -104,7 +113,29 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Bolt{db: db, now: now}, nil
+	return &Bolt{db: db, now: now, versions: make(map[string]int64), epoch: time.Now().UnixNano()}, nil
+}
+
+// bump records that the tenant's incidents changed.
+func (b *Bolt) bump(tenant string) {
+	b.verMu.Lock()
+	b.verSeq++
+	b.versions[tenant] = b.verSeq
+	b.verMu.Unlock()
+}
+
+// IncidentVersion returns the tenant's incident version; see [Store].
+func (b *Bolt) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
+	if b.closed.Load() {
+		return 0, fmt.Errorf("store: incident version: %w", ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("store: incident version: %w", err)
+	}
+	b.verMu.Lock()
+	v := b.versions[string(tenantKey(workspace, project))]
+	b.verMu.Unlock()
+	return b.epoch + v, nil
 }
 
 // Close closes the file. Later calls of any method, Close included, return
@@ -213,6 +244,7 @@ func (b *Bolt) addIncident(ctx context.Context, op string, inc *Incident, dkey s
 	}
 	if stored {
 		*inc = rec
+		b.bump(string(tenantKey(rec.Workspace, rec.Project)))
 	}
 	return stored, nil
 }
@@ -299,6 +331,9 @@ func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (
 		n = int(t.count())
 		return tx.Bucket(bktIncidents).DeleteBucket(tenantKey(workspace, project))
 	})
+	if err == nil && n > 0 {
+		b.bump(string(tenantKey(workspace, project)))
+	}
 	return n, err
 }
 
@@ -323,13 +358,18 @@ func (b *Bolt) PruneIncidents(ctx context.Context, before time.Time, maxPerTenan
 	}
 	total := 0
 	for _, name := range tenants {
+		pruned := 0
 		err := b.update(ctx, "prune incidents", func(tx *bolt.Tx) error {
 			n, err := pruneTenant(tx.Bucket(bktIncidents), name, cut, maxPerTenant)
-			total += n
+			pruned = n
 			return err
 		})
 		if err != nil {
 			return total, err
+		}
+		total += pruned
+		if pruned > 0 {
+			b.bump(string(name))
 		}
 	}
 	return total, nil

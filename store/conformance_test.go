@@ -356,6 +356,56 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("incident version follows the tenant's changes", func(t *testing.T) {
+		s := open(t)
+		ver := func(ws, proj string) int64 {
+			t.Helper()
+			v, err := s.IncidentVersion(ctx, ws, proj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		changed := func(what string, before int64) int64 {
+			t.Helper()
+			after := ver("w", "p")
+			if after == before {
+				t.Fatalf("%s: version unchanged (%d)", what, before)
+			}
+			return after
+		}
+		same := func(what string, before int64) {
+			t.Helper()
+			if after := ver("w", "p"); after != before {
+				t.Fatalf("%s: version changed %d -> %d", what, before, after)
+			}
+		}
+		v := ver("w", "p")
+		same("read only", v)
+		old := Incident{Time: testEpoch.Add(-48 * time.Hour), Workspace: "w", Project: "p", Type: "x", Message: "old"}
+		mustAdd(t, s, &old)
+		v = changed("add", v)
+		if _, err := s.AddIncidentOnce(ctx, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Type: "x", Message: "m"}, "k1"); err != nil {
+			t.Fatal(err)
+		}
+		v = changed("add once", v)
+		if _, err := s.AddIncidentOnce(ctx, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Type: "x", Message: "m"}, "k1"); err != nil {
+			t.Fatal(err)
+		}
+		same("duplicate add once", v)
+		mustAdd(t, s, &Incident{Time: testEpoch, Workspace: "w", Project: "other", Type: "x", Message: "m"})
+		mustAdd(t, s, &Incident{Time: testEpoch, Workspace: "other", Project: "p", Type: "x", Message: "m"})
+		same("other tenants' writes", v)
+		if _, err := s.PruneIncidents(ctx, testEpoch.Add(-time.Hour), 0); err != nil {
+			t.Fatal(err)
+		}
+		v = changed("prune", v)
+		if _, err := s.DeleteIncidents(ctx, "w", "p"); err != nil {
+			t.Fatal(err)
+		}
+		changed("delete", v)
+	})
+
 	t.Run("solutions put get list delete", func(t *testing.T) {
 		s := open(t)
 		a := Solution{Workspace: "w", Project: "p", Key: "ka", Goal: "fix the build", Approach: "pin go",

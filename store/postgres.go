@@ -370,6 +370,24 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 	return out, nil
 }
 
+// IncidentVersion returns the tenant's incident version, kept by triggers
+// on every insert and delete of incidents (migration 0002); see [Store].
+func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
+	if err := p.use(ctx, "incident version"); err != nil {
+		return 0, err
+	}
+	var v int64
+	err := p.pool.QueryRow(ctx, `SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,
+		workspace, project).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: incident version: %w", err)
+	}
+	return v, nil
+}
+
 // DeleteIncidents removes the tenant's incidents and dedupe keys; see [Store].
 func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
 	if workspace == "" || project == "" {

@@ -119,6 +119,12 @@ type Store interface {
 	// DeleteIncidents removes every incident (and dedupe key) of one tenant
 	// and returns how many incidents it removed.
 	DeleteIncidents(ctx context.Context, workspace, project string) (int, error)
+	// IncidentVersion returns a number that changes whenever the tenant's
+	// incidents change (added, deleted, pruned), by this process or any
+	// other sharing the store. Equal numbers mean the same incidents, so a
+	// caller may keep what it derived from them until the number changes.
+	// It is cheap: one map or primary-key lookup.
+	IncidentVersion(ctx context.Context, workspace, project string) (int64, error)
 	// PruneIncidents removes incidents older than before, and the oldest
 	// incidents of any tenant holding more than maxPerTenant (0: no cap).
 	// It returns how many it removed.
