@@ -227,15 +227,10 @@ func (s *Server) guardPreview(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	now := s.opts.Now()
-	incs, err := s.store.ListIncidents(c.Request().Context(), store.IncidentQuery{
-		Workspace: t.Workspace, Project: t.Project, Session: q.Get("session"),
-		Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
-	})
+	entries, err := s.guardEntries(c.Request().Context(), t.Workspace, t.Project, q.Get("session"), s.opts.Now())
 	if err != nil {
 		return s.storeError(c, "list_incidents", err)
 	}
-	entries := s.guard.Detect(incs, now)
 	if entries == nil {
 		entries = []guard.Entry{}
 	}

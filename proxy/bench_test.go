@@ -365,10 +365,12 @@ func BenchmarkChatHandler(b *testing.B) {
 
 func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
 	body := benchAgentBody(t, true, "call_new")
-	// inspectPadded inspects the body padded with 1 MiB that inspect reads
-	// past and keeps nothing of; only the conversation outlives it.
+	// inspectPadded inspects the body with a 1 MiB assistant message that
+	// inspect reads past and keeps nothing of; only the conversation
+	// outlives it.
 	inspectPadded := func() *conversation {
-		return inspect(append([]byte(`{"metadata":{"pad":"`+strings.Repeat("x", 1<<20)+`"},`), body[1:]...))
+		pad := `"messages":[{"role":"assistant","content":"` + strings.Repeat("x", 1<<20) + `"},`
+		return inspect(bytes.Replace(body, []byte(`"messages":[`), []byte(pad), 1))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

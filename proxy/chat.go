@@ -86,15 +86,10 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	degraded := !s.recordToolErrors(sctx, t, conv, now)
 	var entries []guard.Entry
 	if !degraded {
-		incs, err := s.store.ListIncidents(sctx, store.IncidentQuery{
-			Workspace: t.Workspace, Project: t.Project, Session: t.Session,
-			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
-		})
-		if err != nil {
+		var err error
+		if entries, err = s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now); err != nil {
 			s.storeFailed(ctx, "list_incidents", err)
 			degraded = true
-		} else {
-			entries = s.guard.Detect(incs, now)
 		}
 	}
 	var matches []recall.Match

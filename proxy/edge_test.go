@@ -169,3 +169,42 @@ func TestUndefinedSystemContentIsLeftAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardCacheFollowsStoreAndWindow: the cached guard changes when the
+// store's incidents change (even written by someone else) and when the
+// incidents counted leave the window, and not otherwise.
+func TestGuardCacheFollowsStoreAndWindow(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	ctx := context.Background()
+	plain := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	guardOf := func() string {
+		res, _ := h.chat(plain, nil)
+		return res.Header.Get(HeaderGuard)
+	}
+	add := func(at time.Time) {
+		if err := h.store.AddIncident(ctx, &store.Incident{Time: at, Workspace: "default", Project: "default", Type: "http_error", StatusCode: 429, Message: "slow down"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := guardOf(); g != "0" {
+		t.Fatalf("empty store: guard %s", g)
+	}
+	h.mu.Lock()
+	start := h.now
+	h.mu.Unlock()
+	add(start)
+	add(start)
+	if g := guardOf(); g != "1" {
+		t.Fatalf("after two direct writes: guard %s (stale cache)", g)
+	}
+	if g := guardOf(); g != "1" {
+		t.Fatalf("cached: guard %s", g)
+	}
+	h.mu.Lock()
+	h.now = start.Add(time.Hour + time.Minute) // both incidents left the 1h window
+	h.mu.Unlock()
+	if g := guardOf(); g != "0" {
+		t.Fatalf("after the window passed: guard %s (stale cache)", g)
+	}
+}

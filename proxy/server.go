@@ -106,6 +106,8 @@ type Server struct {
 	seen    *seenSet
 	echo    *echo.Echo
 
+	guardCache *guardCache
+
 	syncMu    sync.Mutex
 	cursor    int64
 	indexErr  error // last index sync error, nil once it succeeded
@@ -179,6 +181,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		keys:    kr,
 		metrics: newMetrics(),
 		seen:    newSeenSet(1 << 17),
+
+		guardCache: newGuardCache(1 << 14),
 	}
 	if err := s.syncIndex(ctx); err != nil {
 		s.log.Warn("recall index not loaded; will retry", "err", err)

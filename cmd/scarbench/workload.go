@@ -126,19 +126,21 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 // tool_call_id that changes with every request, the way an agent's history
 // grows by one tool result per turn.
 type conversation struct {
-	head, tail []byte // the body is head + id + tail
-	goal       string
+	template []byte // the body, with sentinels where the newest round goes
+	goal     string
 }
 
 // newConversation builds client c's request (about 20 KB): a system prompt,
-// tool definitions, the task, and ten tool rounds whose results include
-// failures (a Python traceback, a failed edit, a failing test run). The
-// goal is a reworded goal of one of the seeded solutions, so recall finds it.
+// tool definitions, the task, and fifteen tool rounds, four of whose results
+// are failures (a Python traceback, a failed edit, two failing test runs).
+// The goal is a reworded goal of one of the seeded solutions, so recall
+// finds it.
 func newConversation(c int, stream bool, solutions []store.Solution) conversation {
-	goal := "Please " + solutions[(c*7919)%len(solutions)].Goal + ", and keep the change small"
-	if len(solutions) == 0 {
-		goal = "Please fix the config loader, and keep the change small"
+	task := "fix the config loader"
+	if len(solutions) > 0 {
+		task = solutions[(c*7919)%len(solutions)].Goal
 	}
+	goal := "Please " + task
 	type fn struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
@@ -186,18 +188,18 @@ func newConversation(c int, stream bool, solutions []store.Solution) conversatio
 	// The newest round's id appears twice and its content once: split there.
 	s := string(b)
 	s = strings.Replace(s, `"\u0000"`, `"call_new_\u0002"`, 2)
-	return conversation{head: []byte(s), goal: goal}
+	return conversation{template: []byte(s), goal: goal}
 }
 
 // requestBody appends request seq of the conversation to dst. When failed,
 // the newest tool result is a failure the proxy has not seen before.
-func (cv *conversation) requestBody(dst []byte, client, seq int, failed bool) []byte {
+func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []byte {
 	id := "c" + strconv.Itoa(client) + "s" + strconv.Itoa(seq)
 	result := okToolResult
 	if failed {
 		result = "FAIL\\tgithub.com/acme/app/config [build failed] (" + id + ")"
 	}
-	s := cv.head
+	s := cv.template
 	for len(s) > 0 {
 		i := indexSentinel(s)
 		if i < 0 {
@@ -238,10 +240,13 @@ var toolTurns = []toolTurn{
 	{thought: "Let me look at the project layout first.", tool: "list_dir", args: `{"path":"."}`,
 		result: "cmd/\ncmd/app/main.go\nconfig/\nconfig/loader.go\nconfig/loader_test.go\nconfig/defaults.go\nserver/\nserver/http.go\nserver/http_test.go\nstore/\nstore/postgres.go\ngo.mod\ngo.sum\nMakefile\nREADME.md"},
 	{thought: "Reading the loader.", tool: "read_file", args: `{"path":"config/loader.go"}`, result: goSource},
+	{thought: "The README says how configuration is meant to work.", tool: "read_file", args: `{"path":"README.md"}`, result: readmeExcerpt},
 	{thought: "Running the tests to see what fails.", tool: "run_tests", args: `{"path":"./config/..."}`,
 		result: "--- FAIL: TestLoadDefaults (0.00s)\n    loader_test.go:41: Load() error = open /etc/app/config.yaml: no such file or directory\n--- FAIL: TestLoadEnv (0.00s)\n    loader_test.go:77: got port 0, want 8080\nFAIL\nFAIL\tgithub.com/acme/app/config\t0.019s\nFAIL"},
 	{thought: "Searching for the default path.", tool: "grep", args: `{"pattern":"config.yaml","path":"."}`,
 		result: "config/loader.go:18:const defaultPath = \"/etc/app/config.yaml\"\nconfig/loader_test.go:12:\t// config.yaml is optional in tests\nREADME.md:44:Copy config.example.yaml to /etc/app/config.yaml."},
+	{thought: "Reading the tests.", tool: "read_file", args: `{"path":"config/loader_test.go"}`, result: goTest},
+	{thought: "Where else is Load called?", tool: "grep", args: `{"pattern":"config\\.(Must)?Load","path":"."}`, result: grepCalls},
 	{thought: "Trying a first patch.", tool: "apply_patch", args: `{"path":"config/loader.go","old":"return nil, err","new":"return Default(), nil"}`,
 		result: "<tool_use_error>String to replace not found in file.\nString: return nil, err\n</tool_use_error>"},
 	{user: "Don't change the public API of the package.", thought: "Understood. Reading the defaults.", tool: "read_file", args: `{"path":"config/defaults.go"}`, result: goDefaults},
@@ -391,6 +396,141 @@ const goDefaults = `1	package config
 24		}
 25		return nil
 26	}`
+
+const goTest = `1	package config
+2
+3	import (
+4		"os"
+5		"path/filepath"
+6		"testing"
+7	)
+8
+9	func TestLoadDefaults(t *testing.T) {
+10		// config.yaml is optional in tests
+11		cfg, err := Load(filepath.Join(t.TempDir(), "missing.yaml"))
+12		if err != nil {
+13			t.Fatalf("Load() error = %v", err)
+14		}
+15		if cfg.Port != 8080 {
+16			t.Errorf("Port = %d, want 8080", cfg.Port)
+17		}
+18		if cfg.LogLevel != "info" {
+19			t.Errorf("LogLevel = %q, want info", cfg.LogLevel)
+20		}
+21	}
+22
+23	func TestLoadFile(t *testing.T) {
+24		path := filepath.Join(t.TempDir(), "config.yaml")
+25		if err := os.WriteFile(path, []byte("port: 9090\nlog_level: debug\n"), 0o600); err != nil {
+26			t.Fatal(err)
+27		}
+28		cfg, err := Load(path)
+29		if err != nil {
+30			t.Fatalf("Load() error = %v", err)
+31		}
+32		if cfg.Port != 9090 || cfg.LogLevel != "debug" {
+33			t.Errorf("got %+v", cfg)
+34		}
+35	}
+36
+37	func TestLoadEnv(t *testing.T) {
+38		tests := []struct {
+39			name string
+40			env  map[string]string
+41			want int
+42		}{
+43			{"port set", map[string]string{"APP_PORT": "8081"}, 8081},
+44			{"port empty", map[string]string{"APP_PORT": ""}, 8080},
+45			{"port invalid", map[string]string{"APP_PORT": "eighty"}, 8080},
+46		}
+47		for _, tt := range tests {
+48			t.Run(tt.name, func(t *testing.T) {
+49				for k, v := range tt.env {
+50					t.Setenv(k, v)
+51				}
+52				cfg, err := Load(filepath.Join(t.TempDir(), "missing.yaml"))
+53				if err != nil {
+54					t.Fatalf("Load() error = %v", err)
+55				}
+56				if cfg.Port != tt.want {
+57					t.Errorf("got port %d, want %d", cfg.Port, tt.want)
+58				}
+59			})
+60		}
+61	}
+62
+63	func TestValidate(t *testing.T) {
+64		bad := []*Config{
+65			{Port: 0, DSN: "x", LogLevel: "info"},
+66			{Port: 70000, DSN: "x", LogLevel: "info"},
+67			{Port: 80, DSN: "", LogLevel: "info"},
+68			{Port: 80, DSN: "x", LogLevel: "verbose"},
+69		}
+70		for i, c := range bad {
+71			if err := c.Validate(); err == nil {
+72				t.Errorf("case %d: Validate() = nil, want an error", i)
+73			}
+74		}
+75	}`
+
+const grepCalls = `cmd/app/main.go:21:	cfg := config.MustLoad(*configPath)
+cmd/app/main.go:22:	log := newLogger(cfg.LogLevel)
+cmd/migrate/main.go:17:	cfg, err := config.Load(os.Getenv("APP_CONFIG"))
+cmd/migrate/main.go:18:	if err != nil {
+cmd/worker/main.go:30:	cfg := config.MustLoad("")
+internal/e2e/setup_test.go:44:	cfg, err := config.Load(filepath.Join(dir, "config.yaml"))
+internal/e2e/setup_test.go:45:	if err != nil {
+internal/e2e/setup_test.go:46:		t.Fatalf("load config: %v", err)
+server/http_test.go:19:	cfg, _ := config.Load("testdata/config.yaml")
+server/http_test.go:88:	cfg, _ := config.Load("testdata/config.yaml")
+store/postgres_test.go:25:	cfg, err := config.Load("")
+tools/genconfig/main.go:52:	cfg := config.Default()
+docs/configuration.md:12:The loader (config.Load) reads one YAML file, then applies APP_* variables.
+docs/configuration.md:31:config.MustLoad exits the program when the file cannot be read.`
+
+const readmeExcerpt = `# acme app
+
+The acme app serves the items API and runs the background workers that keep the search index and
+the exports current.
+
+## Configuration
+
+The app reads one YAML file, then applies environment variables. Every key has a default, so the
+file is optional: without it the app starts with the defaults below and whatever APP_* variables
+are set.
+
+| key        | env           | default                                          |
+|------------|---------------|--------------------------------------------------|
+| port       | APP_PORT      | 8080                                             |
+| dsn        | APP_DSN       | postgres://localhost:5432/app?sslmode=disable    |
+| log_level  | APP_LOG_LEVEL | info                                             |
+
+Copy config.example.yaml to /etc/app/config.yaml to change them, or pass --config PATH. An invalid
+value is an error at start-up that names the key; an unknown key is an error too, so that a typo
+never silently falls back to the default.
+
+## Running
+
+    make build
+    ./bin/app --config ./config.yaml
+
+The app listens on the configured port and answers GET /healthz once the database is reachable.
+It shuts down on SIGTERM, letting requests in flight finish within ten seconds.
+
+## Development
+
+    make test        # unit tests, no network, no database
+    make e2e         # end-to-end tests against a PostgreSQL started in docker
+    make lint        # golangci-lint with the repository's configuration
+
+Tests must not depend on files outside the repository: use t.TempDir() for files and t.Setenv for
+environment variables. The config package's tests cover the loader with and without a file, the
+environment overrides, and validation.
+
+## Releases
+
+Tags v*.*.* build the container image and the binaries for linux/amd64 and linux/arm64. The
+changelog is generated from the commit messages, so keep them imperative and specific.`
 
 const pyTraceback = `Traceback (most recent call last):
   File "/work/app/scripts/gen_defaults.py", line 41, in <module>

@@ -121,7 +121,14 @@ func TestTwoReplicasShareOnePostgres(t *testing.T) {
 	if r.status != 200 || r.header.Get("X-Scar-Guard") != "0" {
 		t.Fatalf("A: %d guard %s %s", r.status, r.header.Get("X-Scar-Guard"), r.body)
 	}
-	r = do(t, "POST", b.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, "c2", "c2", 11), hdr)
+	// B computes (and caches) its guard with one incident...
+	plain := `{"model":"mock-gpt","messages":[{"role":"user","content":"status?"}]}`
+	if r := do(t, "POST", b.BaseURL+"/v1/chat/completions", plain, hdr); r.header.Get("X-Scar-Guard") != "0" {
+		t.Fatalf("B: guard %q before the repeat", r.header.Get("X-Scar-Guard"))
+	}
+	// ...then the failure repeats through A, and B's next request sees it.
+	do(t, "POST", a.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, "c2", "c2", 11), hdr)
+	r = do(t, "POST", b.BaseURL+"/v1/chat/completions", plain, hdr)
 	if r.status != 200 || r.header.Get("X-Scar-Guard") != "1" {
 		t.Fatalf("B did not see A's incident: guard %q", r.header.Get("X-Scar-Guard"))
 	}

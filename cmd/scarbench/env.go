@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// benchEnv is the running set-up: the children and what they serve.
+type benchEnv struct {
+	dir      string
+	upstream *child
+	bare     *child
+	scar     *child
+	convs    []conversation
+	children []*child
+}
+
+// base returns the API root of a target.
+func (e *benchEnv) base(name string) string {
+	switch name {
+	case "direct":
+		return "http://" + e.upstream.addr + "/v1"
+	case "bare":
+		return "http://" + e.bare.addr + "/v1"
+	default:
+		return "http://" + e.scar.addr + "/v1"
+	}
+}
+
+// metricsURL is scarproxy's Prometheus endpoint.
+func (e *benchEnv) metricsURL() string { return "http://" + e.scar.addr + "/metrics" }
+
+// close stops the children (newest first) and removes the working
+// directory unless keep.
+func (e *benchEnv) close(keep bool) {
+	for i := len(e.children) - 1; i >= 0; i-- {
+		e.children[i].stop()
+	}
+	if !keep {
+		os.RemoveAll(e.dir)
+	}
+}
+
+var scarAddr = regexp.MustCompile(`listening on http://(\S+)/v1`)
+
+// setUp starts the upstream, seeds the store, starts scarproxy and the bare
+// proxy. On error the returned env (when not nil) must still be closed.
+func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error) {
+	dir, err := os.MkdirTemp("", "scarbench-*")
+	if err != nil {
+		return nil, err
+	}
+	e := &benchEnv{dir: dir}
+	self, err := os.Executable()
+	if err != nil {
+		return e, fmt.Errorf("find own binary: %w", err)
+	}
+	need := func(t string) bool { return o.soak > 0 && t != "direct" || slices.Contains(o.targets, t) }
+
+	e.upstream, err = startChild(ctx, "upstream", self, nil, childEnv(os.Environ(), envRole+"=upstream"),
+		filepath.Join(dir, "upstream.log"), roleAddr, 10*time.Second)
+	if err != nil {
+		return e, err
+	}
+	e.children = append(e.children, e.upstream)
+	upstreamBase := "http://" + e.upstream.addr + "/v1"
+
+	if need("bare") {
+		e.bare, err = startChild(ctx, "bare proxy", self, nil, childEnv(os.Environ(), envRole+"=bareproxy", envTarget+"="+"http://"+e.upstream.addr),
+			filepath.Join(dir, "bare.log"), roleAddr, 10*time.Second)
+		if err != nil {
+			return e, err
+		}
+		e.children = append(e.children, e.bare)
+	}
+
+	solutions := seedSolutions(o.solutions, time.Now())
+	if need("scar") {
+		bin := o.scarproxy
+		if bin == "" {
+			fmt.Fprintln(progress, "building scarproxy…")
+			if bin, err = buildScarproxy(ctx, dir); err != nil {
+				return e, err
+			}
+		}
+		data := filepath.Join(dir, "data")
+		fmt.Fprintf(progress, "seeding %d incidents and %d solutions…\n", o.incidents, o.solutions)
+		if err := seedStore(ctx, filepath.Join(data, "scarproxy.db"), o.incidents, o.solutions, time.Now(), progress); err != nil {
+			return e, err
+		}
+		cfg := filepath.Join(dir, "scarproxy.yaml")
+		yaml := "# scarbench: default configuration, one provider (the fake upstream).\n" +
+			"providers:\n  - name: upstream\n    type: openai\n    base_url: " + strconv.Quote(upstreamBase) + "\n"
+		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+			return e, err
+		}
+		e.scar, err = startChild(ctx, "scarproxy", bin, []string{"serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", data},
+			childEnv(os.Environ()), filepath.Join(dir, "scarproxy.log"), scarAddr, time.Minute)
+		if err != nil {
+			return e, err
+		}
+		e.children = append(e.children, e.scar)
+		if err := waitReady(ctx, "http://"+e.scar.addr+"/readyz", time.Minute); err != nil {
+			return e, fmt.Errorf("scarproxy: %w: %s", err, e.scar.logTail())
+		}
+	}
+
+	n := max(o.conc, 32)
+	e.convs = make([]conversation, n)
+	for i := range e.convs {
+		e.convs[i] = newConversation(i, o.stream || o.soak > 0, solutions)
+	}
+	return e, nil
+}
+
+// waitReady polls url until it answers 200.
+func waitReady(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := "no answer"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", res.StatusCode, strings.TrimSpace(string(b)))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s (last answer: %s)", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// scrape reads the named unlabelled series of a Prometheus text endpoint.
+func scrape(ctx context.Context, url string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Close = true // leave no idle connection behind (the soak counts goroutines)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	out := make(map[string]float64, len(names))
+	for _, line := range strings.Split(string(b), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return nil, fmt.Errorf("scrape %s: %s: %w", url, name, err)
+		}
+		out[name] = v
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("scrape %s: no series %s", url, n)
+		}
+	}
+	return out, nil
+}

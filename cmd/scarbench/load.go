@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// target is one way to reach the fake upstream.
+type target struct {
+	name   string
+	base   string // API root, e.g. http://127.0.0.1:PORT/v1
+	client *http.Client
+}
+
+// newTarget returns a target whose client keeps enough idle connections
+// for conc clients and never compresses (bytes go through as sent).
+func newTarget(name, base string, conc int) target {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        2*conc + 16,
+		MaxIdleConnsPerHost: conc + 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return target{name: name, base: base, client: &http.Client{Transport: tr}}
+}
+
+// workload is what the clients send.
+type workload struct {
+	convs      []conversation // one per client
+	stream     bool
+	failEvery  int // every Nth request of a client carries a new failed tool result; 0 never
+	finalEvery int // every Nth request of a client asks for a final answer; 0 never
+	seqs       []int
+}
+
+func newWorkload(clients int, stream bool, failEvery, finalEvery int, convs []conversation) *workload {
+	return &workload{convs: convs[:clients], stream: stream, failEvery: failEvery, finalEvery: finalEvery, seqs: make([]int, clients)}
+}
+
+// dist summarises latencies, in milliseconds.
+type dist struct {
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+// newDist sorts d and reads its percentiles (nearest rank).
+func newDist(d []time.Duration) dist {
+	if len(d) == 0 {
+		return dist{}
+	}
+	slices.Sort(d)
+	at := func(p float64) float64 {
+		i := int(p*float64(len(d))+0.999999) - 1
+		i = min(max(i, 0), len(d)-1)
+		return ms(d[i])
+	}
+	return dist{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: ms(d[len(d)-1])}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// runResult is one measured run of one target.
+type runResult struct {
+	Target   string  `json:"target"`
+	Requests int     `json:"requests"`
+	Errors   int     `json:"errors"`
+	Seconds  float64 `json:"seconds"`
+	RPS      float64 `json:"rps"`
+	Latency  dist    `json:"latency"`
+	TTFB     *dist   `json:"ttfb,omitempty"`
+	// Guard and Recall are the X-Scar-Guard / X-Scar-Recall values of the
+	// run's last answer (scarproxy only; -1 when absent).
+	Guard  int `json:"guard"`
+	Recall int `json:"recall"`
+	// OverheadUS is scarproxy's own mean time before forwarding, in
+	// microseconds, from its scarproxy_overhead_seconds histogram.
+	OverheadUS float64 `json:"overhead_mean_us,omitempty"`
+	// FirstError describes the first failed request, if any.
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// drive runs a closed loop: each of the workload's clients sends a request,
+// reads the whole answer, and sends the next, until dur has passed. Only
+// requests completed by then are counted.
+func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runResult {
+	conc := len(wl.convs)
+	lats := make([][]time.Duration, conc)
+	ttfbs := make([][]time.Duration, conc)
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	var guardHdr, recallHdr atomic.Int64
+	guardHdr.Store(-1)
+	recallHdr.Store(-1)
+	url := t.base + "/chat/completions"
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for c := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conv := &wl.convs[c]
+			body := make([]byte, 0, len(conv.template)+256)
+			rbuf := make([]byte, 32<<10)
+			hdr := http.Header{
+				"Content-Type":  {"application/json"},
+				"Authorization": {"Bearer sk-bench-not-a-key"},
+			}
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				wl.seqs[c]++
+				seq := wl.seqs[c]
+				body = conv.requestBody(body[:0], c, seq, wl.failEvery > 0 && seq%wl.failEvery == 0)
+				if wl.finalEvery > 0 && seq%wl.finalEvery == 0 {
+					hdr.Set(headerFinal, "1")
+				} else {
+					hdr.Del(headerFinal)
+				}
+				lat, ttfb, g, r, err := once(ctx, t.client, url, hdr, body, rbuf, wl.stream)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					if errs.Add(1) == 1 {
+						firstErr.Store(err.Error())
+					}
+					if errs.Load() > 1000 {
+						return // the target is broken: stop hammering it
+					}
+					continue
+				}
+				if time.Now().After(deadline) {
+					return
+				}
+				lats[c] = append(lats[c], lat)
+				if wl.stream {
+					ttfbs[c] = append(ttfbs[c], ttfb)
+				}
+				guardHdr.Store(int64(g))
+				recallHdr.Store(int64(r))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lats...)
+	res := runResult{
+		Target: t.name, Requests: len(all), Errors: int(errs.Load()),
+		Seconds: elapsed.Seconds(), RPS: float64(len(all)) / dur.Seconds(),
+		Latency: newDist(all), Guard: int(guardHdr.Load()), Recall: int(recallHdr.Load()),
+	}
+	if wl.stream {
+		d := newDist(slices.Concat(ttfbs...))
+		res.TTFB = &d
+	}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstError = s
+	}
+	return res
+}
+
+// once sends one request and reads the whole answer. It returns the
+// latency to the end of the answer, the time to its first body byte, and
+// the X-Scar-Guard and X-Scar-Recall headers (-1 when absent).
+func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body, rbuf []byte, stream bool) (lat, ttfb time.Duration, guard, recall int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	req.Header = hdr
+	t0 := time.Now()
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer res.Body.Close()
+	var tail []byte
+	first := true
+	for {
+		n, rerr := res.Body.Read(rbuf)
+		if n > 0 {
+			if first {
+				ttfb, first = time.Since(t0), false
+			}
+			if stream {
+				tail = keepTail(tail, rbuf[:n])
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return 0, 0, 0, 0, fmt.Errorf("read answer: %w", rerr)
+		}
+	}
+	lat = time.Since(t0)
+	if res.StatusCode != http.StatusOK {
+		return 0, 0, 0, 0, fmt.Errorf("status %d", res.StatusCode)
+	}
+	if stream && !bytes.HasSuffix(tail, []byte("data: [DONE]\n\n")) {
+		return 0, 0, 0, 0, fmt.Errorf("stream did not end with data: [DONE]")
+	}
+	return lat, ttfb, headerInt(res.Header, "X-Scar-Guard"), headerInt(res.Header, "X-Scar-Recall"), nil
+}
+
+// keepTail keeps the last 64 bytes of a stream read so far.
+func keepTail(tail, p []byte) []byte {
+	tail = append(tail, p...)
+	if len(tail) > 64 {
+		tail = append(tail[:0], tail[len(tail)-64:]...)
+	}
+	return tail
+}
+
+func headerInt(h http.Header, name string) int {
+	v, err := strconv.Atoi(h.Get(name))
+	if err != nil {
+		return -1
+	}
+	return v
+}

@@ -1,0 +1,195 @@
+// Command scarbench measures what scarproxy costs an agent, side by side
+// with the floor any proxy pays.
+//
+// It starts, as child processes on loopback addresses: a fast fake
+// OpenAI-compatible upstream (small fixed JSON and SSE answers), a bare
+// httputil.ReverseProxy in front of it, and the scarproxy binary with its
+// default configuration and memory on (a bbolt store seeded with 100k
+// incidents and 10k solutions in the benchmarked tenant; guard and recall
+// on). It then drives a closed loop of -c concurrent clients for -d per
+// run against (a) the upstream directly, (b) the bare proxy and (c)
+// scarproxy, interleaved over -rounds rounds, and prints requests/s,
+// latency p50/p90/p99 (and time to first byte with -stream), the ratio
+// (c)/(b) of throughputs and the latency (c) adds over (b).
+//
+// Requests are realistic agent turns: a ~20 KB chat body with a system
+// prompt, tool definitions, fifteen tool rounds (four of them failures), and
+// a new tool result in every request.
+//
+// With -soak N it instead opens N concurrent streams through scarproxy,
+// holds them open, and reports scarproxy's resident memory and goroutine
+// count while they are open and after they close; then the same through
+// the bare proxy, for reference.
+//
+// Usage:
+//
+//	scarbench [-c 1] [-d 5s] [-rounds 3] [-stream] [-out result.json]
+//	scarbench -soak 1000
+//
+// scarbench builds scarproxy with the go tool (run it inside the module) or
+// uses -scarproxy PATH. Everything listens on 127.0.0.1 and the whole run is
+// bounded in time.
+//
+// # Imports
+//
+// scarbench uses the store package to seed the benchmark's data file and
+// the guard and recall packages to shape the seeded records; it never
+// imports the proxy package: scarproxy is measured as the shipped binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scarbench:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a command line mistake (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// options are scarbench's flags.
+type options struct {
+	conc       int
+	dur        time.Duration
+	warmup     time.Duration
+	rounds     int
+	stream     bool
+	out        string
+	soak       int
+	incidents  int
+	solutions  int
+	targets    []string
+	scarproxy  string
+	failEvery  int
+	finalEvery int
+	keep       bool
+}
+
+var allTargets = []string{"direct", "bare", "scar"}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("scarbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.conc, "c", 1, "concurrent clients (closed loop)")
+	fs.DurationVar(&o.dur, "d", 5*time.Second, "measured duration of each run")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up before each run")
+	fs.IntVar(&o.rounds, "rounds", 3, "interleaved rounds (each round runs every target once)")
+	fs.BoolVar(&o.stream, "stream", false, "streaming requests (SSE); also reports time to first byte")
+	fs.StringVar(&o.out, "out", "", "write the results as JSON to this file")
+	fs.IntVar(&o.soak, "soak", 0, "instead of the load test, hold this many concurrent streams open through scarproxy, then the bare proxy, and report their RSS (and scarproxy's goroutines)")
+	fs.IntVar(&o.incidents, "incidents", 100_000, "incidents seeded in the benchmarked tenant")
+	fs.IntVar(&o.solutions, "solutions", 10_000, "solutions seeded in the benchmarked workspace")
+	targets := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets to run: direct, bare, scar")
+	fs.StringVar(&o.scarproxy, "scarproxy", "", "scarproxy binary to measure (default: go build it into a temporary directory)")
+	fs.IntVar(&o.failEvery, "fail-every", 0, "every Nth request of a client carries a new failed tool result (an incident write); 0 never")
+	fs.IntVar(&o.finalEvery, "final-every", 0, "every Nth answer is final (finish_reason stop: scarproxy auto-captures a solution); 0 never")
+	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	switch {
+	case o.conc < 1 || o.conc > 4096:
+		return o, usageError{"-c: must be 1..4096"}
+	case o.dur <= 0 || o.dur > 10*time.Minute:
+		return o, usageError{"-d: must be in (0, 10m]"}
+	case o.warmup < 0 || o.warmup > time.Minute:
+		return o, usageError{"-warmup: must be in [0, 1m]"}
+	case o.rounds < 1 || o.rounds > 50:
+		return o, usageError{"-rounds: must be 1..50"}
+	case o.soak < 0 || o.soak > 10_000:
+		return o, usageError{"-soak: must be 0..10000"}
+	case o.incidents < 0 || o.solutions < 0:
+		return o, usageError{"-incidents and -solutions must not be negative"}
+	case o.failEvery < 0 || o.finalEvery < 0:
+		return o, usageError{"-fail-every and -final-every must not be negative"}
+	}
+	for _, t := range strings.Split(*targets, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(allTargets, t) {
+			return o, usageError{fmt.Sprintf("-targets: %q is not direct, bare or scar", t)}
+		}
+		if !slices.Contains(o.targets, t) {
+			o.targets = append(o.targets, t)
+		}
+	}
+	return o, nil
+}
+
+// run is the whole program. A role in the environment makes it one of the
+// child servers instead.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if role := getenv(envRole); role != "" {
+		return serveRole(ctx, role, getenv, stdout)
+	}
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	// Bound the whole run: set-up (build, seed, start) plus the runs.
+	budget := 5 * time.Minute
+	if o.soak > 0 {
+		budget += 5 * time.Minute
+	} else {
+		budget += time.Duration(2*o.rounds*len(o.targets)) * (o.warmup + o.dur)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+
+	env, err := setUp(ctx, o, stdout)
+	if env != nil {
+		defer func() {
+			env.close(o.keep)
+			if o.keep {
+				fmt.Fprintf(stdout, "working directory kept: %s\n", env.dir)
+			}
+		}()
+	}
+	if err != nil {
+		return err
+	}
+	rep := &report{Machine: machineInfo(), Options: optionsReport(o)}
+	if o.soak > 0 {
+		s, err := soak(ctx, env, o, stdout)
+		if err != nil {
+			return err
+		}
+		rep.Soak = s
+	} else {
+		if err := loadTest(ctx, env, o, rep, stdout); err != nil {
+			return err
+		}
+	}
+	if o.out != "" {
+		if err := writeJSON(o.out, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "results written to %s\n", o.out)
+	}
+	return nil
+}
