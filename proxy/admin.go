@@ -227,14 +227,14 @@ func (s *Server) guardPreview(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	entries, err := s.guardEntries(c.Request().Context(), t.Workspace, t.Project, q.Get("session"), s.opts.Now())
+	entries, block, err := s.guardEntries(c.Request().Context(), t.Workspace, t.Project, q.Get("session"), s.opts.Now())
 	if err != nil {
 		return s.storeError(c, "list_incidents", err)
 	}
 	if entries == nil {
 		entries = []guard.Entry{}
 	}
-	return c.JSON(http.StatusOK, guardView{Patterns: entries, Block: guard.Block(entries)})
+	return c.JSON(http.StatusOK, guardView{Patterns: entries, Block: block})
 }
 
 // solutionIn is the body of POST /scar/v1/solutions. Confidence is a raw

@@ -376,10 +376,12 @@ func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	c := inspectPadded()
+	tools := len(c.toolResults)
+	c.releaseBody() // done by the handler once tool results are recorded
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if c.goal == "" || len(c.toolResults) != 12 || c.system == "" {
-		t.Fatalf("inspect read goal %q, %d tool results", c.goal, len(c.toolResults))
+	if c.goal == "" || tools != 12 || c.toolCount != 12 || c.system == "" {
+		t.Fatalf("inspect read goal %q, %d tool results", c.goal, tools)
 	}
 	// What the conversation keeps is about 30 KB; if one kept string were a
 	// substring of inspect's copy of the body, the whole copy would stay.

@@ -38,7 +38,12 @@ func (s *Server) readBody(c echo.Context) ([]byte, *apiError) {
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return nil, errBodyTooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, s.opts.MaxBodyBytes))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(c.Response(), r.Body, s.opts.MaxBodyBytes))
+	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -84,20 +89,20 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	sctx, cancelStore := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancelStore()
 	degraded := !s.recordToolErrors(sctx, t, conv, now)
+	conv.releaseBody()
 	var entries []guard.Entry
+	var guardBlock string
 	if !degraded {
 		var err error
-		if entries, err = s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now); err != nil {
+		if entries, guardBlock, err = s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now); err != nil {
 			s.storeFailed(ctx, "list_incidents", err)
 			degraded = true
 		}
 	}
 	var matches []recall.Match
+	var recallBlock string
 	if !degraded && conv.goal != "" {
-		matches = s.index.Search(recall.Query{
-			Workspace: t.Workspace, Project: t.Project, Goal: conv.goal,
-			K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: conv.key,
-		})
+		matches, recallBlock = s.recallFor(t.Workspace, t.Project, conv.goal, conv.key)
 	}
 
 	out := body
@@ -107,9 +112,10 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		h.Set(HeaderDegraded, "store")
 		entries, matches = nil, nil
 	} else {
-		blocks := compose(guard.Block(entries), recall.Block(matches))
-		rewritten, err := injectSystem(body, blocks)
-		if err != nil || !gjson.ValidBytes(rewritten) {
+		// The rewrite keeps JSON valid (FuzzInject); a failure forwards the
+		// original bytes.
+		rewritten, err := injectSystem(body, compose(guardBlock, recallBlock))
+		if err != nil {
 			// Never forward a body we may have broken: send the original.
 			s.log.Error("rewrite failed; forwarding the original body", "workspace", t.Workspace, "project", t.Project, "err", err)
 			entries, matches = nil, nil
@@ -214,11 +220,17 @@ func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversat
 	prefix := t.Workspace + "\x00" + t.Project + "\x00"
 	for _, tr := range conv.toolResults {
 		seenKey := prefix + tr.dedupeKey
-		if s.seen.has(seenKey) {
+		if failed, ok := s.seen.get(seenKey); ok {
+			if failed {
+				conv.failures++
+			}
 			continue
 		}
-		if guard.ToolFailed(tr.content) {
-			msg := tr.content
+		text := tr.text()
+		failed := guard.ToolFailed(text)
+		if failed {
+			conv.failures++
+			msg := text
 			if tr.name != "" {
 				msg = tr.name + ": " + msg
 			}
@@ -232,7 +244,7 @@ func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversat
 				s.countIncident(inc)
 			}
 		}
-		s.seen.add(seenKey)
+		s.seen.add(seenKey, failed)
 	}
 	return true
 }
@@ -287,15 +299,9 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 
 // capture stores the solution of a conversation that finished well.
 func (s *Server) capture(ctx context.Context, t Tenant, conv *conversation, answer string) {
-	failures := 0
-	for _, tr := range conv.toolResults {
-		if guard.ToolFailed(tr.content) {
-			failures++
-		}
-	}
 	sol := recall.AutoSolution(recall.Conversation{
 		Workspace: t.Workspace, Project: t.Project, Key: conv.key, Goal: conv.goal,
-		Tools: conv.tools, ToolFailures: failures, FinalAnswer: answer,
+		Tools: conv.tools, ToolFailures: conv.failures, FinalAnswer: answer,
 	}, s.opts.Now())
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()

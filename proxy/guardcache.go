@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -26,6 +27,7 @@ type guardResult struct {
 	version    int64
 	validUntil time.Time // when the oldest incident counted leaves the window
 	entries    []guard.Entry
+	block      string
 }
 
 func newGuardCache(max int) *guardCache {
@@ -49,15 +51,15 @@ func (c *guardCache) put(k guardKey, r guardResult) {
 }
 
 // guardEntries returns the repeated failures of a tenant (narrowed to
-// session when set) at now.
-func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, error) {
+// session when set) at now, and their guard block.
+func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, string, error) {
 	version, err := s.store.IncidentVersion(ctx, workspace, project)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	k := guardKey{workspace, project, session}
 	if r, ok := s.guardCache.get(k); ok && r.version == version && now.Before(r.validUntil) {
-		return r.entries, nil
+		return r.entries, r.block, nil
 	}
 	window := s.guard.Config().Window
 	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
@@ -65,9 +67,10 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, session s
 		Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	entries := s.guard.Detect(incs, now)
+	block := guard.Block(entries)
 	// Valid until the oldest incident read leaves the window; newer ones
 	// only arrive with a new version. An incident dated in the future
 	// (another replica's clock) would enter later: do not cache then.
@@ -81,6 +84,52 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, session s
 			until = u
 		}
 	}
-	s.guardCache.put(k, guardResult{version: version, validUntil: until, entries: entries})
-	return entries, nil
+	s.guardCache.put(k, guardResult{version: version, validUntil: until, entries: entries, block: block})
+	return entries, block, nil
+}
+
+// recallCache keeps the recall of each (tenant, goal, conversation) with
+// the recall index version it was computed from: the query of a
+// conversation is its first user message, the same on every turn.
+type recallCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[recallKey]recallResult
+}
+
+type recallKey struct{ workspace, project, goal, exclude string }
+
+type recallResult struct {
+	version int64
+	matches []recall.Match
+	block   string
+}
+
+func newRecallCache(max int) *recallCache {
+	return &recallCache{max: max, m: make(map[recallKey]recallResult)}
+}
+
+// recallFor returns the matches of a conversation's goal and their block.
+func (s *Server) recallFor(workspace, project, goal, exclude string) ([]recall.Match, string) {
+	version := s.indexVersion.Load()
+	k := recallKey{workspace, project, goal, exclude}
+	c := s.recallCache
+	c.mu.Lock()
+	r, ok := c.m[k]
+	c.mu.Unlock()
+	if ok && r.version == version {
+		return r.matches, r.block
+	}
+	matches := s.index.Search(recall.Query{
+		Workspace: workspace, Project: project, Goal: goal,
+		K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: exclude,
+	})
+	r = recallResult{version: version, matches: matches, block: recall.Block(matches)}
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[k] = r
+	c.mu.Unlock()
+	return r.matches, r.block
 }

@@ -16,8 +16,14 @@ import (
 type toolResult struct {
 	dedupeKey string // "call:" + tool_call_id, or "hash:" + content hash
 	name      string // tool name, from the assistant call it answers
-	content   string
+	// msg is the message as found in the body: its content is only looked
+	// up (and unescaped) for results not seen before. It refers to the
+	// body; releaseBody drops it.
+	msg gjson.Result
 }
+
+// text returns the tool result's content text.
+func (tr *toolResult) text() string { return providers.MessageText(tr.msg.Get("content")) }
 
 // conversation is what the proxy reads of a chat request, in one pass over
 // its messages and without decoding the body whole.
@@ -32,10 +38,16 @@ type conversation struct {
 
 	tools       []string // tool names the assistant called, in order
 	toolResults []toolResult
+	toolCount   int // tool results, kept after releaseBody
+	failures    int // tool results that said the tool failed (set by recordToolErrors)
 }
 
+// releaseBody drops what still refers to the request body, so an answer
+// that streams for minutes does not keep the body alive.
+func (c *conversation) releaseBody() { c.toolResults = nil }
+
 // usedTools reports whether the conversation called at least one tool.
-func (c *conversation) usedTools() bool { return len(c.tools) > 0 || len(c.toolResults) > 0 }
+func (c *conversation) usedTools() bool { return len(c.tools) > 0 || c.toolCount > 0 }
 
 var mockDirective = regexp.MustCompile(`\[\[mock:[^\]]*\]\]`)
 
@@ -54,8 +66,7 @@ func firstFields(obj gjson.Result, keys []string, into []gjson.Result) {
 }
 
 var (
-	topKeys     = []string{"model", "user", "stream", "messages"}
-	messageKeys = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+	topKeys = []string{"model", "user", "stream", "messages"}
 )
 
 // inspect reads a chat completion request body (valid JSON).
@@ -67,13 +78,24 @@ func inspect(body []byte) *conversation {
 	c := &conversation{model: strings.Clone(top[0].String()), user: strings.Clone(top[1].String()), stream: top[2].Bool()}
 	var names map[string]string // tool_call_id -> tool name
 	systemSeen, userSeen := false, false
-	var f [5]gjson.Result // messageKeys of one message
+	var f [5]gjson.Result // role, content, tool_calls, tool_call_id, name
 	top[3].ForEach(func(_, msg gjson.Result) bool {
 		if !msg.IsObject() {
 			return true
 		}
+		// Fields are looked up one by one, only those the role needs:
+		// walking a message with ForEach would unescape every string in
+		// it, a tool output of kilobytes included, on every turn.
 		f = [5]gjson.Result{}
-		firstFields(msg, messageKeys, f[:])
+		f[0] = msg.Get("role")
+		switch f[0].String() {
+		case "system", "developer", "user":
+			f[1] = msg.Get("content")
+		case "assistant":
+			f[2] = msg.Get("tool_calls")
+		case "tool", "function":
+			f[3], f[4] = msg.Get("tool_call_id"), msg.Get("name")
+		}
 		switch f[0].String() {
 		case "system", "developer":
 			if !systemSeen {
@@ -102,19 +124,19 @@ func inspect(body []byte) *conversation {
 				return true
 			})
 		case "tool", "function":
-			text := ownText(f[1])
 			id := f[3].String()
-			tr := toolResult{content: text, name: strings.Clone(f[4].String())}
+			tr := toolResult{msg: msg, name: strings.Clone(f[4].String())}
 			if id != "" {
 				tr.dedupeKey = "call:" + id
 				if n := names[id]; n != "" {
 					tr.name = n
 				}
 			} else {
-				sum := sha256.Sum256([]byte(tr.name + "\x00" + text))
+				sum := sha256.Sum256([]byte(tr.name + "\x00" + msg.Get("content").Raw))
 				tr.dedupeKey = "hash:" + hex.EncodeToString(sum[:12])
 			}
 			c.toolResults = append(c.toolResults, tr)
+			c.toolCount++
 		}
 		return true
 	})

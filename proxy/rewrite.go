@@ -71,7 +71,7 @@ func injectSystem(body []byte, blocks string) ([]byte, error) {
 		if text == old {
 			return body, nil
 		}
-		return sjson.SetBytes(body, path, text)
+		return replaceValue(body, path, content, text)
 	case content.IsArray():
 		return rewriteParts(body, path, content, blocks)
 	case !content.Exists() || content.Type == gjson.Null:
@@ -84,6 +84,25 @@ func injectSystem(body []byte, blocks string) ([]byte, error) {
 		// request as the client sent it rather than replace the prompt.
 		return body, nil
 	}
+}
+
+// replaceValue returns body with the JSON value v (found in body) replaced
+// by the string s. It splices at v's offset when gjson reports one that
+// holds v's exact bytes, which spares sjson's second walk of the body, and
+// falls back to sjson otherwise.
+func replaceValue(body []byte, path string, v gjson.Result, s string) ([]byte, error) {
+	i, n := v.Index, len(v.Raw)
+	if i <= 0 || i+n > len(body) || string(body[i:i+n]) != v.Raw {
+		return sjson.SetBytes(body, path, s)
+	}
+	quoted, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)-n+len(quoted))
+	out = append(out, body[:i]...)
+	out = append(out, quoted...)
+	return append(out, body[i+n:]...), nil
 }
 
 // rewriteParts handles content given as an array of parts: earlier blocks

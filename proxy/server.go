@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -106,7 +107,9 @@ type Server struct {
 	seen    *seenSet
 	echo    *echo.Echo
 
-	guardCache *guardCache
+	guardCache   *guardCache
+	recallCache  *recallCache
+	indexVersion atomic.Int64 // moves whenever the recall index changes
 
 	syncMu    sync.Mutex
 	cursor    int64
@@ -182,7 +185,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		metrics: newMetrics(),
 		seen:    newSeenSet(1 << 17),
 
-		guardCache: newGuardCache(1 << 14),
+		guardCache:  newGuardCache(1 << 14),
+		recallCache: newRecallCache(1 << 14),
 	}
 	if err := s.syncIndex(ctx); err != nil {
 		s.log.Warn("recall index not loaded; will retry", "err", err)
@@ -251,6 +255,9 @@ func (s *Server) syncIndex(ctx context.Context) error {
 			} else {
 				s.index.Put(ch.Solution)
 			}
+		}
+		if len(changes) > 0 {
+			s.indexVersion.Add(1)
 		}
 		s.cursor = next
 		if len(changes) < 1000 {
@@ -329,28 +336,29 @@ func (s *Server) readyz(c echo.Context) error {
 type seenSet struct {
 	mu        sync.Mutex
 	max       int
-	cur, prev map[string]struct{}
+	cur, prev map[string]bool // key -> the tool failed
 }
 
 func newSeenSet(max int) *seenSet {
-	return &seenSet{max: max, cur: make(map[string]struct{})}
+	return &seenSet{max: max, cur: make(map[string]bool)}
 }
 
-func (s *seenSet) has(k string) bool {
+// get reports whether k was seen and whether that tool result failed.
+func (s *seenSet) get(k string) (failed, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.cur[k]; ok {
-		return true
+	if failed, ok = s.cur[k]; ok {
+		return failed, true
 	}
-	_, ok := s.prev[k]
-	return ok
+	failed, ok = s.prev[k]
+	return failed, ok
 }
 
-func (s *seenSet) add(k string) {
+func (s *seenSet) add(k string, failed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.cur) >= s.max {
-		s.prev, s.cur = s.cur, make(map[string]struct{}, s.max)
+		s.prev, s.cur = s.cur, make(map[string]bool, s.max)
 	}
-	s.cur[k] = struct{}{}
+	s.cur[k] = failed
 }
