@@ -97,7 +97,9 @@ type recallCache struct {
 	m   map[recallKey]recallResult
 }
 
-type recallKey struct{ workspace, project, goal, exclude string }
+// recallKey names a conversation by its key, a hash of its first messages
+// (goal included): a goal of kilobytes is not kept as a map key.
+type recallKey struct{ workspace, project, conversation string }
 
 type recallResult struct {
 	version int64
@@ -109,10 +111,11 @@ func newRecallCache(max int) *recallCache {
 	return &recallCache{max: max, m: make(map[recallKey]recallResult)}
 }
 
-// recallFor returns the matches of a conversation's goal and their block.
-func (s *Server) recallFor(workspace, project, goal, exclude string) ([]recall.Match, string) {
+// recallFor returns the matches of a conversation's goal and their block;
+// conversation is its key (recall.ConversationKey), never recalled itself.
+func (s *Server) recallFor(workspace, project, goal, conversation string) ([]recall.Match, string) {
 	version := s.indexVersion.Load()
-	k := recallKey{workspace, project, goal, exclude}
+	k := recallKey{workspace, project, conversation}
 	c := s.recallCache
 	c.mu.Lock()
 	r, ok := c.m[k]
@@ -122,7 +125,7 @@ func (s *Server) recallFor(workspace, project, goal, exclude string) ([]recall.M
 	}
 	matches := s.index.Search(recall.Query{
 		Workspace: workspace, Project: project, Goal: goal,
-		K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: exclude,
+		K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: conversation,
 	})
 	r = recallResult{version: version, matches: matches, block: recall.Block(matches)}
 	c.mu.Lock()
