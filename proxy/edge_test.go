@@ -208,3 +208,29 @@ func TestGuardCacheFollowsStoreAndWindow(t *testing.T) {
 		t.Fatalf("after the window passed: guard %s (stale cache)", g)
 	}
 }
+
+// TestRecallCacheFollowsTheIndex: a conversation's recall is cached between
+// turns, and a deleted (or new) solution shows on the next turn.
+func TestRecallCacheFollowsTheIndex(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	body := `{"model":"m","messages":[{"role":"user","content":"rotate the TLS certificates of the ingress"}]}`
+	recalled := func() string {
+		res, _ := h.chat(body, nil)
+		return res.Header.Get(HeaderRecall)
+	}
+	if r := recalled(); r != "0" {
+		t.Fatalf("empty memory: recall %s", r)
+	}
+	res := h.do("POST", "/scar/v1/solutions", []byte(`{"goal":"Rotate the ingress TLS certificates","approach":"cert-manager renew","outcome":"ok","confidence":0.9}`), nil)
+	res.Body.Close()
+	if r := recalled(); r != "1" {
+		t.Fatalf("after storing: recall %s (stale cache)", r)
+	}
+	sols, _ := h.store.ListSolutions(context.Background(), "default")
+	res = h.do("DELETE", "/scar/v1/solutions/"+sols[0].ID, nil, nil)
+	res.Body.Close()
+	if r := recalled(); r != "0" {
+		t.Fatalf("after deleting: recall %s (stale cache)", r)
+	}
+}
