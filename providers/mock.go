@@ -237,62 +237,89 @@ type answer struct {
 	promptTokens, completionTokens int
 }
 
-func (a answer) usage() map[string]any {
-	return map[string]any{
-		"prompt_tokens":     a.promptTokens,
-		"completion_tokens": a.completionTokens,
-		"total_tokens":      a.promptTokens + a.completionTokens,
-	}
+// The wire types below list fields in the order OpenAI sends them.
+
+type usageJSON struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
 }
 
-func (a answer) toolCalls(withIndex bool) []map[string]any {
-	tc := map[string]any{
-		"id":       a.toolID,
-		"type":     "function",
-		"function": map[string]any{"name": a.toolName, "arguments": a.toolArgs},
+type functionJSON struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type toolCallJSON struct {
+	Index    *int         `json:"index,omitempty"` // streamed calls only
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionJSON `json:"function"`
+}
+
+type messageJSON struct {
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+	Refusal   *string        `json:"refusal"`
+}
+
+type deltaJSON struct {
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+}
+
+type choiceJSON struct {
+	Index        int          `json:"index"`
+	Message      *messageJSON `json:"message,omitempty"`
+	Delta        *deltaJSON   `json:"delta,omitempty"`
+	Logprobs     *struct{}    `json:"logprobs"`
+	FinishReason *string      `json:"finish_reason"`
+}
+
+type completionJSON struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []choiceJSON `json:"choices"`
+	Usage             *usageJSON   `json:"usage,omitempty"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+}
+
+func (a answer) usage() *usageJSON {
+	return &usageJSON{a.promptTokens, a.completionTokens, a.promptTokens + a.completionTokens}
+}
+
+func (a answer) toolCalls(streamed bool) []toolCallJSON {
+	tc := toolCallJSON{ID: a.toolID, Type: "function", Function: functionJSON{a.toolName, a.toolArgs}}
+	if streamed {
+		tc.Index = new(int)
 	}
-	if withIndex {
-		tc["index"] = 0
-	}
-	return []map[string]any{tc}
+	return []toolCallJSON{tc}
 }
 
 func (a answer) completion() []byte {
-	msg := map[string]any{"role": "assistant", "content": a.content, "refusal": nil}
+	msg := &messageJSON{Role: "assistant", Content: &a.content}
 	if a.toolName != "" {
-		msg["content"] = nil
-		msg["tool_calls"] = a.toolCalls(false)
+		msg.Content = nil
+		msg.ToolCalls = a.toolCalls(false)
 	}
-	b, _ := json.Marshal(map[string]any{
-		"id":      a.id,
-		"object":  "chat.completion",
-		"created": a.created,
-		"model":   a.model,
-		"choices": []map[string]any{{
-			"index":         0,
-			"message":       msg,
-			"logprobs":      nil,
-			"finish_reason": a.finish,
-		}},
-		"usage":              a.usage(),
-		"system_fingerprint": "fp_mock",
+	b, _ := json.Marshal(completionJSON{
+		ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
+		Choices:           []choiceJSON{{Message: msg, FinishReason: &a.finish}},
+		Usage:             a.usage(),
+		SystemFingerprint: "fp_mock",
 	})
 	return b
 }
 
-func (a answer) chunk(delta map[string]any, finish any) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"id":                 a.id,
-		"object":             "chat.completion.chunk",
-		"created":            a.created,
-		"model":              a.model,
-		"system_fingerprint": "fp_mock",
-		"choices": []map[string]any{{
-			"index":         0,
-			"delta":         delta,
-			"logprobs":      nil,
-			"finish_reason": finish,
-		}},
+func (a answer) chunk(delta *deltaJSON, finish *string) []byte {
+	b, _ := json.Marshal(completionJSON{
+		ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
+		Choices:           []choiceJSON{{Delta: delta, FinishReason: finish}},
+		SystemFingerprint: "fp_mock",
 	})
 	return b
 }
@@ -300,19 +327,20 @@ func (a answer) chunk(delta map[string]any, finish any) []byte {
 // events returns the SSE data payloads of the streamed answer, without [DONE].
 func (a answer) events(includeUsage bool) [][]byte {
 	var out [][]byte
-	out = append(out, a.chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	empty := ""
+	out = append(out, a.chunk(&deltaJSON{Role: "assistant", Content: &empty}, nil))
 	if a.toolName != "" {
-		out = append(out, a.chunk(map[string]any{"tool_calls": a.toolCalls(true)}, nil))
+		out = append(out, a.chunk(&deltaJSON{ToolCalls: a.toolCalls(true)}, nil))
 	} else {
 		for _, piece := range splitPieces(a.content) {
-			out = append(out, a.chunk(map[string]any{"content": piece}, nil))
+			out = append(out, a.chunk(&deltaJSON{Content: &piece}, nil))
 		}
 	}
-	out = append(out, a.chunk(map[string]any{}, a.finish))
+	out = append(out, a.chunk(&deltaJSON{}, &a.finish))
 	if includeUsage {
-		b, _ := json.Marshal(map[string]any{
-			"id": a.id, "object": "chat.completion.chunk", "created": a.created, "model": a.model,
-			"system_fingerprint": "fp_mock", "choices": []any{}, "usage": a.usage(),
+		b, _ := json.Marshal(completionJSON{
+			ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
+			Choices: []choiceJSON{}, Usage: a.usage(), SystemFingerprint: "fp_mock",
 		})
 		out = append(out, b)
 	}
@@ -401,11 +429,19 @@ func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
 }
 
 func errorResponse(req *http.Request, status int, message, typ, code string) *http.Response {
-	e := map[string]any{"message": message, "type": typ, "param": nil, "code": nil}
-	if code != "" {
-		e["code"] = code
+	var e struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
 	}
-	b, _ := json.Marshal(map[string]any{"error": e})
+	e.Error.Message, e.Error.Type = message, typ
+	if code != "" {
+		e.Error.Code = &code
+	}
+	b, _ := json.Marshal(e)
 	return jsonResponse(req, status, b)
 }
 
