@@ -17,7 +17,6 @@
 package providers
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -193,9 +192,6 @@ func (p *Provider) Name() string { return p.cfg.Name }
 // Config returns the configuration with defaults applied.
 func (p *Provider) Config() Config { return p.cfg }
 
-// HasKey reports whether the provider injects its own API key.
-func (p *Provider) HasKey() bool { return p.apiKey != "" }
-
 // Serves reports whether model is routed to this provider by its Models
 // patterns. A provider without patterns serves nothing explicitly.
 func (p *Provider) Serves(model string) bool {
@@ -206,9 +202,6 @@ func (p *Provider) Serves(model string) bool {
 	}
 	return false
 }
-
-// ErrNoProvider is returned by [Router.Route] when no provider is configured.
-var ErrNoProvider = errors.New("providers: none configured")
 
 // RoundTrip sends req to the provider. req.URL.Path must be relative to the
 // API root ("/chat/completions"); the query is kept. When the provider has

@@ -62,9 +62,6 @@ func (r *Router) Providers() []*Provider { return r.all }
 // Default returns the default provider.
 func (r *Router) Default() *Provider { return r.def }
 
-// Get returns the provider named name, or nil.
-func (r *Router) Get(name string) *Provider { return r.byName[name] }
-
 // Route returns the provider for model followed by its fallbacks, without
 // repeats. The slice is never empty.
 func (r *Router) Route(model string) []*Provider {

@@ -167,12 +167,12 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		}
 		return nil
 	}
-	capture := 0
+	keep := 0
 	wantCapture := s.recall.AutoCapture && conv.usedTools() && conv.goal != ""
 	if wantCapture {
-		capture = captureCompletion
+		keep = captureCompletion
 	}
-	obs := newObserver(sse, capture)
+	obs := newObserver(sse, keep)
 	readErr, gone := deliver(c, a, obs.write)
 	switch {
 	case gone:

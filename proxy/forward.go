@@ -230,20 +230,16 @@ func setPath(req *http.Request, escaped string) error {
 type idleReader struct {
 	rc    io.ReadCloser
 	idle  time.Duration
-	timer *time.Timer
-	once  sync.Once
-	fire  func()
+	timer *time.Timer // stopped except while a Read waits
 }
 
 func newIdleReader(rc io.ReadCloser, idle time.Duration, fire func()) *idleReader {
-	return &idleReader{rc: rc, idle: idle, fire: fire}
+	t := time.AfterFunc(idle, fire)
+	t.Stop()
+	return &idleReader{rc: rc, idle: idle, timer: t}
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
-	r.once.Do(func() {
-		r.timer = time.AfterFunc(r.idle, r.fire)
-		r.timer.Stop()
-	})
 	r.timer.Reset(r.idle)
 	n, err := r.rc.Read(p)
 	r.timer.Stop()
@@ -251,9 +247,7 @@ func (r *idleReader) Read(p []byte) (int, error) {
 }
 
 func (r *idleReader) Close() error {
-	if r.timer != nil {
-		r.timer.Stop()
-	}
+	r.timer.Stop()
 	return r.rc.Close()
 }
 

@@ -23,14 +23,13 @@ const maxExcerpt = 4 << 10
 type observer struct {
 	sse bool
 
-	line     []byte // partial SSE line carried over between writes
-	tooLong  bool   // the current line passed maxSSELine
-	event    string // the last "event:" field of the current event
-	done     bool   // saw "data: [DONE]"
-	errMsg   string // message of an error event
-	finish   string // last finish_reason seen
-	excerpt  []byte // answer text, at most maxExcerpt bytes
-	sawEvent bool
+	line    []byte // partial SSE line carried over between writes
+	tooLong bool   // the current line passed maxSSELine
+	event   string // the last "event:" field of the current event
+	done    bool   // saw "data: [DONE]"
+	errMsg  string // message of an error event
+	finish  string // last finish_reason seen
+	excerpt []byte // answer text, at most maxExcerpt bytes
 
 	capture    []byte
 	captureMax int
@@ -101,7 +100,6 @@ func (o *observer) handleLine(line []byte) {
 }
 
 func (o *observer) handleData(data []byte) {
-	o.sawEvent = true
 	if bytes.Equal(data, []byte("[DONE]")) {
 		o.done = true
 		return

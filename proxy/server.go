@@ -111,10 +111,8 @@ type Server struct {
 	recallCache  *recallCache
 	indexVersion atomic.Int64 // moves whenever the recall index changes
 
-	syncMu    sync.Mutex
-	cursor    int64
-	indexErr  error // last index sync error, nil once it succeeded
-	indexOnce bool  // the index completed one full sync
+	syncMu sync.Mutex
+	cursor int64
 }
 
 // New builds a server. It loads the recall index from the store; a store
@@ -198,9 +196,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // Handler returns the HTTP handler serving every route.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Index returns the in-memory recall index (for inspection and tests).
-func (s *Server) Index() *recall.Index { return s.index }
-
 // Run does the server's background work until ctx ends: following the
 // store's solution change feed and pruning old incidents.
 func (s *Server) Run(ctx context.Context) {
@@ -243,28 +238,15 @@ func (s *Server) prune(ctx context.Context) {
 func (s *Server) syncIndex(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	for {
-		changes, next, err := s.store.SolutionChanges(ctx, s.cursor, 1000)
-		if err != nil {
-			s.indexErr = err
-			return fmt.Errorf("proxy: sync recall index: %w", err)
-		}
-		for _, ch := range changes {
-			if ch.Deleted {
-				s.index.Delete(ch.Solution.Workspace, ch.Solution.ID)
-			} else {
-				s.index.Put(ch.Solution)
-			}
-		}
-		if len(changes) > 0 {
-			s.indexVersion.Add(1)
-		}
-		s.cursor = next
-		if len(changes) < 1000 {
-			s.indexErr, s.indexOnce = nil, true
-			return nil
-		}
+	next, applied, err := s.index.Follow(ctx, s.store, s.cursor)
+	s.cursor = next
+	if applied > 0 {
+		s.indexVersion.Add(1) // after the changes: a reader of the old version recomputes
 	}
+	if err != nil {
+		return fmt.Errorf("proxy: sync recall index: %w", err)
+	}
+	return nil
 }
 
 // Close releases the providers' idle connections. The store belongs to

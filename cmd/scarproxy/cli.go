@@ -186,23 +186,8 @@ func cmdRecall(ctx context.Context, args []string, getenv func(string) string, s
 		return usageError{`recall: give the goal text, e.g. scarproxy recall "parse the config file"`}
 	}
 	ix := recall.NewIndex()
-	var after int64
-	for {
-		changes, next, err := st.SolutionChanges(ctx, after, 1000)
-		if err != nil {
-			return err
-		}
-		for _, ch := range changes {
-			if ch.Deleted {
-				ix.Delete(ch.Solution.Workspace, ch.Solution.ID)
-			} else {
-				ix.Put(ch.Solution)
-			}
-		}
-		after = next
-		if len(changes) < 1000 {
-			break
-		}
+	if _, _, err := ix.Follow(ctx, st, 0); err != nil {
+		return err
 	}
 	n := cfg.Recall.MaxResults
 	if *k > 0 {

@@ -32,20 +32,7 @@ func mustCLI(t *testing.T, args ...string) string {
 // testStoreCommands exercises the shell commands against one store; where
 // is the flag pair naming it (--data DIR or --config FILE).
 func testStoreCommands(t *testing.T, where ...string) {
-	// with puts the store flags first: flags after a positional argument
-	// would be read as arguments.
-	with := func(args ...string) []string {
-		n := 1
-		if args[0] != "recall" && args[0] != "--mock" {
-			n = 2
-		}
-		if args[0] == "--mock" {
-			n = 0
-		}
-		out := append([]string{}, args[:n]...)
-		out = append(out, where...)
-		return append(out, args[n:]...)
-	}
+	with := func(args ...string) []string { return append(args, where...) }
 
 	// Failures recorded by a running proxy...
 	in := start(t, with("--mock")...)

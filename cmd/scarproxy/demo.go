@@ -68,7 +68,6 @@ func startServe(ctx context.Context, args []string, getenv func(string) string, 
 type demoClient struct {
 	base    string
 	session string
-	out     io.Writer
 }
 
 type chatMsg = map[string]any
@@ -182,7 +181,7 @@ func demoGuard(ctx context.Context, args []string, getenv func(string) string, o
 		return err
 	}
 	defer in.Stop()
-	c := &demoClient{base: in.BaseURL, session: "demo-guard", out: out}
+	c := &demoClient{base: in.BaseURL, session: "demo-guard"}
 	fmt.Fprintf(out, "scarproxy (mock provider) at %s/v1\n\n", in.BaseURL)
 	fmt.Fprintln(out, "An agent writes parser.js, runs its syntax check, gets the same error, tries again...")
 	msgs := []chatMsg{
@@ -232,7 +231,7 @@ func demoPersist(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	c := &demoClient{base: in.BaseURL, session: "demo-persist", out: out}
+	c := &demoClient{base: in.BaseURL, session: "demo-persist"}
 	fmt.Fprintf(out, "1. scarproxy started at %s; the provider rate-limits the agent twice:\n", in.BaseURL)
 	for i := 1; i <= 2; i++ {
 		_, _, err := c.chat(ctx, []chatMsg{{"role": "user", "content": "[[mock:status=429]] Summarise the changelog."}})
@@ -279,7 +278,7 @@ func demoRecall(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer in.Stop()
-	c := &demoClient{base: in.BaseURL, out: out}
+	c := &demoClient{base: in.BaseURL}
 	solutions := []chatMsg{
 		{"goal": "Download a web page and extract all links from the HTML", "approach": "http.Get the URL, parse with golang.org/x/net/html, walk <a href> nodes, resolve relative URLs with url.ResolveReference", "outcome": "Links extracted; relative links resolved correctly", "confidence": 0.9},
 		{"goal": "Fix the flaky TestServerShutdown test", "approach": "Replaced time.Sleep with a channel closed by the handler; waited on it before calling Shutdown", "outcome": "Test passed 1000 runs with -race", "confidence": 0.95},
