@@ -106,9 +106,9 @@ func benchBlocks() string {
 
 func BenchmarkInspect(b *testing.B) {
 	body := benchAgentBody(b, false, "call_new")
-	c := inspect(body)
-	if c.goal == "" || len(c.toolResults) != 12 || len(c.tools) != 12 {
-		b.Fatalf("inspect read goal %q, %d tool results, %d tools", c.goal, len(c.toolResults), len(c.tools))
+	c, err := inspect(body)
+	if err != nil || c.goal == "" || len(c.toolResults) != 12 || len(c.tools) != 12 {
+		b.Fatalf("inspect read goal %q, %d tool results, %d tools (%v)", c.goal, len(c.toolResults), len(c.tools), err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -122,7 +122,7 @@ func BenchmarkInjectSystem(b *testing.B) {
 	fresh := benchAgentBody(b, false, "call_new")
 	// A body whose system message already holds the blocks of an earlier
 	// turn: they are stripped before the new ones go in.
-	again, err := injectSystem(fresh, blocks)
+	again, err := rewrite(fresh, blocks)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +131,11 @@ func BenchmarkInjectSystem(b *testing.B) {
 		body []byte
 	}{{"first", fresh}, {"reinject", again}} {
 		b.Run(c.name, func(b *testing.B) {
-			out, err := injectSystem(c.body, blocks)
+			conv, err := inspect(c.body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := injectSystem(c.body, conv, blocks)
 			if err != nil || !gjson.ValidBytes(out) || !bytes.Contains(out, []byte(guard.BlockStart)) {
 				b.Fatalf("injectSystem: %v", err)
 			}
@@ -141,7 +145,7 @@ func BenchmarkInjectSystem(b *testing.B) {
 			b.SetBytes(int64(len(c.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				injectSystem(c.body, blocks)
+				injectSystem(c.body, conv, blocks)
 			}
 		})
 	}
@@ -370,7 +374,11 @@ func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
 	// outlives it.
 	inspectPadded := func() *conversation {
 		pad := `"messages":[{"role":"assistant","content":"` + strings.Repeat("x", 1<<20) + `"},`
-		return inspect(bytes.Replace(body, []byte(`"messages":[`), []byte(pad), 1))
+		c, err := inspect(bytes.Replace(body, []byte(`"messages":[`), []byte(pad), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -54,6 +54,16 @@ func (s *Server) readBody(c echo.Context) ([]byte, *apiError) {
 	return body, nil
 }
 
+// badJSON is the answer to a chat request body that scanChat refused.
+func badJSON(err error) *apiError {
+	msg := "We could not parse the JSON body of your request: it is not valid JSON."
+	var je *jsonError
+	if errors.As(err, &je) && je.deep {
+		msg = "We could not parse the JSON body of your request: it is nested more than " + strconv.Itoa(maxJSONDepth) + " levels deep."
+	}
+	return errBadRequest(msg)
+}
+
 // storeCtx bounds a store call made for a request that may already be over.
 func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), defaultStoreCallTimeout)
@@ -73,11 +83,11 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		s.count(route, aerr.Status, "")
 		return writeError(c, aerr)
 	}
-	if !gjson.ValidBytes(body) {
+	conv, err := inspect(body)
+	if err != nil {
 		s.count(route, http.StatusBadRequest, "")
-		return writeError(c, errBadRequest("We could not parse the JSON body of your request: it is not valid JSON."))
+		return writeError(c, badJSON(err))
 	}
-	conv := inspect(body)
 	if t.Agent == "" && ValidName(conv.user) == nil {
 		t.Agent = conv.user
 	}
@@ -93,7 +103,6 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	var entries []guard.Entry
 	var guardBlock string
 	if !degraded {
-		var err error
 		if entries, guardBlock, err = s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now); err != nil {
 			s.storeFailed(ctx, "list_incidents", err)
 			degraded = true
@@ -114,7 +123,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	} else {
 		// The rewrite keeps JSON valid (FuzzInject); a failure forwards the
 		// original bytes.
-		rewritten, err := injectSystem(body, compose(guardBlock, recallBlock))
+		rewritten, err := injectSystem(body, conv, compose(guardBlock, recallBlock))
 		if err != nil {
 			// Never forward a body we may have broken: send the original.
 			s.log.Error("rewrite failed; forwarding the original body", "workspace", t.Workspace, "project", t.Project, "err", err)

@@ -163,7 +163,7 @@ func TestUndefinedSystemContentIsLeftAlone(t *testing.T) {
 		`{"messages":[{"role":"system","content":{"text":"KEEP ME"}},{"role":"user","content":"hi"}]}`,
 		`{"messages":[{"role":"system","content":42},{"role":"user","content":"hi"}]}`,
 	} {
-		out, err := injectSystem([]byte(in), testBlocks())
+		out, err := rewrite([]byte(in), testBlocks())
 		if err != nil || string(out) != in {
 			t.Fatalf("changed %s -> %s (%v)", in, out, err)
 		}

@@ -260,7 +260,7 @@ func readCapped(r io.Reader, max int64) []byte {
 // errorMessage extracts the provider's error message from an error body:
 // OpenAI's error.message, a bare "error" string, or the text itself.
 func errorMessage(body []byte, status int) string {
-	if gjson.ValidBytes(body) {
+	if validJSON(body) {
 		for _, path := range []string{"error.message", "error", "message", "detail"} {
 			if v := gjson.GetBytes(body, path); v.Exists() && v.Type == gjson.String && v.String() != "" {
 				return v.String()

@@ -292,6 +292,26 @@ func TestInvalidJSONIs400(t *testing.T) {
 	}
 }
 
+// A body nested deeper than any JSON decoder allows is a 400, and the
+// proxy keeps serving: an unbounded recursive check of this 8 MiB body
+// would end the process with a stack overflow.
+func TestDeeplyNestedBodyIs400(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	deep := `{"model":"m","messages":[{"role":"user","content":` + strings.Repeat("[", 8<<20) + `}]}`
+	res, body := h.chat(deep, nil)
+	assertOpenAIError(t, res, body, http.StatusBadRequest)
+	if !strings.Contains(string(body), "nested more than") {
+		t.Errorf("error does not say why: %s", body)
+	}
+	if res, body := h.chat(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("next request: %d %s", res.StatusCode, body)
+	}
+	if up.count() != 1 {
+		t.Fatalf("upstream saw %d requests, want only the valid one", up.count())
+	}
+}
+
 func TestModelsMergesProviders(t *testing.T) {
 	a := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","owned_by":"openai"},{"id":"shared","object":"model"}]}`)

@@ -16,18 +16,19 @@ import (
 type toolResult struct {
 	dedupeKey string // "call:" + tool_call_id, or "hash:" + content hash
 	name      string // tool name, from the assistant call it answers
-	// msg is the message as found in the body: its content is only looked
-	// up (and unescaped) for results not seen before. It refers to the
-	// body; releaseBody drops it.
-	msg gjson.Result
+	// content is the raw JSON of the message's content, in the body: it is
+	// only decoded for results not seen before. releaseBody drops it.
+	content []byte
 }
 
 // text returns the tool result's content text.
-func (tr *toolResult) text() string { return providers.MessageText(tr.msg.Get("content")) }
+func (tr *toolResult) text() string { return providers.MessageText(parseRaw(tr.content)) }
 
 // conversation is what the proxy reads of a chat request, in one pass over
-// its messages and without decoding the body whole.
+// the body (scanChat) and without decoding it whole.
 type conversation struct {
+	scan chatScan // where the body's values are, for the rewrite
+
 	model  string
 	user   string
 	stream bool
@@ -51,69 +52,59 @@ func (c *conversation) usedTools() bool { return len(c.tools) > 0 || c.toolCount
 
 var mockDirective = regexp.MustCompile(`\[\[mock:[^\]]*\]\]`)
 
-// firstFields reads the first occurrence of each of keys in obj, in one
-// pass (a gjson Get per key would scan the object once per key); into[i]
-// receives keys[i], as obj.Get(keys[i]) would. obj must be an object.
-func firstFields(obj gjson.Result, keys []string, into []gjson.Result) {
-	obj.ForEach(func(k, v gjson.Result) bool {
-		for i, want := range keys {
-			if k.Str == want && !into[i].Exists() {
-				into[i] = v
-			}
-		}
-		return true
-	})
+// parseRaw parses one JSON value of the body. The result never refers to
+// the body: gjson.ParseBytes works on a copy of raw, so a string kept from
+// it does not keep the body alive.
+func parseRaw(raw []byte) gjson.Result {
+	if len(raw) == 0 {
+		return gjson.Result{}
+	}
+	return gjson.ParseBytes(raw)
 }
 
-var (
-	topKeys = []string{"model", "user", "stream", "messages"}
-)
-
-// inspect reads a chat completion request body (valid JSON).
-func inspect(body []byte) *conversation {
-	var top [4]gjson.Result
-	if doc := gjson.ParseBytes(body); doc.IsObject() {
-		firstFields(doc, topKeys, top[:])
+// valueAt is the value at sp in body (absent when sp is).
+func valueAt(body []byte, sp span) gjson.Result {
+	if !sp.ok() {
+		return gjson.Result{}
 	}
-	c := &conversation{model: strings.Clone(top[0].String()), user: strings.Clone(top[1].String()), stream: top[2].Bool()}
+	return parseRaw(body[sp.start:sp.end])
+}
+
+// inspect reads a chat completion request body. It returns a *jsonError
+// when the body is not JSON.
+func inspect(body []byte) (*conversation, error) {
+	c := &conversation{}
+	cs := &c.scan
+	if err := scanChat(body, cs); err != nil {
+		return nil, err
+	}
+	c.model = valueAt(body, cs.model).String()
+	c.user = valueAt(body, cs.user).String()
+	c.stream = valueAt(body, cs.stream).Bool()
 	var names map[string]string // tool_call_id -> tool name
 	systemSeen, userSeen := false, false
-	var f [5]gjson.Result // role, content, tool_calls, tool_call_id, name
-	top[3].ForEach(func(_, msg gjson.Result) bool {
-		if !msg.IsObject() {
-			return true
+	for i := range cs.msgs {
+		m := &cs.msgs[i]
+		if !m.obj {
+			continue
 		}
-		// Fields are looked up one by one, only those the role needs:
-		// walking a message with ForEach would unescape every string in
-		// it, a tool output of kilobytes included, on every turn.
-		f = [5]gjson.Result{}
-		f[0] = msg.Get("role")
-		switch f[0].String() {
-		case "system", "developer", "user":
-			f[1] = msg.Get("content")
-		case "assistant":
-			f[2] = msg.Get("tool_calls")
-		case "tool", "function":
-			f[3], f[4] = msg.Get("tool_call_id"), msg.Get("name")
-		}
-		switch f[0].String() {
-		case "system", "developer":
+		switch m.kind {
+		case roleSystem, roleDeveloper:
 			if !systemSeen {
 				systemSeen = true
-				c.system = ownText(f[1])
+				c.system = providers.MessageText(valueAt(body, m.content))
 			}
-		case "user":
+		case roleUser:
 			if !userSeen {
 				userSeen = true
-				c.goal = strings.Clone(strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(f[1]), "")))
+				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(valueAt(body, m.content)), ""))
 			}
-		case "assistant":
-			f[2].ForEach(func(_, call gjson.Result) bool {
+		case roleAssistant:
+			valueAt(body, m.toolCalls).ForEach(func(_, call gjson.Result) bool {
 				name := call.Get("function.name").String()
 				if name == "" {
 					return true
 				}
-				name = strings.Clone(name)
 				c.tools = append(c.tools, name)
 				if id := call.Get("id").String(); id != "" {
 					if names == nil {
@@ -123,40 +114,31 @@ func inspect(body []byte) *conversation {
 				}
 				return true
 			})
-		case "tool", "function":
-			id := f[3].String()
-			tr := toolResult{msg: msg, name: strings.Clone(f[4].String())}
-			if id != "" {
+		case roleTool, roleFunction:
+			tr := toolResult{name: valueAt(body, m.name).String()}
+			if m.content.ok() {
+				tr.content = body[m.content.start:m.content.end]
+			}
+			if id := valueAt(body, m.toolCallID).String(); id != "" {
 				tr.dedupeKey = "call:" + id
 				if n := names[id]; n != "" {
 					tr.name = n
 				}
 			} else {
-				sum := sha256.Sum256([]byte(tr.name + "\x00" + msg.Get("content").Raw))
-				tr.dedupeKey = "hash:" + hex.EncodeToString(sum[:12])
+				h := sha256.New()
+				h.Write([]byte(tr.name))
+				h.Write([]byte{0})
+				h.Write(tr.content)
+				tr.dedupeKey = "hash:" + hex.EncodeToString(h.Sum(nil)[:12])
 			}
 			c.toolResults = append(c.toolResults, tr)
 			c.toolCount++
 		}
-		return true
-	})
+	}
 	if c.goal != "" {
 		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
 	}
-	return c
-}
-
-// ownText is providers.MessageText of v, never a substring of the parsed
-// body. The strings a conversation keeps must not be: one of them would
-// keep the whole body copy in memory for as long as the answer streams.
-// gjson returns a string with escapes as an unescaped copy, and one without
-// as a substring, which is cloned here.
-func ownText(v gjson.Result) string {
-	t := providers.MessageText(v)
-	if v.Type == gjson.String && strings.IndexByte(v.Raw, '\\') < 0 {
-		return strings.Clone(t)
-	}
-	return t
+	return c, nil
 }
 
 // stripBlocks removes every guard and recall block from text.

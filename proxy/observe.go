@@ -104,7 +104,7 @@ func (o *observer) handleData(data []byte) {
 		o.done = true
 		return
 	}
-	if !gjson.ValidBytes(data) {
+	if !validJSON(data) { // depth-bounded: a provider can send anything
 		if o.event == "error" && o.errMsg == "" {
 			o.errMsg = string(data)
 		}
@@ -135,7 +135,7 @@ func (o *observer) completion() (finish, answer string) {
 	if o.sse {
 		return o.finish, string(o.excerpt)
 	}
-	if len(o.capture) >= o.captureMax || !gjson.ValidBytes(o.capture) {
+	if len(o.capture) >= o.captureMax || !validJSON(o.capture) {
 		return "", ""
 	}
 	res := gjson.GetManyBytes(o.capture, "choices.0.finish_reason", "choices.0.message.content")

@@ -3,18 +3,17 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/scarproxy/scarproxy/guard"
-	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// hasMarker reports whether text may hold a block to strip.
+// hasMarker reports whether text holds a block, or a marker line, that
+// stripBlocks removes.
 func hasMarker(text string) bool {
-	return strings.Contains(text, guard.BlockStart) || strings.Contains(text, recall.BlockStart)
+	return stripBlocks(text) != text
 }
 
 // compose puts blocks before text, separated by a blank line.
@@ -31,84 +30,144 @@ func compose(blocks, text string) string {
 
 // injectSystem returns body with blocks prepended to the conversation's
 // system message, after stripping the blocks an earlier turn may have left
-// there. It handles string content, content as an array of parts, a
-// "developer" message in place of "system", and no system message at all
-// (one is inserted first). When nothing changes it returns body itself, so
-// the provider receives the client's exact bytes. body must be valid JSON.
-func injectSystem(body []byte, blocks string) ([]byte, error) {
+// there. conv is inspect(body). It handles string content, content as an
+// array of parts, a "developer" message in place of "system", and no
+// system message at all (one is inserted first). When nothing changes it
+// returns body itself, so the provider receives the client's exact bytes.
+// Otherwise only the system message's content changes: every other byte
+// of the body is copied as it came.
+func injectSystem(body []byte, conv *conversation, blocks string) ([]byte, error) {
 	blocks = strings.TrimRight(blocks, "\n")
-	msgs := gjson.GetBytes(body, "messages")
-	if !msgs.IsArray() {
+	cs := &conv.scan
+	if !cs.messages.ok() || body[cs.messages.start] != '[' {
 		return body, nil
 	}
-	idx := -1
-	var sys gjson.Result
-	i := 0
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		if r := m.Get("role").String(); r == "system" || r == "developer" {
-			idx, sys = i, m
-			return false
-		}
-		i++
-		return true
-	})
+	idx := cs.systemIndex()
 	if idx < 0 {
 		if blocks == "" {
 			return body, nil
 		}
-		return insertSystem(body, msgs, blocks)
+		// A new system message, first in the array.
+		at := cs.messages.start + 1
+		ins := make([]byte, 0, len(blocks)+64)
+		ins = append(ins, `{"role":"system","content":`...)
+		ins = appendJSONString(ins, blocks)
+		ins = append(ins, '}')
+		if len(cs.msgs) > 0 {
+			ins = append(ins, ',')
+		}
+		return splice(body, at, at, ins), nil
 	}
-	path := "messages." + strconv.Itoa(idx) + ".content"
-	content := sys.Get("content")
-	switch {
-	case content.Type == gjson.String:
-		old := content.Str
-		text := old
-		if hasMarker(text) {
-			text = stripBlocks(text)
-		}
-		text = compose(blocks, text)
-		if text == old {
-			return body, nil
-		}
-		return replaceValue(body, path, content, text)
-	case content.IsArray():
-		return rewriteParts(body, path, content, blocks)
-	case !content.Exists() || content.Type == gjson.Null:
+	m := &cs.msgs[idx]
+	if !m.content.ok() {
 		if blocks == "" {
 			return body, nil
 		}
-		return sjson.SetBytes(body, path, blocks)
-	default:
-		// A content the API does not define (object, number...): leave the
-		// request as the client sent it rather than replace the prompt.
-		return body, nil
+		// No content field: add one first in the object (it has a role).
+		ins := append([]byte(`"content":`), appendJSONString(nil, blocks)...)
+		ins = append(ins, ',')
+		return splice(body, m.start+1, m.start+1, ins), nil
 	}
+	c := m.content
+	raw := body[c.start:c.end]
+	switch raw[0] {
+	case '"':
+		old := conv.system // the text of this very content
+		if !hasMarker(old) {
+			if blocks == "" {
+				return body, nil
+			}
+			// blocks + "\n\n" + old, keeping old's bytes as they came.
+			val := make([]byte, 0, len(blocks)+len(raw)+8)
+			val = appendJSONString(val, blocks)
+			val = val[:len(val)-1] // reopen the string
+			if len(raw) > 2 {
+				val = append(val, `\n\n`...)
+				val = append(val, raw[1:]...)
+			} else {
+				val = append(val, '"')
+			}
+			return splice(body, c.start, c.end, val), nil
+		}
+		text := compose(blocks, stripBlocks(old))
+		if text == old {
+			return body, nil
+		}
+		return splice(body, c.start, c.end, appendJSONString(nil, text)), nil
+	case '[':
+		parts, changed, err := rewriteParts(parseRaw(raw), blocks)
+		if err != nil || !changed {
+			return body, err
+		}
+		return splice(body, c.start, c.end, parts), nil
+	case 'n': // null
+		if blocks == "" {
+			return body, nil
+		}
+		return splice(body, c.start, c.end, appendJSONString(nil, blocks)), nil
+	}
+	// A content the API does not define (object, number...): leave the
+	// request as the client sent it rather than replace the prompt.
+	return body, nil
 }
 
-// replaceValue returns body with the JSON value v (found in body) replaced
-// by the string s. It splices at v's offset when gjson reports one that
-// holds v's exact bytes, which spares sjson's second walk of the body, and
-// falls back to sjson otherwise.
-func replaceValue(body []byte, path string, v gjson.Result, s string) ([]byte, error) {
-	i, n := v.Index, len(v.Raw)
-	if i <= 0 || i+n > len(body) || string(body[i:i+n]) != v.Raw {
-		return sjson.SetBytes(body, path, s)
+// splice returns a new body: body with body[from:to] replaced by val.
+func splice(body []byte, from, to int, val []byte) []byte {
+	out := make([]byte, 0, len(body)-(to-from)+len(val))
+	out = append(out, body[:from]...)
+	out = append(out, val...)
+	return append(out, body[to:]...)
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json does; unlike it, HTML characters are not
+// escaped (the body is JSON, never HTML).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	quoted, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(body)-n+len(quoted))
-	out = append(out, body[:i]...)
-	out = append(out, quoted...)
-	return append(out, body[i+n:]...), nil
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // rewriteParts handles content given as an array of parts: earlier blocks
 // are stripped from every text part and the new blocks become a text part
-// of their own, first.
-func rewriteParts(body []byte, path string, parts gjson.Result, blocks string) ([]byte, error) {
+// of their own, first. It returns the new array and whether it changed.
+func rewriteParts(parts gjson.Result, blocks string) ([]byte, bool, error) {
 	changed := blocks != ""
 	var out bytes.Buffer
 	out.WriteByte('[')
@@ -138,38 +197,14 @@ func rewriteParts(body []byte, path string, parts gjson.Result, blocks string) (
 		n++
 		return true
 	})
-	if err != nil {
-		return nil, err
-	}
-	if !changed {
-		return body, nil
+	if err != nil || !changed {
+		return nil, false, err
 	}
 	out.WriteByte(']')
-	return sjson.SetRawBytes(body, path, out.Bytes())
-}
-
-// insertSystem puts a new system message holding blocks first.
-func insertSystem(body []byte, msgs gjson.Result, blocks string) ([]byte, error) {
-	msg, _ := json.Marshal(systemMessage{Role: "system", Content: blocks})
-	rest := strings.TrimSpace(msgs.Raw)
-	rest = strings.TrimSpace(rest[1:]) // after '['
-	var out bytes.Buffer
-	out.Grow(len(msg) + len(rest) + 2)
-	out.WriteByte('[')
-	out.Write(msg)
-	if rest != "]" {
-		out.WriteByte(',')
-	}
-	out.WriteString(rest)
-	return sjson.SetRawBytes(body, "messages", out.Bytes())
+	return out.Bytes(), true, nil
 }
 
 type textPart struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
-}
-
-type systemMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
 }

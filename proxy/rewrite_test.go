@@ -27,6 +27,15 @@ func testBlocks() string {
 	return compose(g, r)
 }
 
+// rewrite inspects body and injects blocks into it, as the handler does.
+func rewrite(body []byte, blocks string) ([]byte, error) {
+	conv, err := inspect(body)
+	if err != nil {
+		return nil, err
+	}
+	return injectSystem(body, conv, blocks)
+}
+
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
@@ -59,7 +68,7 @@ func TestInjectGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := injectSystem([]byte(tc.body), blocks)
+			out, err := rewrite([]byte(tc.body), blocks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +81,7 @@ func TestInjectGolden(t *testing.T) {
 
 			// Injecting again into the rewritten body changes nothing:
 			// old blocks are stripped first, so a block never appears twice.
-			again, err := injectSystem(out, blocks)
+			again, err := rewrite(out, blocks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +89,7 @@ func TestInjectGolden(t *testing.T) {
 				t.Fatalf("re-injection is not stable:\n%s\n%s", out, again)
 			}
 			// Injecting nothing removes the blocks again.
-			stripped, _ := injectSystem(out, "")
+			stripped, _ := rewrite(out, "")
 			if strings.Contains(string(stripped), guard.BlockStart) || strings.Contains(string(stripped), recall.BlockStart) {
 				t.Fatalf("blocks left after strip: %s", stripped)
 			}
@@ -94,7 +103,7 @@ func TestInjectNothingKeepsBytes(t *testing.T) {
 		`{"model":"m",  "messages":[{"role":"user","content":"hi"}]}`,
 		`{"model":"m","messages":"not an array"}`,
 	} {
-		out, err := injectSystem([]byte(body), "")
+		out, err := rewrite([]byte(body), "")
 		if err != nil || string(out) != body {
 			t.Fatalf("changed %s -> %s (%v)", body, out, err)
 		}
@@ -120,7 +129,7 @@ func FuzzInject(f *testing.F) {
 		if withBlocks {
 			b = blocks
 		}
-		out, err := injectSystem([]byte(body), b)
+		out, err := rewrite([]byte(body), b)
 		if err != nil {
 			return // the proxy then forwards the original bytes
 		}
@@ -140,6 +149,32 @@ func FuzzInject(f *testing.F) {
 			}
 			if got[i+offset].Raw != m.Raw {
 				t.Fatalf("message %d changed: %s -> %s", i, m.Raw, got[i+offset].Raw)
+			}
+		}
+		// The system message says the blocks, then what it said before
+		// without any earlier block.
+		conv, err := inspect([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimRight(b, "\n")
+		idx := conv.scan.systemIndex()
+		before := gjson.Result{}
+		if idx >= 0 {
+			before = in[idx].Get("content")
+			if before.Type == gjson.String {
+				want = compose(want, stripBlocks(before.Str))
+			}
+		}
+		switch {
+		case idx < 0 && want != "":
+			if got[0].Get("role").String() != "system" || got[0].Get("content").Str != want {
+				t.Fatalf("inserted system message %s, want content %q", got[0].Raw, want)
+			}
+		case idx >= 0 && (before.Type == gjson.String || want != "" && (!before.Exists() || before.Type == gjson.Null)):
+			// Invalid UTF-8 in a rewritten text may come back as U+FFFD.
+			if c := got[idx].Get("content"); c.Type != gjson.String || string([]rune(c.Str)) != string([]rune(want)) {
+				t.Fatalf("system content %s, want %q", c.Raw, want)
 			}
 		}
 		gjson.Parse(body).ForEach(func(k, v gjson.Result) bool {

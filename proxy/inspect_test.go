@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/tidwall/gjson"
+)
+
+// inspected is what inspect reads of a body, in comparable form.
+type inspected struct {
+	model, user string
+	stream      bool
+	system      string
+	goal        string
+	tools       []string
+	results     []string // dedupe key, tool name and text of each tool result
+}
+
+func summarize(c *conversation) inspected {
+	in := inspected{model: c.model, user: c.user, stream: c.stream, system: c.system, goal: c.goal, tools: c.tools}
+	for _, tr := range c.toolResults {
+		in.results = append(in.results, tr.dedupeKey+"|"+tr.name+"|"+tr.text())
+	}
+	return in
+}
+
+// inspectByPath reads the same as inspect with a gjson path lookup per
+// field: slow, plainly right, and independent of the scanner.
+func inspectByPath(body string) inspected {
+	var in inspected
+	doc := gjson.Parse(body)
+	if !doc.IsObject() {
+		return in
+	}
+	in.model, in.user, in.stream = doc.Get("model").String(), doc.Get("user").String(), doc.Get("stream").Bool()
+	names := map[string]string{}
+	var sysDone, userDone bool
+	for _, m := range doc.Get("messages").Array() {
+		if !m.IsObject() {
+			continue
+		}
+		switch role := m.Get("role").String(); role {
+		case "system", "developer":
+			if !sysDone {
+				sysDone = true
+				in.system = providers.MessageText(m.Get("content"))
+			}
+		case "user":
+			if !userDone {
+				userDone = true
+				in.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(m.Get("content")), ""))
+			}
+		case "assistant":
+			for _, call := range m.Get("tool_calls").Array() {
+				if name := call.Get("function.name").String(); name != "" {
+					in.tools = append(in.tools, name)
+					if id := call.Get("id").String(); id != "" {
+						names[id] = name
+					}
+				}
+			}
+		case "tool", "function":
+			name, key := m.Get("name").String(), ""
+			if id := m.Get("tool_call_id").String(); id != "" {
+				key = "call:" + id
+				if n := names[id]; n != "" {
+					name = n
+				}
+			} else {
+				sum := sha256.Sum256([]byte(name + "\x00" + m.Get("content").Raw))
+				key = "hash:" + hex.EncodeToString(sum[:12])
+			}
+			in.results = append(in.results, key+"|"+name+"|"+providers.MessageText(m.Get("content")))
+		}
+	}
+	return in
+}
+
+func equalInspected(a, b inspected) bool {
+	return a.model == b.model && a.user == b.user && a.stream == b.stream && a.system == b.system &&
+		a.goal == b.goal && slices.Equal(a.tools, b.tools) && slices.Equal(a.results, b.results)
+}
+
+func TestInspect(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want inspected
+	}{
+		{"agent turn", `{"model":"gpt-4o","user":"bob","stream":true,"messages":[
+			{"role":"system","content":"Be terse."},
+			{"role":"user","content":"Fix the build [[mock:status=429]]"},
+			{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"run_tests","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"c1","content":"FAIL\n"},
+			{"role":"user","content":"not the goal"}]}`,
+			inspected{model: "gpt-4o", user: "bob", stream: true, system: "Be terse.", goal: "Fix the build",
+				tools: []string{"run_tests"}, results: []string{"call:c1|run_tests|FAIL\n"}}},
+		{"developer message and parts", `{"messages":[{"role":"developer","content":[{"type":"text","text":"A"},{"type":"text","text":"B"}]},{"role":"user","content":[{"type":"text","text":"goal"}]}]}`,
+			inspected{system: "A\nB", goal: "goal"}},
+		{"tool result without id is keyed by its content", `{"messages":[{"role":"function","name":"ls","content":"x"}]}`,
+			inspectByPath(`{"messages":[{"role":"function","name":"ls","content":"x"}]}`)},
+		{"not an object", `[1,2]`, inspected{}},
+		{"messages not an array", `{"model":"m","messages":{"role":"user"}}`, inspected{model: "m"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := inspect([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := summarize(c); !equalInspected(got, tt.want) {
+				t.Errorf("inspect =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
+	}
+	if _, err := inspect([]byte(`{"messages":[}`)); err == nil {
+		t.Error("inspect accepted invalid JSON")
+	}
+}
+
+// FuzzInspect checks inspect against inspectByPath on any valid body.
+func FuzzInspect(f *testing.F) {
+	f.Add(`{"model":"m","user":"u","stream":1,"messages":[{"role":"system","content":"s"},{"role":"user","content":"g [[mock:echo]]"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"ls"}}]},{"role":"tool","tool_call_id":"a","content":[{"type":"text","text":"out"}]}]}`)
+	f.Add(`{"messages":[{"role":"tool","content":"no id"},{"role":"tool","tool_call_id":"","name":"n","content":"\u00e9\n"},{"role":"function","tool_call_id":"x"}],"stream":"true"}`)
+	f.Add(`{"messages":[{"r\u006fle":"user","content":"escaped key"},{"role":"us\u0065r"},{"role":"system","role":"user","content":"dup"}]}`)
+	f.Add(`{"model":{"a":1},"user":42,"messages":[null,"x",[],{"role":7}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		c, err := inspect([]byte(body))
+		if (err == nil) != validJSON([]byte(body)) {
+			t.Fatalf("inspect error %v for a body validJSON calls %v", err, validJSON([]byte(body)))
+		}
+		if err != nil {
+			return
+		}
+		if got, want := summarize(c), inspectByPath(body); !equalInspected(got, want) {
+			t.Fatalf("inspect(%q) =\n%+v\nby path:\n%+v", body, got, want)
+		}
+	})
+}

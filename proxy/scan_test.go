@@ -1,0 +1,240 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestValidJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"object", `{"a":[1,-2.5e+3,true,false,null,"x\"\\\/\b\f\n\r\t\u00e9"]}`, true},
+		{"white space around", " \t\r\n{ \"a\" : [ ] , \"b\" : { } } \n", true},
+		{"scalar", `"just a string"`, true},
+		{"number forms", `[0,-0,1.5,1e9,1E-9,-12.75e+01]`, true},
+		{"long string over several words", `"` + strings.Repeat("abcdefgh", 40) + `é\n` + strings.Repeat("z", 13) + `"`, true},
+		{"raw bytes above 0x7f", "\"\xff\xfe\"", true},
+		{"empty", ``, false},
+		{"only white space", "  ", false},
+		{"trailing comma in array", `[1,]`, false},
+		{"trailing comma in object", `{"a":1,}`, false},
+		{"leading zero", `[01]`, false},
+		{"lone minus", `[-]`, false},
+		{"dot without digits", `[1.]`, false},
+		{"exponent without digits", `[1e+]`, false},
+		{"control character in string", "\"a\x01b\"", false},
+		{"control character after eight safe bytes", "\"abcdefgh\x1fi\"", false},
+		{"bad escape", `"\x"`, false},
+		{"short unicode escape", `"\u12"`, false},
+		{"non-hex unicode escape", `"\u12g4"`, false},
+		{"unterminated string", `"abc`, false},
+		{"unterminated string ending in backslash", `"abc\`, false},
+		{"two values", `{} {}`, false},
+		{"single quotes", `{'a':1}`, false},
+		{"bare key", `{a:1}`, false},
+		{"missing colon", `{"a" 1}`, false},
+		{"truncated literal", `[tru]`, false},
+		{"capitalised literal", `[True]`, false},
+		{"unclosed array", `[1,2`, false},
+		{"unclosed object", `{"a":1`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := validJSON([]byte(tt.in)); got != tt.want {
+				t.Errorf("validJSON(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+			if std := json.Valid([]byte(tt.in)); std != tt.want {
+				t.Fatalf("test case is wrong: encoding/json says %v", std)
+			}
+		})
+	}
+}
+
+// A body nested deeper than maxJSONDepth is refused, quickly and without
+// exhausting the stack (gjson.ValidBytes on the same body is a fatal stack
+// overflow); one at the limit is accepted.
+func TestScanDepthLimit(t *testing.T) {
+	deep := bytes.Repeat([]byte("["), 8<<20)
+	var cs chatScan
+	err := scanChat(deep, &cs)
+	var je *jsonError
+	if !errors.As(err, &je) || !je.deep {
+		t.Fatalf("scanChat(8 MiB of '[') = %v, want a depth error", err)
+	}
+	atLimit := strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)
+	if !validJSON([]byte(atLimit)) {
+		t.Error("a body nested exactly maxJSONDepth deep was refused")
+	}
+	if validJSON([]byte("[" + atLimit + "]")) {
+		t.Error("a body nested maxJSONDepth+1 deep was accepted")
+	}
+	// The depth counts in a chat body too: messages sit at depth 2.
+	chat := `{"messages":[{"content":` + strings.Repeat("[", maxJSONDepth-3) + strings.Repeat("]", maxJSONDepth-3) + `}]}`
+	if err := scanChat([]byte(chat), &chatScan{}); err != nil {
+		t.Errorf("chat body at the limit: %v", err)
+	}
+	chat = `{"messages":[{"content":` + strings.Repeat("[", maxJSONDepth-2) + strings.Repeat("]", maxJSONDepth-2) + `}]}`
+	if err := scanChat([]byte(chat), &chatScan{}); err == nil {
+		t.Error("chat body past the limit accepted")
+	}
+}
+
+// raw returns the bytes of a span, or "" for an absent value.
+func (s span) raw(b []byte) string {
+	if !s.ok() {
+		return ""
+	}
+	return string(b[s.start:s.end])
+}
+
+func TestScanChatSpans(t *testing.T) {
+	body := []byte(`{ "model" : "gpt-4o", "stream":true, "model":"second",
+		"messages": [
+			{"role":"system","content":"Be terse.","role":"user"},
+			"not an object",
+			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"c1","name":"ls","content":"a\nb"},
+			{"r\u006fle":"us\u0065r","content":[{"type":"text","text":"hi"}]}
+		],
+		"user":"alice", "messages":"ignored: the first one counts"}`)
+	var cs chatScan
+	if err := scanChat(body, &cs); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got span, want string) {
+		t.Helper()
+		if g := got.raw(body); g != want {
+			t.Errorf("%s = %s, want %s", name, g, want)
+		}
+	}
+	check("model", cs.model, `"gpt-4o"`)
+	check("stream", cs.stream, `true`)
+	check("user", cs.user, `"alice"`)
+	if !strings.HasPrefix(cs.messages.raw(body), "[") || !strings.HasSuffix(cs.messages.raw(body), "]") {
+		t.Errorf("messages span = %s", cs.messages.raw(body))
+	}
+	if len(cs.msgs) != 5 {
+		t.Fatalf("%d messages, want 5", len(cs.msgs))
+	}
+	m := cs.msgs
+	check("msg 0 role", m[0].role, `"system"`)
+	check("msg 0 content", m[0].content, `"Be terse."`)
+	if m[0].kind != roleSystem || !m[0].obj {
+		t.Errorf("msg 0 kind %d obj %v", m[0].kind, m[0].obj)
+	}
+	if m[1].obj || string(body[m[1].start:m[1].end]) != `"not an object"` {
+		t.Errorf("msg 1 = %+v", m[1])
+	}
+	check("msg 2 content", m[2].content, `null`)
+	check("msg 2 tool_calls", m[2].toolCalls, `[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]`)
+	check("msg 3 tool_call_id", m[3].toolCallID, `"c1"`)
+	check("msg 3 name", m[3].name, `"ls"`)
+	check("msg 3 content", m[3].content, `"a\nb"`)
+	if m[4].kind != roleUser {
+		t.Errorf("escaped key and role: kind %d, want user", m[4].kind)
+	}
+	if cs.systemIndex() != 0 {
+		t.Errorf("systemIndex = %d", cs.systemIndex())
+	}
+}
+
+// FuzzScan checks the scanner against encoding/json (the same bodies are
+// valid) and every span it reports against gjson's lookups.
+func FuzzScan(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"system","content":"x"},{"role":"user","content":[{"type":"text","text":"y"}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"tool","tool_call_id":"a\"b","content":"\u0000"}, 1, [], null],"stream":false}`))
+	f.Add([]byte(`[{"messages":[]}]`))
+	f.Add([]byte(`{"messages":{"role":"system"}}`))
+	f.Add([]byte(`{"a":-0.0e-0,"b":"\ud83d\ude00","c":[true,false,null]}`))
+	f.Add([]byte("\"\xff\x00\""))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var cs chatScan
+		err := scanChat(body, &cs)
+		if std := json.Valid(body); std != (err == nil) {
+			t.Fatalf("scanChat error %v, encoding/json valid %v, body %q", err, std, body)
+		}
+		if err != nil {
+			return
+		}
+		doc := gjson.ParseBytes(body)
+		for _, f := range []struct {
+			key string
+			sp  span
+		}{{"model", cs.model}, {"user", cs.user}, {"stream", cs.stream}, {"messages", cs.messages}} {
+			want := ""
+			if doc.IsObject() {
+				want = doc.Get(gjson.Escape(f.key)).Raw
+			}
+			if got := f.sp.raw(body); got != want {
+				t.Fatalf("%s: span %q, gjson %q", f.key, got, want)
+			}
+		}
+		msgs := doc.Get("messages")
+		if !doc.IsObject() || !msgs.IsArray() {
+			if len(cs.msgs) != 0 {
+				t.Fatalf("%d messages found outside a messages array", len(cs.msgs))
+			}
+			return
+		}
+		all := msgs.Array()
+		if len(all) != len(cs.msgs) {
+			t.Fatalf("%d messages, gjson %d", len(cs.msgs), len(all))
+		}
+		for i, m := range all {
+			got := cs.msgs[i]
+			if string(body[got.start:got.end]) != m.Raw {
+				t.Fatalf("message %d: %q, gjson %q", i, body[got.start:got.end], m.Raw)
+			}
+			if got.obj != m.IsObject() {
+				t.Fatalf("message %d: obj %v", i, got.obj)
+			}
+			if !got.obj {
+				continue
+			}
+			for _, f := range []struct {
+				key string
+				sp  span
+			}{{"role", got.role}, {"content", got.content}, {"tool_call_id", got.toolCallID}, {"name", got.name}, {"tool_calls", got.toolCalls}} {
+				if g, w := f.sp.raw(body), m.Get(f.key).Raw; g != w {
+					t.Fatalf("message %d %s: %q, gjson %q", i, f.key, g, w)
+				}
+			}
+			if got.kind != roleNamed([]byte(m.Get("role").String())) {
+				t.Fatalf("message %d: kind %d for role %s", i, got.kind, m.Get("role").Raw)
+			}
+		}
+	})
+}
+
+// BenchmarkScan compares one scan of a 20 KB agent body with the
+// validation alone that gjson does.
+func BenchmarkScan(b *testing.B) {
+	body := benchAgentBody(b, false, "call_new")
+	b.Run("scanChat", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var cs chatScan
+			if err := scanChat(body, &cs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gjson.ValidBytes", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if !gjson.ValidBytes(body) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
