@@ -280,11 +280,13 @@ var responseHeaderSkip = map[string]bool{
 	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
 }
 
-// deliver copies the provider's answer to the client, flushing after each
-// read so stream events reach the client as they arrive. Each chunk is
-// also given to observe (which must not keep it). It returns the read
-// error that cut the body short (nil at a clean end) and whether the
-// client went away.
+// deliver copies the provider's answer to the client. A stream (SSE, or
+// any body of unknown length) is flushed after each read, so events reach
+// the client as they arrive; a body of known length is buffered by the
+// server and goes out with the headers in as few writes as it takes, as
+// httputil.ReverseProxy does. Each chunk is also given to observe (which
+// must not keep it). It returns the read error that cut the body short
+// (nil at a clean end) and whether the client went away.
 func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, clientGone bool) {
 	w := c.Response()
 	h := w.Header()
@@ -295,9 +297,13 @@ func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, c
 		h[k] = vs
 	}
 	w.WriteHeader(a.res.StatusCode)
-	w.Flush()
+	sse := isSSE(a.res.Header)
+	flush := sse || a.res.ContentLength < 0
+	if flush {
+		w.Flush()
+	}
 	bufs := &copyBufs
-	if isSSE(a.res.Header) {
+	if sse {
 		bufs = &streamBufs
 	}
 	bufp := bufs.Get().(*[]byte)
@@ -312,7 +318,9 @@ func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, c
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return nil, true
 			}
-			w.Flush()
+			if flush {
+				w.Flush()
+			}
 		}
 		if err == io.EOF {
 			return nil, false

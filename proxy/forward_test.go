@@ -99,37 +99,42 @@ func TestChatWithoutMemoryIsForwardedUnchanged(t *testing.T) {
 // sseUpstream streams events and waits on release between the first event
 // and the rest, so a test can see what the client got meanwhile.
 func TestStreamingFlushesEachEvent(t *testing.T) {
-	release := make(chan struct{})
-	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"first\"}}]}\n\n")
-		fl.Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
-	})
-	h := newHarness(t, up.srv.URL)
-	res := h.do(http.MethodPost, "/v1/chat/completions", []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`), nil)
-	defer res.Body.Close()
-	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("content type %q", ct)
-	}
-	rd := bufio.NewReader(res.Body)
-	line, err := rd.ReadString('\n')
-	if err != nil || !strings.Contains(line, "first") {
-		t.Fatalf("first event not delivered before the upstream finished: %q %v", line, err)
-	}
-	close(release)
-	rest, _ := io.ReadAll(rd)
-	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
-		t.Fatalf("stream end %q", rest)
-	}
-	if n := len(h.incidents("default", "default")); n != 0 {
-		t.Fatalf("%d incidents for a clean stream", n)
+	// SSE, and any other answer of unknown length (chunked), are streams.
+	for _, ct := range []string{"text/event-stream", "application/x-ndjson"} {
+		t.Run(ct, func(t *testing.T) {
+			release := make(chan struct{})
+			up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", ct)
+				fl := w.(http.Flusher)
+				io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"first\"}}]}\n\n")
+				fl.Flush()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+				io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			})
+			h := newHarness(t, up.srv.URL)
+			res := h.do(http.MethodPost, "/v1/chat/completions", []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`), nil)
+			defer res.Body.Close()
+			if got := res.Header.Get("Content-Type"); got != ct {
+				t.Fatalf("content type %q", got)
+			}
+			rd := bufio.NewReader(res.Body)
+			line, err := rd.ReadString('\n')
+			if err != nil || !strings.Contains(line, "first") {
+				t.Fatalf("first event not delivered before the upstream finished: %q %v", line, err)
+			}
+			close(release)
+			rest, _ := io.ReadAll(rd)
+			if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+				t.Fatalf("stream end %q", rest)
+			}
+			if n := len(h.incidents("default", "default")); n != 0 {
+				t.Fatalf("%d incidents for a clean stream", n)
+			}
+		})
 	}
 }
 

@@ -83,6 +83,7 @@ func inspect(body []byte) (*conversation, error) {
 	c.stream = valueAt(body, cs.stream).Bool()
 	var names map[string]string // tool_call_id -> tool name
 	systemSeen, userSeen := false, false
+	call := 0 // next in cs.calls
 	for i := range cs.msgs {
 		m := &cs.msgs[i]
 		if !m.obj {
@@ -100,20 +101,23 @@ func inspect(body []byte) (*conversation, error) {
 				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(valueAt(body, m.content)), ""))
 			}
 		case roleAssistant:
-			valueAt(body, m.toolCalls).ForEach(func(_, call gjson.Result) bool {
-				name := call.Get("function.name").String()
+			for ; call < len(cs.calls) && cs.calls[call].msg <= i; call++ {
+				cl := &cs.calls[call]
+				if cl.msg < i {
+					continue
+				}
+				name := valueAt(body, cl.name).String()
 				if name == "" {
-					return true
+					continue
 				}
 				c.tools = append(c.tools, name)
-				if id := call.Get("id").String(); id != "" {
+				if id := valueAt(body, cl.id).String(); id != "" {
 					if names == nil {
 						names = make(map[string]string)
 					}
 					names[id] = name
 				}
-				return true
-			})
+			}
 		case roleTool, roleFunction:
 			tr := toolResult{name: valueAt(body, m.name).String()}
 			if m.content.ok() {

@@ -40,7 +40,15 @@ func inspectByPath(body string) inspected {
 	in.model, in.user, in.stream = doc.Get("model").String(), doc.Get("user").String(), doc.Get("stream").Bool()
 	names := map[string]string{}
 	var sysDone, userDone bool
-	for _, m := range doc.Get("messages").Array() {
+	// Only arrays count: gjson's Array() would make any other value a
+	// list of one.
+	array := func(v gjson.Result) []gjson.Result {
+		if !v.IsArray() {
+			return nil
+		}
+		return v.Array()
+	}
+	for _, m := range array(doc.Get("messages")) {
 		if !m.IsObject() {
 			continue
 		}
@@ -56,7 +64,7 @@ func inspectByPath(body string) inspected {
 				in.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(m.Get("content")), ""))
 			}
 		case "assistant":
-			for _, call := range m.Get("tool_calls").Array() {
+			for _, call := range array(m.Get("tool_calls")) {
 				if name := call.Get("function.name").String(); name != "" {
 					in.tools = append(in.tools, name)
 					if id := call.Get("id").String(); id != "" {
@@ -129,6 +137,7 @@ func FuzzInspect(f *testing.F) {
 	f.Add(`{"messages":[{"role":"tool","content":"no id"},{"role":"tool","tool_call_id":"","name":"n","content":"\u00e9\n"},{"role":"function","tool_call_id":"x"}],"stream":"true"}`)
 	f.Add(`{"messages":[{"r\u006fle":"user","content":"escaped key"},{"role":"us\u0065r"},{"role":"system","role":"user","content":"dup"}]}`)
 	f.Add(`{"model":{"a":1},"user":42,"messages":[null,"x",[],{"role":7}]}`)
+	f.Add(`{"messages":[{"role":"user","tool_calls":[{"id":"u","function":{"name":"not an assistant"}}]},{"role":"assistant","tool_calls":[1,{"function":"x"},{"id":"a","id":"b","function":{"name":"n","name":"m"}},{"function":{"name":""}}]},{"role":"assistant","tool_calls":{"function":{"name":"object"}}}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c, err := inspect([]byte(body))
 		if (err == nil) != validJSON([]byte(body)) {

@@ -51,11 +51,20 @@ type msgSpans struct {
 	toolCalls  span
 }
 
+// callSpans locates one tool call of an assistant message: its "id" and
+// its "function"'s "name" (first occurrences; zero when absent or when the
+// call or its function is not an object).
+type callSpans struct {
+	msg      int // index of the message in chatScan.msgs
+	id, name span
+}
+
 // chatScan locates the top-level values of a chat completion request.
 type chatScan struct {
 	model, user, stream span
-	messages            span       // the first "messages" value, whatever its type
-	msgs                []msgSpans // its elements, when it is an array
+	messages            span        // the first "messages" value, whatever its type
+	msgs                []msgSpans  // its elements, when it is an array
+	calls               []callSpans // tool calls of the messages, in order
 }
 
 // systemIndex returns the index in msgs of the first system or developer
@@ -203,6 +212,12 @@ func (s *scanner) message(cs *chatScan) error {
 		case "name":
 			dst = &m.name
 		case "tool_calls":
+			if !m.toolCalls.ok() && s.peek() == '[' {
+				msg := len(cs.msgs)
+				err := s.elements(4, func() error { return s.toolCall(cs, msg) })
+				m.toolCalls = span{start, s.i}
+				return err
+			}
 			dst = &m.toolCalls
 		}
 		if err := s.value(3); err != nil {
@@ -221,6 +236,52 @@ func (s *scanner) message(cs *chatScan) error {
 		m.kind = roleKind(s.b[m.role.start:m.role.end])
 	}
 	cs.msgs = append(cs.msgs, m)
+	return nil
+}
+
+// toolCall scans one element of a message's "tool_calls" (depth 5 when an
+// object) and notes its id and function name.
+func (s *scanner) toolCall(cs *chatScan, msg int) error {
+	if s.peek() != '{' {
+		return s.value(4)
+	}
+	c := callSpans{msg: msg}
+	var function span
+	err := s.members(5, func(key []byte) error {
+		start := s.i
+		switch string(key) {
+		case "id":
+			err := s.value(5)
+			if !c.id.ok() {
+				c.id = span{start, s.i}
+			}
+			return err
+		case "function":
+			if function.ok() {
+				break
+			}
+			if s.peek() == '{' {
+				err := s.members(6, func(key []byte) error {
+					start := s.i
+					err := s.value(6)
+					if string(key) == "name" && !c.name.ok() {
+						c.name = span{start, s.i}
+					}
+					return err
+				})
+				function = span{start, s.i}
+				return err
+			}
+			err := s.value(5)
+			function = span{start, s.i}
+			return err
+		}
+		return s.value(5)
+	})
+	if err != nil {
+		return err
+	}
+	cs.calls = append(cs.calls, c)
 	return nil
 }
 

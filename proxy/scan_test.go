@@ -207,6 +207,33 @@ func FuzzScan(f *testing.F) {
 					t.Fatalf("message %d %s: %q, gjson %q", i, f.key, g, w)
 				}
 			}
+			var calls []callSpans
+			for _, c := range cs.calls {
+				if c.msg == i {
+					calls = append(calls, c)
+				}
+			}
+			var want []gjson.Result
+			if tc := m.Get("tool_calls"); tc.IsArray() {
+				for _, c := range tc.Array() {
+					if c.IsObject() {
+						want = append(want, c)
+					}
+				}
+			}
+			if len(calls) != len(want) {
+				t.Fatalf("message %d: %d tool calls, gjson %d", i, len(calls), len(want))
+			}
+			for j, c := range want {
+				fn := c.Get("function")
+				name := ""
+				if fn.IsObject() {
+					name = fn.Get("name").Raw
+				}
+				if calls[j].id.raw(body) != c.Get("id").Raw || calls[j].name.raw(body) != name {
+					t.Fatalf("message %d call %d: id %q name %q, gjson %q %q", i, j, calls[j].id.raw(body), calls[j].name.raw(body), c.Get("id").Raw, name)
+				}
+			}
 			if got.kind != roleNamed([]byte(m.Get("role").String())) {
 				t.Fatalf("message %d: kind %d for role %s", i, got.kind, m.Get("role").Raw)
 			}
