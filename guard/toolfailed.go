@@ -32,6 +32,7 @@ type toolRule struct {
 	keys         []string          // jsonField: the field names
 	test         func([]byte) bool // jsonField: does the raw value say failed?
 	re           *regexp.Regexp    // text rules
+	literal      string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
 	nonZeroGroup bool              // text rules: group 1 must be a non-zero number
 }
 
@@ -42,7 +43,10 @@ var exitKeys = []string{"exit_code", "exitCode", "exitcode", "returncode", "retu
 // group 1 is the code.
 const exitCodeRe = `(?i)^(?:[\[(]\s*|(?:error:\s*)?(?:the\s+)?(?:process|command|program|script|job|task|shell)\b[^:\n]{0,30}?\s)?(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|return ?code|exit_?code|exited with)\s*[:=]?\s*\(?(-?\d+)`
 
-// toolRules decide whether a role:"tool" message says the tool failed. The
+// toolRules decide whether a role:"tool" message says the tool failed. A
+// rule's regex keeps its "^" outside any alternation: Go's regexp treats a
+// regex as anchored only then, and otherwise tries it at every offset of
+// the line (a few µs per line where an anchored one fails at once). The
 // first rule that matches decides "failed"; when none matches the tool
 // succeeded. A JSON object is judged by its fields only; any other content
 // by its first and last lines, so a word like "error" in the middle of
@@ -71,7 +75,7 @@ var toolRules = []toolRule{
 	{name: "shell error", where: firstLine, re: mustRe(`^(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
 	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|Is a directory|Not a directory|not found$)`)},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:No such file or directory|Permission denied|Access denied|Operation not permitted)\b`)},
-	{name: "failed", where: firstLine, re: mustRe(`^(?:FAIL|FAILED|FAILURE)\b|^(?:BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
+	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
 	{name: "compiler diagnostic", where: firstLine, re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?|\(\d+,\d+\)):?\s*(?:error|fatal error)\b`)},
 	{name: "edit tool error", where: firstLine, re: mustRe(`^(?:No replacement was performed|String to replace not found|old_string not found|Found \d+ matches of the string to replace|Invalid (?:arguments?|parameters?|params)\b|Unknown tool\b)`)},
 	{name: "go build error", where: firstTwo, re: mustRe(`^# \S+\n\S+\.go:\d+:\d+: `)},
@@ -79,8 +83,9 @@ var toolRules = []toolRule{
 	// Text: how the output ends.
 	{name: "exit code at end", where: lastLines, re: mustRe(exitCodeRe), nonZeroGroup: true},
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
-	{name: "failed summary", where: lastLines, re: mustRe(`^=+ .*\b[1-9]\d* (?:failed|errors?)\b|^Found [1-9]\d* errors?\b|\b[1-9]\d* problems? \([1-9]\d* errors?|^Tests?:\s+[1-9]\d* failed`)},
-	{name: "build error at end", where: lastLines, re: mustRe(`^error: (?:could not compile|aborting due to)|^npm (?:ERR!|error) |^make(?:\[\d+\])?: \*\*\* .*Error \d+`)},
+	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|Found [1-9]\d* errors?\b|Tests?:\s+[1-9]\d* failed)`)},
+	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
+	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* .*Error \d+)`)},
 	{name: "crash", where: lastLines, re: mustRe(`^(?:Segmentation fault|Bus error|Killed|Aborted)\b`)},
 }
 
@@ -166,6 +171,9 @@ func textFailed(s string) bool {
 }
 
 func (r *toolRule) matches(line string) bool {
+	if r.literal != "" && !strings.Contains(line, r.literal) {
+		return false
+	}
 	if !r.nonZeroGroup {
 		return r.re.MatchString(line)
 	}

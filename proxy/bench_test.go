@@ -106,14 +106,14 @@ func benchBlocks() string {
 
 func BenchmarkInspect(b *testing.B) {
 	body := benchAgentBody(b, false, "call_new")
-	c, err := inspect(body)
+	c, err := inspect(body, nil, "")
 	if err != nil || c.goal == "" || len(c.toolResults) != 12 || len(c.tools) != 12 {
 		b.Fatalf("inspect read goal %q, %d tool results, %d tools (%v)", c.goal, len(c.toolResults), len(c.tools), err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		inspect(body)
+		inspect(body, nil, "")
 	}
 }
 
@@ -131,7 +131,7 @@ func BenchmarkInjectSystem(b *testing.B) {
 		body []byte
 	}{{"first", fresh}, {"reinject", again}} {
 		b.Run(c.name, func(b *testing.B) {
-			conv, err := inspect(c.body)
+			conv, err := inspect(c.body, nil, "")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -374,7 +374,7 @@ func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
 	// outlives it.
 	inspectPadded := func() *conversation {
 		pad := `"messages":[{"role":"assistant","content":"` + strings.Repeat("x", 1<<20) + `"},`
-		c, err := inspect(bytes.Replace(body, []byte(`"messages":[`), []byte(pad), 1))
+		c, err := inspect(bytes.Replace(body, []byte(`"messages":[`), []byte(pad), 1), nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		s.count(route, aerr.Status, "")
 		return writeError(c, aerr)
 	}
-	conv, err := inspect(body)
+	conv, err := inspect(body, s.memo, t.Workspace+"\x00"+t.Project)
 	if err != nil {
 		s.count(route, http.StatusBadRequest, "")
 		return writeError(c, badJSON(err))
@@ -99,6 +99,9 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	sctx, cancelStore := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancelStore()
 	degraded := !s.recordToolErrors(sctx, t, conv, now)
+	if !degraded {
+		s.memo.remember(conv, body)
+	}
 	conv.releaseBody()
 	var entries []guard.Entry
 	var guardBlock string
@@ -227,16 +230,19 @@ func (s *Server) count(route string, status int, provider string) {
 // per tenant. It returns false when the store failed.
 func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversation, now time.Time) bool {
 	prefix := t.Workspace + "\x00" + t.Project + "\x00"
-	for _, tr := range conv.toolResults {
+	for i := range conv.toolResults {
+		tr := &conv.toolResults[i]
 		seenKey := prefix + tr.dedupeKey
 		if failed, ok := s.seen.get(seenKey); ok {
 			if failed {
+				tr.failed = true
 				conv.failures++
 			}
 			continue
 		}
 		text := tr.text()
 		failed := guard.ToolFailed(text)
+		tr.failed = failed
 		if failed {
 			conv.failures++
 			msg := text

@@ -16,6 +16,8 @@ import (
 type toolResult struct {
 	dedupeKey string // "call:" + tool_call_id, or "hash:" + content hash
 	name      string // tool name, from the assistant call it answers
+	msg       int    // index of the message in the body's messages
+	failed    bool   // the result says the tool failed (set by recordToolErrors)
 	// content is the raw JSON of the message's content, in the body: it is
 	// only decoded for results not seen before. releaseBody drops it.
 	content []byte
@@ -32,15 +34,41 @@ type conversation struct {
 	model  string
 	user   string
 	stream bool
-
-	system string // text of the first system/developer message
-	goal   string // text of the first user message (mock directives removed)
 	key    string // recall.ConversationKey of the conversation's first messages
 
-	tools       []string // tool names the assistant called, in order
-	toolResults []toolResult
-	toolCount   int // tool results, kept after releaseBody
-	failures    int // tool results that said the tool failed (set by recordToolErrors)
+	system      string // text of the first system/developer message
+	goal        string // text of the first user message (mock directives removed)
+	systemAt    int    // index of that system message; -1 none
+	userSeen    bool
+	tools       []string          // tool names the assistant called, in order
+	calls       []callName        // the calls of tools that have an id
+	names       map[string]string // tool_call_id -> tool name, of calls
+	toolCount   int               // tool results
+	failures    int               // tool results that said the tool failed (set by recordToolErrors)
+	marks       []mark            // one per message: what was read up to its end
+	toolResults []toolResult      // the tool results read (not those of a remembered prefix)
+
+	// The memo: the conversation's name, and from which message on it was
+	// read (0 unless a remembered turn's messages were skipped).
+	memoKey uint64
+	memoOK  bool
+	from    int
+}
+
+// callName is a tool call read from an assistant message.
+type callName struct {
+	id, name string
+	msg      int
+}
+
+// mark is what was read of a conversation up to the end of one message.
+type mark struct {
+	tools     int // len(tools)
+	calls     int // len(calls)
+	scanCalls int // calls of scan.calls up to this message
+	toolCount int
+	failures  int    // set by convMemo.remember
+	sum       uint64 // memo hash of the body up to the message's end, set by convMemo.remember
 }
 
 // releaseBody drops what still refers to the request body, so an answer
@@ -71,61 +99,79 @@ func valueAt(body []byte, sp span) gjson.Result {
 }
 
 // inspect reads a chat completion request body. It returns a *jsonError
-// when the body is not JSON.
-func inspect(body []byte) (*conversation, error) {
-	c := &conversation{}
+// when the body is not JSON. With a memo, the messages of a remembered turn
+// of the same conversation that this body repeats byte for byte are not
+// read again (see convMemo).
+func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) {
+	c := &conversation{systemAt: -1}
 	cs := &c.scan
-	if err := scanChat(body, cs); err != nil {
+	s := scanner{b: body}
+	if memo != nil {
+		// Called once the first user message is scanned: the bytes up to
+		// its end name the conversation.
+		s.atUser = func(end int) int {
+			c.memoKey, c.memoOK = memo.key(tenant, body[:end]), true
+			return memo.resume(c, body, len(cs.msgs)-1)
+		}
+	}
+	if err := s.document(cs); err != nil {
 		return nil, err
 	}
 	c.model = valueAt(body, cs.model).String()
 	c.user = valueAt(body, cs.user).String()
 	c.stream = valueAt(body, cs.stream).Bool()
-	var names map[string]string // tool_call_id -> tool name
-	systemSeen, userSeen := false, false
-	call := 0 // next in cs.calls
-	for i := range cs.msgs {
+	c.read(body)
+	if c.goal != "" {
+		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
+	}
+	return c, nil
+}
+
+// read reads the messages of c.scan from c.from on.
+func (c *conversation) read(body []byte) {
+	cs := &c.scan
+	call := 0 // index in cs.calls, which are in message order
+	if c.from > 0 {
+		call = c.marks[c.from-1].scanCalls
+	}
+	for i := c.from; i < len(cs.msgs); i++ {
 		m := &cs.msgs[i]
-		if !m.obj {
-			continue
-		}
-		switch m.kind {
-		case roleSystem, roleDeveloper:
-			if !systemSeen {
-				systemSeen = true
+		switch {
+		case !m.obj:
+		case m.kind == roleSystem || m.kind == roleDeveloper:
+			if c.systemAt < 0 {
+				c.systemAt = i
 				c.system = providers.MessageText(valueAt(body, m.content))
 			}
-		case roleUser:
-			if !userSeen {
-				userSeen = true
+		case m.kind == roleUser:
+			if !c.userSeen {
+				c.userSeen = true
 				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(valueAt(body, m.content)), ""))
 			}
-		case roleAssistant:
-			for ; call < len(cs.calls) && cs.calls[call].msg <= i; call++ {
+		case m.kind == roleAssistant:
+			for ; call < len(cs.calls) && cs.calls[call].msg == i; call++ {
 				cl := &cs.calls[call]
-				if cl.msg < i {
-					continue
-				}
 				name := valueAt(body, cl.name).String()
 				if name == "" {
 					continue
 				}
 				c.tools = append(c.tools, name)
 				if id := valueAt(body, cl.id).String(); id != "" {
-					if names == nil {
-						names = make(map[string]string)
+					c.calls = append(c.calls, callName{id: id, name: name, msg: i})
+					if c.names == nil {
+						c.names = make(map[string]string)
 					}
-					names[id] = name
+					c.names[id] = name
 				}
 			}
-		case roleTool, roleFunction:
-			tr := toolResult{name: valueAt(body, m.name).String()}
+		case m.kind == roleTool || m.kind == roleFunction:
+			tr := toolResult{name: valueAt(body, m.name).String(), msg: i}
 			if m.content.ok() {
 				tr.content = body[m.content.start:m.content.end]
 			}
 			if id := valueAt(body, m.toolCallID).String(); id != "" {
 				tr.dedupeKey = "call:" + id
-				if n := names[id]; n != "" {
+				if n := c.names[id]; n != "" {
 					tr.name = n
 				}
 			} else {
@@ -138,11 +184,11 @@ func inspect(body []byte) (*conversation, error) {
 			c.toolResults = append(c.toolResults, tr)
 			c.toolCount++
 		}
+		for call < len(cs.calls) && cs.calls[call].msg <= i {
+			call++ // the calls of a message that is not the assistant's
+		}
+		c.marks = append(c.marks, mark{tools: len(c.tools), calls: len(c.calls), scanCalls: call, toolCount: c.toolCount})
 	}
-	if c.goal != "" {
-		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
-	}
-	return c, nil
 }
 
 // stripBlocks removes every guard and recall block from text.

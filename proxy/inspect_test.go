@@ -117,7 +117,7 @@ func TestInspect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := inspect([]byte(tt.body))
+			c, err := inspect([]byte(tt.body), nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestInspect(t *testing.T) {
 			}
 		})
 	}
-	if _, err := inspect([]byte(`{"messages":[}`)); err == nil {
+	if _, err := inspect([]byte(`{"messages":[}`), nil, ""); err == nil {
 		t.Error("inspect accepted invalid JSON")
 	}
 }
@@ -139,7 +139,7 @@ func FuzzInspect(f *testing.F) {
 	f.Add(`{"model":{"a":1},"user":42,"messages":[null,"x",[],{"role":7}]}`)
 	f.Add(`{"messages":[{"role":"user","tool_calls":[{"id":"u","function":{"name":"not an assistant"}}]},{"role":"assistant","tool_calls":[1,{"function":"x"},{"id":"a","id":"b","function":{"name":"n","name":"m"}},{"function":{"name":""}}]},{"role":"assistant","tool_calls":{"function":{"name":"object"}}}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		c, err := inspect([]byte(body))
+		c, err := inspect([]byte(body), nil, "")
 		if (err == nil) != validJSON([]byte(body)) {
 			t.Fatalf("inspect error %v for a body validJSON calls %v", err, validJSON([]byte(body)))
 		}

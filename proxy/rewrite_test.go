@@ -29,7 +29,7 @@ func testBlocks() string {
 
 // rewrite inspects body and injects blocks into it, as the handler does.
 func rewrite(body []byte, blocks string) ([]byte, error) {
-	conv, err := inspect(body)
+	conv, err := inspect(body, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func FuzzInject(f *testing.F) {
 		}
 		// The system message says the blocks, then what it said before
 		// without any earlier block.
-		conv, err := inspect([]byte(body))
+		conv, err := inspect([]byte(body), nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,6 +109,11 @@ func scanChat(body []byte, cs *chatScan) error {
 type scanner struct {
 	b []byte
 	i int
+	// atUser, when set, is called once, with the offset where the first
+	// user message ends, right after that message is scanned. It returns
+	// -1, or an offset after an element of messages where the scan goes
+	// on (having set cs.msgs and cs.calls for the elements skipped).
+	atUser func(end int) int
 }
 
 func (s *scanner) syntax() error { return &jsonError{offset: s.i} }
@@ -236,6 +241,13 @@ func (s *scanner) message(cs *chatScan) error {
 		m.kind = roleKind(s.b[m.role.start:m.role.end])
 	}
 	cs.msgs = append(cs.msgs, m)
+	if m.kind == roleUser && s.atUser != nil {
+		at := s.atUser
+		s.atUser = nil
+		if next := at(s.i); next >= s.i {
+			s.i = next
+		}
+	}
 	return nil
 }
 

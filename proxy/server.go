@@ -105,6 +105,7 @@ type Server struct {
 	keys    *keyring
 	metrics *metrics
 	seen    *seenSet
+	memo    *convMemo
 	echo    *echo.Echo
 
 	guardCache   *guardCache
@@ -182,6 +183,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		keys:    kr,
 		metrics: newMetrics(),
 		seen:    newSeenSet(1 << 17),
+		memo:    newConvMemo(defaultMemoSize),
 
 		guardCache:  newGuardCache(1 << 14),
 		recallCache: newRecallCache(1 << 14),

@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"hash/maphash"
+	"slices"
+	"sync"
+)
+
+// An agent sends its whole conversation on every turn: the body of turn n+1
+// is, byte for byte, the body of turn n up to the end of one of its
+// messages (the last, or an earlier one when the agent retried or replaced
+// a step), followed by new messages. convMemo remembers, per conversation,
+// the latest turn: for each message, where it ends, a hash of the bytes up
+// to there, and what reading them found (their positions, the system text,
+// the goal, the tools called, how many tool results failed). When the next
+// body repeats those bytes up to the end of message k, the scan jumps to
+// there and only what follows is read: the validity of the bytes skipped
+// and everything read from them are as last time, because they are the
+// same bytes.
+//
+// A conversation is named by the bytes of its body up to the end of its
+// first user message, with the tenant: the scan reads those first, and
+// looks the conversation up there. The hash is maphash with a seed chosen
+// at start-up, so a client cannot make two prefixes collide on purpose.
+//
+// The memo is bounded: at most 2*max conversations, the older half dropped
+// whole when the newer half fills. A conversation that falls out is read
+// in full on its next turn, as is any body that changed an earlier message.
+type convMemo struct {
+	seed maphash.Seed
+	max  int
+
+	mu        sync.Mutex
+	cur, prev map[uint64]*memoEntry
+}
+
+// memoEntry is one remembered turn: the positions its scan found, and
+// what reading its messages found, with a mark per message. It is never
+// modified once stored.
+type memoEntry struct {
+	msgs     []msgSpans
+	calls    []callSpans
+	marks    []mark
+	tools    []string
+	named    []callName
+	system   string
+	systemAt int
+	goal     string
+}
+
+// defaultMemoSize is the number of conversations convMemo keeps (twice
+// over, see convMemo): a remembered turn takes a few KB.
+const defaultMemoSize = 512
+
+func newConvMemo(max int) *convMemo {
+	return &convMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]*memoEntry)}
+}
+
+// key names a conversation: the tenant and the bytes of its body up to the
+// end of its first user message.
+func (m *convMemo) key(tenant string, head []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	h.WriteString(tenant)
+	h.WriteByte(0)
+	h.Write(head)
+	return h.Sum64()
+}
+
+// resume is called by the scan of body once message probe, the first user
+// message, is scanned, with c.memoKey set. When c's conversation has a
+// remembered turn whose messages after probe this body repeats, byte for
+// byte, it fills c and c.scan with what was found up to the last message
+// repeated, and returns that message's end: the scan goes on from there.
+// Otherwise it returns -1.
+func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
+	m.mu.Lock()
+	e := m.cur[c.memoKey]
+	if e == nil {
+		e = m.prev[c.memoKey]
+	}
+	m.mu.Unlock()
+	if e == nil || probe >= len(e.msgs) {
+		return -1
+	}
+	h := m.hash()
+	last, pos := -1, 0
+	for i := probe; i < len(e.msgs); i++ {
+		end := e.msgs[i].end
+		if end > len(body) {
+			break
+		}
+		h.Write(body[pos:end])
+		pos = end
+		if h.Sum64() != e.marks[i].sum {
+			break
+		}
+		// Only an object is sure to end where it ended: a number could
+		// go on in the new body ("1" then "12").
+		if e.msgs[i].obj {
+			last = i
+		}
+	}
+	if last <= probe {
+		return -1 // nothing after the first user message to skip
+	}
+	mk := e.marks[last]
+	cs := &c.scan
+	cs.msgs = append(cs.msgs[:0], e.msgs[:last+1]...)
+	cs.calls = append(cs.calls[:0], e.calls[:mk.scanCalls]...)
+	c.from = last + 1
+	c.marks = append([]mark(nil), e.marks[:last+1]...)
+	c.tools = slices.Clone(e.tools[:mk.tools])
+	c.calls = slices.Clone(e.named[:mk.calls])
+	if len(c.calls) > 0 {
+		c.names = make(map[string]string, len(c.calls))
+		for _, cl := range c.calls {
+			c.names[cl.id] = cl.name
+		}
+	}
+	c.toolCount, c.failures = mk.toolCount, mk.failures
+	if e.systemAt >= 0 && e.systemAt <= last {
+		c.systemAt, c.system = e.systemAt, e.system
+	}
+	c.userSeen, c.goal = true, e.goal
+	return e.msgs[last].end
+}
+
+func (m *convMemo) hash() *maphash.Hash {
+	h := new(maphash.Hash)
+	h.SetSeed(m.seed)
+	return h
+}
+
+// remember keeps c, read from body, as its conversation's latest turn. It
+// must be called once c's tool results have been recorded (their failed
+// verdicts are set): the next turn will not look at them again.
+func (m *convMemo) remember(c *conversation, body []byte) {
+	if !c.memoOK || len(c.marks) == 0 {
+		return
+	}
+	failures, r := 0, 0
+	if c.from > 0 {
+		failures = c.marks[c.from-1].failures
+	}
+	h := m.hash()
+	pos := 0
+	for i := range c.marks {
+		if i >= c.from {
+			for ; r < len(c.toolResults) && c.toolResults[r].msg == i; r++ {
+				if c.toolResults[r].failed {
+					failures++
+				}
+			}
+			c.marks[i].failures = failures
+		}
+		end := c.scan.msgs[i].end
+		h.Write(body[pos:end])
+		pos = end
+		c.marks[i].sum = h.Sum64()
+	}
+	e := &memoEntry{
+		msgs:     slices.Clone(c.scan.msgs),
+		calls:    slices.Clone(c.scan.calls),
+		marks:    slices.Clone(c.marks),
+		tools:    slices.Clone(c.tools),
+		named:    slices.Clone(c.calls),
+		system:   c.system,
+		systemAt: c.systemAt,
+		goal:     c.goal,
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.cur[c.memoKey]; !ok && len(m.cur) >= m.max {
+		m.prev, m.cur = m.cur, make(map[uint64]*memoEntry, m.max)
+	}
+	m.cur[c.memoKey] = e
+}

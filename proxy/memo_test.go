@@ -1,0 +1,204 @@
+package proxy
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// agentTurn renders turn n of an agent's conversation: the system prompt,
+// the task, then n rounds of tool call and result; other top-level fields
+// come after the messages, as many clients send them.
+func agentTurn(t testing.TB, n int) []byte {
+	t.Helper()
+	msgs := []map[string]any{
+		{"role": "system", "content": "You are a coding agent.\nBe careful."},
+		{"role": "user", "content": "Fix the failing test"},
+	}
+	for i := range n {
+		id := "call_" + strconv.Itoa(i)
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": `{"pkg":"./..."}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": "--- FAIL: TestX (0.00s)\nFAIL\tpkg\t0.01s"})
+	}
+	// json.Marshal sorts map keys: "messages" comes before "model",
+	// "stream" and "tools", so each turn's messages end before fields that
+	// follow them.
+	b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m", "stream": n%2 == 0, "tools": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// results lists the dedupe keys of c's tool results.
+func results(c *conversation) []string {
+	var keys []string
+	for _, tr := range c.toolResults {
+		keys = append(keys, tr.dedupeKey)
+	}
+	return keys
+}
+
+func TestMemoReadsOnlyNewMessages(t *testing.T) {
+	memo := newConvMemo(8)
+	const tenant = "ws\x00proj"
+	turn1 := agentTurn(t, 1)
+	c1, err := inspect(turn1, memo, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1.from != 0 || !slices.Equal(results(c1), []string{"call:call_0"}) {
+		t.Fatalf("turn 1: from %d, results %v", c1.from, results(c1))
+	}
+	c1.toolResults[0].failed = true // as recordToolErrors would set it
+	c1.failures = 1
+	memo.remember(c1, turn1)
+
+	turn3 := agentTurn(t, 3)
+	c3, err := inspect(turn3, memo, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := inspect(turn3, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c3.from != len(c1.scan.msgs) {
+		t.Fatalf("turn 3 starts with turn 1's %d messages but was read from message %d", len(c1.scan.msgs), c3.from)
+	}
+	if got := results(c3); !slices.Equal(got, []string{"call:call_1", "call:call_2"}) {
+		t.Errorf("turn 3 read tool results %v, want only the two new ones", got)
+	}
+	if c3.failures != 1 || c3.toolCount != 3 || !slices.Equal(c3.tools, full.tools) ||
+		c3.system != full.system || c3.goal != full.goal || c3.key != full.key ||
+		c3.model != full.model || c3.stream != full.stream {
+		t.Errorf("turn 3 with memo %+v\nread in full %+v", summarize(c3), summarize(full))
+	}
+	if !slices.Equal(c3.scan.msgs, full.scan.msgs) || !slices.Equal(c3.scan.calls, full.scan.calls) || c3.scan.messages != full.scan.messages {
+		t.Error("the positions found with the memo differ from a full scan")
+	}
+	// The remembered turn is unchanged by turn 3's reading.
+	if e := memo.cur[c1.memoKey]; e == nil || len(e.tools) != 1 || e.marks[len(e.marks)-1].failures != 1 {
+		t.Errorf("remembered turn changed: %+v", e)
+	}
+
+	// A turn that replaces turn 1's last round (a retry) is read from
+	// where it differs.
+	retry := []byte(strings.Replace(string(turn1), "--- FAIL: TestX", "--- FAIL: TestY", 1))
+	cr, err := inspect(retry, memo, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.from != len(c1.scan.msgs)-1 || !slices.Equal(results(cr), []string{"call:call_0"}) || cr.failures != 0 || len(cr.tools) != 1 {
+		t.Errorf("retry read from message %d (want %d), results %v, failures %d, tools %v", cr.from, len(c1.scan.msgs)-1, results(cr), cr.failures, cr.tools)
+	}
+
+	// Remember turn 3, then read bodies that differ from it.
+	c3.toolResults[0].failed = true
+	memo.remember(c3, turn3)
+	tests := []struct {
+		name   string
+		body   []byte
+		tenant string
+		from   int // the first message read
+	}{
+		{"another tenant", turn3, "other\x00proj", 0},
+		{"the first tool result changed", []byte(strings.Replace(string(turn3), "FAIL\\tpkg", "FAIL\\tPKG", 1)), tenant, 3},
+		{"the same task in another conversation", []byte(strings.Replace(string(turn3), "Be careful.", "Be quick.", 1)), tenant, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := inspect(tt.body, memo, tt.tenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.from != tt.from || len(c.toolResults) != 3 || c.failures != 0 || c.toolCount != 3 {
+				t.Errorf("read from message %d (want %d), %d tool results read, %d failed before; want 3 read, none failed before", c.from, tt.from, len(c.toolResults), c.failures)
+			}
+		})
+	}
+
+	// What follows the remembered bytes is still checked.
+	bad := append([]byte(nil), turn3...)
+	bad[len(bad)-2] = ','
+	if _, err := inspect(bad, memo, tenant); err == nil {
+		t.Error("invalid JSON after the remembered bytes was accepted")
+	}
+}
+
+func TestMemoIsBounded(t *testing.T) {
+	memo := newConvMemo(2)
+	for i := range 7 {
+		body := []byte(`{"messages":[{"role":"user","content":"task ` + strconv.Itoa(i) + `"}]}`)
+		c, err := inspect(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo.remember(c, body)
+	}
+	memo.mu.Lock()
+	defer memo.mu.Unlock()
+	if n := len(memo.cur) + len(memo.prev); n > 4 {
+		t.Fatalf("memo holds %d conversations, want at most 4", n)
+	}
+}
+
+// FuzzInspectMemo: reading a body with the memo of an earlier turn finds
+// the same as reading it in full, whatever was added after the earlier
+// turn's messages (valid or not).
+func FuzzInspectMemo(f *testing.F) {
+	f.Add(string(agentTurn(f, 1)), `,{"role":"assistant","tool_calls":[{"id":"x","function":{"name":"ls"}}]},{"role":"tool","tool_call_id":"x","content":"ok"}`)
+	f.Add(string(agentTurn(f, 0)), `,{"role":"tool","content":"no id"}`)
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"g"}],"user":"u"}`, `,1,"x",{"role":"user","content":"second"}`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `]}{`)
+	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`)
+	f.Fuzz(func(t *testing.T, first, added string) {
+		memo := newConvMemo(4)
+		c1, err := inspect([]byte(first), memo, "t")
+		if err != nil || len(c1.scan.msgs) == 0 {
+			return
+		}
+		memo.remember(c1, []byte(first))
+		end := c1.scan.msgs[len(c1.scan.msgs)-1].end
+		next := first[:end] + added + first[end:]
+		got, gerr := inspect([]byte(next), memo, "t")
+		want, werr := inspect([]byte(next), nil, "")
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("with memo: %v; in full: %v", gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		// The remembered turn's messages are all repeated (after the first
+		// user message, which names the conversation).
+		if c1.memoOK && got.memoKey == c1.memoKey && len(c1.scan.msgs) > len(c1.marks[:1]) {
+			probe := 0
+			for probe < len(c1.scan.msgs) && c1.scan.msgs[probe].kind != roleUser {
+				probe++
+			}
+			if probe < len(c1.scan.msgs)-1 && c1.scan.msgs[len(c1.scan.msgs)-1].obj && got.from != len(c1.scan.msgs) {
+				t.Fatalf("read from message %d, but the %d remembered messages were repeated", got.from, len(c1.scan.msgs))
+			}
+		}
+		// Results read with the memo are the newest of those read in full.
+		all := results(want)
+		if r := results(got); !slices.Equal(r, all[len(all)-len(r):]) {
+			t.Fatalf("tool results %v, in full %v", r, all)
+		}
+		if got.from == len(c1.scan.msgs) && len(all)-len(got.toolResults) != c1.toolCount {
+			t.Fatalf("skipped %d tool results, the remembered turn had %d", len(all)-len(got.toolResults), c1.toolCount)
+		}
+		if got.model != want.model || got.user != want.user || got.stream != want.stream || got.key != want.key ||
+			got.system != want.system || got.goal != want.goal || got.toolCount != want.toolCount || !slices.Equal(got.tools, want.tools) {
+			t.Fatalf("with memo %+v\nin full %+v", summarize(got), summarize(want))
+		}
+		if !slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) ||
+			got.scan.messages != want.scan.messages || got.scan.model != want.scan.model || got.scan.user != want.scan.user || got.scan.stream != want.scan.stream {
+			t.Fatal("positions found with the memo differ from a full scan")
+		}
+	})
+}
