@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash/maphash"
 	"regexp"
 	"strings"
 
@@ -53,6 +54,8 @@ type conversation struct {
 	memoKey uint64
 	memoOK  bool
 	from    int
+	hash    maphash.Hash // memo hash of the body up to hashed (set with from)
+	hashed  int
 }
 
 // callName is a tool call read from an assistant message.

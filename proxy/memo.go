@@ -85,6 +85,7 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	}
 	h := m.hash()
 	last, pos := -1, 0
+	var at maphash.Hash // h as it was at the end of message last
 	for i := probe; i < len(e.msgs); i++ {
 		end := e.msgs[i].end
 		if end > len(body) {
@@ -98,12 +99,13 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 		// Only an object is sure to end where it ended: a number could
 		// go on in the new body ("1" then "12").
 		if e.msgs[i].obj {
-			last = i
+			last, at = i, *h
 		}
 	}
 	if last <= probe {
 		return -1 // nothing after the first user message to skip
 	}
+	c.hashed, c.hash = e.msgs[last].end, at
 	mk := e.marks[last]
 	cs := &c.scan
 	cs.msgs = append(cs.msgs[:0], e.msgs[:last+1]...)
@@ -143,17 +145,19 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	if c.from > 0 {
 		failures = c.marks[c.from-1].failures
 	}
-	h := m.hash()
-	pos := 0
-	for i := range c.marks {
-		if i >= c.from {
-			for ; r < len(c.toolResults) && c.toolResults[r].msg == i; r++ {
-				if c.toolResults[r].failed {
-					failures++
-				}
+	// The messages resume skipped are hashed already, and their marks
+	// kept: go on from there.
+	h, pos := m.hash(), 0
+	if c.from > 0 {
+		h, pos = &c.hash, c.hashed
+	}
+	for i := c.from; i < len(c.marks); i++ {
+		for ; r < len(c.toolResults) && c.toolResults[r].msg == i; r++ {
+			if c.toolResults[r].failed {
+				failures++
 			}
-			c.marks[i].failures = failures
 		}
+		c.marks[i].failures = failures
 		end := c.scan.msgs[i].end
 		h.Write(body[pos:end])
 		pos = end

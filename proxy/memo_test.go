@@ -200,5 +200,20 @@ func FuzzInspectMemo(f *testing.F) {
 			got.scan.messages != want.scan.messages || got.scan.model != want.scan.model || got.scan.user != want.scan.user || got.scan.stream != want.scan.stream {
 			t.Fatal("positions found with the memo differ from a full scan")
 		}
+		// Remembering a turn that was itself read with the memo keeps the
+		// whole turn: the same body again skips every message after the
+		// first user message.
+		memo.remember(got, []byte(next))
+		again, err := inspect([]byte(next), memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := want.scan.msgs
+		if got.from > 0 && msgs[len(msgs)-1].obj && again.from != len(msgs) {
+			t.Fatalf("the same body again was read from message %d of %d", again.from, len(msgs))
+		}
+		if again.toolCount != want.toolCount || !slices.Equal(again.tools, want.tools) || again.goal != want.goal || again.system != want.system {
+			t.Fatalf("third read %+v\nin full %+v", summarize(again), summarize(want))
+		}
 	})
 }

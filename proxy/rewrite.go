@@ -78,16 +78,14 @@ func injectSystem(body []byte, conv *conversation, blocks string) ([]byte, error
 				return body, nil
 			}
 			// blocks + "\n\n" + old, keeping old's bytes as they came.
-			val := make([]byte, 0, len(blocks)+len(raw)+8)
-			val = appendJSONString(val, blocks)
-			val = val[:len(val)-1] // reopen the string
+			out := make([]byte, 0, len(body)+len(blocks)+len(blocks)/8+16)
+			out = append(out, body[:c.start]...)
+			out = appendJSONString(out, blocks)
 			if len(raw) > 2 {
-				val = append(val, `\n\n`...)
-				val = append(val, raw[1:]...)
-			} else {
-				val = append(val, '"')
+				out = append(out[:len(out)-1], `\n\n`...) // reopen the string
+				out = append(out, raw[1:]...)
 			}
-			return splice(body, c.start, c.end, val), nil
+			return append(out, body[c.end:]...), nil
 		}
 		text := compose(blocks, stripBlocks(old))
 		if text == old {
