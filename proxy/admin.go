@@ -103,7 +103,7 @@ func tenantFor(c echo.Context, workspace, project string, required bool) (Tenant
 // decodeJSON decodes a request body strictly: unknown fields, wrong types
 // and trailing data are errors that name the field.
 func (s *Server) decodeJSON(c echo.Context, v any) *apiError {
-	body, aerr := s.readBody(c)
+	body, aerr := s.readBody(c, nil)
 	if aerr != nil {
 		return aerr
 	}

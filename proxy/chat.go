@@ -32,15 +32,21 @@ const (
 
 var errBodyTooLarge = &apiError{Status: http.StatusRequestEntityTooLarge, Message: "Request body too large.", Type: "invalid_request_error", Code: "request_too_large"}
 
-// readBody reads the request body, bounded by MaxBodyBytes.
-func (s *Server) readBody(c echo.Context) ([]byte, *apiError) {
+// readBody reads the request body, bounded by MaxBodyBytes. With a lease,
+// it reads into a pooled buffer that goes back with the lease.
+func (s *Server) readBody(c echo.Context, lease *bodyLease) ([]byte, *apiError) {
 	r := c.Request()
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return nil, errBodyTooLarge
 	}
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(n) + bytes.MinRead)
+	var buf *bytes.Buffer
+	switch n := int(r.ContentLength) + bytes.MinRead; {
+	case lease != nil:
+		buf = bytes.NewBuffer(*lease.buf(max(n, 32<<10)))
+	case n > bytes.MinRead:
+		buf = bytes.NewBuffer(make([]byte, 0, n))
+	default:
+		buf = new(bytes.Buffer)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(c.Response(), r.Body, s.opts.MaxBodyBytes))
 	body := buf.Bytes()
@@ -78,7 +84,9 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		s.count(route, aerr.Status, "")
 		return writeError(c, aerr)
 	}
-	body, aerr := s.readBody(c)
+	lease := newBodyLease()
+	defer lease.drop()
+	body, aerr := s.readBody(c, lease)
 	if aerr != nil {
 		s.count(route, aerr.Status, "")
 		return writeError(c, aerr)
@@ -126,7 +134,9 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	} else {
 		// The rewrite keeps JSON valid (FuzzInject); a failure forwards the
 		// original bytes.
-		rewritten, err := injectSystem(body, conv, compose(guardBlock, recallBlock))
+		blocks := compose(guardBlock, recallBlock)
+		dst := *lease.buf(len(body) + len(blocks) + len(blocks)/8 + 64)
+		rewritten, err := injectSystem(dst, body, conv, blocks)
 		if err != nil {
 			// Never forward a body we may have broken: send the original.
 			s.log.Error("rewrite failed; forwarding the original body", "workspace", t.Workspace, "project", t.Project, "err", err)
@@ -148,7 +158,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	hdr.Del("Accept-Encoding") // the answer is observed: never let it be compressed
 	ur := &upstreamRequest{
 		method: http.MethodPost, path: "/chat/completions", query: c.Request().URL.RawQuery,
-		header: hdr, body: out,
+		header: hdr, body: out, lease: lease,
 	}
 	chain := s.router.Route(conv.model)
 	s.metrics.overhead.Observe(time.Since(start).Seconds())
@@ -399,7 +409,7 @@ func (s *Server) passThrough(c echo.Context) error {
 	switch {
 	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
 	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
-		body, aerr := s.readBody(c)
+		body, aerr := s.readBody(c, nil)
 		if aerr != nil {
 			return writeError(c, aerr)
 		}

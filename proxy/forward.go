@@ -24,6 +24,7 @@ type upstreamRequest struct {
 	// body is a buffered body, replayable for fallbacks; when stream is
 	// set instead, the body is forwarded unbuffered and there is no fallback.
 	body   []byte
+	lease  *bodyLease // when body is pooled: held by each reader of it
 	stream io.Reader
 	length int64 // of stream; -1 unknown
 }
@@ -138,7 +139,7 @@ func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamReq
 	if ur.stream != nil {
 		body, length = ur.stream, ur.length
 	} else if len(ur.body) > 0 {
-		body = &drainReader{b: ur.body}
+		body = newDrainReader(ur.body, ur.lease)
 	}
 	req, err := http.NewRequestWithContext(actx, ur.method, "http://provider", body)
 	if err != nil {
@@ -156,7 +157,12 @@ func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamReq
 	req.Header = ur.header.Clone()
 	req.ContentLength = length
 	if ur.stream == nil {
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(&drainReader{b: held.bytes()}), nil }
+		req.GetBody = func() (io.ReadCloser, error) {
+			if b := held.bytes(); b != nil {
+				return newDrainReader(b, ur.lease), nil
+			}
+			return http.NoBody, nil
+		}
 		if len(ur.body) == 0 {
 			req.Body = http.NoBody
 		}
@@ -171,35 +177,6 @@ func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamReq
 	}
 	res.Body = newIdleReader(res.Body, p.Config().IdleTimeout, func() { cancel(errIdleTimeout) })
 	return &attempt{provider: p, res: res, ctx: actx, cancel: cancel}, nil
-}
-
-// The request sent to a provider stays referenced by its response until the
-// answer ends; a stream can last minutes. drainReader and heldBody let go of
-// the request body's bytes once they are sent and the provider answered, so
-// an open stream does not keep its (rewritten) request body in memory.
-
-// drainReader reads b once, dropping it at the end.
-type drainReader struct{ b []byte }
-
-func (r *drainReader) Read(p []byte) (int, error) {
-	if len(r.b) == 0 {
-		r.b = nil
-		return 0, io.EOF
-	}
-	n := copy(p, r.b)
-	r.b = r.b[n:]
-	if len(r.b) == 0 {
-		r.b = nil
-	}
-	return n, nil
-}
-
-// WriteTo writes the rest of b in one write, as bytes.Reader does.
-func (r *drainReader) WriteTo(w io.Writer) (int64, error) {
-	b := r.b
-	r.b = nil
-	n, err := w.Write(b)
-	return int64(n), err
 }
 
 // heldBody is the body GetBody replays, until release.

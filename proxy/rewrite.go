@@ -36,7 +36,11 @@ func compose(blocks, text string) string {
 // returns body itself, so the provider receives the client's exact bytes.
 // Otherwise only the system message's content changes: every other byte
 // of the body is copied as it came.
-func injectSystem(body []byte, conv *conversation, blocks string) ([]byte, error) {
+//
+// A new body is appended to dst[:0], which may be nil: the common case (a
+// system message of string content) needs no other allocation when dst
+// has room for the body and the escaped blocks.
+func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, error) {
 	blocks = strings.TrimRight(blocks, "\n")
 	cs := &conv.scan
 	if !cs.messages.ok() || body[cs.messages.start] != '[' {
@@ -78,7 +82,7 @@ func injectSystem(body []byte, conv *conversation, blocks string) ([]byte, error
 				return body, nil
 			}
 			// blocks + "\n\n" + old, keeping old's bytes as they came.
-			out := make([]byte, 0, len(body)+len(blocks)+len(blocks)/8+16)
+			out := dst[:0]
 			out = append(out, body[:c.start]...)
 			out = appendJSONString(out, blocks)
 			if len(raw) > 2 {

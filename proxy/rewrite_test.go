@@ -33,7 +33,7 @@ func rewrite(body []byte, blocks string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return injectSystem(body, conv, blocks)
+	return injectSystem(nil, body, conv, blocks)
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"io"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// The body of a chat completion is read into a buffer and, when rewritten,
+// copied into a second one: two allocations of the body's size on every
+// request, which make most of the proxy's garbage. Both come from size-
+// classed pools instead, and go back when nothing can read them any more:
+// the handler has returned and the transport has closed every reader of
+// the body it was given (net/http may close a request body after
+// RoundTrip returns, so the handler alone cannot tell).
+
+// Pooled sizes: powers of two from 16 KiB to 1 MiB. Larger bodies are
+// allocated and left to the garbage collector.
+const (
+	minPoolShift = 14
+	maxPoolShift = 20
+)
+
+var bodyPools [maxPoolShift - minPoolShift + 1]sync.Pool
+
+// getBuf returns an empty buffer with room for at least n bytes.
+func getBuf(n int) *[]byte {
+	shift := minPoolShift
+	if n > 1<<minPoolShift {
+		shift = bits.Len(uint(n - 1))
+	}
+	if shift > maxPoolShift {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	if p, ok := bodyPools[shift-minPoolShift].Get().(*[]byte); ok {
+		*p = (*p)[:0]
+		return p
+	}
+	b := make([]byte, 0, 1<<shift)
+	return &b
+}
+
+// putBuf returns b to its pool if it is of a pooled size.
+func putBuf(b *[]byte) {
+	c := cap(*b)
+	if c < 1<<minPoolShift || c > 1<<maxPoolShift || c&(c-1) != 0 {
+		return
+	}
+	bodyPools[bits.Len(uint(c))-1-minPoolShift].Put(b)
+}
+
+// bodyLease counts who may still read a request's pooled buffers: the
+// handler, and each body reader handed to the transport. The last to let
+// go returns the buffers to their pools. A reader the transport never
+// closes only means the buffers are left to the garbage collector.
+type bodyLease struct {
+	refs atomic.Int32
+	mu   sync.Mutex
+	bufs []*[]byte
+}
+
+// newBodyLease returns a lease held once, by the handler.
+func newBodyLease() *bodyLease {
+	l := &bodyLease{}
+	l.refs.Store(1)
+	return l
+}
+
+// buf returns a pooled buffer with room for n bytes, returned with the lease.
+func (l *bodyLease) buf(n int) *[]byte {
+	b := getBuf(n)
+	l.mu.Lock()
+	l.bufs = append(l.bufs, b)
+	l.mu.Unlock()
+	return b
+}
+
+func (l *bodyLease) hold() { l.refs.Add(1) }
+
+func (l *bodyLease) drop() {
+	if l.refs.Add(-1) != 0 {
+		return
+	}
+	l.mu.Lock()
+	bufs := l.bufs
+	l.bufs = nil
+	l.mu.Unlock()
+	for _, b := range bufs {
+		putBuf(b)
+	}
+}
+
+// The request sent to a provider stays referenced by its response until the
+// answer ends; a stream can last minutes. drainReader and heldBody let go of
+// the request body's bytes once they are sent and the provider answered, so
+// an open stream does not keep its (rewritten) request body in memory.
+
+// drainReader reads b once, dropping it at the end. Close lets go of b and
+// of the reader's hold on lease (nil for a body that is not pooled); a
+// read after Close finds nothing, so pooled bytes are never read once they
+// may have gone back to their pool.
+type drainReader struct {
+	mu     sync.Mutex
+	b      []byte
+	lease  *bodyLease
+	closed bool
+}
+
+func newDrainReader(b []byte, lease *bodyLease) *drainReader {
+	if lease != nil {
+		lease.hold()
+	}
+	return &drainReader{b: b, lease: lease}
+}
+
+func (r *drainReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.b) == 0 {
+		r.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	if len(r.b) == 0 {
+		r.b = nil
+	}
+	return n, nil
+}
+
+// WriteTo writes the rest of b in one write, as bytes.Reader does.
+func (r *drainReader) WriteTo(w io.Writer) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.b
+	r.b = nil
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+func (r *drainReader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.closed = true
+		r.b = nil
+		if r.lease != nil {
+			r.lease.drop()
+		}
+	}
+	return nil
+}
