@@ -10,19 +10,30 @@ import (
 // The body of a chat completion is read into a buffer and, when rewritten,
 // copied into a second one: two allocations of the body's size on every
 // request, which make most of the proxy's garbage. Both come from size-
-// classed pools instead, and go back when nothing can read them any more:
+// classed free lists instead, and go back when nothing can read them any
+// more:
 // the handler has returned and the transport has closed every reader of
 // the body it was given (net/http may close a request body after
 // RoundTrip returns, so the handler alone cannot tell).
 
 // Pooled sizes: powers of two from 16 KiB to 1 MiB. Larger bodies are
-// allocated and left to the garbage collector.
+// allocated and left to the garbage collector. Each size keeps at most
+// freePerClass buffers: enough for the requests a busy proxy has in
+// flight, and a bound on what a burst (a thousand streams opening at
+// once) leaves behind; a sync.Pool would keep every buffer of the burst
+// until the next two collections.
 const (
 	minPoolShift = 14
 	maxPoolShift = 20
+	freePerClass = 64
 )
 
-var bodyPools [maxPoolShift - minPoolShift + 1]sync.Pool
+var bodyFree = func() (f [maxPoolShift - minPoolShift + 1]chan *[]byte) {
+	for i := range f {
+		f[i] = make(chan *[]byte, freePerClass)
+	}
+	return f
+}()
 
 // getBuf returns an empty buffer with room for at least n bytes.
 func getBuf(n int) *[]byte {
@@ -34,21 +45,26 @@ func getBuf(n int) *[]byte {
 		b := make([]byte, 0, n)
 		return &b
 	}
-	if p, ok := bodyPools[shift-minPoolShift].Get().(*[]byte); ok {
+	select {
+	case p := <-bodyFree[shift-minPoolShift]:
 		*p = (*p)[:0]
 		return p
+	default:
+		b := make([]byte, 0, 1<<shift)
+		return &b
 	}
-	b := make([]byte, 0, 1<<shift)
-	return &b
 }
 
-// putBuf returns b to its pool if it is of a pooled size.
+// putBuf keeps b for reuse if it is of a pooled size and its size has room.
 func putBuf(b *[]byte) {
 	c := cap(*b)
 	if c < 1<<minPoolShift || c > 1<<maxPoolShift || c&(c-1) != 0 {
 		return
 	}
-	bodyPools[bits.Len(uint(c))-1-minPoolShift].Put(b)
+	select {
+	case bodyFree[bits.Len(uint(c))-1-minPoolShift] <- b:
+	default:
+	}
 }
 
 // bodyLease counts who may still read a request's pooled buffers: the

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -42,7 +43,7 @@ func (s *Server) readBody(c echo.Context, lease *bodyLease) ([]byte, *apiError) 
 	var buf *bytes.Buffer
 	switch n := int(r.ContentLength) + bytes.MinRead; {
 	case lease != nil:
-		buf = bytes.NewBuffer(*lease.buf(max(n, 32<<10)))
+		buf = bytes.NewBuffer(*lease.buf(n))
 	case n > bytes.MinRead:
 		buf = bytes.NewBuffer(make([]byte, 0, n))
 	default:
@@ -84,8 +85,11 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		s.count(route, aerr.Status, "")
 		return writeError(c, aerr)
 	}
+	// The body's buffers go back to their pool once the provider has the
+	// body: a stream's answer may take minutes and needs none of it.
 	lease := newBodyLease()
-	defer lease.drop()
+	bodyDone := sync.OnceFunc(lease.drop)
+	defer bodyDone()
 	body, aerr := s.readBody(c, lease)
 	if aerr != nil {
 		s.count(route, aerr.Status, "")
@@ -161,10 +165,12 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		header: hdr, body: out, lease: lease,
 	}
 	chain := s.router.Route(conv.model)
+	conv.releaseScan()
 	s.metrics.overhead.Observe(time.Since(start).Seconds())
 	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
 		s.record(ctx, t, conv.model, pf.provider, pf.typ, pf.statusCode, pf.message)
 	})
+	bodyDone()
 	if f != nil {
 		s.count(route, f.status, chain[len(chain)-1].Name())
 		if f.incident == "" {

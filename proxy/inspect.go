@@ -78,6 +78,12 @@ type mark struct {
 // that streams for minutes does not keep the body alive.
 func (c *conversation) releaseBody() { c.toolResults = nil }
 
+// releaseScan drops what only reading and rewriting the body needed, so
+// an answer that streams for minutes keeps only what auto-capture reads.
+func (c *conversation) releaseScan() {
+	c.scan, c.marks, c.calls, c.names = chatScan{}, nil, nil, nil
+}
+
 // usedTools reports whether the conversation called at least one tool.
 func (c *conversation) usedTools() bool { return len(c.tools) > 0 || c.toolCount > 0 }
 
