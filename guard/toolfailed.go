@@ -33,7 +33,9 @@ type toolRule struct {
 	test         func([]byte) bool // jsonField: does the raw value say failed?
 	re           *regexp.Regexp    // text rules
 	literal      string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
-	nonZeroGroup bool              // text rules: group 1 must be a non-zero number
+	first        byteSet           // text rules: the bytes a match can begin with, when filter is set
+	filter       bool
+	nonZeroGroup bool // text rules: group 1 must be a non-zero number
 }
 
 var exitKeys = []string{"exit_code", "exitCode", "exitcode", "returncode", "return_code", "returnCode", "exit_status", "exitStatus"}
@@ -91,6 +93,14 @@ var toolRules = []toolRule{
 
 // mustRe compiles a rule regex.
 func mustRe(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
+
+func init() {
+	for i := range toolRules {
+		if r := &toolRules[i]; r.re != nil {
+			r.first, r.filter = firstBytes(r.re.String())
+		}
+	}
+}
 
 // ToolFailed reports whether the content of a role:"tool" message says the
 // tool failed. JSON objects fail on a non-empty "error" or "errors", on
@@ -171,6 +181,9 @@ func textFailed(s string) bool {
 }
 
 func (r *toolRule) matches(line string) bool {
+	if r.filter && (line == "" || !r.first.has(line[0])) {
+		return false
+	}
 	if r.literal != "" && !strings.Contains(line, r.literal) {
 		return false
 	}

@@ -130,7 +130,7 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	c.user = valueAt(body, cs.user).String()
 	c.stream = valueAt(body, cs.stream).Bool()
 	c.read(body)
-	if c.goal != "" {
+	if c.goal != "" && c.key == "" {
 		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
 	}
 	return c, nil

@@ -46,6 +46,7 @@ type memoEntry struct {
 	system   string
 	systemAt int
 	goal     string
+	key      string // the conversation's recall key, when system and goal are set
 }
 
 // defaultMemoSize is the number of conversations convMemo keeps (twice
@@ -122,7 +123,9 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	}
 	c.toolCount, c.failures = mk.toolCount, mk.failures
 	if e.systemAt >= 0 && e.systemAt <= last {
-		c.systemAt, c.system = e.systemAt, e.system
+		// Its system message and goal are both among the messages
+		// skipped: so is its key.
+		c.systemAt, c.system, c.key = e.systemAt, e.system, e.key
 	}
 	c.userSeen, c.goal = true, e.goal
 	return e.msgs[last].end
@@ -172,6 +175,7 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		system:   c.system,
 		systemAt: c.systemAt,
 		goal:     c.goal,
+		key:      c.key,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
