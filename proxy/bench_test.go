@@ -104,17 +104,40 @@ func benchBlocks() string {
 	return compose(g, r)
 }
 
+// BenchmarkInspect reads a 20 KB agent body: "full" with nothing
+// remembered (a conversation's first turn, or one the memo dropped),
+// "memo" as the next turn of a remembered one, which differs from it in
+// its newest round (the case of every request in the load test).
 func BenchmarkInspect(b *testing.B) {
 	body := benchAgentBody(b, false, "call_new")
 	c, err := inspect(body, nil, "")
 	if err != nil || c.goal == "" || len(c.toolResults) != 12 || len(c.tools) != 12 {
 		b.Fatalf("inspect read goal %q, %d tool results, %d tools (%v)", c.goal, len(c.toolResults), len(c.tools), err)
 	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		inspect(body, nil, "")
-	}
+	b.Run("full", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			inspect(body, nil, "")
+		}
+	})
+	b.Run("memo", func(b *testing.B) {
+		memo := newConvMemo(defaultMemoSize)
+		prev := benchAgentBody(b, false, "call_prev")
+		c, err := inspect(prev, memo, "t")
+		if err != nil {
+			b.Fatal(err)
+		}
+		memo.remember(c, prev)
+		if c, _ := inspect(body, memo, "t"); c.from == 0 || len(c.toolResults) != 1 {
+			b.Fatalf("read from message %d, %d tool results: the memo was not used", c.from, len(c.toolResults))
+		}
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			inspect(body, memo, "t")
+		}
+	})
 }
 
 func BenchmarkInjectSystem(b *testing.B) {

@@ -273,12 +273,11 @@ func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, c
 		}
 		h[k] = vs
 	}
+	// The headers go out with the first bytes of the body, in one write,
+	// as with httputil.ReverseProxy.
 	w.WriteHeader(a.res.StatusCode)
 	sse := isSSE(a.res.Header)
 	flush := sse || a.res.ContentLength < 0
-	if flush {
-		w.Flush()
-	}
 	bufs := &copyBufs
 	if sse {
 		bufs = &streamBufs
