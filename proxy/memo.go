@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // An agent sends its whole conversation on every turn: the body of turn n+1
@@ -23,8 +24,8 @@ import (
 // looks the conversation up there. The hash is maphash with a seed chosen
 // at start-up, so a client cannot make two prefixes collide on purpose.
 //
-// The memo is bounded: at most 2*max conversations, the older half dropped
-// whole when the newer half fills. A conversation that falls out is read
+// The memo is bounded: at most 2*max conversations and 2*memoBytes, the
+// older half dropped whole when the newer half fills. A conversation that falls out is read
 // in full on its next turn, as is any body that changed an earlier message.
 type convMemo struct {
 	seed maphash.Seed
@@ -32,6 +33,7 @@ type convMemo struct {
 
 	mu        sync.Mutex
 	cur, prev map[uint64]*memoEntry
+	curBytes  int // the size of cur's entries
 }
 
 // memoEntry is one remembered turn: the positions its scan found, and
@@ -50,8 +52,27 @@ type memoEntry struct {
 }
 
 // defaultMemoSize is the number of conversations convMemo keeps (twice
-// over, see convMemo): a remembered turn takes a few KB.
-const defaultMemoSize = 512
+// over, see convMemo): a remembered turn takes about 200 bytes a message.
+// memoBytes bounds the same half by size: long conversations make the
+// memo drop its older half sooner, and a turn of more than a quarter of
+// it is not remembered.
+const (
+	defaultMemoSize = 512
+	memoBytes       = 16 << 20
+)
+
+// size estimates the memory an entry holds.
+func (e *memoEntry) size() int {
+	n := len(e.msgs)*int(unsafe.Sizeof(msgSpans{})) + len(e.calls)*int(unsafe.Sizeof(callSpans{})) +
+		len(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.system) + len(e.goal) + len(e.key)
+	for _, t := range e.tools {
+		n += 16 + len(t)
+	}
+	for _, c := range e.named {
+		n += int(unsafe.Sizeof(callName{})) + len(c.id) + len(c.name)
+	}
+	return n
+}
 
 func newConvMemo(max int) *convMemo {
 	return &convMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]*memoEntry)}
@@ -141,7 +162,7 @@ func (m *convMemo) hash() *maphash.Hash {
 // must be called once c's tool results have been recorded (their failed
 // verdicts are set): the next turn will not look at them again.
 func (m *convMemo) remember(c *conversation, body []byte) {
-	if !c.memoOK || len(c.marks) == 0 {
+	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated {
 		return
 	}
 	failures, r := 0, 0
@@ -177,10 +198,19 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		goal:     c.goal,
 		key:      c.key,
 	}
+	size := e.size()
+	if size > memoBytes/4 {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.cur[c.memoKey]; !ok && len(m.cur) >= m.max {
-		m.prev, m.cur = m.cur, make(map[uint64]*memoEntry, m.max)
+	old, ok := m.cur[c.memoKey]
+	if ok {
+		m.curBytes -= old.size()
+	}
+	if !ok && len(m.cur) >= m.max || m.curBytes+size > memoBytes {
+		m.prev, m.cur, m.curBytes = m.cur, make(map[uint64]*memoEntry, m.max), 0
 	}
 	m.cur[c.memoKey] = e
+	m.curBytes += size
 }

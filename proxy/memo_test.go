@@ -140,9 +140,40 @@ func TestMemoIsBounded(t *testing.T) {
 		memo.remember(c, body)
 	}
 	memo.mu.Lock()
-	defer memo.mu.Unlock()
 	if n := len(memo.cur) + len(memo.prev); n > 4 {
 		t.Fatalf("memo holds %d conversations, want at most 4", n)
+	}
+	memo.mu.Unlock()
+
+	// By size: long conversations fill a half sooner, and a turn larger
+	// than a quarter of it is not kept at all.
+	memo = newConvMemo(512)
+	long := strings.Repeat(`,{"role":"assistant","content":"ok"}`, 8000)
+	for i := range 20 {
+		body := []byte(`{"messages":[{"role":"user","content":"task ` + strconv.Itoa(i) + `"}` + long + `]}`)
+		c, err := inspect(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo.remember(c, body)
+		memo.mu.Lock()
+		total := memo.curBytes
+		for _, e := range memo.cur {
+			total -= e.size()
+		}
+		if memo.curBytes > memoBytes || total != 0 {
+			t.Fatalf("after %d long turns: %d bytes counted (%d off), the bound is %d", i+1, memo.curBytes, total, memoBytes)
+		}
+		memo.mu.Unlock()
+	}
+	huge := []byte(`{"messages":[{"role":"system","content":"` + strings.Repeat("x", memoBytes/2) + `"},{"role":"user","content":"go"},{"role":"assistant","content":"ok"}]}`)
+	c, err := inspect(huge, memo, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo.remember(c, huge)
+	if _, ok := memo.cur[c.memoKey]; ok {
+		t.Error("a turn larger than a quarter of the memo was remembered")
 	}
 }
 

@@ -48,7 +48,9 @@ func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, 
 	}
 	idx := cs.systemIndex()
 	if idx < 0 {
-		if blocks == "" {
+		if blocks == "" || cs.truncated {
+			// Past the scan's caps a system message may go unseen: do not
+			// add a second one.
 			return body, nil
 		}
 		// A new system message, first in the array.

@@ -63,9 +63,19 @@ type callSpans struct {
 type chatScan struct {
 	model, user, stream span
 	messages            span        // the first "messages" value, whatever its type
-	msgs                []msgSpans  // its elements, when it is an array
-	calls               []callSpans // tool calls of the messages, in order
+	msgs                []msgSpans  // its elements, when it is an array (at most maxScanMessages)
+	calls               []callSpans // tool calls of the messages, in order (at most maxScanCalls)
+	truncated           bool        // elements or calls past the caps were checked but not located
 }
+
+// A message's positions take about 112 bytes and a tool call's 40, for as
+// little as 2 bytes of body ("{}" or "0,"): a 32 MiB body of them would
+// take gigabytes. Past these caps the scan still checks the body but
+// locates nothing more. Real conversations stay far below them.
+const (
+	maxScanMessages = 10_000
+	maxScanCalls    = 10_000
+)
 
 // systemIndex returns the index in msgs of the first system or developer
 // message, or -1.
@@ -200,7 +210,7 @@ func (s *scanner) message(cs *chatScan) error {
 			return err
 		}
 		m.end = s.i
-		cs.msgs = append(cs.msgs, m)
+		cs.addMsg(m)
 		return nil
 	}
 	m.obj = true
@@ -240,7 +250,9 @@ func (s *scanner) message(cs *chatScan) error {
 	if m.role.ok() {
 		m.kind = roleKind(s.b[m.role.start:m.role.end])
 	}
-	cs.msgs = append(cs.msgs, m)
+	if !cs.addMsg(m) {
+		return nil
+	}
 	if m.kind == roleUser && s.atUser != nil {
 		at := s.atUser
 		s.atUser = nil
@@ -293,8 +305,22 @@ func (s *scanner) toolCall(cs *chatScan, msg int) error {
 	if err != nil {
 		return err
 	}
+	if len(cs.calls) >= maxScanCalls || len(cs.msgs) >= maxScanMessages {
+		cs.truncated = true
+		return nil
+	}
 	cs.calls = append(cs.calls, c)
 	return nil
+}
+
+// addMsg records m, unless the cap is reached; it reports whether it did.
+func (cs *chatScan) addMsg(m msgSpans) bool {
+	if len(cs.msgs) >= maxScanMessages {
+		cs.truncated = true
+		return false
+	}
+	cs.msgs = append(cs.msgs, m)
+	return true
 }
 
 // roleKind classifies a role value (any JSON value).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -264,4 +265,49 @@ func BenchmarkScan(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A body of many tiny messages or tool calls is located only up to the
+// caps: what the scan keeps stays a small multiple of the caps, not of
+// the body (a 32 MiB body of "{}" would otherwise take gigabytes).
+func TestScanCaps(t *testing.T) {
+	tests := []struct{ name, head, elem, tail string }{
+		{"messages", `{"messages":[{"role":"user","content":"go"}`, `,{}`, `]}`},
+		{"non-object messages", `{"messages":[{"role":"user","content":"go"}`, `,0`, `]}`},
+		{"tool calls", `{"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{}`, `,{}`, `]}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.head + strings.Repeat(tt.elem, 1<<20) + tt.tail)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			memo := newConvMemo(8)
+			c, err := inspect(body, memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			memo.remember(c, body)
+			runtime.ReadMemStats(&after)
+			if !c.scan.truncated || len(c.scan.msgs) > maxScanMessages || len(c.scan.calls) > maxScanCalls {
+				t.Fatalf("truncated %v, %d messages, %d calls located", c.scan.truncated, len(c.scan.msgs), len(c.scan.calls))
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+				t.Errorf("reading a %d MB body allocated %d MB", len(body)>>20, grew>>20)
+			}
+			if len(memo.cur) != 0 {
+				t.Error("a truncated body was remembered")
+			}
+			// Past the caps the body is still checked.
+			bad := append([]byte(nil), body...)
+			bad[len(bad)-len(tt.tail)-1] = 'x'
+			if _, err := inspect(bad, nil, ""); err == nil {
+				t.Error("invalid JSON past the caps was accepted")
+			}
+			// With no system message located, no second one is added.
+			out, err := injectSystem(nil, body, c, "### RECALL: Similar Task Found in Memory\nx\n### END RECALL")
+			if err != nil || !bytes.Equal(out, body) {
+				t.Errorf("rewrote a truncated body without a located system message (%v)", err)
+			}
+		})
+	}
 }
