@@ -409,7 +409,7 @@ func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	c := inspectPadded()
 	tools := len(c.toolResults)
-	c.releaseBody() // done by the handler once tool results are recorded
+	c.release() // done by the handler before forwarding
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if c.goal == "" || tools != 12 || c.toolCount != 12 || c.system == "" {

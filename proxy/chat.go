@@ -114,7 +114,6 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if !degraded {
 		s.memo.remember(conv, body)
 	}
-	conv.releaseBody()
 	var entries []guard.Entry
 	var guardBlock string
 	if !degraded {
@@ -165,7 +164,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		header: hdr, body: out, lease: lease,
 	}
 	chain := s.router.Route(conv.model)
-	conv.releaseScan()
+	conv.release()
 	s.metrics.overhead.Observe(time.Since(start).Seconds())
 	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
 		s.record(ctx, t, conv.model, pf.provider, pf.typ, pf.statusCode, pf.message)

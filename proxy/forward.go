@@ -299,12 +299,10 @@ func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, c
 			}
 		}
 		if err == io.EOF {
-			if !flush {
-				// Send the answer now, not when the handler returns: what
-				// the handler does next (auto-capture, metrics) must not
-				// delay the client.
-				w.Flush()
-			}
+			// Send the rest now, not when the handler returns: what the
+			// handler does next (auto-capture, metrics) must not delay
+			// the client.
+			w.Flush()
 			return nil, false
 		}
 		if err != nil {

@@ -20,7 +20,7 @@ type toolResult struct {
 	msg       int    // index of the message in the body's messages
 	failed    bool   // the result says the tool failed (set by recordToolErrors)
 	// content is the raw JSON of the message's content, in the body: it is
-	// only decoded for results not seen before. releaseBody drops it.
+	// only decoded for results not seen before. release drops it.
 	content []byte
 }
 
@@ -74,14 +74,11 @@ type mark struct {
 	sum       uint64 // memo hash of the body up to the message's end, set by convMemo.remember
 }
 
-// releaseBody drops what still refers to the request body, so an answer
-// that streams for minutes does not keep the body alive.
-func (c *conversation) releaseBody() { c.toolResults = nil }
-
-// releaseScan drops what only reading and rewriting the body needed, so
-// an answer that streams for minutes keeps only what auto-capture reads.
-func (c *conversation) releaseScan() {
-	c.scan, c.marks, c.calls, c.names = chatScan{}, nil, nil, nil
+// release drops what only reading and rewriting the body needed, the tool
+// results that refer to the body included, so an answer that streams for
+// minutes keeps only what auto-capture reads.
+func (c *conversation) release() {
+	c.scan, c.marks, c.calls, c.names, c.toolResults = chatScan{}, nil, nil, nil, nil
 }
 
 // usedTools reports whether the conversation called at least one tool.

@@ -10,12 +10,6 @@ import (
 	"github.com/tidwall/sjson"
 )
 
-// hasMarker reports whether text holds a block, or a marker line, that
-// stripBlocks removes.
-func hasMarker(text string) bool {
-	return stripBlocks(text) != text
-}
-
 // compose puts blocks before text, separated by a blank line.
 func compose(blocks, text string) string {
 	blocks = strings.TrimRight(blocks, "\n")
@@ -79,7 +73,8 @@ func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, 
 	switch raw[0] {
 	case '"':
 		old := conv.system // the text of this very content
-		if !hasMarker(old) {
+		stripped := stripBlocks(old)
+		if stripped == old { // no earlier block to take out
 			if blocks == "" {
 				return body, nil
 			}
@@ -93,7 +88,7 @@ func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, 
 			}
 			return append(out, body[c.end:]...), nil
 		}
-		text := compose(blocks, stripBlocks(old))
+		text := compose(blocks, stripped)
 		if text == old {
 			return body, nil
 		}
@@ -184,14 +179,16 @@ func rewriteParts(parts gjson.Result, blocks string) ([]byte, bool, error) {
 	var err error
 	parts.ForEach(func(_, part gjson.Result) bool {
 		raw := []byte(part.Raw)
-		if t := part.Get("text"); t.Type == gjson.String && hasMarker(t.Str) {
-			changed = true
-			stripped := strings.TrimLeft(stripBlocks(t.Str), "\n")
-			if stripped == "" {
-				return true // the part held only old blocks
-			}
-			if raw, err = sjson.SetBytes(raw, "text", stripped); err != nil {
-				return false
+		if t := part.Get("text"); t.Type == gjson.String {
+			if stripped := stripBlocks(t.Str); stripped != t.Str {
+				changed = true
+				stripped = strings.TrimLeft(stripped, "\n")
+				if stripped == "" {
+					return true // the part held only old blocks
+				}
+				if raw, err = sjson.SetBytes(raw, "text", stripped); err != nil {
+					return false
+				}
 			}
 		}
 		if n > 0 {

@@ -192,14 +192,22 @@ func (s *scanner) chat(cs *chatScan) error {
 			}
 			dst = &cs.messages
 		}
-		if err := s.value(1); err != nil {
-			return err
-		}
-		if dst != nil && !dst.ok() {
-			*dst = span{start, s.i}
-		}
-		return nil
+		return s.valueInto(1, dst)
 	})
+}
+
+// valueInto scans a value (depth is that of its container) and, when dst
+// is set and still absent, records where it is: the first occurrence of a
+// key counts.
+func (s *scanner) valueInto(depth int, dst *span) error {
+	start := s.i
+	if err := s.value(depth); err != nil {
+		return err
+	}
+	if dst != nil && !dst.ok() {
+		*dst = span{start, s.i}
+	}
+	return nil
 }
 
 // message scans one element of "messages" (depth 3 when an object).
@@ -235,13 +243,7 @@ func (s *scanner) message(cs *chatScan) error {
 			}
 			dst = &m.toolCalls
 		}
-		if err := s.value(3); err != nil {
-			return err
-		}
-		if dst != nil && !dst.ok() {
-			*dst = span{start, s.i}
-		}
-		return nil
+		return s.valueInto(3, dst)
 	})
 	if err != nil {
 		return err
@@ -270,35 +272,23 @@ func (s *scanner) toolCall(cs *chatScan, msg int) error {
 		return s.value(4)
 	}
 	c := callSpans{msg: msg}
-	var function span
+	seenFunction := false // only the first "function" counts
 	err := s.members(5, func(key []byte) error {
-		start := s.i
 		switch string(key) {
 		case "id":
-			err := s.value(5)
-			if !c.id.ok() {
-				c.id = span{start, s.i}
-			}
-			return err
+			return s.valueInto(5, &c.id)
 		case "function":
-			if function.ok() {
-				break
-			}
-			if s.peek() == '{' {
-				err := s.members(6, func(key []byte) error {
-					start := s.i
-					err := s.value(6)
-					if string(key) == "name" && !c.name.ok() {
-						c.name = span{start, s.i}
+			first := !seenFunction
+			seenFunction = true
+			if first && s.peek() == '{' {
+				return s.members(6, func(key []byte) error {
+					var dst *span
+					if string(key) == "name" {
+						dst = &c.name
 					}
-					return err
+					return s.valueInto(6, dst)
 				})
-				function = span{start, s.i}
-				return err
 			}
-			err := s.value(5)
-			function = span{start, s.i}
-			return err
 		}
 		return s.value(5)
 	})
