@@ -90,8 +90,8 @@ var benchListing = strings.Repeat("cmd/app/main.go\nconfig/loader.go\nconfig/loa
 
 var benchSource = strings.Repeat("func Load(path string) (*Config, error) {\n\tb, err := os.ReadFile(path)\n\tif err != nil {\n\t\treturn nil, fmt.Errorf(\"config: %w\", err)\n\t}\n\treturn parse(b)\n}\n", 20)
 
-// benchBlocks are a guard block of three patterns and a recall block.
-func benchBlocks() string {
+// benchBlockParts are a guard block of three patterns and a recall block.
+func benchBlockParts() (string, string) {
 	g := guard.Block([]guard.Entry{
 		{Pattern: "SYNTAX COMPLIANCE ERROR", Count: 4, Hint: "Output must be valid syntax. Check brackets and quotes."},
 		{Pattern: "RATE LIMIT", Count: 3, Hint: "Slow down and retry after the time the provider gives."},
@@ -101,7 +101,7 @@ func benchBlocks() string {
 		Goal: "fix the config loader when the file is missing", Approach: "Tools: read_file -> apply_patch -> run_tests. Fall back to Default() on fs.ErrNotExist.",
 		Outcome: "Completed; tests pass.", Confidence: 0.9,
 	}}})
-	return compose(g, r)
+	return g, r
 }
 
 // BenchmarkInspect reads a 20 KB agent body: "full" with nothing
@@ -141,11 +141,12 @@ func BenchmarkInspect(b *testing.B) {
 }
 
 func BenchmarkInjectSystem(b *testing.B) {
-	blocks := benchBlocks()
+	g, r := benchBlockParts()
+	blocks := []block{newBlock(g), newBlock(r)}
 	fresh := benchAgentBody(b, false, "call_new")
 	// A body whose system message already holds the blocks of an earlier
 	// turn: they are stripped before the new ones go in.
-	again, err := rewrite(fresh, blocks)
+	again, err := rewrite(fresh, g, r)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func BenchmarkInjectSystem(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			out, err := injectSystem(nil, c.body, conv, blocks)
+			out, err := injectSystem(nil, c.body, conv, blocks...)
 			if err != nil || !gjson.ValidBytes(out) || !bytes.Contains(out, []byte(guard.BlockStart)) {
 				b.Fatalf("injectSystem: %v", err)
 			}
@@ -169,7 +170,7 @@ func BenchmarkInjectSystem(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				// The handler rewrites into a pooled buffer: reuse one.
-				out, _ = injectSystem(out, c.body, conv, blocks)
+				out, _ = injectSystem(out, c.body, conv, blocks...)
 			}
 		})
 	}

@@ -111,11 +111,8 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	sctx, cancelStore := context.WithTimeout(ctx, s.opts.StoreTimeout)
 	defer cancelStore()
 	degraded := !s.recordToolErrors(sctx, t, conv, now)
-	if !degraded {
-		s.memo.remember(conv, body)
-	}
 	var entries []guard.Entry
-	var guardBlock string
+	var guardBlock block
 	if !degraded {
 		if entries, guardBlock, err = s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now); err != nil {
 			s.storeFailed(ctx, "list_incidents", err)
@@ -123,7 +120,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		}
 	}
 	var matches []recall.Match
-	var recallBlock string
+	var recallBlock block
 	if !degraded && conv.goal != "" {
 		matches, recallBlock = s.recallFor(t.Workspace, t.Project, conv.goal, conv.key)
 	}
@@ -137,9 +134,8 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	} else {
 		// The rewrite keeps JSON valid (FuzzInject); a failure forwards the
 		// original bytes.
-		blocks := compose(guardBlock, recallBlock)
-		dst := *lease.buf(len(body) + len(blocks) + len(blocks)/8 + 64)
-		rewritten, err := injectSystem(dst, body, conv, blocks)
+		dst := *lease.buf(len(body) + len(guardBlock.json) + len(recallBlock.json) + 64)
+		rewritten, err := injectSystem(dst, body, conv, guardBlock, recallBlock)
 		if err != nil {
 			// Never forward a body we may have broken: send the original.
 			s.log.Error("rewrite failed; forwarding the original body", "workspace", t.Workspace, "project", t.Project, "err", err)
@@ -164,6 +160,10 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		header: hdr, body: out, lease: lease,
 	}
 	chain := s.router.Route(conv.model)
+	if !degraded {
+		// Last use of what the scan found: the memo takes it over.
+		s.memo.remember(conv, body)
+	}
 	conv.release()
 	s.metrics.overhead.Observe(time.Since(start).Seconds())
 	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {

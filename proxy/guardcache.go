@@ -27,7 +27,7 @@ type guardResult struct {
 	version    int64
 	validUntil time.Time // when the oldest incident counted leaves the window
 	entries    []guard.Entry
-	block      string
+	block      block
 }
 
 func newGuardCache(max int) *guardCache {
@@ -52,10 +52,10 @@ func (c *guardCache) put(k guardKey, r guardResult) {
 
 // guardEntries returns the repeated failures of a tenant (narrowed to
 // session when set) at now, and their guard block.
-func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, string, error) {
+func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, block, error) {
 	version, err := s.store.IncidentVersion(ctx, workspace, project)
 	if err != nil {
-		return nil, "", err
+		return nil, block{}, err
 	}
 	k := guardKey{workspace, project, session}
 	if r, ok := s.guardCache.get(k); ok && r.version == version && now.Before(r.validUntil) {
@@ -67,10 +67,10 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, session s
 		Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, block{}, err
 	}
 	entries := s.guard.Detect(incs, now)
-	block := guard.Block(entries)
+	blk := newBlock(guard.Block(entries))
 	// Valid until the oldest incident read leaves the window; newer ones
 	// only arrive with a new version. An incident dated in the future
 	// (another replica's clock) would enter later: do not cache then.
@@ -84,8 +84,8 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, session s
 			until = u
 		}
 	}
-	s.guardCache.put(k, guardResult{version: version, validUntil: until, entries: entries, block: block})
-	return entries, block, nil
+	s.guardCache.put(k, guardResult{version: version, validUntil: until, entries: entries, block: blk})
+	return entries, blk, nil
 }
 
 // recallCache keeps the recall of each (tenant, goal, conversation) with
@@ -104,7 +104,7 @@ type recallKey struct{ workspace, project, conversation string }
 type recallResult struct {
 	version int64
 	matches []recall.Match
-	block   string
+	block   block
 }
 
 func newRecallCache(max int) *recallCache {
@@ -113,7 +113,7 @@ func newRecallCache(max int) *recallCache {
 
 // recallFor returns the matches of a conversation's goal and their block;
 // conversation is its key (recall.ConversationKey), never recalled itself.
-func (s *Server) recallFor(workspace, project, goal, conversation string) ([]recall.Match, string) {
+func (s *Server) recallFor(workspace, project, goal, conversation string) ([]recall.Match, block) {
 	version := s.indexVersion.Load()
 	k := recallKey{workspace, project, conversation}
 	c := s.recallCache
@@ -127,7 +127,7 @@ func (s *Server) recallFor(workspace, project, goal, conversation string) ([]rec
 		Workspace: workspace, Project: project, Goal: goal,
 		K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: conversation,
 	})
-	r = recallResult{version: version, matches: matches, block: recall.Block(matches)}
+	r = recallResult{version: version, matches: matches, block: newBlock(recall.Block(matches))}
 	c.mu.Lock()
 	if len(c.m) >= c.max {
 		clear(c.m)

@@ -56,6 +56,11 @@ type conversation struct {
 	from    int
 	hash    maphash.Hash // memo hash of the body up to hashed (set with from)
 	hashed  int
+	prior   *memoEntry // the conversation's remembered turn, if any
+	// The memo hash of the bytes after the messages array, when the memo
+	// knew them.
+	tailSum   uint64
+	tailKnown bool
 }
 
 // callName is a tool call read from an assistant message.
@@ -78,7 +83,7 @@ type mark struct {
 // results that refer to the body included, so an answer that streams for
 // minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
-	c.scan, c.marks, c.calls, c.names, c.toolResults = chatScan{}, nil, nil, nil, nil
+	c.scan, c.marks, c.calls, c.names, c.toolResults, c.prior = chatScan{}, nil, nil, nil, nil, nil
 }
 
 // usedTools reports whether the conversation called at least one tool.
@@ -119,6 +124,7 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 			c.memoKey, c.memoOK = memo.key(tenant, body[:end]), true
 			return memo.resume(c, body, len(cs.msgs)-1)
 		}
+		s.atTail = func(end int) bool { return memo.resumeTail(c, body, end) }
 	}
 	if err := s.document(cs); err != nil {
 		return nil, err

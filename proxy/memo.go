@@ -49,6 +49,14 @@ type memoEntry struct {
 	systemAt int
 	goal     string
 	key      string // the conversation's recall key, when system and goal are set
+
+	// The bytes after the messages array (tool definitions, model,
+	// options): how many, their memo hash, and where model, user and
+	// stream are among them, relative to the array's end (zero when not
+	// there).
+	tailLen                         int
+	tailSum                         uint64
+	tailModel, tailUser, tailStream span
 }
 
 // defaultMemoSize is the number of conversations convMemo keeps (twice
@@ -102,7 +110,11 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 		e = m.prev[c.memoKey]
 	}
 	m.mu.Unlock()
-	if e == nil || probe >= len(e.msgs) {
+	if e == nil {
+		return -1
+	}
+	c.prior = e
+	if probe >= len(e.msgs) {
 		return -1
 	}
 	h := m.hash()
@@ -152,6 +164,47 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	return e.msgs[last].end
 }
 
+// resumeTail is called by the scan of body once its messages array,
+// ending at end, is scanned. When c's conversation has a remembered turn
+// whose bytes after its messages array are the same as body's, it sets
+// c.scan's positions among them and reports true: the scan ends there.
+// The bytes before the array are the same too (they are part of the
+// conversation's name), so the scan of what follows would find what it
+// found then.
+func (m *convMemo) resumeTail(c *conversation, body []byte, end int) bool {
+	e := c.prior
+	if e == nil || e.tailLen != len(body)-end {
+		return false
+	}
+	h := m.hash()
+	h.Write(body[end:])
+	if h.Sum64() != e.tailSum {
+		return false
+	}
+	cs := &c.scan
+	fromTail(&cs.model, e.tailModel, end)
+	fromTail(&cs.user, e.tailUser, end)
+	fromTail(&cs.stream, e.tailStream, end)
+	c.tailSum, c.tailKnown = e.tailSum, true
+	return true
+}
+
+// fromTail sets *dst, when it is absent, to rel (a span relative to end).
+func fromTail(dst *span, rel span, end int) {
+	if !dst.ok() && rel.ok() {
+		*dst = span{rel.start + end, rel.end + end}
+	}
+}
+
+// relativeTo returns sp relative to end when sp is after end, else the
+// zero span.
+func relativeTo(sp span, end int) span {
+	if !sp.ok() || sp.start < end {
+		return span{}
+	}
+	return span{sp.start - end, sp.end - end}
+}
+
 func (m *convMemo) hash() *maphash.Hash {
 	h := new(maphash.Hash)
 	h.SetSeed(m.seed)
@@ -160,7 +213,9 @@ func (m *convMemo) hash() *maphash.Hash {
 
 // remember keeps c, read from body, as its conversation's latest turn. It
 // must be called once c's tool results have been recorded (their failed
-// verdicts are set): the next turn will not look at them again.
+// verdicts are set): the next turn will not look at them again. The entry
+// takes over c's slices instead of copying them: c must not change them
+// afterwards (the handler calls remember just before c.release).
 func (m *convMemo) remember(c *conversation, body []byte) {
 	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated {
 		return
@@ -187,16 +242,30 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		pos = end
 		c.marks[i].sum = h.Sum64()
 	}
+	cs := &c.scan
+	end := cs.messages.end
+	tailSum := c.tailSum
+	if !c.tailKnown {
+		th := m.hash()
+		th.Write(body[end:])
+		tailSum = th.Sum64()
+	}
 	e := &memoEntry{
-		msgs:     slices.Clone(c.scan.msgs),
-		calls:    slices.Clone(c.scan.calls),
-		marks:    slices.Clone(c.marks),
-		tools:    slices.Clone(c.tools),
-		named:    slices.Clone(c.calls),
+		msgs:     slices.Clip(c.scan.msgs),
+		calls:    slices.Clip(c.scan.calls),
+		marks:    slices.Clip(c.marks),
+		tools:    slices.Clip(c.tools),
+		named:    slices.Clip(c.calls),
 		system:   c.system,
 		systemAt: c.systemAt,
 		goal:     c.goal,
 		key:      c.key,
+
+		tailLen:    len(body) - end,
+		tailSum:    tailSum,
+		tailModel:  relativeTo(cs.model, end),
+		tailUser:   relativeTo(cs.user, end),
+		tailStream: relativeTo(cs.stream, end),
 	}
 	size := e.size()
 	if size > memoBytes/4 {

@@ -179,15 +179,20 @@ func TestMemoIsBounded(t *testing.T) {
 
 // FuzzInspectMemo: reading a body with the memo of an earlier turn finds
 // the same as reading it in full, whatever was added after the earlier
-// turn's messages (valid or not).
+// turn's messages (valid or not), and whatever follows the messages array
+// (the earlier turn's bytes, or tail when it is not empty).
 func FuzzInspectMemo(f *testing.F) {
-	f.Add(string(agentTurn(f, 1)), `,{"role":"assistant","tool_calls":[{"id":"x","function":{"name":"ls"}}]},{"role":"tool","tool_call_id":"x","content":"ok"}`)
-	f.Add(string(agentTurn(f, 0)), `,{"role":"tool","content":"no id"}`)
-	f.Add(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"g"}],"user":"u"}`, `,1,"x",{"role":"user","content":"second"}`)
-	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`)
-	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `]}{`)
-	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`)
-	f.Fuzz(func(t *testing.T, first, added string) {
+	f.Add(string(agentTurn(f, 1)), `,{"role":"assistant","tool_calls":[{"id":"x","function":{"name":"ls"}}]},{"role":"tool","tool_call_id":"x","content":"ok"}`, "")
+	f.Add(string(agentTurn(f, 0)), `,{"role":"tool","content":"no id"}`, "")
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"g"}],"user":"u"}`, `,1,"x",{"role":"user","content":"second"}`, "")
+	f.Add(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"g"}],"user":"u"}`, `,{"role":"user","content":"second"}`, `,"user":"v"}`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"stream":true,"model":"a"}`, `,{"role":"tool","content":"x"}`, `,"stream":false,"model":"b"}`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"model":"a"}`, ``, `,"model":"a"} `)
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"model":"a"}`, `,{}`, `,"model":"a"`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`, "")
+	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `]}{`, "")
+	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`, "")
+	f.Fuzz(func(t *testing.T, first, added, tail string) {
 		memo := newConvMemo(4)
 		c1, err := inspect([]byte(first), memo, "t")
 		if err != nil || len(c1.scan.msgs) == 0 {
@@ -195,7 +200,11 @@ func FuzzInspectMemo(f *testing.F) {
 		}
 		memo.remember(c1, []byte(first))
 		end := c1.scan.msgs[len(c1.scan.msgs)-1].end
-		next := first[:end] + added + first[end:]
+		rest := first[end:]
+		if tail != "" && c1.scan.messages.ok() {
+			rest = first[end:c1.scan.messages.end] + tail
+		}
+		next := first[:end] + added + rest
 		got, gerr := inspect([]byte(next), memo, "t")
 		want, werr := inspect([]byte(next), nil, "")
 		if (gerr == nil) != (werr == nil) {
@@ -243,8 +252,15 @@ func FuzzInspectMemo(f *testing.F) {
 		if got.from > 0 && msgs[len(msgs)-1].obj && again.from != len(msgs) {
 			t.Fatalf("the same body again was read from message %d of %d", again.from, len(msgs))
 		}
-		if again.toolCount != want.toolCount || !slices.Equal(again.tools, want.tools) || again.goal != want.goal || again.system != want.system {
+		if again.toolCount != want.toolCount || !slices.Equal(again.tools, want.tools) || again.goal != want.goal || again.system != want.system ||
+			again.model != want.model || again.user != want.user || again.stream != want.stream {
 			t.Fatalf("third read %+v\nin full %+v", summarize(again), summarize(want))
+		}
+		if again.scan.model != want.scan.model || again.scan.user != want.scan.user || again.scan.stream != want.scan.stream || again.scan.messages != want.scan.messages {
+			t.Fatal("positions found by the third read differ from a full scan")
+		}
+		if got.memoOK && len(got.marks) > 0 && !got.scan.truncated && !again.tailKnown {
+			t.Fatal("the same body again scanned what follows its messages")
 		}
 	})
 }

@@ -22,6 +22,53 @@ func compose(blocks, text string) string {
 	return blocks + "\n\n" + text
 }
 
+// block is a text the proxy puts before the system prompt (a guard or a
+// recall block), with its escape as a JSON string. The escape is made
+// once, with the block: the caches hand the same block to every request
+// of a tenant or conversation.
+type block struct {
+	text string // as made (the previews show it)
+	json []byte // the text without its trailing newlines, escaped, without quotes
+}
+
+func newBlock(text string) block {
+	trimmed := strings.TrimRight(text, "\n")
+	if trimmed == "" {
+		return block{text: text}
+	}
+	esc := appendJSONString(nil, trimmed)
+	return block{text: text, json: esc[1 : len(esc)-1]}
+}
+
+// joinBlocks is the text of blocks in order, without their trailing
+// newlines, separated by blank lines.
+func joinBlocks(blocks []block) string {
+	text := ""
+	for _, b := range blocks {
+		if len(b.json) > 0 {
+			text = compose(text, strings.TrimRight(b.text, "\n"))
+		}
+	}
+	return text
+}
+
+// appendBlocks appends the JSON escape of joinBlocks(blocks), without
+// quotes.
+func appendBlocks(dst []byte, blocks []block) []byte {
+	first := true
+	for _, b := range blocks {
+		if len(b.json) == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, `\n\n`...)
+		}
+		first = false
+		dst = append(dst, b.json...)
+	}
+	return dst
+}
+
 // injectSystem returns body with blocks prepended to the conversation's
 // system message, after stripping the blocks an earlier turn may have left
 // there. conv is inspect(body). It handles string content, content as an
@@ -34,25 +81,27 @@ func compose(blocks, text string) string {
 // A new body is appended to dst[:0], which may be nil: the common case (a
 // system message of string content) needs no other allocation when dst
 // has room for the body and the escaped blocks.
-func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, error) {
-	blocks = strings.TrimRight(blocks, "\n")
+func injectSystem(dst, body []byte, conv *conversation, parts ...block) ([]byte, error) {
+	none := true
+	for _, b := range parts {
+		none = none && len(b.json) == 0
+	}
 	cs := &conv.scan
 	if !cs.messages.ok() || body[cs.messages.start] != '[' {
 		return body, nil
 	}
 	idx := cs.systemIndex()
 	if idx < 0 {
-		if blocks == "" || cs.truncated {
+		if none || cs.truncated {
 			// Past the scan's caps a system message may go unseen: do not
 			// add a second one.
 			return body, nil
 		}
 		// A new system message, first in the array.
 		at := cs.messages.start + 1
-		ins := make([]byte, 0, len(blocks)+64)
-		ins = append(ins, `{"role":"system","content":`...)
-		ins = appendJSONString(ins, blocks)
-		ins = append(ins, '}')
+		ins := []byte(`{"role":"system","content":"`)
+		ins = appendBlocks(ins, parts)
+		ins = append(ins, `"}`...)
 		if len(cs.msgs) > 0 {
 			ins = append(ins, ',')
 		}
@@ -60,12 +109,12 @@ func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, 
 	}
 	m := &cs.msgs[idx]
 	if !m.content.ok() {
-		if blocks == "" {
+		if none {
 			return body, nil
 		}
 		// No content field: add one first in the object (it has a role).
-		ins := append([]byte(`"content":`), appendJSONString(nil, blocks)...)
-		ins = append(ins, ',')
+		ins := appendBlocks([]byte(`"content":"`), parts)
+		ins = append(ins, `",`...)
 		return splice(body, m.start+1, m.start+1, ins), nil
 	}
 	c := m.content
@@ -75,35 +124,36 @@ func injectSystem(dst, body []byte, conv *conversation, blocks string) ([]byte, 
 		old := conv.system // the text of this very content
 		stripped := stripBlocks(old)
 		if stripped == old { // no earlier block to take out
-			if blocks == "" {
+			if none {
 				return body, nil
 			}
 			// blocks + "\n\n" + old, keeping old's bytes as they came.
 			out := dst[:0]
-			out = append(out, body[:c.start]...)
-			out = appendJSONString(out, blocks)
+			out = append(out, body[:c.start+1]...)
+			out = appendBlocks(out, parts)
 			if len(raw) > 2 {
-				out = append(out[:len(out)-1], `\n\n`...) // reopen the string
-				out = append(out, raw[1:]...)
+				out = append(out, `\n\n`...)
 			}
+			out = append(out, raw[1:]...)
 			return append(out, body[c.end:]...), nil
 		}
-		text := compose(blocks, stripped)
+		text := compose(joinBlocks(parts), stripped)
 		if text == old {
 			return body, nil
 		}
 		return splice(body, c.start, c.end, appendJSONString(nil, text)), nil
 	case '[':
-		parts, changed, err := rewriteParts(parseRaw(raw), blocks)
+		arr, changed, err := rewriteParts(parseRaw(raw), joinBlocks(parts))
 		if err != nil || !changed {
 			return body, err
 		}
-		return splice(body, c.start, c.end, parts), nil
+		return splice(body, c.start, c.end, arr), nil
 	case 'n': // null
-		if blocks == "" {
+		if none {
 			return body, nil
 		}
-		return splice(body, c.start, c.end, appendJSONString(nil, blocks)), nil
+		val := appendBlocks([]byte{'"'}, parts)
+		return splice(body, c.start, c.end, append(val, '"')), nil
 	}
 	// A content the API does not define (object, number...): leave the
 	// request as the client sent it rather than replace the prompt.

@@ -20,20 +20,30 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // testBlocks is a guard block followed by a recall block, as the proxy
 // composes them.
 func testBlocks() string {
+	g, r := testBlockParts()
+	return compose(g, r)
+}
+
+// testBlockParts are the guard block and the recall block of testBlocks.
+func testBlockParts() (string, string) {
 	g := guard.Block([]guard.Entry{{Pattern: "SYNTAX COMPLIANCE ERROR", Count: 2, Hint: "Output must be valid syntax."}})
 	r := recall.Block([]recall.Match{{Similarity: 0.68, Solution: store.Solution{
 		Goal: "Parse the config", Approach: "yaml.v3 with KnownFields", Outcome: "works", Confidence: 0.9,
 	}}})
-	return compose(g, r)
+	return g, r
 }
 
 // rewrite inspects body and injects blocks into it, as the handler does.
-func rewrite(body []byte, blocks string) ([]byte, error) {
+func rewrite(body []byte, blocks ...string) ([]byte, error) {
 	conv, err := inspect(body, nil, "")
 	if err != nil {
 		return nil, err
 	}
-	return injectSystem(nil, body, conv, blocks)
+	parts := make([]block, len(blocks))
+	for i, b := range blocks {
+		parts[i] = newBlock(b)
+	}
+	return injectSystem(nil, body, conv, parts...)
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -120,16 +130,17 @@ func FuzzInject(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","content":"\u0000\ud83d\ude00"}],"n":1}`, true)
 	f.Add(`{"messages":[ ]}`, true)
 	f.Add(`{"messages":[{"role":"system","content":"### !!! REPEAT FAILURE GUARD — DO NOT REPEAT THESE ERRORS !!!\nold\n### !!! END REPEAT FAILURE GUARD !!!\n\nkeep"}]}`, false)
-	blocks := testBlocks()
+	g, r := testBlockParts()
 	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
 		if !gjson.Valid(body) || !gjson.Get(body, "messages").IsArray() {
 			return
 		}
-		b := ""
+		// The handler passes the guard and recall blocks one by one.
+		var parts []string
 		if withBlocks {
-			b = blocks
+			parts = []string{g, r}
 		}
-		out, err := rewrite([]byte(body), b)
+		out, err := rewrite([]byte(body), parts...)
 		if err != nil {
 			return // the proxy then forwards the original bytes
 		}
@@ -157,7 +168,10 @@ func FuzzInject(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := strings.TrimRight(b, "\n")
+		want := ""
+		if withBlocks {
+			want = strings.TrimRight(compose(g, r), "\n")
+		}
 		idx := conv.scan.systemIndex()
 		before := gjson.Result{}
 		if idx >= 0 {

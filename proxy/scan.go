@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/bits"
 	"strconv"
 
@@ -124,7 +125,14 @@ type scanner struct {
 	// -1, or an offset after an element of messages where the scan goes
 	// on (having set cs.msgs and cs.calls for the elements skipped).
 	atUser func(end int) int
+	// atTail, when set, is called once, with the offset where the first
+	// "messages" array ends. When it reports true, what follows is known
+	// (valid, and its positions set in cs): the scan ends there.
+	atTail func(end int) bool
 }
+
+// errTailKnown ends a scan whose atTail knew the rest of the body.
+var errTailKnown = errors.New("rest of the body known")
 
 func (s *scanner) syntax() error { return &jsonError{offset: s.i} }
 
@@ -168,7 +176,7 @@ func (s *scanner) document(cs *chatScan) error {
 
 // chat scans the top-level object of a chat request.
 func (s *scanner) chat(cs *chatScan) error {
-	return s.members(1, func(key []byte) error {
+	err := s.members(1, func(key []byte) error {
 		start := s.i
 		var dst *span
 		switch string(key) {
@@ -188,12 +196,20 @@ func (s *scanner) chat(cs *chatScan) error {
 				cs.msgs = make([]msgSpans, 0, min(max(len(s.b)/512, 8), 256))
 				err := s.elements(2, func() error { return s.message(cs) })
 				cs.messages = span{start, s.i}
+				if err == nil && s.atTail != nil && s.atTail(s.i) {
+					s.i = len(s.b)
+					return errTailKnown
+				}
 				return err
 			}
 			dst = &cs.messages
 		}
 		return s.valueInto(1, dst)
 	})
+	if err == errTailKnown {
+		return nil
+	}
+	return err
 }
 
 // valueInto scans a value (depth is that of its container) and, when dst

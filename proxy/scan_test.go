@@ -304,7 +304,7 @@ func TestScanCaps(t *testing.T) {
 				t.Error("invalid JSON past the caps was accepted")
 			}
 			// With no system message located, no second one is added.
-			out, err := injectSystem(nil, body, c, "### RECALL: Similar Task Found in Memory\nx\n### END RECALL")
+			out, err := injectSystem(nil, body, c, newBlock("### RECALL: Similar Task Found in Memory\nx\n### END RECALL"))
 			if err != nil || !bytes.Equal(out, body) {
 				t.Errorf("rewrote a truncated body without a located system message (%v)", err)
 			}
