@@ -43,11 +43,12 @@ type conversation struct {
 	userSeen    bool
 	tools       []string          // tool names the assistant called, in order
 	calls       []callName        // the calls of tools that have an id
-	names       map[string]string // tool_call_id -> tool name, of calls
-	toolCount   int               // tool results
-	failures    int               // tool results that said the tool failed (set by recordToolErrors)
-	marks       []mark            // one per message: what was read up to its end
-	toolResults []toolResult      // the tool results read (not those of a remembered prefix)
+	names       map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
+	indexed     int
+	toolCount   int          // tool results
+	failures    int          // tool results that said the tool failed (set by recordToolErrors)
+	marks       []mark       // one per message: what was read up to its end
+	toolResults []toolResult // the tool results read (not those of a remembered prefix)
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).
@@ -170,10 +171,6 @@ func (c *conversation) read(body []byte) {
 				c.tools = append(c.tools, name)
 				if id := valueAt(body, cl.id).String(); id != "" {
 					c.calls = append(c.calls, callName{id: id, name: name, msg: i})
-					if c.names == nil {
-						c.names = make(map[string]string)
-					}
-					c.names[id] = name
 				}
 			}
 		case m.kind == roleTool || m.kind == roleFunction:
@@ -183,7 +180,7 @@ func (c *conversation) read(body []byte) {
 			}
 			if id := valueAt(body, m.toolCallID).String(); id != "" {
 				tr.dedupeKey = "call:" + id
-				if n := c.names[id]; n != "" {
+				if n := c.nameOf(id); n != "" {
 					tr.name = n
 				}
 			} else {
@@ -201,6 +198,29 @@ func (c *conversation) read(body []byte) {
 		}
 		c.marks = append(c.marks, mark{tools: len(c.tools), calls: len(c.calls), scanCalls: call, toolCount: c.toolCount})
 	}
+}
+
+// nameOf returns the tool name of the latest call read with the given id.
+// A tool result most often answers one of the latest calls: they are
+// searched first, and a map is built only for a long conversation.
+func (c *conversation) nameOf(id string) string {
+	const scan = 32
+	for i := len(c.calls) - 1; i >= max(c.indexed, len(c.calls)-scan); i-- {
+		if c.calls[i].id == id {
+			return c.calls[i].name
+		}
+	}
+	if len(c.calls) <= scan {
+		return ""
+	}
+	if c.names == nil {
+		c.names = make(map[string]string, len(c.calls))
+	}
+	for _, cl := range c.calls[c.indexed:] {
+		c.names[cl.id] = cl.name
+	}
+	c.indexed = len(c.calls)
+	return c.names[id]
 }
 
 // stripBlocks removes every guard and recall block from text.

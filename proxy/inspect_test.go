@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -94,6 +95,39 @@ func equalInspected(a, b inspected) bool {
 		a.goal == b.goal && slices.Equal(a.tools, b.tools) && slices.Equal(a.results, b.results)
 }
 
+// longToolConversation has more tool calls than nameOf searches before it
+// indexes them, ids used twice (for different tools), and results that
+// answer the newest call, an old one, and an id used twice.
+func longToolConversation() string {
+	var b strings.Builder
+	b.WriteString(`{"messages":[{"role":"user","content":"g"}`)
+	call := func(id, name string) {
+		fmt.Fprintf(&b, `,{"role":"assistant","tool_calls":[{"id":%q,"function":{"name":%q}}]}`, id, name)
+	}
+	result := func(id string) { fmt.Fprintf(&b, `,{"role":"tool","tool_call_id":%q,"content":"out"}`, id) }
+	for i := range 40 {
+		call(fmt.Sprintf("c%d", i), fmt.Sprintf("tool%d", i))
+		if i%7 == 0 {
+			result(fmt.Sprintf("c%d", i))
+		}
+	}
+	result("c1") // an old call, past the ones searched first
+	call("c1", "again")
+	result("c1")  // the id's newest call
+	result("c39") // the newest call before it
+	for i := range 40 {
+		call(fmt.Sprintf("d%d", i), "more")
+	}
+	call("e", "first")
+	call("e", "second")
+	result("e")  // two calls with the id among the newest: the latest
+	result("c2") // indexed already: the index catches up
+	result("d0")
+	result("none")
+	b.WriteString(`]}`)
+	return b.String()
+}
+
 func TestInspect(t *testing.T) {
 	tests := []struct {
 		name string
@@ -112,6 +146,8 @@ func TestInspect(t *testing.T) {
 			inspected{system: "A\nB", goal: "goal"}},
 		{"tool result without id is keyed by its content", `{"messages":[{"role":"function","name":"ls","content":"x"}]}`,
 			inspectByPath(`{"messages":[{"role":"function","name":"ls","content":"x"}]}`)},
+		{"results of early, late and reused call ids in a long conversation", longToolConversation(),
+			inspectByPath(longToolConversation())},
 		{"not an object", `[1,2]`, inspected{}},
 		{"messages not an array", `{"model":"m","messages":{"role":"user"}}`, inspected{model: "m"}},
 	}

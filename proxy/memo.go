@@ -143,17 +143,12 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	mk := e.marks[last]
 	cs := &c.scan
 	cs.msgs = append(cs.msgs[:0], e.msgs[:last+1]...)
-	cs.calls = append(cs.calls[:0], e.calls[:mk.scanCalls]...)
+	// Room for the turn's new messages and calls: they are appended next.
+	cs.calls = grown(e.calls[:mk.scanCalls], turnRoom)
 	c.from = last + 1
-	c.marks = append([]mark(nil), e.marks[:last+1]...)
-	c.tools = slices.Clone(e.tools[:mk.tools])
-	c.calls = slices.Clone(e.named[:mk.calls])
-	if len(c.calls) > 0 {
-		c.names = make(map[string]string, len(c.calls))
-		for _, cl := range c.calls {
-			c.names[cl.id] = cl.name
-		}
-	}
+	c.marks = grown(e.marks[:last+1], turnRoom)
+	c.tools = grown(e.tools[:mk.tools], turnRoom)
+	c.calls = grown(e.named[:mk.calls], turnRoom)
 	c.toolCount, c.failures = mk.toolCount, mk.failures
 	if e.systemAt >= 0 && e.systemAt <= last {
 		// Its system message and goal are both among the messages
@@ -203,6 +198,15 @@ func relativeTo(sp span, end int) span {
 		return span{}
 	}
 	return span{sp.start - end, sp.end - end}
+}
+
+// turnRoom is the room left for what a turn adds to the state resumed
+// from the memo.
+const turnRoom = 8
+
+// grown returns a copy of s with room for n more elements.
+func grown[T any](s []T, n int) []T {
+	return append(make([]T, 0, len(s)+n), s...)
 }
 
 func (m *convMemo) hash() *maphash.Hash {
