@@ -85,6 +85,15 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		s.count(route, aerr.Status, "")
 		return writeError(c, aerr)
 	}
+	ctx := c.Request().Context()
+	now := s.opts.Now()
+	// The guard does not depend on the body: it is looked up while the
+	// body is still arriving (a Postgres round trip then costs the client
+	// nothing), and again below only if this request records an incident.
+	// A store that fails or hangs (each call has a bounded budget) makes
+	// the request go out unchanged: fail open.
+	entries, guardBlock, gerr := s.guardFor(ctx, t, now)
+
 	// The body's buffers go back to their pool once the provider has the
 	// body: a stream's answer may take minutes and needs none of it.
 	lease := newBodyLease()
@@ -103,20 +112,18 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if t.Agent == "" && ValidName(conv.user) == nil {
 		t.Agent = conv.user
 	}
-	ctx := c.Request().Context()
-	now := s.opts.Now()
 
-	// The store gets a bounded budget: a store that hangs must not hang
-	// the request, which then goes out unchanged (fail open).
-	sctx, cancelStore := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancelStore()
-	degraded := !s.recordToolErrors(sctx, t, conv, now)
-	var entries []guard.Entry
-	var guardBlock block
-	if !degraded {
-		if entries, guardBlock, err = s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now); err != nil {
-			s.storeFailed(ctx, "list_incidents", err)
-			degraded = true
+	degraded := gerr != nil
+	if gerr != nil {
+		s.storeFailed(ctx, "list_incidents", gerr)
+	} else {
+		added, ok := s.recordToolErrors(ctx, t, conv, now)
+		degraded = !ok
+		if ok && added > 0 {
+			if entries, guardBlock, gerr = s.guardFor(ctx, t, now); gerr != nil {
+				s.storeFailed(ctx, "list_incidents", gerr)
+				degraded = true
+			}
 		}
 	}
 	var matches []recall.Match
@@ -147,10 +154,10 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	h.Set(HeaderGuard, strconv.Itoa(len(entries)))
 	h.Set(HeaderRecall, strconv.Itoa(len(matches)))
 	if len(entries) > 0 {
-		s.metrics.injected.WithLabelValues("guard").Inc()
+		s.metrics.injectedGuard.Inc()
 	}
 	if len(matches) > 0 {
-		s.metrics.injected.WithLabelValues("recall").Inc()
+		s.metrics.injectedRecall.Inc()
 	}
 
 	hdr := s.outgoingHeader(c.Request().Header)
@@ -241,10 +248,20 @@ func (s *Server) count(route string, status int, provider string) {
 	s.metrics.requests.WithLabelValues(route, strconv.Itoa(status), provider).Inc()
 }
 
+// guardFor returns the guard entries of t at now and their block, with
+// the store's budget for one call.
+func (s *Server) guardFor(ctx context.Context, t Tenant, now time.Time) ([]guard.Entry, block, error) {
+	sctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	defer cancel()
+	return s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now)
+}
+
 // recordToolErrors stores each new failed tool result of the request once
-// per tenant. It returns false when the store failed.
-func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversation, now time.Time) bool {
+// per tenant, each store call with the store's budget. It returns how many
+// incidents it added, and false when the store failed.
+func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversation, now time.Time) (int, bool) {
 	prefix := t.Workspace + "\x00" + t.Project + "\x00"
+	n := 0
 	for i := range conv.toolResults {
 		tr := &conv.toolResults[i]
 		seenKey := prefix + tr.dedupeKey
@@ -265,18 +282,21 @@ func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversat
 				msg = tr.name + ": " + msg
 			}
 			inc := s.incident(t, conv.model, "", store.TypeToolError, 0, msg, now)
-			added, err := s.store.AddIncidentOnce(ctx, inc, tr.dedupeKey)
+			sctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
+			added, err := s.store.AddIncidentOnce(sctx, inc, tr.dedupeKey)
+			cancel()
 			if err != nil {
 				s.storeFailed(ctx, "add_incident", err)
-				return false
+				return n, false
 			}
 			if added {
+				n++
 				s.countIncident(inc)
 			}
 		}
 		s.seen.add(seenKey, failed)
 	}
-	return true
+	return n, true
 }
 
 // incident builds a redacted, capped incident record.

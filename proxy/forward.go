@@ -105,7 +105,15 @@ func (s *Server) send(ctx context.Context, chain []*providers.Provider, ur *upst
 		if i > 0 {
 			s.metrics.fallbacks.WithLabelValues(chain[i-1].Name(), p.Name()).Inc()
 		}
-		a, f := s.try(ctx, p, ur)
+		try := ur
+		if !final {
+			// The provider sets its own headers on the request: keep ur's
+			// for the next attempt.
+			c := *ur
+			c.header = ur.header.Clone()
+			try = &c
+		}
+		a, f := s.try(ctx, p, try)
 		if f != nil {
 			if f.incident == "" { // the client left
 				return nil, f
@@ -129,6 +137,7 @@ func (s *Server) send(ctx context.Context, chain []*providers.Provider, ur *upst
 }
 
 // try sends ur to one provider, bounding the wait for response headers.
+// ur.header becomes the request's header, which the provider adds to.
 func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamRequest) (*attempt, *failure) {
 	actx, cancel := context.WithCancelCause(ctx)
 	var body io.Reader
@@ -154,7 +163,7 @@ func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamReq
 		return nil, &failure{http.StatusBadGateway, "upstream_unreachable", "cannot build provider request"}
 	}
 	req.URL.RawQuery = ur.query
-	req.Header = ur.header.Clone()
+	req.Header = ur.header // the provider adds to it: see send
 	req.ContentLength = length
 	if ur.stream == nil {
 		req.GetBody = func() (io.ReadCloser, error) {

@@ -388,6 +388,28 @@ func TestProviderKeyInjectionAndPassThrough(t *testing.T) {
 	}
 }
 
+func TestFallbackNeverSeesThePrimaryKey(t *testing.T) {
+	limited := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	backup := newRecorder(t, okCompletion)
+	primary := upstream("primary", limited.srv.URL)
+	primary.APIKeyEnv = "TEST_PROVIDER_KEY"
+	primary.Fallbacks = []string{"backup"}
+	h := newHarness(t, "", withProviders(primary, upstream("backup", backup.srv.URL)))
+	res, _ := h.chat(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Authorization": "Bearer client-key"})
+	if res.StatusCode != 200 || res.Header.Get(HeaderProvider) != "backup" {
+		t.Fatalf("status %d from %q", res.StatusCode, res.Header.Get(HeaderProvider))
+	}
+	if got := limited.last(t).Header.Get("Authorization"); got != "Bearer sk-provider-secret" {
+		t.Fatalf("primary got %q", got)
+	}
+	// The keyless fallback gets the client's headers as they came.
+	if got := backup.last(t).Header.Get("Authorization"); got != "Bearer client-key" {
+		t.Fatalf("fallback got Authorization %q", got)
+	}
+}
+
 func TestMockThroughProxy(t *testing.T) {
 	h := newHarness(t, "", withProviders(providers.Config{Name: "mock", Type: providers.TypeMock}))
 	res, body := h.chat(`{"model":"mock-gpt","messages":[{"role":"system","content":"SYS"},{"role":"user","content":"[[mock:echo]] hi"}]}`, nil)

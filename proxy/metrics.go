@@ -14,9 +14,12 @@ type metrics struct {
 	overhead  prometheus.Histogram
 	incidents *prometheus.CounterVec
 	injected  *prometheus.CounterVec
-	storeErrs *prometheus.CounterVec
-	fallbacks *prometheus.CounterVec
-	degraded  prometheus.Counter
+	// The injected series of each block, made once (and so exported from
+	// the start, at zero).
+	injectedGuard, injectedRecall prometheus.Counter
+	storeErrs                     *prometheus.CounterVec
+	fallbacks                     *prometheus.CounterVec
+	degraded                      prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -57,6 +60,8 @@ func newMetrics() *metrics {
 			Help: "Chat completions forwarded unchanged because the store failed.",
 		}),
 	}
+	m.injectedGuard = m.injected.WithLabelValues("guard")
+	m.injectedRecall = m.injected.WithLabelValues("recall")
 	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.incidents, m.injected,
 		m.storeErrs, m.fallbacks, m.degraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
