@@ -260,11 +260,10 @@ func (s *Server) guardFor(ctx context.Context, t Tenant, now time.Time) ([]guard
 // per tenant, each store call with the store's budget. It returns how many
 // incidents it added, and false when the store failed.
 func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversation, now time.Time) (int, bool) {
-	prefix := t.Workspace + "\x00" + t.Project + "\x00"
 	n := 0
 	for i := range conv.toolResults {
 		tr := &conv.toolResults[i]
-		seenKey := prefix + tr.dedupeKey
+		seenKey := s.seen.key(t.Workspace, t.Project, tr.dedupeKey)
 		if failed, ok := s.seen.get(seenKey); ok {
 			if failed {
 				tr.failed = true

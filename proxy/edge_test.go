@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +233,34 @@ func TestRecallCacheFollowsTheIndex(t *testing.T) {
 	res.Body.Close()
 	if r := recalled(); r != "0" {
 		t.Fatalf("after deleting: recall %s (stale cache)", r)
+	}
+}
+
+func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
+	s := newSeenSet(4)
+	a := s.key("w", "p", "call:1")
+	if a == s.key("w", "p2", "call:1") || a == s.key("w\x00p", "", "call:1") || a != s.key("w", "p", "call:1") {
+		t.Fatal("keys do not follow the tenant and dedupe key")
+	}
+	s.add(a, true)
+	if failed, ok := s.get(a); !ok || !failed {
+		t.Fatalf("get = %v, %v", failed, ok)
+	}
+	// Four more fill the current generation: a moves to the previous one
+	// and is still known; four more again and it is forgotten.
+	for i := range 4 {
+		s.add(s.key("w", "p", "hash:"+strconv.Itoa(i)), false)
+	}
+	if _, ok := s.get(a); !ok {
+		t.Fatal("forgotten one generation early")
+	}
+	for i := range 4 {
+		s.add(s.key("w", "p", "hash:x"+strconv.Itoa(i)), false)
+	}
+	if _, ok := s.get(a); ok {
+		t.Fatal("the set is not bounded")
+	}
+	if len(s.cur)+len(s.prev) > 8 {
+		t.Fatalf("%d keys held, at most 8", len(s.cur)+len(s.prev))
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -316,19 +317,35 @@ func (s *Server) readyz(c echo.Context) error {
 
 // seenSet remembers tool results already processed per tenant, so a
 // history re-sent every turn is classified and stored once. It is bounded:
-// when the current generation is full it becomes the previous one.
+// when the current generation is full it becomes the previous one. A
+// result is known by a 64-bit hash (seeded per process) of its tenant and
+// dedupe key: the set holds no pointers for the garbage collector to
+// trace, about 10 bytes a result.
 type seenSet struct {
+	seed      maphash.Seed
 	mu        sync.Mutex
 	max       int
-	cur, prev map[string]bool // key -> the tool failed
+	cur, prev map[uint64]bool // key -> the tool failed
 }
 
 func newSeenSet(max int) *seenSet {
-	return &seenSet{max: max, cur: make(map[string]bool)}
+	return &seenSet{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]bool)}
+}
+
+// key names the tool result with the given dedupe key in a tenant.
+func (s *seenSet) key(workspace, project, dedupeKey string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(workspace)
+	h.WriteByte(0)
+	h.WriteString(project)
+	h.WriteByte(0)
+	h.WriteString(dedupeKey)
+	return h.Sum64()
 }
 
 // get reports whether k was seen and whether that tool result failed.
-func (s *seenSet) get(k string) (failed, ok bool) {
+func (s *seenSet) get(k uint64) (failed, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if failed, ok = s.cur[k]; ok {
@@ -338,11 +355,11 @@ func (s *seenSet) get(k string) (failed, ok bool) {
 	return failed, ok
 }
 
-func (s *seenSet) add(k string, failed bool) {
+func (s *seenSet) add(k uint64, failed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.cur) >= s.max {
-		s.prev, s.cur = s.cur, make(map[string]bool, s.max)
+		s.prev, s.cur = s.cur, make(map[uint64]bool, s.max)
 	}
 	s.cur[k] = failed
 }
