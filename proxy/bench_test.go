@@ -122,22 +122,33 @@ func BenchmarkInspect(b *testing.B) {
 		}
 	})
 	b.Run("memo", func(b *testing.B) {
-		memo := newConvMemo(defaultMemoSize)
-		prev := benchAgentBody(b, false, "call_prev")
-		c, err := inspect(prev, memo, "t")
-		if err != nil {
-			b.Fatal(err)
-		}
-		memo.remember(c, prev)
-		if c, _ := inspect(body, memo, "t"); c.from == 0 || len(c.toolResults) != 1 {
-			b.Fatalf("read from message %d, %d tool results: the memo was not used", c.from, len(c.toolResults))
-		}
-		b.SetBytes(int64(len(body)))
-		b.ReportAllocs()
-		for b.Loop() {
-			inspect(body, memo, "t")
-		}
+		benchInspectMemo(b, benchAgentBody(b, false, "call_prev"), body)
 	})
+	// An agent with a long system prompt (20 KB, as coding agents send).
+	long := func(id string) []byte {
+		return bytes.Replace(benchAgentBody(b, false, id), []byte(benchSystemPrompt), []byte(strings.Repeat(benchSystemPrompt, 7)), 1)
+	}
+	b.Run("memo-longprompt", func(b *testing.B) {
+		benchInspectMemo(b, long("call_prev"), long("call_new"))
+	})
+}
+
+// benchInspectMemo reads body as the next turn of prev.
+func benchInspectMemo(b *testing.B, prev, body []byte) {
+	memo := newConvMemo(defaultMemoSize)
+	c, err := inspect(prev, memo, "t")
+	if err != nil {
+		b.Fatal(err)
+	}
+	memo.remember(c, prev)
+	if c, _ := inspect(body, memo, "t"); c.from == 0 || len(c.toolResults) != 1 {
+		b.Fatalf("read from message %d, %d tool results: the memo was not used", c.from, len(c.toolResults))
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		inspect(body, memo, "t")
+	}
 }
 
 func BenchmarkInjectSystem(b *testing.B) {

@@ -55,7 +55,7 @@ type conversation struct {
 	memoKey uint64
 	memoOK  bool
 	from    int
-	hash    maphash.Hash // memo hash of the body up to hashed (set with from)
+	hash    maphash.Hash // memo hash of the tenant and the body up to hashed
 	hashed  int
 	prior   *memoEntry // the conversation's remembered turn, if any
 	// The memo hash of the bytes after the messages array, when the memo
@@ -77,7 +77,7 @@ type mark struct {
 	scanCalls int // calls of scan.calls up to this message
 	toolCount int
 	failures  int    // set by convMemo.remember
-	sum       uint64 // memo hash of the body up to the message's end, set by convMemo.remember
+	sum       uint64 // memo hash of the tenant and the body up to the message's end (from the first user message on), set by convMemo.remember
 }
 
 // release drops what only reading and rewriting the body needed, the tool
@@ -122,7 +122,7 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 		// Called once the first user message is scanned: the bytes up to
 		// its end name the conversation.
 		s.atUser = func(end int) int {
-			c.memoKey, c.memoOK = memo.key(tenant, body[:end]), true
+			memo.name(c, tenant, body, end)
 			return memo.resume(c, body, len(cs.msgs)-1)
 		}
 		s.atTail = func(end int) bool { return memo.resumeTail(c, body, end) }

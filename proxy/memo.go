@@ -20,9 +20,10 @@ import (
 // same bytes.
 //
 // A conversation is named by the bytes of its body up to the end of its
-// first user message, with the tenant: the scan reads those first, and
-// looks the conversation up there. The hash is maphash with a seed chosen
-// at start-up, so a client cannot make two prefixes collide on purpose.
+// first user message (its head: system prompt, goal), with the tenant. The
+// hash of every prefix starts with the tenant, so the hash at the end of
+// the head is the name. It is maphash with a seed chosen at start-up, so a
+// client cannot make two prefixes collide on purpose.
 //
 // The memo is bounded: at most 2*max conversations and 2*memoBytes, the
 // older half dropped whole when the newer half fills. A conversation that falls out is read
@@ -86,19 +87,19 @@ func newConvMemo(max int) *convMemo {
 	return &convMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]*memoEntry)}
 }
 
-// key names a conversation: the tenant and the bytes of its body up to the
-// end of its first user message.
-func (m *convMemo) key(tenant string, head []byte) uint64 {
-	var h maphash.Hash
-	h.SetSeed(m.seed)
-	h.WriteString(tenant)
-	h.WriteByte(0)
-	h.Write(head)
-	return h.Sum64()
+// name sets c's name from body's head, which ends at end: c.memoKey, and
+// c.hash and c.hashed, from where resume and remember hash on.
+func (m *convMemo) name(c *conversation, tenant string, body []byte, end int) {
+	c.hash.SetSeed(m.seed)
+	c.hash.WriteString(tenant)
+	c.hash.WriteByte(0)
+	c.hash.Write(body[:end])
+	c.hashed = end
+	c.memoKey, c.memoOK = c.hash.Sum64(), true
 }
 
 // resume is called by the scan of body once message probe, the first user
-// message, is scanned, with c.memoKey set. When c's conversation has a
+// message, is scanned, with c named. When c's conversation has a
 // remembered turn whose messages after probe this body repeats, byte for
 // byte, it fills c and c.scan with what was found up to the last message
 // repeated, and returns that message's end: the scan goes on from there.
@@ -117,10 +118,10 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	if probe >= len(e.msgs) {
 		return -1
 	}
-	h := m.hash()
-	last, pos := -1, 0
+	h := c.hash // the hash of the head: the name
+	last, pos := -1, c.hashed
 	var at maphash.Hash // h as it was at the end of message last
-	for i := probe; i < len(e.msgs); i++ {
+	for i := probe + 1; i < len(e.msgs); i++ {
 		end := e.msgs[i].end
 		if end > len(body) {
 			break
@@ -133,10 +134,10 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 		// Only an object is sure to end where it ended: a number could
 		// go on in the new body ("1" then "12").
 		if e.msgs[i].obj {
-			last, at = i, *h
+			last, at = i, h
 		}
 	}
-	if last <= probe {
+	if last < 0 {
 		return -1 // nothing after the first user message to skip
 	}
 	c.hashed, c.hash = e.msgs[last].end, at
@@ -228,12 +229,11 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	if c.from > 0 {
 		failures = c.marks[c.from-1].failures
 	}
-	// The messages resume skipped are hashed already, and their marks
-	// kept: go on from there.
-	h, pos := m.hash(), 0
-	if c.from > 0 {
-		h, pos = &c.hash, c.hashed
-	}
+	// The body is hashed up to c.hashed (the head, or the messages resume
+	// skipped, whose marks are kept): go on from there. The messages
+	// before the first user message are part of the name: their sums are
+	// not used.
+	h, pos := &c.hash, c.hashed
 	for i := c.from; i < len(c.marks); i++ {
 		for ; r < len(c.toolResults) && c.toolResults[r].msg == i; r++ {
 			if c.toolResults[r].failed {
@@ -242,6 +242,9 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		}
 		c.marks[i].failures = failures
 		end := c.scan.msgs[i].end
+		if end < pos {
+			continue
+		}
 		h.Write(body[pos:end])
 		pos = end
 		c.marks[i].sum = h.Sum64()

@@ -42,6 +42,52 @@ func results(c *conversation) []string {
 	return keys
 }
 
+func TestMemoKeepsConversationsWithOnePromptApart(t *testing.T) {
+	memo := newConvMemo(8)
+	prompt := strings.Repeat("You are a careful coding agent. ", 600) // about 19 KB
+	body := func(goal string, rounds int) []byte {
+		msgs := []map[string]any{{"role": "system", "content": prompt}, {"role": "user", "content": goal}}
+		for i := range rounds {
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": "step " + strconv.Itoa(i)})
+		}
+		b, err := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	read := func(b []byte, tenant string) *conversation {
+		t.Helper()
+		c, err := inspect(b, memo, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRead(t, b, memo)
+		return c
+	}
+	// Two agents of a team share the prompt; their goals end alike. The
+	// name of a conversation holds its goal: each finds its own turn.
+	first, second := "fix the parser: it fails on tabs", "add a tests file: it fails on tabs"
+	memo.remember(read(body(first, 1), "t"), body(first, 1))
+	memo.remember(read(body(second, 1), "t"), body(second, 1))
+
+	c := read(body(first, 3), "t")
+	if c.from != 3 || c.goal != first || c.model != "m" {
+		t.Fatalf("next turn: read from message %d, goal %q, model %q", c.from, c.goal, c.model)
+	}
+	if c := read(body(second, 2), "t"); c.from != 3 || c.goal != second {
+		t.Fatalf("the other agent's next turn: read from message %d, goal %q", c.from, c.goal)
+	}
+	// A goal the memo has not seen, ending as a remembered one does, and
+	// the same conversation in another tenant: read in full.
+	if c := read(body("do not fix the parser: it fails on tabs", 1), "t"); c.from != 0 {
+		t.Fatalf("an unknown conversation was taken for a known one (from %d)", c.from)
+	}
+	if c := read(body(first, 3), "other"); c.from != 0 {
+		t.Fatal("another tenant's turn was found in the memo")
+	}
+}
+
 func TestMemoReadsOnlyNewMessages(t *testing.T) {
 	memo := newConvMemo(8)
 	const tenant = "ws\x00proj"
@@ -177,6 +223,29 @@ func TestMemoIsBounded(t *testing.T) {
 	}
 }
 
+// sameRead checks that reading body with memo finds what reading it in
+// full does.
+func sameRead(t *testing.T, body []byte, memo *convMemo) {
+	t.Helper()
+	got, gerr := inspect(body, memo, "t")
+	want, werr := inspect(body, nil, "")
+	if (gerr == nil) != (werr == nil) {
+		t.Fatalf("with memo: %v; in full: %v", gerr, werr)
+	}
+	if gerr != nil {
+		return
+	}
+	all := results(want)
+	if r := results(got); !slices.Equal(r, all[len(all)-len(r):]) {
+		t.Fatalf("tool results %v, in full %v", r, all)
+	}
+	if got.model != want.model || got.user != want.user || got.stream != want.stream || got.key != want.key ||
+		got.system != want.system || got.goal != want.goal || got.toolCount != want.toolCount || !slices.Equal(got.tools, want.tools) ||
+		!slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) || got.scan.messages != want.scan.messages {
+		t.Fatalf("with memo %+v\nin full %+v", summarize(got), summarize(want))
+	}
+}
+
 // FuzzInspectMemo: reading a body with the memo of an earlier turn finds
 // the same as reading it in full, whatever was added after the earlier
 // turn's messages (valid or not), and whatever follows the messages array
@@ -188,6 +257,7 @@ func FuzzInspectMemo(f *testing.F) {
 	f.Add(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"g"}],"user":"u"}`, `,{"role":"user","content":"second"}`, `,"user":"v"}`)
 	f.Add(`{"messages":[{"role":"user","content":"g"}],"stream":true,"model":"a"}`, `,{"role":"tool","content":"x"}`, `,"stream":false,"model":"b"}`)
 	f.Add(`{"messages":[{"role":"user","content":"g"}],"model":"a"}`, ``, `,"model":"a"} `)
+	f.Add(`{"stream":true,"model":"m","user":"u","messages":[{"role":"system","content":"a system prompt"},{"role":"user","content":"goal"}],"model":"n"}`, `,{"role":"assistant","content":"x"}`, "")
 	f.Add(`{"messages":[{"role":"user","content":"g"}],"model":"a"}`, `,{}`, `,"model":"a"`)
 	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`, "")
 	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `]}{`, "")
@@ -261,6 +331,13 @@ func FuzzInspectMemo(f *testing.F) {
 		}
 		if got.memoOK && len(got.marks) > 0 && !got.scan.truncated && !again.tailKnown {
 			t.Fatal("the same body again scanned what follows its messages")
+		}
+		// A body that differs by one bit from a remembered one is read as
+		// it is.
+		if len(next) > 0 {
+			other := []byte(next)
+			other[len(added)%len(other)] ^= 1
+			sameRead(t, other, memo)
 		}
 	})
 }
