@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
@@ -420,12 +421,15 @@ func TestInspectKeepsNoSubstringOfTheBody(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	c := inspectPadded()
-	tools := len(c.toolResults)
+	tools, system := len(c.toolResults), c.system
 	c.release() // done by the handler before forwarding
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if c.goal == "" || tools != 12 || c.toolCount != 12 || c.system == "" {
+	if c.goal == "" || tools != 12 || c.toolCount != 12 || system == "" {
 		t.Fatalf("inspect read goal %q, %d tool results", c.goal, tools)
+	}
+	if c.system != "" {
+		t.Error("release keeps the system prompt, which only the rewrite reads")
 	}
 	// What the conversation keeps is about 30 KB; if one kept string were a
 	// substring of inspect's copy of the body, the whole copy would stay.
@@ -483,14 +487,22 @@ func TestProviderRequestLetsGoOfTheBody(t *testing.T) {
 	defer up.Close()
 	h := newHarness(t, up.URL+"/v1")
 	body := benchAgentBody(t, true, "call_1")
+	sent := append([]byte(nil), body...)
+	bodyRef := weak.Make(&body[0])
 	ur := &upstreamRequest{method: http.MethodPost, path: "/chat/completions", header: http.Header{}, body: body}
 	a, f := h.srv.try(context.Background(), h.srv.router.Route("")[0], ur)
 	if f != nil {
 		t.Fatalf("try: %+v", f)
 	}
 	defer a.release()
-	if b := <-got; !bytes.Equal(b, body) {
-		t.Fatalf("provider received %d bytes, want the %d sent", len(b), len(body))
+	if b := <-got; !bytes.Equal(b, sent) {
+		t.Fatalf("provider received %d bytes, want the %d sent", len(b), len(sent))
+	}
+	// The answer (a) is still open: the body must be garbage by now.
+	body, ur = nil, nil
+	runtime.GC()
+	if bodyRef.Value() != nil {
+		t.Error("the request body is still reachable while the answer streams")
 	}
 	req := a.res.Request
 	if req.GetBody == nil {

@@ -166,9 +166,12 @@ func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamReq
 	req.Header = ur.header // the provider adds to it: see send
 	req.ContentLength = length
 	if ur.stream == nil {
+		// The response keeps req, and so GetBody, for as long as the
+		// answer streams: it must not keep ur (and its body) alive.
+		lease := ur.lease
 		req.GetBody = func() (io.ReadCloser, error) {
 			if b := held.bytes(); b != nil {
-				return newDrainReader(b, ur.lease), nil
+				return newDrainReader(b, lease), nil
 			}
 			return http.NoBody, nil
 		}

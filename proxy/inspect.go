@@ -81,10 +81,11 @@ type mark struct {
 }
 
 // release drops what only reading and rewriting the body needed, the tool
-// results that refer to the body included, so an answer that streams for
-// minutes keeps only what auto-capture reads.
+// results that refer to the body and the system prompt included, so an
+// answer that streams for minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
 	c.scan, c.marks, c.calls, c.names, c.toolResults, c.prior = chatScan{}, nil, nil, nil, nil, nil
+	c.system = ""
 }
 
 // usedTools reports whether the conversation called at least one tool.
