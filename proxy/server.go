@@ -87,7 +87,7 @@ type Options struct {
 	// GuardReadLimit caps the incidents read per request for the guard.
 	// Default 1000.
 	GuardReadLimit int
-	// StoreTimeout bounds the store calls made before a request is
+	// StoreTimeout bounds each store call made before a request is
 	// forwarded; past it the request is forwarded unchanged (fail open).
 	// Default 2s.
 	StoreTimeout time.Duration

@@ -54,7 +54,7 @@ type TenantConfig struct {
 type StoreConfig struct {
 	Driver string `yaml:"driver"` // bolt | postgres
 	DSN    string `yaml:"dsn"`
-	// RequestTimeout bounds the store calls made before a request is
+	// RequestTimeout bounds each store call made before a request is
 	// forwarded; past it the request goes out unchanged (fail open).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
