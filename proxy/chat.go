@@ -89,10 +89,13 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	now := s.opts.Now()
 	// The guard does not depend on the body: it is looked up while the
 	// body is still arriving (a Postgres round trip then costs the client
-	// nothing), and again below only if this request records an incident.
-	// A store that fails or hangs (each call has a bounded budget) makes
-	// the request go out unchanged: fail open.
-	entries, guardBlock, gerr := s.guardFor(ctx, t, now)
+	// nothing), and again below only if this request carries a new tool
+	// failure. The store gets a budget for that lookup and one for the
+	// calls made once the body is read: a store that fails or hangs makes
+	// the request go out unchanged (fail open).
+	gctx, cancelGuard := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	entries, guardBlock, gerr := s.guardEntries(gctx, t.Workspace, t.Project, t.Session, now)
+	cancelGuard()
 
 	// The body's buffers go back to their pool once the provider has the
 	// body: a stream's answer may take minutes and needs none of it.
@@ -113,14 +116,18 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		t.Agent = conv.user
 	}
 
+	budget := storeBudget{parent: ctx, d: s.opts.StoreTimeout}
+	defer budget.end()
 	degraded := gerr != nil
 	if gerr != nil {
 		s.storeFailed(ctx, "list_incidents", gerr)
 	} else {
-		added, ok := s.recordToolErrors(ctx, t, conv, now)
+		// A new failure may make a pattern repeat, whether this request
+		// stored it or another one (a retry, another replica) just did.
+		failed, ok := s.recordToolErrors(&budget, t, conv, now)
 		degraded = !ok
-		if ok && added > 0 {
-			if entries, guardBlock, gerr = s.guardFor(ctx, t, now); gerr != nil {
+		if ok && failed > 0 {
+			if entries, guardBlock, gerr = s.guardEntries(budget.context(), t.Workspace, t.Project, t.Session, now); gerr != nil {
 				s.storeFailed(ctx, "list_incidents", gerr)
 				degraded = true
 			}
@@ -202,7 +209,9 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		return nil
 	}
 	keep := 0
-	wantCapture := s.recall.AutoCapture && conv.usedTools() && conv.goal != ""
+	// A request the store failed on is not captured: its tool failures
+	// may not all have been counted.
+	wantCapture := s.recall.AutoCapture && conv.usedTools() && conv.goal != "" && !degraded
 	if wantCapture {
 		keep = captureCompletion
 	}
@@ -248,18 +257,34 @@ func (s *Server) count(route string, status int, provider string) {
 	s.metrics.requests.WithLabelValues(route, strconv.Itoa(status), provider).Inc()
 }
 
-// guardFor returns the guard entries of t at now and their block, with
-// the store's budget for one call.
-func (s *Server) guardFor(ctx context.Context, t Tenant, now time.Time) ([]guard.Entry, block, error) {
-	sctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	defer cancel()
-	return s.guardEntries(sctx, t.Workspace, t.Project, t.Session, now)
+// storeBudget is the time the store calls made for a request once its
+// body is read may take in all. It starts with the first call that needs
+// it: most requests make none.
+type storeBudget struct {
+	parent context.Context
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (b *storeBudget) context() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(b.parent, b.d)
+	}
+	return b.ctx
+}
+
+func (b *storeBudget) end() {
+	if b.cancel != nil {
+		b.cancel()
+	}
 }
 
 // recordToolErrors stores each new failed tool result of the request once
-// per tenant, each store call with the store's budget. It returns how many
-// incidents it added, and false when the store failed.
-func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversation, now time.Time) (int, bool) {
+// per tenant, within budget. It returns how many tool results it found
+// failed that it had not seen before (stored by this request or, as a
+// duplicate, by another), and false when the store failed.
+func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, conv *conversation, now time.Time) (int, bool) {
 	n := 0
 	for i := range conv.toolResults {
 		tr := &conv.toolResults[i]
@@ -281,15 +306,13 @@ func (s *Server) recordToolErrors(ctx context.Context, t Tenant, conv *conversat
 				msg = tr.name + ": " + msg
 			}
 			inc := s.incident(t, conv.model, "", store.TypeToolError, 0, msg, now)
-			sctx, cancel := context.WithTimeout(ctx, s.opts.StoreTimeout)
-			added, err := s.store.AddIncidentOnce(sctx, inc, tr.dedupeKey)
-			cancel()
+			added, err := s.store.AddIncidentOnce(budget.context(), inc, tr.dedupeKey)
 			if err != nil {
-				s.storeFailed(ctx, "add_incident", err)
+				s.storeFailed(budget.parent, "add_incident", err)
 				return n, false
 			}
+			n++
 			if added {
-				n++
 				s.countIncident(inc)
 			}
 		}

@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,5 +264,73 @@ func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
 	}
 	if len(s.cur)+len(s.prev) > 8 {
 		t.Fatalf("%d keys held, at most 8", len(s.cur)+len(s.prev))
+	}
+}
+
+// slowStore lets each incident write take all the time its context has,
+// then succeed; it notes whether each write started with time left.
+type slowStore struct {
+	store.Store
+	mu     sync.Mutex
+	starts []bool
+}
+
+func (s *slowStore) AddIncidentOnce(ctx context.Context, in *store.Incident, key string) (bool, error) {
+	s.mu.Lock()
+	s.starts = append(s.starts, ctx.Err() == nil)
+	s.mu.Unlock()
+	<-ctx.Done()
+	return s.Store.AddIncidentOnce(context.WithoutCancel(ctx), in, key)
+}
+
+func TestStoreBudgetIsSharedByTheRequestsWrites(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	slow := &slowStore{Store: bolt}
+	h := newHarnessOn(t, slow, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	// Three new failed tool results: three writes, one budget.
+	res, _ := h.chat(agentTurns(t, 3, nil), nil)
+	if res.StatusCode != 200 || res.Header.Get(HeaderDegraded) != "store" {
+		t.Fatalf("status %d degraded %q", res.StatusCode, res.Header.Get(HeaderDegraded))
+	}
+	live := 0
+	for _, ok := range slow.starts {
+		if ok {
+			live++
+		}
+	}
+	if live != 1 {
+		t.Fatalf("%d writes started with time left (of %d): each write had a budget of its own", live, len(slow.starts))
+	}
+}
+
+// versionlessStore fails every incident version lookup: the guard cannot
+// be read, everything else works.
+type versionlessStore struct{ store.Store }
+
+func (versionlessStore) IncidentVersion(context.Context, string, string) (int64, error) {
+	return 0, errors.New("version lookup failed")
+}
+
+func TestNoCaptureWhenTheStoreFailed(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	h := newHarnessOn(t, versionlessStore{bolt}, up.srv.URL)
+	res, _ := h.chat(toolConversation(t, "Parse the YAML configuration file", false, 1), nil)
+	if res.StatusCode != 200 || res.Header.Get(HeaderDegraded) != "store" {
+		t.Fatalf("status %d degraded %q", res.StatusCode, res.Header.Get(HeaderDegraded))
+	}
+	// Its tool results were not read for failures: a solution stored now
+	// would say it had none.
+	if sols, _ := bolt.ListSolutions(context.Background(), "default"); len(sols) != 0 {
+		t.Fatalf("captured %+v from a request the store failed on", sols)
 	}
 }

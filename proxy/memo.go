@@ -72,11 +72,13 @@ const (
 
 // size estimates the memory an entry holds.
 func (e *memoEntry) size() int {
-	n := len(e.msgs)*int(unsafe.Sizeof(msgSpans{})) + len(e.calls)*int(unsafe.Sizeof(callSpans{})) +
-		len(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.system) + len(e.goal) + len(e.key)
+	n := cap(e.msgs)*int(unsafe.Sizeof(msgSpans{})) + cap(e.calls)*int(unsafe.Sizeof(callSpans{})) +
+		cap(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.system) + len(e.goal) + len(e.key)
+	n += (cap(e.tools) - len(e.tools)) * 16
 	for _, t := range e.tools {
 		n += 16 + len(t)
 	}
+	n += (cap(e.named) - len(e.named)) * int(unsafe.Sizeof(callName{}))
 	for _, c := range e.named {
 		n += int(unsafe.Sizeof(callName{})) + len(c.id) + len(c.name)
 	}
@@ -201,6 +203,16 @@ func relativeTo(sp span, end int) span {
 	return span{sp.start - end, sp.end - end}
 }
 
+// fit returns s for the memo to keep: s itself when it uses most of its
+// array, else a copy, so that an entry never holds much more memory than
+// its size says (the scan sizes msgs from the body's length).
+func fit[T any](s []T) []T {
+	if cap(s)-len(s) <= len(s)/4+turnRoom {
+		return slices.Clip(s)
+	}
+	return slices.Clone(s)
+}
+
 // turnRoom is the room left for what a turn adds to the state resumed
 // from the memo.
 const turnRoom = 8
@@ -258,11 +270,11 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		tailSum = th.Sum64()
 	}
 	e := &memoEntry{
-		msgs:     slices.Clip(c.scan.msgs),
-		calls:    slices.Clip(c.scan.calls),
-		marks:    slices.Clip(c.marks),
-		tools:    slices.Clip(c.tools),
-		named:    slices.Clip(c.calls),
+		msgs:     fit(c.scan.msgs),
+		calls:    fit(c.scan.calls),
+		marks:    fit(c.marks),
+		tools:    fit(c.tools),
+		named:    fit(c.calls),
 		system:   c.system,
 		systemAt: c.systemAt,
 		goal:     c.goal,

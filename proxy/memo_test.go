@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // agentTurn renders turn n of an agent's conversation: the system prompt,
@@ -340,4 +341,29 @@ func FuzzInspectMemo(f *testing.F) {
 			sameRead(t, other, memo)
 		}
 	})
+}
+
+func TestMemoEntryHoldsWhatItCounts(t *testing.T) {
+	memo := newConvMemo(8)
+	// A large body of few messages: the scan makes room for ~256.
+	body := []byte(`{"messages":[{"role":"user","content":"g"},{"role":"assistant","content":"` + strings.Repeat("x", 200<<10) + `"}]}`)
+	c, err := inspect(body, memo, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(c.scan.msgs) < 100 {
+		t.Fatalf("the scan made room for %d messages; this test wants a roomy slice", cap(c.scan.msgs))
+	}
+	memo.remember(c, body)
+	e := memo.cur[c.memoKey]
+	if e == nil {
+		t.Fatal("not remembered")
+	}
+	// A clipped slice hides its array's room: compare the arrays.
+	if unsafe.SliceData(e.msgs) == unsafe.SliceData(c.scan.msgs) {
+		t.Fatalf("the entry keeps the scan's array, with room for %d messages, for %d", cap(c.scan.msgs), len(e.msgs))
+	}
+	if want := len(e.msgs) * int(unsafe.Sizeof(msgSpans{})); e.size() < want {
+		t.Fatalf("size %d counts less than its messages (%d)", e.size(), want)
+	}
 }

@@ -87,8 +87,10 @@ type Options struct {
 	// GuardReadLimit caps the incidents read per request for the guard.
 	// Default 1000.
 	GuardReadLimit int
-	// StoreTimeout bounds each store call made before a request is
-	// forwarded; past it the request is forwarded unchanged (fail open).
+	// StoreTimeout bounds the store calls made before a request is
+	// forwarded, twice: the guard read while the body arrives, then the
+	// calls made after it. Past it the request is forwarded unchanged
+	// (fail open).
 	// Default 2s.
 	StoreTimeout time.Duration
 }

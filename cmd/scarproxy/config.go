@@ -54,8 +54,9 @@ type TenantConfig struct {
 type StoreConfig struct {
 	Driver string `yaml:"driver"` // bolt | postgres
 	DSN    string `yaml:"dsn"`
-	// RequestTimeout bounds each store call made before a request is
-	// forwarded; past it the request goes out unchanged (fail open).
+	// RequestTimeout bounds the store calls made before a request is
+	// forwarded (the guard read while the body arrives, then the calls
+	// made after it); past it the request goes out unchanged (fail open).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
