@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,11 +103,7 @@ var _ store.Store = hangStore{}
 
 func TestHungStoreFailsOpen(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := tempBolt(t)
 	h := newHarnessOn(t, hangStore{bolt}, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 	res, _ := h.chat(body, nil)
@@ -129,11 +124,7 @@ func (s *pruneStore) PruneIncidents(ctx context.Context, before time.Time, maxPe
 }
 
 func TestRetentionZeroMeansNoCap(t *testing.T) {
-	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := tempBolt(t)
 	ps := &pruneStore{Store: bolt, caps: make(chan int, 1)}
 	h := newHarnessOn(t, ps, "http://127.0.0.1:1")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,14 +139,10 @@ func TestRetentionZeroMeansNoCap(t *testing.T) {
 }
 
 func TestNewRejectsBadDefaults(t *testing.T) {
-	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := tempBolt(t)
 	g, _ := guard.New(guard.DefaultConfig())
 	r, _ := providers.NewRouter([]providers.Config{{Name: "m", Type: providers.TypeMock}}, nil)
-	_, err = New(context.Background(), Options{Router: r, Store: bolt, Guard: g, DefaultWorkspace: "my team"})
+	_, err := New(context.Background(), Options{Router: r, Store: bolt, Guard: g, DefaultWorkspace: "my team"})
 	if err == nil || !strings.Contains(err.Error(), "DefaultWorkspace") {
 		t.Fatalf("err = %v", err)
 	}
@@ -285,11 +272,7 @@ func (s *slowStore) AddIncidentOnce(ctx context.Context, in *store.Incident, key
 
 func TestStoreBudgetIsSharedByTheRequestsWrites(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := tempBolt(t)
 	slow := &slowStore{Store: bolt}
 	h := newHarnessOn(t, slow, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
 	// Three new failed tool results: three writes, one budget.
@@ -318,11 +301,7 @@ func (versionlessStore) IncidentVersion(context.Context, string, string) (int64,
 
 func TestNoCaptureWhenTheStoreFailed(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	bolt, err := store.OpenBolt(filepath.Join(t.TempDir(), "s.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := tempBolt(t)
 	h := newHarnessOn(t, versionlessStore{bolt}, up.srv.URL)
 	res, _ := h.chat(toolConversation(t, "Parse the YAML configuration file", false, 1), nil)
 	if res.StatusCode != 200 || res.Header.Get(HeaderDegraded) != "store" {

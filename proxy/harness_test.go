@@ -101,12 +101,19 @@ func upstream(name, url string) providers.Config {
 
 func newHarness(t *testing.T, upstreamURL string, opts ...harnessOpt) *harness {
 	t.Helper()
+	return newHarnessOn(t, tempBolt(t), upstreamURL, opts...)
+}
+
+// tempBolt opens a bbolt store in a temporary directory, closed when the
+// test ends.
+func tempBolt(t *testing.T) *store.Bolt {
+	t.Helper()
 	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return newHarnessOn(t, st, upstreamURL, opts...)
+	return st
 }
 
 func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harnessOpt) *harness {

@@ -174,9 +174,7 @@ func (m *convMemo) resumeTail(c *conversation, body []byte, end int) bool {
 	if e == nil || e.tailLen != len(body)-end {
 		return false
 	}
-	h := m.hash()
-	h.Write(body[end:])
-	if h.Sum64() != e.tailSum {
+	if maphash.Bytes(m.seed, body[end:]) != e.tailSum {
 		return false
 	}
 	cs := &c.scan
@@ -222,12 +220,6 @@ func grown[T any](s []T, n int) []T {
 	return append(make([]T, 0, len(s)+n), s...)
 }
 
-func (m *convMemo) hash() *maphash.Hash {
-	h := new(maphash.Hash)
-	h.SetSeed(m.seed)
-	return h
-}
-
 // remember keeps c, read from body, as its conversation's latest turn. It
 // must be called once c's tool results have been recorded (their failed
 // verdicts are set): the next turn will not look at them again. The entry
@@ -265,9 +257,7 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	end := cs.messages.end
 	tailSum := c.tailSum
 	if !c.tailKnown {
-		th := m.hash()
-		th.Write(body[end:])
-		tailSum = th.Sum64()
+		tailSum = maphash.Bytes(m.seed, body[end:])
 	}
 	e := &memoEntry{
 		msgs:     fit(c.scan.msgs),
