@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/tidwall/gjson"
+)
+
+// models answers GET /v1/models with the merged lists of every provider.
+func (s *Server) models(c echo.Context) error {
+	if _, aerr := s.resolveTenant(c); aerr != nil {
+		return writeError(c, aerr)
+	}
+	ctx := c.Request().Context()
+	var data []json.RawMessage
+	seen := map[string]bool{}
+	var lastFail *failure
+	var lastStatus int
+	var lastBody []byte
+	for _, p := range s.router.Providers() {
+		hdr := s.outgoingHeader(c.Request().Header)
+		hdr.Del("Accept-Encoding")
+		a, f := s.try(ctx, p, &upstreamRequest{method: http.MethodGet, path: "/models", header: hdr})
+		if f != nil {
+			if f.incident == "" {
+				return nil
+			}
+			lastFail = f
+			continue
+		}
+		body := readCapped(a.res.Body, 16<<20)
+		a.release()
+		if a.res.StatusCode != http.StatusOK {
+			lastStatus, lastBody = a.res.StatusCode, body
+			continue
+		}
+		gjson.GetBytes(body, "data").ForEach(func(_, m gjson.Result) bool {
+			id := m.Get("id").String()
+			if id == "" || seen[id] {
+				return true
+			}
+			seen[id] = true
+			data = append(data, json.RawMessage(m.Raw))
+			return true
+		})
+	}
+	if data == nil {
+		switch {
+		case lastStatus != 0:
+			return c.Blob(lastStatus, echo.MIMEApplicationJSON, lastBody)
+		case lastFail != nil:
+			return writeError(c, lastFail.apiError())
+		}
+		data = []json.RawMessage{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// passThrough forwards any other /v1/* request byte for byte. A JSON body
+// is read (bounded) to route by its "model"; any other body streams.
+func (s *Server) passThrough(c echo.Context) error {
+	t, aerr := s.resolveTenant(c)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	r := c.Request()
+	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	ur := &upstreamRequest{method: r.Method, path: path, query: r.URL.RawQuery, header: s.outgoingHeader(r.Header)}
+	chain := s.router.Route("")[:1]
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		return writeError(c, errBodyTooLarge)
+	}
+	switch {
+	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
+	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
+		body, aerr := s.readBody(c, nil)
+		if aerr != nil {
+			return writeError(c, aerr)
+		}
+		ur.body = body
+		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String {
+			chain = s.router.Route(m.Str)[:1]
+		}
+	default:
+		lb := &limitedBody{r: r.Body, left: s.opts.MaxBodyBytes}
+		ur.stream, ur.length = lb, r.ContentLength
+		defer func() {
+			if lb.tripped && !c.Response().Committed {
+				_ = writeError(c, errBodyTooLarge)
+			}
+		}()
+	}
+	ctx := r.Context()
+	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
+		if lb, ok := ur.stream.(*limitedBody); ok && lb.tripped {
+			return // the client sent too much; not the provider's failure
+		}
+		s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message)
+	})
+	if f != nil {
+		if lb, ok := ur.stream.(*limitedBody); (ok && lb.tripped) || f.incident == "" {
+			return nil
+		}
+		return writeError(c, f.apiError())
+	}
+	defer a.release()
+	prov := a.provider.Name()
+	c.Response().Header().Set(HeaderProvider, prov)
+	if retryable(a.res.StatusCode) {
+		s.recordErrorAnswer(ctx, t, "", a)
+	}
+	deliver(c, a, nil)
+	s.count("passthrough", a.res.StatusCode, prov)
+	return nil
+}
+
+// passThroughPath returns the escaped path below the API root of a
+// pass-through request: "/v1/files/x" or "/w/{ws}/{proj}/v1/files/x" give
+// "/files/x". Dot segments (plain or percent-encoded) are refused: with
+// the proxy's key injected they could reach outside the provider's API.
+func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
+	rest := escaped
+	if tenantForm {
+		// "", "w", workspace, project, "v1", rest... (names hold no '/').
+		parts := strings.SplitN(escaped, "/", 6)
+		if len(parts) < 6 {
+			return "", errBadRequest("bad request path")
+		}
+		rest = "/" + parts[5]
+	} else {
+		rest = strings.TrimPrefix(escaped, "/v1")
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
+			return "", errBadRequest("bad request path: dot segments and bad escapes are not allowed")
+		}
+	}
+	return rest, nil
+}
