@@ -234,7 +234,7 @@ func (s *Server) guardPreview(c echo.Context) error {
 	if entries == nil {
 		entries = []guard.Entry{}
 	}
-	return c.JSON(http.StatusOK, guardView{Patterns: entries, Block: block.text})
+	return c.JSON(http.StatusOK, guardView{Patterns: entries, Block: block.Text})
 }
 
 // solutionIn is the body of POST /scar/v1/solutions. Confidence is a raw

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 )
@@ -38,16 +37,6 @@ func (s *Server) readBody(c echo.Context, lease *bodyLease) ([]byte, *apiError) 
 		return nil, errBadRequest("could not read request body")
 	}
 	return body, nil
-}
-
-// badJSON is the answer to a chat request body that scanChat refused.
-func badJSON(err error) *apiError {
-	msg := "We could not parse the JSON body of your request: it is not valid JSON."
-	var je *jsonError
-	if errors.As(err, &je) && je.deep {
-		msg = "We could not parse the JSON body of your request: it is nested more than " + strconv.Itoa(maxJSONDepth) + " levels deep."
-	}
-	return errBadRequest(msg)
 }
 
 // limitedBody forwards a streamed request body and fails once it passes

@@ -148,18 +148,6 @@ func TestNewRejectsBadDefaults(t *testing.T) {
 	}
 }
 
-func TestUndefinedSystemContentIsLeftAlone(t *testing.T) {
-	for _, in := range []string{
-		`{"messages":[{"role":"system","content":{"text":"KEEP ME"}},{"role":"user","content":"hi"}]}`,
-		`{"messages":[{"role":"system","content":42},{"role":"user","content":"hi"}]}`,
-	} {
-		out, err := rewrite([]byte(in), testBlocks())
-		if err != nil || string(out) != in {
-			t.Fatalf("changed %s -> %s (%v)", in, out, err)
-		}
-	}
-}
-
 // TestGuardCacheFollowsStoreAndWindow: the cached guard changes when the
 // store's incidents change (even written by someone else) and when the
 // incidents counted leave the window, and not otherwise.

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/proxy/messages"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
 // StatusClientClosed is logged (never sent: nobody is listening) when the
@@ -20,38 +23,40 @@ var (
 	errIdleTimeout   = errors.New("provider stream was idle for too long")
 )
 
-// apiError is an error answered to the client in OpenAI's shape.
-type apiError struct {
-	Status  int
-	Message string
-	Type    string
-	Code    string
-}
+// apiError is an error the proxy answers itself; writeError gives it
+// the shape of the API the client spoke.
+type apiError = wire.Error
 
-func (e *apiError) Error() string { return e.Message }
+func errBadRequest(msg string) *apiError { return wire.BadRequest(msg) }
 
-func errBadRequest(msg string) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Message: msg, Type: "invalid_request_error", Code: "invalid_request"}
-}
-
-// writeError answers err in OpenAI's error shape. It is the one place that
-// turns proxy errors into bytes.
+// writeError answers e in the error shape of the API the request was
+// for: Anthropic's on the Messages API's paths, OpenAI's everywhere else.
+// It is the one place that turns proxy errors into bytes.
 func writeError(c echo.Context, e *apiError) error {
 	if c.Response().Committed {
 		return nil
 	}
-	body := struct {
-		Error struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Param   any    `json:"param"`
-			Code    string `json:"code"`
-		} `json:"error"`
-	}{}
-	body.Error.Message = e.Message
-	body.Error.Type = e.Type
-	body.Error.Code = e.Code
-	return c.JSON(e.Status, body)
+	body := wire.OpenAIError(*e)
+	if messagesPath(c.Request().URL.Path) {
+		body = messages.ErrorBody(*e)
+	}
+	return c.Blob(e.Status, echo.MIMEApplicationJSON, body)
+}
+
+// messagesPath reports whether path is one of the Anthropic Messages
+// API's: /v1/messages and below it, also in the tenant form
+// /w/{workspace}/{project}/v1/messages.
+func messagesPath(path string) bool {
+	if strings.HasPrefix(path, "/w/") {
+		// "", "w", workspace, project, then the API path.
+		parts := strings.SplitN(path, "/", 5)
+		if len(parts) < 5 {
+			return false
+		}
+		path = "/" + parts[4]
+	}
+	rest, ok := strings.CutPrefix(path, "/v1/messages")
+	return ok && (rest == "" || rest[0] == '/')
 }
 
 // failure is how one attempt to reach a provider ended, decided by classify.

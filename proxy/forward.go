@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/providers"
-	"github.com/tidwall/gjson"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
 // upstreamRequest is what the proxy sends to a provider.
@@ -129,7 +129,7 @@ func (s *Server) send(ctx context.Context, chain []*providers.Provider, ur *upst
 			return a, nil
 		}
 		// A retryable answer with a fallback left: record it, try the next.
-		msg := errorMessage(readCapped(a.res.Body, 64<<10), a.res.StatusCode)
+		msg := wire.ErrorMessage(readCapped(a.res.Body, 64<<10), a.res.StatusCode)
 		onFail(providerFailure{provider: p.Name(), typ: "http_error", statusCode: a.res.StatusCode, message: msg})
 		a.release()
 	}
@@ -246,23 +246,6 @@ func readCapped(r io.Reader, max int64) []byte {
 	return b
 }
 
-// errorMessage extracts the provider's error message from an error body:
-// OpenAI's error.message, a bare "error" string, or the text itself.
-func errorMessage(body []byte, status int) string {
-	if validJSON(body) {
-		for _, path := range []string{"error.message", "error", "message", "detail"} {
-			if v := gjson.GetBytes(body, path); v.Exists() && v.Type == gjson.String && v.String() != "" {
-				return v.String()
-			}
-		}
-	}
-	msg := strings.TrimSpace(string(body))
-	if msg == "" || strings.HasPrefix(msg, "<") {
-		return http.StatusText(status)
-	}
-	return msg
-}
-
 // responseHeaderSkip lists provider response headers the proxy drops.
 var responseHeaderSkip = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Te": true,
@@ -288,7 +271,7 @@ func deliver(c echo.Context, a *attempt, observe func([]byte)) (readErr error, c
 	// The headers go out with the first bytes of the body, in one write,
 	// as with httputil.ReverseProxy.
 	w.WriteHeader(a.res.StatusCode)
-	sse := isSSE(a.res.Header)
+	sse := wire.IsSSE(a.res.Header)
 	flush := sse || a.res.ContentLength < 0
 	bufs := &copyBufs
 	if sse {

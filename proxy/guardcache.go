@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -27,7 +28,7 @@ type guardResult struct {
 	version    int64
 	validUntil time.Time // when the oldest incident counted leaves the window
 	entries    []guard.Entry
-	block      block
+	block      wire.Block
 }
 
 func newGuardCache(max int) *guardCache {
@@ -52,10 +53,10 @@ func (c *guardCache) put(k guardKey, r guardResult) {
 
 // guardEntries returns the repeated failures of a tenant (narrowed to
 // session when set) at now, and their guard block.
-func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, block, error) {
+func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, wire.Block, error) {
 	version, err := s.store.IncidentVersion(ctx, workspace, project)
 	if err != nil {
-		return nil, block{}, err
+		return nil, wire.Block{}, err
 	}
 	k := guardKey{workspace, project, session}
 	if r, ok := s.guardCache.get(k); ok && r.version == version && now.Before(r.validUntil) {
@@ -67,10 +68,10 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, session s
 		Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
 	})
 	if err != nil {
-		return nil, block{}, err
+		return nil, wire.Block{}, err
 	}
 	entries := s.guard.Detect(incs, now)
-	blk := newBlock(guard.Block(entries))
+	blk := wire.NewBlock(guard.Block(entries))
 	// Valid until the oldest incident read leaves the window; newer ones
 	// only arrive with a new version. An incident dated in the future
 	// (another replica's clock) would enter later: do not cache then.
@@ -104,7 +105,7 @@ type recallKey struct{ workspace, project, conversation string }
 type recallResult struct {
 	version int64
 	matches []recall.Match
-	block   block
+	block   wire.Block
 }
 
 func newRecallCache(max int) *recallCache {
@@ -113,7 +114,7 @@ func newRecallCache(max int) *recallCache {
 
 // recallFor returns the matches of a conversation's goal and their block;
 // conversation is its key (recall.ConversationKey), never recalled itself.
-func (s *Server) recallFor(workspace, project, goal, conversation string) ([]recall.Match, block) {
+func (s *Server) recallFor(workspace, project, goal, conversation string) ([]recall.Match, wire.Block) {
 	version := s.indexVersion.Load()
 	k := recallKey{workspace, project, conversation}
 	c := s.recallCache
@@ -127,7 +128,7 @@ func (s *Server) recallFor(workspace, project, goal, conversation string) ([]rec
 		Workspace: workspace, Project: project, Goal: goal,
 		K: s.recall.MaxResults, MinSimilarity: s.recall.MinSimilarity, ExcludeKey: conversation,
 	})
-	r = recallResult{version: version, matches: matches, block: newBlock(recall.Block(matches))}
+	r = recallResult{version: version, matches: matches, block: wire.NewBlock(recall.Block(matches))}
 	c.mu.Lock()
 	if len(c.m) >= c.max {
 		clear(c.m)

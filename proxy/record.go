@@ -10,8 +10,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/tidwall/gjson"
 )
 
 // maxIncidentMessage caps the stored text of one incident.
@@ -53,29 +55,31 @@ func (b *storeBudget) end() {
 // per tenant, within budget. It returns how many tool results it found
 // failed that it had not seen before (stored by this request or, as a
 // duplicate, by another), and false when the store failed.
-func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, conv *conversation, now time.Time) (int, bool) {
+func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info, now time.Time) (int, bool) {
 	n := 0
-	for i := range conv.toolResults {
-		tr := &conv.toolResults[i]
-		seenKey := s.seen.key(t.Workspace, t.Project, tr.dedupeKey)
+	for i := range info.ToolResults {
+		tr := &info.ToolResults[i]
+		seenKey := s.seen.key(t.Workspace, t.Project, tr.Key)
 		if failed, ok := s.seen.get(seenKey); ok {
 			if failed {
-				tr.failed = true
-				conv.failures++
+				tr.Failed = true
+				info.Failures++
 			}
 			continue
 		}
-		text := tr.text()
-		failed := guard.ToolFailed(text)
-		tr.failed = failed
+		text := tr.Text()
+		// The API's own error flag is authoritative; otherwise the text
+		// says whether the tool failed.
+		failed := tr.IsError || guard.ToolFailed(text)
+		tr.Failed = failed
 		if failed {
-			conv.failures++
+			info.Failures++
 			msg := text
-			if tr.name != "" {
-				msg = tr.name + ": " + msg
+			if tr.Name != "" {
+				msg = tr.Name + ": " + msg
 			}
-			inc := s.incident(t, conv.model, "", store.TypeToolError, 0, msg, now)
-			added, err := s.store.AddIncidentOnce(budget.context(), inc, tr.dedupeKey)
+			inc := s.incident(t, info.Model, "", store.TypeToolError, 0, msg, now)
+			added, err := s.store.AddIncidentOnce(budget.context(), inc, tr.Key)
 			if err != nil {
 				s.storeFailed(budget.parent, "add_incident", err)
 				return n, false
@@ -139,10 +143,10 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 }
 
 // capture stores the solution of a conversation that finished well.
-func (s *Server) capture(ctx context.Context, t Tenant, conv *conversation, answer string) {
+func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, answer string) {
 	sol := recall.AutoSolution(recall.Conversation{
-		Workspace: t.Workspace, Project: t.Project, Key: conv.key, Goal: conv.goal,
-		Tools: conv.tools, ToolFailures: conv.failures, FinalAnswer: answer,
+		Workspace: t.Workspace, Project: t.Project, Key: info.Key, Goal: info.Goal,
+		Tools: info.Tools, ToolFailures: info.Failures, FinalAnswer: answer,
 	}, s.opts.Now())
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()
@@ -164,13 +168,16 @@ func (s *Server) recordErrorAnswer(ctx context.Context, t Tenant, model string, 
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(prefix), a.res.Body), a.res.Body}
-	msg := errorMessage(prefix, a.res.StatusCode)
-	if isSSE(a.res.Header) {
-		o := newObserver(true, 0)
-		o.write(prefix)
-		if o.errMsg != "" {
-			msg = o.errMsg
-		}
+	msg := wire.ErrorMessage(prefix, a.res.StatusCode)
+	if wire.IsSSE(a.res.Header) {
+		// An error sent as an event stream: the first error event says it.
+		found := false
+		events := wire.SSE{Data: func(event string, data []byte) {
+			if !found && (event == "error" || gjson.GetBytes(data, "error").Exists()) && wire.Valid(data) {
+				msg, found = wire.ErrorMessage(data, a.res.StatusCode), true
+			}
+		}}
+		events.Write(prefix)
 	}
 	s.record(ctx, t, model, a.provider.Name(), store.TypeHTTPError, a.res.StatusCode, msg)
 	return msg

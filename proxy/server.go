@@ -1,17 +1,22 @@
 // Package proxy is scarproxy's HTTP server: routes, tenant resolution, the
-// rewrite of outgoing chat requests (guard and recall blocks), observation
-// of the provider's answers (incidents, auto-captured solutions) and the
-// memory API under /scar/v1.
+// request pipeline that rewrites outgoing requests (guard and recall
+// blocks) and observes the provider's answers (incidents, auto-captured
+// solutions), and the memory API under /scar/v1.
 //
 // # Request path
 //
-// For POST /v1/chat/completions the server resolves the tenant, reads the
-// body (bounded), records new tool-error payloads, builds the guard block
-// from the tenant's recent incidents and the recall block from similar
-// solutions, rewrites the system message, forwards to the provider chosen
-// by model (falling back on 429, 5xx, timeouts and unreachable providers
-// before any byte reached the client) and observes the answer as it
-// streams through. Every other /v1/* request passes through untouched.
+// POST /v1/chat/completions, /v1/responses and /v1/messages go through one
+// pipeline (pipeline.go), in three phases: prepare resolves the tenant,
+// reads the body (bounded) in its wire format, records new tool-error
+// payloads, builds the guard block from the tenant's recent incidents and
+// the recall block from similar solutions, and rewrites the system text;
+// forward sends it to the providers that serve the format's API for its
+// model (falling back on 429, 5xx, timeouts and unreachable providers
+// before any byte reached the client); finish delivers the answer and
+// observes it as it streams through. What differs between the APIs is
+// behind [wire.Format], one package per format (proxy/chat,
+// proxy/responses, proxy/messages). Every other /v1/* request passes
+// through untouched.
 //
 // # Failing open
 //
@@ -38,6 +43,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/chat"
+	"github.com/scarproxy/scarproxy/proxy/messages"
+	"github.com/scarproxy/scarproxy/proxy/responses"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -108,8 +117,10 @@ type Server struct {
 	keys    *keyring
 	metrics *metrics
 	seen    *seenSet
-	memo    *convMemo
-	echo    *echo.Echo
+	// The wire formats of the rewritten routes; chat and responses
+	// remember conversations between turns.
+	chat, responses, messages wire.Format
+	echo                      *echo.Echo
 
 	guardCache   *guardCache
 	recallCache  *recallCache
@@ -176,17 +187,19 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		recall:  rc,
-		router:  opts.Router,
-		store:   opts.Store,
-		guard:   opts.Guard,
-		index:   recall.NewIndex(),
-		keys:    kr,
-		metrics: newMetrics(),
-		seen:    newSeenSet(1 << 17),
-		memo:    newConvMemo(defaultMemoSize),
+		opts:      opts,
+		log:       opts.Logger,
+		recall:    rc,
+		router:    opts.Router,
+		store:     opts.Store,
+		guard:     opts.Guard,
+		index:     recall.NewIndex(),
+		keys:      kr,
+		metrics:   newMetrics(),
+		seen:      newSeenSet(1 << 17),
+		chat:      chat.New(),
+		responses: responses.New(),
+		messages:  messages.New(),
 
 		guardCache:  newGuardCache(1 << 14),
 		recallCache: newRecallCache(1 << 14),
@@ -267,11 +280,15 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.httpError
 
 	for _, prefix := range []string{"/v1", "/w/:workspace/:project/v1"} {
-		e.POST(prefix+"/chat/completions", s.chatCompletions)
+		e.POST(prefix+"/chat/completions", s.rewritten(s.chat))
+		e.POST(prefix+"/responses", s.rewritten(s.responses))
+		e.POST(prefix+"/messages", s.rewritten(s.messages))
 		e.GET(prefix+"/models", s.models)
 		e.Any(prefix+"/*", s.passThrough)
 	}
 
+	e.GET("/", s.root)
+	e.HEAD("/", s.root)
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
@@ -303,6 +320,18 @@ func (s *Server) httpError(err error, c echo.Context) {
 		typ = "api_error"
 	}
 	_ = writeError(c, &apiError{Status: status, Message: msg, Type: typ, Code: http.StatusText(status)})
+}
+
+// rootText answers GET and HEAD / : what this is and where the API lives.
+// Clients such as Claude Code probe the root before their first request.
+const rootText = `scarproxy: a reverse proxy for LLM APIs that remembers failures and solutions.
+APIs: POST /v1/chat/completions (OpenAI Chat), POST /v1/responses (OpenAI Responses),
+POST /v1/messages (Anthropic Messages); every other /v1/* path is passed through.
+Per project: /w/{workspace}/{project}/v1/...  Memory: /scar/v1/...  Health: /healthz, /readyz.
+`
+
+func (s *Server) root(c echo.Context) error {
+	return c.String(http.StatusOK, rootText)
 }
 
 func (s *Server) readyz(c echo.Context) error {

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"encoding/json"
@@ -37,8 +37,8 @@ func agentTurn(t testing.TB, n int) []byte {
 // results lists the dedupe keys of c's tool results.
 func results(c *conversation) []string {
 	var keys []string
-	for _, tr := range c.toolResults {
-		keys = append(keys, tr.dedupeKey)
+	for _, tr := range c.info.ToolResults {
+		keys = append(keys, tr.Key)
 	}
 	return keys
 }
@@ -73,11 +73,11 @@ func TestMemoKeepsConversationsWithOnePromptApart(t *testing.T) {
 	memo.remember(read(body(second, 1), "t"), body(second, 1))
 
 	c := read(body(first, 3), "t")
-	if c.from != 3 || c.goal != first || c.model != "m" {
-		t.Fatalf("next turn: read from message %d, goal %q, model %q", c.from, c.goal, c.model)
+	if c.from != 3 || c.info.Goal != first || c.info.Model != "m" {
+		t.Fatalf("next turn: read from message %d, goal %q, model %q", c.from, c.info.Goal, c.info.Model)
 	}
-	if c := read(body(second, 2), "t"); c.from != 3 || c.goal != second {
-		t.Fatalf("the other agent's next turn: read from message %d, goal %q", c.from, c.goal)
+	if c := read(body(second, 2), "t"); c.from != 3 || c.info.Goal != second {
+		t.Fatalf("the other agent's next turn: read from message %d, goal %q", c.from, c.info.Goal)
 	}
 	// A goal the memo has not seen, ending as a remembered one does, and
 	// the same conversation in another tenant: read in full.
@@ -100,8 +100,8 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 	if c1.from != 0 || !slices.Equal(results(c1), []string{"call:call_0"}) {
 		t.Fatalf("turn 1: from %d, results %v", c1.from, results(c1))
 	}
-	c1.toolResults[0].failed = true // as recordToolErrors would set it
-	c1.failures = 1
+	c1.info.ToolResults[0].Failed = true // as recordToolErrors would set it
+	c1.info.Failures = 1
 	memo.remember(c1, turn1)
 
 	turn3 := agentTurn(t, 3)
@@ -119,9 +119,9 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 	if got := results(c3); !slices.Equal(got, []string{"call:call_1", "call:call_2"}) {
 		t.Errorf("turn 3 read tool results %v, want only the two new ones", got)
 	}
-	if c3.failures != 1 || c3.toolCount != 3 || !slices.Equal(c3.tools, full.tools) ||
-		c3.system != full.system || c3.goal != full.goal || c3.key != full.key ||
-		c3.model != full.model || c3.stream != full.stream {
+	if c3.info.Failures != 1 || c3.info.ToolCount != 3 || !slices.Equal(c3.info.Tools, full.info.Tools) ||
+		c3.info.System != full.info.System || c3.info.Goal != full.info.Goal || c3.info.Key != full.info.Key ||
+		c3.info.Model != full.info.Model || c3.info.Stream != full.info.Stream {
 		t.Errorf("turn 3 with memo %+v\nread in full %+v", summarize(c3), summarize(full))
 	}
 	if !slices.Equal(c3.scan.msgs, full.scan.msgs) || !slices.Equal(c3.scan.calls, full.scan.calls) || c3.scan.messages != full.scan.messages {
@@ -139,12 +139,12 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.from != len(c1.scan.msgs)-1 || !slices.Equal(results(cr), []string{"call:call_0"}) || cr.failures != 0 || len(cr.tools) != 1 {
-		t.Errorf("retry read from message %d (want %d), results %v, failures %d, tools %v", cr.from, len(c1.scan.msgs)-1, results(cr), cr.failures, cr.tools)
+	if cr.from != len(c1.scan.msgs)-1 || !slices.Equal(results(cr), []string{"call:call_0"}) || cr.info.Failures != 0 || len(cr.info.Tools) != 1 {
+		t.Errorf("retry read from message %d (want %d), results %v, failures %d, tools %v", cr.from, len(c1.scan.msgs)-1, results(cr), cr.info.Failures, cr.info.Tools)
 	}
 
 	// Remember turn 3, then read bodies that differ from it.
-	c3.toolResults[0].failed = true
+	c3.info.ToolResults[0].Failed = true
 	memo.remember(c3, turn3)
 	tests := []struct {
 		name   string
@@ -162,8 +162,8 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.from != tt.from || len(c.toolResults) != 3 || c.failures != 0 || c.toolCount != 3 {
-				t.Errorf("read from message %d (want %d), %d tool results read, %d failed before; want 3 read, none failed before", c.from, tt.from, len(c.toolResults), c.failures)
+			if c.from != tt.from || len(c.info.ToolResults) != 3 || c.info.Failures != 0 || c.info.ToolCount != 3 {
+				t.Errorf("read from message %d (want %d), %d tool results read, %d failed before; want 3 read, none failed before", c.from, tt.from, len(c.info.ToolResults), c.info.Failures)
 			}
 		})
 	}
@@ -240,8 +240,8 @@ func sameRead(t *testing.T, body []byte, memo *convMemo) {
 	if r := results(got); !slices.Equal(r, all[len(all)-len(r):]) {
 		t.Fatalf("tool results %v, in full %v", r, all)
 	}
-	if got.model != want.model || got.user != want.user || got.stream != want.stream || got.key != want.key ||
-		got.system != want.system || got.goal != want.goal || got.toolCount != want.toolCount || !slices.Equal(got.tools, want.tools) ||
+	if got.info.Model != want.info.Model || got.info.User != want.info.User || got.info.Stream != want.info.Stream || got.info.Key != want.info.Key ||
+		got.info.System != want.info.System || got.info.Goal != want.info.Goal || got.info.ToolCount != want.info.ToolCount || !slices.Equal(got.info.Tools, want.info.Tools) ||
 		!slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) || got.scan.messages != want.scan.messages {
 		t.Fatalf("with memo %+v\nin full %+v", summarize(got), summarize(want))
 	}
@@ -300,11 +300,11 @@ func FuzzInspectMemo(f *testing.F) {
 		if r := results(got); !slices.Equal(r, all[len(all)-len(r):]) {
 			t.Fatalf("tool results %v, in full %v", r, all)
 		}
-		if got.from == len(c1.scan.msgs) && len(all)-len(got.toolResults) != c1.toolCount {
-			t.Fatalf("skipped %d tool results, the remembered turn had %d", len(all)-len(got.toolResults), c1.toolCount)
+		if got.from == len(c1.scan.msgs) && len(all)-len(got.info.ToolResults) != c1.info.ToolCount {
+			t.Fatalf("skipped %d tool results, the remembered turn had %d", len(all)-len(got.info.ToolResults), c1.info.ToolCount)
 		}
-		if got.model != want.model || got.user != want.user || got.stream != want.stream || got.key != want.key ||
-			got.system != want.system || got.goal != want.goal || got.toolCount != want.toolCount || !slices.Equal(got.tools, want.tools) {
+		if got.info.Model != want.info.Model || got.info.User != want.info.User || got.info.Stream != want.info.Stream || got.info.Key != want.info.Key ||
+			got.info.System != want.info.System || got.info.Goal != want.info.Goal || got.info.ToolCount != want.info.ToolCount || !slices.Equal(got.info.Tools, want.info.Tools) {
 			t.Fatalf("with memo %+v\nin full %+v", summarize(got), summarize(want))
 		}
 		if !slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) ||
@@ -323,8 +323,8 @@ func FuzzInspectMemo(f *testing.F) {
 		if got.from > 0 && msgs[len(msgs)-1].obj && again.from != len(msgs) {
 			t.Fatalf("the same body again was read from message %d of %d", again.from, len(msgs))
 		}
-		if again.toolCount != want.toolCount || !slices.Equal(again.tools, want.tools) || again.goal != want.goal || again.system != want.system ||
-			again.model != want.model || again.user != want.user || again.stream != want.stream {
+		if again.info.ToolCount != want.info.ToolCount || !slices.Equal(again.info.Tools, want.info.Tools) || again.info.Goal != want.info.Goal || again.info.System != want.info.System ||
+			again.info.Model != want.info.Model || again.info.User != want.info.User || again.info.Stream != want.info.Stream {
 			t.Fatalf("third read %+v\nin full %+v", summarize(again), summarize(want))
 		}
 		if again.scan.model != want.scan.model || again.scan.user != want.scan.user || again.scan.stream != want.scan.stream || again.scan.messages != want.scan.messages {

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"bytes"
@@ -8,81 +8,32 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
 )
 
-func TestValidJSON(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want bool
-	}{
-		{"object", `{"a":[1,-2.5e+3,true,false,null,"x\"\\\/\b\f\n\r\t\u00e9"]}`, true},
-		{"white space around", " \t\r\n{ \"a\" : [ ] , \"b\" : { } } \n", true},
-		{"scalar", `"just a string"`, true},
-		{"number forms", `[0,-0,1.5,1e9,1E-9,-12.75e+01]`, true},
-		{"long string over several words", `"` + strings.Repeat("abcdefgh", 40) + `é\n` + strings.Repeat("z", 13) + `"`, true},
-		{"raw bytes above 0x7f", "\"\xff\xfe\"", true},
-		{"empty", ``, false},
-		{"only white space", "  ", false},
-		{"trailing comma in array", `[1,]`, false},
-		{"trailing comma in object", `{"a":1,}`, false},
-		{"leading zero", `[01]`, false},
-		{"lone minus", `[-]`, false},
-		{"dot without digits", `[1.]`, false},
-		{"exponent without digits", `[1e+]`, false},
-		{"control character in string", "\"a\x01b\"", false},
-		{"control character after eight safe bytes", "\"abcdefgh\x1fi\"", false},
-		{"bad escape", `"\x"`, false},
-		{"short unicode escape", `"\u12"`, false},
-		{"non-hex unicode escape", `"\u12g4"`, false},
-		{"unterminated string", `"abc`, false},
-		{"unterminated string ending in backslash", `"abc\`, false},
-		{"two values", `{} {}`, false},
-		{"single quotes", `{'a':1}`, false},
-		{"bare key", `{a:1}`, false},
-		{"missing colon", `{"a" 1}`, false},
-		{"truncated literal", `[tru]`, false},
-		{"capitalised literal", `[True]`, false},
-		{"unclosed array", `[1,2`, false},
-		{"unclosed object", `{"a":1`, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := validJSON([]byte(tt.in)); got != tt.want {
-				t.Errorf("validJSON(%q) = %v, want %v", tt.in, got, tt.want)
-			}
-			if std := json.Valid([]byte(tt.in)); std != tt.want {
-				t.Fatalf("test case is wrong: encoding/json says %v", std)
-			}
-		})
-	}
-}
-
-// A body nested deeper than maxJSONDepth is refused, quickly and without
-// exhausting the stack (gjson.ValidBytes on the same body is a fatal stack
-// overflow); one at the limit is accepted.
 func TestScanDepthLimit(t *testing.T) {
 	deep := bytes.Repeat([]byte("["), 8<<20)
 	var cs chatScan
 	err := scanChat(deep, &cs)
-	var je *jsonError
-	if !errors.As(err, &je) || !je.deep {
+	var je *wire.JSONError
+	if !errors.As(err, &je) || !je.Deep {
 		t.Fatalf("scanChat(8 MiB of '[') = %v, want a depth error", err)
 	}
-	atLimit := strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)
-	if !validJSON([]byte(atLimit)) {
-		t.Error("a body nested exactly maxJSONDepth deep was refused")
+	atLimit := strings.Repeat("[", wire.MaxDepth) + strings.Repeat("]", wire.MaxDepth)
+	if !wire.Valid([]byte(atLimit)) {
+		t.Error("a body nested exactly wire.MaxDepth deep was refused")
 	}
-	if validJSON([]byte("[" + atLimit + "]")) {
-		t.Error("a body nested maxJSONDepth+1 deep was accepted")
+	if wire.Valid([]byte("[" + atLimit + "]")) {
+		t.Error("a body nested wire.MaxDepth+1 deep was accepted")
 	}
 	// The depth counts in a chat body too: messages sit at depth 2.
-	chat := `{"messages":[{"content":` + strings.Repeat("[", maxJSONDepth-3) + strings.Repeat("]", maxJSONDepth-3) + `}]}`
+	chat := `{"messages":[{"content":` + strings.Repeat("[", wire.MaxDepth-3) + strings.Repeat("]", wire.MaxDepth-3) + `}]}`
 	if err := scanChat([]byte(chat), &chatScan{}); err != nil {
 		t.Errorf("chat body at the limit: %v", err)
 	}
-	chat = `{"messages":[{"content":` + strings.Repeat("[", maxJSONDepth-2) + strings.Repeat("]", maxJSONDepth-2) + `}]}`
+	chat = `{"messages":[{"content":` + strings.Repeat("[", wire.MaxDepth-2) + strings.Repeat("]", wire.MaxDepth-2) + `}]}`
 	if err := scanChat([]byte(chat), &chatScan{}); err == nil {
 		t.Error("chat body past the limit accepted")
 	}
@@ -245,7 +196,7 @@ func FuzzScan(f *testing.F) {
 // BenchmarkScan compares one scan of a 20 KB agent body with the
 // validation alone that gjson does.
 func BenchmarkScan(b *testing.B) {
-	body := benchAgentBody(b, false, "call_new")
+	body := agenttest.ChatBody(false, "call_new")
 	b.Run("scanChat", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
@@ -304,7 +255,7 @@ func TestScanCaps(t *testing.T) {
 				t.Error("invalid JSON past the caps was accepted")
 			}
 			// With no system message located, no second one is added.
-			out, err := injectSystem(nil, body, c, newBlock("### RECALL: Similar Task Found in Memory\nx\n### END RECALL"))
+			out, err := injectSystem(nil, body, c, wire.NewBlock("### RECALL: Similar Task Found in Memory\nx\n### END RECALL"))
 			if err != nil || !bytes.Equal(out, body) {
 				t.Errorf("rewrote a truncated body without a located system message (%v)", err)
 			}

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -23,9 +24,9 @@ type inspected struct {
 }
 
 func summarize(c *conversation) inspected {
-	in := inspected{model: c.model, user: c.user, stream: c.stream, system: c.system, goal: c.goal, tools: c.tools}
-	for _, tr := range c.toolResults {
-		in.results = append(in.results, tr.dedupeKey+"|"+tr.name+"|"+tr.text())
+	in := inspected{model: c.info.Model, user: c.info.User, stream: c.info.Stream, system: c.info.System, goal: c.info.Goal, tools: c.info.Tools}
+	for _, tr := range c.info.ToolResults {
+		in.results = append(in.results, tr.Key+"|"+tr.Name+"|"+tr.Text())
 	}
 	return in
 }
@@ -62,7 +63,7 @@ func inspectByPath(body string) inspected {
 		case "user":
 			if !userDone {
 				userDone = true
-				in.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(m.Get("content")), ""))
+				in.goal = wire.Task(providers.MessageText(m.Get("content")))
 			}
 		case "assistant":
 			for _, call := range array(m.Get("tool_calls")) {
@@ -176,8 +177,8 @@ func FuzzInspect(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","tool_calls":[{"id":"u","function":{"name":"not an assistant"}}]},{"role":"assistant","tool_calls":[1,{"function":"x"},{"id":"a","id":"b","function":{"name":"n","name":"m"}},{"function":{"name":""}}]},{"role":"assistant","tool_calls":{"function":{"name":"object"}}}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c, err := inspect([]byte(body), nil, "")
-		if (err == nil) != validJSON([]byte(body)) {
-			t.Fatalf("inspect error %v for a body validJSON calls %v", err, validJSON([]byte(body)))
+		if (err == nil) != wire.Valid([]byte(body)) {
+			t.Fatalf("inspect error %v for a body validJSON calls %v", err, wire.Valid([]byte(body)))
 		}
 		if err != nil {
 			return

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"hash/maphash"
@@ -150,15 +150,15 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	cs.calls = grown(e.calls[:mk.scanCalls], turnRoom)
 	c.from = last + 1
 	c.marks = grown(e.marks[:last+1], turnRoom)
-	c.tools = grown(e.tools[:mk.tools], turnRoom)
+	c.info.Tools = grown(e.tools[:mk.tools], turnRoom)
 	c.calls = grown(e.named[:mk.calls], turnRoom)
-	c.toolCount, c.failures = mk.toolCount, mk.failures
+	c.info.ToolCount, c.info.Failures = mk.toolCount, mk.failures
 	if e.systemAt >= 0 && e.systemAt <= last {
 		// Its system message and goal are both among the messages
 		// skipped: so is its key.
-		c.systemAt, c.system, c.key = e.systemAt, e.system, e.key
+		c.systemAt, c.info.System, c.info.Key = e.systemAt, e.system, e.key
 	}
-	c.userSeen, c.goal = true, e.goal
+	c.userSeen, c.info.Goal = true, e.goal
 	return e.msgs[last].end
 }
 
@@ -239,8 +239,8 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	// not used.
 	h, pos := &c.hash, c.hashed
 	for i := c.from; i < len(c.marks); i++ {
-		for ; r < len(c.toolResults) && c.toolResults[r].msg == i; r++ {
-			if c.toolResults[r].failed {
+		for ; r < len(c.info.ToolResults) && c.info.ToolResults[r].At == i; r++ {
+			if c.info.ToolResults[r].Failed {
 				failures++
 			}
 		}
@@ -263,12 +263,12 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		msgs:     fit(c.scan.msgs),
 		calls:    fit(c.scan.calls),
 		marks:    fit(c.marks),
-		tools:    fit(c.tools),
+		tools:    fit(c.info.Tools),
 		named:    fit(c.calls),
-		system:   c.system,
+		system:   c.info.System,
 		systemAt: c.systemAt,
-		goal:     c.goal,
-		key:      c.key,
+		goal:     c.info.Goal,
+		key:      c.info.Key,
 
 		tailLen:    len(body) - end,
 		tailSum:    tailSum,

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
@@ -21,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // composes them.
 func testBlocks() string {
 	g, r := testBlockParts()
-	return compose(g, r)
+	return wire.Compose(g, r)
 }
 
 // testBlockParts are the guard block and the recall block of testBlocks.
@@ -39,9 +40,9 @@ func rewrite(body []byte, blocks ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	parts := make([]block, len(blocks))
+	parts := make([]wire.Block, len(blocks))
 	for i, b := range blocks {
-		parts[i] = newBlock(b)
+		parts[i] = wire.NewBlock(b)
 	}
 	return injectSystem(nil, body, conv, parts...)
 }
@@ -170,14 +171,14 @@ func FuzzInject(f *testing.F) {
 		}
 		want := ""
 		if withBlocks {
-			want = strings.TrimRight(compose(g, r), "\n")
+			want = strings.TrimRight(wire.Compose(g, r), "\n")
 		}
 		idx := conv.scan.systemIndex()
 		before := gjson.Result{}
 		if idx >= 0 {
 			before = in[idx].Get("content")
 			if before.Type == gjson.String {
-				want = compose(want, stripBlocks(before.Str))
+				want = wire.Compose(want, wire.Strip(before.Str))
 			}
 		}
 		switch {
@@ -198,4 +199,16 @@ func FuzzInject(f *testing.F) {
 			return true
 		})
 	})
+}
+
+func TestUndefinedSystemContentIsLeftAlone(t *testing.T) {
+	for _, in := range []string{
+		`{"messages":[{"role":"system","content":{"text":"KEEP ME"}},{"role":"user","content":"hi"}]}`,
+		`{"messages":[{"role":"system","content":42},{"role":"user","content":"hi"}]}`,
+	} {
+		out, err := rewrite([]byte(in), testBlocks())
+		if err != nil || string(out) != in {
+			t.Fatalf("changed %s -> %s (%v)", in, out, err)
+		}
+	}
 }

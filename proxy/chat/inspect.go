@@ -1,54 +1,38 @@
-package proxy
+package chat
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"hash/maphash"
-	"regexp"
-	"strings"
 
-	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 )
 
-// toolResult is one role:"tool" message of a chat request.
-type toolResult struct {
-	dedupeKey string // "call:" + tool_call_id, or "hash:" + content hash
-	name      string // tool name, from the assistant call it answers
-	msg       int    // index of the message in the body's messages
-	failed    bool   // the result says the tool failed (set by recordToolErrors)
-	// content is the raw JSON of the message's content, in the body: it is
-	// only decoded for results not seen before. release drops it.
-	content []byte
-}
-
-// text returns the tool result's content text.
-func (tr *toolResult) text() string { return providers.MessageText(parseRaw(tr.content)) }
+// contentText decodes a message's content (a string, or text parts) as
+// text.
+func contentText(raw []byte) string { return providers.MessageText(parseRaw(raw)) }
 
 // conversation is what the proxy reads of a chat request, in one pass over
 // the body (scanChat) and without decoding it whole.
 type conversation struct {
 	scan chatScan // where the body's values are, for the rewrite
 
-	model  string
-	user   string
-	stream bool
-	key    string // recall.ConversationKey of the conversation's first messages
+	// What was read: System is the text of the first system or developer
+	// message, Goal that of the first user message (mock directives
+	// removed). Its ToolResults are those of the messages read (not those
+	// of a remembered prefix); At is the message's index.
+	info wire.Info
 
-	system      string // text of the first system/developer message
-	goal        string // text of the first user message (mock directives removed)
-	systemAt    int    // index of that system message; -1 none
-	userSeen    bool
-	tools       []string          // tool names the assistant called, in order
-	calls       []callName        // the calls of tools that have an id
-	names       map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
-	indexed     int
-	toolCount   int          // tool results
-	failures    int          // tool results that said the tool failed (set by recordToolErrors)
-	marks       []mark       // one per message: what was read up to its end
-	toolResults []toolResult // the tool results read (not those of a remembered prefix)
+	body []byte    // the body read, until release
+	memo *convMemo // where the conversation is remembered; nil for none
+
+	systemAt int // index of the system message; -1 none
+	userSeen bool
+	calls    []callName        // the calls of tools that have an id
+	names    map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
+	indexed  int
+	marks    []mark // one per message: what was read up to its end
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).
@@ -84,14 +68,10 @@ type mark struct {
 // results that refer to the body and the system prompt included, so an
 // answer that streams for minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
-	c.scan, c.marks, c.calls, c.names, c.toolResults, c.prior = chatScan{}, nil, nil, nil, nil, nil
-	c.system = ""
+	c.scan, c.marks, c.calls, c.names, c.info.ToolResults, c.prior = chatScan{}, nil, nil, nil, nil, nil
+	c.body = nil
+	c.info.System = ""
 }
-
-// usedTools reports whether the conversation called at least one tool.
-func (c *conversation) usedTools() bool { return len(c.tools) > 0 || c.toolCount > 0 }
-
-var mockDirective = regexp.MustCompile(`\[\[mock:[^\]]*\]\]`)
 
 // parseRaw parses one JSON value of the body. The result never refers to
 // the body: gjson.ParseBytes works on a copy of raw, so a string kept from
@@ -116,9 +96,9 @@ func valueAt(body []byte, sp span) gjson.Result {
 // of the same conversation that this body repeats byte for byte are not
 // read again (see convMemo).
 func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) {
-	c := &conversation{systemAt: -1}
+	c := &conversation{systemAt: -1, body: body, memo: memo}
 	cs := &c.scan
-	s := scanner{b: body}
+	s := scanner{Scanner: wire.Scanner{B: body}}
 	if memo != nil {
 		// Called once the first user message is scanned: the bytes up to
 		// its end name the conversation.
@@ -131,12 +111,12 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	if err := s.document(cs); err != nil {
 		return nil, err
 	}
-	c.model = valueAt(body, cs.model).String()
-	c.user = valueAt(body, cs.user).String()
-	c.stream = valueAt(body, cs.stream).Bool()
+	c.info.Model = valueAt(body, cs.model).String()
+	c.info.User = valueAt(body, cs.user).String()
+	c.info.Stream = valueAt(body, cs.stream).Bool()
 	c.read(body)
-	if c.goal != "" && c.key == "" {
-		c.key = recall.ConversationKey(stripBlocks(c.system), c.goal)
+	if c.info.Goal != "" && c.info.Key == "" {
+		c.info.Key = recall.ConversationKey(wire.Strip(c.info.System), c.info.Goal)
 	}
 	return c, nil
 }
@@ -155,12 +135,12 @@ func (c *conversation) read(body []byte) {
 		case m.kind == roleSystem || m.kind == roleDeveloper:
 			if c.systemAt < 0 {
 				c.systemAt = i
-				c.system = providers.MessageText(valueAt(body, m.content))
+				c.info.System = providers.MessageText(valueAt(body, m.content))
 			}
 		case m.kind == roleUser:
 			if !c.userSeen {
 				c.userSeen = true
-				c.goal = strings.TrimSpace(mockDirective.ReplaceAllString(providers.MessageText(valueAt(body, m.content)), ""))
+				c.info.Goal = wire.Task(providers.MessageText(valueAt(body, m.content)))
 			}
 		case m.kind == roleAssistant:
 			for ; call < len(cs.calls) && cs.calls[call].msg == i; call++ {
@@ -169,35 +149,31 @@ func (c *conversation) read(body []byte) {
 				if name == "" {
 					continue
 				}
-				c.tools = append(c.tools, name)
+				c.info.Tools = append(c.info.Tools, name)
 				if id := valueAt(body, cl.id).String(); id != "" {
 					c.calls = append(c.calls, callName{id: id, name: name, msg: i})
 				}
 			}
 		case m.kind == roleTool || m.kind == roleFunction:
-			tr := toolResult{name: valueAt(body, m.name).String(), msg: i}
+			tr := wire.ToolResult{Name: valueAt(body, m.name).String(), At: i, Decode: contentText}
 			if m.content.ok() {
-				tr.content = body[m.content.start:m.content.end]
+				tr.Raw = body[m.content.start:m.content.end]
 			}
 			if id := valueAt(body, m.toolCallID).String(); id != "" {
-				tr.dedupeKey = "call:" + id
+				tr.Key = "call:" + id
 				if n := c.nameOf(id); n != "" {
-					tr.name = n
+					tr.Name = n
 				}
 			} else {
-				h := sha256.New()
-				h.Write([]byte(tr.name))
-				h.Write([]byte{0})
-				h.Write(tr.content)
-				tr.dedupeKey = "hash:" + hex.EncodeToString(h.Sum(nil)[:12])
+				tr.Key = wire.HashKey(tr.Name, tr.Raw)
 			}
-			c.toolResults = append(c.toolResults, tr)
-			c.toolCount++
+			c.info.ToolResults = append(c.info.ToolResults, tr)
+			c.info.ToolCount++
 		}
 		for call < len(cs.calls) && cs.calls[call].msg <= i {
 			call++ // the calls of a message that is not the assistant's
 		}
-		c.marks = append(c.marks, mark{tools: len(c.tools), calls: len(c.calls), scanCalls: call, toolCount: c.toolCount})
+		c.marks = append(c.marks, mark{tools: len(c.info.Tools), calls: len(c.calls), scanCalls: call, toolCount: c.info.ToolCount})
 	}
 }
 
@@ -222,9 +198,4 @@ func (c *conversation) nameOf(id string) string {
 	}
 	c.indexed = len(c.calls)
 	return c.names[id]
-}
-
-// stripBlocks removes every guard and recall block from text.
-func stripBlocks(text string) string {
-	return guard.Strip(recall.Strip(text))
 }

@@ -1,0 +1,73 @@
+// Package chat is the OpenAI Chat Completions wire format
+// (POST /v1/chat/completions): the format of qwen-code, opencode, Continue,
+// Aider and most SDKs.
+//
+// A request is read in one pass (scanChat) that checks the body is JSON
+// and notes where its values are; blocks go into the first system or
+// developer message (one is inserted when there is none); answers are
+// observed as JSON or as SSE chunks ending in data: [DONE]. Agents resend
+// their whole conversation every turn: a per-conversation memo (convMemo)
+// lets the scan skip what the previous turn already read. The scanner and
+// the memo stay inside this package; the proxy sees only [wire.Format].
+//
+// # Imports
+//
+// chat imports wire, guard, recall and providers (for the text of a
+// message). It must not import Echo, proxy or a store.
+package chat
+
+import (
+	"github.com/scarproxy/scarproxy/proxy/wire"
+)
+
+// Format is the chat completions format. It holds the conversation memo:
+// make one per server with [New].
+type Format struct {
+	memo *convMemo
+}
+
+// New returns the format with an empty memo.
+func New() *Format { return &Format{memo: newConvMemo(defaultMemoSize)} }
+
+// Name implements [wire.Format].
+func (*Format) Name() string { return "chat" }
+
+// Path implements [wire.Format].
+func (*Format) Path() string { return "/chat/completions" }
+
+// Read implements [wire.Format]: a body that is not JSON gives a
+// *wire.JSONError.
+func (f *Format) Read(body []byte, tenant string) (wire.Request, error) {
+	c, err := inspect(body, f.memo, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Error implements [wire.Format]: OpenAI's error shape.
+func (*Format) Error(e wire.Error) []byte { return wire.OpenAIError(e) }
+
+// StreamError implements [wire.Format]: a chunk holding the error, as
+// OpenAI sends it in a stream, with no data: [DONE] after it.
+func (*Format) StreamError(e wire.Error) []byte { return wire.Event("", wire.OpenAIError(e)) }
+
+// Info implements [wire.Request].
+func (c *conversation) Info() *wire.Info { return &c.info }
+
+// Inject implements [wire.Request].
+func (c *conversation) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error) {
+	return injectSystem(dst, body, c, blocks...)
+}
+
+// Forwarded implements [wire.Request]: the memo takes over what the scan
+// found, and the conversation lets go of the body.
+func (c *conversation) Forwarded(remember bool) {
+	if remember && c.memo != nil {
+		c.memo.remember(c, c.body)
+	}
+	c.release()
+}
+
+// Observe implements [wire.Request].
+func (c *conversation) Observe(sse bool, keep int) wire.Observer { return newObserver(sse, keep) }

@@ -1,0 +1,84 @@
+package chat
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+)
+
+// observer reads a copy of a chat completion while the bytes go through
+// unchanged. For an SSE stream it follows the events (error events, the
+// finish reason, data: [DONE], a bounded excerpt of the answer); for any
+// other body it keeps the first bytes, up to what it was asked to keep.
+type observer struct {
+	sse     bool
+	events  wire.SSE
+	done    bool   // saw "data: [DONE]"
+	errMsg  string // message of an error event
+	finish  string // last finish_reason seen
+	excerpt wire.Excerpt
+	capture wire.Capture
+}
+
+func newObserver(sse bool, keep int) *observer {
+	o := &observer{sse: sse, capture: wire.Capture{Max: keep}}
+	o.events.Data = o.data
+	return o
+}
+
+// Write observes one chunk of the answer. It never keeps p.
+func (o *observer) Write(p []byte) {
+	if o.sse {
+		o.events.Write(p)
+	} else {
+		o.capture.Write(p)
+	}
+}
+
+func (o *observer) data(event string, data []byte) {
+	if bytes.Equal(data, []byte("[DONE]")) {
+		o.done = true
+		return
+	}
+	if !wire.Valid(data) { // depth-bounded: a provider can send anything
+		if event == "error" && o.errMsg == "" {
+			o.errMsg = string(data)
+		}
+		return
+	}
+	if e := gjson.GetBytes(data, "error"); (e.Exists() && e.Type != gjson.Null) || event == "error" {
+		if o.errMsg == "" {
+			o.errMsg = wire.ErrorMessage(data, http.StatusInternalServerError)
+		}
+		return
+	}
+	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content")
+	if f := res[0]; f.Type == gjson.String && f.Str != "" {
+		o.finish = f.Str
+	}
+	if c := res[1]; c.Type == gjson.String {
+		o.excerpt.Add(c.Str)
+	}
+}
+
+// Outcome says how the completion ended: an error event, a stream cut
+// before data: [DONE], or a final answer (finish_reason "stop").
+func (o *observer) Outcome() wire.Outcome {
+	if o.sse {
+		switch {
+		case o.errMsg != "":
+			return wire.Outcome{Failure: o.errMsg}
+		case !o.done:
+			return wire.Outcome{Failure: "stream ended before data: [DONE]"}
+		}
+		return wire.Outcome{Final: o.finish == "stop", Answer: string(o.excerpt)}
+	}
+	b := o.capture.Whole()
+	if b == nil {
+		return wire.Outcome{}
+	}
+	res := gjson.GetManyBytes(b, "choices.0.finish_reason", "choices.0.message.content")
+	return wire.Outcome{Final: res[0].String() == "stop", Answer: res[1].String()}
+}

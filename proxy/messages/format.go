@@ -1,0 +1,92 @@
+// Package messages is the Anthropic Messages API wire format
+// (POST /v1/messages): the format of Claude Code and the Anthropic SDKs.
+//
+// Blocks go into the top-level "system": in front of a string, or as a
+// text block of their own in front of an array of blocks, whose
+// cache_control markers are left where they are (the proxy adds none, so
+// it never takes a request past Anthropic's four cache breakpoints). Tool
+// results are the tool_result blocks of user messages; is_error: true is
+// authoritative. Answers are observed as JSON or as the event stream
+// (message_start ... message_stop); an error event or a stream that ends
+// before message_stop is a failure, stop_reason end_turn a final answer.
+//
+// # Imports
+//
+// messages imports wire and providers (for the text of content blocks). It
+// must not import Echo, proxy or a store.
+package messages
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+)
+
+// Format is the Messages format; it keeps no state between requests.
+type Format struct{}
+
+// New returns the format.
+func New() *Format { return &Format{} }
+
+// Name implements [wire.Format].
+func (*Format) Name() string { return "messages" }
+
+// Path implements [wire.Format].
+func (*Format) Path() string { return "/messages" }
+
+// Read implements [wire.Format].
+func (*Format) Read(body []byte, _ string) (wire.Request, error) { return read(body) }
+
+// Error implements [wire.Format]: Anthropic's error shape.
+func (*Format) Error(e wire.Error) []byte { return ErrorBody(e) }
+
+// StreamError implements [wire.Format]: an error event, as Anthropic
+// sends it in a stream.
+func (*Format) StreamError(e wire.Error) []byte { return wire.Event("error", ErrorBody(e)) }
+
+// ErrorBody is the body of an error in Anthropic's shape:
+// {"type":"error","error":{"type","message"}}, with the error type
+// Anthropic uses for the status.
+func ErrorBody(e wire.Error) []byte {
+	var body struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	body.Type = "error"
+	body.Error.Type = errorType(e.Status)
+	body.Error.Message = e.Message
+	b, _ := json.Marshal(body)
+	return b
+}
+
+// errorType is Anthropic's error type for an HTTP status.
+func errorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status < 500 {
+		return "invalid_request_error"
+	}
+	return "api_error"
+}

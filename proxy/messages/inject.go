@@ -1,0 +1,97 @@
+package messages
+
+import (
+	"bytes"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Info implements [wire.Request].
+func (r *request) Info() *wire.Info { return &r.info }
+
+// Forwarded implements [wire.Request]: nothing refers to the body.
+func (r *request) Forwarded(bool) {}
+
+// Inject implements [wire.Request]: the blocks go in front of the
+// top-level system text, which is created when absent.
+func (r *request) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error) {
+	sp := r.system
+	if !sp.OK() {
+		return wire.InsertMember(body, "system", blocks), nil
+	}
+	raw := sp.Raw(body)
+	switch raw[0] {
+	case '"':
+		return wire.InjectString(dst, body, sp, gjson.ParseBytes(raw).Str, blocks), nil
+	case '[':
+		arr, changed, err := rewriteBlocks(gjson.ParseBytes(raw), blocks)
+		if err != nil || !changed {
+			return body, err
+		}
+		return wire.Splice(body, sp.Start, sp.End, arr), nil
+	case 'n': // null
+		if wire.Empty(blocks) {
+			return body, nil
+		}
+		val := wire.AppendBlocks([]byte{'"'}, blocks)
+		return wire.Splice(body, sp.Start, sp.End, append(val, '"')), nil
+	}
+	// A system value the API does not define: leave the request as the
+	// client sent it rather than replace the prompt.
+	return body, nil
+}
+
+// rewriteBlocks handles a system given as an array of content blocks: the
+// new blocks become a text block of their own, first; earlier blocks are
+// stripped from every text block. A text block that held only earlier
+// blocks is dropped; its cache_control, if it had one, moves to the new
+// text block, so the request keeps its cache breakpoints (never more).
+// Every other block keeps its bytes. It returns the new array and whether
+// it changed.
+func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) {
+	changed := !wire.Empty(blocks)
+	var kept [][]byte
+	var moved []byte // cache_control of a dropped block
+	var err error
+	arr.ForEach(func(_, b gjson.Result) bool {
+		raw := []byte(b.Raw)
+		if t := b.Get("text"); b.Get("type").String() == "text" && t.Type == gjson.String {
+			if stripped := wire.Strip(t.Str); stripped != t.Str {
+				changed = true
+				stripped = string(bytes.TrimLeft([]byte(stripped), "\n"))
+				if stripped == "" {
+					if cc := b.Get("cache_control"); cc.Exists() && moved == nil {
+						moved = []byte(cc.Raw)
+					}
+					return true
+				}
+				if raw, err = sjson.SetBytes(raw, "text", stripped); err != nil {
+					return false
+				}
+			}
+		}
+		kept = append(kept, raw)
+		return true
+	})
+	if err != nil || !changed {
+		return nil, false, err
+	}
+	out := []byte{'['}
+	if !wire.Empty(blocks) {
+		out = append(out, `{"type":"text","text":"`...)
+		out = wire.AppendBlocks(out, blocks)
+		out = append(out, '"')
+		if moved != nil {
+			out = append(out, `,"cache_control":`...)
+			out = append(out, moved...)
+		}
+		out = append(out, '}')
+		if len(kept) > 0 {
+			out = append(out, ',')
+		}
+	}
+	out = append(out, bytes.Join(kept, []byte{','})...)
+	return append(out, ']'), true, nil
+}

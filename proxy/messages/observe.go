@@ -1,0 +1,93 @@
+package messages
+
+import (
+	"net/http"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+)
+
+// Observe implements [wire.Request].
+func (r *request) Observe(sse bool, keep int) wire.Observer {
+	o := &observer{sse: sse, capture: wire.Capture{Max: keep}}
+	o.events.Data = o.data
+	return o
+}
+
+// observer follows a Messages answer: in a stream, the error event, the
+// stop reason of message_delta, message_stop, and the text of text_delta
+// events; in a JSON answer, its stop_reason and text blocks.
+type observer struct {
+	sse     bool
+	events  wire.SSE
+	stopped bool   // saw message_stop
+	errMsg  string // message of an error event
+	reason  string // stop_reason
+	excerpt wire.Excerpt
+	capture wire.Capture
+}
+
+// Write implements [wire.Observer].
+func (o *observer) Write(p []byte) {
+	if o.sse {
+		o.events.Write(p)
+	} else {
+		o.capture.Write(p)
+	}
+}
+
+func (o *observer) data(event string, data []byte) {
+	if !wire.Valid(data) { // depth-bounded: a provider can send anything
+		if event == "error" && o.errMsg == "" {
+			o.errMsg = string(data)
+		}
+		return
+	}
+	typ := gjson.GetBytes(data, "type").String()
+	if event == "" {
+		event = typ
+	}
+	switch event {
+	case "error":
+		if o.errMsg == "" {
+			o.errMsg = wire.ErrorMessage(data, http.StatusInternalServerError)
+		}
+	case "message_stop":
+		o.stopped = true
+	case "message_delta":
+		if r := gjson.GetBytes(data, "delta.stop_reason"); r.Type == gjson.String {
+			o.reason = r.Str
+		}
+	case "content_block_delta":
+		if d := gjson.GetBytes(data, "delta"); d.Get("type").String() == "text_delta" {
+			o.excerpt.Add(d.Get("text").String())
+		}
+	}
+}
+
+// Outcome implements [wire.Observer]: an error event or a stream that
+// ended before message_stop is a failure; stop_reason end_turn is a
+// final answer (tool_use is not).
+func (o *observer) Outcome() wire.Outcome {
+	if o.sse {
+		switch {
+		case o.errMsg != "":
+			return wire.Outcome{Failure: o.errMsg}
+		case !o.stopped:
+			return wire.Outcome{Failure: "stream ended before message_stop"}
+		}
+		return wire.Outcome{Final: o.reason == "end_turn", Answer: string(o.excerpt)}
+	}
+	b := o.capture.Whole()
+	if b == nil {
+		return wire.Outcome{}
+	}
+	var text wire.Excerpt
+	gjson.GetBytes(b, "content").ForEach(func(_, c gjson.Result) bool {
+		if c.Get("type").String() == "text" {
+			text.Add(c.Get("text").String())
+		}
+		return true
+	})
+	return wire.Outcome{Final: gjson.GetBytes(b, "stop_reason").String() == "end_turn", Answer: string(text)}
+}

@@ -1,0 +1,115 @@
+package messages
+
+import (
+	"strings"
+
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/tidwall/gjson"
+)
+
+// request is a Messages request as read.
+type request struct {
+	info   wire.Info
+	system wire.Span // the top-level "system" value; absent when none
+}
+
+// Top-level members the proxy reads, in the order of read's spans.
+var topKeys = []string{"model", "stream", "system", "messages", "metadata"}
+
+// read reads a Messages request body: the body is checked (JSON, nesting
+// bounded, no member the proxy reads given twice) in one pass that also
+// locates the top-level members; the messages are then read with gjson
+// from their span.
+func read(body []byte) (*request, error) {
+	sp, err := wire.Members(body, topKeys...)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{system: sp[2]}
+	in := &r.info
+	in.Model = sp[0].Value(body).String()
+	in.Stream = sp[1].Value(body).Bool()
+	if sys := sp[2].Value(body); sys.Exists() {
+		in.System = blocksText(sys)
+	}
+	if md := sp[4].Value(body); md.IsObject() {
+		in.User = md.Get("user_id").String()
+	}
+	names := map[string]string{} // tool_use id -> tool name
+	sp[3].Value(body).ForEach(func(i, m gjson.Result) bool {
+		switch m.Get("role").String() {
+		case "user":
+			r.readUser(m, int(i.Int()), names)
+		case "assistant":
+			m.Get("content").ForEach(func(_, b gjson.Result) bool {
+				if b.Get("type").String() == "tool_use" {
+					name := b.Get("name").String()
+					if name != "" {
+						in.Tools = append(in.Tools, name)
+						names[b.Get("id").String()] = name
+					}
+				}
+				return true
+			})
+		}
+		return true
+	})
+	if in.Goal != "" {
+		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
+	}
+	return r, nil
+}
+
+// readUser reads a user message: its tool results, and, for the first
+// user message that has text of its own, the task.
+func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
+	in := &r.info
+	content := m.Get("content")
+	if content.Type == gjson.String {
+		if in.Goal == "" {
+			in.Goal = wire.Task(content.Str)
+		}
+		return
+	}
+	var text []gjson.Result
+	content.ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").String() {
+		case "text":
+			text = append(text, b)
+		case "tool_result":
+			id := b.Get("tool_use_id").String()
+			tr := wire.ToolResult{
+				Name:    names[id],
+				IsError: b.Get("is_error").Bool(),
+				At:      at,
+				Raw:     []byte(b.Get("content").Raw),
+				Decode:  resultText,
+			}
+			if id != "" {
+				tr.Key = "call:" + id
+			} else {
+				tr.Key = wire.HashKey(tr.Name, tr.Raw)
+			}
+			in.ToolResults = append(in.ToolResults, tr)
+			in.ToolCount++
+		}
+		return true
+	})
+	if in.Goal == "" && len(text) > 0 {
+		parts := make([]string, 0, len(text))
+		for _, t := range text {
+			parts = append(parts, t.Get("text").String())
+		}
+		in.Goal = wire.Task(strings.Join(parts, "\n"))
+	}
+}
+
+// resultText is the text of a tool_result's content: a string, or the
+// text of its blocks.
+func resultText(raw []byte) string { return blocksText(gjson.ParseBytes(raw)) }
+
+// blocksText is the text of a string or of an array of content blocks,
+// joined by newlines.
+func blocksText(v gjson.Result) string { return providers.MessageText(v) }

@@ -1,0 +1,271 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// The copies of an answer kept to read it: the start of an error answer,
+// for its message; a non-streaming answer, for auto-capture.
+const (
+	captureErrors     = 64 << 10
+	captureCompletion = 4 << 20
+)
+
+// exchange is one request of a rewritten route on its way through the
+// pipeline: prepare reads and rewrites it, forward sends it, finish
+// delivers and observes the answer.
+type exchange struct {
+	c      echo.Context
+	format wire.Format
+	start  time.Time
+	now    time.Time
+	tenant Tenant
+
+	// The body's buffers go back to their pool once the provider has the
+	// body (bodyDone): a stream's answer may take minutes and needs none
+	// of it.
+	lease    *bodyLease
+	bodyDone func()
+	req      wire.Request
+	info     *wire.Info
+	chain    []*providers.Provider // the providers to try, in order
+	out      []byte                // the body forwarded
+
+	degraded bool // the store failed: forwarded unchanged, nothing captured
+	entries  []guard.Entry
+	matches  []recall.Match
+}
+
+// rewritten serves a route whose requests are read, rewritten and
+// observed in format f: POST /v1/chat/completions, /v1/responses and
+// /v1/messages.
+func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		x := &exchange{c: c, format: f, start: time.Now(), now: s.opts.Now()}
+		lease := newBodyLease()
+		x.lease, x.bodyDone = lease, sync.OnceFunc(lease.drop)
+		defer x.bodyDone()
+		if aerr := s.prepare(x); aerr != nil {
+			s.count(f.Name(), aerr.Status, "")
+			return writeError(c, aerr)
+		}
+		a, fail := s.forward(x)
+		if fail != nil {
+			if fail.incident == "" { // the client left
+				return nil
+			}
+			return writeError(c, fail.apiError())
+		}
+		defer a.release()
+		s.finish(x, a)
+		return nil
+	}
+}
+
+// prepare resolves the tenant, reads the body, records its new tool
+// failures and rewrites its system text with the guard and recall blocks.
+// A store that fails or hangs leaves the body as it came (fail open).
+func (s *Server) prepare(x *exchange) *apiError {
+	c := x.c
+	t, aerr := s.resolveTenant(c)
+	if aerr != nil {
+		return aerr
+	}
+	ctx := c.Request().Context()
+	// The guard does not depend on the body: it is looked up while the
+	// body is still arriving (a Postgres round trip then costs the client
+	// nothing), and again below only if this request carries a new tool
+	// failure. The store gets a budget for that lookup and one for the
+	// calls made once the body is read.
+	gctx, cancelGuard := context.WithTimeout(ctx, s.opts.StoreTimeout)
+	entries, guardBlock, gerr := s.guardEntries(gctx, t.Workspace, t.Project, t.Session, x.now)
+	cancelGuard()
+
+	body, aerr := s.readBody(c, x.lease)
+	if aerr != nil {
+		return aerr
+	}
+	req, err := x.format.Read(body, t.Workspace+"\x00"+t.Project)
+	if err != nil {
+		return badBody(err)
+	}
+	x.req, x.info = req, req.Info()
+	if x.chain = s.router.Route(x.info.Model); len(x.chain) == 0 {
+		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + x.format.Name() + " API (" + x.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
+	}
+	if t.Agent == "" && ValidName(x.info.User) == nil {
+		t.Agent = x.info.User
+	}
+	x.tenant = t
+
+	budget := storeBudget{parent: ctx, d: s.opts.StoreTimeout}
+	defer budget.end()
+	x.degraded = gerr != nil
+	if gerr != nil {
+		s.storeFailed(ctx, "list_incidents", gerr)
+	} else {
+		// A new failure may make a pattern repeat, whether this request
+		// stored it or another one (a retry, another replica) just did.
+		failed, ok := s.recordToolErrors(&budget, t, x.info, x.now)
+		x.degraded = !ok
+		if ok && failed > 0 {
+			if entries, guardBlock, gerr = s.guardEntries(budget.context(), t.Workspace, t.Project, t.Session, x.now); gerr != nil {
+				s.storeFailed(ctx, "list_incidents", gerr)
+				x.degraded = true
+			}
+		}
+	}
+	var recallBlock wire.Block
+	if !x.degraded && x.info.Goal != "" {
+		x.matches, recallBlock = s.recallFor(t.Workspace, t.Project, x.info.Goal, x.info.Key)
+	}
+
+	x.out = body
+	h := c.Response().Header()
+	if x.degraded {
+		s.metrics.degraded.Inc()
+		h.Set(HeaderDegraded, "store")
+		return s.setBlockHeaders(x)
+	}
+	x.entries = entries
+	// The rewrite keeps JSON valid (each format's fuzz target); a failure
+	// forwards the original bytes.
+	dst := *x.lease.buf(len(body) + len(guardBlock.JSON) + len(recallBlock.JSON) + 64)
+	rewritten, err := x.req.Inject(dst, body, guardBlock, recallBlock)
+	if err != nil {
+		// Never forward a body we may have broken: send the original.
+		s.log.Error("rewrite failed; forwarding the original body", "format", x.format.Name(), "workspace", t.Workspace, "project", t.Project, "err", err)
+		x.entries, x.matches = nil, nil
+	} else {
+		x.out = rewritten
+	}
+	return s.setBlockHeaders(x)
+}
+
+// setBlockHeaders says what the rewrite injected.
+func (s *Server) setBlockHeaders(x *exchange) *apiError {
+	h := x.c.Response().Header()
+	h.Set(HeaderGuard, strconv.Itoa(len(x.entries)))
+	h.Set(HeaderRecall, strconv.Itoa(len(x.matches)))
+	if len(x.entries) > 0 {
+		s.metrics.injectedGuard.Inc()
+	}
+	if len(x.matches) > 0 {
+		s.metrics.injectedRecall.Inc()
+	}
+	return nil
+}
+
+// badBody is the answer to a body its format refused.
+func badBody(err error) *apiError {
+	var je *wire.JSONError
+	switch {
+	case errors.As(err, &je) && je.Deep:
+		return errBadRequest("We could not parse the JSON body of your request: it is nested more than " + strconv.Itoa(wire.MaxDepth) + " levels deep.")
+	case je != nil:
+		return errBadRequest("We could not parse the JSON body of your request: it is not valid JSON.")
+	}
+	return errBadRequest(err.Error())
+}
+
+// forward sends the rewritten body to the providers that serve the
+// format's API for its model, falling back on failures before any byte
+// reached the client. Every provider that failed is recorded.
+func (s *Server) forward(x *exchange) (*attempt, *failure) {
+	c, f, t := x.c, x.format, x.tenant
+	ctx := c.Request().Context()
+	hdr := s.outgoingHeader(c.Request().Header)
+	hdr.Del("Accept-Encoding") // the answer is observed: never let it be compressed
+	ur := &upstreamRequest{
+		method: http.MethodPost, path: f.Path(), query: c.Request().URL.RawQuery,
+		header: hdr, body: x.out, lease: x.lease,
+	}
+	chain := x.chain
+	// Last use of what the format read of the body.
+	x.req.Forwarded(!x.degraded)
+	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
+	a, fail := s.send(ctx, chain, ur, func(pf providerFailure) {
+		s.record(ctx, t, x.info.Model, pf.provider, pf.typ, pf.statusCode, pf.message)
+	})
+	x.bodyDone()
+	if fail != nil {
+		s.count(f.Name(), fail.status, chain[len(chain)-1].Name())
+	}
+	return a, fail
+}
+
+// finish delivers the provider's answer and observes it as it goes
+// through: a non-2xx answer, a timeout or a stream that fails becomes an
+// incident; a final answer after tool use is captured as a solution.
+func (s *Server) finish(x *exchange, a *attempt) {
+	c, f, t, info := x.c, x.format, x.tenant, x.info
+	ctx := c.Request().Context()
+	route, prov := f.Name(), a.provider.Name()
+	c.Response().Header().Set(HeaderProvider, prov)
+	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(x.start).Seconds()) }()
+
+	sse := wire.IsSSE(a.res.Header)
+	if a.res.StatusCode < 200 || a.res.StatusCode > 299 {
+		// Record the provider's error before the client sees it, so the
+		// client's next request (a retry, often at once) is guarded by it.
+		s.count(route, a.res.StatusCode, prov)
+		s.recordErrorAnswer(ctx, t, info.Model, a)
+		deliver(c, a, nil)
+		return
+	}
+	// A request the store failed on is not captured: its tool failures
+	// may not all have been counted.
+	wantCapture := s.recall.AutoCapture && info.UsedTools() && info.Goal != "" && !x.degraded
+	keep := 0
+	if wantCapture {
+		keep = captureCompletion
+	}
+	obs := x.req.Observe(sse, keep)
+	readErr, gone := deliver(c, a, obs.Write)
+	switch {
+	case gone:
+		s.count(route, StatusClientClosed, prov)
+		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
+		return
+	case readErr != nil:
+		fl := classify(ctx, a.ctx, readErr)
+		if fl.incident == "" {
+			s.count(route, StatusClientClosed, prov)
+			return
+		}
+		typ := fl.incident
+		if typ != store.TypeTimeout {
+			typ, fl.message = store.TypeStreamError, "provider answer cut short: "+transportMessage(readErr)
+		}
+		if sse {
+			// The client would see a stream that just stops: tell it, in
+			// its API's own event format.
+			e := fl.apiError()
+			_, _ = c.Response().Write(f.StreamError(*e))
+			c.Response().Flush()
+		}
+		s.count(route, fl.status, prov)
+		s.record(ctx, t, info.Model, prov, typ, fl.status, fl.message)
+		return
+	}
+	s.count(route, a.res.StatusCode, prov)
+	out := obs.Outcome()
+	switch {
+	case out.Failure != "":
+		s.record(ctx, t, info.Model, prov, store.TypeStreamError, a.res.StatusCode, out.Failure)
+	case wantCapture && out.Final:
+		s.capture(ctx, t, info, out.Answer)
+	}
+}

@@ -1,0 +1,173 @@
+package responses
+
+import (
+	"net/http"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+)
+
+// keepForChain is how much of a JSON answer is kept, even when auto-capture
+// wants none of it, to learn the response's id and the calls it made.
+const keepForChain = 1 << 20
+
+// maxChainTools bounds the tool names a chain state keeps (the latest).
+const maxChainTools = 256
+
+// Observe implements [wire.Request].
+func (r *request) Observe(sse bool, keep int) wire.Observer {
+	o := &observer{r: r, sse: sse, capture: wire.Capture{Max: max(keep, keepForChain)}}
+	o.events.Data = o.data
+	return o
+}
+
+// observer follows a Responses answer: the response's id, its output
+// items (tool calls), the text deltas, and how it ended.
+type observer struct {
+	r       *request
+	sse     bool
+	events  wire.SSE
+	id      string
+	ended   string // the terminal event: response.completed, response.failed, response.incomplete
+	failure string
+	calls   map[string]string // call id -> name of the tool calls in the answer
+	called  []string
+	excerpt wire.Excerpt
+	capture wire.Capture
+}
+
+// Write implements [wire.Observer].
+func (o *observer) Write(p []byte) {
+	if o.sse {
+		o.events.Write(p)
+	} else {
+		o.capture.Write(p)
+	}
+}
+
+func (o *observer) data(event string, data []byte) {
+	if !wire.Valid(data) { // depth-bounded: a provider can send anything
+		if event == "error" && o.failure == "" {
+			o.failure = string(data)
+		}
+		return
+	}
+	typ := gjson.GetBytes(data, "type").String()
+	if event == "" {
+		event = typ
+	}
+	switch event {
+	case "error":
+		if o.failure == "" {
+			o.failure = wire.ErrorMessage(data, http.StatusInternalServerError)
+		}
+	case "response.created", "response.in_progress":
+		if id := gjson.GetBytes(data, "response.id").String(); id != "" {
+			o.id = id
+		}
+	case "response.output_item.done":
+		o.item(gjson.GetBytes(data, "item"))
+	case "response.output_text.delta":
+		o.excerpt.Add(gjson.GetBytes(data, "delta").String())
+	case "response.completed", "response.failed", "response.incomplete":
+		o.ended = event
+		o.response(gjson.GetBytes(data, "response"))
+	}
+}
+
+// item notes an output item that calls a tool.
+func (o *observer) item(it gjson.Result) {
+	typ := it.Get("type").String()
+	if typ == "message" || typ == "reasoning" || len(typ) < 5 || typ[len(typ)-5:] != "_call" {
+		return
+	}
+	name := it.Get("name").String()
+	if name == "" {
+		name = typ[:len(typ)-5]
+	}
+	id := callID(it)
+	if o.calls == nil {
+		o.calls = map[string]string{}
+	}
+	if _, seen := o.calls[id]; seen && id != "" {
+		return
+	}
+	o.calls[id] = name
+	o.called = append(o.called, name)
+}
+
+// response reads a whole response object: the last event's, or a JSON
+// answer.
+func (o *observer) response(res gjson.Result) {
+	if id := res.Get("id").String(); id != "" {
+		o.id = id
+	}
+	switch res.Get("status").String() {
+	case "failed":
+		msg := res.Get("error.message").String()
+		if msg == "" {
+			msg = "response failed"
+		}
+		o.failure = msg
+	case "incomplete":
+		o.failure = "response incomplete: " + res.Get("incomplete_details.reason").String()
+	}
+	res.Get("output").ForEach(func(_, it gjson.Result) bool {
+		o.item(it)
+		return true
+	})
+}
+
+// Outcome implements [wire.Observer]: an error event, a failed or
+// incomplete response, or a stream that ended before its last event is a
+// failure; a completed response that calls no tool is a final answer. A
+// response that did not fail is remembered, so that a request continuing
+// from it reads as the same conversation.
+func (o *observer) Outcome() wire.Outcome {
+	answer := ""
+	if o.sse {
+		if o.failure == "" && o.ended == "" {
+			o.failure = "stream ended before response.completed"
+		}
+		answer = string(o.excerpt)
+	} else {
+		b := o.capture.Whole()
+		if b == nil {
+			return wire.Outcome{}
+		}
+		res := gjson.ParseBytes(b)
+		o.response(res)
+		var text wire.Excerpt
+		res.Get("output.#(type==\"message\").content").ForEach(func(_, c gjson.Result) bool {
+			if c.Get("type").String() == "output_text" {
+				text.Add(c.Get("text").String())
+			}
+			return true
+		})
+		answer = string(text)
+	}
+	if o.failure != "" {
+		return wire.Outcome{Failure: o.failure}
+	}
+	o.remember()
+	return wire.Outcome{Final: len(o.called) == 0, Answer: answer}
+}
+
+// remember keeps the conversation's state after this response.
+func (o *observer) remember() {
+	r := o.r
+	if o.id == "" || r.chains == nil {
+		return
+	}
+	in := &r.info
+	tools := append(append([]string(nil), in.Tools...), o.called...)
+	if len(tools) > maxChainTools {
+		tools = tools[len(tools)-maxChainTools:]
+	}
+	// The request that continues from this response sends the outputs of
+	// the calls it made: their names are all it needs of them.
+	r.chains.put(r.tenant, o.id, &chainState{
+		goal: in.Goal, key: in.Key, tools: tools,
+		toolCount: in.ToolCount, failures: in.Failures, names: o.calls,
+	})
+}

@@ -1,0 +1,168 @@
+package responses
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/tidwall/gjson"
+)
+
+// request is a Responses request as read.
+type request struct {
+	info         wire.Info
+	instructions wire.Span // the "instructions" value; absent when none
+
+	tenant string
+	chains *chains
+	names  map[string]string // call id -> tool name, of the calls read so far
+}
+
+// Top-level members the proxy reads, in the order of read's spans.
+var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier"}
+
+// read reads a Responses request body: the body is checked (JSON, nesting
+// bounded, no member the proxy reads given twice) in one pass that also
+// locates the top-level members; the input items are then read with gjson
+// from their span.
+func read(body []byte, tenant string, ch *chains) (*request, error) {
+	sp, err := wire.Members(body, topKeys...)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{instructions: sp[2], tenant: tenant, chains: ch, names: map[string]string{}}
+	in := &r.info
+	in.Model = sp[0].Value(body).String()
+	in.Stream = sp[1].Value(body).Bool()
+	in.System = sp[2].Value(body).String()
+	in.User = sp[5].Value(body).String()
+	if id := sp[6].Value(body).String(); id != "" {
+		in.User = id
+	}
+	if prev := sp[4].Value(body).String(); prev != "" {
+		if st := ch.get(tenant, prev); st != nil {
+			in.Goal, in.Key = st.goal, st.key
+			in.Tools = append(in.Tools, st.tools...)
+			in.ToolCount, in.Failures = st.toolCount, st.failures
+			maps.Copy(r.names, st.names)
+		}
+	}
+	input := sp[3].Value(body)
+	if input.Type == gjson.String {
+		if in.Goal == "" {
+			in.Goal = wire.Task(input.Str)
+		}
+	} else {
+		input.ForEach(func(i, item gjson.Result) bool {
+			r.readItem(item, int(i.Int()))
+			return true
+		})
+	}
+	if in.Goal != "" && in.Key == "" {
+		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
+	}
+	return r, nil
+}
+
+// readItem reads one input item: a message (the first user message with
+// text is the task), a tool call, or a tool call's output.
+func (r *request) readItem(item gjson.Result, at int) {
+	in := &r.info
+	typ := item.Get("type").String()
+	switch {
+	case typ == "message" || typ == "" && item.Get("role").Exists():
+		if in.Goal == "" && item.Get("role").String() == "user" {
+			in.Goal = wire.Task(partsText(item.Get("content")))
+		}
+	case typ == "mcp_call":
+		// A call and its result in one item.
+		name := item.Get("name").String()
+		r.call(item.Get("id").String(), name)
+		out, e := item.Get("output"), item.Get("error")
+		isErr := e.Exists() && e.Type != gjson.Null && e.String() != ""
+		if isErr {
+			out = e
+		}
+		if out.Exists() && out.Type != gjson.Null {
+			r.result(item.Get("id").String(), name, isErr, out, at)
+		}
+	case strings.HasSuffix(typ, "_call_output"):
+		id := callID(item)
+		isErr := item.Get("status").String() == "failed"
+		item.Get("output").ForEach(func(_, o gjson.Result) bool {
+			// shell_call_output: one outcome per command.
+			if c := o.Get("outcome.exit_code"); c.Exists() && c.Int() != 0 {
+				isErr = true
+			}
+			return true
+		})
+		r.result(id, r.names[id], isErr, item.Get("output"), at)
+	case strings.HasSuffix(typ, "_call"):
+		name := item.Get("name").String()
+		if name == "" {
+			// local_shell_call, computer_call, shell_call...: the tool is
+			// the item's kind.
+			name = strings.TrimSuffix(typ, "_call")
+		}
+		r.call(callID(item), name)
+	}
+}
+
+// call notes a tool call the assistant made.
+func (r *request) call(id, name string) {
+	if name == "" {
+		return
+	}
+	r.info.Tools = append(r.info.Tools, name)
+	if id != "" {
+		r.names[id] = name
+	}
+}
+
+// result notes a tool call's output.
+func (r *request) result(id, name string, isErr bool, out gjson.Result, at int) {
+	tr := wire.ToolResult{Name: name, IsError: isErr, At: at, Raw: []byte(out.Raw), Decode: outputText}
+	if id != "" {
+		tr.Key = "call:" + id
+	} else {
+		tr.Key = wire.HashKey(name, tr.Raw)
+	}
+	r.info.ToolResults = append(r.info.ToolResults, tr)
+	r.info.ToolCount++
+}
+
+// callID is the id that ties a call to its output: call_id, or id for the
+// kinds that have only that.
+func callID(item gjson.Result) string {
+	if id := item.Get("call_id").String(); id != "" {
+		return id
+	}
+	return item.Get("id").String()
+}
+
+// outputText is the text of a tool output: a string, or the text of its
+// parts (input_text, output_text), or the stdout and stderr of a shell
+// call's outputs.
+func outputText(raw []byte) string { return partsText(gjson.ParseBytes(raw)) }
+
+// partsText is the text of a string or of an array of content parts,
+// joined by newlines.
+func partsText(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	if !v.IsArray() {
+		return ""
+	}
+	var parts []string
+	v.ForEach(func(_, p gjson.Result) bool {
+		for _, k := range []string{"text", "stdout", "stderr"} {
+			if t := p.Get(k); t.Type == gjson.String && t.Str != "" {
+				parts = append(parts, t.Str)
+			}
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}

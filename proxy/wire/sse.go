@@ -1,0 +1,140 @@
+package wire
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// MaxSSELine bounds the one SSE line an observer keeps to inspect. Longer
+// lines still pass through to the client untouched; the observer only
+// stops looking inside them.
+const MaxSSELine = 8 << 20
+
+// MaxExcerpt bounds the answer text an observer keeps for auto-capture.
+const MaxExcerpt = 4 << 10
+
+// IsSSE reports whether a response's headers announce an event stream.
+func IsSSE(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
+}
+
+// SSE splits an event stream, given in chunks cut anywhere, into its data
+// lines. For each "data:" line it calls Data with the event's name (its
+// "event:" field, "" when it has none) and the data, without the field
+// name and surrounding white space; Data must not keep data.
+type SSE struct {
+	Data func(event string, data []byte)
+
+	line    []byte // partial line carried over between writes
+	tooLong bool   // the current line passed MaxSSELine
+	event   string // the "event:" field of the current event
+}
+
+// Write splits the next chunk of the stream.
+func (s *SSE) Write(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.keep(p)
+			return
+		}
+		if len(s.line) == 0 && !s.tooLong {
+			s.handle(p[:i])
+		} else {
+			s.keep(p[:i])
+			if !s.tooLong {
+				s.handle(s.line)
+			}
+			s.line = s.line[:0]
+			s.tooLong = false
+		}
+		p = p[i+1:]
+	}
+}
+
+func (s *SSE) keep(p []byte) {
+	if s.tooLong {
+		return
+	}
+	if len(s.line)+len(p) > MaxSSELine {
+		s.tooLong = true
+		s.line = s.line[:0]
+		return
+	}
+	s.line = append(s.line, p...)
+}
+
+func (s *SSE) handle(line []byte) {
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	switch {
+	case len(line) == 0:
+		s.event = "" // end of one event
+	case bytes.HasPrefix(line, []byte("data:")):
+		s.Data(s.event, bytes.TrimSpace(line[5:]))
+	case bytes.HasPrefix(line, []byte("event:")):
+		if ev := bytes.TrimSpace(line[6:]); string(ev) != s.event {
+			s.event = string(ev)
+		}
+	}
+}
+
+// Excerpt is a bounded text: appends past MaxExcerpt bytes are dropped.
+type Excerpt []byte
+
+// Add appends s, as much of it as fits.
+func (e *Excerpt) Add(s string) {
+	if room := MaxExcerpt - len(*e); room > 0 {
+		if len(s) > room {
+			s = s[:room]
+		}
+		*e = append(*e, s...)
+	}
+}
+
+// Capture keeps the first Max bytes of an answer that is not a stream.
+type Capture struct {
+	Max int
+	B   []byte
+}
+
+// Write keeps what fits of p.
+func (c *Capture) Write(p []byte) {
+	if room := c.Max - len(c.B); room > 0 {
+		if len(p) > room {
+			p = p[:room]
+		}
+		c.B = append(c.B, p...)
+	}
+}
+
+// Whole returns the captured answer when it was captured whole and is
+// JSON, else nil.
+func (c *Capture) Whole() []byte {
+	if len(c.B) == 0 || len(c.B) >= c.Max || !Valid(c.B) {
+		return nil
+	}
+	return c.B
+}
+
+// ErrorMessage extracts a provider's error message from an error body or
+// an error event: OpenAI's and Anthropic's error.message, a bare "error"
+// string, a "message" or "detail", or the text itself.
+func ErrorMessage(body []byte, status int) string {
+	if Valid(body) {
+		for _, path := range []string{"error.message", "error", "message", "detail"} {
+			if v := gjson.GetBytes(body, path); v.Exists() && v.Type == gjson.String && v.String() != "" {
+				return v.String()
+			}
+		}
+	}
+	msg := strings.TrimSpace(string(body))
+	if msg == "" || strings.HasPrefix(msg, "<") {
+		return http.StatusText(status)
+	}
+	return msg
+}

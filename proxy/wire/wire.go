@@ -1,0 +1,169 @@
+// Package wire is the seam between the proxy's request pipeline and the
+// wire formats it speaks: OpenAI Chat Completions, the OpenAI Responses API
+// and the Anthropic Messages API. A format reads a request (model, stream,
+// system text, the user's task, tool calls and results), puts blocks in
+// front of the system text, observes the provider's answer, and shapes the
+// proxy's own errors. The pipeline (package proxy) does the rest the same
+// way for every format: tenant, recording, guard, recall, forwarding.
+//
+// Adding a format means one package beside proxy/chat, proxy/responses and
+// proxy/messages that implements [Format], plus golden files for its
+// rewrite and fuzz targets for its reader and observer.
+//
+// This package also holds what the formats share: a depth-bounded JSON
+// [Scanner], [Block]s and their JSON escape, and an [SSE] event splitter.
+//
+// # Imports
+//
+// wire imports guard and recall (to strip their blocks) and nothing else of
+// scarproxy. It must not import Echo, providers or a store.
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// Format is one wire format.
+type Format interface {
+	// Name names the format in metrics and logs. It is also the API a
+	// provider must serve to receive the request ("chat", "responses",
+	// "messages", as providers.API*).
+	Name() string
+	// Path is where the request goes below a provider's API root, e.g.
+	// "/chat/completions".
+	Path() string
+	// Read reads a request body. tenant scopes what the format remembers
+	// between turns: one tenant's conversation is never another's. A body
+	// that is not JSON gives a *JSONError; any other error is a request the
+	// format refuses, its text shown to the client in a 400.
+	Read(body []byte, tenant string) (Request, error)
+	// Error is the body of an error the proxy answers itself, in the
+	// API's shape.
+	Error(e Error) []byte
+	// StreamError is the event that tells a client, in the API's stream
+	// format, that the proxy cut its stream short.
+	StreamError(e Error) []byte
+}
+
+// Request is a request read by its format.
+type Request interface {
+	// Info is what was read. The pipeline sets the verdicts of the tool
+	// results and adds the new failures to Failures.
+	Info() *Info
+	// Inject returns the body with blocks in front of its system text,
+	// after stripping the blocks an earlier turn may have left there. When
+	// nothing changes it returns body itself, so the provider receives the
+	// client's exact bytes. A new body is appended to dst[:0] (dst may be
+	// nil). body is the body Read was given.
+	Inject(dst, body []byte, blocks ...Block) ([]byte, error)
+	// Forwarded is called once, just before the body goes to the
+	// provider; the request must not refer to the body afterwards.
+	// remember reports that the reading is complete (every tool result
+	// judged) and may be remembered for the conversation's next turn.
+	Forwarded(remember bool)
+	// Observe returns the observer of the provider's 2xx answer. sse tells
+	// an event stream; keep bounds the bytes of any other answer kept to
+	// read its outcome (0: none, only streams are read).
+	Observe(sse bool, keep int) Observer
+}
+
+// Info is what a format reads of a request.
+type Info struct {
+	Model  string
+	User   string // the request's end-user field, if any
+	Stream bool
+	System string // the system text received, with any earlier blocks
+	Goal   string // the user's task: what recall searches and capture stores
+	Key    string // the conversation's recall key (recall.ConversationKey)
+
+	Tools     []string // names of the tools the assistant called, in order
+	ToolCount int      // tool results in the conversation
+	Failures  int      // how many of them failed; the pipeline adds the new ones
+	// ToolResults are the tool results read from this body; a format that
+	// remembers earlier turns may leave out those it judged before.
+	ToolResults []ToolResult
+}
+
+// UsedTools reports whether the conversation called at least one tool.
+func (in *Info) UsedTools() bool { return len(in.Tools) > 0 || in.ToolCount > 0 }
+
+// ToolResult is one tool result of a request.
+type ToolResult struct {
+	Key     string // names the result for deduplication: "call:" + call id, or "hash:" + a content hash
+	Name    string // the tool's name, when known
+	IsError bool   // the API itself marks the result as an error (Anthropic's is_error, an MCP call's error)
+	Failed  bool   // the verdict, set by the pipeline
+	At      int    // where the result is in the request, in the format's own terms
+	// Raw is the result's content as it stands in the body, decoded by
+	// Decode only when the result is judged (most are seen before).
+	Raw    []byte
+	Decode func(raw []byte) string
+}
+
+// Text returns the result's content as text.
+func (t *ToolResult) Text() string {
+	if t.Decode == nil {
+		return string(t.Raw)
+	}
+	return t.Decode(t.Raw)
+}
+
+// Observer reads a copy of a provider's 2xx answer while the bytes go
+// through unchanged.
+type Observer interface {
+	// Write observes the next chunk of the answer. It never keeps p.
+	Write(p []byte)
+	// Outcome says how the answer ended, once it has.
+	Outcome() Outcome
+}
+
+// Outcome is how a 2xx answer ended.
+type Outcome struct {
+	// Failure says why the answer failed though its status did not: an
+	// error event, a failed or incomplete response, a stream that ended
+	// before its last event. Empty when it did not fail.
+	Failure string
+	// Final reports a final answer: the model is done (finish_reason stop,
+	// stop_reason end_turn, a completed response that calls no tool).
+	Final bool
+	// Answer is a bounded excerpt of the final answer's text.
+	Answer string
+}
+
+// Error is an error the proxy answers itself. Type and Code follow
+// OpenAI's vocabulary; a format maps them to its own.
+type Error struct {
+	Status  int
+	Message string
+	Type    string // "invalid_request_error", "api_error", "timeout"...
+	Code    string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// BadRequest is a 400 for input the proxy refuses.
+func BadRequest(msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: msg, Type: "invalid_request_error", Code: "invalid_request"}
+}
+
+// HashKey names a tool result that has no call id by its tool's name and
+// content.
+func HashKey(name string, raw []byte) string {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(raw)
+	return "hash:" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+var mockDirective = regexp.MustCompile(`\[\[mock:[^\]]*\]\]`)
+
+// Task is the user's task as recall searches and capture stores it: the
+// text, trimmed, without the mock provider's [[mock:...]] directives.
+func Task(text string) string {
+	return strings.TrimSpace(mockDirective.ReplaceAllString(text, ""))
+}
