@@ -3,20 +3,16 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // testBlocks is a guard block followed by a recall block, as the proxy
 // composes them.
@@ -47,26 +43,6 @@ func rewrite(body []byte, blocks ...string) ([]byte, error) {
 	return injectSystem(nil, body, conv, parts...)
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from golden file:\n got %s\nwant %s", name, got, want)
-	}
-}
-
 func TestInjectGolden(t *testing.T) {
 	blocks := testBlocks()
 	tests := []struct{ name, body string }{
@@ -88,7 +64,7 @@ func TestInjectGolden(t *testing.T) {
 			}
 			var pretty bytes.Buffer
 			json.Indent(&pretty, out, "", "  ")
-			golden(t, "inject_"+tc.name+".json", pretty.Bytes())
+			agenttest.Golden(t, "inject_"+tc.name+".json", pretty.Bytes())
 
 			// Injecting again into the rewritten body changes nothing:
 			// old blocks are stripped first, so a block never appears twice.

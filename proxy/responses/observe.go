@@ -156,7 +156,7 @@ func (o *observer) Outcome() wire.Outcome {
 // remember keeps the conversation's state after this response.
 func (o *observer) remember() {
 	r := o.r
-	if o.id == "" || r.chains == nil {
+	if o.id == "" {
 		return
 	}
 	in := &r.info

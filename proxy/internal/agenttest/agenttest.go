@@ -7,11 +7,17 @@ package agenttest
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -108,4 +114,73 @@ func ChatStream(n int, finish string) [][]byte {
 		reads = append(reads, bytes.Join(events[i:min(i+3, len(events))], nil))
 	}
 	return reads
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// Golden compares got with the file testdata/name of the test's package;
+// go test -update rewrites the file.
+func Golden(t testing.TB, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from golden file:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+// Blocks are the guard and recall blocks of BlockParts, made as the proxy
+// makes them.
+func Blocks() []wire.Block {
+	g, r := BlockParts()
+	return []wire.Block{wire.NewBlock(g), wire.NewBlock(r)}
+}
+
+// SplitAt cuts b into pieces at the given offsets (taken modulo len(b)+1,
+// in any order): a stream as reads may return it.
+func SplitAt(b []byte, cuts ...int) [][]byte {
+	at := []int{0, len(b)}
+	for _, c := range cuts {
+		at = append(at, ((c%(len(b)+1))+len(b)+1)%(len(b)+1))
+	}
+	slices.Sort(at)
+	var out [][]byte
+	for i := 1; i < len(at); i++ {
+		out = append(out, b[at[i-1]:at[i]])
+	}
+	return out
+}
+
+// SameMembers fails t unless the top-level objects in and out have the
+// same members, each byte for byte, but the one named except.
+func SameMembers(t testing.TB, in, out []byte, except string) {
+	t.Helper()
+	var a, b map[string]json.RawMessage
+	if err := json.Unmarshal(in, &a); err != nil {
+		t.Fatalf("in: %v", err)
+	}
+	if err := json.Unmarshal(out, &b); err != nil {
+		t.Fatalf("out: %v", err)
+	}
+	delete(a, except)
+	delete(b, except)
+	if len(a) != len(b) {
+		t.Fatalf("%d members, were %d: %s", len(b), len(a), out)
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			t.Fatalf("member %q changed: %s -> %s", k, v, b[k])
+		}
+	}
 }

@@ -1,0 +1,280 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/tidwall/gjson"
+)
+
+// codexTurn is a Codex CLI turn in the shape it sends: instructions, a
+// developer message, the user's messages, a function call and its failed
+// output, and the other kinds of tool output.
+const codexTurn = `{"model":"gpt-5-codex","instructions":"You are Codex, a coding agent.","stream":true,"store":false,
+"input":[
+ {"type":"message","role":"developer","content":[{"type":"input_text","text":"<permissions instructions>"}]},
+ {"type":"message","role":"user","content":[{"type":"input_text","text":"Write hello.py and run it"}]},
+ {"type":"reasoning","summary":[],"encrypted_content":"gAAA"},
+ {"type":"function_call","name":"shell_command","arguments":"{\"command\":\"python3 hello.py\"}","call_id":"call_A"},
+ {"type":"function_call_output","call_id":"call_A","output":"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 1\nOriginal token count: 20\nOutput:\n  File \"hello.py\", line 1\n    print(1\nSyntaxError: '(' was never closed\n"},
+ {"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch","call_id":"call_B"},
+ {"type":"custom_tool_call_output","call_id":"call_B","output":[{"type":"input_text","text":"Success. Updated the following files:"}]},
+ {"type":"local_shell_call","call_id":"call_C","action":{"type":"exec","command":["ls"]},"status":"completed"},
+ {"type":"local_shell_call_output","call_id":"call_C","output":"hello.py"},
+ {"type":"mcp_call","id":"mcp_1","name":"fetch","server_label":"web","arguments":"{}","error":"connection refused"},
+ {"type":"shell_call","call_id":"call_D","action":{"commands":["go build"]}},
+ {"type":"shell_call_output","call_id":"call_D","output":[{"stdout":"","stderr":"undefined: x","outcome":{"type":"exit","exit_code":1}}]}
+],"tools":[{"type":"function","name":"shell_command"}]}`
+
+func TestRead(t *testing.T) {
+	r, err := read([]byte(codexTurn), "t", newChains(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := r.Info()
+	if in.Model != "gpt-5-codex" || !in.Stream || in.System != "You are Codex, a coding agent." || in.Goal != "Write hello.py and run it" {
+		t.Fatalf("model %q stream %v system %q goal %q", in.Model, in.Stream, in.System, in.Goal)
+	}
+	if got := strings.Join(in.Tools, ","); got != "shell_command,apply_patch,local_shell,fetch,shell" {
+		t.Errorf("tools %s", got)
+	}
+	want := []struct {
+		key, name string
+		isErr     bool
+		text      string
+	}{
+		{"call:call_A", "shell_command", false, "Process exited with code 1"},
+		{"call:call_B", "apply_patch", false, "Success. Updated"},
+		{"call:call_C", "local_shell", false, "hello.py"},
+		{"call:mcp_1", "fetch", true, "connection refused"},
+		{"call:call_D", "shell", true, "undefined: x"},
+	}
+	if len(in.ToolResults) != len(want) || in.ToolCount != len(want) {
+		t.Fatalf("%d tool results, want %d", len(in.ToolResults), len(want))
+	}
+	for i, w := range want {
+		tr := in.ToolResults[i]
+		if tr.Key != w.key || tr.Name != w.name || tr.IsError != w.isErr || !strings.Contains(tr.Text(), w.text) {
+			t.Errorf("result %d: %s %s %v %q", i, tr.Key, tr.Name, tr.IsError, tr.Text())
+		}
+	}
+	if in.Key != recall.ConversationKey(in.System, in.Goal) {
+		t.Errorf("key %q", in.Key)
+	}
+}
+
+func TestReadStringInputAndDuplicates(t *testing.T) {
+	r, err := read([]byte(`{"model":"m","input":"Parse a CSV file [[mock:echo]]"}`), "t", nil)
+	if err != nil || r.info.Goal != "Parse a CSV file" {
+		t.Fatalf("goal %q, %v", r.info.Goal, err)
+	}
+	var dup *wire.DuplicateKeyError
+	if _, err := read([]byte(`{"input":"a","input":"b"}`), "t", nil); !errors.As(err, &dup) || dup.Key != "input" {
+		t.Fatalf("err = %v", err)
+	}
+	var je *wire.JSONError
+	if _, err := read([]byte(`{"input":`), "t", nil); !errors.As(err, &je) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestPreviousResponseChain: a request that continues a stored response
+// carries only its new items; the conversation's task, tools and the
+// names of the calls the response made come from the chain memory, per
+// tenant.
+func TestPreviousResponseChain(t *testing.T) {
+	ch := newChains(8)
+	first := `{"model":"m","input":[{"role":"user","content":"Fix the build"}]}`
+	r, err := read([]byte(first), "t", ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := r.Observe(true, 0)
+	o.Write([]byte(completedStream("resp_1", `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"run_shell","arguments":"{}"}`)))
+	if out := o.Outcome(); out.Failure != "" || out.Final {
+		t.Fatalf("first turn: %+v", out)
+	}
+	next := `{"model":"m","previous_response_id":"resp_1","input":[{"type":"function_call_output","call_id":"call_1","output":"exit code 1"}]}`
+	r2, err := read([]byte(next), "t", ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := r2.Info()
+	if in.Goal != "Fix the build" || in.Key != r.info.Key || strings.Join(in.Tools, ",") != "run_shell" || in.ToolResults[0].Name != "run_shell" {
+		t.Fatalf("continued turn: goal %q key %q tools %v results %+v", in.Goal, in.Key, in.Tools, in.ToolResults)
+	}
+	// Another tenant does not continue this tenant's chain.
+	r3, _ := read([]byte(next), "other", ch)
+	if r3.info.Goal != "" || r3.info.ToolResults[0].Name != "" {
+		t.Fatalf("another tenant read %q / %q", r3.info.Goal, r3.info.ToolResults[0].Name)
+	}
+}
+
+func completedStream(id, item string) string {
+	return "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"" + id + "\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n" +
+		"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":" + item + "}\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":2,\"output_index\":0,\"item\":" + item + "}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"id\":\"" + id + "\",\"object\":\"response\",\"status\":\"completed\",\"output\":[" + item + "]}}\n\n"
+}
+
+const textItem = `{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Hello world","annotations":[]}]}`
+
+func textStream(id string) string {
+	s := completedStream(id, textItem)
+	at := strings.Index(s, "event: response.output_item.done")
+	return s[:at] + "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hello \"}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"world\"}\n\n" + s[at:]
+}
+
+func observe(sse bool, chunks ...[]byte) wire.Outcome {
+	r := &request{}
+	o := r.Observe(sse, 0)
+	for _, c := range chunks {
+		o.Write(c)
+	}
+	return o.Outcome()
+}
+
+func TestObserve(t *testing.T) {
+	full := textStream("resp_1")
+	tests := []struct {
+		name   string
+		sse    bool
+		answer string
+		want   wire.Outcome
+	}{
+		{"final answer", true, full, wire.Outcome{Final: true, Answer: "Hello world"}},
+		{"a function call is not final", true, completedStream("resp_2", `{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`), wire.Outcome{}},
+		{"cut before response.completed", true, full[:strings.Index(full, "event: response.completed")], wire.Outcome{Failure: "stream ended before response.completed"}},
+		{"error event", true, full[:150] + "\n\nevent: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error\",\"param\":null}\n\n", wire.Outcome{Failure: "The server had an error"}},
+		{"response.failed", true, "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"model overloaded\"}}}\n\n", wire.Outcome{Failure: "model overloaded"}},
+		{"response.incomplete", true, "event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"id\":\"r\",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"}}}\n\n", wire.Outcome{Failure: "response incomplete: max_output_tokens"}},
+		{"JSON final", false, `{"id":"resp_3","object":"response","status":"completed","output":[` + textItem + `]}`, wire.Outcome{Final: true, Answer: "Hello world"}},
+		{"JSON function call", false, `{"id":"resp_4","object":"response","status":"completed","output":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`, wire.Outcome{}},
+		{"JSON incomplete", false, `{"id":"resp_5","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`, wire.Outcome{Failure: "response incomplete: max_output_tokens"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := observe(tt.sse, []byte(tt.answer)); got != tt.want {
+				t.Fatalf("outcome %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzObserve: the same stream, cut into reads anywhere, gives the same
+// outcome.
+func FuzzObserve(f *testing.F) {
+	f.Add(textStream("resp_1"), 7, 300, 555)
+	f.Add(completedStream("r", `{"type":"custom_tool_call","call_id":"c","name":"apply_patch"}`), 1, 2, 3)
+	f.Add("event: error\ndata: {\"type\":\"error\",\"message\":\"x\"}\n\n", 5, 40, 90)
+	f.Fuzz(func(t *testing.T, answer string, a, b, c int) {
+		whole := observe(true, []byte(answer))
+		if got := observe(true, agenttest.SplitAt([]byte(answer), a, b, c)...); got != whole {
+			t.Fatalf("split at %d,%d,%d: %+v, whole: %+v", a, b, c, got, whole)
+		}
+	})
+}
+
+func inject(t *testing.T, body string, blocks ...wire.Block) []byte {
+	t.Helper()
+	r, err := read([]byte(body), "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Inject(nil, []byte(body), blocks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestInjectGolden(t *testing.T) {
+	blocks := agenttest.Blocks()
+	old := guard.Block([]guard.Entry{{Pattern: "RATE LIMIT", Count: 3, Hint: "Slow down."}})
+	oldJSON, _ := json.Marshal(old + "\nYou are Codex.")
+	tests := []struct{ name, body string }{
+		{"no_instructions", `{"model":"m","input":"hi"}`},
+		{"string_instructions", `{"model":"m","instructions":"You are Codex.","input":[{"role":"user","content":"hi"}],"stream":true}`},
+		{"instructions_with_old_block", `{"model":"m","instructions":` + string(oldJSON) + `,"input":"hi"}`},
+		{"null_instructions", `{"model":"m","instructions":null,"previous_response_id":"resp_1","input":[]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := inject(t, tc.body, blocks...)
+			if !json.Valid(out) {
+				t.Fatalf("invalid JSON: %s", out)
+			}
+			var pretty bytes.Buffer
+			json.Indent(&pretty, out, "", "  ")
+			agenttest.Golden(t, "inject_"+tc.name+".json", pretty.Bytes())
+			if !strings.HasPrefix(gjson.GetBytes(out, "instructions").Str, guard.BlockStart) {
+				t.Fatalf("instructions do not open with the guard: %s", out)
+			}
+			if again := inject(t, string(out), blocks...); !bytes.Equal(again, out) {
+				t.Fatalf("re-injection is not stable:\n%s\n%s", out, again)
+			}
+			stripped := inject(t, string(out))
+			if strings.Contains(string(stripped), guard.BlockStart) || strings.Contains(string(stripped), recall.BlockStart) {
+				t.Fatalf("blocks left after strip: %s", stripped)
+			}
+		})
+	}
+	for _, body := range []string{`{"instructions":["x"],"input":"hi"}`, `{"instructions":1}`, `"just a string"`} {
+		if out := inject(t, body, blocks...); string(out) != body {
+			t.Fatalf("changed %s -> %s", body, out)
+		}
+	}
+}
+
+// FuzzInject: the rewritten body is valid JSON, keeps every member but
+// instructions byte for byte, and its instructions open with the blocks.
+func FuzzInject(f *testing.F) {
+	f.Add(codexTurn, true)
+	f.Add(`{"instructions":"x"}`, true)
+	f.Add(`{"instructions":null}`, false)
+	f.Add(`{}`, true)
+	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
+		r, err := read([]byte(body), "t", nil)
+		if err != nil {
+			return
+		}
+		var blocks []wire.Block
+		if withBlocks {
+			blocks = agenttest.Blocks()
+		}
+		out, err := r.Inject(nil, []byte(body), blocks...)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON from %q: %q", body, out)
+		}
+		in := gjson.Parse(body)
+		if !in.IsObject() {
+			if string(out) != body {
+				t.Fatalf("a body that is not an object changed: %q", out)
+			}
+			return
+		}
+		agenttest.SameMembers(t, []byte(body), out, "instructions")
+		ins := gjson.GetBytes(out, "instructions")
+		if withBlocks && ins.Type == gjson.String && !strings.HasPrefix(ins.Str, guard.BlockStart) {
+			t.Fatalf("instructions %q", ins.Str)
+		}
+	})
+}
+
+func TestStreamErrorIsReadAsAFailure(t *testing.T) {
+	ev := New().StreamError(wire.Error{Status: 504, Message: "provider timed out", Code: "provider_timeout"})
+	if got := observe(true, []byte(textStream("r")[:200]+"\n\n"), ev); got.Failure != "provider timed out" {
+		t.Fatalf("%+v from %q", got, ev)
+	}
+}
