@@ -15,8 +15,14 @@ const (
 	jsonField where = iota // a top-level field of a JSON object (or of its "metadata" object)
 	firstLine              // the first non-empty line, leading white space removed
 	firstTwo               // the first two non-empty lines, joined by "\n"
+	headLines              // each of the first headCount non-empty lines
 	lastLines              // each of the last tailLines non-empty lines
 )
+
+// headCount is how many leading lines headLines rules look at: agents wrap
+// a command's output in a header of their own (Codex: "Chunk ID: …",
+// "Wall time: …", then "Process exited with code 1").
+const headCount = 4
 
 // tailLines is how many trailing lines lastLines rules look at: test
 // runners and build tools print their verdict in the last few lines.
@@ -73,7 +79,7 @@ var toolRules = []toolRule{
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
 	{name: "unhandled", where: firstLine, re: mustRe(`^(?:Uncaught|Unhandled)\b`)},
 	{name: "command failed", where: firstLine, re: mustRe(`^(?:Command failed\b|Command (?:exited|returned) (?:with )?(?:a )?non-zero)`)},
-	{name: "exit code", where: firstLine, re: mustRe(exitCodeRe), nonZeroGroup: true},
+	{name: "exit code", where: headLines, re: mustRe(exitCodeRe), nonZeroGroup: true},
 	{name: "shell error", where: firstLine, re: mustRe(`^(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
 	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|Is a directory|Not a directory|not found$)`)},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:No such file or directory|Permission denied|Access denied|Operation not permitted)\b`)},
@@ -158,9 +164,22 @@ func jsonFailed(fields map[string]json.RawMessage) bool {
 }
 
 func textFailed(s string) bool {
-	first, second, tail := lines(s)
+	head, tail := lines(s)
+	first, second := "", ""
+	if len(head) > 0 {
+		first = head[0]
+	}
+	if len(head) > 1 {
+		second = head[1]
+	}
 	for _, r := range toolRules {
 		switch r.where {
+		case headLines:
+			for _, l := range head {
+				if r.matches(l) {
+					return true
+				}
+			}
 		case firstLine:
 			if r.matches(first) {
 				return true
@@ -198,10 +217,10 @@ func (r *toolRule) matches(line string) bool {
 	return err != nil || n != 0
 }
 
-// lines returns the first two non-empty lines of s and its last tailLines
-// non-empty lines, last first (white space trimmed, each capped at
-// maxRuleLine bytes).
-func lines(s string) (first, second string, tail []string) {
+// lines returns the first headCount non-empty lines of s and its last
+// tailLines non-empty lines, last first (white space trimmed, each capped
+// at maxRuleLine bytes).
+func lines(s string) (head, tail []string) {
 	cut := func(l string) string {
 		l = strings.TrimSpace(l)
 		if len(l) > maxRuleLine {
@@ -209,15 +228,11 @@ func lines(s string) (first, second string, tail []string) {
 		}
 		return l
 	}
-	for rest := s; rest != "" && second == ""; {
+	for rest := s; rest != "" && len(head) < headCount; {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\n")
-		switch l = cut(l); {
-		case l == "":
-		case first == "":
-			first = l
-		default:
-			second = l
+		if l = cut(l); l != "" {
+			head = append(head, l)
 		}
 	}
 	for end := len(s); end > 0 && len(tail) < tailLines; {
@@ -227,7 +242,7 @@ func lines(s string) (first, second string, tail []string) {
 		}
 		end = start - 1
 	}
-	return first, second, tail
+	return head, tail
 }
 
 // JSON value tests.

@@ -2,11 +2,15 @@ package messages
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
+
+// billingHeader opens the text block Claude Code sends first in system.
+const billingHeader = "x-anthropic-billing-header:"
 
 // Info implements [wire.Request].
 func (r *request) Info() *wire.Info { return &r.info }
@@ -44,7 +48,9 @@ func (r *request) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error)
 }
 
 // rewriteBlocks handles a system given as an array of content blocks: the
-// new blocks become a text block of their own, first; earlier blocks are
+// new blocks become a text block of their own, first (after a leading
+// billing header, which Claude Code sends as a text block of its own and
+// which is no instruction to the model); earlier blocks are
 // stripped from every text block. A text block that held only earlier
 // blocks is dropped; its cache_control, if it had one, moves to the new
 // text block, so the request keeps its cache breakpoints (never more).
@@ -52,11 +58,15 @@ func (r *request) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error)
 // it changed.
 func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) {
 	changed := !wire.Empty(blocks)
-	var kept [][]byte
+	var lead, kept [][]byte
 	var moved []byte // cache_control of a dropped block
 	var err error
 	arr.ForEach(func(_, b gjson.Result) bool {
 		raw := []byte(b.Raw)
+		if len(kept) == 0 && len(lead) == 0 && strings.HasPrefix(b.Get("text").String(), billingHeader) {
+			lead = append(lead, raw)
+			return true
+		}
 		if t := b.Get("text"); b.Get("type").String() == "text" && t.Type == gjson.String {
 			if stripped := wire.Strip(t.Str); stripped != t.Str {
 				changed = true
@@ -79,6 +89,10 @@ func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) 
 		return nil, false, err
 	}
 	out := []byte{'['}
+	if len(lead) > 0 {
+		out = append(out, lead[0]...)
+		out = append(out, ',')
+	}
 	if !wire.Empty(blocks) {
 		out = append(out, `{"type":"text","text":"`...)
 		out = wire.AppendBlocks(out, blocks)
@@ -93,5 +107,6 @@ func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) 
 		}
 	}
 	out = append(out, bytes.Join(kept, []byte{','})...)
+	out = bytes.TrimSuffix(out, []byte{','})
 	return append(out, ']'), true, nil
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -299,6 +302,64 @@ func TestErrorShapes(t *testing.T) {
 		}
 		if got := observe(true, 0, []byte(stream("end_turn")[:300]+"\n\n"), []byte(ev)); got.Failure != "why" {
 			t.Errorf("%d: the observer reads the proxy's own stream error as %+v", tt.status, got)
+		}
+	}
+}
+
+// TestClaudeCodeRequests reads the requests Claude Code sent, captured as
+// they were (testdata/agents): its Bash command fails the same way on the
+// first two turns.
+func TestClaudeCodeRequests(t *testing.T) {
+	for turn, failed := range []int{0, 1, 2} {
+		name := fmt.Sprintf("agents/claude-turn%d.json", turn+1)
+		body, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := read(body)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		in := r.Info()
+		if !in.Stream || in.Model == "" || !strings.Contains(in.System, "Claude") || !strings.Contains(in.Goal, "hello.py") {
+			t.Fatalf("%s: model %q stream %v system %.60q goal %.80q", name, in.Model, in.Stream, in.System, in.Goal)
+		}
+		n := 0
+		for _, tr := range in.ToolResults {
+			if tr.IsError && tr.Name == "Bash" && guard.ToolFailed(tr.Text()) {
+				n++
+			}
+		}
+		if n != failed || in.ToolCount != failed {
+			t.Fatalf("%s: %d failed Bash results of %d, want %d", name, n, in.ToolCount, failed)
+		}
+		out, err := r.Inject(nil, body, agenttest.Blocks()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agenttest.SameMembers(t, body, out, "system")
+		sys := gjson.GetBytes(out, "system").Array()
+		// The billing header stays first, then the blocks, then the
+		// prompt with its cache breakpoints where they were.
+		if !strings.HasPrefix(sys[0].Get("text").Str, billingHeader) || !strings.HasPrefix(sys[1].Get("text").Str, guard.BlockStart) ||
+			strings.Count(string(out), "cache_control") != strings.Count(string(body), "cache_control") {
+			t.Fatalf("%s: system %s", name, gjson.GetBytes(out, "system").Raw[:300])
+		}
+	}
+}
+
+func TestClaudeCodeAnswers(t *testing.T) {
+	for name, want := range map[string]wire.Outcome{
+		"agents/claude-sse-turn1.txt": {},
+		"agents/claude-sse-turn3.txt": {Final: true},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := observe(true, 0, b)
+		if got.Failure != "" || got.Final != want.Final || (got.Final && got.Answer == "") {
+			t.Errorf("%s: %+v", name, got)
 		}
 	}
 }

@@ -17,6 +17,8 @@ type request struct {
 	tenant string
 	chains *chains
 	names  map[string]string // call id -> tool name, of the calls read so far
+
+	systemSeen bool // a developer or system message was read as the system text
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
@@ -72,8 +74,18 @@ func (r *request) readItem(item gjson.Result, at int) {
 	typ := item.Get("type").String()
 	switch {
 	case typ == "message" || typ == "" && item.Get("role").Exists():
-		if in.Goal == "" && item.Get("role").String() == "user" {
-			in.Goal = wire.Task(partsText(item.Get("content")))
+		switch item.Get("role").String() {
+		case "user":
+			if in.Goal == "" {
+				in.Goal = wire.Task(partsText(item.Get("content")))
+			}
+		case "developer", "system":
+			// Without instructions (Codex sends none), the system text is
+			// the first developer or system message.
+			if !r.instructions.OK() && !r.systemSeen {
+				r.systemSeen = true
+				in.System = partsText(item.Get("content"))
+			}
 		}
 	case typ == "mcp_call":
 		// A call and its result in one item.
@@ -91,8 +103,12 @@ func (r *request) readItem(item gjson.Result, at int) {
 		id := callID(item)
 		isErr := item.Get("status").String() == "failed"
 		item.Get("output").ForEach(func(_, o gjson.Result) bool {
-			// shell_call_output: one outcome per command.
+			// shell_call_output: one outcome per command; Codex's exec
+			// tool: a text part holding its command's result as JSON.
 			if c := o.Get("outcome.exit_code"); c.Exists() && c.Int() != 0 {
+				isErr = true
+			}
+			if code, _, ok := commandResult(o.Get("text").String()); ok && code != 0 {
 				isErr = true
 			}
 			return true
@@ -142,9 +158,22 @@ func callID(item gjson.Result) string {
 }
 
 // outputText is the text of a tool output: a string, or the text of its
-// parts (input_text, output_text), or the stdout and stderr of a shell
-// call's outputs.
+// parts (input_text, output_text; the output of a command result), or the
+// stdout and stderr of a shell call's outputs.
 func outputText(raw []byte) string { return partsText(gjson.ParseBytes(raw)) }
+
+// commandResult reads a command's result that Codex's exec tool returns
+// as a JSON text: {"exit_code":1,"output":"..."}.
+func commandResult(text string) (code int64, output string, ok bool) {
+	if len(text) < 2 || text[0] != '{' || !strings.Contains(text, `"exit_code"`) || !wire.Valid([]byte(text)) {
+		return 0, "", false
+	}
+	res := gjson.GetMany(text, "exit_code", "output")
+	if res[0].Type != gjson.Number {
+		return 0, "", false
+	}
+	return res[0].Int(), res[1].String(), true
+}
 
 // partsText is the text of a string or of an array of content parts,
 // joined by newlines.
@@ -159,6 +188,9 @@ func partsText(v gjson.Result) string {
 	v.ForEach(func(_, p gjson.Result) bool {
 		for _, k := range []string{"text", "stdout", "stderr"} {
 			if t := p.Get(k); t.Type == gjson.String && t.Str != "" {
+				if _, out, ok := commandResult(t.Str); ok {
+					t.Str = out
+				}
 				parts = append(parts, t.Str)
 			}
 		}

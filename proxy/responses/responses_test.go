@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -276,5 +278,67 @@ func TestStreamErrorIsReadAsAFailure(t *testing.T) {
 	ev := New().StreamError(wire.Error{Status: 504, Message: "provider timed out", Code: "provider_timeout"})
 	if got := observe(true, []byte(textStream("r")[:200]+"\n\n"), ev); got.Failure != "provider timed out" {
 		t.Fatalf("%+v from %q", got, ev)
+	}
+}
+
+// TestCodexRequests reads the requests Codex CLI sent, captured as they
+// were (testdata/agents), in its two tool modes: "exec" scripts whose
+// output is an array of parts (its default model), and function tools
+// whose output is a string (gpt-5.5). Its command fails the same way on
+// the first two turns.
+func TestCodexRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		failed int
+	}{
+		{"codex-turn1.json", 0}, {"codex-turn2.json", 1}, {"codex-turn3.json", 2},
+		{"codex-gpt-5.5-turn2.json", 1}, {"codex-gpt-5.5-turn3.json", 2},
+	} {
+		body, err := os.ReadFile(filepath.Join("testdata", "agents", tc.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := read(body, "t", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		in := r.Info()
+		if !in.Stream || in.Model == "" || in.System == "" || in.Goal == "" {
+			t.Fatalf("%s: model %q stream %v system %.60q goal %.80q", tc.name, in.Model, in.Stream, in.System, in.Goal)
+		}
+		n := 0
+		for _, tr := range in.ToolResults {
+			// The verdict the pipeline gives, and the error line it stores.
+			if (tr.IsError || guard.ToolFailed(tr.Text())) && tr.Name != "" && strings.Contains(tr.Text(), "\nSyntaxError: ") {
+				n++
+			}
+		}
+		if n != tc.failed || in.ToolCount != tc.failed {
+			t.Fatalf("%s: %d failed results of %d, want %d", tc.name, n, in.ToolCount, tc.failed)
+		}
+		out, err := r.Inject(nil, body, agenttest.Blocks()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agenttest.SameMembers(t, body, out, "instructions")
+		if !strings.HasPrefix(gjson.GetBytes(out, "instructions").Str, guard.BlockStart) {
+			t.Fatalf("%s: instructions %q", tc.name, gjson.GetBytes(out, "instructions").Str)
+		}
+	}
+}
+
+func TestCodexAnswers(t *testing.T) {
+	for name, final := range map[string]bool{
+		"codex-sse-turn1.txt": false, "codex-sse-turn3.txt": true,
+		"codex-gpt-5.5-sse-turn1.txt": false, "codex-gpt-5.5-sse-turn3.txt": true,
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "agents", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := observe(true, b)
+		if got.Failure != "" || got.Final != final || (final && got.Answer == "") {
+			t.Errorf("%s: %+v", name, got)
+		}
 	}
 }

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/tidwall/gjson"
+)
+
+// wireFormat builds requests of one API and reads the system text the
+// provider received.
+type wireFormat struct {
+	name, path string
+	// turn is a request whose history holds n failed calls of run_shell,
+	// each answered by the same syntax error.
+	turn func(n int) string
+	// system is the system text of a request as forwarded.
+	system func(body []byte) string
+	// answer is the provider's final answer in the API's shape.
+	answer string
+}
+
+const syntaxError = "  File \"hello.py\", line 1\n    print(1\n         ^\nSyntaxError: '(' was never closed"
+
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+var wireFormats = []wireFormat{
+	{
+		name: "chat", path: "/v1/chat/completions",
+		turn: func(n int) string {
+			msgs := []string{`{"role":"system","content":"You are a coding agent."}`, `{"role":"user","content":"Write hello.py and run it"}`}
+			for i := 1; i <= n; i++ {
+				id := fmt.Sprintf("call_%d", i)
+				msgs = append(msgs,
+					`{"role":"assistant","content":null,"tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"run_shell","arguments":"{\"cmd\":\"python3 hello.py\"}"}}]}`,
+					`{"role":"tool","tool_call_id":"`+id+`","content":`+jsonText("Exit code 1\n"+syntaxError)+`}`)
+			}
+			return `{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`
+		},
+		system: func(b []byte) string { return gjson.GetBytes(b, "messages.0.content").String() },
+		answer: `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}`,
+	},
+	{
+		name: "responses", path: "/v1/responses",
+		turn: func(n int) string {
+			items := []string{`{"type":"message","role":"user","content":[{"type":"input_text","text":"Write hello.py and run it"}]}`}
+			for i := 1; i <= n; i++ {
+				id := fmt.Sprintf("call_%d", i)
+				items = append(items,
+					`{"type":"function_call","name":"run_shell","arguments":"{}","call_id":"`+id+`"}`,
+					`{"type":"function_call_output","call_id":"`+id+`","output":`+jsonText("Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 1\nOutput:\n"+syntaxError)+`}`)
+			}
+			return `{"model":"m","instructions":"You are Codex.","input":[` + strings.Join(items, ",") + `]}`
+		},
+		system: func(b []byte) string { return gjson.GetBytes(b, "instructions").String() },
+		answer: `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}]}`,
+	},
+	{
+		name: "messages", path: "/v1/messages?beta=true",
+		turn: func(n int) string {
+			msgs := []string{`{"role":"user","content":[{"type":"text","text":"Write hello.py and run it"}]}`}
+			for i := 1; i <= n; i++ {
+				id := fmt.Sprintf("toolu_%d", i)
+				msgs = append(msgs,
+					`{"role":"assistant","content":[{"type":"tool_use","id":"`+id+`","name":"Bash","input":{"command":"python3 hello.py"}}]}`,
+					`{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+id+`","is_error":true,"content":`+jsonText("Exit code 1\n"+syntaxError)+`}]}`)
+			}
+			return `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],"messages":[` + strings.Join(msgs, ",") + `]}`
+		},
+		system: func(b []byte) string { return gjson.GetBytes(b, "system.0.text").String() },
+		answer: `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn"}`,
+	},
+}
+
+// allAPIs is an upstream that serves the three APIs, answering each in its
+// own shape.
+func allAPIs(url string) providers.Config {
+	return providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: url, APIs: []string{providers.APIChat, providers.APIResponses, providers.APIMessages}}
+}
+
+func answerByPath(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	for _, f := range wireFormats {
+		if strings.HasPrefix(f.path, "/v1"+strings.TrimPrefix(r.URL.Path, "/v1")) {
+			io.WriteString(w, f.answer)
+			return
+		}
+	}
+	http.NotFound(w, r)
+}
+
+// TestEveryFormatRecordsOnceAndGuardsTheNextTurn: in each wire format, a
+// failed tool result is recorded once however often the history is
+// re-sent, and once the failure repeats the guard opens the system text
+// the provider receives.
+func TestEveryFormatRecordsOnceAndGuardsTheNextTurn(t *testing.T) {
+	for _, f := range wireFormats {
+		t.Run(f.name, func(t *testing.T) {
+			up := newRecorder(t, answerByPath)
+			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+			ws := "ws-" + f.name
+			send := func(n int) (*http.Response, received) {
+				t.Helper()
+				res := h.do(http.MethodPost, f.path, []byte(f.turn(n)), map[string]string{HeaderWorkspace: ws})
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				h.inflight.Wait()
+				if res.StatusCode != 200 {
+					t.Fatalf("status %d", res.StatusCode)
+				}
+				return res, up.last(t)
+			}
+			res, got := send(1)
+			if n := len(h.incidents(ws, "default")); n != 1 || res.Header.Get(HeaderGuard) != "0" {
+				t.Fatalf("turn 1: %d incidents, guard %s", n, res.Header.Get(HeaderGuard))
+			}
+			if strings.Contains(f.system(got.Body), guard.BlockStart) {
+				t.Fatal("turn 1 carries a guard for a failure seen once")
+			}
+			if got.RawPath+"?"+got.Query != "/"+strings.TrimPrefix(f.path, "/v1/") && !strings.HasPrefix(f.path, "/v1"+got.RawPath) {
+				t.Fatalf("forwarded to %s?%s", got.RawPath, got.Query)
+			}
+			// The same history again, then with a second failure of the
+			// same kind: the first is not recorded again.
+			send(1)
+			res, got = send(2)
+			incs := h.incidents(ws, "default")
+			if len(incs) != 2 || incs[0].Type != store.TypeToolError {
+				t.Fatalf("turn 3: %d incidents %+v", len(incs), incs)
+			}
+			if res.Header.Get(HeaderGuard) != "1" || !strings.HasPrefix(f.system(got.Body), guard.BlockStart) {
+				t.Fatalf("turn 3: guard header %s, system text %q", res.Header.Get(HeaderGuard), f.system(got.Body))
+			}
+			// And the next turn, which re-sends both, is guarded too.
+			res, got = send(2)
+			if n := len(h.incidents(ws, "default")); n != 2 || res.Header.Get(HeaderGuard) != "1" || !strings.HasPrefix(f.system(got.Body), guard.BlockStart) {
+				t.Fatalf("turn 4: %d incidents, guard %s", n, res.Header.Get(HeaderGuard))
+			}
+		})
+	}
+}
