@@ -1,0 +1,580 @@
+package providers
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Mock is the offline provider. It speaks the three APIs the proxy forwards,
+// each with its real JSON shapes, SSE events, usage and error bodies:
+//
+//	POST /chat/completions  OpenAI Chat Completions (SSE chunks ending in "data: [DONE]")
+//	POST /responses         OpenAI Responses (named SSE events with sequence_number)
+//	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
+//	GET  /models            the models in [MockModels], OpenAI-shaped
+//
+// It is deterministic: the same request gets the same answer (ids derive
+// from the request body; only the timestamps follow [Mock.Now]).
+//
+// # Directives
+//
+// Directives in the last user text make it misbehave on purpose. The last
+// user text is the last message of role user (chat); the input string, or
+// the last input item of role user (responses); the last message of role
+// user that is not only tool_result blocks (messages). Without directives
+// the answer is "Mock answer to: " followed by the user text (directives
+// removed, at most 200 characters), or "Mock answer." when nothing is left.
+//
+//	[[mock:status=429]]   answer that status with the error body the real API
+//	                      sends for it (OpenAI's shape for chat and responses,
+//	                      Anthropic's for messages); a 2xx status is ignored
+//	[[mock:delay=3s]]     wait before answering (ends early if the request is cancelled)
+//	[[mock:tool=NAME]]    answer with a call to tool NAME with arguments {}
+//	[[mock:tool=NAME args={"path":"a.go"}]]
+//	                      the same with those arguments (a JSON object, which
+//	                      may contain "]"; {} when absent or not an object)
+//	[[mock:echo]]         answer with the exact system text received: chat, the
+//	                      first system or developer message (array parts joined
+//	                      by "\n"); responses, the instructions string;
+//	                      messages, the top-level system string, or the text of
+//	                      its text blocks joined by "\n\n" (a blank line)
+//	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
+//	                      responses response.completed, messages message_stop)
+//	[[mock:stream_error]] stream: send the API's error event after the first
+//	                      event, then end
+//
+// A tool call is only made while the user text is the last message of the
+// conversation: once the agent sends the tool's result the mock answers with
+// text, like a model that is done. To make an agent repeat a tool call until
+// the proxy's guard appears, put the directive in each new user turn (or
+// have a test client send the same turn again): every turn that ends with
+// that user text gets the call again, with the same arguments.
+type Mock struct {
+	// Now stamps "created" (chat) and "created_at" (responses); nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// NewMock returns the mock provider.
+func NewMock() *Mock { return &Mock{} }
+
+// MockModels is what the mock lists at GET /models.
+var MockModels = []string{"mock-gpt", "mock-gpt-mini"}
+
+// RoundTrip answers req in-process. It returns an error only when the
+// request's context ends during a delay, or its body cannot be read.
+func (m *Mock) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("mock: read request: %w", err)
+		}
+		body = b
+	}
+	p := strings.TrimSuffix(req.URL.Path, "/")
+	switch {
+	case p == "/models" && req.Method == http.MethodGet:
+		return m.models(req), nil
+	case p == "/chat/completions" && req.Method == http.MethodPost:
+		return m.chat(req, body)
+	case p == "/responses" && req.Method == http.MethodPost:
+		return m.responses(req, body)
+	case p == "/messages" && req.Method == http.MethodPost:
+		return m.messages(req, body)
+	case p == "/messages" || strings.HasPrefix(p, "/messages/"):
+		return anthropicError(req, body, http.StatusNotFound, "not_found_error", "Not Found"), nil
+	default:
+		return errorResponse(req, http.StatusNotFound, "Invalid URL ("+req.Method+" /v1"+req.URL.Path+")", "invalid_request_error", ""), nil
+	}
+}
+
+func (m *Mock) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Mock) models(req *http.Request) *http.Response {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	for _, id := range MockModels {
+		out.Data = append(out.Data, model{ID: id, Object: "model", Created: 1700000000, OwnedBy: "scarproxy-mock"})
+	}
+	b, _ := json.Marshal(out)
+	return jsonResponse(req, http.StatusOK, b)
+}
+
+// Directives.
+
+// directives are the [[mock:...]] found in a user text.
+type directives struct {
+	status      int
+	delay       time.Duration
+	tool        string
+	args        string // compact JSON object; "{}" unless given
+	echo        bool
+	truncate    bool
+	streamError bool
+}
+
+// errorStatus returns the status to answer instead of a completion, or 0.
+func (d directives) errorStatus() int {
+	if d.status != 0 && (d.status < 200 || d.status > 299) {
+		return d.status
+	}
+	return 0
+}
+
+func parseDirectives(text string) directives {
+	d := directives{args: "{}"}
+	for _, sp := range scanDirectives(text) {
+		switch sp.name {
+		case "status":
+			if n, err := strconv.Atoi(sp.value); err == nil && n >= 100 && n <= 599 {
+				d.status = n
+			}
+		case "delay":
+			if v, err := time.ParseDuration(sp.value); err == nil && v > 0 {
+				d.delay = v
+			}
+		case "tool":
+			d.tool, d.args = toolDirective(sp.value)
+		case "echo":
+			d.echo = true
+		case "truncate":
+			d.truncate = true
+		case "stream_error":
+			d.streamError = true
+		}
+	}
+	return d
+}
+
+// toolDirective splits the value of [[mock:tool=NAME args=JSON]] into the
+// tool name and its arguments, compacted; "{}" when absent or not a JSON
+// object.
+func toolDirective(v string) (name, args string) {
+	args = "{}"
+	i := strings.Index(v, "args=")
+	if i <= 0 || (v[i-1] != ' ' && v[i-1] != '\t' && v[i-1] != '\n') {
+		return strings.TrimSpace(v), args
+	}
+	name = strings.TrimSpace(v[:i])
+	raw := strings.TrimSpace(v[i+len("args="):])
+	if strings.HasPrefix(raw, "{") && json.Valid([]byte(raw)) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(raw)) == nil {
+			args = buf.String()
+		}
+	}
+	return name, args
+}
+
+// span is one directive in a text: text[start:end] is "[[mock:name]]" or
+// "[[mock:name=value]]".
+type span struct {
+	start, end  int
+	name, value string
+}
+
+const directivePrefix = "[[mock:"
+
+// scanDirectives finds the directives of text, left to right, without
+// overlaps. A name is [a-z_]+. A value runs to the first "]" that closes
+// the directive; a balanced JSON object or array in the value (brackets
+// inside strings ignored) is skipped whole, so that tool arguments may
+// contain "]". Without braces it matches the regular expression
+// \[\[mock:([a-z_]+)(?:=([^\]]*))?\]\].
+func scanDirectives(text string) []span {
+	var out []span
+	for i := 0; i < len(text); {
+		j := strings.Index(text[i:], directivePrefix)
+		if j < 0 {
+			break
+		}
+		start := i + j
+		if sp, ok := matchDirective(text, start); ok {
+			out = append(out, sp)
+			i = sp.end
+		} else {
+			i = start + 1
+		}
+	}
+	return out
+}
+
+func matchDirective(text string, start int) (span, bool) {
+	k := start + len(directivePrefix)
+	n := k
+	for n < len(text) && (text[n] >= 'a' && text[n] <= 'z' || text[n] == '_') {
+		n++
+	}
+	if n == k {
+		return span{}, false
+	}
+	name := text[k:n]
+	if strings.HasPrefix(text[n:], "]]") {
+		return span{start: start, end: n + 2, name: name}, true
+	}
+	if n >= len(text) || text[n] != '=' {
+		return span{}, false
+	}
+	v := n + 1
+	e := v
+	for e < len(text) && text[e] != ']' {
+		if text[e] == '{' {
+			if end, ok := skipBalanced(text, e); ok {
+				e = end
+				continue
+			}
+		}
+		e++
+	}
+	if !strings.HasPrefix(text[e:], "]]") {
+		return span{}, false
+	}
+	return span{start: start, end: e + 2, name: name, value: text[v:e]}, true
+}
+
+// skipBalanced returns the index just after the JSON object or array that
+// opens at s[i], counting brackets outside strings; false when it does not
+// close.
+func skipBalanced(s string, i int) (int, bool) {
+	depth := 0
+	inString := false
+	for ; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// StripMockDirectives returns text without its [[mock:...]] directives, as
+// the mock reads them (tool arguments included).
+func StripMockDirectives(text string) string {
+	spans := scanDirectives(text)
+	if len(spans) == 0 {
+		return text
+	}
+	var sb strings.Builder
+	last := 0
+	for _, sp := range spans {
+		sb.WriteString(text[last:sp.start])
+		last = sp.end
+	}
+	sb.WriteString(text[last:])
+	return sb.String()
+}
+
+// MessageText flattens a message content: a string, or the text parts of
+// an array of parts (any part with a string "text": chat text parts,
+// Responses input_text, Anthropic text blocks) joined by newlines.
+func MessageText(v gjson.Result) string {
+	switch {
+	case v.Type == gjson.String:
+		return v.Str
+	case v.IsArray():
+		var sb strings.Builder
+		v.ForEach(func(_, part gjson.Result) bool {
+			if t := part.Get("text"); t.Type == gjson.String {
+				if sb.Len() > 0 {
+					sb.WriteByte('\n')
+				}
+				sb.WriteString(t.Str)
+			}
+			return true
+		})
+		return sb.String()
+	}
+	return ""
+}
+
+// Answers, whatever the API.
+
+// turn is what the mock reads from a request, whatever its API.
+type turn struct {
+	model    string
+	user     string // the last user text, directives included
+	userLast bool   // that text is the conversation's last message: a tool call is allowed
+	system   string // what [[mock:echo]] answers
+}
+
+// reply is the mock's answer to a turn before any API gives it its shape:
+// text, or one tool call.
+type reply struct {
+	sum       [32]byte // of the request body: ids derive from it
+	created   int64
+	model     string
+	text      string
+	tool      string // the tool's name when the answer is a tool call
+	args      string // its arguments, a compact JSON object
+	inTokens  int
+	outTokens int
+}
+
+// answer waits out any delay directive and decides the reply. It returns
+// the request context's error when it ends during the delay. The caller
+// answers d.errorStatus() instead of the reply when it is not zero.
+func (m *Mock) answer(req *http.Request, body []byte, t turn) (reply, directives, error) {
+	d := parseDirectives(t.user)
+	if err := sleep(req.Context(), d.delay); err != nil {
+		return reply{}, d, err
+	}
+	r := reply{sum: sha256.Sum256(body), model: t.model, inTokens: len(body)/4 + 1}
+	if d.errorStatus() != 0 {
+		return r, d, nil
+	}
+	r.created = m.now().Unix()
+	switch {
+	case d.tool != "" && t.userLast:
+		r.tool, r.args = d.tool, d.args
+		r.outTokens = len(r.args)/4 + 1
+	case d.echo:
+		r.text = t.system
+		r.outTokens = len(strings.Fields(r.text)) + 1
+	default:
+		text := strings.TrimSpace(StripMockDirectives(t.user))
+		if rs := []rune(text); len(rs) > 200 {
+			text = string(rs[:200])
+		}
+		if text == "" {
+			r.text = "Mock answer."
+		} else {
+			r.text = "Mock answer to: " + text
+		}
+		r.outTokens = len(strings.Fields(r.text)) + 1
+	}
+	return r, d, nil
+}
+
+// sleep waits d, or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// splitPieces cuts text into pieces of about three words, keeping every byte.
+func splitPieces(text string) []string {
+	var out []string
+	words := 0
+	start := 0
+	for i, r := range text {
+		if r == ' ' {
+			words++
+			if words == 3 {
+				out = append(out, text[start:i+1])
+				start, words = i+1, 0
+			}
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// splitBytes cuts s into pieces of about n bytes, never inside a UTF-8
+// sequence, keeping every byte: streamed tool arguments.
+func splitBytes(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut < len(s) && s[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Server-sent events.
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	name string // the "event:" line; empty for data-only events (chat)
+	data []byte
+}
+
+func (e sseEvent) bytes() []byte {
+	b := make([]byte, 0, len(e.name)+len(e.data)+16)
+	if e.name != "" {
+		b = append(b, "event: "...)
+		b = append(b, e.name...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, e.data...)
+	return append(b, '\n', '\n')
+}
+
+// script is a streamed answer.
+type script struct {
+	events []sseEvent
+	// final is how many of the last events [[mock:truncate]] leaves out.
+	final int
+	// fail is the error event [[mock:stream_error]] sends after the first event.
+	fail sseEvent
+}
+
+// stream answers 200 with s's events, written one by one into the body as
+// the client reads it, shaped by the truncate and stream_error directives.
+// h holds the response headers.
+func (m *Mock) stream(req *http.Request, s script, d directives, h http.Header) *http.Response {
+	events := s.events
+	if d.truncate {
+		events = events[:len(events)-s.final]
+	}
+	pr, pw := io.Pipe()
+	ctx := req.Context()
+	go func() {
+		write := func(b []byte) bool {
+			if ctx.Err() != nil {
+				pw.CloseWithError(ctx.Err())
+				return false
+			}
+			if _, err := pw.Write(b); err != nil {
+				return false
+			}
+			return true
+		}
+		for i, ev := range events {
+			if !write(ev.bytes()) {
+				return
+			}
+			if i == 0 && d.streamError {
+				write(s.fail.bytes())
+				pw.Close()
+				return
+			}
+		}
+		pw.Close()
+	}()
+	return &http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: pr, ContentLength: -1, Request: req,
+	}
+}
+
+// sseHeader returns the headers of a stream; requestID names the request
+// in header key (each API has its own).
+func sseHeader(key, requestID string) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(key, requestID)
+	return h
+}
+
+func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return &http.Response{
+		Status: strconv.Itoa(status) + " " + http.StatusText(status), StatusCode: status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
+	}
+}
+
+// OpenAI errors (chat and responses).
+
+func errorResponse(req *http.Request, status int, message, typ, code string) *http.Response {
+	var e struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	e.Error.Message, e.Error.Type = message, typ
+	if code != "" {
+		e.Error.Code = &code
+	}
+	b, _ := json.Marshal(e)
+	return jsonResponse(req, status, b)
+}
+
+// statusResponse answers status with the error body OpenAI sends for it.
+func statusResponse(req *http.Request, status int, model string) *http.Response {
+	var res *http.Response
+	switch {
+	case status == http.StatusTooManyRequests:
+		res = errorResponse(req, status, "Rate limit reached for "+model+" in organization org-mock on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/rate-limits to learn more.", "requests", "rate_limit_exceeded")
+		res.Header.Set("Retry-After", "20")
+		res.Header.Set("X-Ratelimit-Limit-Requests", "3")
+		res.Header.Set("X-Ratelimit-Remaining-Requests", "0")
+	case status == http.StatusUnauthorized:
+		res = errorResponse(req, status, "Incorrect API key provided: sk-mock***. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
+	case status == http.StatusForbidden:
+		res = errorResponse(req, status, "You are not allowed to sample from this model", "invalid_request_error", "model_not_allowed")
+	case status == http.StatusNotFound:
+		res = errorResponse(req, status, "The model `"+model+"` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found")
+	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+		res = errorResponse(req, status, "Invalid request: the request was malformed or missing required parameters.", "invalid_request_error", "")
+	case status == http.StatusServiceUnavailable || status == http.StatusBadGateway:
+		res = errorResponse(req, status, "The engine is currently overloaded, please try again later.", "server_error", "")
+	case status == http.StatusGatewayTimeout:
+		res = errorResponse(req, status, "Request timed out.", "timeout", "")
+	case status >= 500:
+		res = errorResponse(req, status, "The server had an error while processing your request. Sorry about that!", "server_error", "")
+	default:
+		res = errorResponse(req, status, http.StatusText(status), "invalid_request_error", "")
+	}
+	return res
+}
+
+var _ http.RoundTripper = (*Mock)(nil)
