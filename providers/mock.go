@@ -2,13 +2,12 @@ package providers
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,22 +15,53 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Mock is the offline provider. It answers like OpenAI (same JSON shapes,
-// SSE chunks ending in "data: [DONE]", usage, realistic error bodies) and is
-// deterministic: the same request gets the same answer.
+// Mock is the offline provider. It speaks the three APIs the proxy forwards,
+// each with its real JSON shapes, SSE events, usage and error bodies:
 //
-// Directives in the last user message make it misbehave on purpose:
+//	POST /chat/completions  OpenAI Chat Completions (SSE chunks ending in "data: [DONE]")
+//	POST /responses         OpenAI Responses (named SSE events with sequence_number)
+//	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
+//	GET  /models            the models in [MockModels], OpenAI-shaped
 //
-//	[[mock:status=429]]   answer that status with a realistic provider error body
+// It is deterministic: the same request gets the same answer (ids derive
+// from the request body; only the timestamps follow [Mock.Now]).
+//
+// # Directives
+//
+// Directives in the last user text make it misbehave on purpose. The last
+// user text is the last message of role user (chat); the input string, or
+// the last input item of role user (responses); the last message of role
+// user that is not only tool_result blocks (messages). Without directives
+// the answer is "Mock answer to: " followed by the user text (directives
+// removed, at most 200 characters), or "Mock answer." when nothing is left.
+//
+//	[[mock:status=429]]   answer that status with the error body the real API
+//	                      sends for it (OpenAI's shape for chat and responses,
+//	                      Anthropic's for messages); a 2xx status is ignored
 //	[[mock:delay=3s]]     wait before answering (ends early if the request is cancelled)
-//	[[mock:tool=NAME]]    answer with a call to tool NAME (only while the user
-//	                      message is the last message: after a tool result the
-//	                      mock answers with text, like a model that is done)
-//	[[mock:echo]]         answer with the exact system message it received
-//	[[mock:truncate]]     stream: stop before "data: [DONE]"
-//	[[mock:stream_error]] stream: send an error event after the first chunk
+//	[[mock:tool=NAME]]    answer with a call to tool NAME with arguments {}
+//	[[mock:tool=NAME args={"path":"a.go"}]]
+//	                      the same with those arguments (a JSON object, which
+//	                      may contain "]"; {} when absent or not an object)
+//	[[mock:echo]]         answer with the exact system text received: chat, the
+//	                      first system or developer message (array parts joined
+//	                      by "\n"); responses, the instructions string;
+//	                      messages, the top-level system string, or the text of
+//	                      its text blocks joined by "\n\n" (a blank line)
+//	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
+//	                      responses response.completed, messages message_stop)
+//	[[mock:stream_error]] stream: send the API's error event after the first
+//	                      event, then end
+//
+// A tool call is only made while the user text is the last message of the
+// conversation: once the agent sends the tool's result the mock answers with
+// text, like a model that is done. To make an agent repeat a tool call until
+// the proxy's guard appears, put the directive in each new user turn (or
+// have a test client send the same turn again): every turn that ends with
+// that user text gets the call again, with the same arguments.
 type Mock struct {
-	// Now stamps "created"; nil means time.Now.
+	// Now stamps "created" (chat) and "created_at" (responses); nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -41,43 +71,8 @@ func NewMock() *Mock { return &Mock{} }
 // MockModels is what the mock lists at GET /models.
 var MockModels = []string{"mock-gpt", "mock-gpt-mini"}
 
-var directiveRE = regexp.MustCompile(`\[\[mock:([a-z_]+)(?:=([^\]]*))?\]\]`)
-
-type directives struct {
-	status      int
-	delay       time.Duration
-	tool        string
-	echo        bool
-	truncate    bool
-	streamError bool
-}
-
-func parseDirectives(text string) directives {
-	var d directives
-	for _, m := range directiveRE.FindAllStringSubmatch(text, -1) {
-		switch m[1] {
-		case "status":
-			if n, err := strconv.Atoi(m[2]); err == nil && n >= 100 && n <= 599 {
-				d.status = n
-			}
-		case "delay":
-			if v, err := time.ParseDuration(m[2]); err == nil && v > 0 {
-				d.delay = v
-			}
-		case "tool":
-			d.tool = strings.TrimSpace(m[2])
-		case "echo":
-			d.echo = true
-		case "truncate":
-			d.truncate = true
-		case "stream_error":
-			d.streamError = true
-		}
-	}
-	return d
-}
-
-// RoundTrip answers req in-process.
+// RoundTrip answers req in-process. It returns an error only when the
+// request's context ends during a delay, or its body cannot be read.
 func (m *Mock) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
@@ -94,6 +89,12 @@ func (m *Mock) RoundTrip(req *http.Request) (*http.Response, error) {
 		return m.models(req), nil
 	case p == "/chat/completions" && req.Method == http.MethodPost:
 		return m.chat(req, body)
+	case p == "/responses" && req.Method == http.MethodPost:
+		return m.responses(req, body)
+	case p == "/messages" && req.Method == http.MethodPost:
+		return m.messages(req, body)
+	case p == "/messages" || strings.HasPrefix(p, "/messages/"):
+		return anthropicError(req, body, http.StatusNotFound, "not_found_error", "Not Found"), nil
 	default:
 		return errorResponse(req, http.StatusNotFound, "Invalid URL ("+req.Method+" /v1"+req.URL.Path+")", "invalid_request_error", ""), nil
 	}
@@ -124,30 +125,190 @@ func (m *Mock) models(req *http.Request) *http.Response {
 	return jsonResponse(req, http.StatusOK, b)
 }
 
-// lastUserText returns the text of the last user message and whether it is
-// the last message of the conversation.
-func lastUserText(msgs gjson.Result) (string, bool) {
-	arr := msgs.Array()
-	for i := len(arr) - 1; i >= 0; i-- {
-		if arr[i].Get("role").String() == "user" {
-			return MessageText(arr[i].Get("content")), i == len(arr)-1
-		}
-	}
-	return "", false
+// Directives.
+
+// directives are the [[mock:...]] found in a user text.
+type directives struct {
+	status      int
+	delay       time.Duration
+	tool        string
+	args        string // compact JSON object; "{}" unless given
+	echo        bool
+	truncate    bool
+	streamError bool
 }
 
-func systemText(msgs gjson.Result) string {
-	for _, msg := range msgs.Array() {
-		switch msg.Get("role").String() {
-		case "system", "developer":
-			return MessageText(msg.Get("content"))
-		}
+// errorStatus returns the status to answer instead of a completion, or 0.
+func (d directives) errorStatus() int {
+	if d.status != 0 && (d.status < 200 || d.status > 299) {
+		return d.status
 	}
-	return ""
+	return 0
 }
 
-// MessageText flattens a chat message content: a string, or the text
-// parts of an array of parts joined by newlines.
+func parseDirectives(text string) directives {
+	d := directives{args: "{}"}
+	for _, sp := range scanDirectives(text) {
+		switch sp.name {
+		case "status":
+			if n, err := strconv.Atoi(sp.value); err == nil && n >= 100 && n <= 599 {
+				d.status = n
+			}
+		case "delay":
+			if v, err := time.ParseDuration(sp.value); err == nil && v > 0 {
+				d.delay = v
+			}
+		case "tool":
+			d.tool, d.args = toolDirective(sp.value)
+		case "echo":
+			d.echo = true
+		case "truncate":
+			d.truncate = true
+		case "stream_error":
+			d.streamError = true
+		}
+	}
+	return d
+}
+
+// toolDirective splits the value of [[mock:tool=NAME args=JSON]] into the
+// tool name and its arguments, compacted; "{}" when absent or not a JSON
+// object.
+func toolDirective(v string) (name, args string) {
+	args = "{}"
+	i := strings.Index(v, "args=")
+	if i <= 0 || (v[i-1] != ' ' && v[i-1] != '\t' && v[i-1] != '\n') {
+		return strings.TrimSpace(v), args
+	}
+	name = strings.TrimSpace(v[:i])
+	raw := strings.TrimSpace(v[i+len("args="):])
+	if strings.HasPrefix(raw, "{") && json.Valid([]byte(raw)) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(raw)) == nil {
+			args = buf.String()
+		}
+	}
+	return name, args
+}
+
+// span is one directive in a text: text[start:end] is "[[mock:name]]" or
+// "[[mock:name=value]]".
+type span struct {
+	start, end  int
+	name, value string
+}
+
+const directivePrefix = "[[mock:"
+
+// scanDirectives finds the directives of text, left to right, without
+// overlaps. A name is [a-z_]+. A value runs to the first "]" that closes
+// the directive; a balanced JSON object or array in the value (brackets
+// inside strings ignored) is skipped whole, so that tool arguments may
+// contain "]". Without braces it matches the regular expression
+// \[\[mock:([a-z_]+)(?:=([^\]]*))?\]\].
+func scanDirectives(text string) []span {
+	var out []span
+	for i := 0; i < len(text); {
+		j := strings.Index(text[i:], directivePrefix)
+		if j < 0 {
+			break
+		}
+		start := i + j
+		if sp, ok := matchDirective(text, start); ok {
+			out = append(out, sp)
+			i = sp.end
+		} else {
+			i = start + 1
+		}
+	}
+	return out
+}
+
+func matchDirective(text string, start int) (span, bool) {
+	k := start + len(directivePrefix)
+	n := k
+	for n < len(text) && (text[n] >= 'a' && text[n] <= 'z' || text[n] == '_') {
+		n++
+	}
+	if n == k {
+		return span{}, false
+	}
+	name := text[k:n]
+	if strings.HasPrefix(text[n:], "]]") {
+		return span{start: start, end: n + 2, name: name}, true
+	}
+	if n >= len(text) || text[n] != '=' {
+		return span{}, false
+	}
+	v := n + 1
+	e := v
+	for e < len(text) && text[e] != ']' {
+		if text[e] == '{' {
+			if end, ok := skipBalanced(text, e); ok {
+				e = end
+				continue
+			}
+		}
+		e++
+	}
+	if !strings.HasPrefix(text[e:], "]]") {
+		return span{}, false
+	}
+	return span{start: start, end: e + 2, name: name, value: text[v:e]}, true
+}
+
+// skipBalanced returns the index just after the JSON object or array that
+// opens at s[i], counting brackets outside strings; false when it does not
+// close.
+func skipBalanced(s string, i int) (int, bool) {
+	depth := 0
+	inString := false
+	for ; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// StripMockDirectives returns text without its [[mock:...]] directives, as
+// the mock reads them (tool arguments included).
+func StripMockDirectives(text string) string {
+	spans := scanDirectives(text)
+	if len(spans) == 0 {
+		return text
+	}
+	var sb strings.Builder
+	last := 0
+	for _, sp := range spans {
+		sb.WriteString(text[last:sp.start])
+		last = sp.end
+	}
+	sb.WriteString(text[last:])
+	return sb.String()
+}
+
+// MessageText flattens a message content: a string, or the text parts of
+// an array of parts (any part with a string "text": chat text parts,
+// Responses input_text, Anthropic text blocks) joined by newlines.
 func MessageText(v gjson.Result) string {
 	switch {
 	case v.Type == gjson.String:
@@ -168,183 +329,77 @@ func MessageText(v gjson.Result) string {
 	return ""
 }
 
-func (m *Mock) chat(req *http.Request, body []byte) (*http.Response, error) {
-	if !gjson.ValidBytes(body) {
-		return errorResponse(req, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", ""), nil
-	}
-	msgs := gjson.GetBytes(body, "messages")
-	if !msgs.IsArray() || len(msgs.Array()) == 0 {
-		return errorResponse(req, http.StatusBadRequest, "Missing required parameter: 'messages'.", "invalid_request_error", "missing_required_parameter"), nil
-	}
-	model := gjson.GetBytes(body, "model").String()
-	if model == "" {
-		model = MockModels[0]
-	}
-	user, userLast := lastUserText(msgs)
-	d := parseDirectives(user)
-	if d.delay > 0 {
-		t := time.NewTimer(d.delay)
-		select {
-		case <-req.Context().Done():
-			t.Stop()
-			return nil, req.Context().Err()
-		case <-t.C:
-		}
-	}
-	if d.status != 0 && (d.status < 200 || d.status > 299) {
-		return statusResponse(req, d.status, model), nil
-	}
+// Answers, whatever the API.
 
-	sum := sha256.Sum256(body)
-	id := "chatcmpl-mock" + hex.EncodeToString(sum[:8])
-	a := answer{id: id, model: model, created: m.now().Unix(), promptTokens: len(body)/4 + 1}
+// turn is what the mock reads from a request, whatever its API.
+type turn struct {
+	model    string
+	user     string // the last user text, directives included
+	userLast bool   // that text is the conversation's last message: a tool call is allowed
+	system   string // what [[mock:echo]] answers
+}
+
+// reply is the mock's answer to a turn before any API gives it its shape:
+// text, or one tool call.
+type reply struct {
+	sum       [32]byte // of the request body: ids derive from it
+	created   int64
+	model     string
+	text      string
+	tool      string // the tool's name when the answer is a tool call
+	args      string // its arguments, a compact JSON object
+	inTokens  int
+	outTokens int
+}
+
+// answer waits out any delay directive and decides the reply. It returns
+// the request context's error when it ends during the delay. The caller
+// answers d.errorStatus() instead of the reply when it is not zero.
+func (m *Mock) answer(req *http.Request, body []byte, t turn) (reply, directives, error) {
+	d := parseDirectives(t.user)
+	if err := sleep(req.Context(), d.delay); err != nil {
+		return reply{}, d, err
+	}
+	r := reply{sum: sha256.Sum256(body), model: t.model, inTokens: len(body)/4 + 1}
+	if d.errorStatus() != 0 {
+		return r, d, nil
+	}
+	r.created = m.now().Unix()
 	switch {
-	case d.tool != "" && userLast:
-		a.toolName = d.tool
-		a.toolID = "call_mock" + hex.EncodeToString(sum[8:14])
-		a.toolArgs = `{}`
-		a.finish = "tool_calls"
+	case d.tool != "" && t.userLast:
+		r.tool, r.args = d.tool, d.args
+		r.outTokens = len(r.args)/4 + 1
 	case d.echo:
-		a.content = systemText(msgs)
-		a.finish = "stop"
+		r.text = t.system
+		r.outTokens = len(strings.Fields(r.text)) + 1
 	default:
-		text := strings.TrimSpace(directiveRE.ReplaceAllString(user, ""))
-		if r := []rune(text); len(r) > 200 {
-			text = string(r[:200])
+		text := strings.TrimSpace(StripMockDirectives(t.user))
+		if rs := []rune(text); len(rs) > 200 {
+			text = string(rs[:200])
 		}
 		if text == "" {
-			a.content = "Mock answer."
+			r.text = "Mock answer."
 		} else {
-			a.content = "Mock answer to: " + text
+			r.text = "Mock answer to: " + text
 		}
-		a.finish = "stop"
+		r.outTokens = len(strings.Fields(r.text)) + 1
 	}
-	a.completionTokens = len(strings.Fields(a.content)) + 1
+	return r, d, nil
+}
 
-	if gjson.GetBytes(body, "stream").Bool() {
-		usage := gjson.GetBytes(body, "stream_options.include_usage").Bool()
-		return m.stream(req, a, d, usage), nil
+// sleep waits d, or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
 	}
-	return jsonResponse(req, http.StatusOK, a.completion()), nil
-}
-
-type answer struct {
-	id, model                      string
-	created                        int64
-	content                        string
-	toolName, toolID, toolArgs     string
-	finish                         string
-	promptTokens, completionTokens int
-}
-
-// The wire types below list fields in the order OpenAI sends them.
-
-type usageJSON struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-type functionJSON struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type toolCallJSON struct {
-	Index    *int         `json:"index,omitempty"` // streamed calls only
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function functionJSON `json:"function"`
-}
-
-type messageJSON struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
-	Refusal   *string        `json:"refusal"`
-}
-
-type deltaJSON struct {
-	Role      string         `json:"role,omitempty"`
-	Content   *string        `json:"content,omitempty"`
-	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
-}
-
-type choiceJSON struct {
-	Index        int          `json:"index"`
-	Message      *messageJSON `json:"message,omitempty"`
-	Delta        *deltaJSON   `json:"delta,omitempty"`
-	Logprobs     *struct{}    `json:"logprobs"`
-	FinishReason *string      `json:"finish_reason"`
-}
-
-type completionJSON struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	Choices           []choiceJSON `json:"choices"`
-	Usage             *usageJSON   `json:"usage,omitempty"`
-	SystemFingerprint string       `json:"system_fingerprint"`
-}
-
-func (a answer) usage() *usageJSON {
-	return &usageJSON{a.promptTokens, a.completionTokens, a.promptTokens + a.completionTokens}
-}
-
-func (a answer) toolCalls(streamed bool) []toolCallJSON {
-	tc := toolCallJSON{ID: a.toolID, Type: "function", Function: functionJSON{a.toolName, a.toolArgs}}
-	if streamed {
-		tc.Index = new(int)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	return []toolCallJSON{tc}
-}
-
-func (a answer) completion() []byte {
-	msg := &messageJSON{Role: "assistant", Content: &a.content}
-	if a.toolName != "" {
-		msg.Content = nil
-		msg.ToolCalls = a.toolCalls(false)
-	}
-	b, _ := json.Marshal(completionJSON{
-		ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
-		Choices:           []choiceJSON{{Message: msg, FinishReason: &a.finish}},
-		Usage:             a.usage(),
-		SystemFingerprint: "fp_mock",
-	})
-	return b
-}
-
-func (a answer) chunk(delta *deltaJSON, finish *string) []byte {
-	b, _ := json.Marshal(completionJSON{
-		ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
-		Choices:           []choiceJSON{{Delta: delta, FinishReason: finish}},
-		SystemFingerprint: "fp_mock",
-	})
-	return b
-}
-
-// events returns the SSE data payloads of the streamed answer, without [DONE].
-func (a answer) events(includeUsage bool) [][]byte {
-	var out [][]byte
-	empty := ""
-	out = append(out, a.chunk(&deltaJSON{Role: "assistant", Content: &empty}, nil))
-	if a.toolName != "" {
-		out = append(out, a.chunk(&deltaJSON{ToolCalls: a.toolCalls(true)}, nil))
-	} else {
-		for _, piece := range splitPieces(a.content) {
-			out = append(out, a.chunk(&deltaJSON{Content: &piece}, nil))
-		}
-	}
-	out = append(out, a.chunk(&deltaJSON{}, &a.finish))
-	if includeUsage {
-		b, _ := json.Marshal(completionJSON{
-			ID: a.id, Object: "chat.completion.chunk", Created: a.created, Model: a.model,
-			Choices: []choiceJSON{}, Usage: a.usage(), SystemFingerprint: "fp_mock",
-		})
-		out = append(out, b)
-	}
-	return out
 }
 
 // splitPieces cuts text into pieces of about three words, keeping every byte.
@@ -367,7 +422,61 @@ func splitPieces(text string) []string {
 	return out
 }
 
-func (m *Mock) stream(req *http.Request, a answer, d directives, includeUsage bool) *http.Response {
+// splitBytes cuts s into pieces of about n bytes, never inside a UTF-8
+// sequence, keeping every byte: streamed tool arguments.
+func splitBytes(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut < len(s) && s[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Server-sent events.
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	name string // the "event:" line; empty for data-only events (chat)
+	data []byte
+}
+
+func (e sseEvent) bytes() []byte {
+	b := make([]byte, 0, len(e.name)+len(e.data)+16)
+	if e.name != "" {
+		b = append(b, "event: "...)
+		b = append(b, e.name...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, e.data...)
+	return append(b, '\n', '\n')
+}
+
+// script is a streamed answer.
+type script struct {
+	events []sseEvent
+	// final is how many of the last events [[mock:truncate]] leaves out.
+	final int
+	// fail is the error event [[mock:stream_error]] sends after the first event.
+	fail sseEvent
+}
+
+// stream answers 200 with s's events, written one by one into the body as
+// the client reads it, shaped by the truncate and stream_error directives.
+// h holds the response headers.
+func (m *Mock) stream(req *http.Request, s script, d directives, h http.Header) *http.Response {
+	events := s.events
+	if d.truncate {
+		events = events[:len(events)-s.final]
+	}
 	pr, pw := io.Pipe()
 	ctx := req.Context()
 	go func() {
@@ -381,40 +490,32 @@ func (m *Mock) stream(req *http.Request, a answer, d directives, includeUsage bo
 			}
 			return true
 		}
-		for i, ev := range a.events(includeUsage) {
-			if !write(sseData(ev)) {
+		for i, ev := range events {
+			if !write(ev.bytes()) {
 				return
 			}
 			if i == 0 && d.streamError {
-				e := `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`
-				write(sseData([]byte(e)))
+				write(s.fail.bytes())
 				pw.Close()
 				return
 			}
 		}
-		if d.truncate {
-			pw.Close()
-			return
-		}
-		if write([]byte("data: [DONE]\n\n")) {
-			pw.Close()
-		}
+		pw.Close()
 	}()
-	h := http.Header{}
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Request-Id", "req_mock"+strings.TrimPrefix(a.id, "chatcmpl-mock"))
 	return &http.Response{
 		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: pr, ContentLength: -1, Request: req,
 	}
 }
 
-func sseData(payload []byte) []byte {
-	b := make([]byte, 0, len(payload)+8)
-	b = append(b, "data: "...)
-	b = append(b, payload...)
-	return append(b, '\n', '\n')
+// sseHeader returns the headers of a stream; requestID names the request
+// in header key (each API has its own).
+func sseHeader(key, requestID string) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(key, requestID)
+	return h
 }
 
 func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
@@ -427,6 +528,8 @@ func jsonResponse(req *http.Request, status int, body []byte) *http.Response {
 		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
 	}
 }
+
+// OpenAI errors (chat and responses).
 
 func errorResponse(req *http.Request, status int, message, typ, code string) *http.Response {
 	var e struct {

@@ -1,6 +1,6 @@
 // Package providers holds scarproxy's upstreams: an OpenAI-compatible HTTP
-// provider (OpenAI, vLLM, Ollama, OpenRouter, LM Studio...) and an offline
-// mock provider for demos and tests.
+// provider (OpenAI, vLLM, Ollama, OpenRouter, LM Studio...), an Anthropic
+// HTTP provider, and an offline mock provider for demos and tests.
 //
 // # Model
 //
@@ -8,8 +8,15 @@
 // proxy hands it a request whose URL path is relative to the provider's API
 // root (for example "/chat/completions") and gets the provider's answer back
 // unread, so that it can stream, observe and fall back itself. The HTTP
-// provider shares one [http.Transport] (connection reuse); the mock answers
-// in-process without any network.
+// providers share one [http.Transport] each (connection reuse); the mock
+// answers in-process without any network.
+//
+// # APIs
+//
+// Each provider serves some of the three wire APIs the proxy speaks
+// ([APIChat], [APIResponses], [APIMessages]); the [Router] only sends a
+// request to a provider that serves its API. The provider never translates
+// one API into another.
 //
 // # Imports
 //
@@ -28,22 +35,62 @@ import (
 
 // Provider types.
 const (
-	TypeOpenAI = "openai"
-	TypeMock   = "mock"
+	TypeOpenAI    = "openai"
+	TypeAnthropic = "anthropic"
+	TypeMock      = "mock"
 )
+
+// APIs, named as in Config.APIs. Each is one POST path under the API root.
+const (
+	APIChat      = "chat"      // POST /chat/completions (OpenAI Chat Completions)
+	APIResponses = "responses" // POST /responses (OpenAI Responses)
+	APIMessages  = "messages"  // POST /messages (Anthropic Messages)
+)
+
+// AnthropicVersion is the anthropic-version header an anthropic provider
+// sends when the client sent none.
+const AnthropicVersion = "2023-06-01"
+
+// apiBits maps API names to bits of Provider.apis.
+var apiBits = map[string]uint8{APIChat: 1, APIResponses: 2, APIMessages: 4}
+
+// DefaultAPIs returns the APIs a provider of type typ serves when its
+// configuration lists none: chat and responses for openai, messages for
+// anthropic, all three for mock. The slice is new on every call.
+func DefaultAPIs(typ string) []string {
+	switch typ {
+	case TypeOpenAI:
+		return []string{APIChat, APIResponses}
+	case TypeAnthropic:
+		return []string{APIMessages}
+	case TypeMock:
+		return []string{APIChat, APIResponses, APIMessages}
+	}
+	return nil
+}
 
 // Config is one entry of the `providers:` YAML list.
 type Config struct {
 	// Name identifies the provider in logs, metrics, incidents and fallbacks.
 	Name string `yaml:"name"`
-	// Type is "openai" (any OpenAI-compatible HTTP server) or "mock".
+	// Type is "openai" (any OpenAI-compatible HTTP server), "anthropic"
+	// (the Anthropic API or a compatible server) or "mock".
 	Type string `yaml:"type"`
-	// BaseURL is the API root, e.g. https://api.openai.com/v1. Required for openai.
+	// BaseURL is the API root, e.g. https://api.openai.com/v1 or
+	// https://api.anthropic.com/v1. Required for openai and anthropic.
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the provider's key.
-	// When empty (or the variable is unset) the client's Authorization
-	// header is passed through, except in gateway mode where it is dropped.
+	// With a key, the provider drops the client's credentials (Authorization,
+	// Api-Key, X-Api-Key, Cookie) and sends its own: "Authorization: Bearer"
+	// for openai, "x-api-key" for anthropic. When empty (or the variable is
+	// unset) the client's credential headers are passed through, except in
+	// gateway mode where the proxy drops them.
 	APIKeyEnv string `yaml:"api_key_env"`
+	// APIs lists the wire APIs the provider serves: "chat", "responses",
+	// "messages". Empty means the type's default (see [DefaultAPIs]): chat
+	// and responses for openai, messages for anthropic, all for mock.
+	// Requests of other APIs are never routed to it.
+	APIs []string `yaml:"apis"`
 	// Models lists glob patterns (path.Match syntax, e.g. "gpt-4o*") of the
 	// models routed to this provider. Empty means the provider serves any
 	// model that no other provider claims.
@@ -76,8 +123,12 @@ const (
 	DefaultMaxIdleConnsPerHost   = 256
 )
 
-// WithDefaults returns c with zero durations and limits set to their defaults.
+// WithDefaults returns c with zero durations and limits set to their
+// defaults, and an empty APIs list set to the type's [DefaultAPIs].
 func (c Config) WithDefaults() Config {
+	if len(c.APIs) == 0 {
+		c.APIs = DefaultAPIs(c.Type)
+	}
 	if c.ResponseHeaderTimeout == 0 {
 		c.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
 	}
@@ -100,9 +151,9 @@ func (c Config) Validate(prefix string) error {
 		return fmt.Errorf("%s.name: required", prefix)
 	}
 	switch c.Type {
-	case TypeOpenAI:
+	case TypeOpenAI, TypeAnthropic:
 		if c.BaseURL == "" {
-			return fmt.Errorf("%s.base_url: required for type openai", prefix)
+			return fmt.Errorf("%s.base_url: required for type %s", prefix, c.Type)
 		}
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -110,9 +161,14 @@ func (c Config) Validate(prefix string) error {
 		}
 	case TypeMock:
 	case "":
-		return fmt.Errorf("%s.type: required (openai or mock)", prefix)
+		return fmt.Errorf("%s.type: required (openai, anthropic or mock)", prefix)
 	default:
-		return fmt.Errorf("%s.type: %q is not openai or mock", prefix, c.Type)
+		return fmt.Errorf("%s.type: %q is not openai, anthropic or mock", prefix, c.Type)
+	}
+	for i, a := range c.APIs {
+		if _, ok := apiBits[a]; !ok {
+			return fmt.Errorf("%s.apis[%d]: %q is not chat, responses or messages", prefix, i, a)
+		}
 	}
 	for i, m := range c.Models {
 		if _, err := path.Match(m, ""); err != nil {
@@ -137,6 +193,7 @@ func (c Config) Validate(prefix string) error {
 // Provider is one upstream, built once at start-up.
 type Provider struct {
 	cfg    Config
+	apis   uint8 // bits of apiBits
 	apiKey string
 	base   *url.URL
 	rt     http.RoundTripper
@@ -150,13 +207,16 @@ func New(cfg Config, getenv func(string) string) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{cfg: cfg}
+	for _, a := range cfg.APIs {
+		p.apis |= apiBits[a]
+	}
 	if cfg.APIKeyEnv != "" && getenv != nil {
 		p.apiKey = getenv(cfg.APIKeyEnv)
 	}
 	switch cfg.Type {
 	case TypeMock:
 		p.rt = NewMock()
-	case TypeOpenAI:
+	case TypeOpenAI, TypeAnthropic:
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: base_url: %w", cfg.Name, err)
@@ -192,6 +252,13 @@ func (p *Provider) Name() string { return p.cfg.Name }
 // Config returns the configuration with defaults applied.
 func (p *Provider) Config() Config { return p.cfg }
 
+// ServesAPI reports whether the provider serves api (one of the API*
+// constants). An unknown name is served by nobody.
+func (p *Provider) ServesAPI(api string) bool {
+	b := apiBits[api]
+	return b != 0 && p.apis&b != 0
+}
+
 // Serves reports whether model is routed to this provider by its Models
 // patterns. A provider without patterns serves nothing explicitly.
 func (p *Provider) Serves(model string) bool {
@@ -203,9 +270,17 @@ func (p *Provider) Serves(model string) bool {
 	return false
 }
 
+// Client credential headers a provider with its own key drops: a gateway
+// holding the provider key must not leak the client's credentials upstream.
+var clientCredentials = []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+
 // RoundTrip sends req to the provider. req.URL.Path must be relative to the
 // API root ("/chat/completions"); the query is kept. When the provider has
-// a key, it replaces the request's Authorization header. req is modified.
+// a key, it replaces the client's credential headers with its own
+// (Authorization: Bearer for openai and mock, x-api-key for anthropic);
+// without one they pass through untouched. An anthropic provider also sets
+// anthropic-version to [AnthropicVersion] when the client sent none.
+// req is modified.
 func (p *Provider) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.base != nil {
 		rel := req.URL
@@ -219,8 +294,21 @@ func (p *Provider) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.URL = &u
 		req.Host = u.Host
 	}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
 	if p.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+p.apiKey)
+		for _, h := range clientCredentials {
+			req.Header.Del(h)
+		}
+		if p.cfg.Type == TypeAnthropic {
+			req.Header.Set("X-Api-Key", p.apiKey)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+p.apiKey)
+		}
+	}
+	if p.cfg.Type == TypeAnthropic && req.Header.Get("Anthropic-Version") == "" {
+		req.Header.Set("Anthropic-Version", AnthropicVersion)
 	}
 	return p.rt.RoundTrip(req)
 }

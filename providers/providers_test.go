@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -186,7 +187,7 @@ func TestRouter(t *testing.T) {
 		"mistral": "local",
 		"":        "local",
 	} {
-		if got := names(r.Route(model)); got != want {
+		if got := names(r.Route(APIChat, model)); got != want {
 			t.Errorf("Route(%q) = %s, want %s", model, got, want)
 		}
 	}
@@ -204,6 +205,9 @@ func TestRouter(t *testing.T) {
 		{"bad type", []Config{{Name: "a", Type: "grpc"}}, "providers[0].type"},
 		{"bad url", []Config{{Name: "a", Type: TypeOpenAI, BaseURL: "ftp://x"}}, "providers[0].base_url"},
 		{"bad glob", []Config{{Name: "a", Type: TypeMock, Models: []string{"gpt-["}}}, "providers[0].models[0]"},
+		{"unknown api", []Config{{Name: "a", Type: TypeMock, APIs: []string{"chat", "embeddings"}}}, `providers[0].apis[1]: "embeddings" is not chat, responses or messages`},
+		{"anthropic without url", []Config{{Name: "a", Type: TypeAnthropic}}, "providers[0].base_url: required for type anthropic"},
+		{"anthropic bad url", []Config{{Name: "a", Type: TypeAnthropic, BaseURL: "api.anthropic.com"}}, "providers[0].base_url"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,5 +216,223 @@ func TestRouter(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func routeNames(ps []*Provider) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name())
+	}
+	return strings.Join(out, ",")
+}
+
+func TestDefaultAPIs(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want map[string]bool
+	}{
+		{"openai", Config{Name: "o", Type: TypeOpenAI, BaseURL: "http://o/v1"}, map[string]bool{APIChat: true, APIResponses: true}},
+		{"anthropic", Config{Name: "a", Type: TypeAnthropic, BaseURL: "http://a/v1"}, map[string]bool{APIMessages: true}},
+		{"mock", Config{Name: "m", Type: TypeMock}, map[string]bool{APIChat: true, APIResponses: true, APIMessages: true}},
+		{"listed", Config{Name: "o", Type: TypeOpenAI, BaseURL: "http://o/v1", APIs: []string{APIMessages}}, map[string]bool{APIMessages: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(tc.cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, api := range []string{APIChat, APIResponses, APIMessages, "embeddings", ""} {
+				if got := p.ServesAPI(api); got != tc.want[api] {
+					t.Errorf("ServesAPI(%q) = %v, want %v", api, got, tc.want[api])
+				}
+			}
+			if len(p.Config().APIs) != len(tc.want) {
+				t.Errorf("Config().APIs = %v", p.Config().APIs)
+			}
+		})
+	}
+}
+
+func TestRouteByAPI(t *testing.T) {
+	cfgs := []Config{
+		{Name: "openai", Type: TypeOpenAI, BaseURL: "http://o/v1", Models: []string{"gpt-*"}, Fallbacks: []string{"anthropic", "backup"}},
+		{Name: "anthropic", Type: TypeAnthropic, BaseURL: "http://a/v1", Models: []string{"claude-*"}, Fallbacks: []string{"openai", "backup", "backup"}},
+		{Name: "local", Type: TypeOpenAI, BaseURL: "http://l/v1", APIs: []string{APIChat}, Models: []string{"llama*"}, Default: true},
+		{Name: "backup", Type: TypeMock, APIs: []string{APIChat, APIMessages}},
+		{Name: "resp", Type: TypeMock, APIs: []string{APIResponses}, Models: []string{"gpt-*", "o3*"}},
+	}
+	r, err := NewRouter(cfgs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, api, model, want string
+	}{
+		{"chat pattern, fallbacks that serve chat", APIChat, "gpt-4o", "openai,backup"},
+		{"responses pattern, no fallback serves responses", APIResponses, "gpt-4o", "openai"},
+		{"responses later pattern", APIResponses, "o3-mini", "resp"},
+		{"messages pattern, repeated fallback once", APIMessages, "claude-sonnet-4", "anthropic,backup"},
+		{"messages pattern of a chat-only provider", APIMessages, "gpt-4o", "anthropic,backup"},
+		{"chat pattern of a messages-only provider goes to the default", APIChat, "claude-sonnet-4", "local"},
+		{"chat no pattern", APIChat, "mistral", "local"},
+		{"chat default pattern", APIChat, "llama3", "local"},
+		{"responses default does not serve it: first that does", APIResponses, "llama3", "openai"},
+		{"responses empty model", APIResponses, "", "openai"},
+		{"messages no pattern: first that serves it", APIMessages, "mistral", "anthropic,backup"},
+		{"unknown api", "embeddings", "gpt-4o", ""},
+		{"empty api", "", "gpt-4o", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := routeNames(r.Route(tc.api, tc.model)); got != tc.want {
+				t.Errorf("Route(%q, %q) = %q, want %q", tc.api, tc.model, got, tc.want)
+			}
+		})
+	}
+
+	only, err := NewRouter([]Config{{Name: "a", Type: TypeAnthropic, BaseURL: "http://a/v1"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := only.Route(APIChat, "gpt-4o"); got != nil {
+		t.Errorf("no provider serves chat, Route = %q, want nil", routeNames(got))
+	}
+	if got := routeNames(only.Route(APIMessages, "gpt-4o")); got != "a" {
+		t.Errorf("Route(messages) = %q", got)
+	}
+}
+
+// recorder is an upstream that keeps the headers of the last request.
+func recorder(t *testing.T) (*httptest.Server, func() http.Header) {
+	t.Helper()
+	var mu sync.Mutex
+	var got http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Clone()
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(up.Close)
+	return up, func() http.Header {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+func TestProviderCredentials(t *testing.T) {
+	client := http.Header{
+		"Authorization":     {"Bearer client-token"},
+		"Api-Key":           {"client-azure-key"},
+		"X-Api-Key":         {"client-anthropic-key"},
+		"Cookie":            {"session=client"},
+		"Anthropic-Beta":    {"tools-2024"},
+		"X-Scar-Session":    {"s1"},
+		"Content-Type":      {"application/json"},
+		"Anthropic-Version": nil, // set per case
+	}
+	tests := []struct {
+		name      string
+		typ, key  string
+		version   string // the client's anthropic-version, if any
+		want      map[string]string
+		wantGone  []string
+		wantSame  []string // headers passed through as the client sent them
+		wantNoVer bool
+	}{
+		{
+			name: "openai with key", typ: TypeOpenAI, key: "sk-provider",
+			want:      map[string]string{"Authorization": "Bearer sk-provider"},
+			wantGone:  []string{"Api-Key", "X-Api-Key", "Cookie"},
+			wantSame:  []string{"Anthropic-Beta", "X-Scar-Session", "Content-Type"},
+			wantNoVer: true,
+		},
+		{
+			name: "openai without key", typ: TypeOpenAI,
+			wantSame:  []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "X-Scar-Session"},
+			wantNoVer: true,
+		},
+		{
+			name: "anthropic with key", typ: TypeAnthropic, key: "sk-ant-provider",
+			want:     map[string]string{"X-Api-Key": "sk-ant-provider", "Anthropic-Version": AnthropicVersion},
+			wantGone: []string{"Authorization", "Api-Key", "Cookie"},
+			wantSame: []string{"Anthropic-Beta", "X-Scar-Session", "Content-Type"},
+		},
+		{
+			name: "anthropic with key keeps the client's version", typ: TypeAnthropic, key: "sk-ant-provider", version: "2099-01-01",
+			want:     map[string]string{"X-Api-Key": "sk-ant-provider", "Anthropic-Version": "2099-01-01"},
+			wantGone: []string{"Authorization", "Api-Key", "Cookie"},
+		},
+		{
+			name: "anthropic without key", typ: TypeAnthropic,
+			want:     map[string]string{"Anthropic-Version": AnthropicVersion},
+			wantSame: []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Anthropic-Beta"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			up, seen := recorder(t)
+			env := map[string]string{"PROVIDER_KEY": tc.key}
+			p, err := New(Config{Name: "p", Type: tc.typ, BaseURL: up.URL + "/v1", APIKeyEnv: "PROVIDER_KEY"}, func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodPost, "http://ignored/messages?beta=true", strings.NewReader("{}"))
+			req.Header = client.Clone()
+			req.Header.Del("Anthropic-Version")
+			if tc.version != "" {
+				req.Header.Set("Anthropic-Version", tc.version)
+			}
+			res, err := p.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			got := seen()
+			for k, v := range tc.want {
+				if got.Get(k) != v || len(got.Values(k)) != 1 {
+					t.Errorf("%s = %q, want %q", k, got.Values(k), v)
+				}
+			}
+			for _, k := range tc.wantGone {
+				if v := got.Values(k); len(v) != 0 {
+					t.Errorf("%s leaked upstream: %q", k, v)
+				}
+			}
+			for _, k := range tc.wantSame {
+				if got.Get(k) != client.Get(k) {
+					t.Errorf("%s = %q, want the client's %q", k, got.Get(k), client.Get(k))
+				}
+			}
+			if tc.wantNoVer && got.Get("Anthropic-Version") != "" {
+				t.Errorf("anthropic-version %q sent by a %s provider", got.Get("Anthropic-Version"), tc.typ)
+			}
+		})
+	}
+}
+
+func TestAnthropicProviderJoinsURL(t *testing.T) {
+	var gotPath, gotQuery string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath, gotQuery = r.URL.Path, r.URL.RawQuery
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer up.Close()
+	p, err := New(Config{Name: "a", Type: TypeAnthropic, BaseURL: up.URL + "/v1/"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://ignored/messages?beta=true", strings.NewReader("{}"))
+	res, err := p.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if gotPath != "/v1/messages" || gotQuery != "beta=true" {
+		t.Fatalf("upstream saw %s ?%s", gotPath, gotQuery)
 	}
 }

@@ -2,10 +2,12 @@ package providers
 
 import (
 	"fmt"
+	"slices"
 )
 
-// Router picks the providers for a model: the one whose Models patterns
-// match (first in configuration order), else the default, followed by its
+// Router picks the providers for a request of one API and one model: among
+// the providers that serve the API, the one whose Models patterns match
+// (first in configuration order), else the default, followed by its
 // fallbacks.
 type Router struct {
 	all    []*Provider
@@ -62,15 +64,38 @@ func (r *Router) Providers() []*Provider { return r.all }
 // Default returns the default provider.
 func (r *Router) Default() *Provider { return r.def }
 
-// Route returns the provider for model followed by its fallbacks, without
-// repeats. The slice is never empty.
-func (r *Router) Route(model string) []*Provider {
-	primary := r.def
+// Route returns the providers for a request of api (one of the API*
+// constants) naming model, in the order to try them:
+//
+//  1. among the providers that serve api, the first whose Models patterns
+//     match model; else the default provider if it serves api; else the
+//     first provider that serves api;
+//  2. then that provider's fallbacks that serve api, in order, without
+//     repeats.
+//
+// Route returns nil when no provider serves api: the caller answers the
+// client itself.
+func (r *Router) Route(api, model string) []*Provider {
+	var primary *Provider
 	for _, p := range r.all {
-		if p.Serves(model) {
+		if p.ServesAPI(api) && p.Serves(model) {
 			primary = p
 			break
 		}
+	}
+	if primary == nil && r.def.ServesAPI(api) {
+		primary = r.def
+	}
+	if primary == nil {
+		for _, p := range r.all {
+			if p.ServesAPI(api) {
+				primary = p
+				break
+			}
+		}
+	}
+	if primary == nil {
+		return nil
 	}
 	if len(primary.cfg.Fallbacks) == 0 {
 		return []*Provider{primary}
@@ -79,11 +104,7 @@ func (r *Router) Route(model string) []*Provider {
 	chain = append(chain, primary)
 	for _, name := range primary.cfg.Fallbacks {
 		p := r.byName[name]
-		dup := false
-		for _, q := range chain {
-			dup = dup || q == p
-		}
-		if !dup {
+		if p.ServesAPI(api) && !slices.Contains(chain, p) {
 			chain = append(chain, p)
 		}
 	}

@@ -1,0 +1,119 @@
+package providers
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// fixedMock is a mock whose clock stands still, so that its answers can be
+// compared byte for byte.
+func fixedMock() *Mock {
+	return &Mock{Now: func() time.Time { return time.Unix(1700000000, 0) }}
+}
+
+// dump renders a response as its status line, its sorted headers and its body.
+func dump(t *testing.T, res *http.Response) string {
+	t.Helper()
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	sb.WriteString(res.Status + "\n")
+	keys := make([]string, 0, len(res.Header))
+	for k := range res.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		sb.WriteString(k + ": " + strings.Join(res.Header[k], ", ") + "\n")
+	}
+	sb.WriteString("\n")
+	sb.Write(body)
+	return sb.String()
+}
+
+// golden compares got with testdata/<name>.golden, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// TestMockChatGolden pins the chat answers byte for byte: the other APIs
+// share code with chat, and chat clients must not notice.
+func TestMockChatGolden(t *testing.T) {
+	sys := `{"role":"system","content":"SYSTEM TEXT"}`
+	tests := []struct {
+		name, method, path, body string
+	}{
+		{"plain", "POST", "/chat/completions", `{"model":"mock-gpt","messages":[` + sys + `,{"role":"user","content":"hello there"}]}`},
+		{"no_model_empty_text", "POST", "/chat/completions", `{"messages":[{"role":"user","content":"[[mock:delay=1ns]]"}]}`},
+		{"parts", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"developer","content":[{"type":"text","text":"DEV A"},{"type":"text","text":"DEV B"}]},{"role":"user","content":[{"type":"text","text":"part one"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"part two"}]}]}`},
+		{"long", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("wörd ", 60) + `"}]}`},
+		{"echo", "POST", "/chat/completions", `{"model":"m","messages":[` + sys + `,{"role":"user","content":"[[mock:echo]] hi"}]}`},
+		{"tool", "POST", "/chat/completions", `{"model":"m","messages":[` + sys + `,{"role":"user","content":"[[mock:tool=get_weather]] Paris?"}]}`},
+		{"tool_done", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:tool=run]] go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"run","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`},
+		{"stream", "POST", "/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello world one two three four"}]}`},
+		{"stream_usage", "POST", "/chat/completions", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello world"}]}`},
+		{"stream_tool", "POST", "/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"[[mock:tool=ls]] x"}]}`},
+		{"stream_truncate", "POST", "/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"[[mock:truncate]] a b c d e f g"}]}`},
+		{"stream_error", "POST", "/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"[[mock:stream_error]] a b c d e f g"}]}`},
+		{"status_200", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=200]] fine"}]}`},
+		{"status_400", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=400]]"}]}`},
+		{"status_401", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=401]]"}]}`},
+		{"status_403", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=403]]"}]}`},
+		{"status_404", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=404]]"}]}`},
+		{"status_418", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=418]]"}]}`},
+		{"status_422", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=422]]"}]}`},
+		{"status_429", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=429]]"}]}`},
+		{"status_500", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=500]]"}]}`},
+		{"status_502", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=502]]"}]}`},
+		{"status_503", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=503]]"}]}`},
+		{"status_504", "POST", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"[[mock:status=504]]"}]}`},
+		{"status_stream", "POST", "/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"[[mock:status=529]]"}]}`},
+		{"bad_json", "POST", "/chat/completions", `{not json`},
+		{"no_messages", "POST", "/chat/completions", `{"model":"m","messages":[]}`},
+		{"models", "GET", "/models", ``},
+		{"unknown_path", "POST", "/audio/speech", `{}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(context.Background(), tc.method, "http://provider"+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := fixedMock().RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "chat/"+tc.name, dump(t, res))
+		})
+	}
+}

@@ -1,0 +1,316 @@
+package providers
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+)
+
+// responses answers POST /responses (OpenAI Responses).
+func (m *Mock) responses(req *http.Request, body []byte) (*http.Response, error) {
+	if !gjson.ValidBytes(body) {
+		return errorResponse(req, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", ""), nil
+	}
+	input := gjson.GetBytes(body, "input")
+	if input.Exists() && input.Type != gjson.String && !input.IsArray() {
+		return errorResponse(req, http.StatusBadRequest, "Invalid type for 'input': expected one of a string or an array of input items.", "invalid_request_error", "invalid_type"), nil
+	}
+	model := gjson.GetBytes(body, "model").String()
+	if model == "" {
+		model = MockModels[0]
+	}
+	user, userLast := lastUserInput(input)
+	r, d, err := m.answer(req, body, turn{
+		model: model, user: user, userLast: userLast,
+		system: gjson.GetBytes(body, "instructions").String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s := d.errorStatus(); s != 0 {
+		return statusResponse(req, s, model), nil
+	}
+	a := newResponsesAnswer(r, body)
+	if gjson.GetBytes(body, "stream").Bool() {
+		return m.stream(req, a.script(), d, sseHeader("X-Request-Id", a.requestID)), nil
+	}
+	res := jsonResponse(req, http.StatusOK, mustJSON(a.response("completed", []any{a.item("completed")}, a.usage())))
+	res.Header.Set("X-Request-Id", a.requestID)
+	return res, nil
+}
+
+// lastUserInput returns the text of the last user message of a Responses
+// input (a string is one user message) and whether it is the last item.
+func lastUserInput(input gjson.Result) (string, bool) {
+	if input.Type == gjson.String {
+		return input.Str, true
+	}
+	items := input.Array()
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		if typ := it.Get("type").Str; typ != "" && typ != "message" {
+			continue
+		}
+		if it.Get("role").Str == "user" {
+			return MessageText(it.Get("content")), i == len(items)-1
+		}
+	}
+	return "", false
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("mock: " + err.Error()) // the wire types below always marshal
+	}
+	return b
+}
+
+// responsesAnswer is a reply in the shape of the Responses API.
+type responsesAnswer struct {
+	reply
+	id, itemID, callID, requestID string
+	echo                          responseEcho
+}
+
+func newResponsesAnswer(r reply, body []byte) *responsesAnswer {
+	a := &responsesAnswer{
+		reply:     r,
+		id:        "resp_mock" + hex.EncodeToString(r.sum[:16]),
+		requestID: "req_mock" + hex.EncodeToString(r.sum[:8]),
+		echo:      echoRequest(body),
+	}
+	if r.tool != "" {
+		a.itemID = "fc_mock" + hex.EncodeToString(r.sum[16:28])
+		a.callID = "call_mock" + hex.EncodeToString(r.sum[8:14])
+	} else {
+		a.itemID = "msg_mock" + hex.EncodeToString(r.sum[16:28])
+	}
+	return a
+}
+
+// The wire types below list fields in the order OpenAI sends them.
+
+// responseEcho holds the request parameters a response repeats.
+type responseEcho struct {
+	instructions       *string
+	maxOutputTokens    *int64
+	previousResponseID *string
+	parallelToolCalls  bool
+	store              bool
+	temperature, topP  float64
+	toolChoice, tools  json.RawMessage
+	text, metadata     json.RawMessage
+	reasoning          json.RawMessage
+	truncation         string
+	user               *string
+}
+
+// echoRequest reads the parameters a response repeats, with OpenAI's
+// defaults for those the request leaves out.
+func echoRequest(body []byte) responseEcho {
+	e := responseEcho{
+		parallelToolCalls: true, store: true, temperature: 1, topP: 1,
+		toolChoice: json.RawMessage(`"auto"`), tools: json.RawMessage(`[]`),
+		text:       json.RawMessage(`{"format":{"type":"text"}}`),
+		metadata:   json.RawMessage(`{}`),
+		reasoning:  json.RawMessage(`{"effort":null,"summary":null}`),
+		truncation: "disabled",
+	}
+	str := func(path string) *string {
+		if v := gjson.GetBytes(body, path); v.Type == gjson.String {
+			return &v.Str
+		}
+		return nil
+	}
+	raw := func(dst *json.RawMessage, path string, ok func(gjson.Result) bool) {
+		if v := gjson.GetBytes(body, path); ok(v) {
+			*dst = json.RawMessage(v.Raw)
+		}
+	}
+	isObject := func(v gjson.Result) bool { return v.IsObject() }
+	e.instructions = str("instructions")
+	e.previousResponseID = str("previous_response_id")
+	e.user = str("user")
+	if v := gjson.GetBytes(body, "max_output_tokens"); v.Type == gjson.Number {
+		n := v.Int()
+		e.maxOutputTokens = &n
+	}
+	if v := gjson.GetBytes(body, "parallel_tool_calls"); v.IsBool() {
+		e.parallelToolCalls = v.Bool()
+	}
+	if v := gjson.GetBytes(body, "store"); v.IsBool() {
+		e.store = v.Bool()
+	}
+	if v := gjson.GetBytes(body, "temperature"); v.Type == gjson.Number {
+		e.temperature = v.Float()
+	}
+	if v := gjson.GetBytes(body, "top_p"); v.Type == gjson.Number {
+		e.topP = v.Float()
+	}
+	if v := gjson.GetBytes(body, "truncation"); v.Type == gjson.String {
+		e.truncation = v.Str
+	}
+	raw(&e.tools, "tools", gjson.Result.IsArray)
+	raw(&e.toolChoice, "tool_choice", func(v gjson.Result) bool { return v.Type == gjson.String || v.IsObject() })
+	raw(&e.text, "text", isObject)
+	raw(&e.metadata, "metadata", isObject)
+	raw(&e.reasoning, "reasoning", isObject)
+	return e
+}
+
+type responseJSON struct {
+	ID                 string          `json:"id"`
+	Object             string          `json:"object"`
+	CreatedAt          int64           `json:"created_at"`
+	Status             string          `json:"status"`
+	Error              *struct{}       `json:"error"`
+	IncompleteDetails  *struct{}       `json:"incomplete_details"`
+	Instructions       *string         `json:"instructions"`
+	MaxOutputTokens    *int64          `json:"max_output_tokens"`
+	Model              string          `json:"model"`
+	Output             []any           `json:"output"`
+	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	Store              bool            `json:"store"`
+	Temperature        float64         `json:"temperature"`
+	Text               json.RawMessage `json:"text"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Tools              json.RawMessage `json:"tools"`
+	TopP               float64         `json:"top_p"`
+	Truncation         string          `json:"truncation"`
+	Usage              *respUsageJSON  `json:"usage"`
+	User               *string         `json:"user"`
+	Metadata           json.RawMessage `json:"metadata"`
+}
+
+type respUsageJSON struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+type outputTextJSON struct {
+	Type        string     `json:"type"`
+	Text        string     `json:"text"`
+	Annotations []struct{} `json:"annotations"`
+}
+
+type messageItemJSON struct {
+	Type    string           `json:"type"`
+	ID      string           `json:"id"`
+	Status  string           `json:"status"`
+	Role    string           `json:"role"`
+	Content []outputTextJSON `json:"content"`
+}
+
+type functionCallItemJSON struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+}
+
+// respEventJSON is any streamed event; each type uses some of the fields.
+type respEventJSON struct {
+	Type           string          `json:"type"`
+	SequenceNumber int             `json:"sequence_number"`
+	Response       *responseJSON   `json:"response,omitempty"`
+	ItemID         string          `json:"item_id,omitempty"`
+	OutputIndex    *int            `json:"output_index,omitempty"`
+	ContentIndex   *int            `json:"content_index,omitempty"`
+	Item           any             `json:"item,omitempty"`
+	Part           *outputTextJSON `json:"part,omitempty"`
+	Delta          *string         `json:"delta,omitempty"`
+	Text           *string         `json:"text,omitempty"`
+	Name           string          `json:"name,omitempty"`
+	Arguments      *string         `json:"arguments,omitempty"`
+	Logprobs       *[]struct{}     `json:"logprobs,omitempty"`
+}
+
+func (a *responsesAnswer) usage() *respUsageJSON {
+	return &respUsageJSON{InputTokens: a.inTokens, OutputTokens: a.outTokens, TotalTokens: a.inTokens + a.outTokens}
+}
+
+func (a *responsesAnswer) response(status string, output []any, usage *respUsageJSON) *responseJSON {
+	e := a.echo
+	return &responseJSON{
+		ID: a.id, Object: "response", CreatedAt: a.created, Status: status,
+		Instructions: e.instructions, MaxOutputTokens: e.maxOutputTokens, Model: a.model,
+		Output: output, ParallelToolCalls: e.parallelToolCalls, PreviousResponseID: e.previousResponseID,
+		Reasoning: e.reasoning, Store: e.store, Temperature: e.temperature, Text: e.text,
+		ToolChoice: e.toolChoice, Tools: e.tools, TopP: e.topP, Truncation: e.truncation,
+		Usage: usage, User: e.user, Metadata: e.metadata,
+	}
+}
+
+func (a *responsesAnswer) part(text string) *outputTextJSON {
+	return &outputTextJSON{Type: "output_text", Text: text, Annotations: []struct{}{}}
+}
+
+// item returns the output item with status; an item in progress has no
+// content nor arguments yet.
+func (a *responsesAnswer) item(status string) any {
+	done := status == "completed"
+	if a.tool != "" {
+		it := &functionCallItemJSON{Type: "function_call", ID: a.itemID, CallID: a.callID, Name: a.tool, Status: status}
+		if done {
+			it.Arguments = a.args
+		}
+		return it
+	}
+	it := &messageItemJSON{Type: "message", ID: a.itemID, Status: status, Role: "assistant", Content: []outputTextJSON{}}
+	if done {
+		it.Content = append(it.Content, *a.part(a.text))
+	}
+	return it
+}
+
+// script returns the streamed answer: response.created ... response.completed.
+func (a *responsesAnswer) script() script {
+	var out []sseEvent
+	zero := 0
+	add := func(ev respEventJSON) {
+		ev.SequenceNumber = len(out)
+		out = append(out, sseEvent{name: ev.Type, data: mustJSON(ev)})
+	}
+	add(respEventJSON{Type: "response.created", Response: a.response("in_progress", []any{}, nil)})
+	add(respEventJSON{Type: "response.in_progress", Response: a.response("in_progress", []any{}, nil)})
+	add(respEventJSON{Type: "response.output_item.added", OutputIndex: &zero, Item: a.item("in_progress")})
+	if a.tool != "" {
+		for _, piece := range splitBytes(a.args, 8) {
+			add(respEventJSON{Type: "response.function_call_arguments.delta", ItemID: a.itemID, OutputIndex: &zero, Delta: &piece})
+		}
+		add(respEventJSON{Type: "response.function_call_arguments.done", ItemID: a.itemID, OutputIndex: &zero, Name: a.tool, Arguments: &a.args})
+	} else {
+		noLogprobs := &[]struct{}{}
+		add(respEventJSON{Type: "response.content_part.added", ItemID: a.itemID, OutputIndex: &zero, ContentIndex: &zero, Part: a.part("")})
+		for _, piece := range splitPieces(a.text) {
+			add(respEventJSON{Type: "response.output_text.delta", ItemID: a.itemID, OutputIndex: &zero, ContentIndex: &zero, Delta: &piece, Logprobs: noLogprobs})
+		}
+		add(respEventJSON{Type: "response.output_text.done", ItemID: a.itemID, OutputIndex: &zero, ContentIndex: &zero, Text: &a.text, Logprobs: noLogprobs})
+		add(respEventJSON{Type: "response.content_part.done", ItemID: a.itemID, OutputIndex: &zero, ContentIndex: &zero, Part: a.part(a.text)})
+	}
+	add(respEventJSON{Type: "response.output_item.done", OutputIndex: &zero, Item: a.item("completed")})
+	add(respEventJSON{Type: "response.completed", Response: a.response("completed", []any{a.item("completed")}, a.usage())})
+
+	fail := struct {
+		Type           string  `json:"type"`
+		Code           string  `json:"code"`
+		Message        string  `json:"message"`
+		Param          *string `json:"param"`
+		SequenceNumber int     `json:"sequence_number"`
+	}{"error", "server_error", "The server had an error while processing your request. Sorry about that!", nil, 1}
+	return script{events: out, final: 1, fail: sseEvent{name: "error", data: mustJSON(fail)}}
+}
