@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/providers"
 	"github.com/tidwall/gjson"
 )
 
@@ -60,20 +61,29 @@ func (s *Server) models(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
-// passThrough forwards any other /v1/* request byte for byte. A JSON body
-// is read (bounded) to route by its "model"; any other body streams.
+// passThrough forwards any other /v1/* request byte for byte, to a
+// provider that serves the API the path belongs to (/messages/count_tokens
+// goes where /messages goes). A JSON body is read (bounded) to route by
+// its "model"; any other body streams.
 func (s *Server) passThrough(c echo.Context) error {
 	t, aerr := s.resolveTenant(c)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
 	r := c.Request()
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// Codex CLI tries the Responses API over a WebSocket first and
+		// falls back to HTTP at once on 426; the proxy reads and observes
+		// HTTP only.
+		return writeError(c, &apiError{Status: http.StatusUpgradeRequired, Message: "scarproxy serves this API over HTTP, not WebSocket.", Type: "invalid_request_error", Code: "websocket_not_supported"})
+	}
 	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
 	ur := &upstreamRequest{method: r.Method, path: path, query: r.URL.RawQuery, header: s.outgoingHeader(r.Header)}
-	chain := s.router.Route("")[:1]
+	api := apiOf(path)
+	chain := s.passThroughChain(api, "")
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		return writeError(c, errBodyTooLarge)
 	}
@@ -86,7 +96,7 @@ func (s *Server) passThrough(c echo.Context) error {
 		}
 		ur.body = body
 		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String {
-			chain = s.router.Route(m.Str)[:1]
+			chain = s.passThroughChain(api, m.Str)
 		}
 	default:
 		lb := &limitedBody{r: r.Body, left: s.opts.MaxBodyBytes}
@@ -119,6 +129,25 @@ func (s *Server) passThrough(c echo.Context) error {
 	deliver(c, a, nil)
 	s.count("passthrough", a.res.StatusCode, prov)
 	return nil
+}
+
+// apiOf returns the API a path below the API root belongs to.
+func apiOf(path string) string {
+	for _, api := range []string{providers.APIMessages, providers.APIResponses} {
+		if rest, ok := strings.CutPrefix(path, "/"+api); ok && (rest == "" || rest[0] == '/') {
+			return api
+		}
+	}
+	return providers.APIChat
+}
+
+// passThroughChain is the one provider a pass-through request goes to: the
+// first that serves its API for model, else the default provider.
+func (s *Server) passThroughChain(api, model string) []*providers.Provider {
+	if chain := s.router.Route(api, model); len(chain) > 0 {
+		return chain[:1]
+	}
+	return []*providers.Provider{s.router.Default()}
 }
 
 // passThroughPath returns the escaped path below the API root of a

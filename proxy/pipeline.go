@@ -102,7 +102,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 		return badBody(err)
 	}
 	x.req, x.info = req, req.Info()
-	if x.chain = s.router.Route(x.info.Model); len(x.chain) == 0 {
+	if x.chain = s.router.Route(x.format.Name(), x.info.Model); len(x.chain) == 0 {
 		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + x.format.Name() + " API (" + x.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
 	}
 	if t.Agent == "" && ValidName(x.info.User) == nil {
