@@ -2,6 +2,8 @@ package providers
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -116,4 +120,155 @@ func TestMockChatGolden(t *testing.T) {
 			golden(t, "chat/"+tc.name, dump(t, res))
 		})
 	}
+}
+
+func TestMockChatToolArgs(t *testing.T) {
+	tests := []struct {
+		name, content string
+		stream        bool
+		want          string
+	}{
+		{"json", `[[mock:tool=read args={"path": "a]].go"}]] read it`, false, `"function":{"name":"read","arguments":"{\"path\":\"a]].go\"}"}`},
+		{"stream", `[[mock:tool=read args={"path": "a.go"}]]`, true, `"function":{"name":"read","arguments":"{\"path\":\"a.go\"}"}`},
+		{"invalid args", `[[mock:tool=read args={path}]]`, false, `"function":{"name":"read","arguments":"{}"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, body := post(t, "/chat/completions", chat(tc.content, tc.stream))
+			if !strings.Contains(body, tc.want) || strings.Contains(body, "Mock answer") {
+				t.Fatalf("missing %s in %s", tc.want, body)
+			}
+		})
+	}
+}
+
+func TestMockChatSSE(t *testing.T) {
+	tests := []struct {
+		name, content string
+		want          []string // each event's choices[0].delta, then finish_reason, or [DONE]
+	}{
+		{"text", "one two three four", []string{`{"role":"assistant","content":""} <nil>`, `{"content":"Mock answer to: "} <nil>`, `{"content":"one two three "} <nil>`, `{"content":"four"} <nil>`, `{} stop`, "[DONE]"}},
+		{"tool", "[[mock:tool=ls]]", []string{`{"role":"assistant","content":""} <nil>`, `{"tool_calls":[{"index":0,"id":"call_mock`, `{} tool_calls`, "[DONE]"}},
+		{"truncate", "[[mock:truncate]] one", []string{`{"role":"assistant","content":""} <nil>`, `{"content":"Mock answer to: "} <nil>`, `{"content":"one"} <nil>`, `{} stop`}},
+		{"stream_error", "[[mock:stream_error]] one", []string{`{"role":"assistant","content":""} <nil>`, `error server_error`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, body := post(t, "/chat/completions", chat(tc.content, true))
+			evs := parseSSE(t, body)
+			if len(evs) != len(tc.want) {
+				t.Fatalf("%d events, want %d: %s", len(evs), len(tc.want), body)
+			}
+			for i, ev := range evs {
+				if ev.name != "" {
+					t.Errorf("chat events have no name: %q", ev.name)
+				}
+				var c struct {
+					Choices []struct {
+						Delta        json.RawMessage
+						FinishReason *string `json:"finish_reason"`
+					}
+					Error *struct{ Type string }
+				}
+				got := string(ev.data)
+				if got != "[DONE]" {
+					if err := json.Unmarshal(ev.data, &c); err != nil {
+						t.Fatal(err)
+					}
+					switch {
+					case c.Error != nil:
+						got = "error " + c.Error.Type
+					default:
+						finish := "<nil>"
+						if c.Choices[0].FinishReason != nil {
+							finish = *c.Choices[0].FinishReason
+						}
+						got = string(c.Choices[0].Delta) + " " + finish
+					}
+				}
+				if !strings.HasPrefix(got, tc.want[i]) {
+					t.Errorf("event %d = %s, want %s", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestMockChatSDK decodes the mock's chat answers with the official SDK.
+func TestMockChatSDK(t *testing.T) {
+	ctx := context.Background()
+	c := openaiClient()
+	params := func(text string) openai.ChatCompletionNewParams {
+		return openai.ChatCompletionNewParams{
+			Model:    "gpt-mock",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage(text)},
+		}
+	}
+
+	t.Run("text", func(t *testing.T) {
+		res, err := c.Chat.Completions.New(ctx, params("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Choices[0].Message.Content != "Mock answer to: hello" || res.Choices[0].FinishReason != "stop" || res.Usage.TotalTokens == 0 {
+			t.Fatalf("completion %s", res.RawJSON())
+		}
+	})
+
+	t.Run("echo", func(t *testing.T) {
+		res, err := c.Chat.Completions.New(ctx, params("[[mock:echo]]"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Choices[0].Message.Content != "Be brief." {
+			t.Fatalf("echo %q", res.Choices[0].Message.Content)
+		}
+	})
+
+	t.Run("tool with args", func(t *testing.T) {
+		res, err := c.Chat.Completions.New(ctx, params(`[[mock:tool=get_weather args={"city":"Paris"}]] weather?`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := res.Choices[0].Message.ToolCalls
+		if len(calls) != 1 || calls[0].Function.Name != "get_weather" || calls[0].Function.Arguments != `{"city":"Paris"}` || res.Choices[0].FinishReason != "tool_calls" {
+			t.Fatalf("completion %s", res.RawJSON())
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		p := params(`[[mock:tool=ls args={"dir":"/tmp"}]]`)
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		stream := c.Chat.Completions.NewStreaming(ctx, p)
+		var acc openai.ChatCompletionAccumulator
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		calls := acc.Choices[0].Message.ToolCalls
+		if len(calls) != 1 || calls[0].Function.Name != "ls" || calls[0].Function.Arguments != `{"dir":"/tmp"}` || acc.Usage.TotalTokens == 0 {
+			t.Fatalf("accumulated %+v", acc.ChatCompletion)
+		}
+	})
+
+	t.Run("stream error", func(t *testing.T) {
+		stream := c.Chat.Completions.NewStreaming(ctx, params("[[mock:stream_error]] hi"))
+		n := 0
+		for stream.Next() {
+			n++
+		}
+		if n != 1 || stream.Err() == nil || !strings.Contains(stream.Err().Error(), "server_error") {
+			t.Fatalf("%d chunks, err %v", n, stream.Err())
+		}
+	})
+
+	t.Run("status", func(t *testing.T) {
+		_, err := c.Chat.Completions.New(ctx, params("[[mock:status=401]]"))
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized || apiErr.Code != "invalid_api_key" {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }

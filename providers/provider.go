@@ -96,10 +96,12 @@ type Config struct {
 	// model that no other provider claims.
 	Models []string `yaml:"models"`
 	// Default marks the provider used for models no pattern matches. When
-	// no provider is marked, the first one is the default.
+	// no provider is marked, the first one is the default. For an API the
+	// default does not serve, the first provider that serves it stands in.
 	Default bool `yaml:"default"`
 	// Fallbacks names providers tried in order when this one answers 429 or
 	// 5xx, times out or is unreachable, before any byte reached the client.
+	// A fallback that does not serve the request's API is skipped.
 	Fallbacks []string `yaml:"fallbacks"`
 	// ResponseHeaderTimeout bounds the wait for the provider's response
 	// headers. Default 5m: a non-streaming completion only sends headers

@@ -1,0 +1,279 @@
+package providers
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// viaMock serves an SDK client from a mock: the SDKs put /v1 in front of
+// every path, the mock's paths are relative to the API root.
+type viaMock struct{ m *Mock }
+
+func (v viaMock) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.URL.Path = strings.TrimPrefix(r.URL.Path, "/v1")
+	r.URL.RawPath = ""
+	return v.m.RoundTrip(r)
+}
+
+func mockHTTPClient() *http.Client { return &http.Client{Transport: viaMock{fixedMock()}} }
+
+// post sends body to path on a fixed mock and returns the response with its
+// body read.
+func post(t *testing.T, path, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fixedMock().RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
+}
+
+// parseSSE splits a stream into its events; it fails on a line that is
+// neither "event:", "data:" nor blank, and on a stream that does not end
+// with a blank line.
+func parseSSE(t *testing.T, stream string) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	open := false
+	sc := bufio.NewScanner(strings.NewReader(stream))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if open {
+				out = append(out, cur)
+			}
+			cur, open = sseEvent{}, false
+		case strings.HasPrefix(line, "event: "):
+			cur.name, open = strings.TrimPrefix(line, "event: "), true
+		case strings.HasPrefix(line, "data: "):
+			cur.data, open = []byte(strings.TrimPrefix(line, "data: ")), true
+		default:
+			t.Fatalf("unexpected SSE line %q", line)
+		}
+	}
+	if open {
+		t.Fatalf("stream ends inside an event: %q", stream)
+	}
+	return out
+}
+
+// eventNames returns the names of events, checking that each one's data
+// is JSON whose "type" is the name (Responses and Messages).
+func eventNames(t *testing.T, events []sseEvent) []string {
+	t.Helper()
+	var names []string
+	for _, ev := range events {
+		var v struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(ev.data, &v); err != nil {
+			t.Fatalf("event %s: %v: %s", ev.name, err, ev.data)
+		}
+		if v.Type != ev.name {
+			t.Errorf("event %q carries type %q", ev.name, v.Type)
+		}
+		names = append(names, ev.name)
+	}
+	return names
+}
+
+func TestParseDirectives(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want directives
+	}{
+		{"none", "just text", directives{args: "{}"}},
+		{"status", "[[mock:status=429]] hi", directives{status: 429, args: "{}"}},
+		{"status out of range", "[[mock:status=99]] [[mock:status=600]] [[mock:status=x]]", directives{args: "{}"}},
+		{"delay", "[[mock:delay=3s]]", directives{delay: 3 * time.Second, args: "{}"}},
+		{"bad delay", "[[mock:delay=-1s]] [[mock:delay=soon]]", directives{args: "{}"}},
+		{"tool", "[[mock:tool=get_weather]] Paris?", directives{tool: "get_weather", args: "{}"}},
+		{"tool trims", "[[mock:tool= ls ]]", directives{tool: "ls", args: "{}"}},
+		{"tool args", `[[mock:tool=read args={"path": "a.go", "lines": [1, 2]}]]`, directives{tool: "read", args: `{"path":"a.go","lines":[1,2]}`}},
+		{"tool args with brackets in strings", `[[mock:tool=grep args={"re":"a]]b","x":"}{"}]]`, directives{tool: "grep", args: `{"re":"a]]b","x":"}{"}`}},
+		{"tool args nested", `[[mock:tool=t args={"a":[[1],[2]]}]] then`, directives{tool: "t", args: `{"a":[[1],[2]]}`}},
+		{"tool args not an object", `[[mock:tool=t args=[1,2]]]`, directives{tool: "t", args: "{}"}},
+		{"tool args invalid", `[[mock:tool=t args={"a":}]]`, directives{tool: "t", args: "{}"}},
+		{"tool args empty", `[[mock:tool=t args=]]`, directives{tool: "t", args: "{}"}},
+		{"tool name with args= inside", `[[mock:tool=xargs=1]]`, directives{tool: "xargs=1", args: "{}"}},
+		{"flags", "[[mock:echo]][[mock:truncate]] [[mock:stream_error]]", directives{echo: true, truncate: true, streamError: true, args: "{}"}},
+		{"unknown and malformed", "[[mock:nope]] [[mock:]] [[mock:Status=500]] [[mock:status=500]", directives{args: "{}"}},
+		{"last wins", "[[mock:status=500]] [[mock:status=429]]", directives{status: 429, args: "{}"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := parseDirectives(tc.text); got != tc.want {
+				t.Errorf("parseDirectives(%q) = %+v, want %+v", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStripMockDirectives(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"[[mock:status=429]] hi [[mock:echo]]", " hi "},
+		{`a [[mock:tool=t args={"x":["]]"]}]] b`, "a  b"},
+		{"[[mock:status=5]0]] kept", "[[mock:status=5]0]] kept"},
+		{"[[mock:[[mock:echo]]", "[[mock:"},
+	}
+	for _, tc := range tests {
+		if got := StripMockDirectives(tc.in); got != tc.want {
+			t.Errorf("StripMockDirectives(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The regular expression the mock's directives used to be read with; the
+// scanner must agree with it on every text without braces.
+var directiveRE = regexp.MustCompile(`\[\[mock:([a-z_]+)(?:=([^\]]*))?\]\]`)
+
+func FuzzScanDirectives(f *testing.F) {
+	for _, s := range []string{
+		"hello", "[[mock:status=429]] x", "[[mock:echo]][[mock:truncate]]", `[[mock:tool=t args={"a":["]]"]}]]`,
+		"[[mock:[[mock:echo]]", "[[mock:status=5]0]]", `[[mock:tool=t args={"a":`, "[[mock:x=]]]", "[[[mock:a]]]",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		spans := scanDirectives(text)
+		last := 0
+		for _, sp := range spans {
+			if sp.start < last || sp.end > len(text) || sp.start >= sp.end {
+				t.Fatalf("span %+v out of order in %q", sp, text)
+			}
+			if !strings.HasPrefix(text[sp.start:], directivePrefix) || !strings.HasSuffix(text[:sp.end], "]]") {
+				t.Fatalf("span %+v is not a directive in %q", sp, text)
+			}
+			last = sp.end
+		}
+		parseDirectives(text)
+		if strings.ContainsAny(text, "{") {
+			return
+		}
+		want := directiveRE.FindAllStringSubmatchIndex(text, -1)
+		if len(want) != len(spans) {
+			t.Fatalf("%q: %d directives, the regexp finds %d", text, len(spans), len(want))
+		}
+		for i, m := range want {
+			sp := spans[i]
+			value := ""
+			if m[4] >= 0 {
+				value = text[m[4]:m[5]]
+			}
+			if sp.start != m[0] || sp.end != m[1] || sp.name != text[m[2]:m[3]] || sp.value != value {
+				t.Fatalf("%q: span %+v, the regexp finds %v", text, sp, m)
+			}
+		}
+		if got, want := StripMockDirectives(text), directiveRE.ReplaceAllString(text, ""); got != want {
+			t.Fatalf("strip %q = %q, the regexp gives %q", text, got, want)
+		}
+	})
+}
+
+func TestSplitBytes(t *testing.T) {
+	for _, s := range []string{"", "{}", `{"path":"a.go"}`, `{"é":"ééééééééé"}`} {
+		pieces := splitBytes(s, 4)
+		if strings.Join(pieces, "") != s {
+			t.Errorf("splitBytes(%q) = %q loses bytes", s, pieces)
+		}
+		for _, p := range pieces {
+			if !json.Valid([]byte(`"`+strings.ReplaceAll(p, `"`, `\"`)+`"`)) || strings.ToValidUTF8(p, "?") != p {
+				t.Errorf("splitBytes(%q): piece %q cuts a character", s, p)
+			}
+		}
+	}
+}
+
+// TestMockEveryAPI covers what the three APIs share: a delay that ends
+// with the request, determinism, and how unknown paths are answered.
+func TestMockEveryAPI(t *testing.T) {
+	bodies := map[string]func(user string) string{
+		"/chat/completions": func(u string) string {
+			return `{"model":"m","messages":[{"role":"user","content":` + strconvQuote(u) + `}]}`
+		},
+		"/responses": func(u string) string { return `{"model":"m","input":` + strconvQuote(u) + `}` },
+		"/messages": func(u string) string {
+			return `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":` + strconvQuote(u) + `}]}`
+		},
+	}
+	for path, body := range bodies {
+		t.Run(path+" delay ends with the request", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider"+path, strings.NewReader(body("[[mock:delay=1h]] x")))
+			done := make(chan error, 1)
+			go func() {
+				_, err := NewMock().RoundTrip(req)
+				done <- err
+			}()
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("err = %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("delay did not end on cancellation")
+			}
+		})
+		t.Run(path+" deterministic", func(t *testing.T) {
+			_, a := post(t, path, body("same question"))
+			_, b := post(t, path, body("same question"))
+			_, c := post(t, path, body("other question"))
+			if a != b || a == c {
+				t.Fatalf("answers:\n%s\n%s\n%s", a, b, c)
+			}
+		})
+		t.Run(path+" short delay", func(t *testing.T) {
+			res, out := post(t, path, body("[[mock:delay=1ms]] hi"))
+			if res.StatusCode != 200 || !strings.Contains(out, "Mock answer to: hi") {
+				t.Fatalf("%d %s", res.StatusCode, out)
+			}
+		})
+	}
+
+	tests := []struct {
+		name, method, path, want string
+		status                   int
+	}{
+		{"openai path", http.MethodPost, "/embeddings", `"type":"invalid_request_error"`, 404},
+		{"responses by id", http.MethodGet, "/responses/resp_1", `"type":"invalid_request_error"`, 404},
+		{"messages subpath", http.MethodPost, "/messages/count_tokens", `{"type":"error","error":{"type":"not_found_error","message":"Not Found"}`, 404},
+		{"messages get", http.MethodGet, "/messages", `"not_found_error"`, 404},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := mockDo(t, context.Background(), tc.method, tc.path, "{}")
+			if res.StatusCode != tc.status || !strings.Contains(body, tc.want) {
+				t.Fatalf("%s %s: %s", tc.method, tc.path, body)
+			}
+		})
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
