@@ -15,16 +15,18 @@
 //
 // # Imports
 //
-// wire imports guard and recall (to strip their blocks) and nothing else of
-// scarproxy. It must not import Echo, providers or a store.
+// wire imports guard and recall (to strip their blocks) and providers (for
+// the mock's directives), and nothing else of scarproxy. It must not
+// import Echo or a store.
 package wire
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"regexp"
 	"strings"
+
+	"github.com/scarproxy/scarproxy/providers"
 )
 
 // Format is one wire format.
@@ -160,10 +162,8 @@ func HashKey(name string, raw []byte) string {
 	return "hash:" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-var mockDirective = regexp.MustCompile(`\[\[mock:[^\]]*\]\]`)
-
 // Task is the user's task as recall searches and capture stores it: the
 // text, trimmed, without the mock provider's [[mock:...]] directives.
 func Task(text string) string {
-	return strings.TrimSpace(mockDirective.ReplaceAllString(text, ""))
+	return strings.TrimSpace(providers.StripMockDirectives(text))
 }
