@@ -149,3 +149,32 @@ func TestEveryFormatRecordsOnceAndGuardsTheNextTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestAmbiguousBodiesAreRefused: a body that gives a member the proxy
+// reads twice gets a 400 in the API's own error shape and never reaches
+// the provider: the proxy would rewrite one copy and a provider that keeps
+// the last (Python's json) would read the other.
+func TestAmbiguousBodiesAreRefused(t *testing.T) {
+	up := newRecorder(t, answerByPath)
+	h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+	for _, tc := range []struct{ path, body, errPath string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a"}],"messages":[{"role":"user","content":"b"}]}`, "error.message"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a","content":"b"}]}`, "error.message"},
+		{"/v1/responses", `{"model":"m","instructions":"a","input":"x","instructions":"b"}`, "error.message"},
+		{"/v1/messages", `{"model":"m","system":"a","messages":[],"system":"b"}`, "error.message"},
+	} {
+		res := h.do(http.MethodPost, tc.path, []byte(tc.body), nil)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		msg := gjson.GetBytes(b, tc.errPath).String()
+		if res.StatusCode != 400 || !strings.Contains(msg, "more than once") {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, res.StatusCode, b)
+		}
+		if strings.HasPrefix(tc.path, "/v1/messages") != (gjson.GetBytes(b, "type").String() == "error") {
+			t.Errorf("%s: error shape %s", tc.path, b)
+		}
+	}
+	if up.count() != 0 {
+		t.Fatalf("the upstream received %d requests", up.count())
+	}
+}

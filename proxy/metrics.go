@@ -36,7 +36,7 @@ func newMetrics() *metrics {
 		}, []string{"route"}),
 		overhead: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "scarproxy_overhead_seconds",
-			Help:    "Time the proxy adds before forwarding a chat completion (inspection, guard, recall, rewrite).",
+			Help:    "Time the proxy adds before forwarding a rewritten request (reading, guard, recall, rewrite).",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 16),
 		}),
 		incidents: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,7 +45,7 @@ func newMetrics() *metrics {
 		}, []string{"type", "pattern"}),
 		injected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scarproxy_blocks_injected_total",
-			Help: "Guard and recall blocks injected into system messages.",
+			Help: "Guard and recall blocks injected into system text.",
 		}, []string{"block"}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scarproxy_store_errors_total",
@@ -57,7 +57,7 @@ func newMetrics() *metrics {
 		}, []string{"from", "to"}),
 		degraded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "scarproxy_degraded_requests_total",
-			Help: "Chat completions forwarded unchanged because the store failed.",
+			Help: "Rewritten requests forwarded unchanged because the store failed.",
 		}),
 	}
 	m.injectedGuard = m.injected.WithLabelValues("guard")

@@ -3,6 +3,8 @@ package chat
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -177,6 +179,14 @@ func FuzzInspect(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","tool_calls":[{"id":"u","function":{"name":"not an assistant"}}]},{"role":"assistant","tool_calls":[1,{"function":"x"},{"id":"a","id":"b","function":{"name":"n","name":"m"}},{"function":{"name":""}}]},{"role":"assistant","tool_calls":{"function":{"name":"object"}}}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c, err := inspect([]byte(body), nil, "")
+		// A member read twice is refused, whatever follows it.
+		var dup *wire.DuplicateKeyError
+		if json.Valid([]byte(body)) && errors.As(err, &dup) != readDuplicate([]byte(body)) {
+			t.Fatalf("inspect error %v; a member read twice: %v", err, readDuplicate([]byte(body)))
+		}
+		if errors.As(err, &dup) {
+			return
+		}
 		if (err == nil) != wire.Valid([]byte(body)) {
 			t.Fatalf("inspect error %v for a body validJSON calls %v", err, wire.Valid([]byte(body)))
 		}

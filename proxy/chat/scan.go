@@ -131,7 +131,7 @@ func (s *scanner) chat(cs *chatScan) error {
 			dst = &cs.stream
 		case "messages":
 			if cs.messages.ok() {
-				break
+				return &wire.DuplicateKeyError{Key: "messages"}
 			}
 			if s.Peek() == '[' {
 				// About one message per 512 bytes of an agent's body: one
@@ -146,6 +146,9 @@ func (s *scanner) chat(cs *chatScan) error {
 				return err
 			}
 			dst = &cs.messages
+		}
+		if dst != nil && dst.ok() {
+			return &wire.DuplicateKeyError{Key: string(key)}
 		}
 		return s.valueInto(1, dst)
 	})
@@ -201,6 +204,9 @@ func (s *scanner) message(cs *chatScan) error {
 				return err
 			}
 			dst = &m.toolCalls
+		}
+		if dst != nil && dst.ok() {
+			return &wire.DuplicateKeyError{Key: string(key)}
 		}
 		return s.valueInto(3, dst)
 	})

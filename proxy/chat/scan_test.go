@@ -47,16 +47,53 @@ func (s span) raw(b []byte) string {
 	return string(b[s.start:s.end])
 }
 
+// TestDuplicateMembersAreRefused: a member the proxy reads, given twice,
+// makes the body ambiguous (Python's json keeps the last one, the scan
+// the first): the proxy would inject into one and the provider read the
+// other. Members the proxy does not read may repeat.
+func TestDuplicateMembersAreRefused(t *testing.T) {
+	tests := []struct {
+		name, body, dup string
+	}{
+		{"messages", `{"messages":[{"role":"user","content":"a"}],"messages":[]}`, "messages"},
+		{"model", `{"model":"a","messages":[],"model":"b"}`, "model"},
+		{"stream", `{"stream":true,"stream":false,"messages":[]}`, "stream"},
+		{"escaped key", `{"messages":[],"m\u0065ssages":[]}`, "messages"},
+		{"role", `{"messages":[{"role":"system","role":"user","content":"x"}]}`, "role"},
+		{"content", `{"messages":[{"role":"system","content":"a","content":"b"}]}`, "content"},
+		{"tool_call_id", `{"messages":[{"role":"tool","tool_call_id":"a","tool_call_id":"b","content":""}]}`, "tool_call_id"},
+		{"tool_calls", `{"messages":[{"role":"assistant","tool_calls":[],"tool_calls":[{"id":"a"}]}]}`, "tool_calls"},
+		{"unread members may repeat", `{"temperature":1,"temperature":2,"messages":[{"role":"user","content":"a","x":1,"x":2}],"tools":[{"a":1,"a":2}]}`, ""},
+		{"nested deeper may repeat", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b","function":{"name":"x","name":"y"}}]}]}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cs chatScan
+			err := scanChat([]byte(tt.body), &cs)
+			var dup *wire.DuplicateKeyError
+			switch {
+			case tt.dup == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.dup != "" && (!errors.As(err, &dup) || dup.Key != tt.dup):
+				t.Fatalf("err = %v, want a duplicate %q", err, tt.dup)
+			}
+			if readDuplicate([]byte(tt.body)) != (tt.dup != "") {
+				t.Fatal("the test's oracle disagrees")
+			}
+		})
+	}
+}
+
 func TestScanChatSpans(t *testing.T) {
-	body := []byte(`{ "model" : "gpt-4o", "stream":true, "model":"second",
+	body := []byte(`{ "model" : "gpt-4o", "stream":true, "temperature":1, "temperature":2,
 		"messages": [
-			{"role":"system","content":"Be terse.","role":"user"},
+			{"role":"system","content":"Be terse.","x":1,"x":2},
 			"not an object",
 			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},
 			{"role":"tool","tool_call_id":"c1","name":"ls","content":"a\nb"},
 			{"r\u006fle":"us\u0065r","content":[{"type":"text","text":"hi"}]}
 		],
-		"user":"alice", "messages":"ignored: the first one counts"}`)
+		"user":"alice"}`)
 	var cs chatScan
 	if err := scanChat(body, &cs); err != nil {
 		t.Fatal(err)
@@ -110,6 +147,14 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var cs chatScan
 		err := scanChat(body, &cs)
+		// A member read twice is refused, whatever follows it.
+		var dup *wire.DuplicateKeyError
+		if json.Valid(body) && errors.As(err, &dup) != readDuplicate(body) {
+			t.Fatalf("scanChat error %v; a member read twice: %v", err, readDuplicate(body))
+		}
+		if errors.As(err, &dup) {
+			return
+		}
 		if std := json.Valid(body); std != (err == nil) {
 			t.Fatalf("scanChat error %v, encoding/json valid %v, body %q", err, std, body)
 		}
@@ -260,5 +305,58 @@ func TestScanCaps(t *testing.T) {
 				t.Errorf("rewrote a truncated body without a located system message (%v)", err)
 			}
 		})
+	}
+}
+
+// readDuplicate reports whether body, valid JSON, gives a member the chat
+// reader reads twice: model, user, stream or messages at the top, role,
+// content, tool_call_id, name or tool_calls in an object of the messages
+// array. It walks encoding/json's tokens: a reader independent of the
+// scanner.
+func readDuplicate(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	top := map[string]bool{"model": true, "user": true, "stream": true, "messages": true}
+	msg := map[string]bool{"role": true, "content": true, "tool_call_id": true, "name": true, "tool_calls": true}
+	// Each open container: is it an object, and which keys it had, and,
+	// for objects, whether the next token is a key.
+	type frame struct {
+		obj, wantKey, isTop, isMsg, isMsgs bool
+		seen                               map[string]bool
+		key                                string
+	}
+	var stack []*frame
+	found := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return found
+		}
+		var parent *frame
+		if len(stack) > 0 {
+			parent = stack[len(stack)-1]
+		}
+		if parent != nil && parent.obj && parent.wantKey {
+			if k, ok := tok.(string); ok {
+				if (parent.isTop && top[k] || parent.isMsg && msg[k]) && parent.seen[k] {
+					found = true
+				}
+				parent.seen[k], parent.key, parent.wantKey = true, k, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			f := &frame{obj: tok == json.Delim('{'), wantKey: true, seen: map[string]bool{}}
+			f.isTop = parent == nil && f.obj
+			f.isMsgs = parent != nil && parent.isTop && parent.key == "messages" && !f.obj
+			f.isMsg = parent != nil && parent.isMsgs && f.obj
+			stack = append(stack, f)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].obj {
+			stack[len(stack)-1].wantKey = true
+		}
 	}
 }

@@ -342,7 +342,7 @@ func (s Span) OK() bool { return s.End > 0 }
 type DuplicateKeyError struct{ Key string }
 
 func (e *DuplicateKeyError) Error() string {
-	return "the request has the member " + strconv.Quote(e.Key) + " more than once"
+	return "The JSON body of your request has the member " + strconv.Quote(e.Key) + " more than once: parsers disagree on which one counts, so it is refused."
 }
 
 // Members scans body, which must be one JSON value, and returns where the
