@@ -178,3 +178,39 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 		t.Fatalf("the upstream received %d requests", up.count())
 	}
 }
+
+// TestPassThroughGoesToTheAPIsProvider: a pass-through path below an API
+// (/v1/messages/count_tokens) goes to a provider that serves that API; a
+// WebSocket upgrade, which the proxy cannot observe, gets 426 (Codex CLI
+// then speaks HTTP at once).
+func TestPassThroughGoesToTheAPIsProvider(t *testing.T) {
+	oa := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"from":"openai"}`) })
+	an := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"input_tokens":3}`) })
+	h := newHarness(t, "", withProviders(
+		providers.Config{Name: "openai", Type: providers.TypeOpenAI, BaseURL: oa.srv.URL + "/v1"},
+		providers.Config{Name: "anthropic", Type: providers.TypeAnthropic, BaseURL: an.srv.URL + "/v1"},
+	))
+	res := h.do(http.MethodPost, "/v1/messages/count_tokens?beta=true", []byte(`{"model":"claude-x","messages":[]}`), nil)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || string(b) != `{"input_tokens":3}` || an.count() != 1 || oa.count() != 0 {
+		t.Fatalf("count_tokens: %d %s (anthropic %d, openai %d requests)", res.StatusCode, b, an.count(), oa.count())
+	}
+	if got := an.last(t); got.RawPath != "/v1/messages/count_tokens" || got.Query != "beta=true" || got.Header.Get("Anthropic-Version") == "" {
+		t.Fatalf("the anthropic upstream got %s?%s %v", got.RawPath, got.Query, got.Header)
+	}
+	res = h.do(http.MethodGet, "/v1/responses", nil, map[string]string{"Connection": "Upgrade", "Upgrade": "websocket"})
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUpgradeRequired || oa.count() != 0 {
+		t.Fatalf("websocket: %d %s, upstream %d", res.StatusCode, b, oa.count())
+	}
+	// A rewritten route whose API no provider serves.
+	h2 := newHarness(t, "", withProviders(providers.Config{Name: "anthropic", Type: providers.TypeAnthropic, BaseURL: an.srv.URL + "/v1"}))
+	res = h2.do(http.MethodPost, "/v1/responses", []byte(`{"model":"gpt","input":"hi"}`), nil)
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 404 || !strings.Contains(gjson.GetBytes(b, "error.message").String(), "responses") {
+		t.Fatalf("no provider for the API: %d %s", res.StatusCode, b)
+	}
+}

@@ -46,6 +46,13 @@ func TestPassThroughIsByteForByte(t *testing.T) {
 		{"delete", http.MethodDelete, "/v1/files/file-abc", "", nil, "/v1/files/file-abc", ""},
 		{"tenant path form", http.MethodPost, "/w/team/api/v1/moderations", "application/json", []byte(`{"input":"hi"}`), "/v1/moderations", ""},
 		{"chat completions GET passes through", http.MethodGet, "/v1/chat/completions?limit=1", "", nil, "/v1/chat/completions", "limit=1"},
+		{"messages count_tokens", http.MethodPost, "/v1/messages/count_tokens?beta=true", "application/json", []byte(`{"model":"claude", "system":"x","messages":[{"role":"user","content":"hi"}]}`), "/v1/messages/count_tokens", "beta=true"},
+		{"messages batches", http.MethodGet, "/v1/messages/batches/msgbatch_1", "", nil, "/v1/messages/batches/msgbatch_1", ""},
+		{"responses retrieve", http.MethodGet, "/v1/responses/resp_123?include[]=x", "", nil, "/v1/responses/resp_123", "include[]=x"},
+		{"responses delete", http.MethodDelete, "/v1/responses/resp_123", "", nil, "/v1/responses/resp_123", ""},
+		{"responses cancel", http.MethodPost, "/v1/responses/resp_123/cancel", "application/json", []byte(`{}`), "/v1/responses/resp_123/cancel", ""},
+		{"responses input items", http.MethodGet, "/v1/responses/resp_123/input_items?limit=5", "", nil, "/v1/responses/resp_123/input_items", "limit=5"},
+		{"responses compact", http.MethodPost, "/v1/responses/compact", "application/json", []byte(`{"model":"gpt-5", "input":[{"role":"user","content":"x"}],"instructions":"keep"}`), "/v1/responses/compact", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
