@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
@@ -212,5 +214,55 @@ func TestPassThroughGoesToTheAPIsProvider(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 404 || !strings.Contains(gjson.GetBytes(b, "error.message").String(), "responses") {
 		t.Fatalf("no provider for the API: %d %s", res.StatusCode, b)
+	}
+}
+
+// TestStalledStreamEndsWithAnErrorEvent: when the provider goes silent in
+// the middle of a stream, the proxy cuts it and tells the client in the
+// API's own stream format (an error chunk for chat, an error event for
+// Responses and Messages) instead of just closing; the timeout is an
+// incident. The client's SDK then sees an error, not a short answer.
+func TestStalledStreamEndsWithAnErrorEvent(t *testing.T) {
+	first := map[string]string{
+		"/v1/chat/completions": "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+		"/v1/responses":        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\"}}\n\n",
+		"/v1/messages":         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"}}\n\n",
+	}
+	idle := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, first["/v1"+r.URL.Path])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	p := allAPIs(idle.srv.URL)
+	p.IdleTimeout = 50 * time.Millisecond
+	for _, tc := range []struct {
+		path, body string
+		last       func([]byte) bool // the error event the client gets last
+	}{
+		{"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, func(b []byte) bool {
+			return bytes.HasPrefix(b, []byte("data: {\"error\":")) && gjson.GetBytes(b[6:], "error.code").String() == "provider_timeout"
+		}},
+		{"/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, func(b []byte) bool {
+			return bytes.HasPrefix(b, []byte("event: error\ndata: ")) && gjson.GetBytes(b[len("event: error\ndata: "):], "type").String() == "error"
+		}},
+		{"/v1/messages", `{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, func(b []byte) bool {
+			return bytes.HasPrefix(b, []byte("event: error\ndata: ")) && gjson.GetBytes(b[len("event: error\ndata: "):], "error.type").String() == "timeout_error"
+		}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			h := newHarness(t, "", withProviders(p))
+			res := h.do(http.MethodPost, tc.path, []byte(tc.body), nil)
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			h.inflight.Wait()
+			events := bytes.Split(bytes.TrimSpace(b), []byte("\n\n"))
+			if res.StatusCode != 200 || len(events) != 2 || !bytes.Equal(append(events[0], "\n\n"...), []byte(first[tc.path])) || !tc.last(events[1]) {
+				t.Fatalf("status %d, stream %q", res.StatusCode, b)
+			}
+			if incs := h.incidents("default", "default"); len(incs) != 1 || incs[0].Type != store.TypeTimeout {
+				t.Fatalf("incidents %+v", incs)
+			}
+		})
 	}
 }

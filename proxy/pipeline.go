@@ -263,8 +263,12 @@ func (s *Server) finish(x *exchange, a *attempt) {
 	s.count(route, a.res.StatusCode, prov)
 	out := obs.Outcome()
 	switch {
-	case out.Failure != "":
+	case out.Failure != "" && sse:
 		s.record(ctx, t, info.Model, prov, store.TypeStreamError, a.res.StatusCode, out.Failure)
+	case out.Failure != "":
+		// A 2xx answer that says it failed (a Responses API response
+		// whose status is failed or incomplete).
+		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.res.StatusCode, out.Failure)
 	case wantCapture && out.Final:
 		s.capture(ctx, t, info, out.Answer)
 	}

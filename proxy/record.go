@@ -173,7 +173,7 @@ func (s *Server) recordErrorAnswer(ctx context.Context, t Tenant, model string, 
 		// An error sent as an event stream: the first error event says it.
 		found := false
 		events := wire.SSE{Data: func(event string, data []byte) {
-			if !found && (event == "error" || gjson.GetBytes(data, "error").Exists()) && wire.Valid(data) {
+			if !found && wire.Valid(data) && (event == "error" || gjson.GetBytes(data, "error").Exists()) {
 				msg, found = wire.ErrorMessage(data, a.res.StatusCode), true
 			}
 		}}
