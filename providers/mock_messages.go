@@ -48,14 +48,20 @@ func (m *Mock) messages(req *http.Request, body []byte) (*http.Response, error) 
 }
 
 // lastUserMessage returns the text of the last user message that is not
-// only tool results, and whether it is the conversation's last message.
+// only tool results, and whether it is the conversation's last message
+// (system messages after it do not count: Claude Code puts one after the
+// user's message, listing its agents or skills).
 func lastUserMessage(msgs gjson.Result) (string, bool) {
 	arr := msgs.Array()
-	for i := len(arr) - 1; i >= 0; i-- {
+	last := len(arr) - 1
+	for last >= 0 && arr[last].Get("role").Str == "system" {
+		last--
+	}
+	for i := last; i >= 0; i-- {
 		if arr[i].Get("role").Str != "user" || onlyToolResults(arr[i].Get("content")) {
 			continue
 		}
-		return MessageText(arr[i].Get("content")), i == len(arr)-1
+		return MessageText(arr[i].Get("content")), i == last
 	}
 	return "", false
 }

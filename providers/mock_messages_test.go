@@ -62,6 +62,12 @@ func TestMockMessagesJSON(t *testing.T) {
 			has: []string{`"content":[{"type":"tool_use","id":"toolu_mock`, `","name":"get_weather","input":{"city":"Paris"}}],"stop_reason":"tool_use"`},
 		},
 		{
+			// Claude Code sends a system message after the user's (its
+			// agents or skills): the user's message is still the last word.
+			name: "a system message after the user's", body: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"[[mock:tool=Bash args={\"command\":\"ls\"}]] go"},{"role":"system","content":"Available agents: ..."}]}`, status: 200,
+			has: []string{`"name":"Bash","input":{"command":"ls"}}`},
+		},
+		{
 			name: "tool without args", body: messagesBody("[[mock:tool=ls]]", false), status: 200,
 			has: []string{`"name":"ls","input":{}}`},
 		},

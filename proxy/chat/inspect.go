@@ -28,11 +28,16 @@ type conversation struct {
 	memo *convMemo // where the conversation is remembered; nil for none
 
 	systemAt int // index of the system message; -1 none
-	userSeen bool
-	calls    []callName        // the calls of tools that have an id
-	names    map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
-	indexed  int
-	marks    []mark // one per message: what was read up to its end
+	// The task: the first user message with words of the user's own
+	// (recall.TaskFinder), read at message taskAt (-1 until found);
+	// provisional is the first user message's text, the goal until then.
+	task        recall.TaskFinder
+	taskAt      int
+	provisional string
+	calls       []callName        // the calls of tools that have an id
+	names       map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
+	indexed     int
+	marks       []mark // one per message: what was read up to its end
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).
@@ -96,7 +101,7 @@ func valueAt(body []byte, sp span) gjson.Result {
 // of the same conversation that this body repeats byte for byte are not
 // read again (see convMemo).
 func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) {
-	c := &conversation{systemAt: -1, body: body, memo: memo}
+	c := &conversation{systemAt: -1, taskAt: -1, body: body, memo: memo}
 	cs := &c.scan
 	s := scanner{Scanner: wire.Scanner{B: body}}
 	if memo != nil {
@@ -138,9 +143,16 @@ func (c *conversation) read(body []byte) {
 				c.info.System = providers.MessageText(valueAt(body, m.content))
 			}
 		case m.kind == roleUser:
-			if !c.userSeen {
-				c.userSeen = true
-				c.info.Goal = wire.Task(providers.MessageText(valueAt(body, m.content)))
+			if !c.task.Found {
+				first := c.task.Goal == ""
+				c.task.Add(providers.MessageText(valueAt(body, m.content)), wire.Task)
+				c.info.Goal = c.task.Goal
+				if first {
+					c.provisional = c.task.Goal
+				}
+				if c.task.Found {
+					c.taskAt = i
+				}
 			}
 		case m.kind == roleAssistant:
 			for ; call < len(cs.calls) && cs.calls[call].msg == i; call++ {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 )
 
@@ -43,7 +44,8 @@ func inspectByPath(body string) inspected {
 	}
 	in.model, in.user, in.stream = doc.Get("model").String(), doc.Get("user").String(), doc.Get("stream").Bool()
 	names := map[string]string{}
-	var sysDone, userDone bool
+	var sysDone bool
+	var task recall.TaskFinder
 	// Only arrays count: gjson's Array() would make any other value a
 	// list of one.
 	array := func(v gjson.Result) []gjson.Result {
@@ -63,10 +65,8 @@ func inspectByPath(body string) inspected {
 				in.system = providers.MessageText(m.Get("content"))
 			}
 		case "user":
-			if !userDone {
-				userDone = true
-				in.goal = wire.Task(providers.MessageText(m.Get("content")))
-			}
+			task.Add(providers.MessageText(m.Get("content")), wire.Task)
+			in.goal = task.Goal
 		case "assistant":
 			for _, call := range array(m.Get("tool_calls")) {
 				if name := call.Get("function.name").String(); name != "" {

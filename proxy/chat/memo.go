@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+
+	"github.com/scarproxy/scarproxy/recall"
 )
 
 // An agent sends its whole conversation on every turn: the body of turn n+1
@@ -48,7 +50,9 @@ type memoEntry struct {
 	named    []callName
 	system   string
 	systemAt int
-	goal     string
+	goal     string // the task, or the provisional goal when taskAt < 0
+	taskAt   int    // the message the task was found in; -1 none
+	firstMsg string // the provisional goal: the first user message's text
 	key      string // the conversation's recall key, when system and goal are set
 
 	// The bytes after the messages array (tool definitions, model,
@@ -73,7 +77,7 @@ const (
 // size estimates the memory an entry holds.
 func (e *memoEntry) size() int {
 	n := cap(e.msgs)*int(unsafe.Sizeof(msgSpans{})) + cap(e.calls)*int(unsafe.Sizeof(callSpans{})) +
-		cap(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.system) + len(e.goal) + len(e.key)
+		cap(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.system) + len(e.goal) + len(e.firstMsg) + len(e.key)
 	n += (cap(e.tools) - len(e.tools)) * 16
 	for _, t := range e.tools {
 		n += 16 + len(t)
@@ -153,12 +157,23 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	c.info.Tools = grown(e.tools[:mk.tools], turnRoom)
 	c.calls = grown(e.named[:mk.calls], turnRoom)
 	c.info.ToolCount, c.info.Failures = mk.toolCount, mk.failures
-	if e.systemAt >= 0 && e.systemAt <= last {
-		// Its system message and goal are both among the messages
-		// skipped: so is its key.
-		c.systemAt, c.info.System, c.info.Key = e.systemAt, e.system, e.key
+	// The task, if it was found among the messages skipped; else the
+	// first user message's text, and the search goes on.
+	c.provisional = e.firstMsg
+	if e.taskAt >= 0 && e.taskAt <= last {
+		c.task, c.taskAt = recall.TaskFinder{Goal: e.goal, Found: true}, e.taskAt
+		if e.systemAt >= 0 && e.systemAt <= last {
+			// Its system message and task are both among the messages
+			// skipped: so is its key.
+			c.systemAt, c.info.System, c.info.Key = e.systemAt, e.system, e.key
+		}
+	} else {
+		c.task = recall.TaskFinder{Goal: e.firstMsg}
+		if e.systemAt >= 0 && e.systemAt <= last {
+			c.systemAt, c.info.System = e.systemAt, e.system
+		}
 	}
-	c.userSeen, c.info.Goal = true, e.goal
+	c.info.Goal = c.task.Goal
 	return e.msgs[last].end
 }
 
@@ -268,6 +283,8 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		system:   c.info.System,
 		systemAt: c.systemAt,
 		goal:     c.info.Goal,
+		taskAt:   c.taskAt,
+		firstMsg: c.provisional,
 		key:      c.info.Key,
 
 		tailLen:    len(body) - end,

@@ -262,6 +262,9 @@ func FuzzInspectMemo(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","content":"g"}],"model":"a"}`, `,{}`, `,"model":"a"`)
 	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`, "")
 	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `]}{`, "")
+	// The task comes after a wrapper: a later turn must find it, once.
+	f.Add(`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"<environment_context>\n<cwd>/w</cwd>\n</environment_context>"}]}`, `,{"role":"user","content":"the task"},{"role":"user","content":"more"}`, "")
+	f.Add(`{"messages":[{"role":"user","content":"<environment_context>\n<cwd>/w</cwd>\n</environment_context>"},{"role":"user","content":"task one"}]}`, `,{"role":"assistant","content":"x"}`, "")
 	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`, "")
 	f.Fuzz(func(t *testing.T, first, added, tail string) {
 		memo := newConvMemo(4)

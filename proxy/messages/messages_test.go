@@ -42,7 +42,8 @@ func TestRead(t *testing.T) {
 	if in.System != "You are Claude Code, Anthropic's official CLI for Claude.\nYou are an interactive CLI tool." {
 		t.Errorf("system %q", in.System)
 	}
-	if in.Goal != "<system-reminder>context</system-reminder>\nWrite hello.py and run it" {
+	// The reminder Claude Code puts before the task is not the task.
+	if in.Goal != "Write hello.py and run it" {
 		t.Errorf("goal %q", in.Goal)
 	}
 	if strings.Join(in.Tools, ",") != "Bash,Read" || in.ToolCount != 2 || len(in.ToolResults) != 2 {
@@ -321,7 +322,7 @@ func TestClaudeCodeRequests(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		in := r.Info()
-		if !in.Stream || in.Model == "" || !strings.Contains(in.System, "Claude") || !strings.Contains(in.Goal, "hello.py") {
+		if !in.Stream || in.Model == "" || !strings.Contains(in.System, "Claude") || in.Goal != "Write hello.py that prints hello and run it" {
 			t.Fatalf("%s: model %q stream %v system %.60q goal %.80q", name, in.Model, in.Stream, in.System, in.Goal)
 		}
 		n := 0

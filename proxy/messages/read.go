@@ -13,6 +13,7 @@ import (
 type request struct {
 	info   wire.Info
 	system wire.Span // the top-level "system" value; absent when none
+	task   recall.TaskFinder
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
@@ -68,9 +69,8 @@ func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
 	in := &r.info
 	content := m.Get("content")
 	if content.Type == gjson.String {
-		if in.Goal == "" {
-			in.Goal = wire.Task(content.Str)
-		}
+		r.task.Add(content.Str, wire.Task)
+		in.Goal = r.task.Goal
 		return
 	}
 	var text []gjson.Result
@@ -97,12 +97,13 @@ func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
 		}
 		return true
 	})
-	if in.Goal == "" && len(text) > 0 {
+	if !r.task.Found && len(text) > 0 {
 		parts := make([]string, 0, len(text))
 		for _, t := range text {
 			parts = append(parts, t.Get("text").String())
 		}
-		in.Goal = wire.Task(strings.Join(parts, "\n"))
+		r.task.Add(strings.Join(parts, "\n"), wire.Task)
+		in.Goal = r.task.Goal
 	}
 }
 

@@ -10,6 +10,7 @@ const defaultChains = 4096
 // request continuing from that response starts from.
 type chainState struct {
 	goal, key string
+	found     bool // goal is the user's task, not a provisional one
 	tools     []string
 	toolCount int
 	failures  int

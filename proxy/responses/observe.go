@@ -167,7 +167,7 @@ func (o *observer) remember() {
 	// The request that continues from this response sends the outputs of
 	// the calls it made: their names are all it needs of them.
 	r.chains.put(r.tenant, o.id, &chainState{
-		goal: in.Goal, key: in.Key, tools: tools,
+		goal: in.Goal, found: r.task.Found, key: in.Key, tools: tools,
 		toolCount: in.ToolCount, failures: in.Failures, names: o.calls,
 	})
 }

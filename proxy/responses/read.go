@@ -19,6 +19,7 @@ type request struct {
 	names  map[string]string // call id -> tool name, of the calls read so far
 
 	systemSeen bool // a developer or system message was read as the system text
+	task       recall.TaskFinder
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
@@ -44,6 +45,7 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 	}
 	if prev := sp[4].Value(body).String(); prev != "" {
 		if st := ch.get(tenant, prev); st != nil {
+			r.task = recall.TaskFinder{Goal: st.goal, Found: st.found}
 			in.Goal, in.Key = st.goal, st.key
 			in.Tools = append(in.Tools, st.tools...)
 			in.ToolCount, in.Failures = st.toolCount, st.failures
@@ -52,9 +54,8 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 	}
 	input := sp[3].Value(body)
 	if input.Type == gjson.String {
-		if in.Goal == "" {
-			in.Goal = wire.Task(input.Str)
-		}
+		r.task.Add(input.Str, wire.Task)
+		in.Goal = r.task.Goal
 	} else {
 		input.ForEach(func(i, item gjson.Result) bool {
 			r.readItem(item, int(i.Int()))
@@ -76,9 +77,8 @@ func (r *request) readItem(item gjson.Result, at int) {
 	case typ == "message" || typ == "" && item.Get("role").Exists():
 		switch item.Get("role").String() {
 		case "user":
-			if in.Goal == "" {
-				in.Goal = wire.Task(partsText(item.Get("content")))
-			}
+			r.task.Add(partsText(item.Get("content")), wire.Task)
+			in.Goal = r.task.Goal
 		case "developer", "system":
 			// Without instructions (Codex sends none), the system text is
 			// the first developer or system message.

@@ -303,7 +303,7 @@ func TestCodexRequests(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		in := r.Info()
-		if !in.Stream || in.Model == "" || in.System == "" || in.Goal == "" {
+		if !in.Stream || in.Model == "" || in.System == "" || in.Goal != "Write hello.py that prints hello and run it" {
 			t.Fatalf("%s: model %q stream %v system %.60q goal %.80q", tc.name, in.Model, in.Stream, in.System, in.Goal)
 		}
 		n := 0
