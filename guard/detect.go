@@ -28,10 +28,34 @@ const (
 
 // Entry is one repeated failure.
 type Entry struct {
-	Pattern string `json:"pattern"`           // label, e.g. "SYNTAX COMPLIANCE ERROR" or "REPEATED ERROR"
-	Count   int    `json:"count"`             // incidents inside the window
-	Hint    string `json:"hint"`              // the fix text
-	Example string `json:"example,omitempty"` // sanitised sample message (REPEATED ERROR entries)
+	Pattern string `json:"pattern"`            // label, e.g. "SYNTAX COMPLIANCE ERROR" or "REPEATED ERROR"
+	Count   int    `json:"count"`              // incidents inside the window
+	Hint    string `json:"hint"`               // the fix text
+	Example string `json:"example,omitempty"`  // sanitised sample message (REPEATED ERROR entries)
+	// Provider names the provider a provider failure came from: those
+	// count per provider (a rate limit of one says nothing of another).
+	Provider string `json:"provider,omitempty"`
+}
+
+// ProviderFailure reports whether an incident type is a failure of the
+// provider (a non-2xx answer, a timeout, an unreachable provider, a failed
+// stream) rather than of the agent's tools: those hit every conversation
+// of a tenant alike, and count per provider.
+func ProviderFailure(typ string) bool {
+	switch typ {
+	case store.TypeHTTPError, store.TypeTimeout, store.TypeUnreachable, store.TypeStreamError:
+		return true
+	}
+	return false
+}
+
+// scope is what an incident counts within: its provider for a provider
+// failure, nothing for any other.
+func scope(inc *store.Incident) string {
+	if ProviderFailure(inc.Type) {
+		return inc.Provider
+	}
+	return ""
 }
 
 // Detect finds the repeated failures among incidents (in any order) whose
@@ -40,7 +64,8 @@ type Entry struct {
 // fingerprint (the incident's Fingerprint field, or [Fingerprint] of its
 // message when that is empty) shared by at least MinRepeats incidents,
 // reported as [RepeatedPattern] with a redacted, sanitised example taken
-// from the newest incident of the group.
+// from the newest incident of the group. Provider failures count per
+// provider: their entries name it.
 //
 // Entries are ordered by count (highest first), then label, then example;
 // the result depends only on the set of incidents, not on their order.
@@ -49,12 +74,21 @@ type Entry struct {
 func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 	lo := now.Add(-g.cfg.Window)
 	counts := make([]int, len(g.patterns))
+	var scoped map[scopedPattern]int // pattern counts of provider failures, per provider
 	var groups map[string]*group
 	var misses []int // indexes of incidents not in the cache
 
 	add := func(inc *store.Incident, m memo) {
+		sc := scope(inc)
 		if m.pat >= 0 {
-			counts[m.pat]++
+			if sc == "" {
+				counts[m.pat]++
+			} else {
+				if scoped == nil {
+					scoped = make(map[scopedPattern]int)
+				}
+				scoped[scopedPattern{int(m.pat), sc}]++
+			}
 			return
 		}
 		fp := inc.Fingerprint
@@ -67,9 +101,12 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 		if groups == nil {
 			groups = make(map[string]*group)
 		}
+		if sc != "" {
+			fp = sc + "\x00" + fp
+		}
 		gr := groups[fp]
 		if gr == nil {
-			gr = &group{newest: inc}
+			gr = &group{newest: inc, provider: sc}
 			groups[fp] = gr
 		} else if newer(inc, gr.newest) {
 			gr.newest = inc
@@ -122,13 +159,20 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix})
 		}
 	}
+	for sp, n := range scoped {
+		if n >= g.cfg.MinRepeats {
+			p := &g.patterns[sp.pat]
+			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix, Provider: sp.provider})
+		}
+	}
 	for _, gr := range groups {
 		if gr.count >= g.cfg.MinRepeats {
 			out = append(out, Entry{
-				Pattern: RepeatedPattern,
-				Count:   gr.count,
-				Hint:    repeatedFix,
-				Example: gr.example(),
+				Pattern:  RepeatedPattern,
+				Count:    gr.count,
+				Hint:     repeatedFix,
+				Example:  gr.example(),
+				Provider: gr.provider,
 			})
 		}
 	}
@@ -136,16 +180,25 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 		return cmp.Or(
 			cmp.Compare(b.Count, a.Count),
 			strings.Compare(a.Pattern, b.Pattern),
+			strings.Compare(a.Provider, b.Provider),
 			strings.Compare(a.Example, b.Example),
 		)
 	})
 	return out
 }
 
-// group is the incidents sharing one fingerprint.
+// scopedPattern is a pattern matched by the failures of one provider.
+type scopedPattern struct {
+	pat      int
+	provider string
+}
+
+// group is the incidents sharing one fingerprint (and provider, for
+// provider failures).
 type group struct {
-	count  int
-	newest *store.Incident
+	count    int
+	newest   *store.Incident
+	provider string
 }
 
 func (gr *group) example() string {
@@ -198,6 +251,11 @@ func Block(entries []Entry) string {
 			b.WriteString(" time)\n")
 		} else {
 			b.WriteString(" times)\n")
+		}
+		if p := Sanitize(e.Provider, maxLabelRunes); p != "" {
+			b.WriteString("  Provider: ")
+			b.WriteString(p)
+			b.WriteString("\n")
 		}
 		if ex := Sanitize(e.Example, maxExampleRunes); ex != "" {
 			b.WriteString("  Error: ")

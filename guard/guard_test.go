@@ -197,6 +197,11 @@ func inc(sec int64, typ string, status int, msg string) store.Incident {
 	return store.Incident{ID: fmt.Sprintf("id%06d", sec), Time: time.Unix(sec, 0), Type: typ, StatusCode: status, Message: msg}
 }
 
+func withProvider(in store.Incident, p string) store.Incident {
+	in.Provider = p
+	return in
+}
+
 func TestDetect(t *testing.T) {
 	now := time.Unix(10_000, 0)
 	start := now.Add(-time.Hour).Unix()
@@ -233,6 +238,26 @@ func TestDetect(t *testing.T) {
 			cfg:       Config{MinRepeats: 1, Window: time.Minute},
 			incidents: []store.Incident{syntaxErr(now.Unix()-30, 1), inc(now.Unix()-120, store.TypeHTTPError, 429, "")},
 			want:      []Entry{{Pattern: syntax, Count: 1, Hint: "Output must be valid syntax."}}},
+		{name: "provider failures count per provider",
+			incidents: []store.Incident{
+				withProvider(inc(start+1, store.TypeHTTPError, 429, ""), "a"), withProvider(inc(start+2, store.TypeHTTPError, 429, ""), "b"),
+				withProvider(inc(start+3, store.TypeTimeout, 504, "provider timed out"), "a"), withProvider(inc(start+4, store.TypeTimeout, 504, "provider timed out"), "b"),
+			},
+			want: nil},
+		{name: "a provider's repeated failures name it",
+			incidents: []store.Incident{
+				withProvider(inc(start+1, store.TypeHTTPError, 429, ""), "a"), withProvider(inc(start+2, store.TypeHTTPError, 429, ""), "a"),
+				withProvider(inc(start+3, store.TypeHTTPError, 429, ""), "b"),
+				withProvider(inc(start+4, store.TypeStreamError, 200, "stream ended before data: [DONE]"), "b"),
+				withProvider(inc(start+5, store.TypeStreamError, 200, "stream ended before data: [DONE]"), "b"),
+			},
+			want: []Entry{
+				{Pattern: rate, Count: 2, Hint: "Provider is currently rate-limited.", Provider: "a"},
+				{Pattern: RepeatedPattern, Count: 2, Hint: "This exact error", Example: "stream ended before data: [DONE]", Provider: "b"},
+			}},
+		{name: "tool errors are not scoped by provider",
+			incidents: []store.Incident{withProvider(syntaxErr(start+1, 1), "a"), withProvider(syntaxErr(start+2, 2), "b")},
+			want:      []Entry{{Pattern: syntax, Count: 2, Hint: "Output must be valid syntax."}}},
 		{name: "novel errors grouped by fingerprint, example from the newest",
 			incidents: []store.Incident{novel(start+1, "1"), novel(start+3, "3"), novel(start+2, "2")},
 			want: []Entry{{Pattern: RepeatedPattern, Count: 3, Hint: "This exact error keeps recurring; do not retry the same approach",
@@ -307,7 +332,7 @@ func checkEntries(t *testing.T, got, want []Entry) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Pattern != w.Pattern || g.Count != w.Count || g.Example != w.Example || !strings.HasPrefix(g.Hint, w.Hint) {
+		if g.Pattern != w.Pattern || g.Count != w.Count || g.Example != w.Example || g.Provider != w.Provider || !strings.HasPrefix(g.Hint, w.Hint) {
 			t.Errorf("entry %d = %+v, want %+v (hint prefix)", i, g, w)
 		}
 	}
