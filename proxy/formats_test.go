@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,5 +265,59 @@ func TestStalledStreamEndsWithAnErrorEvent(t *testing.T) {
 				t.Fatalf("incidents %+v", incs)
 			}
 		})
+	}
+}
+
+// TestConversationsAreApart: without X-Scar-Session, each conversation is
+// named by its start. A tool failure repeats within its conversation only:
+// an unrelated task in the same project starts without the guard, and a
+// conversation that numbers its calls as another does (call_1, call_2...)
+// still has its failures recorded. Provider failures hit every
+// conversation: they count tenant-wide, per provider.
+func TestConversationsAreApart(t *testing.T) {
+	var fail429 atomic.Bool
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if fail429.Load() {
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
+		}
+		answerByPath(w, r)
+	})
+	h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+	chat := wireFormats[0]
+	send := func(body string) *http.Response {
+		t.Helper()
+		res := h.do(http.MethodPost, chat.path, []byte(body), nil)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		h.inflight.Wait()
+		return res
+	}
+	// A coding task fails twice the same way: guarded.
+	if res := send(chat.turn(2)); res.Header.Get(HeaderGuard) != "1" {
+		t.Fatalf("the failing conversation: guard %s", res.Header.Get(HeaderGuard))
+	}
+	// An unrelated task starts clean.
+	haiku := `{"model":"m","messages":[{"role":"system","content":"You are a coding agent."},{"role":"user","content":"Write a haiku about autumn"}]}`
+	if res := send(haiku); res.Header.Get(HeaderGuard) != "0" || strings.Contains(chat.system(up.last(t).Body), guard.BlockStart) {
+		t.Fatalf("an unrelated task got the other conversation's guard: %s", res.Header.Get(HeaderGuard))
+	}
+	// A third conversation that reuses the ids call_1 and call_2 has its
+	// own failures recorded, and guarded.
+	other := strings.Replace(chat.turn(2), "Write hello.py and run it", "Build the parser", 1)
+	if res := send(other); res.Header.Get(HeaderGuard) != "1" {
+		t.Fatalf("a conversation reusing call ids: guard %s", res.Header.Get(HeaderGuard))
+	}
+	if n := len(h.incidents("default", "default")); n != 4 {
+		t.Fatalf("%d incidents, want 4 (two per conversation)", n)
+	}
+	// Two 429s, in two conversations, reach the haiku too.
+	fail429.Store(true)
+	send(chat.turn(0))
+	send(other)
+	fail429.Store(false)
+	if res := send(haiku); res.Header.Get(HeaderGuard) != "1" || !strings.Contains(chat.system(up.last(t).Body), "Provider: up") {
+		t.Fatalf("provider failures: guard %s, system %q", res.Header.Get(HeaderGuard), chat.system(up.last(t).Body))
 	}
 }

@@ -11,82 +11,163 @@ import (
 	"github.com/scarproxy/scarproxy/store"
 )
 
-// guardCache keeps the guard entries of each (tenant, session) with the
-// store's incident version they were computed from. Every request asks the
-// store for the version (a map or primary-key lookup); only when it moved,
-// or when an incident counted has since left the window, are the tenant's
-// incidents read and detected again. Entries are shared: never modify them.
-type guardCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[guardKey]guardResult
-}
+// The guard of a request is computed from its tenant's incidents inside
+// the guard's window: tool failures of its own conversation, and provider
+// failures of every conversation (they hit all of them alike, and count
+// per provider). Both come from one read of the tenant's window, which
+// does not depend on the request's body: it is made while the body
+// arrives, and kept, with the store's incident version it was read at,
+// until the version moves or its oldest incident leaves the window. Every
+// request asks the store for the version (a map or primary-key lookup);
+// each conversation's entries are derived from the window once per
+// version. Windows and entries are shared: never modify them.
 
-type guardKey struct{ workspace, project, session string }
+// guardWindow is a tenant's incidents inside the guard's window, newest
+// first, at most GuardReadLimit of them.
+type guardWindow struct {
+	workspace, project string
+	version            int64
+	validUntil         time.Time // when the oldest incident read leaves the window
+	incidents          []store.Incident
+	full               bool // the read hit its limit: older incidents of a conversation may be missing
+
+	mu    sync.Mutex
+	convs map[string]guardResult // per conversation, derived lazily
+}
 
 type guardResult struct {
-	version    int64
-	validUntil time.Time // when the oldest incident counted leaves the window
-	entries    []guard.Entry
-	block      wire.Block
+	entries []guard.Entry
+	block   wire.Block
 }
 
-func newGuardCache(max int) *guardCache {
-	return &guardCache{max: max, m: make(map[guardKey]guardResult)}
+// guardCache keeps the windows of the tenants in use, bounded by the
+// incidents they hold in all.
+type guardCache struct {
+	mu       sync.Mutex
+	max      int // incidents held in all
+	held     int
+	m        map[tenantKey]*guardWindow
+	maxConvs int // conversations remembered per window
 }
 
-func (c *guardCache) get(k guardKey) (guardResult, bool) {
+type tenantKey struct{ workspace, project string }
+
+func newGuardCache(maxIncidents int) *guardCache {
+	return &guardCache{max: maxIncidents, maxConvs: 1 << 12, m: make(map[tenantKey]*guardWindow)}
+}
+
+func (c *guardCache) get(k tenantKey) *guardWindow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.m[k]
-	return r, ok
+	return c.m[k]
 }
 
-func (c *guardCache) put(k guardKey, r guardResult) {
+func (c *guardCache) put(k tenantKey, w *guardWindow) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		clear(c.m) // bounded; the next requests refill what is in use
+	if old := c.m[k]; old != nil {
+		c.held -= len(old.incidents)
 	}
-	c.m[k] = r
+	if c.held+len(w.incidents) > c.max {
+		clear(c.m) // bounded; the next requests refill what is in use
+		c.held = 0
+	}
+	c.m[k] = w
+	c.held += len(w.incidents)
 }
 
-// guardEntries returns the repeated failures of a tenant (narrowed to
-// session when set) at now, and their guard block.
-func (s *Server) guardEntries(ctx context.Context, workspace, project, session string, now time.Time) ([]guard.Entry, wire.Block, error) {
+// guardWindow returns the tenant's incidents inside the window at now,
+// from the cache when the store's version has not moved.
+func (s *Server) guardWindow(ctx context.Context, workspace, project string, now time.Time) (*guardWindow, error) {
 	version, err := s.store.IncidentVersion(ctx, workspace, project)
 	if err != nil {
-		return nil, wire.Block{}, err
+		return nil, err
 	}
-	k := guardKey{workspace, project, session}
-	if r, ok := s.guardCache.get(k); ok && r.version == version && now.Before(r.validUntil) {
-		return r.entries, r.block, nil
+	k := tenantKey{workspace, project}
+	if w := s.guardCache.get(k); w != nil && w.version == version && now.Before(w.validUntil) {
+		return w, nil
 	}
 	window := s.guard.Config().Window
 	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
-		Workspace: workspace, Project: project, Session: session,
-		Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
+		Workspace: workspace, Project: project, Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
 	})
 	if err != nil {
-		return nil, wire.Block{}, err
+		return nil, err
 	}
-	entries := s.guard.Detect(incs, now)
-	blk := wire.NewBlock(guard.Block(entries))
-	// Valid until the oldest incident read leaves the window; newer ones
-	// only arrive with a new version. An incident dated in the future
-	// (another replica's clock) would enter later: do not cache then.
+	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs,
+		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window)}
+	s.guardCache.put(k, w)
+	return w, nil
+}
+
+// validUntil is when the oldest of incs leaves the window; newer ones
+// only arrive with a new version. An incident dated in the future
+// (another replica's clock) would enter later: then now, not cached.
+func validUntil(incs []store.Incident, now time.Time, window time.Duration) time.Time {
 	until := now.Add(window)
 	for _, in := range incs {
 		if in.Time.After(now) {
-			until = now
-			break
+			return now
 		}
 		if u := in.Time.Add(window); u.Before(until) {
 			until = u
 		}
 	}
-	s.guardCache.put(k, guardResult{version: version, validUntil: until, entries: entries, block: blk})
-	return entries, blk, nil
+	return until
+}
+
+// guardFor returns the guard of a conversation ("" for requests that
+// belong to none) in the tenant's window: its repeated failures and
+// their block. When the window's read hit its limit, the conversation's
+// own incidents are read too, so a busy tenant does not crowd them out.
+// ctx gives the context of that read: only then is it asked for.
+func (s *Server) guardFor(ctx func() context.Context, w *guardWindow, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
+	w.mu.Lock()
+	r, ok := w.convs[conversation]
+	w.mu.Unlock()
+	if ok {
+		return r.entries, r.block, nil
+	}
+	incs := make([]store.Incident, 0, len(w.incidents))
+	seen := make(map[string]bool)
+	for _, in := range w.incidents {
+		if guard.ProviderFailure(in.Type) || in.Session == conversation {
+			incs = append(incs, in)
+			seen[in.ID] = true
+		}
+	}
+	if w.full && conversation != "" {
+		own, err := s.store.ListIncidents(ctx(), store.IncidentQuery{
+			Workspace: w.workspace, Project: w.project, Session: conversation,
+			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
+		})
+		if err != nil {
+			return nil, wire.Block{}, err
+		}
+		for _, in := range own {
+			if !seen[in.ID] && !guard.ProviderFailure(in.Type) {
+				incs = append(incs, in)
+			}
+		}
+	}
+	entries := s.guard.Detect(incs, now)
+	r = guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
+	w.mu.Lock()
+	if w.convs == nil || len(w.convs) >= s.guardCache.maxConvs {
+		w.convs = make(map[string]guardResult)
+	}
+	w.convs[conversation] = r
+	w.mu.Unlock()
+	return r.entries, r.block, nil
+}
+
+// guardEntries returns the guard of a conversation of a tenant at now.
+func (s *Server) guardEntries(ctx context.Context, workspace, project, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
+	w, err := s.guardWindow(ctx, workspace, project, now)
+	if err != nil {
+		return nil, wire.Block{}, err
+	}
+	return s.guardFor(func() context.Context { return ctx }, w, conversation, now)
 }
 
 // recallCache keeps the recall of each (tenant, goal, conversation) with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,13 +85,13 @@ func (s *Server) prepare(x *exchange) *apiError {
 		return aerr
 	}
 	ctx := c.Request().Context()
-	// The guard does not depend on the body: it is looked up while the
-	// body is still arriving (a Postgres round trip then costs the client
-	// nothing), and again below only if this request carries a new tool
-	// failure. The store gets a budget for that lookup and one for the
-	// calls made once the body is read.
+	// The tenant's guard window does not depend on the body: it is looked
+	// up while the body is still arriving (a Postgres round trip then costs
+	// the client nothing), and again below only if this request carries a
+	// new tool failure. The store gets a budget for that lookup and one for
+	// the calls made once the body is read.
 	gctx, cancelGuard := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	entries, guardBlock, gerr := s.guardEntries(gctx, t.Workspace, t.Project, t.Session, x.now)
+	win, gerr := s.guardWindow(gctx, t.Workspace, t.Project, x.now)
 	cancelGuard()
 
 	body, aerr := s.readBody(c, x.lease)
@@ -108,10 +109,15 @@ func (s *Server) prepare(x *exchange) *apiError {
 	if t.Agent == "" && ValidName(x.info.User) == nil {
 		t.Agent = x.info.User
 	}
+	if t.Session == "" {
+		t.Session = conversationOf(x.info)
+	}
 	x.tenant = t
 
 	budget := storeBudget{parent: ctx, d: s.opts.StoreTimeout}
 	defer budget.end()
+	var entries []guard.Entry
+	var guardBlock wire.Block
 	x.degraded = gerr != nil
 	if gerr != nil {
 		s.storeFailed(ctx, "list_incidents", gerr)
@@ -121,10 +127,14 @@ func (s *Server) prepare(x *exchange) *apiError {
 		failed, ok := s.recordToolErrors(&budget, t, x.info, x.now)
 		x.degraded = !ok
 		if ok && failed > 0 {
-			if entries, guardBlock, gerr = s.guardEntries(budget.context(), t.Workspace, t.Project, t.Session, x.now); gerr != nil {
-				s.storeFailed(ctx, "list_incidents", gerr)
-				x.degraded = true
-			}
+			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
+		}
+		if !x.degraded && gerr == nil {
+			entries, guardBlock, gerr = s.guardFor(budget.context, win, t.Session, x.now)
+		}
+		if gerr != nil {
+			s.storeFailed(ctx, "list_incidents", gerr)
+			x.degraded = true
 		}
 	}
 	var recallBlock wire.Block
@@ -166,6 +176,17 @@ func (s *Server) setBlockHeaders(x *exchange) *apiError {
 		s.metrics.injectedRecall.Inc()
 	}
 	return nil
+}
+
+// conversationOf names the conversation of a request that does not name
+// its own (X-Scar-Session): a hash of its start (system text and task,
+// the conversation's recall key), the same on every turn. A request
+// without a task belongs to none ("").
+func conversationOf(in *wire.Info) string {
+	if k, ok := strings.CutPrefix(in.Key, "conv:"); ok && k != "" {
+		return "c:" + k
+	}
+	return ""
 }
 
 // badBody is the answer to a body its format refused.

@@ -52,14 +52,20 @@ func (b *storeBudget) end() {
 }
 
 // recordToolErrors stores each new failed tool result of the request once
-// per tenant, within budget. It returns how many tool results it found
+// per conversation (t.Session) and call id, within budget: agents number
+// their calls call_1, call_2... in every conversation, so an id alone
+// names nothing across them. It returns how many tool results it found
 // failed that it had not seen before (stored by this request or, as a
 // duplicate, by another), and false when the store failed.
 func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info, now time.Time) (int, bool) {
 	n := 0
 	for i := range info.ToolResults {
 		tr := &info.ToolResults[i]
-		seenKey := s.seen.key(t.Workspace, t.Project, tr.Key)
+		dedupe := tr.Key
+		if t.Session != "" {
+			dedupe = t.Session + "|" + tr.Key
+		}
+		seenKey := s.seen.key(t.Workspace, t.Project, dedupe)
 		if failed, ok := s.seen.get(seenKey); ok {
 			if failed {
 				tr.Failed = true
@@ -79,7 +85,7 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 				msg = tr.Name + ": " + msg
 			}
 			inc := s.incident(t, info.Model, "", store.TypeToolError, 0, msg, now)
-			added, err := s.store.AddIncidentOnce(budget.context(), inc, tr.Key)
+			added, err := s.store.AddIncidentOnce(budget.context(), inc, dedupe)
 			if err != nil {
 				s.storeFailed(budget.parent, "add_incident", err)
 				return n, false

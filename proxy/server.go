@@ -201,7 +201,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		responses: responses.New(),
 		messages:  messages.New(),
 
-		guardCache:  newGuardCache(1 << 14),
+		guardCache:  newGuardCache(1 << 17),
 		recallCache: newRecallCache(1 << 14),
 	}
 	if err := s.syncIndex(ctx); err != nil {
