@@ -28,10 +28,10 @@ const (
 
 // Entry is one repeated failure.
 type Entry struct {
-	Pattern string `json:"pattern"`            // label, e.g. "SYNTAX COMPLIANCE ERROR" or "REPEATED ERROR"
-	Count   int    `json:"count"`              // incidents inside the window
-	Hint    string `json:"hint"`               // the fix text
-	Example string `json:"example,omitempty"`  // sanitised sample message (REPEATED ERROR entries)
+	Pattern string `json:"pattern"`           // label, e.g. "SYNTAX COMPLIANCE ERROR" or "REPEATED ERROR"
+	Count   int    `json:"count"`             // incidents inside the window
+	Hint    string `json:"hint"`              // the fix text
+	Example string `json:"example,omitempty"` // sanitised sample message (REPEATED ERROR entries)
 	// Provider names the provider a provider failure came from: those
 	// count per provider (a rate limit of one says nothing of another).
 	Provider string `json:"provider,omitempty"`

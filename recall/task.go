@@ -42,11 +42,19 @@ func UserWords(text string) string {
 			return ""
 		}
 	}
-	if strings.IndexByte(text, '<') < 0 {
-		return text
+	if strings.IndexByte(text, '<') >= 0 {
+		text = strings.TrimSpace(stripWrappers(text))
 	}
-	text = stripWrappers(text)
-	return strings.TrimSpace(text)
+	return unquote(text)
+}
+
+// unquote takes off one pair of double quotes around the whole text when
+// there is no other inside: opencode run sends its argument quoted.
+func unquote(text string) string {
+	if len(text) >= 2 && text[0] == '"' && text[len(text)-1] == '"' && strings.Count(text, `"`) == 2 {
+		return strings.TrimSpace(text[1 : len(text)-1])
+	}
+	return text
 }
 
 // stripWrappers removes the blocks of context agents wrap around or put
