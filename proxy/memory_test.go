@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -206,6 +207,10 @@ func toolConversation(t *testing.T, goal string, stream bool, failures int) stri
 		id := fmt.Sprintf("f%d", i)
 		msgs = append(msgs, toolCall(id, "run_tests"), toolResultMsg(id, "FAIL: TestParse\nError: expected 3 got 2"))
 	}
+	if failures > 0 {
+		// The tests pass at last: the failures were overcome.
+		msgs = append(msgs, toolCall("ok0", "run_tests"), toolResultMsg("ok0", "ok  \tgithub.com/acme/app\t0.412s"))
+	}
 	msgs = append(msgs, toolCall("ok1", "write_file"), toolResultMsg("ok1", "wrote 120 bytes"))
 	extra := map[string]any{}
 	if stream {
@@ -243,7 +248,8 @@ func TestAutoCaptureAndRecall(t *testing.T) {
 				t.Fatalf("solutions %+v %v", sols, err)
 			}
 			s := sols[0]
-			if s.Source != store.SourceAuto || s.Verified || s.Goal != goal || !strings.Contains(s.Approach, "run_tests") {
+			if s.Source != store.SourceAuto || s.Verified || s.Goal != goal || !strings.Contains(s.Approach, "run_tests") ||
+				!strings.Contains(s.Outcome, "recovered from 1 failure of run_tests") {
 				t.Fatalf("captured %+v", s)
 			}
 			// The same conversation going on updates its one solution and
@@ -252,8 +258,13 @@ func TestAutoCaptureAndRecall(t *testing.T) {
 			if res.Header.Get(HeaderRecall) != "0" {
 				t.Fatal("a conversation recalled its own solution")
 			}
-			if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != 1 {
+			sols, _ = h.store.ListSolutions(context.Background(), "default")
+			if len(sols) != 1 {
 				t.Fatalf("conversation stored %d solutions", len(sols))
+			}
+			// The same answer again writes nothing (the clock moved).
+			if !sols[0].Updated.Equal(s.Updated) {
+				t.Fatalf("an unchanged capture was written again: updated %v, then %v", s.Updated, sols[0].Updated)
 			}
 			// A new conversation with a similar goal recalls it.
 			res, _ = h.chat(chatBody(t, nil, msg("system", "Other agent."), msg("user", "parse the yaml config files, rejecting unknown keys")), nil)
@@ -262,6 +273,36 @@ func TestAutoCaptureAndRecall(t *testing.T) {
 				t.Fatalf("recall %s, system:\n%s", res.Header.Get(HeaderRecall), sys)
 			}
 		})
+	}
+}
+
+// TestNoCaptureOfAFailedRun: a conversation whose latest call of a tool
+// failed ended in words, not in a solution ("it failed twice, stopping
+// here"): nothing is captured. Secrets in a captured solution are
+// redacted.
+func TestNoCaptureOfAFailedRun(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	gaveUp := chatBody(t, nil, msg("system", "You are an agent."), msg("user", "Run the migration"),
+		toolCall("a", "run_shell"), toolResultMsg("a", "Traceback (most recent call last):\nKeyError: 'db'"),
+		toolCall("b", "read_file"), toolResultMsg("b", "config = {}"),
+		toolCall("c", "run_shell"), toolResultMsg("c", "Traceback (most recent call last):\nKeyError: 'db'"))
+	h.chat(gaveUp, nil)
+	if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != 0 {
+		t.Fatalf("a failed run was captured: %+v", sols)
+	}
+	var m dto.Metric
+	if err := h.srv.metrics.captureSkipped.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		t.Fatalf("captures refused: %v (%v)", m.GetCounter().GetValue(), err)
+	}
+	// The same run, fixed: captured, its secret redacted.
+	fixed := chatBody(t, nil, msg("system", "You are an agent."), msg("user", "Run the migration with password=hunter2secret"),
+		toolCall("a", "run_shell"), toolResultMsg("a", "Traceback (most recent call last):\nKeyError: 'db'"),
+		toolCall("c", "run_shell"), toolResultMsg("c", "migrated 3 tables"))
+	h.chat(fixed, nil)
+	sols, _ := h.store.ListSolutions(context.Background(), "default")
+	if len(sols) != 1 || strings.Contains(sols[0].Goal, "hunter2") || !strings.Contains(sols[0].Outcome, "recovered from 1 failure of run_shell") {
+		t.Fatalf("captured %+v", sols)
 	}
 }
 

@@ -20,6 +20,7 @@ type metrics struct {
 	storeErrs                     *prometheus.CounterVec
 	fallbacks                     *prometheus.CounterVec
 	degraded                      prometheus.Counter
+	captureSkipped                prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -60,10 +61,14 @@ func newMetrics() *metrics {
 			Help: "Rewritten requests forwarded unchanged because the store failed.",
 		}),
 	}
+	m.captureSkipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "scarproxy_captures_refused_total",
+		Help: "Final answers not captured as solutions because a tool's latest result had failed.",
+	})
 	m.injectedGuard = m.injected.WithLabelValues("guard")
 	m.injectedRecall = m.injected.WithLabelValues("recall")
 	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.incidents, m.injected,
-		m.storeErrs, m.fallbacks, m.degraded,
+		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

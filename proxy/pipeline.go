@@ -47,6 +47,12 @@ type exchange struct {
 	degraded bool // the store failed: forwarded unchanged, nothing captured
 	entries  []guard.Entry
 	matches  []recall.Match
+
+	// Auto-capture: whether a final answer would be captured, and what the
+	// conversation's tool results said, per tool (read before the format
+	// lets go of them).
+	wantCapture bool
+	tallies     map[string]wire.ToolTally
 }
 
 // rewritten serves a route whose requests are read, rewritten and
@@ -214,6 +220,12 @@ func (s *Server) forward(x *exchange) (*attempt, *failure) {
 		header: hdr, body: x.out, lease: x.lease,
 	}
 	chain := x.chain
+	// A request the store failed on is not captured: its tool failures
+	// may not all have been counted.
+	x.wantCapture = s.recall.AutoCapture && x.info.UsedTools() && x.info.Goal != "" && !x.degraded
+	if x.wantCapture {
+		x.tallies = x.info.Tallies()
+	}
 	// Last use of what the format read of the body.
 	x.req.Forwarded(!x.degraded)
 	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
@@ -246,11 +258,8 @@ func (s *Server) finish(x *exchange, a *attempt) {
 		deliver(c, a, nil)
 		return
 	}
-	// A request the store failed on is not captured: its tool failures
-	// may not all have been counted.
-	wantCapture := s.recall.AutoCapture && info.UsedTools() && info.Goal != "" && !x.degraded
 	keep := 0
-	if wantCapture {
+	if x.wantCapture {
 		keep = captureCompletion
 	}
 	obs := x.req.Observe(sse, keep)
@@ -290,7 +299,7 @@ func (s *Server) finish(x *exchange, a *attempt) {
 		// A 2xx answer that says it failed (a Responses API response
 		// whose status is failed or incomplete).
 		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.res.StatusCode, out.Failure)
-	case wantCapture && out.Final:
-		s.capture(ctx, t, info, out.Answer)
+	case x.wantCapture && out.Final:
+		s.capture(ctx, t, info, x.tallies, out.Answer)
 	}
 }

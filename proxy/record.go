@@ -3,9 +3,11 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"hash/maphash"
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -149,20 +151,104 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 }
 
 // capture stores the solution of a conversation that finished well.
-func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, answer string) {
+// A conversation is captured only when it ended well: a final answer,
+// and the latest result of every tool it called succeeded (a run that
+// gave up after a failure is no solution). Secrets in what is stored are
+// redacted; a capture that would store what the last one of the
+// conversation stored writes nothing.
+func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, tallies map[string]wire.ToolTally, answer string) {
+	recovered := make(map[string]int, len(tallies))
+	for name, tl := range tallies {
+		if tl.LastFailed {
+			s.metrics.captureSkipped.Inc()
+			return
+		}
+		recovered[name] = tl.Failures
+	}
 	sol := recall.AutoSolution(recall.Conversation{
 		Workspace: t.Workspace, Project: t.Project, Key: info.Key, Goal: info.Goal,
-		Tools: info.Tools, ToolFailures: info.Failures, FinalAnswer: answer,
+		Tools: info.Tools, Recovered: recovered, FinalAnswer: answer,
 	}, s.opts.Now())
+	redactSolution(&sol)
+	if !s.captured.changed(&sol) {
+		return
+	}
 	sctx, cancel := storeCtx(ctx)
 	defer cancel()
 	if err := s.store.PutSolution(sctx, &sol); err != nil {
 		s.storeFailed(ctx, "put_solution", err)
+		s.captured.forget(&sol)
 		return
 	}
 	if err := s.syncIndex(sctx); err != nil {
 		s.log.Warn("recall index sync after capture failed", "err", err)
 	}
+}
+
+// redactSolution removes secrets from every text field of a solution.
+func redactSolution(sol *store.Solution) {
+	sol.Goal = guard.Redact(sol.Goal)
+	sol.Approach = guard.Redact(sol.Approach)
+	sol.Outcome = guard.Redact(sol.Outcome)
+}
+
+// captureMemo remembers, per tenant and conversation, a hash of the
+// solution last captured, so that the turns of a finished conversation
+// (an agent often answers again and again in words) do not rewrite the
+// same solution. It is bounded like the seen set: two generations.
+type captureMemo struct {
+	seed      maphash.Seed
+	mu        sync.Mutex
+	max       int
+	cur, prev map[uint64]uint64 // hash of (workspace, key) -> hash of the content
+}
+
+func newCaptureMemo(max int) *captureMemo {
+	return &captureMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]uint64)}
+}
+
+func (m *captureMemo) hashes(sol *store.Solution) (k, v uint64) {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	for _, f := range []string{sol.Workspace, sol.Project, sol.Key} {
+		h.WriteString(f)
+		h.WriteByte(0)
+	}
+	k = h.Sum64()
+	for _, f := range []string{sol.Goal, sol.Approach, sol.Outcome, strconv.FormatFloat(sol.Confidence, 'g', -1, 64)} {
+		h.WriteString(f)
+		h.WriteByte(0)
+	}
+	return k, h.Sum64()
+}
+
+// changed reports whether sol differs from what was last captured under
+// its key, and remembers it.
+func (m *captureMemo) changed(sol *store.Solution) bool {
+	k, v := m.hashes(sol)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.cur[k]
+	if !ok {
+		old, ok = m.prev[k]
+	}
+	if ok && old == v {
+		return false
+	}
+	if len(m.cur) >= m.max {
+		m.prev, m.cur = m.cur, make(map[uint64]uint64, m.max)
+	}
+	m.cur[k] = v
+	return true
+}
+
+// forget drops what changed remembered of sol (its write failed).
+func (m *captureMemo) forget(sol *store.Solution) {
+	k, _ := m.hashes(sol)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.cur, k)
+	delete(m.prev, k)
 }
 
 // recordErrorAnswer records a provider's non-2xx answer as an incident. It

@@ -117,6 +117,8 @@ type Server struct {
 	keys    *keyring
 	metrics *metrics
 	seen    *seenSet
+	// captured remembers what auto-capture last stored per conversation.
+	captured *captureMemo
 	// The wire formats of the rewritten routes; chat and responses
 	// remember conversations between turns.
 	chat, responses, messages wire.Format
@@ -197,6 +199,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		keys:      kr,
 		metrics:   newMetrics(),
 		seen:      newSeenSet(1 << 17),
+		captured:  newCaptureMemo(1 << 14),
 		chat:      chat.New(),
 		responses: responses.New(),
 		messages:  messages.New(),

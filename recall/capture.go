@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,12 +31,15 @@ type Conversation struct {
 	Workspace, Project string
 	// Key is the ConversationKey of its first messages.
 	Key string
-	// Goal is the first user message.
+	// Goal is the user's task (see TaskFinder).
 	Goal string
 	// Tools are the names of the tools used, in order, repeats included.
 	Tools []string
-	// ToolFailures counts the tool results that said the tool failed.
-	ToolFailures int
+	// Recovered counts, per tool, the failed results of it that a later
+	// call of the same tool overcame. The proxy captures a conversation
+	// only when the latest result of every tool succeeded, so every
+	// failure of it was overcome.
+	Recovered map[string]int
 	// FinalAnswer is the text of the assistant's final answer.
 	FinalAnswer string
 }
@@ -43,12 +48,15 @@ type Conversation struct {
 // the goal is c.Goal (whitespace folded, capped at 500 runes); the approach
 // lists the tools used in order, consecutive repeats counted
 // ("read_file -> run_tests x3 -> write_file"), and an excerpt of the final
-// answer (200 runes); the outcome says how it ended and how many tool
-// failures it recovered from; confidence is 0.8 less 0.1 per tool failure,
-// at least 0.3. Source is auto, Verified false, Key c.Key, Created and
+// answer (200 runes); the outcome says how it ended and which tool
+// failures it recovered from ("recovered from 2 failures of run_shell");
+// confidence is 0.8 less 0.1 per tool failure, at least 0.3. Source is auto, Verified false, Key c.Key, Created and
 // Updated now. ID is left for the store to assign.
 func AutoSolution(c Conversation, now time.Time) store.Solution {
-	failures := max(c.ToolFailures, 0)
+	failures := 0
+	for _, n := range c.Recovered {
+		failures += max(n, 0)
+	}
 	conf := max(autoConfidence-autoConfidencePenalty*float64(failures), autoConfidenceFloor)
 	conf = math.Round(conf*100) / 100
 
@@ -66,7 +74,7 @@ func AutoSolution(c Conversation, now time.Time) store.Solution {
 	if failures == 0 {
 		outcome += "; no tool failures."
 	} else {
-		outcome += "; recovered from " + plural(failures, "tool failure") + "."
+		outcome += "; recovered from " + recoveredSummary(c.Recovered) + "."
 	}
 	return store.Solution{
 		Workspace:  c.Workspace,
@@ -118,6 +126,41 @@ func toolSummary(tools []string) string {
 		}
 	}
 	return strings.Join(parts, " -> ")
+}
+
+// recoveredSummary names the failures overcome, per tool, most first:
+// "2 failures of run_shell and 1 of read_file".
+func recoveredSummary(rec map[string]int) string {
+	type tool struct {
+		name string
+		n    int
+	}
+	var tools []tool
+	for name, n := range rec {
+		if n > 0 {
+			name = capRunes(strings.Join(strings.Fields(name), "_"), maxToolName)
+			if name == "" {
+				name = "a tool"
+			}
+			tools = append(tools, tool{name, n})
+		}
+	}
+	slices.SortFunc(tools, func(a, b tool) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.name, b.name)) })
+	var parts []string
+	for i, t := range tools {
+		if i == 0 {
+			parts = append(parts, plural(t.n, "failure")+" of "+t.name)
+		} else {
+			parts = append(parts, strconv.Itoa(t.n)+" of "+t.name)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "no failures"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func plural(n int, what string) string {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 )
 
@@ -54,6 +55,9 @@ type memoEntry struct {
 	taskAt   int    // the message the task was found in; -1 none
 	firstMsg string // the provisional goal: the first user message's text
 	key      string // the conversation's recall key, when system and goal are set
+	// The verdicts of the turn's tool results, in message order: what a
+	// turn resumed after them starts its tallies from.
+	verdicts []verdict
 
 	// The bytes after the messages array (tool definitions, model,
 	// options): how many, their memo hash, and where model, user and
@@ -62,6 +66,30 @@ type memoEntry struct {
 	tailLen                         int
 	tailSum                         uint64
 	tailModel, tailUser, tailStream span
+}
+
+// verdict is the verdict on one tool result of a remembered turn.
+type verdict struct {
+	msg    int // index of its message
+	name   string
+	failed bool
+}
+
+// tally folds verdicts into tallies per tool.
+func tally(vs []verdict) map[string]wire.ToolTally {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make(map[string]wire.ToolTally)
+	for _, v := range vs {
+		t := out[v.name]
+		if v.failed {
+			t.Failures++
+		}
+		t.LastFailed = v.failed
+		out[v.name] = t
+	}
+	return out
 }
 
 // defaultMemoSize is the number of conversations convMemo keeps (twice
@@ -82,6 +110,7 @@ func (e *memoEntry) size() int {
 	for _, t := range e.tools {
 		n += 16 + len(t)
 	}
+	n += cap(e.verdicts) * int(unsafe.Sizeof(verdict{}))
 	n += (cap(e.named) - len(e.named)) * int(unsafe.Sizeof(callName{}))
 	for _, c := range e.named {
 		n += int(unsafe.Sizeof(callName{})) + len(c.id) + len(c.name)
@@ -157,6 +186,12 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	c.info.Tools = grown(e.tools[:mk.tools], turnRoom)
 	c.calls = grown(e.named[:mk.calls], turnRoom)
 	c.info.ToolCount, c.info.Failures = mk.toolCount, mk.failures
+	n := 0
+	for n < len(e.verdicts) && e.verdicts[n].msg <= last {
+		n++
+	}
+	c.verdicts = e.verdicts[:n:n]
+	c.info.Prior = tally(c.verdicts)
 	// The task, if it was found among the messages skipped; else the
 	// first user message's text, and the search goes on.
 	c.provisional = e.firstMsg
@@ -274,7 +309,12 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	if !c.tailKnown {
 		tailSum = maphash.Bytes(m.seed, body[end:])
 	}
+	verdicts := c.verdicts
+	for _, tr := range c.info.ToolResults {
+		verdicts = append(verdicts, verdict{msg: tr.At, name: tr.Name, failed: tr.Failed})
+	}
 	e := &memoEntry{
+		verdicts: fit(verdicts),
 		msgs:     fit(c.scan.msgs),
 		calls:    fit(c.scan.calls),
 		marks:    fit(c.marks),

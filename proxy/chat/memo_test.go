@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,6 +225,15 @@ func TestMemoIsBounded(t *testing.T) {
 	}
 }
 
+// judge gives each tool result of c a verdict, the same for the same
+// result whoever reads it: as the pipeline would, before remember.
+func judge(c *conversation) {
+	for i := range c.info.ToolResults {
+		tr := &c.info.ToolResults[i]
+		tr.Failed = (len(tr.Key)+len(tr.Raw))%2 == 1
+	}
+}
+
 // sameRead checks that reading body with memo finds what reading it in
 // full does.
 func sameRead(t *testing.T, body []byte, memo *convMemo) {
@@ -272,6 +282,7 @@ func FuzzInspectMemo(f *testing.F) {
 		if err != nil || len(c1.scan.msgs) == 0 {
 			return
 		}
+		judge(c1)
 		memo.remember(c1, []byte(first))
 		end := c1.scan.msgs[len(c1.scan.msgs)-1].end
 		rest := first[end:]
@@ -303,6 +314,13 @@ func FuzzInspectMemo(f *testing.F) {
 		if r := results(got); !slices.Equal(r, all[len(all)-len(r):]) {
 			t.Fatalf("tool results %v, in full %v", r, all)
 		}
+		// The tallies per tool, of what the memo skipped and what was read,
+		// are those of a full read.
+		judge(got)
+		judge(want)
+		if g, w := got.info.Tallies(), want.info.Tallies(); !maps.Equal(g, w) {
+			t.Fatalf("tallies with memo %v, in full %v", g, w)
+		}
 		if got.from == len(c1.scan.msgs) && len(all)-len(got.info.ToolResults) != c1.info.ToolCount {
 			t.Fatalf("skipped %d tool results, the remembered turn had %d", len(all)-len(got.info.ToolResults), c1.info.ToolCount)
 		}
@@ -321,6 +339,10 @@ func FuzzInspectMemo(f *testing.F) {
 		again, err := inspect([]byte(next), memo, "t")
 		if err != nil {
 			t.Fatal(err)
+		}
+		judge(again)
+		if g, w := again.info.Tallies(), want.info.Tallies(); !maps.Equal(g, w) {
+			t.Fatalf("tallies of the third read %v, in full %v", g, w)
 		}
 		msgs := want.scan.msgs
 		if got.from > 0 && msgs[len(msgs)-1].obj && again.from != len(msgs) {

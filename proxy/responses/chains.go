@@ -1,6 +1,10 @@
 package responses
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+)
 
 // defaultChains is how many responses the chain memory keeps (twice
 // over: when the newer half fills, the older is dropped whole).
@@ -15,6 +19,7 @@ type chainState struct {
 	toolCount int
 	failures  int
 	names     map[string]string // call id -> tool name, of the calls the response made
+	tallies   map[string]wire.ToolTally
 }
 
 // chains remembers chain states by tenant and response id, bounded.

@@ -86,8 +86,10 @@ type Info struct {
 	ToolCount int      // tool results in the conversation
 	Failures  int      // how many of them failed; the pipeline adds the new ones
 	// ToolResults are the tool results read from this body; a format that
-	// remembers earlier turns may leave out those it judged before.
+	// remembers earlier turns may leave out those it judged before, and
+	// then says in Prior what they said, per tool.
 	ToolResults []ToolResult
+	Prior       map[string]ToolTally
 }
 
 // UsedTools reports whether the conversation called at least one tool.
@@ -166,4 +168,31 @@ func HashKey(name string, raw []byte) string {
 // text, trimmed, without the mock provider's [[mock:...]] directives.
 func Task(text string) string {
 	return strings.TrimSpace(providers.StripMockDirectives(text))
+}
+
+// ToolTally is what the results of one tool said in a conversation: how
+// many failed, and whether the latest did.
+type ToolTally struct {
+	Failures   int
+	LastFailed bool
+}
+
+// Tallies returns, per tool name, what its results said in the whole
+// conversation: Prior, then ToolResults in order with their verdicts.
+// Call it once the verdicts are set.
+func (in *Info) Tallies() map[string]ToolTally {
+	out := make(map[string]ToolTally, len(in.Prior)+1)
+	for name, t := range in.Prior {
+		out[name] = t
+	}
+	for i := range in.ToolResults {
+		tr := &in.ToolResults[i]
+		t := out[tr.Name]
+		if tr.Failed {
+			t.Failures++
+		}
+		t.LastFailed = tr.Failed
+		out[tr.Name] = t
+	}
+	return out
 }
