@@ -42,7 +42,7 @@ func TestPassThroughIsByteForByte(t *testing.T) {
 		{"embeddings json", http.MethodPost, "/v1/embeddings", "application/json", []byte(`{"model":"text-embedding-3-small",  "input":["a","b"] , "x":1.50}`), "/v1/embeddings", ""},
 		{"multipart upload streams", http.MethodPost, "/v1/files", mw.FormDataContentType(), mp.Bytes(), "/v1/files", ""},
 		{"get with query", http.MethodGet, "/v1/files?limit=2&order=desc", "", nil, "/v1/files", "limit=2&order=desc"},
-		{"escaped path", http.MethodGet, "/v1/models/ft%3Agpt-4o%3Aacme%2Fx", "", nil, "/v1/models/ft%3Agpt-4o%3Aacme%2Fx", ""},
+		{"escaped path", http.MethodGet, "/v1/models/ft%3Agpt-4o%3Aacme%3Ax%20y", "", nil, "/v1/models/ft%3Agpt-4o%3Aacme%3Ax%20y", ""},
 		{"delete", http.MethodDelete, "/v1/files/file-abc", "", nil, "/v1/files/file-abc", ""},
 		{"tenant path form", http.MethodPost, "/w/team/api/v1/moderations", "application/json", []byte(`{"input":"hi"}`), "/v1/moderations", ""},
 		{"chat completions GET passes through", http.MethodGet, "/v1/chat/completions?limit=1", "", nil, "/v1/chat/completions", "limit=1"},

@@ -152,8 +152,9 @@ func (s *Server) passThroughChain(api, model string) []*providers.Provider {
 
 // passThroughPath returns the escaped path below the API root of a
 // pass-through request: "/v1/files/x" or "/w/{ws}/{proj}/v1/files/x" give
-// "/files/x". Dot segments (plain or percent-encoded) are refused: with
-// the proxy's key injected they could reach outside the provider's API.
+// "/files/x". With the proxy's key injected, a path that could reach
+// outside the provider's API is refused (see unsafeSegment), as is a bad
+// escape.
 func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
 	rest := escaped
 	if tenantForm {
@@ -167,9 +168,42 @@ func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
 		rest = strings.TrimPrefix(escaped, "/v1")
 	}
 	for _, seg := range strings.Split(rest, "/") {
-		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
-			return "", errBadRequest("bad request path: dot segments and bad escapes are not allowed")
+		if unsafeSegment(seg) {
+			return "", errBadRequest("bad request path: dot segments, encoded slashes or backslashes and bad escapes are not allowed")
 		}
 	}
 	return rest, nil
+}
+
+// maxUnescape bounds how many times unsafeSegment decodes one segment.
+const maxUnescape = 4
+
+// unsafeSegment reports whether one escaped path segment is refused: a bad
+// escape, or a segment that decodes to "." or "..", or to anything holding
+// "/" or "\". Servers disagree on what an encoded slash means (a separator
+// or a character) and some treat a backslash as a slash, so "..%2F..%2Fadmin"
+// or "..\admin" may climb out of the API root behind the proxy. The segment
+// is decoded again while it still holds escapes (up to maxUnescape times):
+// a server or intermediary that decodes twice turns "%252e%252e" into "..",
+// and no resource name an API hands out holds an encoded dot segment or
+// slash. A second decoding that fails is not refused: a literal "%" is
+// legitimate once decoded.
+func unsafeSegment(seg string) bool {
+	u, err := url.PathUnescape(seg)
+	if err != nil {
+		return true
+	}
+	for i := 0; ; i++ {
+		if u == "." || u == ".." || strings.ContainsAny(u, "/\\") {
+			return true
+		}
+		if i == maxUnescape || !strings.Contains(u, "%") {
+			return false
+		}
+		next, err := url.PathUnescape(u)
+		if err != nil || next == u {
+			return false
+		}
+		u = next
+	}
 }

@@ -118,6 +118,9 @@ func (s *Server) prepare(x *exchange) *apiError {
 	if t.Session == "" {
 		t.Session = conversationOf(x.info)
 	}
+	if t.Session != "" {
+		c.Response().Header().Set(HeaderConversation, t.Session)
+	}
 	x.tenant = t
 
 	budget := storeBudget{parent: ctx, d: s.opts.StoreTimeout}

@@ -24,6 +24,10 @@ const (
 	HeaderRecall   = "X-Scar-Recall"
 	HeaderDegraded = "X-Scar-Degraded"
 	HeaderProvider = "X-Scar-Provider"
+	// HeaderConversation names the conversation a rewritten request
+	// belongs to: its X-Scar-Session, else the name derived from its start
+	// ("c:" and 16 hex digits). The memory API's session= takes it.
+	HeaderConversation = "X-Scar-Conversation"
 )
 
 // Tenant says whose memory a request reads and writes.
@@ -87,13 +91,18 @@ func (kr *keyring) lookup(key string) *GatewayKey {
 	return found
 }
 
-// bearer returns the token of an Authorization: Bearer header, or the
-// api-key header some clients send instead.
+// bearer returns the key a client presents: the token of an
+// Authorization: Bearer header, else the Api-Key header (Azure OpenAI
+// clients), else the X-Api-Key header (Anthropic clients). The first one
+// present is the key; the others are not tried.
 func bearer(h http.Header) string {
 	if v := h.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		return strings.TrimSpace(v[7:])
 	}
-	return strings.TrimSpace(h.Get("Api-Key"))
+	if v := strings.TrimSpace(h.Get("Api-Key")); v != "" {
+		return v
+	}
+	return strings.TrimSpace(h.Get("X-Api-Key"))
 }
 
 // ValidName checks a workspace, project, session or agent name: 1 to 128
