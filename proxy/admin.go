@@ -301,10 +301,13 @@ func (s *Server) postSolution(c echo.Context) error {
 	}
 	now := s.opts.Now()
 	sol := store.Solution{
-		Workspace: ws, Project: in.Project, Key: recall.GoalKey(in.Goal),
+		Workspace: ws, Project: in.Project,
 		Goal: strings.TrimSpace(in.Goal), Approach: strings.TrimSpace(in.Approach), Outcome: strings.TrimSpace(in.Outcome),
 		Confidence: conf, Source: store.SourceAPI, Verified: true, Created: now, Updated: now,
 	}
+	// Secrets never reach the store, nor the key derived from the goal.
+	redactSolution(&sol)
+	sol.Key = recall.GoalKey(sol.Goal)
 	if err := s.store.PutSolution(c.Request().Context(), &sol); err != nil {
 		return s.storeError(c, "put_solution", err)
 	}

@@ -197,6 +197,24 @@ func TestRedactionBeforeStore(t *testing.T) {
 	if strings.Contains(incs[0].Message, secret) || strings.Contains(incs[0].Message, "eyJzdWIiOiIxIn0") {
 		t.Fatalf("secret stored: %q", incs[0].Message)
 	}
+	// Posted through the memory API: every text field of a solution, and
+	// an incident's message and model.
+	res := h.do(http.MethodPost, "/scar/v1/solutions", []byte(`{"goal":"deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789","approach":"curl -u admin:s3cretpass@host https://x","outcome":"used password=hunter2secret","confidence":0.9}`), nil)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("post solution: %d %s", res.StatusCode, b)
+	}
+	res = h.do(http.MethodPost, "/scar/v1/incidents", []byte(`{"type":"x","message":"failed with `+secret+`","model":"m-`+secret+`"}`), nil)
+	res.Body.Close()
+	sols, _ := h.store.ListSolutions(context.Background(), "default")
+	incs = h.incidents("default", "default")
+	stored, _ := json.Marshal([]any{sols, incs})
+	for _, leak := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "hunter2secret", secret} {
+		if strings.Contains(string(stored), leak) {
+			t.Fatalf("%s stored: %s", leak, stored)
+		}
+	}
 }
 
 // toolConversation is a finished agent conversation: goal, one tool call,

@@ -115,7 +115,7 @@ func (s *Server) incident(t Tenant, model, provider, typ string, status int, mes
 	msg = strings.ToValidUTF8(msg, "\uFFFD")
 	return &store.Incident{
 		Time: now, Workspace: t.Workspace, Project: t.Project, Session: t.Session, Agent: t.Agent,
-		Provider: provider, Model: model, Type: typ, StatusCode: status,
+		Provider: provider, Model: guard.Redact(model), Type: typ, StatusCode: status,
 		Message: msg, Fingerprint: guard.Fingerprint(msg),
 	}
 }
