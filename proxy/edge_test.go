@@ -259,8 +259,8 @@ func TestRecallCacheFollowsTheIndex(t *testing.T) {
 
 func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
 	s := newSeenSet(4)
-	a := s.key("w", "p", "call:1")
-	if a == s.key("w", "p2", "call:1") || a == s.key("w\x00p", "", "call:1") || a != s.key("w", "p", "call:1") {
+	a := s.key("w", "p", "c", "call:1")
+	if a == s.key("w", "p2", "c", "call:1") || a == s.key("w\x00p", "", "c", "call:1") || a == s.key("w", "p", "c2", "call:1") || a != s.key("w", "p", "c", "call:1") {
 		t.Fatal("keys do not follow the tenant and dedupe key")
 	}
 	s.add(a, true)
@@ -270,13 +270,13 @@ func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
 	// Four more fill the current generation: a moves to the previous one
 	// and is still known; four more again and it is forgotten.
 	for i := range 4 {
-		s.add(s.key("w", "p", "hash:"+strconv.Itoa(i)), false)
+		s.add(s.key("w", "p", "", "hash:"+strconv.Itoa(i)), false)
 	}
 	if _, ok := s.get(a); !ok {
 		t.Fatal("forgotten one generation early")
 	}
 	for i := range 4 {
-		s.add(s.key("w", "p", "hash:x"+strconv.Itoa(i)), false)
+		s.add(s.key("w", "p", "", "hash:x"+strconv.Itoa(i)), false)
 	}
 	if _, ok := s.get(a); ok {
 		t.Fatal("the set is not bounded")

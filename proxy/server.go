@@ -411,13 +411,16 @@ func newSeenSet(max int) *seenSet {
 	return &seenSet{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]bool)}
 }
 
-// key names the tool result with the given dedupe key in a tenant.
-func (s *seenSet) key(workspace, project, dedupeKey string) uint64 {
+// key names the tool result with the given dedupe key in a conversation
+// of a tenant.
+func (s *seenSet) key(workspace, project, conversation, dedupeKey string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(workspace)
 	h.WriteByte(0)
 	h.WriteString(project)
+	h.WriteByte(0)
+	h.WriteString(conversation)
 	h.WriteByte(0)
 	h.WriteString(dedupeKey)
 	return h.Sum64()
