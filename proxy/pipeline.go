@@ -135,7 +135,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
 		}
 		if !x.degraded && gerr == nil {
-			entries, guardBlock, gerr = s.guardFor(budget.context, win, t.Session, x.now)
+			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, x.now)
 		}
 		if gerr != nil {
 			s.storeFailed(ctx, "list_incidents", gerr)

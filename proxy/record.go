@@ -32,7 +32,7 @@ func (s *Server) count(route string, status int, provider string) {
 
 // storeBudget is the time the store calls made for a request once its
 // body is read may take in all. It starts with the first call that needs
-// it: most requests make none.
+// it: most requests make none. A budget made with ctx set is that context.
 type storeBudget struct {
 	parent context.Context
 	d      time.Duration
