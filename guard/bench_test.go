@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,36 @@ func BenchmarkToolFailed(b *testing.B) {
 	for b.Loop() {
 		ToolFailed(outputs[i%len(outputs)])
 		i++
+	}
+}
+
+// BenchmarkToolFailedCorpus runs ToolFailed over every output of
+// testdata/tool_outputs.txtar, failures and successes alike.
+func BenchmarkToolFailedCorpus(b *testing.B) {
+	files := parseTxtar(b, "testdata/tool_outputs.txtar")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ToolFailed(files[i%len(files)].data)
+		i++
+	}
+}
+
+// BenchmarkToolFailedLong runs ToolFailed over a 32 KiB successful output
+// (a grep over a code base: every line is read, none is a failure).
+func BenchmarkToolFailedLong(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 32<<10; i++ {
+		fmt.Fprintf(&sb, "src/pkg%d/errors.go:%d:\tif err != nil { return fmt.Errorf(\"load %%s: %%w\", name, err) }\n", i%7, 10+i)
+		fmt.Fprintf(&sb, "src/pkg%d/handler.go:%d:\tlog.Printf(\"error: request %%d failed\", id)\n", i%5, 20+i)
+	}
+	out := sb.String()
+	if ToolFailed(out) {
+		b.Fatal("flagged")
+	}
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ToolFailed(out)
 	}
 }
