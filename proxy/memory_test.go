@@ -213,7 +213,7 @@ func TestRedactionBeforeStore(t *testing.T) {
 	sols, _ := h.store.ListSolutions(context.Background(), "default")
 	incs = h.incidents("default", "default")
 	stored, _ := json.Marshal([]any{sols, incs})
-	for _, leak := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "hunter2secret", secret} {
+	for _, leak := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "hunter2secret", "s3cretpass", secret} {
 		if strings.Contains(string(stored), leak) {
 			t.Fatalf("%s stored: %s", leak, stored)
 		}
