@@ -202,7 +202,7 @@ func TestRedactionBeforeStore(t *testing.T) {
 	}
 	// Posted through the memory API: every text field of a solution, and
 	// an incident's message and model.
-	res := h.do(http.MethodPost, "/scar/v1/solutions", []byte(`{"goal":"deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789","approach":"curl -u admin:s3cretpass@host https://x","outcome":"used password=hunter2secret","confidence":0.9}`), nil)
+	res := h.do(http.MethodPost, "/scar/v1/solutions", []byte(`{"goal":"deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789","approach":"git clone https://deploy:p@ss-s3cretpass@git.example.com/app.git","outcome":"used password=hunter2secret","confidence":0.9}`), nil)
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	if res.StatusCode != 201 {
