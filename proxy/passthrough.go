@@ -123,8 +123,9 @@ func (s *Server) passThrough(c echo.Context) error {
 
 // passThroughPath returns the escaped path below the API root of a
 // pass-through request: "/v1/files/x" or "/w/{ws}/{proj}/v1/files/x" give
-// "/files/x". Dot segments (plain or percent-encoded) are refused: with
-// the proxy's key injected they could reach outside the provider's API.
+// "/files/x". With the proxy's key injected, a path that could reach
+// outside the provider's API is refused (see unsafeSegment), as is a bad
+// escape.
 func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
 	rest := escaped
 	if tenantForm {
@@ -138,9 +139,49 @@ func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
 		rest = strings.TrimPrefix(escaped, "/v1")
 	}
 	for _, seg := range strings.Split(rest, "/") {
-		if u, err := url.PathUnescape(seg); err != nil || u == "." || u == ".." {
-			return "", errBadRequest("bad request path: dot segments and bad escapes are not allowed")
+		if unsafeSegment(seg) {
+			return "", errBadRequest("bad request path: dot segments (plain or encoded), backslashes and bad escapes are not allowed")
 		}
 	}
 	return rest, nil
+}
+
+// maxUnescape bounds how many times unsafeSegment decodes one segment.
+const maxUnescape = 4
+
+// unsafeSegment reports whether one escaped path segment is refused: a bad
+// escape; a segment that decodes to "." or ".."; one that decodes to
+// something holding a "." or ".." between slashes ("..%2F..%2Fadmin",
+// "%2e%2e%2fsecret": servers disagree on whether an encoded slash
+// separates segments); and one that holds a backslash, raw or encoded
+// (some servers read it as a slash; no API's names hold one). The segment
+// is decoded again while it still holds escapes, up to maxUnescape times:
+// a server or intermediary that decodes twice turns "%252e%252e" into "..".
+// An encoded slash alone is kept: model names hold slashes
+// ("meta-llama%2FLlama-3-8B"), and without a dot segment it cannot leave
+// the API root. A later decoding that fails is not refused: a literal "%"
+// is legitimate once decoded.
+func unsafeSegment(seg string) bool {
+	u, err := url.PathUnescape(seg)
+	if err != nil {
+		return true
+	}
+	for i := 0; ; i++ {
+		if strings.IndexByte(u, '\\') >= 0 {
+			return true
+		}
+		for piece := range strings.SplitSeq(u, "/") {
+			if piece == "." || piece == ".." {
+				return true
+			}
+		}
+		if i == maxUnescape || !strings.Contains(u, "%") {
+			return false
+		}
+		next, err := url.PathUnescape(u)
+		if err != nil || next == u {
+			return false
+		}
+		u = next
+	}
 }
