@@ -87,13 +87,18 @@ func (kr *keyring) lookup(key string) *GatewayKey {
 	return found
 }
 
-// bearer returns the token of an Authorization: Bearer header, or the
-// api-key header some clients send instead.
+// bearer returns the key a client presents: the token of an
+// Authorization: Bearer header, else the Api-Key header (Azure OpenAI
+// clients), else the X-Api-Key header (Anthropic clients). The first one
+// present is the key; the others are not tried.
 func bearer(h http.Header) string {
 	if v := h.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		return strings.TrimSpace(v[7:])
 	}
-	return strings.TrimSpace(h.Get("Api-Key"))
+	if v := strings.TrimSpace(h.Get("Api-Key")); v != "" {
+		return v
+	}
+	return strings.TrimSpace(h.Get("X-Api-Key"))
 }
 
 // ValidName checks a workspace, project, session or agent name: 1 to 128
