@@ -133,7 +133,7 @@ func (b *Bolt) IncidentVersion(ctx context.Context, workspace, project string) (
 		return 0, fmt.Errorf("store: incident version: %w", err)
 	}
 	b.verMu.Lock()
-	v := b.versions[string(tenantKey(workspace, project))]
+	v := b.versions[string(tenantKey(cleanText(workspace), cleanText(project)))]
 	b.verMu.Unlock()
 	return b.epoch + v, nil
 }
@@ -210,6 +210,7 @@ func (b *Bolt) addIncident(ctx context.Context, op string, inc *Incident, dkey s
 		return false, fmt.Errorf("store: %s: %w", op, err)
 	}
 	rec := *inc
+	cleanIncident(&rec)
 	if rec.Time.IsZero() {
 		rec.Time = b.now()
 	}
@@ -224,7 +225,7 @@ func (b *Bolt) addIncident(ctx context.Context, op string, inc *Incident, dkey s
 			return err
 		}
 		if dkey != "" {
-			dk := []byte(dedupeKey(dkey))
+			dk := []byte(dedupeKey(cleanText(dkey)))
 			if t.d.Get(dk) != nil {
 				return nil
 			}
@@ -257,6 +258,7 @@ func (b *Bolt) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, 
 	if q.Workspace == "" || q.Project == "" {
 		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", ErrInvalid)
 	}
+	q.Workspace, q.Project, q.Session = cleanText(q.Workspace), cleanText(q.Project), cleanText(q.Session)
 	limit := incidentLimit(q.Limit)
 	var out []Incident
 	err := b.view(ctx, "list incidents", func(tx *bolt.Tx) error {
@@ -322,6 +324,7 @@ func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (
 	if workspace == "" || project == "" {
 		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", ErrInvalid)
 	}
+	workspace, project = cleanText(workspace), cleanText(project)
 	n := 0
 	err := b.update(ctx, "delete incidents", func(tx *bolt.Tx) error {
 		t := openTenant(tx, workspace, project)
@@ -444,6 +447,7 @@ func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
 		return fmt.Errorf("store: put solution: %w", err)
 	}
 	rec := *s
+	cleanSolution(&rec)
 	now := normTime(b.now())
 	rec.Updated = now
 	err := b.update(ctx, "put solution", func(tx *bolt.Tx) error {
@@ -497,6 +501,7 @@ func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
 
 // GetSolution returns one solution of the workspace; see [Store].
 func (b *Bolt) GetSolution(ctx context.Context, workspace, id string) (Solution, error) {
+	workspace, id = cleanText(workspace), cleanText(id)
 	var s Solution
 	err := b.view(ctx, "get solution", func(tx *bolt.Tx) error {
 		ids := solutionIDs(tx, workspace)
@@ -517,6 +522,7 @@ func (b *Bolt) GetSolution(ctx context.Context, workspace, id string) (Solution,
 // ListSolutions returns the workspace's solutions, most recently updated
 // first (then by ID, descending); see [Store].
 func (b *Bolt) ListSolutions(ctx context.Context, workspace string) ([]Solution, error) {
+	workspace = cleanText(workspace)
 	out := []Solution{}
 	err := b.view(ctx, "list solutions", func(tx *bolt.Tx) error {
 		ids := solutionIDs(tx, workspace)
@@ -553,6 +559,7 @@ func sortSolutions(s []Solution) {
 // DeleteSolution removes one solution of the workspace and records the
 // deletion in the change feed; see [Store].
 func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
+	workspace, id = cleanText(workspace), cleanText(id)
 	return b.update(ctx, "delete solution", func(tx *bolt.Tx) error {
 		ws := tx.Bucket(bktSolutions).Bucket([]byte(workspace))
 		if ws == nil || id == "" {

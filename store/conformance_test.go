@@ -522,6 +522,87 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("any JSON string in every text field", func(t *testing.T) {
+		// JSON may carry "\u0000", which PostgreSQL text cannot hold; the
+		// stores keep it as U+FFFD, and bytes that are not UTF-8 too.
+		s := open(t)
+		odd := func(s string) string { return s + "\x00nul\xffbad\x00" }
+		clean := func(s string) string { return s + "\uFFFDnul\uFFFDbad\uFFFD" }
+		ws, proj, sess := odd("w"), odd("p"), odd("s")
+		inc := Incident{
+			Time: testEpoch, Workspace: ws, Project: proj, Session: sess, Agent: odd("agent"),
+			Provider: odd("provider"), Model: odd("model"), Type: odd("type"), StatusCode: 500,
+			Message: odd("message"), Fingerprint: odd("fp"),
+		}
+		mustAdd(t, s, &inc)
+		want := Incident{
+			ID: inc.ID, Time: testEpoch.Truncate(time.Microsecond), Workspace: clean("w"), Project: clean("p"),
+			Session: clean("s"), Agent: clean("agent"), Provider: clean("provider"), Model: clean("model"),
+			Type: clean("type"), StatusCode: 500, Message: clean("message"), Fingerprint: clean("fp"),
+		}
+		if inc != want {
+			t.Fatalf("stored record:\n got %+v\nwant %+v", inc, want)
+		}
+		once := Incident{Time: testEpoch, Workspace: ws, Project: proj, Message: odd("once")}
+		for i, wantStored := range []bool{true, false} {
+			stored, err := s.AddIncidentOnce(ctx, &once, odd("call"))
+			if err != nil || stored != wantStored {
+				t.Fatalf("AddIncidentOnce #%d = %v, %v; want %v", i+1, stored, err, wantStored)
+			}
+		}
+		// Read back by the names as sent and by the names as stored.
+		for _, q := range []IncidentQuery{
+			{Workspace: ws, Project: proj, Session: sess},
+			{Workspace: clean("w"), Project: clean("p"), Session: clean("s")},
+		} {
+			if got := mustList(t, s, q); len(got) != 1 || got[0] != want {
+				t.Fatalf("list %q:\n got %+v\nwant [%+v]", q.Workspace, got, want)
+			}
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: ws, Project: proj}); len(got) != 2 {
+			t.Fatalf("tenant holds %d incidents, want 2", len(got))
+		}
+		if v, err := s.IncidentVersion(ctx, ws, proj); err != nil || v == 0 {
+			t.Fatalf("IncidentVersion = %d, %v", v, err)
+		}
+
+		sol := Solution{
+			Workspace: ws, Project: proj, Key: odd("key"), Goal: odd("goal"), Approach: odd("approach"),
+			Outcome: odd("outcome"), Confidence: 0.5, Source: odd("source"), Verified: true,
+		}
+		mustPut(t, s, &sol)
+		wantSol := Solution{
+			ID: sol.ID, Workspace: clean("w"), Project: clean("p"), Key: clean("key"), Goal: clean("goal"),
+			Approach: clean("approach"), Outcome: clean("outcome"), Confidence: 0.5, Source: clean("source"),
+			Verified: true, Created: sol.Created, Updated: sol.Updated,
+		}
+		if sol != wantSol {
+			t.Fatalf("stored solution:\n got %+v\nwant %+v", sol, wantSol)
+		}
+		// The same key as sent updates it.
+		again := Solution{Workspace: ws, Key: odd("key"), Goal: odd("goal"), Approach: "second"}
+		mustPut(t, s, &again)
+		if again.ID != sol.ID {
+			t.Fatalf("the same key stored a second solution %s (first %s)", again.ID, sol.ID)
+		}
+		if got, err := s.GetSolution(ctx, ws, sol.ID); err != nil || got != again {
+			t.Fatalf("GetSolution = %+v, %v; want %+v", got, err, again)
+		}
+		if list, err := s.ListSolutions(ctx, ws); err != nil || len(list) != 1 || list[0] != again {
+			t.Fatalf("ListSolutions = %+v, %v", list, err)
+		}
+		ch, _, err := s.SolutionChanges(ctx, 0, 100)
+		if err != nil || len(ch) != 1 || ch[0].Solution != again {
+			t.Fatalf("SolutionChanges = %+v, %v", ch, err)
+		}
+		if err := s.DeleteSolution(ctx, ws, sol.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.DeleteIncidents(ctx, ws, proj); err != nil || n != 2 {
+			t.Fatalf("DeleteIncidents = %d, %v; want 2", n, err)
+		}
+	})
+
 	t.Run("not found", func(t *testing.T) {
 		s := open(t)
 		sol := Solution{Workspace: "w", Key: "k", Goal: "g"}

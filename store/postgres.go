@@ -259,6 +259,7 @@ func (p *Postgres) prepare(inc *Incident) (Incident, error) {
 		return Incident{}, err
 	}
 	rec := *inc
+	cleanIncident(&rec)
 	if rec.Time.IsZero() {
 		rec.Time = p.now()
 	}
@@ -305,7 +306,7 @@ func (p *Postgres) AddIncidentOnce(ctx context.Context, inc *Incident, dkey stri
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO incident_dedupe (workspace, project, key, ts)
 			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			rec.Workspace, rec.Project, dedupeKey(dkey), rec.Time)
+			rec.Workspace, rec.Project, dedupeKey(cleanText(dkey)), rec.Time)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
@@ -334,6 +335,7 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 	if err := p.use(ctx, "list incidents"); err != nil {
 		return nil, err
 	}
+	q.Workspace, q.Project, q.Session = cleanText(q.Workspace), cleanText(q.Project), cleanText(q.Session)
 	var sb strings.Builder
 	sb.WriteString(`SELECT id, ts, session, agent, provider, model, type, status_code, message, fingerprint
 		FROM incidents WHERE workspace = $1 AND project = $2`)
@@ -378,7 +380,7 @@ func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project strin
 	}
 	var v int64
 	err := p.pool.QueryRow(ctx, `SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,
-		workspace, project).Scan(&v)
+		cleanText(workspace), cleanText(project)).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -396,6 +398,7 @@ func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project strin
 	if err := p.use(ctx, "delete incidents"); err != nil {
 		return 0, err
 	}
+	workspace, project = cleanText(workspace), cleanText(project)
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM incidents WHERE workspace = $1 AND project = $2`, workspace, project)
@@ -481,6 +484,7 @@ func (p *Postgres) PutSolution(ctx context.Context, s *Solution) error {
 		return err
 	}
 	rec := *s
+	cleanSolution(&rec)
 	now := normTime(p.now())
 	rec.ID, rec.Created, rec.Updated = newID(now), now, now
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
@@ -516,7 +520,7 @@ func (p *Postgres) GetSolution(ctx context.Context, workspace, id string) (Solut
 	}
 	var s Solution
 	err := scanSolution(p.pool.QueryRow(ctx, `SELECT `+solutionColumns+`
-		FROM solutions WHERE workspace = $1 AND id = $2`, workspace, id), &s)
+		FROM solutions WHERE workspace = $1 AND id = $2`, cleanText(workspace), cleanText(id)), &s)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Solution{}, fmt.Errorf("store: get solution: %s: %w", id, ErrNotFound)
 	}
@@ -533,7 +537,7 @@ func (p *Postgres) ListSolutions(ctx context.Context, workspace string) ([]Solut
 		return nil, err
 	}
 	rows, err := p.pool.Query(ctx, `SELECT `+solutionColumns+`
-		FROM solutions WHERE workspace = $1 ORDER BY updated DESC, id DESC`, workspace)
+		FROM solutions WHERE workspace = $1 ORDER BY updated DESC, id DESC`, cleanText(workspace))
 	if err != nil {
 		return nil, fmt.Errorf("store: list solutions: %w", err)
 	}
@@ -558,6 +562,7 @@ func (p *Postgres) DeleteSolution(ctx context.Context, workspace, id string) err
 	if err := p.use(ctx, "delete solution"); err != nil {
 		return err
 	}
+	workspace, id = cleanText(workspace), cleanText(id)
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if err := lockSolutionWrites(ctx, tx); err != nil {
 			return err

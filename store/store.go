@@ -13,6 +13,15 @@
 // workspace (with an optional project). Every read names its tenant and is
 // answered from an index of that tenant alone: no read scans other tenants.
 //
+// # Text
+//
+// Text fields accept any string, so any JSON string a client sends can be
+// stored. PostgreSQL's text cannot hold U+0000 nor bytes that are not
+// UTF-8, so both backends store each U+0000, and each run of bytes that is
+// not UTF-8, as U+FFFD: a record reads back the same from either. Names
+// given to reads and deletes (workspace, project, session, id) are cleaned
+// the same way, so a record is found by the name it was stored under.
+//
 // # Imports
 //
 // Only this package imports bbolt and pgx. It must not import Echo nor any
