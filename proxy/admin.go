@@ -45,13 +45,13 @@ func (s *Server) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// workspaceFor resolves the workspace an admin request acts on; a gateway
-// key may only name its own.
-func workspaceFor(c echo.Context, asked string) (string, *apiError) {
+// workspaceFor resolves the workspace an admin request acts on: the one
+// asked, else the configured default; a gateway key may only name its own.
+func (s *Server) workspaceFor(c echo.Context, asked string) (string, *apiError) {
 	k, _ := c.Get(scopeKey).(*GatewayKey)
 	if k == nil {
 		if asked == "" {
-			asked = "default"
+			asked = s.opts.DefaultWorkspace
 		}
 		if err := ValidName(asked); err != nil {
 			return "", errBadRequest("workspace: " + err.Error())
@@ -79,17 +79,18 @@ func projectScope(c echo.Context, project string) *apiError {
 	return &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + quoteName(name) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
 }
 
-// tenantFor resolves (workspace, project) for an admin request.
-func tenantFor(c echo.Context, workspace, project string, required bool) (Tenant, *apiError) {
+// tenantFor resolves (workspace, project) for an admin request; unless
+// required, either defaults to the configured one.
+func (s *Server) tenantFor(c echo.Context, workspace, project string, required bool) (Tenant, *apiError) {
 	if required && (workspace == "" && c.Get(scopeKey) == nil || project == "") {
 		return Tenant{}, errBadRequest("workspace and project are required")
 	}
-	ws, aerr := workspaceFor(c, workspace)
+	ws, aerr := s.workspaceFor(c, workspace)
 	if aerr != nil {
 		return Tenant{}, aerr
 	}
 	if project == "" {
-		project = "default"
+		project = s.opts.DefaultProject
 	}
 	if err := ValidName(project); err != nil {
 		return Tenant{}, errBadRequest("project: " + err.Error())
@@ -146,7 +147,7 @@ func (s *Server) postIncident(c echo.Context) error {
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
 		return writeError(c, aerr)
 	}
-	t, aerr := tenantFor(c, in.Workspace, in.Project, false)
+	t, aerr := s.tenantFor(c, in.Workspace, in.Project, false)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -178,7 +179,7 @@ func (s *Server) postIncident(c echo.Context) error {
 
 func (s *Server) listIncidents(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -204,7 +205,7 @@ func (s *Server) listIncidents(c echo.Context) error {
 
 func (s *Server) deleteIncidents(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := tenantFor(c, q.Get("workspace"), q.Get("project"), true)
+	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -223,7 +224,7 @@ type guardView struct {
 
 func (s *Server) guardPreview(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -267,7 +268,7 @@ func (s *Server) postSolution(c echo.Context) error {
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
 		return writeError(c, aerr)
 	}
-	ws, aerr := workspaceFor(c, in.Workspace)
+	ws, aerr := s.workspaceFor(c, in.Workspace)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -318,7 +319,7 @@ func (s *Server) postSolution(c echo.Context) error {
 }
 
 func (s *Server) listSolutions(c echo.Context) error {
-	ws, aerr := workspaceFor(c, c.QueryParam("workspace"))
+	ws, aerr := s.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -337,7 +338,7 @@ func (s *Server) listSolutions(c echo.Context) error {
 }
 
 func (s *Server) deleteSolution(c echo.Context) error {
-	ws, aerr := workspaceFor(c, c.QueryParam("workspace"))
+	ws, aerr := s.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
@@ -369,7 +370,7 @@ type recallView struct {
 
 func (s *Server) recallPreview(c echo.Context) error {
 	q := c.QueryParams()
-	ws, aerr := workspaceFor(c, q.Get("workspace"))
+	ws, aerr := s.workspaceFor(c, q.Get("workspace"))
 	if aerr != nil {
 		return writeError(c, aerr)
 	}

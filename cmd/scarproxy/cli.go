@@ -20,19 +20,33 @@ import (
 type storeCmd struct {
 	fs        *flag.FlagSet
 	common    commonFlags
-	workspace string
-	project   string
+	workspace string // the flag, else tenant.default_workspace
+	project   string // the flag, else as projectFlag says
 	asJSON    bool
 	args      []string // positional arguments
+	projects  projectFlag
 }
 
-func newStoreCmd(name string, stderr io.Writer, project bool) *storeCmd {
-	c := &storeCmd{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+// projectFlag says whether a store command takes --project and what its
+// absence means.
+type projectFlag int
+
+const (
+	noProject      projectFlag = iota // no --project
+	defaultProject                    // absent: tenant.default_project
+	anyProject                        // absent: "" (every project, or workspace-wide)
+)
+
+func newStoreCmd(name string, stderr io.Writer, projects projectFlag) *storeCmd {
+	c := &storeCmd{fs: flag.NewFlagSet(name, flag.ContinueOnError), projects: projects}
 	c.fs.SetOutput(stderr)
 	c.common.register(c.fs, false)
-	c.fs.StringVar(&c.workspace, "workspace", "default", "workspace")
-	if project {
-		c.fs.StringVar(&c.project, "project", "default", "project")
+	c.fs.StringVar(&c.workspace, "workspace", "", "workspace (default: tenant.default_workspace of the configuration)")
+	switch projects {
+	case defaultProject:
+		c.fs.StringVar(&c.project, "project", "", "project (default: tenant.default_project of the configuration)")
+	case anyProject:
+		c.fs.StringVar(&c.project, "project", "", "project (default: none)")
 	}
 	c.fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	return c
@@ -65,12 +79,10 @@ func (c *storeCmd) open(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return cfg, nil, err
 	}
-	set := map[string]bool{}
-	c.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["workspace"] {
+	if c.workspace == "" {
 		c.workspace = cfg.Tenant.DefaultWorkspace
 	}
-	if !set["project"] && c.fs.Lookup("project") != nil && c.project != "" {
+	if c.project == "" && c.projects == defaultProject {
 		c.project = cfg.Tenant.DefaultProject
 	}
 	cfg.Mock = true // store commands never talk to providers
@@ -103,7 +115,11 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 		return usageError{"solutions: want add, list or rm"}
 	}
 	sub, args := args[0], args[1:]
-	c := newStoreCmd("solutions "+sub, stderr, sub == "add")
+	projects := noProject
+	if sub == "add" {
+		projects = anyProject // none: a solution of the whole workspace
+	}
+	c := newStoreCmd("solutions "+sub, stderr, projects)
 	var goal, approach, outcome string
 	var confidence float64
 	if sub == "add" {
@@ -111,7 +127,6 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 		c.fs.StringVar(&approach, "approach", "", "how it was solved (required)")
 		c.fs.StringVar(&outcome, "outcome", "", "how it ended (required)")
 		c.fs.Float64Var(&confidence, "confidence", 0.9, "confidence in [0,1], or a percentage up to 100")
-		c.project = ""
 	}
 	_, st, err := c.open(ctx, args, getenv, stderr)
 	if err != nil {
@@ -174,7 +189,7 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 }
 
 func cmdRecall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c := newStoreCmd("recall", stderr, true)
+	c := newStoreCmd("recall", stderr, anyProject)
 	k := c.fs.Int("k", 0, "number of matches (1-5; default recall.max_results)")
 	cfg, st, err := c.open(ctx, args, getenv, stderr)
 	if err != nil {
@@ -193,11 +208,8 @@ func cmdRecall(ctx context.Context, args []string, getenv func(string) string, s
 	if *k > 0 {
 		n = *k
 	}
-	project := c.project
-	if project == "default" {
-		project = ""
-	}
-	matches := ix.Search(recall.Query{Workspace: c.workspace, Project: project, Goal: goal, K: n, MinSimilarity: cfg.Recall.MinSimilarity})
+	// No --project: solutions of every project, as GET /scar/v1/recall.
+	matches := ix.Search(recall.Query{Workspace: c.workspace, Project: c.project, Goal: goal, K: n, MinSimilarity: cfg.Recall.MinSimilarity})
 	if c.asJSON {
 		if matches == nil {
 			matches = []recall.Match{}
@@ -216,7 +228,7 @@ func cmdIncidents(ctx context.Context, args []string, getenv func(string) string
 	if len(args) == 0 || args[0] != "list" {
 		return usageError{"incidents: want list"}
 	}
-	c := newStoreCmd("incidents list", stderr, true)
+	c := newStoreCmd("incidents list", stderr, defaultProject)
 	session := c.fs.String("session", "", "only this session")
 	limit := c.fs.Int("limit", 50, "how many, newest first")
 	_, st, err := c.open(ctx, args[1:], getenv, stderr)
@@ -246,7 +258,7 @@ func cmdGuard(ctx context.Context, args []string, getenv func(string) string, st
 	if len(args) == 0 || args[0] != "show" {
 		return usageError{"guard: want show"}
 	}
-	c := newStoreCmd("guard show", stderr, true)
+	c := newStoreCmd("guard show", stderr, defaultProject)
 	session := c.fs.String("session", "", "narrow to one session")
 	cfg, st, err := c.open(ctx, args[1:], getenv, stderr)
 	if err != nil {

@@ -63,6 +63,9 @@ Usage:
 
 Store commands (solutions, recall, incidents, guard) accept --config, --data
 and the SCARPROXY_* variables like serve, and work on bbolt and PostgreSQL.
+--workspace and --project default to tenant.default_workspace and
+tenant.default_project of the configuration; without --project, recall
+searches every project and solutions add stores for the whole workspace.
 `
 
 // run is the whole program. ctx ends it (SIGINT/SIGTERM in main).
