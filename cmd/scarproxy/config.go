@@ -83,6 +83,9 @@ type GatewayKeyConfig struct {
 // AdminConfig is the `admin:` section.
 type AdminConfig struct {
 	TokenEnv string `yaml:"token_env"`
+	// Open says that a memory API without admin token nor gateway keys is
+	// meant on a listen address other than loopback (see checkExposure).
+	Open bool `yaml:"open"`
 }
 
 // Default returns the configuration used when nothing is set.
@@ -179,12 +182,17 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("SCARPROXY_LOG_LEVEL", &c.Log.Level)
 	str("SCARPROXY_STORE_DRIVER", &c.Store.Driver)
 	str("SCARPROXY_STORE_DSN", &c.Store.DSN)
-	if v := getenv("SCARPROXY_MOCK"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("SCARPROXY_MOCK: %q is not a boolean", v)
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"SCARPROXY_MOCK", &c.Mock}, {"SCARPROXY_ADMIN_OPEN", &c.Admin.Open}} {
+		if v := getenv(b.name); v != "" {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a boolean", b.name, v)
+			}
+			*b.dst = on
 		}
-		c.Mock = b
 	}
 	if v := getenv("SCARPROXY_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -268,6 +276,36 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// checkExposure refuses to serve an open memory API (no admin token, no
+// gateway keys) on a listen address other than loopback, unless admin.open
+// says it is meant: anyone who can reach the port could read and delete
+// every tenant's memory. Only serve checks it; the store commands listen
+// on nothing.
+func (c *Config) checkExposure() error {
+	if c.Admin.TokenEnv != "" || len(c.Gateway.Keys) > 0 || c.Admin.Open || loopbackListen(c.Listen) {
+		return nil
+	}
+	return fmt.Errorf("listen %s is not a loopback address, and the memory API (/scar/v1) has neither an admin token "+
+		"nor gateway keys: anyone who can reach the port could read and delete every workspace's memory. "+
+		"Set admin.token_env (and that variable), or gateway.keys; or, if an open memory API is meant, "+
+		"admin.open: true (env SCARPROXY_ADMIN_OPEN=true); or listen on 127.0.0.1", c.Listen)
+}
+
+// loopbackListen reports whether a listen address only accepts local
+// connections: a host of localhost or a loopback IP (127.0.0.0/8, ::1).
+// An empty host (all interfaces) and any other name are not.
+func loopbackListen(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // providerConfigs returns the providers to build: with mock on, a mock

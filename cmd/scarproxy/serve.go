@@ -161,7 +161,13 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if err := cfg.checkExposure(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	log := newLogger(cfg, stderr)
+	if cfg.Admin.TokenEnv == "" && len(cfg.Gateway.Keys) == 0 && !loopbackListen(cfg.Listen) {
+		log.Warn("the memory API (/scar/v1) is open to anyone who can reach the listen address (admin.open)", "listen", cfg.Listen)
+	}
 
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
