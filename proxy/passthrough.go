@@ -98,12 +98,20 @@ func (s *Server) passThrough(c echo.Context) error {
 		}()
 	}
 	ctx := r.Context()
+	h := c.Response().Header()
 	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
 		if lb, ok := ur.stream.(*limitedBody); ok && lb.tripped {
 			return // the client sent too much; not the provider's failure
 		}
-		s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message)
+		if !s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message) {
+			h.Set(HeaderDegraded, "store") // nothing is sent before send returns
+		}
 	})
+	defer func() {
+		if h.Get(HeaderDegraded) != "" {
+			s.metrics.degraded.Inc()
+		}
+	}()
 	if f != nil {
 		if lb, ok := ur.stream.(*limitedBody); (ok && lb.tripped) || f.incident == "" {
 			return nil

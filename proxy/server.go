@@ -305,13 +305,14 @@ func (s *Server) httpError(err error, c echo.Context) {
 	_ = writeError(c, &apiError{Status: status, Message: msg, Type: typ, Code: http.StatusText(status)})
 }
 
+// readyz checks the store and the recall index within StoreTimeout in all.
 func (s *Server) readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.StoreTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "store unavailable: " + err.Error()})
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.syncIndexWithin(ctx); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "recall index not loaded: " + err.Error()})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})

@@ -54,9 +54,12 @@ type TenantConfig struct {
 type StoreConfig struct {
 	Driver string `yaml:"driver"` // bolt | postgres
 	DSN    string `yaml:"dsn"`
-	// RequestTimeout bounds the store calls made before a request is
-	// forwarded (the guard read while the body arrives, then the calls
-	// made after it); past it the request goes out unchanged (fail open).
+	// RequestTimeout bounds every store call on a request's path: those
+	// made before a request is forwarded (the guard read while the body
+	// arrives, then the calls made after it; past it the request goes out
+	// unchanged, fail open), the recording of a provider's failure before
+	// its answer is delivered (past it the answer goes out with
+	// X-Scar-Degraded: store), a memory API call (503) and /readyz (503).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
