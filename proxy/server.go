@@ -93,6 +93,10 @@ type Options struct {
 	// (fail open).
 	// Default 2s.
 	StoreTimeout time.Duration
+	// MaxBodyBytesInFlight bounds the bytes of request bodies held at
+	// once, across requests; a request whose body would pass it gets 503
+	// with Retry-After. Default DefaultMaxBodyBytesInFlight (256 MiB).
+	MaxBodyBytesInFlight int64
 }
 
 // Server is the proxy. Build it with [New], serve [Server.Handler], run
@@ -117,6 +121,8 @@ type Server struct {
 
 	syncMu sync.Mutex
 	cursor int64
+
+	bodies bodyBudget // request body bytes held (see readBody)
 }
 
 // New builds a server. It loads the recall index from the store; a store
