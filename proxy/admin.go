@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -170,7 +171,9 @@ func (s *Server) postIncident(c echo.Context) error {
 	}
 	t.Session, t.Agent = in.Session, in.Agent
 	inc := s.incident(t, in.Model, in.Provider, in.Type, in.StatusCode, in.Message, s.opts.Now())
-	if err := s.store.AddIncident(c.Request().Context(), inc); err != nil {
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	if err := s.store.AddIncident(ctx, inc); err != nil {
 		return s.storeError(c, "add_incident", err)
 	}
 	s.countIncident(inc)
@@ -191,7 +194,9 @@ func (s *Server) listIncidents(c echo.Context) error {
 		}
 		limit = n
 	}
-	incs, err := s.store.ListIncidents(c.Request().Context(), store.IncidentQuery{
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: t.Workspace, Project: t.Project, Session: q.Get("session"), Limit: limit,
 	})
 	if err != nil {
@@ -209,7 +214,9 @@ func (s *Server) deleteIncidents(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	n, err := s.store.DeleteIncidents(c.Request().Context(), t.Workspace, t.Project)
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	n, err := s.store.DeleteIncidents(ctx, t.Workspace, t.Project)
 	if err != nil {
 		return s.storeError(c, "delete_incidents", err)
 	}
@@ -228,7 +235,9 @@ func (s *Server) guardPreview(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	entries, block, err := s.guardEntries(c.Request().Context(), t.Workspace, t.Project, q.Get("session"), s.opts.Now())
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	entries, block, err := s.guardEntries(ctx, t.Workspace, t.Project, q.Get("session"), s.opts.Now())
 	if err != nil {
 		return s.storeError(c, "list_incidents", err)
 	}
@@ -308,10 +317,12 @@ func (s *Server) postSolution(c echo.Context) error {
 	// Secrets never reach the store, nor the key derived from the goal.
 	redactSolution(&sol)
 	sol.Key = recall.GoalKey(sol.Goal)
-	if err := s.store.PutSolution(c.Request().Context(), &sol); err != nil {
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	if err := s.store.PutSolution(ctx, &sol); err != nil {
 		return s.storeError(c, "put_solution", err)
 	}
-	if err := s.syncIndex(c.Request().Context()); err != nil {
+	if err := s.syncIndexWithin(ctx); err != nil {
 		s.log.Warn("recall index sync after write failed", "err", err)
 	}
 	status := http.StatusCreated
@@ -326,7 +337,9 @@ func (s *Server) listSolutions(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	sols, err := s.store.ListSolutions(c.Request().Context(), ws)
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	sols, err := s.store.ListSolutions(ctx, ws)
 	if err != nil {
 		return s.storeError(c, "list_solutions", err)
 	}
@@ -345,7 +358,8 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	ctx := c.Request().Context()
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
 	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
 		if aerr := projectScope(c, sol.Project); aerr != nil {
@@ -359,7 +373,7 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, "delete_solution", err)
 	}
-	if err := s.syncIndex(c.Request().Context()); err != nil {
+	if err := s.syncIndexWithin(ctx); err != nil {
 		s.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -401,11 +415,36 @@ func (s *Server) recallPreview(c echo.Context) error {
 	return c.JSON(http.StatusOK, recallView{Matches: matches, Block: recall.Block(matches)})
 }
 
+// adminStoreCtx bounds the store calls of one memory API request by
+// StoreTimeout in all: a store that hangs gets a 503, not a hung client.
+func (s *Server) adminStoreCtx(c echo.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Request().Context(), s.opts.StoreTimeout)
+}
+
+// syncIndexWithin is syncIndex for a caller that must not wait past ctx:
+// the index may be held by a sync that waits on the store (Run's, which
+// has no deadline), and syncIndex waits for it without looking at ctx.
+// When ctx ends first, the sync left behind runs once the index is free
+// and returns at once (its ctx is over).
+func (s *Server) syncIndexWithin(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.syncIndex(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("proxy: sync recall index: %w", ctx.Err())
+	}
+}
+
 // storeError answers a failed store call of the memory API.
 func (s *Server) storeError(c echo.Context, op string, err error) error {
 	s.storeFailed(c.Request().Context(), op, err)
-	if errors.Is(err, store.ErrInvalid) {
+	switch {
+	case errors.Is(err, store.ErrInvalid):
 		return writeError(c, errBadRequest("invalid record"))
+	case errors.Is(err, context.DeadlineExceeded):
+		return writeError(c, &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"})
 	}
 	return writeError(c, &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"})
 }
