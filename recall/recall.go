@@ -13,10 +13,13 @@
 // Text is tokenised in any script (letters and digits per Unicode),
 // identifiers are split (parseConfig, parse_config, ParseHTTPResponse),
 // words are lowercased, English stopwords dropped, English words stemmed
-// (snowball), words of other alphabets cut to their first five runes, CJK
-// runs indexed as character bigrams, and a built-in table maps the verbs and
-// nouns of programming tasks to canonical terms (fetch/get/download,
-// web page/html/site, delete/remove, fix/debug, error/exception/bug, ...).
+// (snowball, plus irregular forms such as "wrote" and the agent nouns of a
+// list of task verbs: parser, writer, runner and compressor fold into
+// parse, write, run and compress), words of other alphabets cut to their
+// first five runes, CJK runs indexed as character bigrams, and a built-in
+// table maps the verbs and nouns of programming tasks to canonical terms
+// (fetch/get/download, web page/html/site, delete/remove, fix/debug,
+// error/exception/bug, ...).
 //
 // A goal is scored by BM25F (k1 1.2, b 0.75) over the goal field, weighted
 // 3, and the approach field. Each query term's contribution is capped at

@@ -46,7 +46,7 @@ var synonymGroups = [][]string{
 	{"fetch", "get", "retrieve", "retrieval", "download", "pull", "grab", "obtain", "scrape", "scraping"},
 	{"html", "webpage", "website", "site", "homepage", "webpages", "websites"},
 	{"delete", "deletion", "remove", "removal", "erase", "drop", "purge", "wipe", "rm", "unlink", "del"},
-	{"create", "creation", "make", "add", "generate", "produce", "construct", "scaffold"},
+	{"create", "creation", "make", "add", "generate", "construct", "scaffold"},
 	{"fix", "repair", "resolve", "debug", "patch", "troubleshoot", "solve"},
 	{"error", "errors", "exception", "failure", "fail", "bug", "crash", "fault", "panic", "broken"},
 	{"test", "spec", "unittest", "unittests", "testcase", "testcases"},
@@ -238,7 +238,14 @@ func englishStem(w string) string {
 	if s, ok := stemCache.Load(w); ok {
 		return s.(string)
 	}
-	s := english.Stem(w, true)
+	b := w
+	if v, ok := irregular[w]; ok {
+		b = v
+	}
+	s := english.Stem(b, true)
+	if v, ok := agentStems[s]; ok {
+		s = v
+	}
 	if stemCacheSize.Load() < maxStemCache {
 		if _, loaded := stemCache.LoadOrStore(w, s); !loaded {
 			stemCacheSize.Add(1)
