@@ -56,8 +56,9 @@ type doc struct {
 }
 
 type term struct {
-	word string
-	post []posting
+	word   string
+	post   []posting
+	common bool // one of commonTerms
 }
 
 type workspace struct {
@@ -268,10 +269,10 @@ func (ws *workspace) termID(w string) uint32 {
 	if n := len(ws.freeTerms); n > 0 {
 		id = ws.freeTerms[n-1]
 		ws.freeTerms = ws.freeTerms[:n-1]
-		ws.terms[id] = term{word: w}
+		ws.terms[id] = term{word: w, common: commonTerms[w]}
 	} else {
 		id = uint32(len(ws.terms))
-		ws.terms = append(ws.terms, term{word: w})
+		ws.terms = append(ws.terms, term{word: w, common: commonTerms[w]})
 	}
 	ws.dict[w] = id
 	if fuzzyEligible(w) {

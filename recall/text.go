@@ -112,9 +112,22 @@ var synonymPhrases = [][3]string{
 	{"clean", "up", "delete"},
 }
 
+// commonWords are words of almost every programming task ("write",
+// "fix", "file"). A workspace of a few solutions cannot tell that they are
+// common, so idf counts each as present in a share of the prior documents
+// (see searcher.idf); a large workspace's own counts outweigh the prior.
+var commonWords = []string{
+	"write", "create", "implement", "build", "fix", "update", "improve",
+	"refactor", "run", "handle", "support", "work", "help", "file", "data",
+	"code", "function", "script", "application", "project", "program",
+	"feature", "issue", "problem", "tool", "value", "type", "simple", "basic",
+	"small",
+}
+
 var (
-	synonyms = map[string]string{}    // stem -> canonical term
-	phrases  = map[[2]string]string{} // stems of two words -> canonical term
+	synonyms    = map[string]string{}    // stem -> canonical term
+	phrases     = map[[2]string]string{} // stems of two words -> canonical term
+	commonTerms = map[string]bool{}      // index terms of commonWords
 )
 
 func init() {
@@ -130,6 +143,13 @@ func init() {
 			canon = c
 		}
 		phrases[[2]string{stemWord(p[0]), stemWord(p[1])}] = canon
+	}
+	for _, w := range commonWords {
+		t := stemWord(w)
+		if c, ok := synonyms[t]; ok {
+			t = c
+		}
+		commonTerms[t] = true
 	}
 }
 
@@ -314,11 +334,11 @@ func analyze(text string, maxRunes int) analyzed {
 			continue
 		}
 		addNorm(w.text)
+		term := w.stem
 		if c, ok := synonyms[w.stem]; ok {
-			a.terms = append(a.terms, c)
-		} else {
-			a.terms = append(a.terms, w.stem)
+			term = c
 		}
+		a.terms = append(a.terms, term)
 	}
 	a.norm = norm.String()
 	return a
