@@ -192,7 +192,8 @@ func describe(ms []Match) string {
 }
 
 // seedSolutions are the examples of the project's brief and issues: a
-// stored solution that reworded tasks must find.
+// stored solution that reworded tasks must find, and that tasks going the
+// other way must not.
 var seedSolutions = []struct{ id, goal, approach string }{
 	{"c1", "Write a CSV parser", "Split records on commas, handled quoted fields and escaped quotes, streamed rows from an io.Reader."},
 	{"c2", "Import users from CSV", "Read rows with encoding/csv, validated the emails, inserted users in batches."},
@@ -215,6 +216,18 @@ func TestRankingSeeds(t *testing.T) {
 		{"import users", "Import the users from a CSV file", "c2", true},
 		{"install hooks", "Install pre-commit hooks for gofmt", "c3", true},
 		{"kafka producer", "Implement a Kafka producer that publishes order events", "c4", true},
+		{"consume, not the producer", "Consume the order events from the Kafka topic and write each one to the orders table in PostgreSQL", "s06", true},
+
+		{"opposite CSV writer", "Write a CSV writer", "c1", false},
+		{"opposite generate CSV", "Generate a CSV file", "c1", false},
+		{"opposite write CSV", "Write CSV files", "c1", false},
+		{"opposite export", "Export users to CSV", "c2", false},
+		{"opposite kafka consumer", "Write a Kafka consumer for order events", "c4", false},
+		{"opposite consume", "Consume the order events from the Kafka topic and write each one to the orders table in PostgreSQL", "c4", false},
+		{"opposite remove hooks", "Remove the pre-commit hooks", "c3", false},
+		{"opposite uninstall hooks", "Uninstall the pre-commit hooks", "c3", false},
+		{"opposite decompress", "Decompress the gzipped log files", "s23", false},
+		{"opposite create", "Create temporary files in the cache directory", "s05", false},
 
 		{"unrelated haiku", "write a haiku about autumn", "c1", false},
 		{"unrelated poem", "write a poem about autumn leaves", "c1", false},

@@ -50,12 +50,30 @@
 //
 //	similarity = max(0.8*c + 0.2*dice, 0.6*dice)
 //
+// # Direction
+//
+// A solution whose main action is the opposite of the query's (export for
+// import, a CSV writer for a CSV parser, removing hooks for adding them, a
+// Kafka consumer for a producer) has its similarity multiplied by 0.3, so
+// that 1 falls below the default threshold. The actions are read from the
+// goals' leading phrases against one table of opposite families
+// (read/write, parse/generate, import/export, consume/produce,
+// download/upload, add/remove, enable/disable, compress/decompress,
+// encrypt/decrypt, start/stop, lock/unlock...); in "write a CSV parser"
+// the agent noun, not "write", gives the direction. Opposite actions count
+// only on the same thing: words shared by the leading phrases, or one
+// goal's source being the other's target ("serialize orders to JSON",
+// "deserialize JSON into orders"); "parse the commits into a changelog" is
+// not the opposite of "generate a changelog from the commits". Direction
+// is read from English words only, and a leading negation ("do not
+// delete...") leaves it unknown.
+//
 // Similarities are rounded to two decimals; among equal ones verified
 // solutions win, then higher confidence, then the most recently updated.
 // The default threshold, 0.35, sits in the gap the ranking tables of the
 // tests show, in the corpus and in a workspace holding only the solution
 // sought: reworded tasks score 0.5 and more, unrelated tasks sharing a word
-// 0.3 and less.
+// and opposite tasks 0.3 and less.
 //
 // # Index
 //
@@ -94,9 +112,10 @@ import (
 type Config struct {
 	// MinSimilarity is the lowest similarity recalled, in [0,1]. Default
 	// 0.35: paraphrases and synonyms of a stored goal score 0.5 and
-	// more, unrelated tasks that share a common word 0.3 and less (see
-	// the ranking tables in the tests). Lower it and unrelated solutions
-	// leak into prompts; raise it and reworded tasks are missed.
+	// more, unrelated tasks that share a common word, and tasks that go
+	// the other way (export for import), 0.3 and less (see the ranking
+	// tables in the tests). Lower it and unrelated solutions leak into
+	// prompts; raise it and reworded tasks are missed.
 	MinSimilarity float64 `yaml:"min_similarity"`
 	// MaxResults is the number of solutions in a recall block, 1..5.
 	// Default 1. Each one costs prompt tokens on every turn.

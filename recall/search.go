@@ -26,6 +26,10 @@ const (
 	// commonShare is the share of the prior documents in which a common
 	// word (see commonWords) is counted.
 	commonShare = 0.25
+	// oppositeFactor scales the similarity of a solution whose main action
+	// is the opposite of the query's (see directionTable): 1 becomes 0.3,
+	// below the default threshold.
+	oppositeFactor = 0.3
 )
 
 // Search effort bounds.
@@ -79,7 +83,9 @@ type Match struct {
 // coverage q (BM25F over goal, weighted 3, and approach, normalised by the
 // query's score against itself), or, when the query covers a larger share
 // g of the stored goal than the solution covers of the query, the harmonic
-// mean 2qg/(q+g). See the package documentation.
+// mean 2qg/(q+g). A solution whose main action is the opposite of the
+// goal's (export for import, a writer for a parser) scores 0.3 of that.
+// See the package documentation.
 //
 // Pruning never changes the results, but the trigram part is bounded: it
 // is computed for at most 32 candidates per result asked (those with the
@@ -95,6 +101,12 @@ func (ix *Index) Search(q Query) []Match {
 	defer s.release()
 	s.run()
 	return s.matches()
+}
+
+// qobj is a word around the query's main action (see leadObj).
+type qobj struct {
+	id    uint32 // noTerm when the workspace does not have it
+	flags uint16
 }
 
 // qid locates a query term by id: its share of a matching goal term's
@@ -170,6 +182,8 @@ type searcher struct {
 	suffix []float64 // suffix[i]: sum of terms[i:].ub
 	self   float64   // the query's score against itself
 	n      float64   // solutions in the workspace
+	dir    uint32    // the query's main action
+	objs   []qobj
 	qtri   []uint32
 	invG   [256]float32 // goal weight / BM25 length norm, by goal length
 	invA   [256]float32 // same for the approach
@@ -225,7 +239,7 @@ func (ix *Index) prepare(q Query) *searcher {
 		ws.mu.RUnlock()
 		return nil
 	}
-	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n)}
+	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir}
 	avgG := max(float64(ws.sumG)/float64(ws.n), 1)
 	avgA := max(float64(ws.sumA)/float64(ws.n), 1)
 	for l := range s.invG {
@@ -265,6 +279,13 @@ func (ix *Index) prepare(q Query) *searcher {
 		s.ids[i] = qid{id: qt.id, frac: qt.docW}
 	}
 	slices.SortFunc(s.ids, func(a, b qid) int { return cmp.Compare(a.id, b.id) })
+	for _, o := range a.lead.objs {
+		id, known := ws.dict[o.term]
+		if !known {
+			id = noTerm
+		}
+		s.objs = append(s.objs, qobj{id: id, flags: o.flags})
+	}
 	s.suffix = make([]float64, len(s.terms)+1)
 	for i := len(s.terms) - 1; i >= 0; i-- {
 		s.suffix[i] = s.suffix[i+1] + s.terms[i].ub
@@ -367,7 +388,8 @@ func (s *searcher) docCoverage(d *doc) float64 {
 // similarity is the similarity of d, given its BM25 score bm and the
 // trigram similarity tri of the goals, rounded to two decimals: the query
 // coverage q, or the harmonic mean of q and the goal coverage g when g is
-// the larger, blended with tri.
+// the larger, blended with tri; scaled by oppositeFactor when d's main
+// action is the opposite of the query's.
 func (s *searcher) similarity(d *doc, bm, tri float64) float64 {
 	c := s.queryCoverage(bm)
 	if c > 0 {
@@ -376,6 +398,9 @@ func (s *searcher) similarity(d *doc, bm, tri float64) float64 {
 		}
 	}
 	sim := max(alpha*c+(1-alpha)*tri, beta*tri)
+	if s.opposes(d) {
+		sim *= oppositeFactor
+	}
 	return math.Round(sim*100) / 100
 }
 
@@ -385,6 +410,26 @@ func (s *searcher) similarity(d *doc, bm, tri float64) float64 {
 func (s *searcher) bound(bm, tri float64) float64 {
 	q := s.queryCoverage(bm)
 	return max(alpha*2*q/(1+q)+(1-alpha)*tri, beta*tri)
+}
+
+// opposes reports whether d's main action is the opposite of the query's,
+// on the same thing (see sameThing): "export users" against "import
+// users", not "parse the commits" against "generate a changelog".
+func (s *searcher) opposes(d *doc) bool {
+	f := opposedFamilies(s.dir, d.dir)
+	if f == 0 {
+		return false
+	}
+	var q, g headWords
+	for _, o := range s.objs {
+		q.add(o.id, o.flags, f)
+	}
+	for _, dt := range d.terms {
+		if dt.lead != 0 {
+			g.add(dt.id, dt.lead, f)
+		}
+	}
+	return sameThing(&q, &g, f, firstSide(s.dir, f))
 }
 
 // searchTerms finds BM25 candidates, MaxScore style. Query terms are read

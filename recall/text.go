@@ -284,12 +284,14 @@ type word struct {
 type analyzed struct {
 	terms []string // index terms in text order, repeats kept
 	norm  string   // lowercase content words joined by spaces (goal only)
+	lead  lead     // the main action (goal only)
 }
 
 // analyze tokenises text into index terms: words are split, lowercased,
 // stemmed, stopwords dropped, synonyms and phrases mapped to canonical
 // terms; CJK runs become overlapping character bigrams. It also returns
-// the content words joined by spaces, the text cut into trigrams.
+// the content words joined by spaces, the text cut into trigrams, and the
+// main action read from the leading phrase.
 func analyze(text string, maxRunes int) analyzed {
 	var ws []word
 	splitWords(text, maxRunes, func(w string, cjk bool) {
@@ -300,6 +302,7 @@ func analyze(text string, maxRunes int) analyzed {
 		ws = append(ws, word{text: w, stem: s, cjk: cjk})
 	})
 	var a analyzed
+	var ls leadScanner
 	var norm strings.Builder
 	addNorm := func(w string) {
 		if norm.Len() > 0 {
@@ -310,6 +313,7 @@ func analyze(text string, maxRunes int) analyzed {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		if w.cjk {
+			ls.cjk()
 			addNorm(w.text)
 			rs := []rune(w.text)
 			if len(rs) == 1 {
@@ -326,11 +330,13 @@ func analyze(text string, maxRunes int) analyzed {
 				addNorm(w.text)
 				addNorm(ws[i+1].text)
 				a.terms = append(a.terms, c)
+				ls.content(c, c, c)
 				i++
 				continue
 			}
 		}
 		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) {
+			ls.stop(w.text)
 			continue
 		}
 		addNorm(w.text)
@@ -339,8 +345,10 @@ func analyze(text string, maxRunes int) analyzed {
 			term = c
 		}
 		a.terms = append(a.terms, term)
+		ls.content(w.text, w.stem, term)
 	}
 	a.norm = norm.String()
+	a.lead = ls.result()
 	return a
 }
 
