@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // report is the JSON result file.
@@ -118,6 +119,9 @@ type summary struct {
 // completion before forwarding it (inspection, guard, recall, rewrite).
 var overheadSeries = []string{"scarproxy_overhead_seconds_sum", "scarproxy_overhead_seconds_count"}
 
+// maxWarmup bounds the warm-up of a target that has not answered yet.
+const maxWarmup = 30 * time.Second
+
 // loadTest runs the interleaved rounds and prints them.
 func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Writer) error {
 	wl := newWorkload(o.conc, o.stream, o.failEvery, o.finalEvery, e.convs)
@@ -136,7 +140,15 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 		for i := range targets {
 			t := targets[(i+r)%len(targets)] // rotate the order: no target always runs first
 			if o.warmup > 0 {
-				if res := drive(ctx, t, wl, o.warmup); res.Requests == 0 {
+				// A cold target (a loaded machine, a store read for the
+				// first time) may need longer than one warm-up for its
+				// first answer: warm up again until one succeeds, within
+				// a bound, unless requests fail.
+				res := drive(ctx, t, wl, o.warmup)
+				for waited := o.warmup; res.Requests == 0 && res.Errors == 0 && waited < maxWarmup && ctx.Err() == nil; waited += o.warmup {
+					res = drive(ctx, t, wl, o.warmup)
+				}
+				if res.Requests == 0 {
 					return fmt.Errorf("%s: no request succeeded during warm-up: %s", t.name, res.FirstError)
 				}
 			}
