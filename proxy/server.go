@@ -301,8 +301,10 @@ func (s *Server) routes() *echo.Echo {
 	a.GET("/incidents", s.listIncidents)
 	a.DELETE("/incidents", s.deleteIncidents)
 	a.GET("/guard", s.guardPreview)
+	a.GET("/patterns", s.listPatterns)
 	a.POST("/solutions", s.postSolution)
 	a.GET("/solutions", s.listSolutions)
+	a.DELETE("/solutions", s.deleteSolutions)
 	a.DELETE("/solutions/:id", s.deleteSolution)
 	a.GET("/recall", s.recallPreview)
 	return e
