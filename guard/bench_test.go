@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,62 @@ func BenchmarkToolFailed(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		ToolFailed(outputs[i%len(outputs)])
+		i++
+	}
+}
+
+// BenchmarkToolFailedCorpus runs ToolFailed over every output of
+// testdata/tool_outputs.txtar, failures and successes alike.
+func BenchmarkToolFailedCorpus(b *testing.B) {
+	files := parseTxtar(b, "testdata/tool_outputs.txtar")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ToolFailed(files[i%len(files)].data)
+		i++
+	}
+}
+
+// BenchmarkToolFailedLong runs ToolFailed over a 32 KiB successful output
+// (a grep over a code base: every line is read, none is a failure).
+func BenchmarkToolFailedLong(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 32<<10; i++ {
+		fmt.Fprintf(&sb, "src/pkg%d/errors.go:%d:\tif err != nil { return fmt.Errorf(\"load %%s: %%w\", name, err) }\n", i%7, 10+i)
+		fmt.Fprintf(&sb, "src/pkg%d/handler.go:%d:\tlog.Printf(\"error: request %%d failed\", id)\n", i%5, 20+i)
+	}
+	out := sb.String()
+	if ToolFailed(out) {
+		b.Fatal("flagged")
+	}
+	b.SetBytes(int64(len(out)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ToolFailed(out)
+	}
+}
+
+// redactInputs are texts as Redact meets them: incident messages and tool
+// outputs, most with no secret, a few with one.
+func redactInputs() []string {
+	long := strings.Repeat("2024-05-01T12:00:01Z INFO request id=4f2a1c3e path=/v1/orders status=200 took=12ms\n", 100)
+	return []string{
+		"Traceback (most recent call last):\n  File \"/app/x.py\", line 3, in <module>\n    main()\nValueError: bad value",
+		"Rate limit reached for gpt-4o in organization org-4f9a on tokens per min (TPM): Limit 30000, Used 29750, Requested 1200.",
+		"psql: error: connection to server at \"db\" (10.0.0.5), port 5432 failed: FATAL:  password authentication failed for user \"app\"",
+		"dial postgres://app:pa55w0rd@db:5432/shop failed: connection refused",
+		"curl -H \"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk\" https://api.example.com",
+		"commit 3f2a9c1e5b7d4a8f9e0c1b2a3d4e5f6a7b8c9d0e\nAuthor: Dev <dev@example.com>\n\n    Fix error handling (id 123e4567-e89b-12d3-a456-426614174000)",
+		long,
+	}
+}
+
+func BenchmarkRedact(b *testing.B) {
+	in := redactInputs()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		Redact(in[i%len(in)])
 		i++
 	}
 }

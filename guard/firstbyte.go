@@ -22,15 +22,27 @@ func (s *byteSet) union(o byteSet) {
 	s[0], s[1], s[2], s[3] = s[0]|o[0], s[1]|o[1], s[2]|o[2], s[3]|o[3]
 }
 
-// addRange adds the bytes the runes lo..hi can begin with.
+// addRange adds the bytes the runes lo..hi can begin with. UTF-8 keeps
+// the order of runes, so the non-ASCII ones begin with the bytes from the
+// first byte of the lowest to that of the highest. The regexp package reads
+// a byte that does not begin valid UTF-8 as U+FFFD: a range holding it can
+// begin with any byte above 0x7f.
 func (s *byteSet) addRange(lo, hi int) {
-	if lo > 0x7f || hi > 0x7f {
-		for b := 0x80; b <= 0xff; b++ { // any byte a non-ASCII rune can start with
-			s.add(byte(b))
-		}
-	}
 	for r := lo; r <= hi && r <= 0x7f; r++ {
 		s.add(byte(r))
+	}
+	if lo <= utf8.RuneError && utf8.RuneError <= hi {
+		for b := 0x80; b <= 0xff; b++ {
+			s.add(byte(b))
+		}
+	} else if hi > 0x7f {
+		var buf [utf8.UTFMax]byte
+		utf8.EncodeRune(buf[:], rune(max(lo, 0x80)))
+		from := buf[0]
+		utf8.EncodeRune(buf[:], rune(min(hi, utf8.MaxRune)))
+		for b := int(from); b <= int(buf[0]); b++ {
+			s.add(byte(b))
+		}
 	}
 }
 

@@ -17,6 +17,9 @@ func TestFirstBytes(t *testing.T) {
 		{`^(?:[\[(]\s*)?exit`, true, "[(e", "x "},
 		{`^\s*x`, true, " \t\nx", "y"},
 		{`^é`, true, "\xc3", "e"},
+		{`^[│|] `, true, "\xe2|", "\xc3\xff "},         // a class of two runes: their first bytes only
+		{`^[^\s:]`, true, "a\x80\xc3\xe2\xff", " \t:"}, // holds U+FFFD, which invalid bytes read as
+		{`^[é-ü]`, true, "\xc3", "\xc2\xe2\xff"},
 		{`^a?`, false, "", ""},   // matches ""
 		{`Error`, false, "", ""}, // not anchored: any line may hold it
 		{`^(?:a|b*)c`, true, "abc", "d"},
@@ -53,7 +56,8 @@ func TestFirstBytes(t *testing.T) {
 // rule's regex does not match.
 func FuzzToolRuleFilter(f *testing.F) {
 	for _, s := range []string{"Traceback (most recent call last):", "error: aborting due to 2 previous errors",
-		"Exit code: 1", "[exit code 2]", "  FAIL", "ÉRROR", "make[1]: *** [x] Error 2", "✖ 1 problem (1 error, 0 warnings)", "eRRor:"} {
+		"Exit code: 1", "[exit code 2]", "  FAIL", "ÉRROR", "make[1]: *** [x] Error 2", "✖ 1 problem (1 error, 0 warnings)", "eRRor:",
+		"│ Error: x", "\xff: error: x", "at Object.<anonymous> (/a.js:1:2)", "File \"a.py\", line 1", "goroutine 1 [running]:"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -64,6 +68,11 @@ func FuzzToolRuleFilter(f *testing.F) {
 			}
 			if r.re.MatchString(line) {
 				t.Fatalf("rule %q matches %q, which its first-byte filter rejects", r.name, line)
+			}
+		}
+		for _, r := range toolRules {
+			if r.next != nil && r.nextFilter && line != "" && !r.nextByte.has(line[0]) && r.next.MatchString(line) {
+				t.Fatalf("rule %q: next matches %q, which its first-byte filter rejects", r.name, line)
 			}
 		}
 	})

@@ -15,6 +15,7 @@ type redaction struct {
 	name  string
 	re    *regexp.Regexp
 	lits  []string // prefilter, see requiredLiterals
+	mask  uint64   // the bits of lits in redactLits
 	repl  string   // may use ${1}... for kept groups
 	check func(string) bool
 }
@@ -25,23 +26,112 @@ func rd(name, expr, repl string, check func(string) bool) redaction {
 	return redaction{name: name, re: regexp.MustCompile(expr), lits: requiredLiterals(expr), repl: repl, check: check}
 }
 
+// Pieces of the command-line rules: a password value (a quoted string, or
+// a word that is not an option); where a command starts (a line, after a
+// shell operator, sudo, a "$ " prompt or an agent's "Command: "); the mysql
+// clients.
+const (
+	quotedOrWord = `(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)`
+	cmdStart     = `(?m)(?:^|[;&|(]|\bsudo|\$|\bCommand:)[ \t]*`
+	mysqlFamily  = `\b(?:mysql(?:dump|admin|import|check|slap|sh)?|mariadb(?:-dump|-admin)?)\b`
+)
+
 // redactions are applied in order.
 var redactions = []redaction{
 	rd("private key block", `-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)`, Redacted, nil),
-	rd("credentials in URL", `(://[^/\s:@]+:)[^/\s@]+@`, "${1}"+Redacted+"@", nil),
+	// The password of a URL runs to the last "@" of its authority, so one
+	// holding "@" is removed whole.
+	rd("credentials in URL", `(://[^/\s:]*:)[^/\s?#"'<>`+"`"+`]*@`, "${1}"+Redacted+"@", nil),
+	rd("Slack or Discord webhook", `(\bhooks\.slack\.com/(?:services|workflows|triggers)/|\bdiscord(?:app)?\.com/api/webhooks/)[\w/-]+`, "${1}"+Redacted, nil),
+	rd("JWT", `\beyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]*`, Redacted, nil),
 	rd("authorization header", `(?i)(\bauthorization["']?\s*[:=]\s*["']?)(?:(?:basic|bearer|token)\s+)?[^\s"',;]+`, "${1}"+Redacted, nil),
 	rd("bearer token", `(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}`, "${1} "+Redacted,
 		func(m string) bool { return looksSecret(m[strings.LastIndexAny(m, " \t")+1:]) }),
 	rd("OpenAI / Anthropic key", `\bsk-[A-Za-z0-9_-]{16,}`, Redacted,
 		func(m string) bool { return strings.IndexAny(m, "0123456789") >= 0 }),
 	rd("Stripe key", `\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`, Redacted, nil),
+	// An AWS secret access key is 40 characters of base64 with nothing to
+	// mark it: it is found next to its name, or after its access key id.
+	rd("AWS key pair", `\b((?:AKIA|ASIA)[0-9A-Z]{16})([\s,:;|"'=]{1,8})[A-Za-z0-9/+]{40}[A-Za-z0-9/+=]*`, Redacted+"${2}"+Redacted,
+		func(m string) bool { return trailingBase64(m) == 40 }),
+	rd("AWS secret access key", `(?i)(\b(?:aws_?)?secret_?access_?key["']?\s*[:=]\s*["']?)[^\s"',;]+`, "${1}"+Redacted, nil),
 	rd("AWS access key id", `\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`, Redacted, nil),
-	rd("GitHub token", `\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`, Redacted, nil),
-	rd("Slack token", `\bxox[abposr]-[A-Za-z0-9-]{10,}`, Redacted, nil),
+	rd("GitHub token", `\bgh[pousr]_[A-Za-z0-9]{30,}`, Redacted, nil),
+	rd("GitHub fine-grained token", `\bgithub_pat_[A-Za-z0-9_]{22,}`, Redacted, nil),
+	rd("GitLab token", `\bgl(?:pat|dt|rt|ptt|cbt|ft|soat)-[\w.-]{20,}`, Redacted, nil),
+	rd("Hugging Face token", `\bhf_[A-Za-z0-9]{30,}`, Redacted, mixedCase),
+	rd("npm token", `\bnpm_[A-Za-z0-9]{36}\b`, Redacted, mixedCase),
+	rd("Slack token", `\bxox(?:[abposr]|e(?:\.xox[bp])?)-[A-Za-z0-9-]{10,}`, Redacted, nil),
+	rd("Slack app token", `\bxapp-\d-[A-Za-z0-9-]{10,}`, Redacted, nil),
 	rd("Google API key", `\bAIza[0-9A-Za-z_-]{35}`, Redacted, nil),
-	rd("JSON secret field", `(?i)("[\w-]*(?:password|passwd|secret|api[_-]?key|apikey|token|pwd)"\s*:\s*")(?:[^"\\]|\\.)*"`, "${1}"+Redacted+`"`, nil),
-	rd("key=value secret", `(?i)(\b[\w-]*(?:password|passwd|secret|api[_-]?key|apikey|token|pwd)\s*=\s*["']?)[^\s&"',;]+`, "${1}"+Redacted, nil),
-	rd("key: value secret", `(?i)(\b[\w-]*(?:password|passwd|api[_-]?key|apikey|secret[_-]?key|client[_-]?secret)\s*:\s*["']?)[^\s"',;]+`, "${1}"+Redacted, nil),
+	rd("Azure account key", `(?i)(\b(?:Account|SharedAccess)Key\s*=\s*)[^\s;"']+`, "${1}"+Redacted, nil),
+	rd("URL signature", `([?&](?:sig|X-Amz-Signature|Signature)=)[^&\s"']+`, "${1}"+Redacted, nil), // Azure SAS, S3 and CloudFront presigned URLs
+	// Command lines. mysql takes its password glued to -p ("-pSecret");
+	// "mysql -p db" asks for one and names the database, so a word after
+	// -p is taken for a password only when another word follows it.
+	rd("--password option", `(--pass(?:word|wd)[= ][ \t]*)`+quotedOrWord, "${1}"+Redacted, nil),
+	rd("mysql -pSECRET", `(`+mysqlFamily+`[^\n;&|]*?[ \t]-p)`+`(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)`, "${1}"+Redacted, nil),
+	rd("mysql -p SECRET db", `(`+cmdStart+mysqlFamily+`[^\n;&|]*?[ \t]-p[ \t]+)`+quotedOrWord+`([ \t]+[^\s<>|;&-])`, "${1}"+Redacted+"${2}", nil),
+	rd("-p of sshpass, docker login, mongo; -a of redis-cli", `(`+cmdStart+`(?:(?:sshpass|docker[ \t]+login|mongo(?:sh|dump|restore|import|export)?)\b[^\n;&|]*?[ \t]-p|redis-cli\b[^\n;&|]*?[ \t]-a)[ \t]*)`+quotedOrWord, "${1}"+Redacted, nil),
+	rd("JSON secret field", `(?i)("[\w-]*(?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|token|pwd)"\s*:\s*")(?:[^"\\]|\\.)*"`, "${1}"+Redacted+`"`, nil),
+	// The name before "password" (db_password=) stays out of the match:
+	// it is kept either way, and matching it costs a scan of every word. A
+	// value does not begin with "=": "token == x", "password := f()" are
+	// code, not secrets.
+	rd("key=value secret", `(?i)((?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|token|pwd)\s*=\s*["']?)[^\s&"',;=][^\s&"',;]*`, "${1}"+Redacted, nil),
+	rd("key: value secret", `(?i)((?:password|passwd|passphrase|api[_-]?key|apikey|secret[_-]?key|client[_-]?secret)\s*:\s*["']?)[^\s"',;=][^\s"',;]*`, "${1}"+Redacted, nil),
+}
+
+// redactLits holds every literal of the redactions once; litsFrom[b] the
+// indexes of those that begin with byte b, and litPairs the pairs of bytes
+// a literal can begin with: litScan finds them all in one pass over a text.
+var (
+	redactLits []string
+	litsFrom   [256][]uint8
+	litPairs   [1 << 16 / 64]uint64
+)
+
+func init() {
+	index := map[string]int{}
+	for i := range redactions {
+		r := &redactions[i]
+		for _, l := range r.lits {
+			if _, ok := index[l]; !ok {
+				index[l] = len(redactLits)
+				redactLits = append(redactLits, l)
+			}
+			r.mask |= 1 << index[l]
+		}
+	}
+	if len(redactLits) > 64 {
+		panic("guard: more than 64 redaction literals")
+	}
+	for i, l := range redactLits {
+		litsFrom[l[0]] = append(litsFrom[l[0]], uint8(i))
+		for b := 0; b < 256; b++ {
+			if len(l) == 1 || b == int(l[1]) {
+				p := int(l[0])<<8 | b
+				litPairs[p/64] |= 1 << (p % 64)
+			}
+		}
+	}
+}
+
+// litScan returns the bits of the redactLits that s holds.
+func litScan(s string) (found uint64) {
+	for i := 0; i < len(s); i++ {
+		if i+1 < len(s) {
+			if p := int(s[i])<<8 | int(s[i+1]); litPairs[p/64]&(1<<(p%64)) == 0 {
+				continue
+			}
+		}
+		for _, j := range litsFrom[s[i]] {
+			if strings.HasPrefix(s[i:], redactLits[j]) {
+				found |= 1 << j
+			}
+		}
+	}
+	return found
 }
 
 // looksSecret spares plain words after "Bearer" ("Bearer authentication").
@@ -49,22 +139,49 @@ func looksSecret(tok string) bool {
 	return len(tok) >= 20 || strings.IndexAny(tok, "0123456789") >= 0
 }
 
+// mixedCase spares identifiers that merely share a token's prefix
+// (hf_transformers_cache, npm_package_version): a token mixes upper and
+// lower case.
+func mixedCase(m string) bool {
+	return strings.IndexFunc(m, unicode.IsUpper) >= 0 && strings.IndexFunc(m, unicode.IsLower) >= 0
+}
+
+// trailingBase64 is the length of the run of base64 characters that ends m.
+func trailingBase64(m string) int {
+	n := 0
+	for i := len(m) - 1; i >= 0; i-- {
+		c := m[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '/' || c == '+' || c == '=') {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // Redact replaces secrets in s with [Redacted]: private key blocks
 // (-----BEGIN ... PRIVATE KEY----- to its END line, or to the end of a
-// truncated text), passwords in URLs, Authorization header values, Bearer
-// tokens, OpenAI/Anthropic keys (sk-..., sk-proj-..., sk-ant-...), Stripe,
-// AWS (AKIA...), GitHub (ghp_..., github_pat_...), Slack and Google keys,
-// and the values of password / secret / api_key / token fields written as
-// key=value, "key": "value" or key: value. The key names are kept so the
-// message still says what failed. Redaction is best effort: it cannot know
-// every secret format.
+// truncated text); passwords in URLs (all of one that holds "@"); Slack
+// and Discord webhook URLs; JWTs; Authorization header values and Bearer
+// tokens; OpenAI/Anthropic (sk-...), Stripe, GitHub (ghp_...,
+// github_pat_...), GitLab (glpat-...), Hugging Face (hf_...), npm
+// (npm_...), Slack (xoxb-..., xapp-...) and Google keys; AWS access key ids
+// and secret access keys (by name, or after their key id); Azure
+// AccountKey= and the signatures of presigned URLs (Azure SAS, S3,
+// CloudFront); command-line passwords (--password X, mysql -pX, sshpass -p
+// X...); and the values of password / secret / api_key / token fields
+// written as key=value, "key": "value" or key: value. The key names are
+// kept so the message still says what failed. Redaction is best effort: it
+// cannot know every secret format.
 func Redact(s string) string {
 	lower, prefilter := "", isASCII(s)
 	if prefilter {
 		lower = strings.ToLower(s)
 	}
-	for _, r := range redactions {
-		if prefilter && !containsAny(lower, r.lits) {
+	found := litScan(lower)
+	for i := range redactions {
+		r := &redactions[i]
+		if prefilter && r.lits != nil && r.mask&found == 0 {
 			continue
 		}
 		if r.check == nil {

@@ -32,6 +32,88 @@ func TestRedact(t *testing.T) {
 		{"private key", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----\nafter", "key:\n[REDACTED]\nafter"},
 		{"truncated private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk", "[REDACTED]"},
 		{"nothing secret", "SyntaxError: invalid syntax (line 3)", "SyntaxError: invalid syntax (line 3)"},
+
+		// JWTs.
+		{"jwt alone", "token eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwiaWF0IjoxNTE2MjM5MDIyfQ.NHVaYe26MbtOYhSKkoKYdFVomg4i8ZJd8_-RU8VNbftc4TSMb4bXP3l3YlNWACwyXPGffz5aXHc6lty1Y2t4SWRqGteragsVdZufDn5BlnJl9pdR_kdVFUsra2rWKEofkZeIC4yWytE58sMIihvo9H1ScmmVwBcQP6XETqYd0aSHp1gOa9RdUPDvoXQ5oqygTqVtxaDr6wUFKrKItgBMzWIdNZ6y7O9E0DhEPTbE9rfBo6KTFsHAZnMg4k68CDp2woYIaXbmYTWcvbzIuHO7_37GT79XdIwkm95QJ7hYC9RiwrV7mesbY4PAahERJawntho0my942XheVLmGwLMBkQ in the log", "token [REDACTED] in the log"},
+		{"jwt in an authorization header", `{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"}`, `{"Authorization": "[REDACTED]"}`},
+		{"unsigned jwt", "got eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9. back", "got [REDACTED] back"},
+
+		// Vendor tokens.
+		{"gitlab pat", "git clone https://oauth2:glpat-AbCdEf123456ghIJkl78@gitlab.com/acme/shop.git", "git clone https://oauth2:[REDACTED]@gitlab.com/acme/shop.git"},
+		{"gitlab pat alone", "export GITLAB_PAT glpat-xY9kLmN0pQrStUvWz1a2", "export GITLAB_PAT [REDACTED]"},
+		{"gitlab deploy token", "gldt-4kQx8mN2pR6sT0vW3yZ5 expired", "[REDACTED] expired"},
+		{"hugging face", "HfHubHTTPError: 401 for token hf_aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH", "HfHubHTTPError: 401 for token [REDACTED]"},
+		{"npm", "//registry.npmjs.org/:_authToken npm_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "//registry.npmjs.org/:_authToken [REDACTED]"},
+		{"slack bot", "posting with xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx failed", "posting with [REDACTED] failed"},
+		{"slack user", "xoxp-123456789012-123456789012-123456789012-0123456789abcdef0123456789abcdef", "[REDACTED]"},
+		{"slack app-level and legacy", "xoxa-2-1234567890-abcdef and xoxs-1234567890-abcdef and xapp-1-A0123456789-1234567890123-abcdef0123", "[REDACTED] and [REDACTED] and [REDACTED]"},
+		{"slack refresh", "xoxe.xoxp-1-Mi0yLTEyMzQ1Njc4OTAx", "[REDACTED]"},
+		{"slack webhook", "curl -X POST https://hooks.slack.com/services/T0123ABCD/B0456EFGH/aBcDeFgHiJkLmNoPqRsTuVwX -d @msg.json", "curl -X POST https://hooks.slack.com/services/[REDACTED] -d @msg.json"},
+		{"discord webhook", "https://discord.com/api/webhooks/123456789012345678/AbC-dEf_GhI", "https://discord.com/api/webhooks/[REDACTED]"},
+
+		// AWS.
+		{"aws secret by name", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = [REDACTED]"},
+		{"aws secret env", "export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY && aws s3 ls", "export AWS_SECRET_ACCESS_KEY=[REDACTED] && aws s3 ls"},
+		{"aws secret json", `{"AccessKeyId": "AKIAIOSFODNN7EXAMPLE", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}`, `{"AccessKeyId": "[REDACTED]", "SecretAccessKey": "[REDACTED]"}`},
+		{"aws secret after key id", "Access key ID,Secret access key\nAKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "Access key ID,Secret access key\n[REDACTED],[REDACTED]\n"},
+		{"aws secret after key id, spaced", "using AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY now", "using [REDACTED] [REDACTED] now"},
+		{"aws key id then 41 chars", "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYX", "[REDACTED] wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYX"},
+
+		// Azure.
+		{"azure connection string", "DefaultEndpointsProtocol=https;AccountName=shopdata;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;EndpointSuffix=core.windows.net", "DefaultEndpointsProtocol=https;AccountName=shopdata;AccountKey=[REDACTED];EndpointSuffix=core.windows.net"},
+		{"azure service bus", "Endpoint=sb://shop.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=3fV2bD9nQ+1kZ0x7yW4uT6sR8pO5mN2lK1jH0gF9eD8=", "Endpoint=sb://shop.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=[REDACTED]"},
+		{"azure sas", "GET https://shop.blob.core.windows.net/c/a.csv?sv=2022-11-02&se=2024-05-01&sp=r&sig=Zm9vYmFyJTJCYmF6%3D failed", "GET https://shop.blob.core.windows.net/c/a.csv?sv=2022-11-02&se=2024-05-01&sp=r&sig=[REDACTED] failed"},
+
+		// Command lines.
+		{"--password space", "pg_dumpall --username admin --password hunter2 --host db", "pg_dumpall --username admin --password [REDACTED] --host db"},
+		{"--password equals", "mysql --user=root --password=s3cr3t shop", "mysql --user=root --password=[REDACTED] shop"},
+		{"--password quoted", `mysqldump --password "p@ss word" shop`, `mysqldump --password [REDACTED] shop`},
+		{"--password then an option", "vault login --password --method=userpass", "vault login --password --method=userpass"},
+		{"--password-file kept", "restic --password-file /run/secrets/restic backup", "restic --password-file /run/secrets/restic backup"},
+		{"mysql glued", "mysql -u root -pS3cr3t! -h db shop", "mysql -u root -p[REDACTED] -h db shop"},
+		{"mysqldump glued quoted", "mysqldump -uroot -p'my pass' shop > dump.sql", "mysqldump -uroot -p[REDACTED] shop > dump.sql"},
+		{"mysql -p db asks for a password", "mysql -u root -p shop", "mysql -u root -p shop"},
+		{"mysql -p db then an option", "mysql -u root -p shop -e 'select 1'", "mysql -u root -p shop -e 'select 1'"},
+		{"mysql -p db < file", "mysql -p shop < dump.sql", "mysql -p shop < dump.sql"},
+		{"mysql -p password db", "mysql -u root -p hunter2 shop", "mysql -u root -p [REDACTED] shop"},
+		{"mysql after an agent's Command:", "Command: mysql -h db -p hunter2 shop\nDirectory: (root)", "Command: mysql -h db -p [REDACTED] shop\nDirectory: (root)"},
+		{"mysql -P port", "mysql -h db -P 3306 shop", "mysql -h db -P 3306 shop"},
+		{"mysql in prose", "Run mysql -p shop to connect; it asks for the password.", "Run mysql -p shop to connect; it asks for the password."},
+		{"sshpass", "sshpass -p 'Tr0ub4dor&3' ssh deploy@web1 uptime", "sshpass -p [REDACTED] ssh deploy@web1 uptime"},
+		{"docker login", "docker login -u ci -p dckr_pat_2b3e36beeb386dfdaacb9b46004ccb7c registry.example.com", "docker login -u ci -p [REDACTED] registry.example.com"},
+		{"redis-cli -a, not -p", "redis-cli -h cache -p 6380 -a s3cr3t ping", "redis-cli -h cache -p 6380 -a [REDACTED] ping"},
+		{"mysql at the start of a later line", "$ cd /srv\nmysql -u app -p hunter2 shop\n", "$ cd /srv\nmysql -u app -p [REDACTED] shop\n"},
+		{"s3 presigned url", "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=9a3f0c2b1d&X-Amz-Expires=900 403", "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=[REDACTED]&X-Amz-Expires=900 403"},
+		{"mongosh", "$ mongosh --host db -u app -p hunter2 shop", "$ mongosh --host db -u app -p [REDACTED] shop"},
+
+		// Passwords in URLs.
+		{"url password with @", "dial postgres://user:p@ss@db:5432/shop failed", "dial postgres://user:[REDACTED]@db:5432/shop failed"},
+		{"url password with @ and no path", `{"dsn":"postgres://user:p@ss@db","other":"a@b"}`, `{"dsn":"postgres://user:[REDACTED]@db","other":"a@b"}`},
+		{"url password with :", "redis://default:pa:ss@cache:6379/0", "redis://default:[REDACTED]@cache:6379/0"},
+		{"url empty user", "redis://:hunter2@cache:6379", "redis://:[REDACTED]@cache:6379"},
+		{"url email as user", "https://me@example.com:pw@git.example.com/repo.git", "https://me@example.com:[REDACTED]@git.example.com/repo.git"},
+		{"url without password", "https://user@host:8080/path?email=a@b.com", "https://user@host:8080/path?email=a@b.com"},
+		{"url port and @ in the query", "http://localhost:8080/search?q=a@b", "http://localhost:8080/search?q=a@b"},
+
+		// More names.
+		{"django secret key", "SECRET_KEY=django-insecure-3k#x9!p2 DEBUG=True", "SECRET_KEY=[REDACTED] DEBUG=True"},
+		{"comparison is not a secret", "if tok.ScanToken == scanner.EOF && password != \"\" {", "if tok.ScanToken == scanner.EOF && password != \"\" {"},
+		{"go assignment is not a secret", "user, password := parseAuth(out)", "user, password := parseAuth(out)"},
+		{"private key assignment in code", "cfg.Certificates[0].PrivateKey = key", "cfg.Certificates[0].PrivateKey = key"},
+		{"passphrase", `{"passphrase": "correct horse"}`, `{"passphrase": "[REDACTED]"}`},
+
+		// Left alone.
+		{"git log hashes", "commit 3f2a9c1e5b7d4a8f9e0c1b2a3d4e5f6a7b8c9d0e\nMerge: 8e0c1b2 4a8f9e0\nAuthor: Dev <dev@example.com>", "commit 3f2a9c1e5b7d4a8f9e0c1b2a3d4e5f6a7b8c9d0e\nMerge: 8e0c1b2 4a8f9e0\nAuthor: Dev <dev@example.com>"},
+		{"uuid", "request 123e4567-e89b-12d3-a456-426614174000 failed", "request 123e4567-e89b-12d3-a456-426614174000 failed"},
+		{"sha256 digest", "sha256:5d1f0c3a9b8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a392817065f4e", "sha256:5d1f0c3a9b8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a392817065f4e"},
+		{"40 base64 chars without a name", "checksum wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok", "checksum wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok"},
+		{"identifiers sharing a prefix", "hf_hub_download npm_package_version npm_config_cache glpat- xoxo", "hf_hub_download npm_package_version npm_config_cache glpat- xoxo"},
+		{"lower-case hf identifier", "hf_transformerscachedirectorypathsetting", "hf_transformerscachedirectorypathsetting"},
+		{"eyJ without dots", "data eyJhbGciOiJIUzI1NiJ9 only", "data eyJhbGciOiJIUzI1NiJ9 only"},
+		{"base64 image", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="},
+		{"prose", "The password must be changed every 90 days; tokens expire after an hour.", "The password must be changed every 90 days; tokens expire after an hour."},
+		{"docker port mapping", "docker run --name shop -p 8080:80 -d nginx", "docker run --name shop -p 8080:80 -d nginx"},
+		{"ssh url", "ssh://git@github.com:22/acme/shop.git", "ssh://git@github.com:22/acme/shop.git"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +186,36 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if again := Sanitize(out, max); again != out {
 			t.Fatalf("Sanitize not idempotent: %q then %q", out, again)
+		}
+	})
+}
+
+// FuzzLitScan: litScan finds a literal exactly when strings.Contains does.
+func FuzzLitScan(f *testing.F) {
+	for _, s := range append(redactInputs(), "", "g", "xox", "://", "--pass", "authorization: bearer x", "hf_", "sig=", strings.Join(redactLits, "")) {
+		f.Add(strings.ToLower(s))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		found := litScan(s)
+		for i, l := range redactLits {
+			if got, want := found&(1<<i) != 0, strings.Contains(s, l); got != want {
+				t.Fatalf("litScan(%q) finds %q: %v, want %v", s, l, got, want)
+			}
+		}
+	})
+}
+
+// FuzzRedact: redacting twice changes nothing more (a replacement never
+// makes a new match).
+func FuzzRedact(f *testing.F) {
+	for _, s := range append(redactInputs(), "postgres://u:p@ss@h/db", "mysql -u root -p hunter2 shop", "AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AccountKey=abc==;", "sshpass -p x ssh h", "xoxb-123456789012-abc", "--password 'a b'") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := Redact(s)
+		if twice := Redact(once); twice != once {
+			t.Fatalf("Redact not idempotent:\n in   %q\n once %q\n twice %q", s, once, twice)
 		}
 	})
 }

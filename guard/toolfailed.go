@@ -3,6 +3,8 @@ package guard
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,10 +15,12 @@ type where int
 
 const (
 	jsonField where = iota // a top-level field of a JSON object (or of its "metadata" object)
-	firstLine              // the first non-empty line, leading white space removed
-	firstTwo               // the first two non-empty lines, joined by "\n"
+	headJSON               // a JSON object that opens one of the first headCount lines and runs to the end, judged by the jsonField rules
+	firstLine              // the first non-empty line (and, with next, the second)
 	headLines              // each of the first headCount non-empty lines
 	lastLines              // each of the last tailLines non-empty lines
+	lastLine               // the last non-empty line
+	anyLine                // every non-empty line outside fenced code blocks (and, with next, the line after it)
 )
 
 // headCount is how many leading lines headLines rules look at: agents wrap
@@ -25,97 +29,231 @@ const (
 const headCount = 4
 
 // tailLines is how many trailing lines lastLines rules look at: test
-// runners and build tools print their verdict in the last few lines.
-const tailLines = 5
+// runners, build tools and agents (OpenHands' "[The command completed with
+// exit code 1.]" and the three lines after it) put their verdict there.
+const tailLines = 8
 
 // maxRuleLine caps the bytes of a line that rules look at.
 const maxRuleLine = 512
 
+// maxScan caps the bytes anyLine rules read: beyond it they read the first
+// and the last maxScan/2 bytes.
+const maxScan = 1 << 20
+
 // toolRule is one row of toolRules.
 type toolRule struct {
-	name         string
-	where        where
-	keys         []string          // jsonField: the field names
-	test         func([]byte) bool // jsonField: does the raw value say failed?
-	re           *regexp.Regexp    // text rules
-	literal      string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
-	first        byteSet           // text rules: the bytes a match can begin with, when filter is set
-	filter       bool
-	nonZeroGroup bool // text rules: group 1 must be a non-zero number
+	name       string
+	where      where
+	keys       []string          // jsonField: the field names
+	value      func([]byte) bool // jsonField: does the raw value say failed?
+	re         *regexp.Regexp    // text rules: the line
+	next       *regexp.Regexp    // firstLine, anyLine: when set, the next non-empty line must match it too
+	notAfter   *regexp.Regexp    // anyLine: when set, the previous non-empty line must not match it
+	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
+	col0       bool              // text rules: the line must not be indented
+	code       bool              // text rules: group 1 is an exit code, and decides: failed when not 0, succeeded when 0
+	ok         bool              // text rules: a match says the tool succeeded
+	first      byteSet           // text rules: the bytes a match can begin with, when filter is set
+	filter     bool
+	nextByte   byteSet // with next: the bytes a match of next can begin with, when nextFilter is set
+	nextFilter bool
 }
 
 var exitKeys = []string{"exit_code", "exitCode", "exitcode", "returncode", "return_code", "returnCode", "exit_status", "exitStatus"}
 
 // exitCodeRe matches a line that opens with an exit code statement
-// ("Exit code: 1", "exit status 2", "Process exited with code 1");
-// group 1 is the code.
-const exitCodeRe = `(?i)^(?:[\[(]\s*|(?:error:\s*)?(?:the\s+)?(?:process|command|program|script|job|task|shell)\b[^:\n]{0,30}?\s)?(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)|return ?code|exit_?code|exited with)\s*[:=]?\s*\(?(-?\d+)`
+// ("Exit code: 1", "exit status 2", "Process exited with code 1",
+// "[The command completed with exit code 1.]"); group 1 is the code.
+const exitCodeRe = `(?i)^(?:[\[(]\s*)?(?:(?:error:\s*)?(?:the\s+)?(?:process|command|program|script|job|task|shell)\b[^:\n]{0,30}?\s)?(?:exit(?:ed)?(?: with)?(?: exit)? (?:code|status)\s*[:=]?\s*|(?:return ?code|exit_?code)(?::\s*|=)|exited with\s*)\(?(-?\d+)`
 
-// toolRules decide whether a role:"tool" message says the tool failed. A
-// rule's regex keeps its "^" outside any alternation: Go's regexp treats a
-// regex as anchored only then, and otherwise tries it at every offset of
-// the line (a few µs per line where an anchored one fails at once). The
-// first rule that matches decides "failed"; when none matches the tool
-// succeeded. A JSON object is judged by its fields only; any other content
-// by its first and last lines, so a word like "error" in the middle of
-// successful output (a grep hit, a log line, a test named TestError) does
-// not count.
+// toolRules decide whether a role:"tool" message says the tool failed. The
+// first rule that matches decides; when none matches the tool succeeded.
+// The order is the order of trust:
+//
+//  1. A JSON object is judged by its fields (when it has none of them, by
+//     the text of its "output", "stderr", "result" or "content").
+//  2. Agent wrappers: an exit code in the header or trailer an agent puts
+//     around a command's output (Codex, OpenHands, qwen-code, Claude Code,
+//     SWE-agent), decisive both ways, and the agents' own error messages.
+//  3. Verdicts at the end of the output: a test runner or build tool that
+//     says it failed, then one that says it passed.
+//  4. How the output opens: a traceback, "Error:", "fatal:", an exception...
+//  5. How it ends: an exception, a crash.
+//  6. Anywhere in the output, at the start of a line outside fenced code: a
+//     traceback, a compiler error, a test failure, an SQL error... — shapes
+//     only a failure prints, never a word: a grep hit on "error", a log
+//     line at ERROR level, a test named TestError do not count.
+//
+// Performance: a rule's regex keeps its "^" outside any alternation: Go's
+// regexp treats a regex as anchored only then, and otherwise tries it at
+// every offset of the line (a few µs per line where an anchored one fails
+// at once). Anchored rules also get a first-byte filter (see firstBytes),
+// so a line is rejected without running the regex when it cannot begin a
+// match; an anyLine rule must have one (init checks), and those whose
+// first byte is anything carry a literal the line must contain. anyLine
+// rules come last and all say failed.
 var toolRules = []toolRule{
-	// JSON objects.
-	{name: "json error", where: jsonField, keys: []string{"error"}, test: jsonNonEmpty},
-	{name: "json errors", where: jsonField, keys: []string{"errors"}, test: jsonNonEmpty},
-	{name: "json is_error", where: jsonField, keys: []string{"is_error", "isError"}, test: jsonTrue},
-	{name: "json status", where: jsonField, keys: []string{"status"}, test: jsonFailStatus},
-	{name: "json success/ok false", where: jsonField, keys: []string{"success", "ok"}, test: jsonFalse},
-	{name: "json exit code", where: jsonField, keys: exitKeys, test: jsonNonZero},
+	// 1. JSON objects.
+	{name: "json error", where: jsonField, keys: []string{"error"}, value: jsonNonEmpty},
+	{name: "json errors", where: jsonField, keys: []string{"errors"}, value: jsonNonEmpty},
+	{name: "json is_error", where: jsonField, keys: []string{"is_error", "isError"}, value: jsonTrue},
+	{name: "json status", where: jsonField, keys: []string{"status"}, value: jsonFailStatus},
+	{name: "json success/ok false", where: jsonField, keys: []string{"success", "ok"}, value: jsonFalse},
+	{name: "json exit code", where: jsonField, keys: exitKeys, value: jsonNonZero},
+	{name: "json HTTP status", where: jsonField, keys: []string{"status_code", "statusCode", "http_status"}, value: jsonHTTPError},
+	{name: "json GitHub API error", where: jsonField, keys: []string{"documentation_url"}, value: jsonNonEmpty},
 
-	// Text: how the output opens.
-	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
+	// 2. Agent wrappers.
+	{name: "exit code", where: headLines, re: mustRe(exitCodeRe), code: true},
+	{name: "OpenHands observation", where: firstLine, re: mustRe(`^\*\*CmdOutputObservation \([^)\n]*\bexit code=(-?\d+)`), code: true},
+	{name: "mini-swe-agent returncode", where: firstLine, re: mustRe(`^<returncode>(-?\d+)</returncode>`), code: true},
+	{name: "exit code at end", where: lastLines, re: mustRe(exitCodeRe), code: true},
+	{name: "embedded JSON result", where: headJSON},
 	{name: "tool_use_error", where: firstLine, re: mustRe(`^<tool_use_error>`)},
-	{name: "error prefix", where: firstLine, re: mustRe(`^(?:Error|ERROR|error)(?:\[[\w-]+\])?:`)},
-	{name: "error while doing", where: firstLine, re: mustRe(`^(?:Error|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|while|during|occurred|in tool)\b`)},
-	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] )`)},
+	{name: "edit tool error", where: firstLine, re: mustRe(`^(?:No replacement was performed|String to replace not found|old_string not found|oldString not found in content|Found (?:\d+|multiple) matches (?:of the string to replace|for oldString)|Failed to edit,|Invalid (?:arguments?|parameters?|params)\b|Unknown tool\b|apply_patch verification failed\b)`)},
+	{name: "agent timeout at end", where: lastLines, re: mustRe(`^(?:\[The command timed out after|Command timed out after)`)},
+	{name: "agent error message", where: firstLine, re: mustRe(`^(?:# Fix any errors below\b|Your proposed edit has introduced new syntax error|The command '.*' was cancelled because it took more than|\[The command timed out after|Command timed out after|Tool "[^"\n]+" not found in registry)`)},
+
+	// 3. Verdicts at the end.
+	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
+	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$)`)},
+	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
+	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to|test failed\b)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* |(?:error |ELIFECYCLE\s+)?(?:Command|Test) failed\b|\[ERROR\] (?:-> \[Help 1\]|\[Help 1\] |Re-run Maven\b|For more information about the errors\b|Failed to execute goal\b)|ERROR: failed to (?:solve|build)\b|BUILD FAILED\b|Automatic merge failed\b|curl: \(\d+\) )`)},
+	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$)`)},
+
+	// 4. How the output opens.
+	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
+	{name: "error prefix", where: firstLine, re: mustRe(`^(?:Error|ERROR|error)(?:\[[\w-]+\])?:(?:\s|$)`)}, // not "ERROR:root:…", a log record
+	{name: "error while doing", where: firstLine, re: mustRe(`^(?:Error|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|while|during|occurred|in tool|response from daemon|from server)\b`)},
+	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
 	{name: "unhandled", where: firstLine, re: mustRe(`^(?:Uncaught|Unhandled)\b`)},
 	{name: "command failed", where: firstLine, re: mustRe(`^(?:Command failed\b|Command (?:exited|returned) (?:with )?(?:a )?non-zero)`)},
-	{name: "exit code", where: headLines, re: mustRe(exitCodeRe), nonZeroGroup: true},
-	{name: "shell error", where: firstLine, re: mustRe(`^(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
-	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|Is a directory|Not a directory|not found$)`)},
-	{name: "os error", where: firstLine, re: mustRe(`^(?:No such file or directory|Permission denied|Access denied|Operation not permitted)\b`)},
+	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
+	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`)},
+	{name: "os error", where: firstLine, re: mustRe(`^(?:[Pp]ermission denied|No such file or directory|Access denied|Operation not permitted)\b`)},
 	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
-	{name: "compiler diagnostic", where: firstLine, re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?|\(\d+,\d+\)):?\s*(?:error|fatal error)\b`)},
-	{name: "edit tool error", where: firstLine, re: mustRe(`^(?:No replacement was performed|String to replace not found|old_string not found|Found \d+ matches of the string to replace|Invalid (?:arguments?|parameters?|params)\b|Unknown tool\b)`)},
-	{name: "go build error", where: firstTwo, re: mustRe(`^# \S+\n\S+\.go:\d+:\d+: `)},
+	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
+	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
+	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
 
-	// Text: how the output ends.
-	{name: "exit code at end", where: lastLines, re: mustRe(exitCodeRe), nonZeroGroup: true},
-	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
-	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|Found [1-9]\d* errors?\b|Tests?:\s+[1-9]\d* failed)`)},
-	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
-	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* .*Error \d+)`)},
-	{name: "crash", where: lastLines, re: mustRe(`^(?:Segmentation fault|Bus error|Killed|Aborted)\b`)},
+	// 5. How the output ends.
+	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
+	{name: "crash", where: lastLines, re: mustRe(`^(?:\S*sh: line \d+:\s+)?(?:\d+\s+)?(?:Segmentation fault|Bus error|Killed|Aborted|Illegal instruction|Floating point exception)\b`)},
+	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
+
+	// 6. Anywhere (these come last).
+	{name: "python traceback anywhere", where: anyLine, col0: true, re: mustRe(`^Traceback \(most recent call last\):$`), next: mustRe(`^File "`),
+		notAfter: mustRe(`\b(?:ERROR|CRITICAL|EXCEPTION)\b`)}, // logged by a logger, not a crash
+	{name: "JavaScript error with stack", where: anyLine, col0: true, literal: "Error", re: mustRe(`^(?:Uncaught )?(?:[A-Z][\w$]*)?Error\b`), next: stackFrame},
+	{name: "java exception", where: anyLine, col0: true, re: mustRe(`^Exception in thread "`)},
+	{name: "rust panic", where: anyLine, col0: true, re: mustRe(`^thread '[^'\n]*'(?: \(\d+\))? panicked at `)},
+	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
+	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
+	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: `)},
+	{name: "compiler error", where: anyLine, col0: true, literal: ": error", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet
+	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
+	{name: "tool error", where: anyLine, col0: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
+	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:fatal|FATAL|Fatal)(?: error| ERROR)?: `)},
+	{name: "git or pip error", where: anyLine, col0: true, re: mustRe(`^error: (?:failed to push some refs|src refspec|pathspec '|Your local changes to the following files|could not apply|subprocess-exited-with-error|metadata-generation-failed|externally-managed-environment|could not compile|test failed, to rerun)`)},
+	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
+	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
+	{name: "curl error", where: anyLine, col0: true, re: mustRe(`^curl: \(\d+\) `)},
+	{name: "make error", where: anyLine, col0: true, re: mustRe(`^make(?:\[\d+\])?: \*\*\* `)},
+	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
+	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
+	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)}, // indented by Vitest and Mocha
+	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^E {3,}\S`)},
+	{name: "ruby exception", where: anyLine, col0: true, literal: ".rb:", re: mustRe(`^[^\s:]+\.rb:\d+:in [` + "`" + `'].*\(\w*(?:Error|Exception)\)$`)},
+	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
+	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
+	{name: "command not found", where: anyLine, col0: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
+	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
 }
+
+// stackFrame is the first frame of a JavaScript stack trace.
+var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[^\s(]*:\d+:\d+\)?$)`)
 
 // mustRe compiles a rule regex.
 func mustRe(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
 
+// anyStart is the index in toolRules of the first anyLine rule; anyIndex[b]
+// has bit i set when the anyLine rule toolRules[anyStart+i] can match a line
+// that begins with byte b, and anyCol0 when it must not be indented.
+var (
+	anyStart int
+	anyIndex [256]uint64
+	anyCol0  uint64
+)
+
 func init() {
+	anyStart = len(toolRules)
 	for i := range toolRules {
-		if r := &toolRules[i]; r.re != nil {
+		r := &toolRules[i]
+		if r.re != nil {
 			r.first, r.filter = firstBytes(r.re.String())
 		}
+		if r.next != nil {
+			r.nextByte, r.nextFilter = firstBytes(r.next.String())
+		}
+		if r.where == anyLine && anyStart == len(toolRules) {
+			anyStart = i
+		}
+		if err := r.check(i >= anyStart); err != nil {
+			panic(fmt.Sprintf("guard: tool rule %q: %v", r.name, err))
+		}
 	}
+	if len(toolRules)-anyStart > 64 {
+		panic("guard: more than 64 anyLine tool rules")
+	}
+	for i, r := range toolRules[anyStart:] {
+		if r.col0 {
+			anyCol0 |= 1 << i
+		}
+		for b := 0; b < 256; b++ {
+			if r.first.has(byte(b)) {
+				anyIndex[b] |= 1 << i
+			}
+		}
+	}
+}
+
+// check reports a rule the scanners cannot run as written.
+func (r *toolRule) check(afterAny bool) error {
+	switch {
+	case afterAny && r.where != anyLine:
+		return fmt.Errorf("comes after the first anyLine rule")
+	case (r.where == jsonField) != (r.value != nil):
+		return fmt.Errorf("a value test belongs to, and only to, jsonField rules")
+	case r.where != jsonField && r.where != headJSON && r.re == nil:
+		return fmt.Errorf("a text rule without a regex")
+	case r.next != nil && r.where != firstLine && r.where != anyLine:
+		return fmt.Errorf("next is for firstLine and anyLine rules")
+	case r.notAfter != nil && r.where != anyLine:
+		return fmt.Errorf("notAfter is for anyLine rules")
+	case r.where == anyLine && (!r.filter || r.ok || r.code):
+		return fmt.Errorf("an anyLine rule must be anchored, with a first-byte filter, and say failed")
+	case r.code && r.re.NumSubexp() < 1:
+		return fmt.Errorf("an exit code rule without a group")
+	}
+	return nil
 }
 
 // ToolFailed reports whether the content of a role:"tool" message says the
 // tool failed. JSON objects fail on a non-empty "error" or "errors", on
 // "is_error"/"isError": true, "status": "error"/"failed", "success" or "ok":
-// false, or a non-zero "exit_code"/"exitCode"/"returncode" (also inside a
-// "metadata" object). Other text fails when it opens with a traceback,
-// "Error:", "fatal:", "panic:", an exception, "Command failed", a non-zero
-// exit code, "npm ERR!"..., or ends with a failing test or build summary.
-// Successful output that merely contains "error" does not count.
+// false, a non-zero "exit_code"/"exitCode"/"returncode" (also inside a
+// "metadata" object), or an HTTP "status_code" of 400 or more. An exit code
+// in an agent's wrapper decides (Codex's "Process exited with code 1",
+// OpenHands' "[The command completed with exit code 1.]", qwen-code's
+// "Exit Code: 1", Claude Code's "Exit code 1"); so do the agents' own error
+// messages and a test runner's or build tool's final verdict. Otherwise the
+// text fails when it opens with a traceback, "Error:", "fatal:", an
+// exception..., ends with an exception or a crash, or holds, at the start
+// of a line, a shape only a failure prints: a traceback, a compiler error,
+// a failed test, an SQL error. Successful output that merely contains
+// "error" does not count, nor does text inside fenced code blocks.
 func ToolFailed(content string) bool {
 	s := strings.TrimLeft(content, " \t\r\n\ufeff")
 	if s == "" {
@@ -123,7 +261,10 @@ func ToolFailed(content string) bool {
 	}
 	if s[0] == '{' {
 		if fields, ok := jsonObject(s); ok {
-			return jsonFailed(fields)
+			if failed, decided := jsonVerdict(fields); decided {
+				return failed
+			}
+			return ToolFailed(jsonText(fields))
 		}
 	} else if s[0] == '"' {
 		var inner string
@@ -142,7 +283,9 @@ func jsonObject(s string) (map[string]json.RawMessage, bool) {
 	return fields, true
 }
 
-func jsonFailed(fields map[string]json.RawMessage) bool {
+// jsonVerdict judges a JSON object by the fields of the jsonField rules.
+// decided is false when it has none of them.
+func jsonVerdict(fields map[string]json.RawMessage) (failed, decided bool) {
 	var meta map[string]json.RawMessage
 	if raw, ok := fields["metadata"]; ok {
 		_ = json.Unmarshal(raw, &meta) // not an object: no metadata
@@ -152,92 +295,222 @@ func jsonFailed(fields map[string]json.RawMessage) bool {
 			continue
 		}
 		for _, k := range r.keys {
-			if raw, ok := fields[k]; ok && r.test(raw) {
-				return true
-			}
-			if raw, ok := meta[k]; ok && r.test(raw) {
-				return true
+			for _, obj := range [2]map[string]json.RawMessage{fields, meta} {
+				if raw, ok := obj[k]; ok {
+					decided = true
+					if r.value(raw) {
+						return true, true
+					}
+				}
 			}
 		}
 	}
-	return false
+	return false, decided
+}
+
+// jsonText is the text of a JSON object that has no field a jsonField rule
+// reads: its "output", "stderr" and "result" strings and the text parts of
+// its "content" (an MCP tool result without isError), one per line.
+func jsonText(fields map[string]json.RawMessage) string {
+	var parts []string
+	str := func(raw json.RawMessage) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && s != "" {
+			parts = append(parts, s)
+		}
+	}
+	for _, k := range []string{"output", "stderr", "result"} {
+		if raw, ok := fields[k]; ok {
+			str(raw)
+		}
+	}
+	if raw, ok := fields["content"]; ok {
+		var items []struct {
+			Text json.RawMessage `json:"text"`
+		}
+		if json.Unmarshal(raw, &items) == nil {
+			for _, it := range items {
+				str(it.Text)
+			}
+		} else {
+			str(raw)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// textLine is a non-empty line of a tool output.
+type textLine struct {
+	s        string // white space trimmed, capped at maxRuleLine bytes
+	off, end int    // where the line starts and ends in the output
+	indented bool   // the line starts with white space
 }
 
 func textFailed(s string) bool {
-	head, tail := lines(s)
-	first, second := "", ""
-	if len(head) > 0 {
-		first = head[0]
-	}
-	if len(head) > 1 {
-		second = head[1]
-	}
-	for _, r := range toolRules {
+	var headBuf [headCount]textLine
+	var tailBuf [tailLines]textLine
+	head, tail := lines(s, headBuf[:0], tailBuf[:0])
+	for i := range toolRules {
+		r := &toolRules[i]
+		var failed, matched bool
 		switch r.where {
+		case headJSON:
+			failed, matched = embeddedJSON(s, head)
+		case firstLine:
+			if len(head) > 0 {
+				failed, matched = r.match(head[0], s[head[0].end:])
+			}
 		case headLines:
 			for _, l := range head {
-				if r.matches(l) {
-					return true
+				if failed, matched = r.match(l, ""); matched {
+					break
 				}
 			}
-		case firstLine:
-			if r.matches(first) {
-				return true
-			}
-		case firstTwo:
-			if second != "" && r.matches(first+"\n"+second) {
-				return true
+		case lastLine:
+			if len(tail) > 0 {
+				failed, matched = r.match(tail[0], "")
 			}
 		case lastLines:
 			for _, l := range tail {
-				if r.matches(l) {
-					return true
+				if failed, matched = r.match(l, ""); matched {
+					break
 				}
 			}
+		case anyLine:
+			return anyLineFailed(s)
+		}
+		if matched {
+			return failed
 		}
 	}
 	return false
 }
 
-func (r *toolRule) matches(line string) bool {
+// match reports whether l, followed by the text rest, matches r, and if so
+// whether that says the tool failed.
+func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
+	line := l.s
 	if r.filter && (line == "" || !r.first.has(line[0])) {
-		return false
+		return false, false
 	}
-	if r.literal != "" && !strings.Contains(line, r.literal) {
-		return false
+	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) {
+		return false, false
 	}
-	if !r.nonZeroGroup {
-		return r.re.MatchString(line)
+	next := ""
+	if r.next != nil {
+		if next = nextLine(rest); r.nextFilter && (next == "" || !r.nextByte.has(next[0])) {
+			return false, false
+		}
+	}
+	if !r.code {
+		return !r.ok, r.re.MatchString(line) && (r.next == nil || r.next.MatchString(next))
 	}
 	m := r.re.FindStringSubmatch(line)
 	if m == nil {
-		return false
+		return false, false
 	}
 	n, err := strconv.Atoi(m[1])
-	return err != nil || n != 0
+	return err != nil || n != 0, true
 }
 
-// lines returns the first headCount non-empty lines of s and its last
-// tailLines non-empty lines, last first (white space trimmed, each capped
-// at maxRuleLine bytes).
-func lines(s string) (head, tail []string) {
-	cut := func(l string) string {
-		l = strings.TrimSpace(l)
+// embeddedJSON judges a JSON object that opens one of the head lines after
+// the first and runs to the end of s (Codex's "Script completed", "Wall
+// time", "Output:" and then its exec result), when its fields decide.
+func embeddedJSON(s string, head []textLine) (failed, decided bool) {
+	for _, l := range head[min(1, len(head)):] {
+		if l.s[0] != '{' {
+			continue
+		}
+		if fields, ok := jsonObject(s[l.off:]); ok {
+			return jsonVerdict(fields)
+		}
+	}
+	return false, false
+}
+
+// anyLineFailed reports whether a line of s matches an anyLine rule.
+func anyLineFailed(s string) bool {
+	if len(s) > maxScan {
+		return anyLineFailed(s[:maxScan/2]) || anyLineFailed(s[len(s)-maxScan/2:])
+	}
+	rules := toolRules[anyStart:]
+	fenced := false
+	prev := ""
+	for rest := s; rest != ""; {
+		var raw string
+		raw, rest, _ = strings.Cut(rest, "\n")
+		l := strings.TrimSpace(raw)
+		if l == "" {
+			continue
+		}
+		if (l[0] == '`' || l[0] == '~') && (strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~")) {
+			fenced, prev = !fenced, ""
+			continue
+		}
+		if fenced {
+			continue
+		}
 		if len(l) > maxRuleLine {
 			l = l[:maxRuleLine]
 		}
-		return l
+		line := textLine{s: l, indented: raw[0] == ' ' || raw[0] == '\t'}
+		cand := anyIndex[l[0]]
+		if line.indented {
+			cand &^= anyCol0
+		}
+		for ; cand != 0; cand &= cand - 1 {
+			r := &rules[bits.TrailingZeros64(cand)]
+			if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
+				return true
+			}
+		}
+		prev = l
 	}
-	for rest := s; rest != "" && len(head) < headCount; {
+	return false
+}
+
+// nextLine returns the first non-empty line of s, white space trimmed and
+// capped at maxRuleLine bytes.
+func nextLine(s string) string {
+	for s != "" {
 		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
-		if l = cut(l); l != "" {
+		l, s, _ = strings.Cut(s, "\n")
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > maxRuleLine {
+				l = l[:maxRuleLine]
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// lines appends to head the first headCount non-empty lines of s, and to
+// tail its last tailLines non-empty lines, last first.
+func lines(s string, head, tail []textLine) ([]textLine, []textLine) {
+	mk := func(raw string, off int) (textLine, bool) {
+		l := strings.TrimSpace(raw)
+		if l == "" {
+			return textLine{}, false
+		}
+		if len(l) > maxRuleLine {
+			l = l[:maxRuleLine]
+		}
+		return textLine{s: l, off: off, end: off + len(raw), indented: raw[0] == ' ' || raw[0] == '\t'}, true
+	}
+	for off := 0; off < len(s) && len(head) < headCount; {
+		end := strings.IndexByte(s[off:], '\n')
+		if end < 0 {
+			end = len(s) - off
+		}
+		if l, ok := mk(s[off:off+end], off); ok {
 			head = append(head, l)
 		}
+		off += end + 1
 	}
 	for end := len(s); end > 0 && len(tail) < tailLines; {
 		start := strings.LastIndexByte(s[:end], '\n') + 1
-		if l := cut(s[start:end]); l != "" {
+		if l, ok := mk(s[start:end], start); ok {
 			tail = append(tail, l)
 		}
 		end = start - 1
@@ -296,14 +569,26 @@ func jsonFailStatus(raw []byte) bool {
 }
 
 func jsonNonZero(raw []byte) bool {
+	f, ok := jsonNumber(raw)
+	return ok && f != 0
+}
+
+// jsonHTTPError: an HTTP status of 400 to 599.
+func jsonHTTPError(raw []byte) bool {
+	f, ok := jsonNumber(raw)
+	return ok && f >= 400 && f < 600
+}
+
+// jsonNumber reads a number, or a string holding one.
+func jsonNumber(raw []byte) (float64, bool) {
 	v := bytes.TrimSpace(raw)
 	if len(v) > 0 && v[0] == '"' {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
-			return false
+			return 0, false
 		}
 		v = []byte(strings.TrimSpace(s))
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
-	return err == nil && f != 0
+	return f, err == nil
 }

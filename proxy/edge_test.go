@@ -135,10 +135,16 @@ func TestHungStoreFailsOpen(t *testing.T) {
 	}
 }
 
-// pruneStore reports the cap each PruneIncidents call receives.
+// pruneStore reports what each prune call receives.
 type pruneStore struct {
 	store.Store
-	caps chan int
+	caps    chan int
+	solArgs chan pruneArgs
+}
+
+type pruneArgs struct {
+	before time.Time
+	max    int
 }
 
 func (s *pruneStore) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
@@ -146,18 +152,33 @@ func (s *pruneStore) PruneIncidents(ctx context.Context, before time.Time, maxPe
 	return 0, nil
 }
 
+func (s *pruneStore) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
+	s.solArgs <- pruneArgs{before, maxPerWorkspace}
+	return 0, nil
+}
+
+// TestRetentionZeroMeansNoCap: zero caps reach the store as no cap, and
+// solutions are pruned at the default age.
 func TestRetentionZeroMeansNoCap(t *testing.T) {
 	bolt := tempBolt(t)
-	ps := &pruneStore{Store: bolt, caps: make(chan int, 1)}
+	ps := &pruneStore{Store: bolt, caps: make(chan int, 1), solArgs: make(chan pruneArgs, 1)}
 	h := newHarnessOn(t, ps, "http://127.0.0.1:1")
+	start := h.now
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.srv.Run(ctx); close(done) }()
 	got := <-ps.caps
+	sol := <-ps.solArgs
 	cancel()
 	<-done
 	if got != 0 {
 		t.Fatalf("PruneIncidents got maxPerTenant=%d, want 0 (no cap)", got)
+	}
+	if sol.max != 0 {
+		t.Fatalf("PruneSolutions got maxPerWorkspace=%d, want 0 (no cap)", sol.max)
+	}
+	if age := start.Sub(sol.before); age > DefaultRetentionSolutionsMaxAge || age < DefaultRetentionSolutionsMaxAge-time.Minute {
+		t.Fatalf("PruneSolutions got before = now - %v, want now - %v", age, DefaultRetentionSolutionsMaxAge)
 	}
 }
 
@@ -238,8 +259,8 @@ func TestRecallCacheFollowsTheIndex(t *testing.T) {
 
 func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
 	s := newSeenSet(4)
-	a := s.key("w", "p", "call:1")
-	if a == s.key("w", "p2", "call:1") || a == s.key("w\x00p", "", "call:1") || a != s.key("w", "p", "call:1") {
+	a := s.key("w", "p", "c", "call:1")
+	if a == s.key("w", "p2", "c", "call:1") || a == s.key("w\x00p", "", "c", "call:1") || a == s.key("w", "p", "c2", "call:1") || a != s.key("w", "p", "c", "call:1") {
 		t.Fatal("keys do not follow the tenant and dedupe key")
 	}
 	s.add(a, true)
@@ -249,13 +270,13 @@ func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
 	// Four more fill the current generation: a moves to the previous one
 	// and is still known; four more again and it is forgotten.
 	for i := range 4 {
-		s.add(s.key("w", "p", "hash:"+strconv.Itoa(i)), false)
+		s.add(s.key("w", "p", "", "hash:"+strconv.Itoa(i)), false)
 	}
 	if _, ok := s.get(a); !ok {
 		t.Fatal("forgotten one generation early")
 	}
 	for i := range 4 {
-		s.add(s.key("w", "p", "hash:x"+strconv.Itoa(i)), false)
+		s.add(s.key("w", "p", "", "hash:x"+strconv.Itoa(i)), false)
 	}
 	if _, ok := s.get(a); ok {
 		t.Fatal("the set is not bounded")

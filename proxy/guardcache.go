@@ -120,8 +120,8 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 // belong to none) in the tenant's window: its repeated failures and
 // their block. When the window's read hit its limit, the conversation's
 // own incidents are read too, so a busy tenant does not crowd them out.
-// ctx gives the context of that read: only then is it asked for.
-func (s *Server) guardFor(ctx func() context.Context, w *guardWindow, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
+// That read is made within budget, which starts only then.
+func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
 	w.mu.Lock()
 	r, ok := w.convs[conversation]
 	w.mu.Unlock()
@@ -137,7 +137,7 @@ func (s *Server) guardFor(ctx func() context.Context, w *guardWindow, conversati
 		}
 	}
 	if w.full && conversation != "" {
-		own, err := s.store.ListIncidents(ctx(), store.IncidentQuery{
+		own, err := s.store.ListIncidents(budget.context(), store.IncidentQuery{
 			Workspace: w.workspace, Project: w.project, Session: conversation,
 			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
 		})
@@ -167,7 +167,8 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, conversat
 	if err != nil {
 		return nil, wire.Block{}, err
 	}
-	return s.guardFor(func() context.Context { return ctx }, w, conversation, now)
+	budget := storeBudget{ctx: ctx}
+	return s.guardFor(&budget, w, conversation, now)
 }
 
 // recallCache keeps the recall of each (tenant, goal, conversation) with

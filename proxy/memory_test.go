@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,7 +202,7 @@ func TestRedactionBeforeStore(t *testing.T) {
 	}
 	// Posted through the memory API: every text field of a solution, and
 	// an incident's message and model.
-	res := h.do(http.MethodPost, "/scar/v1/solutions", []byte(`{"goal":"deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789","approach":"curl -u admin:s3cretpass@host https://x","outcome":"used password=hunter2secret","confidence":0.9}`), nil)
+	res := h.do(http.MethodPost, "/scar/v1/solutions", []byte(`{"goal":"deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789","approach":"git clone https://deploy:p@ss-s3cretpass@git.example.com/app.git","outcome":"used password=hunter2secret","confidence":0.9}`), nil)
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	if res.StatusCode != 201 {
@@ -210,7 +213,7 @@ func TestRedactionBeforeStore(t *testing.T) {
 	sols, _ := h.store.ListSolutions(context.Background(), "default")
 	incs = h.incidents("default", "default")
 	stored, _ := json.Marshal([]any{sols, incs})
-	for _, leak := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "hunter2secret", secret} {
+	for _, leak := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "hunter2secret", "s3cretpass", secret} {
 		if strings.Contains(string(stored), leak) {
 			t.Fatalf("%s stored: %s", leak, stored)
 		}
@@ -514,5 +517,98 @@ func TestRetentionPrunesInTheBackground(t *testing.T) {
 			t.Fatalf("not pruned: %d incidents", len(incs))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRetentionPrunesSolutionsInTheBackground: the retention loop prunes
+// solutions by age (verified ones kept) and by the per-workspace cap
+// (unverified ones first), and the recall index forgets the pruned ones.
+func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	var mu sync.Mutex
+	stNow := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		stNow = stNow.Add(time.Second)
+		return stNow
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) {
+		o.RetentionSolutionsMaxAge = 30 * 24 * time.Hour
+		o.RetentionSolutionsMaxPerWorkspace = 3
+	}))
+	ctx := context.Background()
+	put := func(ws, goal string, verified bool) store.Solution {
+		t.Helper()
+		sol := store.Solution{Workspace: ws, Key: recall.GoalKey(goal), Goal: goal, Approach: "did it", Outcome: "ok",
+			Confidence: 0.8, Source: store.SourceAuto, Verified: verified}
+		if err := st.PutSolution(ctx, &sol); err != nil {
+			t.Fatal(err)
+		}
+		return sol
+	}
+	// Stored some 80 days before the proxy's clock.
+	old := put("w", "Rotate the ingress TLS certificates", false)
+	oldVerified := put("w", "Purge the CDN cache after a deploy", true)
+	mu.Lock()
+	stNow = h.now
+	mu.Unlock()
+	recent := []store.Solution{
+		put("w", "Speed up the CI cache for Go modules", false),
+		put("w", "Fix the flaky shutdown test of the worker pool", false),
+		put("w", "Paginate the audit log endpoint with a cursor", false),
+		put("w", "Retry webhook deliveries with exponential backoff", false),
+	}
+	other := []store.Solution{
+		put("other", "Rotate the ingress TLS certificates", false),
+		put("other", "Speed up the CI cache for Go modules", false),
+	}
+	found := func(sol store.Solution) bool {
+		for _, m := range h.srv.index.Search(recall.Query{Workspace: sol.Workspace, Goal: sol.Goal, K: 5}) {
+			if m.Solution.ID == sol.ID {
+				return true
+			}
+		}
+		return false
+	}
+	if err := h.srv.syncIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !found(old) || !found(recent[0]) || h.srv.index.Len("w") != 6 {
+		t.Fatalf("before pruning: index holds %d solutions of w", h.srv.index.Len("w"))
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { h.srv.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.srv.index.Len("w") != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not pruned: the index holds %d solutions of w", h.srv.index.Len("w"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Age took the old unverified one; the cap of 3 then took the two
+	// least recently updated unverified ones; the verified one stays.
+	for _, sol := range []store.Solution{old, recent[0], recent[1]} {
+		if found(sol) {
+			t.Fatalf("pruned solution %q still recalled", sol.Goal)
+		}
+		if _, err := st.GetSolution(ctx, sol.Workspace, sol.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("pruned solution %q still stored: %v", sol.Goal, err)
+		}
+	}
+	for _, sol := range append([]store.Solution{oldVerified, recent[2], recent[3]}, other...) {
+		if !found(sol) {
+			t.Fatalf("kept solution %s %q not recalled", sol.Workspace, sol.Goal)
+		}
+	}
+	if n := h.srv.index.Len("other"); n != 2 {
+		t.Fatalf("index holds %d solutions of other, want 2", n)
 	}
 }

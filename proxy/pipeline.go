@@ -48,11 +48,7 @@ type exchange struct {
 	entries  []guard.Entry
 	matches  []recall.Match
 
-	// Auto-capture: whether a final answer would be captured, and what the
-	// conversation's tool results said, per tool (read before the format
-	// lets go of them).
-	wantCapture bool
-	tallies     map[string]wire.ToolTally
+	wantCapture bool // a final answer would be captured
 }
 
 // rewritten serves a route whose requests are read, rewritten and
@@ -139,7 +135,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
 		}
 		if !x.degraded && gerr == nil {
-			entries, guardBlock, gerr = s.guardFor(budget.context, win, t.Session, x.now)
+			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, x.now)
 		}
 		if gerr != nil {
 			s.storeFailed(ctx, "list_incidents", gerr)
@@ -226,9 +222,6 @@ func (s *Server) forward(x *exchange) (*attempt, *failure) {
 	// A request the store failed on is not captured: its tool failures
 	// may not all have been counted.
 	x.wantCapture = s.recall.AutoCapture && x.info.UsedTools() && x.info.Goal != "" && !x.degraded
-	if x.wantCapture {
-		x.tallies = x.info.Tallies()
-	}
 	// Last use of what the format read of the body.
 	x.req.Forwarded(!x.degraded)
 	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
@@ -303,6 +296,6 @@ func (s *Server) finish(x *exchange, a *attempt) {
 		// whose status is failed or incomplete).
 		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.res.StatusCode, out.Failure)
 	case x.wantCapture && out.Final:
-		s.capture(ctx, t, info, x.tallies, out.Answer)
+		s.capture(ctx, t, info, out.Answer)
 	}
 }

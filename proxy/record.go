@@ -32,7 +32,7 @@ func (s *Server) count(route string, status int, provider string) {
 
 // storeBudget is the time the store calls made for a request once its
 // body is read may take in all. It starts with the first call that needs
-// it: most requests make none.
+// it: most requests make none. A budget made with ctx set is that context.
 type storeBudget struct {
 	parent context.Context
 	d      time.Duration
@@ -63,11 +63,7 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 	n := 0
 	for i := range info.ToolResults {
 		tr := &info.ToolResults[i]
-		dedupe := tr.Key
-		if t.Session != "" {
-			dedupe = t.Session + "|" + tr.Key
-		}
-		seenKey := s.seen.key(t.Workspace, t.Project, dedupe)
+		seenKey := s.seen.key(t.Workspace, t.Project, t.Session, tr.Key)
 		if failed, ok := s.seen.get(seenKey); ok {
 			if failed {
 				tr.Failed = true
@@ -87,6 +83,10 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 				msg = tr.Name + ": " + msg
 			}
 			inc := s.incident(t, info.Model, "", store.TypeToolError, 0, msg, now)
+			dedupe := tr.Key
+			if t.Session != "" {
+				dedupe = t.Session + "|" + tr.Key
+			}
 			added, err := s.store.AddIncidentOnce(budget.context(), inc, dedupe)
 			if err != nil {
 				s.storeFailed(budget.parent, "add_incident", err)
@@ -156,14 +156,15 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 // gave up after a failure is no solution). Secrets in what is stored are
 // redacted; a capture that would store what the last one of the
 // conversation stored writes nothing.
-func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, tallies map[string]wire.ToolTally, answer string) {
+func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, answer string) {
+	tallies := info.Tallies()
 	recovered := make(map[string]int, len(tallies))
-	for name, tl := range tallies {
+	for _, tl := range tallies {
 		if tl.LastFailed {
 			s.metrics.captureSkipped.Inc()
 			return
 		}
-		recovered[name] = tl.Failures
+		recovered[tl.Name] = tl.Failures
 	}
 	sol := recall.AutoSolution(recall.Conversation{
 		Workspace: t.Workspace, Project: t.Project, Key: info.Key, Goal: info.Goal,

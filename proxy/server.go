@@ -61,6 +61,16 @@ const (
 	DefaultGuardReadLimit   = 1000
 	DefaultStoreTimeout     = 2 * time.Second
 	defaultStoreCallTimeout = 5 * time.Second
+
+	// DefaultRetentionSolutionsMaxAge: an auto-captured solution nobody
+	// captured again in a quarter describes code and tools that moved on.
+	DefaultRetentionSolutionsMaxAge = 90 * 24 * time.Hour
+	// DefaultRetentionSolutionsMaxPerWorkspace is the configuration's
+	// default cap (retention.solutions_max_per_workspace); in [Options], 0
+	// means no cap. Every replica holds every solution in its recall index,
+	// about 3.2 KB each: 31 MiB for a workspace at this cap, 296 MiB at
+	// 100,000 (BenchmarkRecallIndexHeap).
+	DefaultRetentionSolutionsMaxPerWorkspace = 10_000
 )
 
 // Options configure a [Server]. Router, Store and Guard are required.
@@ -92,7 +102,17 @@ type Options struct {
 	RetentionMaxAge time.Duration
 	// RetentionMaxPerTenant caps incidents kept per tenant; 0 means no cap.
 	RetentionMaxPerTenant int
-	// RetentionEvery is the pruning period. Default 10 minutes.
+	// RetentionSolutionsMaxAge prunes unverified solutions not updated for
+	// longer than it; verified ones (stored by a person) are kept whatever
+	// their age. Default 90 days.
+	RetentionSolutionsMaxAge time.Duration
+	// RetentionSolutionsMaxPerWorkspace caps the solutions kept per
+	// workspace, and so the recall index's memory: the least recently
+	// updated unverified ones go first, verified ones only when they alone
+	// are over the cap (see store.Store.PruneSolutions). 0 means no cap.
+	RetentionSolutionsMaxPerWorkspace int
+	// RetentionEvery is the pruning period (incidents and solutions).
+	// Default 10 minutes.
 	RetentionEvery time.Duration
 	// GuardReadLimit caps the incidents read per request for the guard.
 	// Default 1000.
@@ -167,6 +187,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.RetentionMaxPerTenant < 0 {
 		return nil, errors.New("proxy: RetentionMaxPerTenant must not be negative")
 	}
+	if opts.RetentionSolutionsMaxAge <= 0 {
+		opts.RetentionSolutionsMaxAge = DefaultRetentionSolutionsMaxAge
+	}
+	if opts.RetentionSolutionsMaxPerWorkspace < 0 {
+		return nil, errors.New("proxy: RetentionSolutionsMaxPerWorkspace must not be negative")
+	}
 	if opts.RetentionEvery <= 0 {
 		opts.RetentionEvery = DefaultRetentionEvery
 	}
@@ -223,7 +249,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.echo }
 
 // Run does the server's background work until ctx ends: following the
-// store's solution change feed and pruning old incidents.
+// store's solution change feed, and pruning incidents and solutions (see
+// the Retention options), once at start and then every RetentionEvery.
 func (s *Server) Run(ctx context.Context) {
 	poll := time.NewTicker(s.opts.IndexPoll)
 	defer poll.Stop()
@@ -244,20 +271,38 @@ func (s *Server) Run(ctx context.Context) {
 	}
 }
 
+// prune applies retention: incidents, then solutions, each within a
+// minute. The solutions it removes leave this replica's recall index at
+// once (the other replicas' at their next sync).
 func (s *Server) prune(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	n, err := s.store.PruneIncidents(ctx, s.opts.Now().Add(-s.opts.RetentionMaxAge), s.opts.RetentionMaxPerTenant)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.metrics.storeErrs.WithLabelValues("prune").Inc()
-			s.log.Warn("pruning incidents failed", "err", err)
+	now := s.opts.Now()
+	s.pruneOne(ctx, "incidents", "prune", func(ctx context.Context) (int, error) {
+		return s.store.PruneIncidents(ctx, now.Add(-s.opts.RetentionMaxAge), s.opts.RetentionMaxPerTenant)
+	})
+	n := s.pruneOne(ctx, "solutions", "prune_solutions", func(ctx context.Context) (int, error) {
+		return s.store.PruneSolutions(ctx, now.Add(-s.opts.RetentionSolutionsMaxAge), s.opts.RetentionSolutionsMaxPerWorkspace)
+	})
+	if n > 0 {
+		if err := s.syncIndex(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("recall index sync after pruning failed", "err", err)
 		}
-		return
+	}
+}
+
+// pruneOne runs one memory's pruning, logs and counts its outcome, and
+// returns how many records it removed (some may be, even on an error).
+func (s *Server) pruneOne(ctx context.Context, what, op string, prune func(context.Context) (int, error)) int {
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := prune(pctx)
+	if err != nil && ctx.Err() == nil {
+		s.metrics.storeErrs.WithLabelValues(op).Inc()
+		s.log.Warn("pruning "+what+" failed", "err", err, "pruned", n)
 	}
 	if n > 0 {
-		s.log.Info("pruned incidents", "count", n)
+		s.log.Info("pruned "+what, "count", n)
 	}
+	return n
 }
 
 // syncIndex applies the store's solution changes since the last sync.
@@ -377,13 +422,16 @@ func newSeenSet(max int) *seenSet {
 	return &seenSet{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]bool)}
 }
 
-// key names the tool result with the given dedupe key in a tenant.
-func (s *seenSet) key(workspace, project, dedupeKey string) uint64 {
+// key names the tool result with the given dedupe key in a conversation
+// of a tenant.
+func (s *seenSet) key(workspace, project, conversation, dedupeKey string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(workspace)
 	h.WriteByte(0)
 	h.WriteString(project)
+	h.WriteByte(0)
+	h.WriteString(conversation)
 	h.WriteByte(0)
 	h.WriteString(dedupeKey)
 	return h.Sum64()

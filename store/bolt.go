@@ -29,8 +29,10 @@ import (
 //	    dt/  <time><dedupe key> -> empty: d in time order, for pruning
 //	solutions/
 //	  <workspace>/
+//	    n                       (key) number of solutions of the workspace, uint64
 //	    id/  <id>  -> <feed seq> + JSON solution
 //	    key/ <key> -> <id>
+//	    u/   <verified><time><id> -> empty: retention order (see PruneSolutions)
 //	feed/  <seq> -> change entry (deleted flag, workspace, id)
 //
 // <time> is 8 bytes: Unix microseconds, sign bit flipped, big-endian, so keys
@@ -38,6 +40,11 @@ import (
 // incidents of the same microsecond sort in insertion order. A tenant's reads
 // open its bucket only; newest-first reads walk i (or one session's range of
 // s) backwards from the end and stop at the first key older than Since.
+//
+// In u, <verified> is one byte, 0 for an unverified solution and 1 for a
+// verified one, and <time> is the solution's Updated: a walk from the first
+// key meets the solutions in the order retention removes them. Files made
+// before u and n existed get them when opened (see migrateSolutions).
 var (
 	bktIncidents = []byte("incidents")
 	bktSolutions = []byte("solutions")
@@ -51,6 +58,7 @@ var (
 
 	bktSolByID  = []byte("id")
 	bktSolByKey = []byte("key")
+	bktSolByUpd = []byte("u")
 )
 
 // boltLockTimeout bounds how long OpenBolt waits for the file lock held by
@@ -103,7 +111,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 				return err
 			}
 		}
-		return nil
+		return migrateSolutions(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -451,21 +459,13 @@ func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
 	now := normTime(b.now())
 	rec.Updated = now
 	err := b.update(ctx, "put solution", func(tx *bolt.Tx) error {
-		ws, err := tx.Bucket(bktSolutions).CreateBucketIfNotExists([]byte(rec.Workspace))
-		if err != nil {
-			return err
-		}
-		ids, err := ws.CreateBucketIfNotExists(bktSolByID)
-		if err != nil {
-			return err
-		}
-		keys, err := ws.CreateBucketIfNotExists(bktSolByKey)
+		ws, err := createSolutionWorkspace(tx.Bucket(bktSolutions), rec.Workspace)
 		if err != nil {
 			return err
 		}
 		feed := tx.Bucket(bktFeed)
-		if id := keys.Get([]byte(rec.Key)); id != nil {
-			old, oldSeq, err := decodeSolution(ids.Get(id))
+		if id := ws.keys.Get([]byte(rec.Key)); id != nil {
+			old, oldSeq, err := decodeSolution(ws.ids.Get(id))
 			if err != nil {
 				return fmt.Errorf("solution %s: %w", id, err)
 			}
@@ -473,8 +473,14 @@ func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
 			if err := feed.Delete(seqKey(oldSeq)); err != nil {
 				return err
 			}
+			if err := ws.upd.Delete(retentionKey(&old)); err != nil {
+				return err
+			}
 		} else {
 			rec.ID, rec.Created = newID(now), now
+			if err := ws.setCount(ws.count() + 1); err != nil {
+				return err
+			}
 		}
 		seq, err := feed.NextSequence()
 		if err != nil {
@@ -487,10 +493,13 @@ func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
 		if err != nil {
 			return err
 		}
-		if err := ids.Put([]byte(rec.ID), v); err != nil {
+		if err := ws.ids.Put([]byte(rec.ID), v); err != nil {
 			return err
 		}
-		return keys.Put([]byte(rec.Key), []byte(rec.ID))
+		if err := ws.upd.Put(retentionKey(&rec), nil); err != nil {
+			return err
+		}
+		return ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
 	})
 	if err != nil {
 		return err
@@ -561,12 +570,11 @@ func sortSolutions(s []Solution) {
 func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
 	workspace, id = cleanText(workspace), cleanText(id)
 	return b.update(ctx, "delete solution", func(tx *bolt.Tx) error {
-		ws := tx.Bucket(bktSolutions).Bucket([]byte(workspace))
+		ws := openSolutionWorkspace(tx.Bucket(bktSolutions), workspace)
 		if ws == nil || id == "" {
 			return fmt.Errorf("%s: %w", id, ErrNotFound)
 		}
-		ids, keys := ws.Bucket(bktSolByID), ws.Bucket(bktSolByKey)
-		v := ids.Get([]byte(id))
+		v := ws.ids.Get([]byte(id))
 		if v == nil {
 			return fmt.Errorf("%s: %w", id, ErrNotFound)
 		}
@@ -574,22 +582,67 @@ func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
 		if err != nil {
 			return fmt.Errorf("solution %s: %w", id, err)
 		}
-		feed := tx.Bucket(bktFeed)
-		if err := feed.Delete(seqKey(oldSeq)); err != nil {
-			return err
-		}
-		seq, err := feed.NextSequence()
-		if err != nil {
-			return err
-		}
-		if err := feed.Put(seqKey(seq), feedEntry(true, workspace, id)); err != nil {
-			return err
-		}
-		if err := keys.Delete([]byte(old.Key)); err != nil {
-			return err
-		}
-		return ids.Delete([]byte(id))
+		return ws.remove(tx.Bucket(bktFeed), workspace, &old, oldSeq)
 	})
+}
+
+// PruneSolutions removes unverified solutions last updated before before,
+// then the solutions of each workspace beyond maxPerWorkspace, in
+// retention order; see [Store]. A workspace is pruned in its own
+// transaction, and only when something in it is due: a prune that finds
+// nothing writes nothing.
+func (b *Bolt) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
+	var cut []byte
+	if !before.IsZero() {
+		cut = timeKey(ceilMicro(before))
+	}
+	var due [][]byte
+	err := b.view(ctx, "prune solutions", func(tx *bolt.Tx) error {
+		root := tx.Bucket(bktSolutions)
+		return root.ForEachBucket(func(name []byte) error {
+			ws := openSolutionWorkspace(root, string(name))
+			if ws != nil && len(ws.doomed(cut, maxPerWorkspace, 1)) > 0 {
+				due = append(due, bytes.Clone(name))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, name := range due {
+		pruned := 0
+		err := b.update(ctx, "prune solutions", func(tx *bolt.Tx) error {
+			ws := openSolutionWorkspace(tx.Bucket(bktSolutions), string(name))
+			if ws == nil {
+				return nil
+			}
+			feed := tx.Bucket(bktFeed)
+			pruned = 0
+			for _, k := range ws.doomed(cut, maxPerWorkspace, -1) {
+				id := k[1+8:]
+				v := ws.ids.Get(id)
+				if v == nil {
+					return fmt.Errorf("retention entry %x: solution %s: %w", k, id, errCorrupt)
+				}
+				old, oldSeq, err := decodeSolution(v)
+				if err != nil {
+					return fmt.Errorf("solution %s: %w", id, err)
+				}
+				if err := ws.remove(feed, string(name), &old, oldSeq); err != nil {
+					return err
+				}
+				pruned++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += pruned
+	}
+	return total, nil
 }
 
 // SolutionChanges returns feed entries with Seq > after; see [Store]. A
@@ -774,6 +827,147 @@ func solutionIDs(tx *bolt.Tx, workspace string) *bolt.Bucket {
 		return nil
 	}
 	return ws.Bucket(bktSolByID)
+}
+
+// solutionWorkspace holds the buckets of one workspace's solutions.
+type solutionWorkspace struct {
+	b, ids, keys, upd *bolt.Bucket
+}
+
+// openSolutionWorkspace returns the workspace's buckets, or nil when it has
+// none.
+func openSolutionWorkspace(root *bolt.Bucket, workspace string) *solutionWorkspace {
+	if workspace == "" {
+		return nil
+	}
+	b := root.Bucket([]byte(workspace))
+	if b == nil {
+		return nil
+	}
+	return &solutionWorkspace{b: b, ids: b.Bucket(bktSolByID), keys: b.Bucket(bktSolByKey), upd: b.Bucket(bktSolByUpd)}
+}
+
+// createSolutionWorkspace returns the workspace's buckets, creating them
+// when missing.
+func createSolutionWorkspace(root *bolt.Bucket, workspace string) (*solutionWorkspace, error) {
+	b, err := root.CreateBucketIfNotExists([]byte(workspace))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range [][]byte{bktSolByID, bktSolByKey, bktSolByUpd} {
+		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+			return nil, err
+		}
+	}
+	return openSolutionWorkspace(root, workspace), nil
+}
+
+func (ws *solutionWorkspace) count() uint64 {
+	v := ws.b.Get(keyCount)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func (ws *solutionWorkspace) setCount(n uint64) error {
+	return ws.b.Put(keyCount, binary.BigEndian.AppendUint64(nil, n))
+}
+
+// remove deletes old (stored with feed sequence oldSeq) from the workspace
+// and records the deletion in feed.
+func (ws *solutionWorkspace) remove(feed *bolt.Bucket, workspace string, old *Solution, oldSeq uint64) error {
+	if err := feed.Delete(seqKey(oldSeq)); err != nil {
+		return err
+	}
+	seq, err := feed.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := feed.Put(seqKey(seq), feedEntry(true, workspace, old.ID)); err != nil {
+		return err
+	}
+	if err := ws.keys.Delete([]byte(old.Key)); err != nil {
+		return err
+	}
+	if err := ws.upd.Delete(retentionKey(old)); err != nil {
+		return err
+	}
+	if n := ws.count(); n > 0 {
+		if err := ws.setCount(n - 1); err != nil {
+			return err
+		}
+	}
+	return ws.ids.Delete([]byte(old.ID))
+}
+
+// doomed returns the retention keys of the solutions that retention
+// removes from the workspace, in removal order: the unverified ones keyed
+// before cut (nil: no age rule), then as many more as keep the workspace
+// within maxPerWorkspace (0 or less: no cap). It stops after limit keys
+// (negative: no limit). Keys are copies, valid after the transaction.
+func (ws *solutionWorkspace) doomed(cut []byte, maxPerWorkspace, limit int) [][]byte {
+	count := int(ws.count())
+	var out [][]byte
+	c := ws.upd.Cursor()
+	for k, _ := c.First(); k != nil && len(out) != limit; k, _ = c.Next() {
+		old := cut != nil && k[0] == 0 && bytes.Compare(k[1:1+8], cut) < 0
+		over := maxPerWorkspace > 0 && count-len(out) > maxPerWorkspace
+		if !old && !over {
+			break
+		}
+		out = append(out, bytes.Clone(k))
+	}
+	return out
+}
+
+// retentionKey is s's key in the workspace's u bucket.
+func retentionKey(s *Solution) []byte {
+	k := make([]byte, 1, 1+8+len(s.ID))
+	if s.Verified {
+		k[0] = 1
+	}
+	k = append(k, timeKey(s.Updated)...)
+	return append(k, s.ID...)
+}
+
+// migrateSolutions gives every workspace that lacks them (files written
+// before retention) its retention index and its count, built from its
+// solutions.
+func migrateSolutions(tx *bolt.Tx) error {
+	root := tx.Bucket(bktSolutions)
+	var stale [][]byte
+	err := root.ForEachBucket(func(name []byte) error {
+		if root.Bucket(name).Bucket(bktSolByUpd) == nil {
+			stale = append(stale, bytes.Clone(name))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range stale {
+		ws, err := createSolutionWorkspace(root, string(name))
+		if err != nil {
+			return err
+		}
+		n := uint64(0)
+		err = ws.ids.ForEach(func(k, v []byte) error {
+			s, _, err := decodeSolution(v)
+			if err != nil {
+				return fmt.Errorf("solution %s: %w", k, err)
+			}
+			n++
+			return ws.upd.Put(retentionKey(&s), nil)
+		})
+		if err != nil {
+			return fmt.Errorf("workspace %q: %w", name, err)
+		}
+		if err := ws.setCount(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodeSolution stores a solution as its feed sequence (8 bytes) + JSON.

@@ -91,6 +91,58 @@ func TestOpenBoltBadPath(t *testing.T) {
 	}
 }
 
+// TestBoltRetentionIndexOfOldFiles: a file written before solutions had a
+// retention index (u) and a count (n) gets both when opened, so pruning
+// finds its solutions.
+func TestBoltRetentionIndexOfOldFiles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "scarproxy.db")
+	b, err := OpenBolt(path, BoltOptions{Now: tickClock(clockEpoch, time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sols []Solution
+	for i, verified := range []bool{false, true, false, false} {
+		sol := Solution{Workspace: "w", Key: fmt.Sprint("k", i), Goal: "g", Verified: verified}
+		if err := b.PutSolution(ctx, &sol); err != nil {
+			t.Fatal(err)
+		}
+		sols = append(sols, sol)
+	}
+	// Back to the old layout.
+	err = b.db.Update(func(tx *bolt.Tx) error {
+		ws := tx.Bucket(bktSolutions).Bucket([]byte("w"))
+		if err := ws.DeleteBucket(bktSolByUpd); err != nil {
+			return err
+		}
+		return ws.Delete(keyCount)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	b, err = OpenBolt(path, BoltOptions{Now: tickClock(clockEpoch.Add(time.Hour), time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Age: k0 and k2 are old and unverified; k1 is verified. Then a cap
+	// of 1 keeps the verified one.
+	n, err := b.PruneSolutions(ctx, sols[3].Updated, 0)
+	if err != nil || n != 2 {
+		t.Fatalf("PruneSolutions by age = %d, %v; want 2", n, err)
+	}
+	n, err = b.PruneSolutions(ctx, time.Time{}, 1)
+	if err != nil || n != 1 {
+		t.Fatalf("PruneSolutions by cap = %d, %v; want 1", n, err)
+	}
+	list, err := b.ListSolutions(ctx, "w")
+	if err != nil || len(list) != 1 || list[0].ID != sols[1].ID {
+		t.Fatalf("left %+v, %v; want the verified solution", list, err)
+	}
+}
+
 func TestNewID(t *testing.T) {
 	base := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 	ids := make([]string, 0, 1000)

@@ -806,6 +806,156 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		r.check(t, s, "w")
 	})
 
+	// Solutions are stamped by the store's clock, which ticks on every
+	// call: in these tests the order of the puts is the order of Updated.
+	putSol := func(t *testing.T, s Store, ws, key string, verified bool) *Solution {
+		t.Helper()
+		src := SourceAuto
+		if verified {
+			src = SourceAPI
+		}
+		sol := &Solution{Workspace: ws, Key: key, Goal: "goal " + key, Source: src, Verified: verified}
+		mustPut(t, s, sol)
+		return sol
+	}
+	// pruned prunes, checks the count, and checks that the change feed,
+	// read from where r stands, shows exactly the removed solutions as
+	// deletions, so a replica's recall index drops them.
+	pruned := func(t *testing.T, s Store, r *feedReader, before time.Time, max int, want ...*Solution) {
+		t.Helper()
+		r.readAll(t, s, 100)
+		n, err := s.PruneSolutions(ctx, before, max)
+		if err != nil || n != len(want) {
+			t.Fatalf("PruneSolutions(%v, %d) = %d, %v; want %d", before, max, n, err, len(want))
+		}
+		ch, last, err := s.SolutionChanges(ctx, r.cursor, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := map[string]bool{}
+		for _, c := range ch {
+			if !c.Deleted {
+				t.Fatalf("prune wrote a live change: %+v", c)
+			}
+			gone[c.Solution.Workspace+"/"+c.Solution.ID] = true
+		}
+		wantGone := map[string]bool{}
+		for _, sol := range want {
+			wantGone[sol.Workspace+"/"+sol.ID] = true
+			if _, err := s.GetSolution(ctx, sol.Workspace, sol.ID); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("pruned solution %s still there: %v", sol.Key, err)
+			}
+		}
+		if !reflect.DeepEqual(gone, wantGone) {
+			t.Fatalf("feed deletions %v, want %v", gone, wantGone)
+		}
+		r.apply(t, ch, last)
+	}
+	// keys lists a workspace's solutions' keys, most recently updated first.
+	keys := func(t *testing.T, s Store, ws string) string {
+		t.Helper()
+		list, err := s.ListSolutions(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := make([]string, len(list))
+		for i, sol := range list {
+			k[i] = sol.Key
+		}
+		return strings.Join(k, ",")
+	}
+
+	t.Run("prune solutions by age", func(t *testing.T) {
+		s := open(t)
+		u0 := putSol(t, s, "w", "u0", false)
+		putSol(t, s, "w", "v0", true) // verified: kept however old
+		o0 := putSol(t, s, "o", "o0", false)
+		putSol(t, s, "w", "u1", false)
+		u2 := putSol(t, s, "w", "u2", false)
+		u3 := putSol(t, s, "w", "u3", false) // updated at the cut exactly: kept
+		putSol(t, s, "w", "v1", true)
+		putSol(t, s, "o", "o1", false)
+		putSol(t, s, "w", "u1", false) // updated again: kept
+		r := newFeedReader()
+		pruned(t, s, r, u3.Updated, 0, u0, o0, u2)
+		if got, want := keys(t, s, "w"), "u1,v1,u3,v0"; got != want {
+			t.Fatalf("w after prune = %s, want %s", got, want)
+		}
+		if got, want := keys(t, s, "o"), "o1"; got != want {
+			t.Fatalf("o after prune = %s, want %s", got, want)
+		}
+		pruned(t, s, r, u3.Updated, 0)
+		r.check(t, s, "w", "o")
+		// A new reader sees what is left.
+		fresh := newFeedReader()
+		fresh.readAll(t, s, 3)
+		fresh.check(t, s, "w", "o")
+		if len(fresh.state) != 5 {
+			t.Fatalf("a new reader holds %d solutions, want 5", len(fresh.state))
+		}
+	})
+
+	t.Run("prune solutions by cap", func(t *testing.T) {
+		s := open(t)
+		u0 := putSol(t, s, "w", "u0", false)
+		v0 := putSol(t, s, "w", "v0", true)
+		u1 := putSol(t, s, "w", "u1", false)
+		putSol(t, s, "w", "v1", true)
+		u2 := putSol(t, s, "w", "u2", false)
+		putSol(t, s, "w", "v2", true)
+		u3 := putSol(t, s, "w", "u3", false)
+		x0 := putSol(t, s, "x", "x0", false)
+		putSol(t, s, "x", "x1", true)
+		putSol(t, s, "x", "x2", false)
+		putSol(t, s, "y", "y0", false)
+		putSol(t, s, "w", "u0", false) // an update: still 7 in w, u0 now the newest
+		r := newFeedReader()
+
+		// The least recently updated unverified ones go first.
+		pruned(t, s, r, time.Time{}, 5, u1, u2)
+		if got, want := keys(t, s, "w"), "u0,u3,v2,v1,v0"; got != want {
+			t.Fatalf("w after cap 5 = %s, want %s", got, want)
+		}
+		if got, want := keys(t, s, "x"), "x2,x1,x0"; got != want {
+			t.Fatalf("x (under the cap) = %s, want %s", got, want)
+		}
+		// Verified ones give way only once no unverified one is left.
+		pruned(t, s, r, time.Time{}, 2, u3, u0, v0, x0)
+		for ws, want := range map[string]string{"w": "v2,v1", "x": "x2,x1", "y": "y0"} {
+			if got := keys(t, s, ws); got != want {
+				t.Fatalf("%s after cap 2 = %s, want %s", ws, got, want)
+			}
+		}
+		// No cap, nothing old: nothing to do.
+		pruned(t, s, r, time.Time{}, 0)
+		pruned(t, s, r, time.Time{}, 2)
+		// The workspace goes on counting right after pruning.
+		u4 := putSol(t, s, "w", "u4", false)
+		putSol(t, s, "w", "v1", true)
+		pruned(t, s, r, time.Time{}, 2, u4)
+		if got, want := keys(t, s, "w"), "v1,v2"; got != want {
+			t.Fatalf("w after a new put and cap 2 = %s, want %s", got, want)
+		}
+		r.check(t, s, "w", "x", "y")
+	})
+
+	t.Run("prune solutions by age and cap", func(t *testing.T) {
+		s := open(t)
+		u0 := putSol(t, s, "w", "u0", false)
+		u1 := putSol(t, s, "w", "u1", false)
+		putSol(t, s, "w", "v0", true)
+		u2 := putSol(t, s, "w", "u2", false)
+		putSol(t, s, "w", "u3", false)
+		// Age removes u0 and u1 (v0 is as old, but verified); the cap of 2
+		// then removes the oldest unverified one left, u2.
+		r := newFeedReader()
+		pruned(t, s, r, u2.Updated, 2, u0, u1, u2)
+		if got, want := keys(t, s, "w"), "u3,v0"; got != want {
+			t.Fatalf("w after prune = %s, want %s", got, want)
+		}
+		r.check(t, s, "w")
+	})
+
 	t.Run("closed", func(t *testing.T) {
 		s := open(t)
 		mustAdd(t, s, &Incident{Workspace: "w", Project: "p"})
@@ -831,6 +981,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 			{"GetSolution", func() error { _, err := s.GetSolution(ctx, "w", "x"); return err }},
 			{"ListSolutions", func() error { _, err := s.ListSolutions(ctx, "w"); return err }},
 			{"DeleteSolution", func() error { return s.DeleteSolution(ctx, "w", "x") }},
+			{"PruneSolutions", func() error { _, err := s.PruneSolutions(ctx, testEpoch, 1); return err }},
 			{"SolutionChanges", func() error { _, _, err := s.SolutionChanges(ctx, 0, 1); return err }},
 			{"Ping", func() error { return s.Ping(ctx) }},
 			{"Close", func() error { return s.Close() }},

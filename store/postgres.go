@@ -607,6 +607,87 @@ func (p *Postgres) DeleteSolution(ctx context.Context, workspace, id string) err
 	return nil
 }
 
+// pruneBatch bounds the solutions one transaction of PruneSolutions
+// removes, so that solution writes, which wait for its lock, never wait
+// long, even on the first prune of a large table.
+const pruneBatch = 5000
+
+// PruneSolutions removes unverified solutions last updated before before,
+// then the solutions of each workspace beyond maxPerWorkspace, in
+// retention order, leaving a tombstone for each; see [Store]. Each
+// transaction removes at most pruneBatch solutions, under the lock of
+// solution writes (see Change feed); the age rule reads the partial index
+// of migration 0003.
+func (p *Postgres) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
+	if err := p.use(ctx, "prune solutions"); err != nil {
+		return 0, err
+	}
+	total := 0
+	// removeBatch removes, in one transaction, the solutions whose ids
+	// selectIDs selects (at most pruneBatch of them), each with its
+	// tombstone, and returns how many.
+	removeBatch := func(selectIDs string, args ...any) (int, error) {
+		var n int64
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			if err := lockSolutionWrites(ctx, tx); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `WITH doomed AS (
+					DELETE FROM solutions WHERE id IN (`+selectIDs+`)
+					RETURNING workspace, id, verified, updated)
+				INSERT INTO solution_tombstones (workspace, id)
+				SELECT workspace, id FROM doomed ORDER BY verified, updated, id`, args...)
+			n = tag.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("store: prune solutions: %w", err)
+		}
+		total += int(n)
+		return int(n), nil
+	}
+	if !before.IsZero() {
+		for {
+			n, err := removeBatch(`SELECT id FROM solutions WHERE NOT verified AND updated < $1
+				ORDER BY updated, id LIMIT $2`, ceilMicro(before), pruneBatch)
+			if err != nil {
+				return total, err
+			}
+			if n < pruneBatch {
+				break
+			}
+		}
+	}
+	if maxPerWorkspace <= 0 {
+		return total, nil
+	}
+	rows, err := p.pool.Query(ctx, `SELECT workspace FROM solutions
+		GROUP BY workspace HAVING count(*) > $1 ORDER BY workspace`, maxPerWorkspace)
+	if err != nil {
+		return total, fmt.Errorf("store: prune solutions: %w", err)
+	}
+	over, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return total, fmt.Errorf("store: prune solutions: %w", err)
+	}
+	for _, ws := range over {
+		for {
+			// The count is read under the lock, so no write slips in between.
+			n, err := removeBatch(`SELECT id FROM solutions WHERE workspace = $1
+				ORDER BY verified, updated, id
+				LIMIT least(greatest((SELECT count(*) FROM solutions WHERE workspace = $1) - $2, 0), $3)`,
+				ws, maxPerWorkspace, pruneBatch)
+			if err != nil {
+				return total, err
+			}
+			if n < pruneBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
 // SolutionChanges returns live solutions and tombstones with seq > after,
 // in seq order; see [Store]. A limit <= 0 means 1000; it is capped at 10000.
 // Tombstones are kept.

@@ -202,6 +202,75 @@ func TestPostgresUsesIndexes(t *testing.T) {
 	}
 }
 
+// TestPostgresPruneSolutions: the age rule is answered from its partial
+// index, and a prune larger than one batch removes everything due, each
+// removal with its tombstone.
+func TestPostgresPruneSolutions(t *testing.T) {
+	s := openTestPostgres(t).(*Postgres)
+	ctx := context.Background()
+	now := clockEpoch.Add(time.Hour)
+	// Workspace a: 6,500 solutions, the first 6,000 a year old, one in
+	// three of those verified; b: 7,000 recent ones; c: 100.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO solutions
+			(id, workspace, key, goal, verified, created, updated)
+		SELECT 'a' || lpad(i::text, 6, '0'), 'a', 'ka' || i, 'g', i % 3 = 0, ts, ts
+		FROM generate_series(1, 6500) AS i,
+			LATERAL (SELECT $1::timestamptz - CASE WHEN i <= 6000 THEN interval '365 days' ELSE interval '0' END
+				+ make_interval(secs => i) AS ts) t
+		UNION ALL
+		SELECT 'b' || lpad(i::text, 6, '0'), 'b', 'kb' || i, 'g', false, $1::timestamptz + make_interval(secs => i),
+			$1::timestamptz + make_interval(secs => i)
+		FROM generate_series(1, 7000) AS i
+		UNION ALL
+		SELECT 'c' || lpad(i::text, 6, '0'), 'c', 'kc' || i, 'g', false, $1::timestamptz, $1::timestamptz
+		FROM generate_series(1, 100) AS i`, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE solutions`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.pool.Query(ctx, `EXPLAIN SELECT id FROM solutions WHERE NOT verified AND updated < $1
+		ORDER BY updated, id LIMIT 5000`, now.Add(-400*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(plan, "\n"), "solutions_unverified_updated") {
+		t.Fatalf("the age rule does not use solutions_unverified_updated:\n%s", strings.Join(plan, "\n"))
+	}
+
+	// Age: the 4,000 old unverified ones of a. Then the cap of 1,000
+	// removes b's 6,000 oldest and, of a's 2,500 left (2,166 verified), the
+	// 334 unverified and the 1,166 least recently updated verified ones.
+	n, err := s.PruneSolutions(ctx, now.Add(-24*time.Hour), 1000)
+	if want := 4000 + 6000 + 1500; err != nil || n != want {
+		t.Fatalf("PruneSolutions = %d, %v; want %d", n, err, want)
+	}
+	var left, verified, tombstones int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE verified) FROM solutions WHERE workspace = 'a'`).Scan(&left, &verified); err != nil {
+		t.Fatal(err)
+	}
+	if left != 1000 || verified != 1000 {
+		t.Fatalf("a keeps %d solutions, %d verified; want 1000 verified", left, verified)
+	}
+	for ws, want := range map[string]int{"b": 1000, "c": 100} {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM solutions WHERE workspace = $1`, ws).Scan(&left); err != nil || left != want {
+			t.Fatalf("%s keeps %d solutions (%v), want %d", ws, left, err, want)
+		}
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM solution_tombstones`).Scan(&tombstones); err != nil || tombstones != n {
+		t.Fatalf("%d tombstones (%v), want %d", tombstones, err, n)
+	}
+	// The kept ones of b are its newest.
+	var oldest string
+	if err := s.pool.QueryRow(ctx, `SELECT min(id) FROM solutions WHERE workspace = 'b'`).Scan(&oldest); err != nil || oldest != "b006001" {
+		t.Fatalf("oldest kept of b = %s (%v), want b006001", oldest, err)
+	}
+}
+
 // BenchmarkListIncidentsPostgres runs BenchmarkListIncidents' cases against
 // PostgreSQL, on a schema seeded with the same 1M incidents.
 func BenchmarkListIncidentsPostgres(b *testing.B) {

@@ -155,6 +155,22 @@ type Store interface {
 	DeleteSolutions(ctx context.Context, workspace string) (int, error)
 	// DeleteSolution removes one solution of the workspace, or returns ErrNotFound.
 	DeleteSolution(ctx context.Context, workspace, id string) error
+	// PruneSolutions removes the solutions that retention no longer keeps
+	// and returns how many it removed:
+	//   - by age: every unverified solution last updated before before (a
+	//     zero before applies no age rule);
+	//   - by size: in every workspace holding more than maxPerWorkspace
+	//     solutions (0: no cap), the least recently updated unverified
+	//     ones, then, only when the verified ones alone are more than the
+	//     cap, the least recently updated verified ones.
+	// A verified solution (stored by a person) is never removed for its
+	// age, and gives way to the cap only after every unverified
+	// (auto-captured) one of its workspace is gone. Solutions of the same
+	// Updated time go in ID order. Every removal is a deletion in the
+	// change feed, as DeleteSolution's, so every replica's recall index
+	// drops it. The work is done in several transactions: a cancelled ctx
+	// leaves what was done so far removed, and the count says how much.
+	PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error)
 	// SolutionChanges returns changes with Seq > after, in Seq order, at most
 	// limit of them, and the highest Seq returned (after when none). A new
 	// reader starts with after = 0 and receives every live solution.

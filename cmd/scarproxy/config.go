@@ -62,9 +62,14 @@ type StoreConfig struct {
 
 // RetentionConfig is the `retention:` section.
 type RetentionConfig struct {
+	// MaxAge and MaxPerTenant (0: no cap) prune incidents.
 	MaxAge       time.Duration `yaml:"max_age"`
 	MaxPerTenant int           `yaml:"max_per_tenant"`
-	Every        time.Duration `yaml:"every"`
+	// SolutionsMaxAge and SolutionsMaxPerWorkspace (0: no cap) prune
+	// solutions; see proxy.Options.
+	SolutionsMaxAge          time.Duration `yaml:"solutions_max_age"`
+	SolutionsMaxPerWorkspace int           `yaml:"solutions_max_per_workspace"`
+	Every                    time.Duration `yaml:"every"`
 }
 
 // GatewayConfig is the `gateway:` section.
@@ -98,9 +103,15 @@ func Default() Config {
 		Log:             LogConfig{Format: "text", Level: "info"},
 		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
 		Store:           StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second},
-		Retention:       RetentionConfig{MaxAge: 30 * 24 * time.Hour, MaxPerTenant: 100_000, Every: 10 * time.Minute},
-		Guard:           guard.DefaultConfig(),
-		Recall:          recall.DefaultConfig(),
+		Retention: RetentionConfig{
+			MaxAge:                   proxy.DefaultRetentionMaxAge,
+			MaxPerTenant:             100_000,
+			SolutionsMaxAge:          proxy.DefaultRetentionSolutionsMaxAge,
+			SolutionsMaxPerWorkspace: proxy.DefaultRetentionSolutionsMaxPerWorkspace,
+			Every:                    proxy.DefaultRetentionEvery,
+		},
+		Guard:  guard.DefaultConfig(),
+		Recall: recall.DefaultConfig(),
 	}
 }
 
@@ -249,6 +260,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention.MaxPerTenant < 0 {
 		return fmt.Errorf("retention.max_per_tenant: must not be negative")
+	}
+	if c.Retention.SolutionsMaxAge <= 0 {
+		return fmt.Errorf("retention.solutions_max_age: must be positive")
+	}
+	if c.Retention.SolutionsMaxPerWorkspace < 0 {
+		return fmt.Errorf("retention.solutions_max_per_workspace: must not be negative")
 	}
 	if c.Retention.Every <= 0 {
 		return fmt.Errorf("retention.every: must be positive")

@@ -194,6 +194,8 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 		{"bad duration", "guard:\n  window: soon\n", "window"},
 		{"bad driver", "mock: true\nstore:\n  driver: mysql\n", "store.driver"},
 		{"bad fallback", "providers:\n  - name: a\n    type: mock\n    fallbacks: [b]\n", "fallbacks"},
+		{"zero solutions age", "mock: true\nretention:\n  solutions_max_age: 0s\n", "retention.solutions_max_age"},
+		{"negative solutions cap", "mock: true\nretention:\n  solutions_max_per_workspace: -1\n", "retention.solutions_max_per_workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")
@@ -222,6 +224,27 @@ func TestEnvAndFlagsOverrideYAML(t *testing.T) {
 	if cfg.Listen != "127.0.0.1:2" || !cfg.Mock || cfg.Log.Format != "json" {
 		t.Fatalf("cfg %+v", cfg)
 	}
+}
+
+// TestRetentionOfSolutionsFromConfig: retention.solutions_max_per_workspace
+// reaches the proxy: past the cap, the least recently updated solution is
+// pruned, from the store and from recall.
+func TestRetentionOfSolutionsFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("mock: true\ndata_dir: "+dir+"\nretention:\n  every: 20ms\n  solutions_max_per_workspace: 1\n"), 0o644)
+	in := start(t, "--config", path)
+	for _, goal := range []string{"Rotate the ingress TLS certificates", "Speed up the CI cache for Go modules"} {
+		if r := do(t, "POST", in.BaseURL+"/scar/v1/solutions", `{"goal":"`+goal+`","approach":"did it","outcome":"ok","confidence":0.8}`, nil); r.status != 201 {
+			t.Fatalf("post solution: %d %s", r.status, r.body)
+		}
+	}
+	waitFor(t, 10*time.Second, "the older solution pruned from the store and from recall", func() bool {
+		list := do(t, "GET", in.BaseURL+"/scar/v1/solutions", "", nil)
+		rec := do(t, "GET", in.BaseURL+"/scar/v1/recall?goal=rotate+the+ingress+TLS+certificates", "", nil)
+		return !strings.Contains(list.body, "ingress TLS") && strings.Contains(list.body, "CI cache") &&
+			rec.status == 200 && !strings.Contains(rec.body, "ingress TLS")
+	})
 }
 
 // TestShutdownLetsStreamsFinish: on shutdown the proxy stops accepting

@@ -135,7 +135,9 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		GatewayKeys: keys, AdminToken: adminToken,
 		RetentionMaxAge: cfg.Retention.MaxAge, RetentionMaxPerTenant: cfg.Retention.MaxPerTenant,
 		RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
-		Version: version,
+		RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
+		RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
+		Version:                           version,
 	})
 }
 

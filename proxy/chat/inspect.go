@@ -37,8 +37,8 @@ type conversation struct {
 	calls       []callName        // the calls of tools that have an id
 	names       map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
 	indexed     int
-	marks       []mark    // one per message: what was read up to its end
-	verdicts    []verdict // of the tool results of a remembered prefix
+	marks       []mark // one per message: what was read up to its end
+	verdictMsgs []int  // the messages of info.Prior's verdicts
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).
@@ -74,9 +74,13 @@ type mark struct {
 // results that refer to the body and the system prompt included, so an
 // answer that streams for minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
-	c.scan, c.marks, c.calls, c.names, c.info.ToolResults, c.prior, c.verdicts = chatScan{}, nil, nil, nil, nil, nil, nil
+	c.scan, c.marks, c.calls, c.names, c.prior, c.verdictMsgs = chatScan{}, nil, nil, nil, nil, nil
 	c.body = nil
 	c.info.System = ""
+	// The verdicts stay (capture reads them); their contents go.
+	for i := range c.info.ToolResults {
+		c.info.ToolResults[i].Raw = nil
+	}
 }
 
 // parseRaw parses one JSON value of the body. The result never refers to

@@ -55,9 +55,11 @@ type memoEntry struct {
 	taskAt   int    // the message the task was found in; -1 none
 	firstMsg string // the provisional goal: the first user message's text
 	key      string // the conversation's recall key, when system and goal are set
-	// The verdicts of the turn's tool results, in message order: what a
-	// turn resumed after them starts its tallies from.
-	verdicts []verdict
+	// The verdicts of the turn's tool results, in message order, and the
+	// index of each one's message: what a turn resumed after them starts
+	// from (wire.Info.Prior).
+	verdicts    []wire.ToolTally
+	verdictMsgs []int
 
 	// The bytes after the messages array (tool definitions, model,
 	// options): how many, their memo hash, and where model, user and
@@ -66,30 +68,6 @@ type memoEntry struct {
 	tailLen                         int
 	tailSum                         uint64
 	tailModel, tailUser, tailStream span
-}
-
-// verdict is the verdict on one tool result of a remembered turn.
-type verdict struct {
-	msg    int // index of its message
-	name   string
-	failed bool
-}
-
-// tally folds verdicts into tallies per tool.
-func tally(vs []verdict) map[string]wire.ToolTally {
-	if len(vs) == 0 {
-		return nil
-	}
-	out := make(map[string]wire.ToolTally)
-	for _, v := range vs {
-		t := out[v.name]
-		if v.failed {
-			t.Failures++
-		}
-		t.LastFailed = v.failed
-		out[v.name] = t
-	}
-	return out
 }
 
 // defaultMemoSize is the number of conversations convMemo keeps (twice
@@ -110,7 +88,7 @@ func (e *memoEntry) size() int {
 	for _, t := range e.tools {
 		n += 16 + len(t)
 	}
-	n += cap(e.verdicts) * int(unsafe.Sizeof(verdict{}))
+	n += cap(e.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(e.verdictMsgs)*8
 	n += (cap(e.named) - len(e.named)) * int(unsafe.Sizeof(callName{}))
 	for _, c := range e.named {
 		n += int(unsafe.Sizeof(callName{})) + len(c.id) + len(c.name)
@@ -187,11 +165,10 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	c.calls = grown(e.named[:mk.calls], turnRoom)
 	c.info.ToolCount, c.info.Failures = mk.toolCount, mk.failures
 	n := 0
-	for n < len(e.verdicts) && e.verdicts[n].msg <= last {
+	for n < len(e.verdictMsgs) && e.verdictMsgs[n] <= last {
 		n++
 	}
-	c.verdicts = e.verdicts[:n:n]
-	c.info.Prior = tally(c.verdicts)
+	c.info.Prior, c.verdictMsgs = e.verdicts[:n:n], e.verdictMsgs[:n:n]
 	// The task, if it was found among the messages skipped; else the
 	// first user message's text, and the search goes on.
 	c.provisional = e.firstMsg
@@ -309,23 +286,28 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	if !c.tailKnown {
 		tailSum = maphash.Bytes(m.seed, body[end:])
 	}
-	verdicts := c.verdicts
+	verdicts, msgs := c.info.Prior, c.verdictMsgs
 	for _, tr := range c.info.ToolResults {
-		verdicts = append(verdicts, verdict{msg: tr.At, name: tr.Name, failed: tr.Failed})
+		t := wire.ToolTally{Name: tr.Name, LastFailed: tr.Failed}
+		if tr.Failed {
+			t.Failures = 1
+		}
+		verdicts, msgs = append(verdicts, t), append(msgs, tr.At)
 	}
 	e := &memoEntry{
-		verdicts: fit(verdicts),
-		msgs:     fit(c.scan.msgs),
-		calls:    fit(c.scan.calls),
-		marks:    fit(c.marks),
-		tools:    fit(c.info.Tools),
-		named:    fit(c.calls),
-		system:   c.info.System,
-		systemAt: c.systemAt,
-		goal:     c.info.Goal,
-		taskAt:   c.taskAt,
-		firstMsg: c.provisional,
-		key:      c.info.Key,
+		verdicts:    verdicts,
+		verdictMsgs: msgs,
+		msgs:        fit(c.scan.msgs),
+		calls:       fit(c.scan.calls),
+		marks:       fit(c.marks),
+		tools:       fit(c.info.Tools),
+		named:       fit(c.calls),
+		system:      c.info.System,
+		systemAt:    c.systemAt,
+		goal:        c.info.Goal,
+		taskAt:      c.taskAt,
+		firstMsg:    c.provisional,
+		key:         c.info.Key,
 
 		tailLen:    len(body) - end,
 		tailSum:    tailSum,

@@ -19,7 +19,7 @@ type chainState struct {
 	toolCount int
 	failures  int
 	names     map[string]string // call id -> tool name, of the calls the response made
-	tallies   map[string]wire.ToolTally
+	tallies   []wire.ToolTally
 }
 
 // chains remembers chain states by tenant and response id, bounded.

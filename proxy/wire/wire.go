@@ -89,7 +89,10 @@ type Info struct {
 	// remembers earlier turns may leave out those it judged before, and
 	// then says in Prior what they said, per tool.
 	ToolResults []ToolResult
-	Prior       map[string]ToolTally
+	// Prior says what the results before ToolResults said, in order; a
+	// tool may appear more than once (later entries add their failures and
+	// decide LastFailed).
+	Prior []ToolTally
 }
 
 // UsedTools reports whether the conversation called at least one tool.
@@ -170,29 +173,40 @@ func Task(text string) string {
 	return strings.TrimSpace(providers.StripMockDirectives(text))
 }
 
-// ToolTally is what the results of one tool said in a conversation: how
-// many failed, and whether the latest did.
+// ToolTally is what results of one tool said: how many failed, and
+// whether the latest did.
 type ToolTally struct {
+	Name       string
 	Failures   int
 	LastFailed bool
 }
 
-// Tallies returns, per tool name, what its results said in the whole
-// conversation: Prior, then ToolResults in order with their verdicts.
-// Call it once the verdicts are set.
-func (in *Info) Tallies() map[string]ToolTally {
-	out := make(map[string]ToolTally, len(in.Prior)+1)
-	for name, t := range in.Prior {
-		out[name] = t
+// Tallies returns what the results of each tool said in the whole
+// conversation, one entry per tool in the order tools first answered:
+// Prior, then ToolResults in order with their verdicts. Call it once the
+// verdicts are set.
+func (in *Info) Tallies() []ToolTally {
+	out := make([]ToolTally, 0, 8)
+	add := func(t ToolTally) {
+		for i := range out {
+			if out[i].Name == t.Name {
+				out[i].Failures += t.Failures
+				out[i].LastFailed = t.LastFailed
+				return
+			}
+		}
+		out = append(out, t)
+	}
+	for _, t := range in.Prior {
+		add(t)
 	}
 	for i := range in.ToolResults {
 		tr := &in.ToolResults[i]
-		t := out[tr.Name]
+		t := ToolTally{Name: tr.Name, LastFailed: tr.Failed}
 		if tr.Failed {
-			t.Failures++
+			t.Failures = 1
 		}
-		t.LastFailed = tr.Failed
-		out[tr.Name] = t
+		add(t)
 	}
 	return out
 }
