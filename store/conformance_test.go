@@ -687,6 +687,14 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		if list, err := s.ListSolutions(ctx, "w"); err != nil || len(list) != 1 || list[0].ID != again.ID {
 			t.Fatalf("ListSolutions after a new put = %+v, %v", list, err)
 		}
+		// Retention counts the workspace afresh: one solution, under a cap of one.
+		if n, err := s.PruneSolutions(ctx, time.Time{}, 1); n != 0 || err != nil {
+			t.Fatalf("PruneSolutions after DeleteSolutions = %d, %v; want 0", n, err)
+		}
+		mustPut(t, s, &Solution{Workspace: "w", Key: "1", Goal: "g one more"})
+		if n, err := s.PruneSolutions(ctx, time.Time{}, 1); n != 1 || err != nil {
+			t.Fatalf("PruneSolutions over the cap = %d, %v; want 1", n, err)
+		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
