@@ -272,7 +272,9 @@ func (s *Server) recordIncident(ctx context.Context, k *GatewayKey, in *incident
 	t.Session, t.Agent = in.Session, in.Agent
 	inc := s.incident(t, in.Model, in.Provider, in.Type, status, in.Message, s.opts.Now())
 	inc.Code = code
-	if err := s.store.AddIncident(ctx, inc); err != nil {
+	sctx, cancel := s.memoryStoreCtx(ctx)
+	defer cancel()
+	if err := s.store.AddIncident(sctx, inc); err != nil {
 		return nil, s.storeAPIError(ctx, "add_incident", err)
 	}
 	s.countIncident(inc)
@@ -293,7 +295,9 @@ func (s *Server) listIncidents(c echo.Context) error {
 		}
 		limit = n
 	}
-	incs, err := s.store.ListIncidents(c.Request().Context(), store.IncidentQuery{
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: t.Workspace, Project: t.Project, Session: q.Get("session"), Limit: limit,
 	})
 	if err != nil {
@@ -311,7 +315,9 @@ func (s *Server) deleteIncidents(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	n, err := s.store.DeleteIncidents(c.Request().Context(), t.Workspace, t.Project)
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	n, err := s.store.DeleteIncidents(ctx, t.Workspace, t.Project)
 	if err != nil {
 		return s.storeError(c, "delete_incidents", err)
 	}
@@ -340,7 +346,9 @@ func (s *Server) previewGuard(ctx context.Context, k *GatewayKey, workspace, pro
 	if aerr != nil {
 		return guardView{}, aerr
 	}
-	entries, block, err := s.guardEntries(ctx, t.Workspace, t.Project, session, s.opts.Now())
+	sctx, cancel := s.memoryStoreCtx(ctx)
+	defer cancel()
+	entries, block, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
 	if err != nil {
 		return guardView{}, s.storeAPIError(ctx, "list_incidents", err)
 	}
@@ -474,10 +482,12 @@ func (s *Server) storeSolution(ctx context.Context, k *GatewayKey, in store.Solu
 	// Secrets never reach the store, nor the key derived from the goal.
 	redactSolution(&sol)
 	sol.Key = recall.GoalKey(sol.Goal)
-	if err := s.store.PutSolution(ctx, &sol); err != nil {
+	sctx, cancel := s.memoryStoreCtx(ctx)
+	defer cancel()
+	if err := s.store.PutSolution(sctx, &sol); err != nil {
 		return store.Solution{}, false, s.storeAPIError(ctx, "put_solution", err)
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.syncIndexWithin(sctx); err != nil {
 		s.log.Warn("recall index sync after write failed", "err", err)
 	}
 	return sol, sol.Created.Equal(sol.Updated), nil
@@ -488,7 +498,9 @@ func (s *Server) listSolutions(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	sols, err := s.store.ListSolutions(c.Request().Context(), ws)
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	sols, err := s.store.ListSolutions(ctx, ws)
 	if err != nil {
 		return s.storeError(c, "list_solutions", err)
 	}
@@ -507,7 +519,8 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	ctx := c.Request().Context()
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
 	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
 		if aerr := projectScope(scopeOf(c), sol.Project); aerr != nil {
@@ -521,7 +534,7 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, "delete_solution", err)
 	}
-	if err := s.syncIndex(c.Request().Context()); err != nil {
+	if err := s.syncIndexWithin(ctx); err != nil {
 		s.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -643,15 +656,44 @@ func (s *Server) deleteSolutions(c echo.Context) error {
 	if aerr := projectScope(k, ""); aerr != nil {
 		return writeError(c, aerr)
 	}
-	ctx := c.Request().Context()
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
 	n, err := s.store.DeleteSolutions(ctx, ws)
 	if err != nil {
 		return s.storeError(c, "delete_solutions", err)
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.syncIndexWithin(ctx); err != nil {
 		s.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
+}
+
+// adminStoreCtx bounds the store calls of one memory API request by
+// StoreTimeout in all: a store that hangs gets a 503, not a hung client.
+func (s *Server) adminStoreCtx(c echo.Context) (context.Context, context.CancelFunc) {
+	return s.memoryStoreCtx(c.Request().Context())
+}
+
+// memoryStoreCtx bounds the store calls of one memory call (a memory API
+// request, an MCP tool call) by StoreTimeout in all.
+func (s *Server) memoryStoreCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.StoreTimeout)
+}
+
+// syncIndexWithin is syncIndex for a caller that must not wait past ctx:
+// the index may be held by a sync that waits on the store (Run's, which
+// has no deadline), and syncIndex waits for it without looking at ctx.
+// When ctx ends first, the sync left behind runs once the index is free
+// and returns at once (its ctx is over).
+func (s *Server) syncIndexWithin(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.syncIndex(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("proxy: sync recall index: %w", ctx.Err())
+	}
 }
 
 // storeError answers a failed store call of the memory API.
@@ -659,12 +701,16 @@ func (s *Server) storeError(c echo.Context, op string, err error) error {
 	return writeError(c, s.storeAPIError(c.Request().Context(), op, err))
 }
 
-// storeAPIError records a failed store call of the memory API or MCP and
-// returns what to answer.
+// storeAPIError records a failed store call of the memory API or MCP
+// (ctx: the caller's, not the store calls' bounded one) and returns what
+// to answer.
 func (s *Server) storeAPIError(ctx context.Context, op string, err error) *apiError {
 	s.storeFailed(ctx, op, err)
-	if errors.Is(err, store.ErrInvalid) {
+	switch {
+	case errors.Is(err, store.ErrInvalid):
 		return errBadRequest("invalid record")
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"}
 	}
 	return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"}
 }

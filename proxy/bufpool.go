@@ -75,6 +75,7 @@ type bodyLease struct {
 	refs atomic.Int32
 	mu   sync.Mutex
 	bufs []*[]byte
+	held bodyHold // what readBody took from the body budget: given back on the last drop
 }
 
 // newBodyLease returns a lease held once, by the handler.
@@ -93,6 +94,13 @@ func (l *bodyLease) buf(n int) *[]byte {
 	return b
 }
 
+// keep adds a buffer of the pools, got elsewhere, to those returned with the lease.
+func (l *bodyLease) keep(b *[]byte) {
+	l.mu.Lock()
+	l.bufs = append(l.bufs, b)
+	l.mu.Unlock()
+}
+
 func (l *bodyLease) hold() { l.refs.Add(1) }
 
 func (l *bodyLease) drop() {
@@ -106,6 +114,7 @@ func (l *bodyLease) drop() {
 	for _, b := range bufs {
 		putBuf(b)
 	}
+	l.held.release()
 }
 
 // The request sent to a provider stays referenced by its response until the

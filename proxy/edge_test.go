@@ -20,13 +20,14 @@ func TestPassThroughPaths(t *testing.T) {
 	rec := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") })
 	h := newHarness(t, rec.srv.URL+"/api/v1")
 	for _, tc := range []struct{ path, want string }{
-		{"/w/v1/proj/v1/embeddings", "/api/v1/embeddings"},       // a workspace named v1
-		{"/w/team/v1/v1/embeddings", "/api/v1/embeddings"},       // a project named v1
-		{"/v1//files/abc", "/api/v1//files/abc"},                 // an empty segment is kept
-		{"/w/a/b/v1/files/x%3Ay", "/api/v1/files/x%3Ay"},         // escapes are kept
-		{"/v1/files/file-1%2520x", "/api/v1/files/file-1%2520x"}, // a literal "%" is fine
-		{"/v1/files/x%25zz", "/api/v1/files/x%25zz"},             // ...even when it is no escape
-		{"/v1/files/...", "/api/v1/files/..."},                   // not a dot segment
+		{"/w/v1/proj/v1/embeddings", "/api/v1/embeddings"},                         // a workspace named v1
+		{"/w/team/v1/v1/embeddings", "/api/v1/embeddings"},                         // a project named v1
+		{"/v1//files/abc", "/api/v1//files/abc"},                                   // an empty segment is kept
+		{"/w/a/b/v1/files/x%2Fy", "/api/v1/files/x%2Fy"},                           // escapes are kept
+		{"/v1/models/meta-llama%2FLlama-3", "/api/v1/models/meta-llama%2FLlama-3"}, // an encoded slash alone too
+		{"/v1/files/file-1%2520x", "/api/v1/files/file-1%2520x"},                   // a literal "%" is fine
+		{"/v1/files/x%25zz", "/api/v1/files/x%25zz"},                               // ...even when it is no escape
+		{"/v1/files/...", "/api/v1/files/..."},                                     // not a dot segment
 	} {
 		res := h.do(http.MethodPost, tc.path, []byte(`{"input":"x"}`), nil)
 		res.Body.Close()
@@ -41,7 +42,8 @@ func TestPassThroughPaths(t *testing.T) {
 		"/v1/files/%2e%2e%2fsecret",       // the same, all encoded
 		"/v1/files/%2E%2E%2Fsecret",       // upper case
 		"/w/a/b/v1/files/..%2F..%2Fadmin", // tenant form
-		"/v1/files/x%2Fy",                 // an encoded slash: a separator to some servers
+		"/v1/files/x%2F..",                // a dot segment once an encoded slash separates
+		"/v1/files/a%5Cb",                 // an encoded backslash: a slash to some servers
 		"/v1/files/%252e%252e/admin",      // double-encoded: ".." to a server that decodes twice
 		"/v1/files/%252e%252e%252fadmin",  // double-encoded slash too
 		"/v1/files/%25252e%25252e",        // triple-encoded

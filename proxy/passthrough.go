@@ -108,12 +108,20 @@ func (s *Server) passThrough(c echo.Context) error {
 		}()
 	}
 	ctx := r.Context()
+	h := c.Response().Header()
 	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
 		if lb, ok := ur.stream.(*limitedBody); ok && lb.tripped {
 			return // the client sent too much; not the provider's failure
 		}
-		s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message)
+		if !s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message) {
+			h.Set(HeaderDegraded, "store") // nothing is sent before send returns
+		}
 	})
+	defer func() {
+		if h.Get(HeaderDegraded) != "" {
+			s.metrics.degraded.Inc()
+		}
+	}()
 	if f != nil {
 		if lb, ok := ur.stream.(*limitedBody); (ok && lb.tripped) || f.incident == "" {
 			return nil
@@ -169,7 +177,7 @@ func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
 	}
 	for _, seg := range strings.Split(rest, "/") {
 		if unsafeSegment(seg) {
-			return "", errBadRequest("bad request path: dot segments, encoded slashes or backslashes and bad escapes are not allowed")
+			return "", errBadRequest("bad request path: dot segments (plain or encoded), backslashes and bad escapes are not allowed")
 		}
 	}
 	return rest, nil
@@ -179,23 +187,30 @@ func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
 const maxUnescape = 4
 
 // unsafeSegment reports whether one escaped path segment is refused: a bad
-// escape, or a segment that decodes to "." or "..", or to anything holding
-// "/" or "\". Servers disagree on what an encoded slash means (a separator
-// or a character) and some treat a backslash as a slash, so "..%2F..%2Fadmin"
-// or "..\admin" may climb out of the API root behind the proxy. The segment
-// is decoded again while it still holds escapes (up to maxUnescape times):
-// a server or intermediary that decodes twice turns "%252e%252e" into "..",
-// and no resource name an API hands out holds an encoded dot segment or
-// slash. A second decoding that fails is not refused: a literal "%" is
-// legitimate once decoded.
+// escape; a segment that decodes to "." or ".."; one that decodes to
+// something holding a "." or ".." between slashes ("..%2F..%2Fadmin",
+// "%2e%2e%2fsecret": servers disagree on whether an encoded slash
+// separates segments); and one that holds a backslash, raw or encoded
+// (some servers read it as a slash; no API's names hold one). The segment
+// is decoded again while it still holds escapes, up to maxUnescape times:
+// a server or intermediary that decodes twice turns "%252e%252e" into "..".
+// An encoded slash alone is kept: model names hold slashes
+// ("meta-llama%2FLlama-3-8B"), and without a dot segment it cannot leave
+// the API root. A later decoding that fails is not refused: a literal "%"
+// is legitimate once decoded.
 func unsafeSegment(seg string) bool {
 	u, err := url.PathUnescape(seg)
 	if err != nil {
 		return true
 	}
 	for i := 0; ; i++ {
-		if u == "." || u == ".." || strings.ContainsAny(u, "/\\") {
+		if strings.IndexByte(u, '\\') >= 0 {
 			return true
+		}
+		for piece := range strings.SplitSeq(u, "/") {
+			if piece == "." || piece == ".." {
+				return true
+			}
 		}
 		if i == maxUnescape || !strings.Contains(u, "%") {
 			return false

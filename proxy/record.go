@@ -21,9 +21,11 @@ import (
 // maxIncidentMessage caps the stored text of one incident.
 const maxIncidentMessage = 2000
 
-// storeCtx bounds a store call made for a request that may already be over.
-func storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), defaultStoreCallTimeout)
+// storeCtx bounds a store call made for a request, which may already be
+// over (the client gone), by StoreTimeout: the store never holds an answer
+// back for longer.
+func (s *Server) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.StoreTimeout)
 }
 
 func (s *Server) count(route string, status int, provider string) {
@@ -120,18 +122,21 @@ func (s *Server) incident(t Tenant, model, provider, typ string, status int, mes
 	}
 }
 
-// record stores a failure the proxy observed.
-func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ string, status int, message string) {
+// record stores a failure the proxy observed, within StoreTimeout. It
+// returns false when the store failed: the caller then answers with
+// X-Scar-Degraded: store if the headers are not sent yet.
+func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ string, status int, message string) bool {
 	inc := s.incident(t, model, provider, typ, status, message, s.opts.Now())
-	sctx, cancel := storeCtx(ctx)
+	sctx, cancel := s.storeCtx(ctx)
 	defer cancel()
 	if err := s.store.AddIncident(sctx, inc); err != nil {
 		s.storeFailed(ctx, "add_incident", err)
-		return
+		return false
 	}
 	s.countIncident(inc)
 	s.log.Info("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
+	return true
 }
 
 func (s *Server) countIncident(inc *store.Incident) {
@@ -174,7 +179,7 @@ func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, answer 
 	if !s.captured.changed(&sol) {
 		return
 	}
-	sctx, cancel := storeCtx(ctx)
+	sctx, cancel := s.storeCtx(ctx)
 	defer cancel()
 	if err := s.store.PutSolution(sctx, &sol); err != nil {
 		s.storeFailed(ctx, "put_solution", err)
@@ -254,7 +259,9 @@ func (m *captureMemo) forget(sol *store.Solution) {
 
 // recordErrorAnswer records a provider's non-2xx answer as an incident. It
 // reads the start of the body for the error message and puts it back, so
-// the client still receives every byte.
+// the client still receives every byte. It runs before the answer is
+// delivered: when the store fails, the answer's headers get
+// X-Scar-Degraded: store.
 func (s *Server) recordErrorAnswer(ctx context.Context, t Tenant, model string, a *attempt) string {
 	prefix := readCapped(a.res.Body, captureErrors)
 	a.res.Body = struct {
@@ -272,6 +279,10 @@ func (s *Server) recordErrorAnswer(ctx context.Context, t Tenant, model string, 
 		}}
 		events.Write(prefix)
 	}
-	s.record(ctx, t, model, a.provider.Name(), store.TypeHTTPError, a.res.StatusCode, msg)
+	if !s.record(ctx, t, model, a.provider.Name(), store.TypeHTTPError, a.res.StatusCode, msg) {
+		// deliver copies it to the client; the failure is counted in
+		// store_errors_total.
+		a.res.Header.Set(HeaderDegraded, "store")
+	}
 	return msg
 }

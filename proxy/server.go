@@ -123,6 +123,10 @@ type Options struct {
 	// (fail open).
 	// Default 2s.
 	StoreTimeout time.Duration
+	// MaxBodyBytesInFlight bounds the bytes of request bodies held at
+	// once, across requests; a request whose body would pass it gets 503
+	// with Retry-After. Default DefaultMaxBodyBytesInFlight (256 MiB).
+	MaxBodyBytesInFlight int64
 	// Version is the version the MCP server reports. Default "dev".
 	Version string
 }
@@ -154,6 +158,8 @@ type Server struct {
 
 	syncMu sync.Mutex
 	cursor int64
+
+	bodies bodyBudget // request body bytes held (see readBody)
 }
 
 // New builds a server. It loads the recall index from the store; a store
@@ -393,13 +399,14 @@ func (s *Server) root(c echo.Context) error {
 	return c.String(http.StatusOK, rootText)
 }
 
+// readyz checks the store and the recall index within StoreTimeout in all.
 func (s *Server) readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.StoreTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "store unavailable: " + err.Error()})
 	}
-	if err := s.syncIndex(ctx); err != nil {
+	if err := s.syncIndexWithin(ctx); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "recall index not loaded: " + err.Error()})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})

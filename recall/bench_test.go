@@ -3,6 +3,7 @@ package recall
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -187,4 +188,28 @@ func BenchmarkPut(b *testing.B) {
 	for _, s := range sols {
 		ix.Delete(s.Workspace, s.ID)
 	}
+}
+
+// BenchmarkIndexHeap100k builds an index of 100k generated solutions (run
+// it with -benchtime=1x) and reports the heap it holds per solution, the
+// solutions' own text included.
+func BenchmarkIndexHeap100k(b *testing.B) {
+	var ix *Index
+	var per float64
+	for b.Loop() {
+		ix = nil
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := rand.New(rand.NewPCG(42, 100000))
+		ix = NewIndex()
+		for i := range 100000 {
+			ix.Put(benchSolution(r, i))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per = float64(after.HeapAlloc-before.HeapAlloc) / 100000
+	}
+	b.ReportMetric(per, "heap-B/solution")
+	runtime.KeepAlive(ix)
 }

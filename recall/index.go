@@ -41,6 +41,10 @@ type docTerm struct {
 	id       uint32 // term id
 	pos      uint32 // position of this doc in the term's postings
 	tfG, tfA uint8
+	// lead holds the term's roles around the goal's main action
+	// (leadObject, leadFrom, leadTo) and the families of its own
+	// direction, or 0 (see leadScanner).
+	lead uint16
 }
 
 type docTri struct {
@@ -52,12 +56,14 @@ type doc struct {
 	sol    store.Solution
 	terms  []docTerm // sorted by id
 	tris   []docTri  // sorted by h
-	lg, la int       // goal and approach lengths, in terms
+	lg, la int32     // goal and approach lengths, in terms
+	dir    uint32    // the goal's main action (see lead)
 }
 
 type term struct {
-	word string
-	post []posting
+	word   string
+	post   []posting
+	common bool // one of commonTerms
 }
 
 type workspace struct {
@@ -109,6 +115,11 @@ func (ix *Index) Put(s store.Solution) {
 	a := analyze(s.Approach, maxApproachRunes)
 	tris := trigrams(g.norm)
 	counts := termCounts(g.terms, a.terms)
+	for _, o := range g.lead.objs {
+		if i, ok := slices.BinarySearchFunc(counts, o.term, func(c termCount, w string) int { return cmp.Compare(c.word, w) }); ok {
+			counts[i].lead |= o.flags
+		}
+	}
 
 	ws := ix.workspace(s.Workspace, true)
 	ws.mu.Lock()
@@ -116,7 +127,7 @@ func (ix *Index) Put(s store.Solution) {
 	if slot, ok := ws.byID[s.ID]; ok {
 		ws.remove(slot)
 	}
-	ws.add(s, counts, len(g.terms), len(a.terms), tris)
+	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead.dir)
 }
 
 // Delete removes the solution with the given ID from the workspace's index.
@@ -147,6 +158,7 @@ func (ix *Index) Len(workspace string) int {
 type termCount struct {
 	word     string
 	tfG, tfA uint8
+	lead     uint16
 }
 
 // termCounts merges goal and approach terms into per-term frequencies,
@@ -185,12 +197,12 @@ func satAdd(v uint8) uint8 {
 	return v + 1
 }
 
-func clampU8(n int) uint8 {
+func clampU8[N int | int32](n N) uint8 {
 	return uint8(min(n, math.MaxUint8))
 }
 
 // add indexes one solution. The caller holds ws.mu.
-func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris []uint32) {
+func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris []uint32, dir uint32) {
 	var slot uint32
 	if n := len(ws.freeSlots); n > 0 {
 		slot = ws.freeSlots[n-1]
@@ -199,11 +211,12 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		slot = uint32(len(ws.docs))
 		ws.docs = append(ws.docs, nil)
 	}
-	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: lg, la: la}
+	lg, la = min(lg, math.MaxInt32), min(la, math.MaxInt32)
+	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: dir}
 	for _, c := range counts {
 		id := ws.termID(c.word)
 		t := &ws.terms[id]
-		d.terms = append(d.terms, docTerm{id: id, pos: uint32(len(t.post)), tfG: c.tfG, tfA: c.tfA})
+		d.terms = append(d.terms, docTerm{id: id, pos: uint32(len(t.post)), tfG: c.tfG, tfA: c.tfA, lead: c.lead})
 		t.post = append(t.post, posting{slot: slot, tfG: c.tfG, tfA: c.tfA, lg: clampU8(lg), la: clampU8(la)})
 	}
 	slices.SortFunc(d.terms, func(a, b docTerm) int { return cmp.Compare(a.id, b.id) })
@@ -268,10 +281,10 @@ func (ws *workspace) termID(w string) uint32 {
 	if n := len(ws.freeTerms); n > 0 {
 		id = ws.freeTerms[n-1]
 		ws.freeTerms = ws.freeTerms[:n-1]
-		ws.terms[id] = term{word: w}
+		ws.terms[id] = term{word: w, common: commonTerms[w]}
 	} else {
 		id = uint32(len(ws.terms))
-		ws.terms = append(ws.terms, term{word: w})
+		ws.terms = append(ws.terms, term{word: w, common: commonTerms[w]})
 	}
 	ws.dict[w] = id
 	if fuzzyEligible(w) {

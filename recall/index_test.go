@@ -2,7 +2,6 @@ package recall
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -57,7 +56,7 @@ func bruteForce(ix *Index, q Query) []Match {
 		if bm <= 0 && tri <= 0 {
 			continue
 		}
-		sim := math.Round(s.blend(float64(bm), tri)*100) / 100
+		sim := s.similarity(d, float64(bm), tri)
 		if sim < s.min-1e-9 {
 			continue
 		}

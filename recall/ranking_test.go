@@ -190,3 +190,88 @@ func describe(ms []Match) string {
 	}
 	return b.String()
 }
+
+// seedSolutions are the examples of the project's brief and issues: a
+// stored solution that reworded tasks must find, and that tasks going the
+// other way must not.
+var seedSolutions = []struct{ id, goal, approach string }{
+	{"c1", "Write a CSV parser", "Split records on commas, handled quoted fields and escaped quotes, streamed rows from an io.Reader."},
+	{"c2", "Import users from CSV", "Read rows with encoding/csv, validated the emails, inserted users in batches."},
+	{"c3", "Add pre-commit hooks", "Installed pre-commit and configured gofmt and go vet hooks in .pre-commit-config.yaml."},
+	{"c4", "Write a Kafka producer for order events", "franz-go client with idempotent writes, keyed by order ID, batched with a 5 ms linger."},
+}
+
+// TestRankingSeeds checks each row twice: in a workspace holding only the
+// row's solution (a new user's memory, where idf knows nothing), and in
+// the ranking corpus with the seed solutions added.
+func TestRankingSeeds(t *testing.T) {
+	tests := []struct {
+		name, query, id string
+		recall          bool // true: id comes first; false: id is not recalled
+	}{
+		{"parse a CSV file", "Parse a CSV file", "c1", true},
+		{"parse CSV data", "Parse CSV data from a file", "c1", true},
+		{"implement a parser", "Implement a parser for CSV files", "c1", true},
+		{"parse CSV more words", "Parse a CSV file with quoted fields and stream the rows to a channel", "c1", true},
+		{"import users", "Import the users from a CSV file", "c2", true},
+		{"install hooks", "Install pre-commit hooks for gofmt", "c3", true},
+		{"kafka producer", "Implement a Kafka producer that publishes order events", "c4", true},
+		{"consume, not the producer", "Consume the order events from the Kafka topic and write each one to the orders table in PostgreSQL", "s06", true},
+
+		{"opposite CSV writer", "Write a CSV writer", "c1", false},
+		{"opposite generate CSV", "Generate a CSV file", "c1", false},
+		{"opposite write CSV", "Write CSV files", "c1", false},
+		{"opposite export", "Export users to CSV", "c2", false},
+		{"opposite kafka consumer", "Write a Kafka consumer for order events", "c4", false},
+		{"opposite consume", "Consume the order events from the Kafka topic and write each one to the orders table in PostgreSQL", "c4", false},
+		{"opposite remove hooks", "Remove the pre-commit hooks", "c3", false},
+		{"opposite uninstall hooks", "Uninstall the pre-commit hooks", "c3", false},
+		{"opposite decompress", "Decompress the gzipped log files", "s23", false},
+		{"opposite create", "Create temporary files in the cache directory", "s05", false},
+
+		{"unrelated haiku", "write a haiku about autumn", "c1", false},
+		{"unrelated poem", "write a poem about autumn leaves", "c1", false},
+		{"unrelated consumer", "Consumer rights when a parcel arrives broken", "c4", false},
+	}
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(id, goal, approach string) store.Solution {
+		return store.Solution{
+			ID: id, Workspace: "w", Key: GoalKey(goal), Goal: goal, Approach: approach,
+			Outcome: "Done.", Confidence: 0.9, Source: store.SourceAPI, Verified: true, Created: base, Updated: base,
+		}
+	}
+	corpus := rankingIndex(t)
+	all := map[string]store.Solution{}
+	for _, c := range seedSolutions {
+		corpus.Put(mk(c.id, c.goal, c.approach))
+		all[c.id] = mk(c.id, c.goal, c.approach)
+	}
+	for _, c := range rankingCorpus {
+		all[c.id] = mk(c.id, c.goal, c.approach)
+	}
+	for _, tc := range tests {
+		alone := NewIndex()
+		alone.Put(all[tc.id])
+		for _, setting := range []struct {
+			name string
+			ix   *Index
+		}{{"alone", alone}, {"corpus", corpus}} {
+			t.Run(setting.name+"/"+tc.name, func(t *testing.T) {
+				ms := setting.ix.Search(Query{Workspace: "w", Goal: tc.query, K: 5, MinSimilarity: DefaultMinSimilarity})
+				all := setting.ix.Search(Query{Workspace: "w", Goal: tc.query, K: 5})
+				t.Logf("%-45q -> %s (%s)", tc.query, describe(all), tc.id)
+				if tc.recall {
+					if len(ms) == 0 || ms[0].Solution.ID != tc.id {
+						t.Fatalf("want %s first, got %s", tc.id, describe(ms))
+					}
+					return
+				}
+				for _, m := range ms {
+					if m.Solution.ID == tc.id {
+						t.Fatalf("recalled %s %.2f", m.Solution.ID, m.Similarity)
+					}
+				}
+			})
+		}
+	}
+}

@@ -13,28 +13,67 @@
 // Text is tokenised in any script (letters and digits per Unicode),
 // identifiers are split (parseConfig, parse_config, ParseHTTPResponse),
 // words are lowercased, English stopwords dropped, English words stemmed
-// (snowball), words of other alphabets cut to their first five runes, CJK
-// runs indexed as character bigrams, and a built-in table maps the verbs and
-// nouns of programming tasks to canonical terms (fetch/get/download,
-// web page/html/site, delete/remove, fix/debug, error/exception/bug, ...).
+// (snowball, plus irregular forms such as "wrote" and the agent nouns of a
+// list of task verbs: parser, writer, runner and compressor fold into
+// parse, write, run and compress), words of other alphabets cut to their
+// first five runes, CJK runs indexed as character bigrams, and a built-in
+// table maps the verbs and nouns of programming tasks to canonical terms
+// (fetch/get/download, web page/html/site, delete/remove, fix/debug,
+// error/exception/bug, ...).
 //
 // A goal is scored by BM25F (k1 1.2, b 0.75) over the goal field, weighted
-// 3, and the approach field. Each query term's contribution is capped at
-// what it contributes to the goal's score against itself, and the sum is
-// divided by that self-score: the result, in [0,1], is the idf-weighted
-// share of the goal a solution covers, and means the same thing whatever
-// the query. A query word the workspace has never seen is corrected to the
-// most frequent indexed word one edit away, first letter kept (typos such
-// as "recieve"), at 80% weight. The normalised score is blended with the
-// Dice similarity of the character trigrams of the goals:
+// 3, and the approach field; each query word counts once. Idf counts 10
+// prior solutions besides the workspace's own, none holding the word, or a
+// quarter of them for a word of almost every task (write, fix, file...): in
+// a workspace of a few solutions, raw idf calls every shared word common
+// and every other word rare ("parse a CSV file" scored 0.34 against a lone
+// "write a CSV parser", its "file" outweighing "parse" and "CSV"). A query
+// word the workspace has never seen is corrected to the most frequent
+// indexed word one edit away, first letter kept (typos such as "recieve"),
+// at 80% weight.
 //
-//	similarity = max(0.8*bm25 + 0.2*dice, 0.6*dice)
+// Two coverages come out of it. The query coverage q is the BM25F score,
+// each query word's contribution capped at what it adds to the query's
+// score against itself, divided by that self-score: the idf-weighted share
+// of the query a solution covers. The goal coverage g is the idf-weighted
+// share of the stored goal's words that the query holds. When the goal is
+// better covered than the query (the query says more: "parse CSV data from
+// a file" for "write a CSV parser"), their harmonic mean counts instead:
+//
+//	c = q                if g <= q
+//	c = 2qg / (q + g)    otherwise
+//
+// so that words a query adds cost less than words it lacks; c is at most
+// 2q/(1+q), so a long query that happens to hold a short goal's words
+// still scores low. c is blended with the Dice similarity of the character
+// trigrams of the goals:
+//
+//	similarity = max(0.8*c + 0.2*dice, 0.6*dice)
+//
+// # Direction
+//
+// A solution whose main action is the opposite of the query's (export for
+// import, a CSV writer for a CSV parser, removing hooks for adding them, a
+// Kafka consumer for a producer) has its similarity multiplied by 0.3, so
+// that 1 falls below the default threshold. The actions are read from the
+// goals' leading phrases against one table of opposite families
+// (read/write, parse/generate, import/export, consume/produce,
+// download/upload, add/remove, enable/disable, compress/decompress,
+// encrypt/decrypt, start/stop, lock/unlock...); in "write a CSV parser"
+// the agent noun, not "write", gives the direction. Opposite actions count
+// only on the same thing: words shared by the leading phrases, or one
+// goal's source being the other's target ("serialize orders to JSON",
+// "deserialize JSON into orders"); "parse the commits into a changelog" is
+// not the opposite of "generate a changelog from the commits". Direction
+// is read from English words only, and a leading negation ("do not
+// delete...") leaves it unknown.
 //
 // Similarities are rounded to two decimals; among equal ones verified
 // solutions win, then higher confidence, then the most recently updated.
-// The default threshold, 0.35, sits in the gap the ranking table of the
-// tests shows: reworded tasks score 0.5 and more, unrelated tasks sharing a
-// word 0.3 and less.
+// The default threshold, 0.35, sits in the gap the ranking tables of the
+// tests show, in the corpus and in a workspace holding only the solution
+// sought: reworded tasks score 0.5 and more, unrelated tasks sharing a word
+// and opposite tasks 0.3 and less.
 //
 // # Index
 //
@@ -45,16 +84,17 @@
 // each document knowing its position in each list) and the length sums.
 //
 // Search prunes without changing the results, within two effort bounds.
-// Query terms are read
-// highest bound first (MaxScore): the most promising documents are
-// evaluated early to raise the threshold, a term's postings are read only
-// while they can still lift an unseen document over it, and candidates are
-// evaluated best bound first until none can. The bounds: trigram
-// similarity is computed for at most 32 candidates per result asked (the
-// best by BM25 bound; it only matters when more are that close), and
-// solutions sharing no term with the goal are found through trigram
-// postings (rarest first, at most 4096 read, 64 evaluated) only when fewer
-// results than asked were found.
+// A document's bound assumes the query covers its goal whole (g = 1, so
+// c <= 2q/(1+q)), since g is known only once the document is evaluated.
+// Query terms are read highest bound first (MaxScore): the most promising
+// documents are evaluated early to raise the threshold, a term's postings
+// are read only while they can still lift an unseen document over it, and
+// candidates are evaluated best bound first until none can. The effort
+// bounds: trigram similarity is computed for at most 32 candidates per
+// result asked (the best by BM25 bound; it only matters when more are that
+// close), and solutions sharing no term with the goal are found through
+// trigram postings (rarest first, at most 4096 read, 64 evaluated) only
+// when fewer results than asked were found.
 //
 // # Blocks
 //
@@ -71,9 +111,10 @@ import (
 // Config is the recall section of the configuration.
 type Config struct {
 	// MinSimilarity is the lowest similarity recalled, in [0,1]. Default
-	// 0.35: paraphrases and synonyms of a stored goal score 0.5 and more,
-	// unrelated tasks that share a common word 0.3 and less (see the
-	// ranking table in the tests). Lower it and unrelated solutions leak into
+	// 0.35: paraphrases and synonyms of a stored goal score 0.5 and
+	// more, unrelated tasks that share a common word, and tasks that go
+	// the other way (export for import), 0.3 and less (see the ranking
+	// tables in the tests). Lower it and unrelated solutions leak into
 	// prompts; raise it and reworded tasks are missed.
 	MinSimilarity float64 `yaml:"min_similarity"`
 	// MaxResults is the number of solutions in a recall block, 1..5.

@@ -18,6 +18,18 @@ const (
 	beta         = 0.6 // weight of trigram similarity on its own
 	fuzzyPenalty = 0.8 // a typo-corrected query term counts this much
 	maxK         = 5   // most results of one search
+	// priorDocs is added to a workspace's number of solutions in idf: in a
+	// workspace of a few solutions every shared word is "common" and every
+	// other word "rare", which says nothing about the words themselves.
+	// Values from 5 to 40 separate the ranking tests about as well.
+	priorDocs = 10
+	// commonShare is the share of the prior documents in which a common
+	// word (see commonWords) is counted.
+	commonShare = 0.25
+	// oppositeFactor scales the similarity of a solution whose main action
+	// is the opposite of the query's (see directionTable): 1 becomes 0.3,
+	// below the default threshold.
+	oppositeFactor = 0.3
 )
 
 // Search effort bounds.
@@ -66,9 +78,14 @@ type Match struct {
 // (rounded) similarities verified solutions come first, then higher
 // confidence, then the most recently updated, then the smaller ID.
 //
-// Similarity blends BM25F over goal (weighted 3) and approach, normalised
-// by the goal's score against itself, with the Dice similarity of goal
-// character trigrams: max(0.8*bm25 + 0.2*dice, 0.6*dice).
+// Similarity blends the coverage c with the Dice similarity of goal
+// character trigrams: max(0.8*c + 0.2*dice, 0.6*dice). c is the query
+// coverage q (BM25F over goal, weighted 3, and approach, normalised by the
+// query's score against itself), or, when the query covers a larger share
+// g of the stored goal than the solution covers of the query, the harmonic
+// mean 2qg/(q+g). A solution whose main action is the opposite of the
+// goal's (export for import, a writer for a parser) scores 0.3 of that.
+// See the package documentation.
 //
 // Pruning never changes the results, but the trigram part is bounded: it
 // is computed for at most 32 candidates per result asked (those with the
@@ -86,12 +103,24 @@ func (ix *Index) Search(q Query) []Match {
 	return s.matches()
 }
 
+// qobj is a word around the query's main action (see leadObj).
+type qobj struct {
+	id    uint32 // noTerm when the workspace does not have it
+	flags uint16
+}
+
+// qid locates a query term by id: its share of a matching goal term's
+// weight (less than 1 for a corrected typo).
+type qid struct {
+	id   uint32
+	frac float64
+}
+
 type qterm struct {
 	id   uint32
 	w    float32 // docW * idf * (k1+1)
 	cap  float32 // ub, as float32
-	qtf  float64 // query term frequency (capped)
-	docW float64 // weight on the document side: qtf, less for a corrected typo
+	docW float64 // weight on the document side: 1, less for a corrected typo
 	idf  float64
 	// ub caps the term's contribution to any document: its contribution
 	// to the query's own score (times the typo penalty), so that a
@@ -149,8 +178,12 @@ type searcher struct {
 	k      int
 	min    float64
 	terms  []qterm   // known query terms, by ub descending
+	ids    []qid     // the same, by id
 	suffix []float64 // suffix[i]: sum of terms[i:].ub
 	self   float64   // the query's score against itself
+	n      float64   // solutions in the workspace
+	dir    uint32    // the query's main action
+	objs   []qobj
 	qtri   []uint32
 	invG   [256]float32 // goal weight / BM25 length norm, by goal length
 	invA   [256]float32 // same for the approach
@@ -186,13 +219,16 @@ func (ix *Index) prepare(q Query) *searcher {
 	if len(a.terms) == 0 && len(qtri) == 0 {
 		return nil
 	}
-	qtf := map[string]int{}
+	// Query words count once: a task states what it wants once, and
+	// repeats mostly come from word forms folded together ("write a CSV
+	// writer", "run the test runner").
+	dup := map[string]bool{}
 	var order []string
 	for _, t := range a.terms {
-		if qtf[t] == 0 {
+		if !dup[t] {
+			dup[t] = true
 			order = append(order, t)
 		}
-		qtf[t]++
 	}
 	if len(order) > maxQueryTerms {
 		order = order[:maxQueryTerms]
@@ -203,19 +239,17 @@ func (ix *Index) prepare(q Query) *searcher {
 		ws.mu.RUnlock()
 		return nil
 	}
-	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k}
+	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir}
 	avgG := max(float64(ws.sumG)/float64(ws.n), 1)
 	avgA := max(float64(ws.sumA)/float64(ws.n), 1)
 	for l := range s.invG {
 		s.invG[l] = float32(weightGoal / (1 - bm25B + bm25B*float64(l)/avgG))
 		s.invA[l] = float32(weightApp / (1 - bm25B + bm25B*float64(l)/avgA))
 	}
-	n := float64(ws.n)
 	selfTF := weightGoal / (1 - bm25B + bm25B*float64(len(a.terms))/avgG)
 	seen := make(map[uint32]bool, len(order))
 	for _, w := range order {
-		qt := qterm{qtf: float64(min(qtf[w], 3))}
-		qt.docW = qt.qtf
+		qt := qterm{docW: 1}
 		id, known := ws.dict[w]
 		if !known && fuzzyEligible(w) {
 			if id, known = ws.correct(w); known {
@@ -225,22 +259,33 @@ func (ix *Index) prepare(q Query) *searcher {
 		if known && seen[id] {
 			continue // a misspelling of another query word, or the reverse
 		}
-		df := 0
+		df, common := 0, commonTerms[w]
 		if known {
 			seen[id] = true
-			qt.id, df = id, len(ws.terms[id].post)
+			qt.id, df, common = id, len(ws.terms[id].post), ws.terms[id].common
 		}
-		qt.idf = math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		tf := selfTF * qt.qtf
-		self := qt.qtf * qt.idf * tf * (bm25K1 + 1) / (tf + bm25K1)
+		qt.idf = s.idf(df, common)
+		self := qt.idf * selfTF * (bm25K1 + 1) / (selfTF + bm25K1)
 		s.self += self
-		qt.ub = self * qt.docW / qt.qtf
+		qt.ub = self * qt.docW
 		qt.w, qt.cap = float32(qt.docW*qt.idf*(bm25K1+1)), float32(qt.ub)
 		if known {
 			s.terms = append(s.terms, qt)
 		}
 	}
 	slices.SortStableFunc(s.terms, func(a, b qterm) int { return cmp.Compare(b.ub, a.ub) })
+	s.ids = make([]qid, len(s.terms))
+	for i, qt := range s.terms {
+		s.ids[i] = qid{id: qt.id, frac: qt.docW}
+	}
+	slices.SortFunc(s.ids, func(a, b qid) int { return cmp.Compare(a.id, b.id) })
+	for _, o := range a.lead.objs {
+		id, known := ws.dict[o.term]
+		if !known {
+			id = noTerm
+		}
+		s.objs = append(s.objs, qobj{id: id, flags: o.flags})
+	}
 	s.suffix = make([]float64, len(s.terms)+1)
 	for i := len(s.terms) - 1; i >= 0; i-- {
 		s.suffix[i] = s.suffix[i+1] + s.terms[i].ub
@@ -281,10 +326,26 @@ func (s *searcher) threshold() float64 {
 	return s.min
 }
 
-// bmNeeded is the BM25 score below which the blended similarity cannot reach
-// the current threshold, whatever the trigram similarity.
+// bmNeeded is the BM25 score below which the similarity cannot reach the
+// current threshold, whatever the trigram similarity and the goal: the
+// inverse of bound.
 func (s *searcher) bmNeeded() float64 {
-	return (s.threshold() - roundEps - (1 - alpha)) / alpha * s.self
+	y := (s.threshold() - roundEps - (1 - alpha)) / alpha // coverage needed
+	if y >= 2 {
+		return math.Inf(1)
+	}
+	return y / (2 - y) * s.self
+}
+
+// idf is the inverse document frequency of a term found in df solutions of
+// the workspace, counting priorDocs more solutions, of which a common
+// word is in commonShare.
+func (s *searcher) idf(df int, common bool) float64 {
+	x := float64(df)
+	if common {
+		x += priorDocs * commonShare
+	}
+	return math.Log(1 + (s.n+priorDocs-x+0.5)/(x+0.5))
 }
 
 // contrib is the BM25F contribution of query term qt to a document where
@@ -295,12 +356,80 @@ func (s *searcher) contrib(qt *qterm, tfG, tfA, lg, la uint8) float32 {
 	return min(qt.w*tf/(tf+bm25K1), qt.cap)
 }
 
-func (s *searcher) blend(bm, tri float64) float64 {
-	x := 0.0
-	if s.self > 0 {
-		x = min(1, bm/s.self)
+// queryCoverage is the share of the query's score a BM25 score bm reaches.
+func (s *searcher) queryCoverage(bm float64) float64 {
+	if s.self <= 0 || bm <= 0 {
+		return 0
 	}
-	return max(alpha*x+(1-alpha)*tri, beta*tri)
+	return min(1, bm/s.self)
+}
+
+// docCoverage is the idf-weighted share of d's goal terms the query holds.
+func (s *searcher) docCoverage(d *doc) float64 {
+	var all, hit float64
+	for _, dt := range d.terms {
+		if dt.tfG == 0 {
+			continue
+		}
+		tf := float64(dt.tfG)
+		t := &s.ws.terms[dt.id]
+		w := s.idf(len(t.post), t.common) * tf * (bm25K1 + 1) / (tf + bm25K1)
+		all += w
+		if i, ok := slices.BinarySearchFunc(s.ids, dt.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); ok {
+			hit += w * s.ids[i].frac
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return hit / all
+}
+
+// similarity is the similarity of d, given its BM25 score bm and the
+// trigram similarity tri of the goals, rounded to two decimals: the query
+// coverage q, or the harmonic mean of q and the goal coverage g when g is
+// the larger, blended with tri; scaled by oppositeFactor when d's main
+// action is the opposite of the query's.
+func (s *searcher) similarity(d *doc, bm, tri float64) float64 {
+	c := s.queryCoverage(bm)
+	if c > 0 {
+		if g := s.docCoverage(d); g > c {
+			c = 2 * c * g / (c + g)
+		}
+	}
+	sim := max(alpha*c+(1-alpha)*tri, beta*tri)
+	if s.opposes(d) {
+		sim *= oppositeFactor
+	}
+	return math.Round(sim*100) / 100
+}
+
+// bound is the highest similarity of a solution whose BM25 score is at
+// most bm and trigram similarity at most tri: one whose goal the query
+// covers whole, so that c = 2q/(1+q).
+func (s *searcher) bound(bm, tri float64) float64 {
+	q := s.queryCoverage(bm)
+	return max(alpha*2*q/(1+q)+(1-alpha)*tri, beta*tri)
+}
+
+// opposes reports whether d's main action is the opposite of the query's,
+// on the same thing (see sameThing): "export users" against "import
+// users", not "parse the commits" against "generate a changelog".
+func (s *searcher) opposes(d *doc) bool {
+	f := opposedFamilies(s.dir, d.dir)
+	if f == 0 {
+		return false
+	}
+	var q, g headWords
+	for _, o := range s.objs {
+		q.add(o.id, o.flags, f)
+	}
+	for _, dt := range d.terms {
+		if dt.lead != 0 {
+			g.add(dt.id, dt.lead, f)
+		}
+	}
+	return sameThing(&q, &g, f, firstSide(s.dir, f))
 }
 
 // searchTerms finds BM25 candidates, MaxScore style. Query terms are read
@@ -408,14 +537,14 @@ func (s *searcher) finish(done int) {
 	}
 	for b := numBuckets - 1; b >= 0; b-- {
 		edge := float64(b+1) / numBuckets // the bucket's highest bound, over self
-		if s.blend(edge*s.self, 1) < s.threshold()-roundEps {
+		if s.bound(edge*s.self, 1) < s.threshold()-roundEps {
 			return
 		}
 		for _, c := range sc.sorted[start[b] : start[b]+count[b]] {
 			if s.diceLeft <= 0 && !s.exhaustive {
 				return
 			}
-			if s.blend(c.ub, 1) >= s.threshold()-roundEps {
+			if s.bound(c.ub, 1) >= s.threshold()-roundEps {
 				s.evaluate(c.slot, done)
 			}
 		}
@@ -489,7 +618,7 @@ func (s *searcher) evaluate(slot uint32, done int) {
 	}
 	lg, la := clampU8(d.lg), clampU8(d.la)
 	for i := done; i < len(s.terms); i++ {
-		if s.blend(float64(bm)+s.suffix[i], triUB) < s.threshold()-roundEps {
+		if s.bound(float64(bm)+s.suffix[i], triUB) < s.threshold()-roundEps {
 			return
 		}
 		qt := &s.terms[i]
@@ -497,7 +626,7 @@ func (s *searcher) evaluate(slot uint32, done int) {
 			bm += s.contrib(qt, d.terms[j].tfG, d.terms[j].tfA, lg, la)
 		}
 	}
-	if s.blend(float64(bm), triUB) < s.threshold()-roundEps {
+	if s.bound(float64(bm), triUB) < s.threshold()-roundEps {
 		return
 	}
 	tri := 0.0
@@ -508,10 +637,10 @@ func (s *searcher) evaluate(slot uint32, done int) {
 		s.diceLeft--
 		tri = 2 * float64(intersectTris(s.qtri, d.tris)) / float64(len(s.qtri)+len(d.tris))
 	}
-	if bm <= 0 && tri <= 0 {
+	if bm <= 0 && tri <= 0 || s.bound(float64(bm), tri) < s.threshold()-roundEps {
 		return
 	}
-	sim := math.Round(s.blend(float64(bm), tri)*100) / 100
+	sim := s.similarity(d, float64(bm), tri)
 	if sim < s.min-1e-9 {
 		return
 	}
@@ -681,7 +810,7 @@ read:
 		shared := int(c.ub) + na - prefix
 		ub := 2 * float64(min(shared, len(d.tris))) / float64(na+len(d.tris))
 		thr := s.threshold() - roundEps
-		if beta*ub < thr && s.blend(s.suffix[0], ub) < thr {
+		if s.bound(s.suffix[0], ub) < thr {
 			continue
 		}
 		sc.acc[c.slot] = 0

@@ -46,7 +46,7 @@ var synonymGroups = [][]string{
 	{"fetch", "get", "retrieve", "retrieval", "download", "pull", "grab", "obtain", "scrape", "scraping"},
 	{"html", "webpage", "website", "site", "homepage", "webpages", "websites"},
 	{"delete", "deletion", "remove", "removal", "erase", "drop", "purge", "wipe", "rm", "unlink", "del"},
-	{"create", "creation", "make", "add", "generate", "produce", "construct", "scaffold"},
+	{"create", "creation", "make", "add", "generate", "construct", "scaffold"},
 	{"fix", "repair", "resolve", "debug", "patch", "troubleshoot", "solve"},
 	{"error", "errors", "exception", "failure", "fail", "bug", "crash", "fault", "panic", "broken"},
 	{"test", "spec", "unittest", "unittests", "testcase", "testcases"},
@@ -112,9 +112,22 @@ var synonymPhrases = [][3]string{
 	{"clean", "up", "delete"},
 }
 
+// commonWords are words of almost every programming task ("write",
+// "fix", "file"). A workspace of a few solutions cannot tell that they are
+// common, so idf counts each as present in a share of the prior documents
+// (see searcher.idf); a large workspace's own counts outweigh the prior.
+var commonWords = []string{
+	"write", "create", "implement", "build", "fix", "update", "improve",
+	"refactor", "run", "handle", "support", "work", "help", "file", "data",
+	"code", "function", "script", "application", "project", "program",
+	"feature", "issue", "problem", "tool", "value", "type", "simple", "basic",
+	"small",
+}
+
 var (
-	synonyms = map[string]string{}    // stem -> canonical term
-	phrases  = map[[2]string]string{} // stems of two words -> canonical term
+	synonyms    = map[string]string{}    // stem -> canonical term
+	phrases     = map[[2]string]string{} // stems of two words -> canonical term
+	commonTerms = map[string]bool{}      // index terms of commonWords
 )
 
 func init() {
@@ -130,6 +143,13 @@ func init() {
 			canon = c
 		}
 		phrases[[2]string{stemWord(p[0]), stemWord(p[1])}] = canon
+	}
+	for _, w := range commonWords {
+		t := stemWord(w)
+		if c, ok := synonyms[t]; ok {
+			t = c
+		}
+		commonTerms[t] = true
 	}
 }
 
@@ -238,7 +258,14 @@ func englishStem(w string) string {
 	if s, ok := stemCache.Load(w); ok {
 		return s.(string)
 	}
-	s := english.Stem(w, true)
+	b := w
+	if v, ok := irregular[w]; ok {
+		b = v
+	}
+	s := english.Stem(b, true)
+	if v, ok := agentStems[s]; ok {
+		s = v
+	}
 	if stemCacheSize.Load() < maxStemCache {
 		if _, loaded := stemCache.LoadOrStore(w, s); !loaded {
 			stemCacheSize.Add(1)
@@ -257,12 +284,14 @@ type word struct {
 type analyzed struct {
 	terms []string // index terms in text order, repeats kept
 	norm  string   // lowercase content words joined by spaces (goal only)
+	lead  lead     // the main action (goal only)
 }
 
 // analyze tokenises text into index terms: words are split, lowercased,
 // stemmed, stopwords dropped, synonyms and phrases mapped to canonical
 // terms; CJK runs become overlapping character bigrams. It also returns
-// the content words joined by spaces, the text cut into trigrams.
+// the content words joined by spaces, the text cut into trigrams, and the
+// main action read from the leading phrase.
 func analyze(text string, maxRunes int) analyzed {
 	var ws []word
 	splitWords(text, maxRunes, func(w string, cjk bool) {
@@ -273,6 +302,7 @@ func analyze(text string, maxRunes int) analyzed {
 		ws = append(ws, word{text: w, stem: s, cjk: cjk})
 	})
 	var a analyzed
+	var ls leadScanner
 	var norm strings.Builder
 	addNorm := func(w string) {
 		if norm.Len() > 0 {
@@ -283,6 +313,7 @@ func analyze(text string, maxRunes int) analyzed {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		if w.cjk {
+			ls.cjk()
 			addNorm(w.text)
 			rs := []rune(w.text)
 			if len(rs) == 1 {
@@ -299,21 +330,25 @@ func analyze(text string, maxRunes int) analyzed {
 				addNorm(w.text)
 				addNorm(ws[i+1].text)
 				a.terms = append(a.terms, c)
+				ls.content(c, c, c)
 				i++
 				continue
 			}
 		}
 		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) {
+			ls.stop(w.text)
 			continue
 		}
 		addNorm(w.text)
+		term := w.stem
 		if c, ok := synonyms[w.stem]; ok {
-			a.terms = append(a.terms, c)
-		} else {
-			a.terms = append(a.terms, w.stem)
+			term = c
 		}
+		a.terms = append(a.terms, term)
+		ls.content(w.text, w.stem, term)
 	}
 	a.norm = norm.String()
+	a.lead = ls.result()
 	return a
 }
 

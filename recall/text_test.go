@@ -102,7 +102,7 @@ func TestTrigramsAndDice(t *testing.T) {
 }
 
 func FuzzTokenize(f *testing.F) {
-	for _, s := range []string{"parseConfig", "ParseHTTPResponse", "下载网页", "ошибки", "a\xffb", "web page", "\u0301\u0301x", "ǅungla", "İstanbul"} {
+	for _, s := range []string{"parseConfig", "ParseHTTPResponse", "下载网页", "ошибки", "a\xffb", "web page", "\u0301\u0301x", "ǅungla", "İstanbul", "Write a CSV parser for the export", "don't remove it from x to y"} {
 		f.Add(s)
 	}
 	ix := rankingIndex(f)
@@ -115,6 +115,11 @@ func FuzzTokenize(f *testing.F) {
 		}
 		if !utf8.ValidString(a.norm) {
 			t.Fatalf("bad norm %q from %q", a.norm, s)
+		}
+		for _, o := range a.lead.objs {
+			if !slices.Contains(a.terms, o.term) || o.flags == 0 {
+				t.Fatalf("lead word %q (%x) from %q is not a term of %q", o.term, o.flags, s, a.terms)
+			}
 		}
 		tr := trigrams(a.norm)
 		if !slices.IsSorted(tr) {

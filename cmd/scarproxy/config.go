@@ -27,6 +27,7 @@ type Config struct {
 	Mock            bool               `yaml:"mock"`
 	MaxBodyBytes    int64              `yaml:"max_body_bytes"`
 	ShutdownTimeout time.Duration      `yaml:"shutdown_timeout"`
+	Server          ServerConfig       `yaml:"server"`
 	Log             LogConfig          `yaml:"log"`
 	Tenant          TenantConfig       `yaml:"tenant"`
 	Providers       []providers.Config `yaml:"providers"`
@@ -36,6 +37,21 @@ type Config struct {
 	Recall          recall.Config      `yaml:"recall"`
 	Gateway         GatewayConfig      `yaml:"gateway"`
 	Admin           AdminConfig        `yaml:"admin"`
+}
+
+// ServerConfig is the `server:` section: how long a client may take to
+// send a request, and how many body bytes the server holds at once.
+type ServerConfig struct {
+	// ReadHeaderTimeout bounds the time to read a request's headers.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadBodyTimeout bounds the time to read a request's body, from the
+	// end of its headers; ReadBodyIdleTimeout the silence between two
+	// reads of it. Neither counts the time of the answer.
+	ReadBodyTimeout     time.Duration `yaml:"read_body_timeout"`
+	ReadBodyIdleTimeout time.Duration `yaml:"read_body_idle_timeout"`
+	// MaxBodyBytesInFlight bounds the bytes of request bodies held at
+	// once, across requests (over it: 503 with Retry-After).
+	MaxBodyBytesInFlight int64 `yaml:"max_body_bytes_in_flight"`
 }
 
 // LogConfig is the `log:` section.
@@ -54,9 +70,12 @@ type TenantConfig struct {
 type StoreConfig struct {
 	Driver string `yaml:"driver"` // bolt | postgres
 	DSN    string `yaml:"dsn"`
-	// RequestTimeout bounds the store calls made before a request is
-	// forwarded (the guard read while the body arrives, then the calls
-	// made after it); past it the request goes out unchanged (fail open).
+	// RequestTimeout bounds every store call on a request's path: those
+	// made before a request is forwarded (the guard read while the body
+	// arrives, then the calls made after it; past it the request goes out
+	// unchanged, fail open), the recording of a provider's failure before
+	// its answer is delivered (past it the answer goes out with
+	// X-Scar-Degraded: store), a memory API call (503) and /readyz (503).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
@@ -112,6 +131,10 @@ func Default() Config {
 		},
 		Guard:  guard.DefaultConfig(),
 		Recall: recall.DefaultConfig(),
+		Server: ServerConfig{
+			ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 5 * time.Minute, ReadBodyIdleTimeout: 30 * time.Second,
+			MaxBodyBytesInFlight: proxy.DefaultMaxBodyBytesInFlight,
+		},
 	}
 }
 
@@ -205,12 +228,33 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			*b.dst = on
 		}
 	}
-	if v := getenv("SCARPROXY_MAX_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("SCARPROXY_MAX_BODY_BYTES: %q is not a number", v)
+	for _, n := range []struct {
+		name string
+		dst  *int64
+	}{{"SCARPROXY_MAX_BODY_BYTES", &c.MaxBodyBytes}, {"SCARPROXY_SERVER_MAX_BODY_BYTES_IN_FLIGHT", &c.Server.MaxBodyBytesInFlight}} {
+		if v := getenv(n.name); v != "" {
+			i, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a number", n.name, v)
+			}
+			*n.dst = i
 		}
-		c.MaxBodyBytes = n
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"SCARPROXY_SERVER_READ_HEADER_TIMEOUT", &c.Server.ReadHeaderTimeout},
+		{"SCARPROXY_SERVER_READ_BODY_TIMEOUT", &c.Server.ReadBodyTimeout},
+		{"SCARPROXY_SERVER_READ_BODY_IDLE_TIMEOUT", &c.Server.ReadBodyIdleTimeout},
+	} {
+		if v := getenv(d.name); v != "" {
+			t, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a duration (e.g. 30s, 5m)", d.name, v)
+			}
+			*d.dst = t
+		}
 	}
 	return nil
 }
@@ -225,6 +269,21 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		return fmt.Errorf("shutdown_timeout: must not be negative")
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout},
+		{"server.read_body_timeout", c.Server.ReadBodyTimeout},
+		{"server.read_body_idle_timeout", c.Server.ReadBodyIdleTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s: must be positive", d.key)
+		}
+	}
+	if c.Server.MaxBodyBytesInFlight < c.MaxBodyBytes {
+		return fmt.Errorf("server.max_body_bytes_in_flight: must be at least max_body_bytes (%d), or no body of that size could be read", c.MaxBodyBytes)
 	}
 	switch c.Log.Format {
 	case "text", "json":

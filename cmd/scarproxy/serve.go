@@ -137,6 +137,7 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
 		RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
 		RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
+		MaxBodyBytesInFlight:              cfg.Server.MaxBodyBytesInFlight,
 		Version:                           version,
 	})
 }
@@ -188,8 +189,8 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 30 * time.Second,
+		Handler:           bodyDeadlines(srv.Handler(), cfg.Server.ReadBodyTimeout, cfg.Server.ReadBodyIdleTimeout),
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -227,4 +228,60 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	return nil
+}
+
+// bodyDeadlines bounds how long a request body may take to arrive: total
+// from the handler's start (the end of the headers, which
+// ReadHeaderTimeout bounds), and idle between two reads. Both are read
+// deadlines on the connection (http.ResponseController), set before each
+// read of the body and cleared once it is read to its end, so the answer,
+// a stream may last many minutes, never runs into them. An idle deadline
+// alone would let a client trickle one byte at a time for ever; a total
+// one alone (http.Server.ReadTimeout, which also counts the headers) would
+// keep a client that went silent for all of it, so it could not be both
+// short for those and generous for a large upload on a slow link.
+func bodyDeadlines(h http.Handler, total, idle time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			b := &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: idle, end: time.Now().Add(total)}
+			// Also bounds the reading of a body the handler leaves unread,
+			// which net/http does after it to reuse the connection.
+			b.extend()
+			r.Body = b
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody sets the read deadlines of bodyDeadlines around each Read.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+	end  time.Time
+	done bool // read to its end: deadlines cleared
+}
+
+func (b *deadlineBody) extend() {
+	d := time.Now().Add(b.idle)
+	if d.After(b.end) {
+		d = b.end
+	}
+	_ = b.rc.SetReadDeadline(d) // an error means no connection to bound
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if b.done {
+		return b.ReadCloser.Read(p)
+	}
+	b.extend()
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		// Cleared only at the end: after a failure (a deadline passed, the
+		// client left) net/http may read on to drain the body, and that
+		// must stay bounded.
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
