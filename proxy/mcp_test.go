@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/scarproxy/scarproxy/guard"
@@ -401,4 +402,29 @@ func TestMCPTenancy(t *testing.T) {
 	if _, err := h.mcpConnect("/w/team-c/web/mcp", auth("key-c")); err == nil {
 		t.Fatal("key-c reached project web through the path")
 	}
+}
+
+// TestMCPWithHungStore: a tool that needs the store answers an error once
+// the store's budget is spent, instead of waiting for the store.
+func TestMCPWithHungStore(t *testing.T) {
+	st := newStuckStore(t)
+	h := newHarnessOn(t, st, "http://127.0.0.1:1", withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	cs := h.mustMCP("/mcp", nil)
+	st.stick(t)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"scar_record", map[string]any{"type": "test_failure", "message": "boom"}},
+		{"scar_guard", nil},
+		{"recall_store", map[string]any{"goal": "g", "approach": "a", "outcome": "o"}},
+	} {
+		start := time.Now()
+		toolError(t, cs, c.tool, c.args, "memory store")
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("%s took %s", c.tool, d)
+		}
+	}
+	// Recall reads the in-memory index: it still answers.
+	mustTool(t, cs, "recall_similar", map[string]any{"goal": "g"})
 }
