@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/guard"
@@ -28,28 +30,54 @@ const scopeKey = "scar.scope"
 // gateway key (its own workspace only).
 func (s *Server) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.opts.AdminToken == "" && !s.keys.enabled() {
-			return next(c)
+		k, ok := s.authorize(c.Request().Header)
+		if !ok {
+			return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
 		}
-		tok := bearer(c.Request().Header)
-		if s.opts.AdminToken != "" && tok != "" &&
-			subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) == 1 {
-			return next(c)
+		if k != nil {
+			c.Set(scopeKey, k)
 		}
-		if s.keys.enabled() {
-			if k := s.keys.lookup(tok); k != nil {
-				c.Set(scopeKey, k)
-				return next(c)
-			}
-		}
-		return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
+		return next(c)
 	}
 }
 
-// workspaceFor resolves the workspace an admin request acts on: the one
-// asked, else the configured default; a gateway key may only name its own.
-func (s *Server) workspaceFor(c echo.Context, asked string) (string, *apiError) {
+// authorize checks the credentials of a memory API or MCP request. With
+// neither an admin token nor gateway keys configured, every request passes
+// (serve refuses that on an address other than loopback unless admin.open
+// says so). Otherwise the admin token passes for every workspace (k nil)
+// and a gateway key for its own workspace only (k is the key).
+func (s *Server) authorize(h http.Header) (k *GatewayKey, ok bool) {
+	if s.opts.AdminToken == "" && !s.keys.enabled() {
+		return nil, true
+	}
+	tok := bearer(h)
+	if s.opts.AdminToken != "" && tok != "" &&
+		subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) == 1 {
+		return nil, true
+	}
+	if s.keys.enabled() {
+		if k := s.keys.lookup(tok); k != nil {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// scopeOf returns the gateway key an admin request is limited to, or nil
+// (the admin token, or an open memory API).
+func scopeOf(c echo.Context) *GatewayKey {
 	k, _ := c.Get(scopeKey).(*GatewayKey)
+	return k
+}
+
+// workspaceFor resolves the workspace an admin request acts on.
+func (s *Server) workspaceFor(c echo.Context, asked string) (string, *apiError) {
+	return s.scopedWorkspace(scopeOf(c), asked)
+}
+
+// scopedWorkspace resolves the workspace a memory call acts on: the one
+// asked, else the configured default; a gateway key k may only name its own.
+func (s *Server) scopedWorkspace(k *GatewayKey, asked string) (string, *apiError) {
 	if k == nil {
 		if asked == "" {
 			asked = s.opts.DefaultWorkspace
@@ -65,11 +93,11 @@ func (s *Server) workspaceFor(c echo.Context, asked string) (string, *apiError) 
 	return k.Workspace, nil
 }
 
-// projectScope checks a project named by an admin request against a
-// gateway key's allow-list. A key limited to some projects may not use
-// workspace-wide solutions (project ""): they reach every project's recall.
-func projectScope(c echo.Context, project string) *apiError {
-	k, _ := c.Get(scopeKey).(*GatewayKey)
+// projectScope checks a project named by a memory call against the
+// allow-list of its gateway key k (nil: none). A key limited to some
+// projects may not use workspace-wide solutions (project ""): they reach
+// every project's recall.
+func projectScope(k *GatewayKey, project string) *apiError {
 	if k == nil || len(k.Projects) == 0 || (project != "" && projectAllowed(k, project)) {
 		return nil
 	}
@@ -80,13 +108,19 @@ func projectScope(c echo.Context, project string) *apiError {
 	return &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + quoteName(name) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
 }
 
-// tenantFor resolves (workspace, project) for an admin request; unless
-// required, either defaults to the configured one.
+// tenantFor resolves (workspace, project) for an admin request.
 func (s *Server) tenantFor(c echo.Context, workspace, project string, required bool) (Tenant, *apiError) {
-	if required && (workspace == "" && c.Get(scopeKey) == nil || project == "") {
+	return s.scopedTenant(scopeOf(c), workspace, project, required)
+}
+
+// scopedTenant resolves (workspace, project) for a memory call of gateway
+// key k (nil: none); unless required, either defaults to the configured
+// one (a key's workspace is its own).
+func (s *Server) scopedTenant(k *GatewayKey, workspace, project string, required bool) (Tenant, *apiError) {
+	if required && (workspace == "" && k == nil || project == "") {
 		return Tenant{}, errBadRequest("workspace and project are required")
 	}
-	ws, aerr := s.workspaceFor(c, workspace)
+	ws, aerr := s.scopedWorkspace(k, workspace)
 	if aerr != nil {
 		return Tenant{}, aerr
 	}
@@ -96,7 +130,7 @@ func (s *Server) tenantFor(c echo.Context, workspace, project string, required b
 	if err := ValidName(project); err != nil {
 		return Tenant{}, errBadRequest("project: " + err.Error())
 	}
-	if k, _ := c.Get(scopeKey).(*GatewayKey); k != nil && !projectAllowed(k, project) {
+	if k != nil && !projectAllowed(k, project) {
 		return Tenant{}, &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + quoteName(project) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
 	}
 	return Tenant{Workspace: ws, Project: project}, nil
@@ -132,15 +166,66 @@ func (s *Server) decodeJSON(c echo.Context, v any) *apiError {
 }
 
 type incidentIn struct {
-	Workspace  string `json:"workspace"`
-	Project    string `json:"project"`
-	Session    string `json:"session"`
-	Type       string `json:"type"`
-	Agent      string `json:"agent"`
-	Provider   string `json:"provider"`
-	Model      string `json:"model"`
-	StatusCode int    `json:"status_code"`
-	Message    string `json:"message"`
+	Workspace  string     `json:"workspace"`
+	Project    string     `json:"project"`
+	Session    string     `json:"session"`
+	Type       string     `json:"type"`
+	Agent      string     `json:"agent"`
+	Provider   string     `json:"provider"`
+	Model      string     `json:"model"`
+	StatusCode statusCode `json:"status_code"`
+	Code       string     `json:"code"`
+	Message    string     `json:"message"`
+}
+
+// statusCode is the status_code of a posted incident: an HTTP status, as
+// a number or a string of digits. Any other string is an error code (the
+// original failure-memory library passed Node's error.code, such as
+// "ECONNRESET", as the status) and becomes the incident's code.
+type statusCode struct {
+	status int
+	code   string
+}
+
+func (sc *statusCode) UnmarshalJSON(b []byte) error {
+	*sc = statusCode{}
+	if string(b) == "null" {
+		return nil
+	}
+	var str string
+	if err := json.Unmarshal(b, &str); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(str)); err == nil {
+			sc.status = n
+		} else {
+			sc.code = str
+		}
+		return nil
+	}
+	if err := json.Unmarshal(b, &sc.status); err != nil {
+		return errors.New("status_code: must be an HTTP status or an error code string")
+	}
+	return nil
+}
+
+// maxCodeRunes caps an incident's code.
+const maxCodeRunes = 64
+
+// incidentCode returns the code of a posted incident, from code or from a
+// status_code that is not a number.
+func incidentCode(in *incidentIn) (string, *apiError) {
+	code, alt := strings.TrimSpace(in.Code), strings.TrimSpace(in.StatusCode.code)
+	switch {
+	case code == "":
+		code = alt
+	case alt != "" && alt != code:
+		return "", errBadRequest("code: differs from the code given as status_code")
+	}
+	if utf8.RuneCountInString(code) > maxCodeRunes || strings.IndexFunc(code, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
+	}) >= 0 {
+		return "", errBadRequest(fmt.Sprintf("code: must be at most %d characters without spaces (e.g. ECONNRESET)", maxCodeRunes))
+	}
+	return code, nil
 }
 
 func (s *Server) postIncident(c echo.Context) error {
@@ -148,36 +233,52 @@ func (s *Server) postIncident(c echo.Context) error {
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
 		return writeError(c, aerr)
 	}
-	t, aerr := s.tenantFor(c, in.Workspace, in.Project, false)
+	inc, aerr := s.recordIncident(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
+	return c.JSON(http.StatusCreated, inc)
+}
+
+// recordIncident validates and stores an incident posted by gateway key k
+// (nil: none), through the memory API or the scar_record tool.
+func (s *Server) recordIncident(ctx context.Context, k *GatewayKey, in *incidentIn) (*store.Incident, *apiError) {
+	t, aerr := s.scopedTenant(k, in.Workspace, in.Project, false)
+	if aerr != nil {
+		return nil, aerr
+	}
+	status := in.StatusCode.status
 	switch {
 	case strings.TrimSpace(in.Message) == "":
-		return writeError(c, errBadRequest("message: required"))
+		return nil, errBadRequest("message: required")
 	case in.Type == "":
-		return writeError(c, errBadRequest("type: required (e.g. test_failure, lint_error, tool_error)"))
+		return nil, errBadRequest("type: required (e.g. test_failure, lint_error, tool_error)")
 	case ValidName(in.Type) != nil:
-		return writeError(c, errBadRequest("type: "+ValidName(in.Type).Error()))
-	case in.StatusCode != 0 && (in.StatusCode < 100 || in.StatusCode > 599):
-		return writeError(c, errBadRequest("status_code: must be an HTTP status (100-599) or omitted"))
+		return nil, errBadRequest("type: " + ValidName(in.Type).Error())
+	case status != 0 && (status < 100 || status > 599):
+		return nil, errBadRequest("status_code: must be an HTTP status (100-599), an error code string, or omitted")
+	}
+	code, aerr := incidentCode(in)
+	if aerr != nil {
+		return nil, aerr
 	}
 	for _, f := range []struct{ name, v string }{{"session", in.Session}, {"agent", in.Agent}} {
 		if f.v != "" {
 			if err := ValidName(f.v); err != nil {
-				return writeError(c, errBadRequest(f.name+": "+err.Error()))
+				return nil, errBadRequest(f.name + ": " + err.Error())
 			}
 		}
 	}
 	t.Session, t.Agent = in.Session, in.Agent
-	inc := s.incident(t, in.Model, in.Provider, in.Type, in.StatusCode, in.Message, s.opts.Now())
-	ctx, cancel := s.adminStoreCtx(c)
+	inc := s.incident(t, in.Model, in.Provider, in.Type, status, in.Message, s.opts.Now())
+	inc.Code = code
+	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := s.store.AddIncident(ctx, inc); err != nil {
-		return s.storeError(c, "add_incident", err)
+	if err := s.store.AddIncident(sctx, inc); err != nil {
+		return nil, s.storeAPIError(ctx, "add_incident", err)
 	}
 	s.countIncident(inc)
-	return c.JSON(http.StatusCreated, inc)
+	return inc, nil
 }
 
 func (s *Server) listIncidents(c echo.Context) error {
@@ -231,20 +332,66 @@ type guardView struct {
 
 func (s *Server) guardPreview(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	v, aerr := s.previewGuard(c.Request().Context(), scopeOf(c), q.Get("workspace"), q.Get("project"), q.Get("session"))
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	return c.JSON(http.StatusOK, v)
+}
+
+// previewGuard returns the guard the next request of a conversation
+// (session; "" for a request of none) of a tenant would get.
+func (s *Server) previewGuard(ctx context.Context, k *GatewayKey, workspace, project, session string) (guardView, *apiError) {
+	t, aerr := s.scopedTenant(k, workspace, project, false)
+	if aerr != nil {
+		return guardView{}, aerr
+	}
+	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
-	entries, block, err := s.guardEntries(ctx, t.Workspace, t.Project, q.Get("session"), s.opts.Now())
+	entries, block, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
 	if err != nil {
-		return s.storeError(c, "list_incidents", err)
+		return guardView{}, s.storeAPIError(ctx, "list_incidents", err)
 	}
 	if entries == nil {
 		entries = []guard.Entry{}
 	}
-	return c.JSON(http.StatusOK, guardView{Patterns: entries, Block: block.Text})
+	return guardView{Patterns: entries, Block: block.Text}, nil
+}
+
+// patternView is one failure pattern the guard runs.
+type patternView struct {
+	Label       string   `json:"label"`
+	Regex       string   `json:"regex,omitempty"`
+	Exclude     string   `json:"exclude,omitempty"`
+	StatusCodes []int    `json:"status_codes,omitempty"`
+	Types       []string `json:"types,omitempty"`
+	Fix         string   `json:"fix"`
+	Builtin     bool     `json:"builtin"`
+}
+
+// patternsView is the guard's pattern bank and the rule that turns
+// incidents into guard entries.
+type patternsView struct {
+	Patterns   []patternView `json:"patterns"`
+	MinRepeats int           `json:"min_repeats"`
+	Window     string        `json:"window"`
+}
+
+// activePatterns lists the enabled patterns in the order they are tried.
+// Regexes are matched case-insensitively.
+func (s *Server) activePatterns() patternsView {
+	cfg := s.guard.Config()
+	pats := s.guard.Patterns()
+	out := patternsView{Patterns: make([]patternView, len(pats)), MinRepeats: cfg.MinRepeats, Window: cfg.Window.String()}
+	for i, p := range pats {
+		out.Patterns[i] = patternView{Label: p.Name, Regex: p.Regex, Exclude: p.Exclude, StatusCodes: p.StatusCodes,
+			Types: p.Types, Fix: p.Fix, Builtin: guard.IsBuiltin(p.Name)}
+	}
+	return out
+}
+
+func (s *Server) listPatterns(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.activePatterns())
 }
 
 // solutionIn is the body of POST /scar/v1/solutions. Confidence is a raw
@@ -277,26 +424,6 @@ func (s *Server) postSolution(c echo.Context) error {
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
 		return writeError(c, aerr)
 	}
-	ws, aerr := s.workspaceFor(c, in.Workspace)
-	if aerr != nil {
-		return writeError(c, aerr)
-	}
-	if in.Project != "" {
-		if err := ValidName(in.Project); err != nil {
-			return writeError(c, errBadRequest("project: "+err.Error()))
-		}
-	}
-	if aerr := projectScope(c, in.Project); aerr != nil {
-		return writeError(c, aerr)
-	}
-	for _, f := range []struct{ name, v string }{{"goal", in.Goal}, {"approach", in.Approach}, {"outcome", in.Outcome}} {
-		if strings.TrimSpace(f.v) == "" {
-			return writeError(c, errBadRequest(f.name+": required"))
-		}
-		if len(f.v) > 16<<10 {
-			return writeError(c, errBadRequest(f.name+": longer than 16 KiB"))
-		}
-	}
 	if len(in.Confidence) == 0 || string(in.Confidence) == "null" {
 		return writeError(c, errBadRequest("confidence: required, a number in [0,1]"))
 	}
@@ -304,9 +431,47 @@ func (s *Server) postSolution(c echo.Context) error {
 	if err := json.Unmarshal(in.Confidence, &raw); err != nil {
 		return writeError(c, errBadRequest("confidence: must be a number in [0,1]"))
 	}
-	conf, err := ParseConfidence(raw)
+	sol, created, aerr := s.storeSolution(c.Request().Context(), scopeOf(c), store.Solution{
+		Workspace: in.Workspace, Project: in.Project, Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: raw,
+	})
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	return c.JSON(status, sol)
+}
+
+// storeSolution validates and stores a solution given by gateway key k
+// (nil: none) through the memory API or the recall_store tool: in.Workspace
+// as asked, in.Confidence as given (see ParseConfidence). It reports
+// whether the solution is new (false: the same goal was updated).
+func (s *Server) storeSolution(ctx context.Context, k *GatewayKey, in store.Solution) (store.Solution, bool, *apiError) {
+	ws, aerr := s.scopedWorkspace(k, in.Workspace)
+	if aerr != nil {
+		return store.Solution{}, false, aerr
+	}
+	if in.Project != "" {
+		if err := ValidName(in.Project); err != nil {
+			return store.Solution{}, false, errBadRequest("project: " + err.Error())
+		}
+	}
+	if aerr := projectScope(k, in.Project); aerr != nil {
+		return store.Solution{}, false, aerr
+	}
+	for _, f := range []struct{ name, v string }{{"goal", in.Goal}, {"approach", in.Approach}, {"outcome", in.Outcome}} {
+		if strings.TrimSpace(f.v) == "" {
+			return store.Solution{}, false, errBadRequest(f.name + ": required")
+		}
+		if len(f.v) > 16<<10 {
+			return store.Solution{}, false, errBadRequest(f.name + ": longer than 16 KiB")
+		}
+	}
+	conf, err := ParseConfidence(in.Confidence)
 	if err != nil {
-		return writeError(c, errBadRequest(err.Error()))
+		return store.Solution{}, false, errBadRequest(err.Error())
 	}
 	now := s.opts.Now()
 	sol := store.Solution{
@@ -317,19 +482,15 @@ func (s *Server) postSolution(c echo.Context) error {
 	// Secrets never reach the store, nor the key derived from the goal.
 	redactSolution(&sol)
 	sol.Key = recall.GoalKey(sol.Goal)
-	ctx, cancel := s.adminStoreCtx(c)
+	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := s.store.PutSolution(ctx, &sol); err != nil {
-		return s.storeError(c, "put_solution", err)
+	if err := s.store.PutSolution(sctx, &sol); err != nil {
+		return store.Solution{}, false, s.storeAPIError(ctx, "put_solution", err)
 	}
-	if err := s.syncIndexWithin(ctx); err != nil {
+	if err := s.syncIndexWithin(sctx); err != nil {
 		s.log.Warn("recall index sync after write failed", "err", err)
 	}
-	status := http.StatusCreated
-	if !sol.Created.Equal(sol.Updated) {
-		status = http.StatusOK
-	}
-	return c.JSON(status, sol)
+	return sol, sol.Created.Equal(sol.Updated), nil
 }
 
 func (s *Server) listSolutions(c echo.Context) error {
@@ -345,7 +506,7 @@ func (s *Server) listSolutions(c echo.Context) error {
 	}
 	visible := make([]store.Solution, 0, len(sols))
 	for _, sol := range sols {
-		if sol.Project == "" || projectScope(c, sol.Project) == nil {
+		if sol.Project == "" || projectScope(scopeOf(c), sol.Project) == nil {
 			visible = append(visible, sol)
 		}
 	}
@@ -362,7 +523,7 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	defer cancel()
 	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
-		if aerr := projectScope(c, sol.Project); aerr != nil {
+		if aerr := projectScope(scopeOf(c), sol.Project); aerr != nil {
 			return writeError(c, aerr)
 		}
 		err = s.store.DeleteSolution(ctx, ws, sol.ID)
@@ -379,46 +540,144 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// recallView is the recall preview of one goal.
+// recallView is the recall preview of one goal. Below, when asked for,
+// holds the best solutions under the threshold (near misses) with their
+// similarity.
 type recallView struct {
-	Matches []recall.Match `json:"matches"`
-	Block   string         `json:"block"`
+	Matches       []recall.Match `json:"matches"`
+	Block         string         `json:"block"`
+	MinSimilarity float64        `json:"min_similarity"`
+	Below         []recall.Match `json:"below,omitzero"`
+}
+
+// recallQuery is a recall asked through the memory API or MCP.
+type recallQuery struct {
+	Workspace, Project, Goal string
+	// K is the number of matches wanted, 1..5; 0 means recall.max_results.
+	K int
+	// MinSimilarity, in [0,1], overrides recall.min_similarity when set.
+	MinSimilarity *float64
+	// IncludeBelow asks for the near misses.
+	IncludeBelow bool
 }
 
 func (s *Server) recallPreview(c echo.Context) error {
 	q := c.QueryParams()
-	ws, aerr := s.workspaceFor(c, q.Get("workspace"))
-	if aerr != nil {
-		return writeError(c, aerr)
-	}
-	goal := strings.TrimSpace(q.Get("goal"))
-	if goal == "" {
-		return writeError(c, errBadRequest("goal: required"))
-	}
-	k := s.recall.MaxResults
+	rq := recallQuery{Workspace: q.Get("workspace"), Project: q.Get("project"), Goal: q.Get("goal")}
 	if v := q.Get("k"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5 {
 			return writeError(c, errBadRequest("k: must be a number from 1 to 5"))
 		}
-		k = n
+		rq.K = n
 	}
-	if key, _ := c.Get(scopeKey).(*GatewayKey); key != nil && len(key.Projects) > 0 {
-		if aerr := projectScope(c, q.Get("project")); aerr != nil {
-			return writeError(c, aerr)
+	if v := q.Get("min_similarity"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return writeError(c, errBadRequest("min_similarity: must be a number in [0,1]"))
+		}
+		rq.MinSimilarity = &f
+	}
+	if v := q.Get("include_below"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return writeError(c, errBadRequest("include_below: must be true or false"))
+		}
+		rq.IncludeBelow = b
+	}
+	v, aerr := s.searchRecall(scopeOf(c), rq)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// searchRecall answers a recall asked by gateway key k (nil: none). The
+// near misses are the solutions under the threshold among the five most
+// similar, at most q.K of them.
+func (s *Server) searchRecall(k *GatewayKey, q recallQuery) (recallView, *apiError) {
+	ws, aerr := s.scopedWorkspace(k, q.Workspace)
+	if aerr != nil {
+		return recallView{}, aerr
+	}
+	goal := strings.TrimSpace(q.Goal)
+	if goal == "" {
+		return recallView{}, errBadRequest("goal: required")
+	}
+	n := s.recall.MaxResults
+	if q.K != 0 {
+		if q.K < 1 || q.K > 5 {
+			return recallView{}, errBadRequest("k: must be a number from 1 to 5")
+		}
+		n = q.K
+	}
+	minSim := s.recall.MinSimilarity
+	if q.MinSimilarity != nil {
+		if m := *q.MinSimilarity; !(m >= 0 && m <= 1) {
+			return recallView{}, errBadRequest("min_similarity: must be a number in [0,1]")
+		}
+		minSim = *q.MinSimilarity
+	}
+	if k != nil && len(k.Projects) > 0 {
+		if aerr := projectScope(k, q.Project); aerr != nil {
+			return recallView{}, aerr
 		}
 	}
-	matches := s.index.Search(recall.Query{Workspace: ws, Project: q.Get("project"), Goal: goal, K: k, MinSimilarity: s.recall.MinSimilarity})
+	rq := recall.Query{Workspace: ws, Project: q.Project, Goal: goal, K: n, MinSimilarity: minSim}
+	matches := s.index.Search(rq)
 	if matches == nil {
 		matches = []recall.Match{}
 	}
-	return c.JSON(http.StatusOK, recallView{Matches: matches, Block: recall.Block(matches)})
+	v := recallView{Matches: matches, Block: recall.Block(matches), MinSimilarity: minSim}
+	if q.IncludeBelow {
+		v.Below = []recall.Match{}
+		rq.K, rq.MinSimilarity = 5, 0
+		for _, m := range s.index.Search(rq) {
+			if m.Similarity < minSim && len(v.Below) < n {
+				v.Below = append(v.Below, m)
+			}
+		}
+	}
+	return v, nil
+}
+
+// deleteSolutions removes every solution of one workspace: the admin
+// token names it, a gateway key may name its own (or none). A key limited
+// to some projects may not: the workspace holds other projects' solutions.
+func (s *Server) deleteSolutions(c echo.Context) error {
+	k, asked := scopeOf(c), c.QueryParam("workspace")
+	if asked == "" && k == nil {
+		return writeError(c, errBadRequest("workspace: required (every solution of that workspace is deleted)"))
+	}
+	ws, aerr := s.scopedWorkspace(k, asked)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	if aerr := projectScope(k, ""); aerr != nil {
+		return writeError(c, aerr)
+	}
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	n, err := s.store.DeleteSolutions(ctx, ws)
+	if err != nil {
+		return s.storeError(c, "delete_solutions", err)
+	}
+	if err := s.syncIndexWithin(ctx); err != nil {
+		s.log.Warn("recall index sync after delete failed", "err", err)
+	}
+	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
 }
 
 // adminStoreCtx bounds the store calls of one memory API request by
 // StoreTimeout in all: a store that hangs gets a 503, not a hung client.
 func (s *Server) adminStoreCtx(c echo.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Request().Context(), s.opts.StoreTimeout)
+	return s.memoryStoreCtx(c.Request().Context())
+}
+
+// memoryStoreCtx bounds the store calls of one memory call (a memory API
+// request, an MCP tool call) by StoreTimeout in all.
+func (s *Server) memoryStoreCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.StoreTimeout)
 }
 
 // syncIndexWithin is syncIndex for a caller that must not wait past ctx:
@@ -439,12 +698,19 @@ func (s *Server) syncIndexWithin(ctx context.Context) error {
 
 // storeError answers a failed store call of the memory API.
 func (s *Server) storeError(c echo.Context, op string, err error) error {
-	s.storeFailed(c.Request().Context(), op, err)
+	return writeError(c, s.storeAPIError(c.Request().Context(), op, err))
+}
+
+// storeAPIError records a failed store call of the memory API or MCP
+// (ctx: the caller's, not the store calls' bounded one) and returns what
+// to answer.
+func (s *Server) storeAPIError(ctx context.Context, op string, err error) *apiError {
+	s.storeFailed(ctx, op, err)
 	switch {
 	case errors.Is(err, store.ErrInvalid):
-		return writeError(c, errBadRequest("invalid record"))
+		return errBadRequest("invalid record")
 	case errors.Is(err, context.DeadlineExceeded):
-		return writeError(c, &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"})
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"}
 	}
-	return writeError(c, &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"})
+	return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"}
 }

@@ -142,6 +142,13 @@ func (s *stuckStore) DeleteSolution(ctx context.Context, workspace, id string) e
 	return s.Store.DeleteSolution(ctx, workspace, id)
 }
 
+func (s *stuckStore) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
+	if err := s.wait(ctx, "DeleteSolutions"); err != nil {
+		return 0, err
+	}
+	return s.Store.DeleteSolutions(ctx, workspace)
+}
+
 func (s *stuckStore) SolutionChanges(ctx context.Context, after int64, limit int) ([]store.SolutionChange, int64, error) {
 	if err := s.wait(ctx, "SolutionChanges"); err != nil {
 		return nil, after, err
@@ -243,6 +250,7 @@ func TestMemoryAPIWithHungStore(t *testing.T) {
 		{"POST", "/scar/v1/solutions", `{"goal":"g","approach":"a","outcome":"o","confidence":0.5}`},
 		{"GET", "/scar/v1/solutions", ""},
 		{"DELETE", "/scar/v1/solutions/" + sol.ID, ""},
+		{"DELETE", "/scar/v1/solutions?workspace=default", ""},
 	} {
 		res, b := h.doBounded(c.method, c.path, c.body)
 		assertOpenAIError(t, res, b, http.StatusServiceUnavailable)

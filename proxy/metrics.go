@@ -21,6 +21,7 @@ type metrics struct {
 	fallbacks                     *prometheus.CounterVec
 	degraded                      prometheus.Counter
 	captureSkipped                prometheus.Counter
+	mcpCalls                      *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -65,10 +66,14 @@ func newMetrics() *metrics {
 		Name: "scarproxy_captures_refused_total",
 		Help: "Final answers not captured as solutions because a tool's latest result had failed.",
 	})
+	m.mcpCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scarproxy_mcp_calls_total",
+		Help: "MCP tool calls, by tool and outcome (ok, error).",
+	}, []string{"tool", "outcome"})
 	m.injectedGuard = m.injected.WithLabelValues("guard")
 	m.injectedRecall = m.injected.WithLabelValues("recall")
 	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.incidents, m.injected,
-		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped,
+		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped, m.mcpCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,7 +1,8 @@
 // Package proxy is scarproxy's HTTP server: routes, tenant resolution, the
 // request pipeline that rewrites outgoing requests (guard and recall
 // blocks) and observes the provider's answers (incidents, auto-captured
-// solutions), and the memory API under /scar/v1.
+// solutions), and the memory API under /scar/v1, whose calls are also MCP
+// tools at /mcp (mcp.go).
 //
 // # Request path
 //
@@ -126,6 +127,8 @@ type Options struct {
 	// once, across requests; a request whose body would pass it gets 503
 	// with Retry-After. Default DefaultMaxBodyBytesInFlight (256 MiB).
 	MaxBodyBytesInFlight int64
+	// Version is the version the MCP server reports. Default "dev".
+	Version string
 }
 
 // Server is the proxy. Build it with [New], serve [Server.Handler], run
@@ -147,6 +150,7 @@ type Server struct {
 	// remember conversations between turns.
 	chat, responses, messages wire.Format
 	echo                      *echo.Echo
+	mcpHTTP                   http.Handler // the MCP streamable HTTP transport
 
 	guardCache   *guardCache
 	recallCache  *recallCache
@@ -242,6 +246,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.syncIndex(ctx); err != nil {
 		s.log.Warn("recall index not loaded; will retry", "err", err)
 	}
+	s.mcpHTTP = s.mcpHTTPHandler()
 	s.echo = s.routes()
 	return s, nil
 }
@@ -352,10 +357,16 @@ func (s *Server) routes() *echo.Echo {
 	a.GET("/incidents", s.listIncidents)
 	a.DELETE("/incidents", s.deleteIncidents)
 	a.GET("/guard", s.guardPreview)
+	a.GET("/patterns", s.listPatterns)
 	a.POST("/solutions", s.postSolution)
 	a.GET("/solutions", s.listSolutions)
+	a.DELETE("/solutions", s.deleteSolutions)
 	a.DELETE("/solutions/:id", s.deleteSolution)
 	a.GET("/recall", s.recallPreview)
+
+	// MCP (streamable HTTP); the handler checks the memory API's credentials.
+	e.Any("/mcp", s.serveMCP)
+	e.Any("/w/:workspace/:project/mcp", s.serveMCP)
 	return e
 }
 
@@ -381,7 +392,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 const rootText = `scarproxy: a reverse proxy for LLM APIs that remembers failures and solutions.
 APIs: POST /v1/chat/completions (OpenAI Chat), POST /v1/responses (OpenAI Responses),
 POST /v1/messages (Anthropic Messages); every other /v1/* path is passed through.
-Per project: /w/{workspace}/{project}/v1/...  Memory: /scar/v1/...  Health: /healthz, /readyz.
+Per project: /w/{workspace}/{project}/v1/...  Memory: /scar/v1/...  MCP: /mcp  Health: /healthz, /readyz.
 `
 
 func (s *Server) root(c echo.Context) error {

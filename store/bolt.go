@@ -692,6 +692,45 @@ func (b *Bolt) SolutionChanges(ctx context.Context, after int64, limit int) ([]S
 	return out, last, nil
 }
 
+// DeleteSolutions removes the workspace's solutions, each recorded as a
+// deletion in the change feed, and then the workspace's buckets, in one
+// transaction; see [Store].
+func (b *Bolt) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
+	workspace = cleanText(workspace)
+	n := 0
+	err := b.update(ctx, "delete solutions", func(tx *bolt.Tx) error {
+		n = 0
+		ids := solutionIDs(tx, workspace)
+		if ids == nil {
+			return nil
+		}
+		feed := tx.Bucket(bktFeed)
+		err := ids.ForEach(func(id, v []byte) error {
+			_, oldSeq, err := decodeSolution(v)
+			if err != nil {
+				return fmt.Errorf("solution %s: %w", id, err)
+			}
+			if err := feed.Delete(seqKey(oldSeq)); err != nil {
+				return err
+			}
+			seq, err := feed.NextSequence()
+			if err != nil {
+				return err
+			}
+			n++
+			return feed.Put(seqKey(seq), feedEntry(true, workspace, string(id)))
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bktSolutions).DeleteBucket([]byte(workspace))
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // tenant holds the buckets of one (workspace, project).
 type tenant struct {
 	b, i, s, d, dt *bolt.Bucket

@@ -177,17 +177,39 @@ func TestIncidentCodec(t *testing.T) {
 		{"before 1970", Incident{Time: time.Date(1900, 1, 1, 0, 0, 0, 1000, time.UTC), Message: "old"}},
 		{"negative status and unicode", Incident{Time: time.UnixMicro(1).UTC(), StatusCode: -1, Message: "é\x00✓"}},
 		{"long message", Incident{Time: time.UnixMicro(5).UTC(), Message: strings.Repeat("m", 70000)}},
+		{"code", Incident{ID: "id", Time: time.UnixMicro(9).UTC(), Workspace: "w", Project: "p", Type: "network_error",
+			Code: "ECONNRESET", Message: "socket hang up"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			b := appendIncident(nil, &tt.inc)
+			// Records without a code keep the version 1 bytes files
+			// written before codes existed hold.
+			if want := byte(incidentCodecV1); tt.inc.Code != "" && b[0] != incidentCodecV2 || tt.inc.Code == "" && b[0] != want {
+				t.Fatalf("version byte %d for code %q", b[0], tt.inc.Code)
+			}
 			var got Incident
-			if err := decodeIncident(appendIncident(nil, &tt.inc), &got); err != nil {
+			if err := decodeIncident(b, &got); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tt.inc) {
 				t.Fatalf("round trip:\n got %+v\nwant %+v", got, tt.inc)
 			}
 		})
+	}
+}
+
+// TestDecodeIncidentVersion1 decodes a record as the first version of the
+// codec wrote it, byte for byte.
+func TestDecodeIncidentVersion1(t *testing.T) {
+	b := []byte{1, 2, 'i', 'd', 1, 'w', 1, 'p', 0, 0, 0, 0, 4, 't', 'y', 'p', 'e', 3, 'm', 's', 'g', 0, 14, 0xa6, 0x07}
+	var got Incident
+	if err := decodeIncident(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := Incident{ID: "id", Workspace: "w", Project: "p", Type: "type", Message: "msg", Time: time.UnixMicro(7).UTC(), StatusCode: 467}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -203,6 +225,8 @@ func TestDecodeIncidentCorrupt(t *testing.T) {
 		{"trailing bytes", append(append([]byte{}, good...), 0)},
 		{"length past end", []byte{incidentCodecV1, 0x7f}},
 		{"huge length", []byte{incidentCodecV1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+		{"version 2 without code", append(append([]byte{incidentCodecV2}, good[1:]...), 0)},
+		{"version 2 missing code", append([]byte{incidentCodecV2}, good[1:]...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,6 +243,7 @@ func TestDecodeIncidentCorrupt(t *testing.T) {
 func FuzzDecodeIncident(f *testing.F) {
 	f.Add(appendIncident(nil, &Incident{ID: "id", Time: time.UnixMicro(1).UTC(), Workspace: "w", Project: "p", Message: "m", StatusCode: 500}))
 	f.Add([]byte{incidentCodecV1})
+	f.Add(appendIncident(nil, &Incident{ID: "id", Time: time.UnixMicro(2).UTC(), Type: "t", Code: "ENOENT", Message: "m"}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var inc Incident

@@ -18,15 +18,27 @@ import (
 //	        Message, Fingerprint   (each: uvarint length, then the bytes)
 //	varint  Time as Unix microseconds
 //	varint  StatusCode
+//
+// Version 2 is version 1 (with version byte 2) followed by one more
+// string, Code. An incident without a Code is written in version 1, so
+// records written before Code existed and records without one are the
+// same bytes, and both versions are read.
 
-const incidentCodecV1 = 1
+const (
+	incidentCodecV1 = 1
+	incidentCodecV2 = 2
+)
 
 // errCorrupt is returned when a stored record cannot be decoded.
 var errCorrupt = errors.New("store: corrupt record")
 
 // appendIncident appends the encoding of inc to b.
 func appendIncident(b []byte, inc *Incident) []byte {
-	b = append(b, incidentCodecV1)
+	version := byte(incidentCodecV1)
+	if inc.Code != "" {
+		version = incidentCodecV2
+	}
+	b = append(b, version)
 	for _, s := range [...]string{inc.ID, inc.Workspace, inc.Project, inc.Session, inc.Agent,
 		inc.Provider, inc.Model, inc.Type, inc.Message, inc.Fingerprint} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -34,6 +46,10 @@ func appendIncident(b []byte, inc *Incident) []byte {
 	}
 	b = binary.AppendVarint(b, inc.Time.UnixMicro())
 	b = binary.AppendVarint(b, int64(inc.StatusCode))
+	if version == incidentCodecV2 {
+		b = binary.AppendUvarint(b, uint64(len(inc.Code)))
+		b = append(b, inc.Code...)
+	}
 	return b
 }
 
@@ -41,7 +57,7 @@ func appendIncident(b []byte, inc *Incident) []byte {
 // errCorrupt, never panics, on malformed input. The strings of inc share
 // one allocation: a copy of b.
 func decodeIncident(b []byte, inc *Incident) error {
-	if len(b) == 0 || b[0] != incidentCodecV1 {
+	if len(b) == 0 || b[0] != incidentCodecV1 && b[0] != incidentCodecV2 {
 		return errCorrupt
 	}
 	d := decoder{b: b, s: string(b), off: 1}
@@ -51,6 +67,13 @@ func decodeIncident(b []byte, inc *Incident) error {
 	}
 	inc.Time = time.UnixMicro(d.varint()).UTC()
 	inc.StatusCode = int(d.varint())
+	inc.Code = ""
+	if b[0] == incidentCodecV2 {
+		// Version 2 always has a Code: an empty one is written as version 1.
+		if inc.Code = d.string(); inc.Code == "" {
+			d.bad = true
+		}
+	}
 	if d.bad || d.off != len(b) {
 		return errCorrupt
 	}

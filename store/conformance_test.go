@@ -532,13 +532,13 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		inc := Incident{
 			Time: testEpoch, Workspace: ws, Project: proj, Session: sess, Agent: odd("agent"),
 			Provider: odd("provider"), Model: odd("model"), Type: odd("type"), StatusCode: 500,
-			Message: odd("message"), Fingerprint: odd("fp"),
+			Code: odd("code"), Message: odd("message"), Fingerprint: odd("fp"),
 		}
 		mustAdd(t, s, &inc)
 		want := Incident{
 			ID: inc.ID, Time: testEpoch.Truncate(time.Microsecond), Workspace: clean("w"), Project: clean("p"),
 			Session: clean("s"), Agent: clean("agent"), Provider: clean("provider"), Model: clean("model"),
-			Type: clean("type"), StatusCode: 500, Message: clean("message"), Fingerprint: clean("fp"),
+			Type: clean("type"), StatusCode: 500, Code: clean("code"), Message: clean("message"), Fingerprint: clean("fp"),
 		}
 		if inc != want {
 			t.Fatalf("stored record:\n got %+v\nwant %+v", inc, want)
@@ -632,6 +632,74 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 		if err := s.DeleteSolution(ctx, "w", sol.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("second DeleteSolution err = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("incident code", func(t *testing.T) {
+		s := open(t)
+		with := Incident{Time: testEpoch, Workspace: "w", Project: "p", Type: "network_error", Code: "ECONNRESET", Message: "socket hang up"}
+		without := Incident{Time: testEpoch.Add(time.Minute), Workspace: "w", Project: "p", Type: TypeHTTPError, StatusCode: 503, Message: "unavailable"}
+		mustAdd(t, s, &with)
+		mustAdd(t, s, &without)
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		if len(got) != 2 || got[0] != without || got[1] != with {
+			t.Fatalf("list:\n got %+v\nwant [%+v %+v]", got, without, with)
+		}
+		once := Incident{Workspace: "w", Project: "p", Type: "tool_error", Code: "ENOENT", Message: "no such file"}
+		if ok, err := s.AddIncidentOnce(ctx, &once, "call_1"); !ok || err != nil {
+			t.Fatalf("AddIncidentOnce = %v, %v", ok, err)
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Limit: 1}); len(got) != 1 || got[0].Code != "ENOENT" {
+			t.Fatalf("code of AddIncidentOnce: %+v", got)
+		}
+	})
+
+	t.Run("delete solutions of a workspace", func(t *testing.T) {
+		s := open(t)
+		for i := range 3 {
+			mustPut(t, s, &Solution{Workspace: "w", Project: fmt.Sprint("p", i%2), Key: fmt.Sprint(i), Goal: "g"})
+		}
+		keep := Solution{Workspace: "w2", Key: "0", Goal: "g"}
+		mustPut(t, s, &keep)
+		r := newFeedReader()
+		r.readAll(t, s, 10)
+		if n, err := s.DeleteSolutions(ctx, "w"); n != 3 || err != nil {
+			t.Fatalf("DeleteSolutions = %d, %v; want 3", n, err)
+		}
+		if list, err := s.ListSolutions(ctx, "w"); err != nil || len(list) != 0 {
+			t.Fatalf("ListSolutions after DeleteSolutions = %+v, %v", list, err)
+		}
+		if list, err := s.ListSolutions(ctx, "w2"); err != nil || len(list) != 1 || list[0].ID != keep.ID {
+			t.Fatalf("another workspace's solutions: %+v, %v", list, err)
+		}
+		// A reader following the feed drops every one of them.
+		r.readAll(t, s, 10)
+		r.check(t, s, "w", "w2")
+		if n, err := s.DeleteSolutions(ctx, "w"); n != 0 || err != nil {
+			t.Fatalf("second DeleteSolutions = %d, %v; want 0", n, err)
+		}
+		if n, err := s.DeleteSolutions(ctx, "nobody"); n != 0 || err != nil {
+			t.Fatalf("DeleteSolutions(nobody) = %d, %v; want 0", n, err)
+		}
+		// The workspace takes new solutions, under the same keys.
+		again := Solution{Workspace: "w", Key: "0", Goal: "g again"}
+		mustPut(t, s, &again)
+		if list, err := s.ListSolutions(ctx, "w"); err != nil || len(list) != 1 || list[0].ID != again.ID {
+			t.Fatalf("ListSolutions after a new put = %+v, %v", list, err)
+		}
+		// Retention counts the workspace afresh: one solution, under a cap of one.
+		if n, err := s.PruneSolutions(ctx, time.Time{}, 1); n != 0 || err != nil {
+			t.Fatalf("PruneSolutions after DeleteSolutions = %d, %v; want 0", n, err)
+		}
+		mustPut(t, s, &Solution{Workspace: "w", Key: "1", Goal: "g one more"})
+		if n, err := s.PruneSolutions(ctx, time.Time{}, 1); n != 1 || err != nil {
+			t.Fatalf("PruneSolutions over the cap = %d, %v; want 1", n, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DeleteSolutions(ctx, "w"); !errors.Is(err, ErrClosed) {
+			t.Fatalf("DeleteSolutions after Close: err = %v, want ErrClosed", err)
 		}
 	})
 

@@ -244,12 +244,12 @@ func (p *Postgres) applyMigrations(ctx context.Context) ([]string, error) {
 }
 
 const insertIncident = `INSERT INTO incidents
-	(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+	(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts, code)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 func incidentArgs(r *Incident) []any {
 	return []any{r.ID, r.Workspace, r.Project, r.Session, r.Agent, r.Provider, r.Model, r.Type,
-		r.StatusCode, r.Message, r.Fingerprint, r.Time}
+		r.StatusCode, r.Message, r.Fingerprint, r.Time, r.Code}
 }
 
 // prepare validates inc and returns the record to store: Time set and
@@ -337,7 +337,7 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 	}
 	q.Workspace, q.Project, q.Session = cleanText(q.Workspace), cleanText(q.Project), cleanText(q.Session)
 	var sb strings.Builder
-	sb.WriteString(`SELECT id, ts, session, agent, provider, model, type, status_code, message, fingerprint
+	sb.WriteString(`SELECT id, ts, session, agent, provider, model, type, status_code, message, fingerprint, code
 		FROM incidents WHERE workspace = $1 AND project = $2`)
 	args := []any{q.Workspace, q.Project}
 	if q.Session != "" {
@@ -359,7 +359,7 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 	for rows.Next() {
 		inc := Incident{Workspace: q.Workspace, Project: q.Project}
 		if err := rows.Scan(&inc.ID, &inc.Time, &inc.Session, &inc.Agent, &inc.Provider, &inc.Model,
-			&inc.Type, &inc.StatusCode, &inc.Message, &inc.Fingerprint); err != nil {
+			&inc.Type, &inc.StatusCode, &inc.Message, &inc.Fingerprint, &inc.Code); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: list incidents: %w", err)
 		}
@@ -554,6 +554,30 @@ func (p *Postgres) ListSolutions(ctx context.Context, workspace string) ([]Solut
 		return nil, fmt.Errorf("store: list solutions: %w", err)
 	}
 	return out, nil
+}
+
+// DeleteSolutions removes every solution of the workspace, leaving a
+// tombstone for each, in one transaction; see [Store].
+func (p *Postgres) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
+	if err := p.use(ctx, "delete solutions"); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if err := lockSolutionWrites(ctx, tx); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `WITH doomed AS (
+				DELETE FROM solutions WHERE workspace = $1 RETURNING workspace, id)
+			INSERT INTO solution_tombstones (workspace, id)
+			SELECT workspace, id FROM doomed ORDER BY id`, cleanText(workspace))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: delete solutions: %w", err)
+	}
+	return int(n), nil
 }
 
 // DeleteSolution removes one solution of the workspace and leaves a

@@ -299,3 +299,59 @@ func BenchmarkListIncidentsPostgres(b *testing.B) {
 	}
 	benchmarkList(b, p)
 }
+
+// TestPostgresIncidentCodeMigration opens a database written before
+// incidents had a code: its rows read back with none, and new rows keep
+// theirs.
+func TestPostgresIncidentCodeMigration(t *testing.T) {
+	dsn := freshSchema(t, testPostgresDSN(t))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+		if version >= "0004_incident_code" {
+			break
+		}
+		sql, err := migrationFS.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(sql)); err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO incidents (id, workspace, project, type, status_code, message, ts)
+		VALUES ('old', 'w', 'p', 'http_error', 502, 'bad gateway', $1)`, testEpoch); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenPostgres(ctx, dsn, PostgresOptions{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	inc := Incident{Time: testEpoch.Add(time.Minute), Workspace: "w", Project: "p", Type: "network_error", Code: "ECONNRESET", Message: "socket hang up"}
+	if err := p.AddIncident(ctx, &inc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Code != "ECONNRESET" || got[1].ID != "old" || got[1].Code != "" || got[1].StatusCode != 502 {
+		t.Fatalf("incidents after migration: %+v", got)
+	}
+}

@@ -68,6 +68,7 @@ type Incident struct {
 	Model       string    `json:"model,omitempty"`
 	Type        string    `json:"type"`
 	StatusCode  int       `json:"status_code,omitempty"`
+	Code        string    `json:"code,omitempty"` // optional error code, e.g. Node's error.code "ECONNRESET"
 	Message     string    `json:"message"`
 	Fingerprint string    `json:"fingerprint,omitempty"`
 }
@@ -148,6 +149,10 @@ type Store interface {
 	GetSolution(ctx context.Context, workspace, id string) (Solution, error)
 	// ListSolutions returns the workspace's solutions, most recently updated first.
 	ListSolutions(ctx context.Context, workspace string) ([]Solution, error)
+	// DeleteSolutions removes every solution of the workspace, recording
+	// each deletion in the change feed as DeleteSolution does, and returns
+	// how many it removed (0 for a workspace without solutions).
+	DeleteSolutions(ctx context.Context, workspace string) (int, error)
 	// DeleteSolution removes one solution of the workspace, or returns ErrNotFound.
 	DeleteSolution(ctx context.Context, workspace, id string) error
 	// PruneSolutions removes the solutions that retention no longer keeps

@@ -17,7 +17,7 @@ func cleanText(s string) string {
 // cleanIncident cleans every text field of inc.
 func cleanIncident(inc *Incident) {
 	for _, f := range []*string{&inc.ID, &inc.Workspace, &inc.Project, &inc.Session, &inc.Agent,
-		&inc.Provider, &inc.Model, &inc.Type, &inc.Message, &inc.Fingerprint} {
+		&inc.Provider, &inc.Model, &inc.Type, &inc.Code, &inc.Message, &inc.Fingerprint} {
 		*f = cleanText(*f)
 	}
 }

@@ -249,7 +249,11 @@ func cmdIncidents(ctx context.Context, args []string, getenv func(string) string
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tTYPE\tSTATUS\tSESSION\tMESSAGE")
 	for _, in := range incs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", in.Time.Local().Format(time.DateTime), in.Type, in.StatusCode, in.Session, oneLine(in.Message, 80))
+		status := fmt.Sprint(in.StatusCode)
+		if in.Code != "" { // an error code such as ECONNRESET, with the status if any
+			status = strings.TrimPrefix(status+" "+in.Code, "0 ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Time.Local().Format(time.DateTime), in.Type, status, in.Session, oneLine(in.Message, 80))
 	}
 	return tw.Flush()
 }

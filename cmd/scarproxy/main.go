@@ -10,6 +10,7 @@
 //	scarproxy recall "goal text"
 //	scarproxy incidents list
 //	scarproxy guard show
+//	scarproxy mcp [--config FILE] [--workspace W] [--project P]
 //	scarproxy version
 //
 // main is thin: it calls run, which end-to-end tests call in-process.
@@ -59,10 +60,13 @@ Usage:
   scarproxy recall [--workspace W] [--project P] [-k N] "goal text"
   scarproxy incidents list [--workspace W] [--project P] [--session S] [--limit N]
   scarproxy guard show [--workspace W] [--project P] [--session S]
+  scarproxy mcp [--config FILE] [--data DIR] [--workspace W] [--project P]
   scarproxy version
 
-Store commands (solutions, recall, incidents, guard) accept --config, --data
-and the SCARPROXY_* variables like serve, and work on bbolt and PostgreSQL.
+Store commands (solutions, recall, incidents, guard, mcp) accept --config,
+--data and the SCARPROXY_* variables like serve, and work on bbolt and
+PostgreSQL. mcp serves the memory's MCP tools on stdin and stdout, for MCP
+clients that launch a command (serve has them at /mcp).
 --workspace and --project default to tenant.default_workspace and
 tenant.default_project of the configuration; without --project, recall
 searches every project and solutions add stores for the whole workspace.
@@ -87,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cmdIncidents(ctx, rest, getenv, stdout, stderr)
 	case "guard":
 		return cmdGuard(ctx, rest, getenv, stdout, stderr)
+	case "mcp":
+		return cmdMCP(ctx, rest, getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "scarproxy", version)
 		return nil

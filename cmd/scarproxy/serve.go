@@ -138,6 +138,7 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
 		RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
 		MaxBodyBytesInFlight:              cfg.Server.MaxBodyBytesInFlight,
+		Version:                           version,
 	})
 }
 

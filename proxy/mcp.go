@@ -1,0 +1,436 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// The memory as MCP tools: streamable HTTP at /mcp and
+// /w/{workspace}/{project}/mcp, and any other transport (stdio for
+// `scarproxy mcp`) through [Server.ServeMCP].
+//
+// The recall tools keep the names, arguments and result fields of the
+// success-memory library scarproxy grew from (recall_store, recall_similar,
+// recall_context, recall_info), so its users change nothing; every tool
+// runs the memory API's code (the same checks, store calls, recall index
+// and guard), with the memory API's tenancy: the admin token reaches every
+// workspace, a gateway key its own, and an open memory API (neither
+// configured) anything.
+//
+// Over HTTP the server is stateless: every POST is answered on its own,
+// with no MCP session to keep, so replicas behind a load balancer need no
+// affinity, and credentials are checked on every request.
+
+// mcpMaxBody bounds the body of one MCP request (a tool's text fields are
+// capped at 16 KiB each).
+const mcpMaxBody = 1 << 20
+
+// mcpCaller is who calls a tool and the tenant their calls default to.
+type mcpCaller struct {
+	key                         *GatewayKey // nil: the admin token, an open API, or stdio
+	workspace, project, session string      // defaults for calls that name none
+}
+
+type mcpCallerKey struct{}
+
+// mcpInstructions is sent to clients when they connect.
+const mcpInstructions = `scarproxy's memory of this workspace. Before starting a task, call recall_similar (or recall_context) with the task as goal to reuse how a similar task was solved; after solving one with a reusable approach, call recall_store. When a tool or command fails, scar_record records it; scar_guard shows the failures that repeat and their fix instructions, and scar_fixes the fix instructions for one error text.`
+
+// newMCPServer builds the MCP server whose tools act for the caller
+// callerOf returns.
+func (s *Server) newMCPServer(callerOf func(context.Context) mcpCaller) *mcp.Server {
+	version := s.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "scarproxy", Title: "scarproxy memory", Version: version},
+		&mcp.ServerOptions{Instructions: mcpInstructions})
+	t := &mcpTools{s: s, callerOf: callerOf, version: version}
+	no := new(bool)
+	addTool(t, srv, &mcp.Tool{
+		Name: "recall_store",
+		Description: "Save how a task was solved so it can be recalled later. Call this after completing a task " +
+			"with a reusable approach (goal = what, approach = how, outcome = result). The same goal (ignoring case " +
+			"and spacing) updates the stored solution instead of adding another. Secrets are redacted before storing.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: no, OpenWorldHint: no},
+	}, t.recallStore)
+	addTool(t, srv, &mcp.Tool{
+		Name: "recall_similar",
+		Description: "Find the closest prior solution for a new goal. Call this before solving, to reuse a known " +
+			"approach instead of starting from scratch. found is true when the best match reaches threshold " +
+			"(default: the server's recall.min_similarity); similarity is the best score even when it does not.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: no},
+	}, t.recallSimilar)
+	addTool(t, srv, &mcp.Tool{
+		Name: "recall_context",
+		Description: "Return a ready-to-prepend \"RECALL: Similar Task Found\" prompt block for a new goal (empty " +
+			"string if nothing similar is in memory).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: no},
+	}, t.recallContext)
+	addTool(t, srv, &mcp.Tool{
+		Name: "recall_info",
+		Description: "Lightweight introspection: returns this server's name, version, the list of available tool " +
+			"names, and the workspace, project and recall settings calls default to. Read-only; takes no arguments.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: no},
+	}, t.recallInfo)
+	addTool(t, srv, &mcp.Tool{
+		Name: "scar_record",
+		Description: "Record a failure you saw (a failing test, build, lint or command) so that scarproxy's " +
+			"repeat-failure guard can warn when it happens again. type names the kind (e.g. test_failure), " +
+			"message is the error text; code is an error code such as ECONNRESET, status_code an HTTP status.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: no, OpenWorldHint: no},
+	}, t.scarRecord)
+	addTool(t, srv, &mcp.Tool{
+		Name: "scar_guard",
+		Description: "Show the repeat-failure guard of the tenant (and of one session, when given): the failures " +
+			"that repeated, with counts and fix instructions, the guard block the next request would get, and the " +
+			"active failure patterns (labels, regexes, fix texts).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: no},
+	}, t.scarGuard)
+	addTool(t, srv, &mcp.Tool{
+		Name: "scar_fixes",
+		Description: "Fixes for an error text. Learned fixes (what ended a repeated failure before) are not " +
+			"recorded yet, so learned is always empty for now; fixes holds the fix instruction of the guard pattern " +
+			"the error matches, if any.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: no},
+	}, t.scarFixes)
+	return srv
+}
+
+// addTool registers a tool whose handler returns the memory API's errors,
+// and counts its calls.
+func addTool[In, Out any](t *mcpTools, srv *mcp.Server, tool *mcp.Tool, h func(context.Context, mcpCaller, In) (Out, *apiError)) {
+	t.names = append(t.names, tool.Name)
+	mcp.AddTool(srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		out, aerr := h(ctx, t.callerOf(ctx), in)
+		if aerr != nil {
+			t.s.metrics.mcpCalls.WithLabelValues(tool.Name, "error").Inc()
+			var zero Out
+			return nil, zero, errors.New(aerr.Message)
+		}
+		t.s.metrics.mcpCalls.WithLabelValues(tool.Name, "ok").Inc()
+		return nil, out, nil
+	})
+}
+
+// ServeMCP runs the MCP tools on transport t (such as &mcp.StdioTransport{})
+// until ctx ends or the client disconnects. Calls have full access, as the
+// store commands of the command line do: whoever runs this process owns
+// the store. Calls that name no workspace or project default to workspace
+// and project ("" for the configured defaults; with no project, recall
+// searches every project and solutions belong to the whole workspace).
+func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport, workspace, project string) error {
+	for _, f := range []struct{ name, v string }{{"workspace", workspace}, {"project", project}} {
+		if f.v != "" {
+			if err := ValidName(f.v); err != nil {
+				return errors.New("mcp: " + f.name + ": " + err.Error())
+			}
+		}
+	}
+	caller := mcpCaller{workspace: workspace, project: project}
+	return s.newMCPServer(func(context.Context) mcpCaller { return caller }).Run(ctx, t)
+}
+
+// mcpHTTPHandler serves the MCP streamable HTTP transport, statelessly,
+// with the caller that serveMCP put in the request's context.
+func (s *Server) mcpHTTPHandler() http.Handler {
+	srv := s.newMCPServer(func(ctx context.Context) mcpCaller {
+		c, _ := ctx.Value(mcpCallerKey{}).(mcpCaller)
+		return c
+	})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		Logger:              s.log,
+		MaxRequestBodyBytes: mcpMaxBody,
+		// On a loopback address the SDK refuses a Host header that is not
+		// loopback: a web page's script, through DNS rebinding, must not
+		// reach an open memory. With credentials required it could not
+		// call anything anyway, and a reverse proxy on the same host must
+		// keep its public name.
+		DisableLocalhostProtection: s.opts.AdminToken != "" || s.keys.enabled(),
+	})
+}
+
+// serveMCP answers /mcp and /w/{workspace}/{project}/mcp: the memory API's
+// credentials, then the tenant the calls default to (the path, else the
+// X-Scar-Workspace and X-Scar-Project headers; a gateway key only reaches
+// its own workspace), then the MCP transport.
+func (s *Server) serveMCP(c echo.Context) error {
+	r := c.Request()
+	k, ok := s.authorize(r.Header)
+	if !ok {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="scarproxy"`)
+		return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
+	}
+	caller := mcpCaller{
+		key:       k,
+		workspace: firstNonEmpty(c.Param("workspace"), r.Header.Get(HeaderWorkspace)),
+		project:   firstNonEmpty(c.Param("project"), r.Header.Get(HeaderProject)),
+		session:   r.Header.Get(HeaderSession),
+	}
+	if caller.workspace != "" {
+		if _, aerr := s.scopedWorkspace(k, caller.workspace); aerr != nil {
+			return writeError(c, aerr)
+		}
+	}
+	if caller.project != "" {
+		if err := ValidName(caller.project); err != nil {
+			return writeError(c, errBadRequest("project: "+err.Error()))
+		}
+		if aerr := projectScope(k, caller.project); aerr != nil {
+			return writeError(c, aerr)
+		}
+	}
+	if caller.session != "" {
+		if err := ValidName(caller.session); err != nil {
+			return writeError(c, errBadRequest("invalid "+HeaderSession+": "+err.Error()))
+		}
+	}
+	s.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
+	return nil
+}
+
+// mcpTools holds the tool handlers.
+type mcpTools struct {
+	s        *Server
+	callerOf func(context.Context) mcpCaller
+	version  string
+	names    []string
+}
+
+type recallStoreIn struct {
+	Goal       string   `json:"goal" jsonschema:"What the task was."`
+	Approach   string   `json:"approach" jsonschema:"How it was solved."`
+	Outcome    string   `json:"outcome" jsonschema:"What the result was."`
+	Confidence *float64 `json:"confidence,omitempty" jsonschema:"Confidence 0.0-1.0 (default 1.0)."`
+	Workspace  string   `json:"workspace,omitempty" jsonschema:"Optional workspace id (default: the server's)."`
+	Project    string   `json:"project,omitempty" jsonschema:"Optional project; without one the solution belongs to the whole workspace."`
+}
+
+type recallStoreOut struct {
+	Stored bool   `json:"stored"`
+	ID     string `json:"id"`
+	// Created is false when the same goal was stored before and was
+	// updated.
+	Created  bool           `json:"created"`
+	Solution store.Solution `json:"solution"`
+}
+
+func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreIn) (recallStoreOut, *apiError) {
+	conf := 1.0 // the original library's default
+	if in.Confidence != nil {
+		conf = *in.Confidence
+	}
+	sol, created, aerr := t.s.storeSolution(ctx, c.key, store.Solution{
+		Workspace: firstNonEmpty(in.Workspace, c.workspace), Project: firstNonEmpty(in.Project, c.project),
+		Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: conf,
+	})
+	if aerr != nil {
+		return recallStoreOut{}, aerr
+	}
+	return recallStoreOut{Stored: true, ID: sol.ID, Created: created, Solution: sol}, nil
+}
+
+type recallSimilarIn struct {
+	Goal         string   `json:"goal" jsonschema:"The new goal to match against memory."`
+	Threshold    *float64 `json:"threshold,omitempty" jsonschema:"Minimum similarity 0.0-1.0 (default: the server's recall.min_similarity)."`
+	Workspace    string   `json:"workspace,omitempty" jsonschema:"Optional workspace id."`
+	Project      string   `json:"project,omitempty" jsonschema:"Optional project: its solutions and the workspace's; without one, every project's."`
+	K            int      `json:"k,omitempty" jsonschema:"Number of matches, 1-5 (default: the server's recall.max_results)."`
+	IncludeBelow bool     `json:"include_below,omitempty" jsonschema:"Also list the best solutions under the threshold, with their similarity."`
+}
+
+type recallSimilarOut struct {
+	Found bool `json:"found"`
+	// Similarity is the best match's, even under the threshold (0 when
+	// nothing shares a word with the goal).
+	Similarity float64         `json:"similarity"`
+	Solution   *store.Solution `json:"solution"`
+	Threshold  float64         `json:"threshold"`
+	Matches    []recall.Match  `json:"matches"`
+	Below      []recall.Match  `json:"below,omitzero"`
+}
+
+func (t *mcpTools) recallSimilar(_ context.Context, c mcpCaller, in recallSimilarIn) (recallSimilarOut, *apiError) {
+	q := t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K)
+	q.MinSimilarity, q.IncludeBelow = in.Threshold, in.IncludeBelow
+	v, aerr := t.s.searchRecall(c.key, q)
+	if aerr != nil {
+		return recallSimilarOut{}, aerr
+	}
+	out := recallSimilarOut{Threshold: v.MinSimilarity, Matches: v.Matches, Below: v.Below}
+	if len(v.Matches) > 0 {
+		out.Found, out.Similarity, out.Solution = true, v.Matches[0].Similarity, &v.Matches[0].Solution
+		return out, nil
+	}
+	// Nothing reached the threshold: report the best score, as the
+	// original library does.
+	zero := 0.0
+	q.K, q.MinSimilarity, q.IncludeBelow = 1, &zero, false
+	if best, aerr := t.s.searchRecall(c.key, q); aerr == nil && len(best.Matches) > 0 {
+		out.Similarity = best.Matches[0].Similarity
+	}
+	return out, nil
+}
+
+type recallContextIn struct {
+	Goal      string `json:"goal" jsonschema:"The new goal."`
+	Workspace string `json:"workspace,omitempty" jsonschema:"Optional workspace id."`
+	Project   string `json:"project,omitempty" jsonschema:"Optional project."`
+	K         int    `json:"k,omitempty" jsonschema:"Number of solutions in the block, 1-5 (default: the server's recall.max_results)."`
+}
+
+type recallContextOut struct {
+	Found   bool   `json:"found"`
+	Context string `json:"context"`
+}
+
+func (t *mcpTools) recallContext(_ context.Context, c mcpCaller, in recallContextIn) (recallContextOut, *apiError) {
+	v, aerr := t.s.searchRecall(c.key, t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K))
+	if aerr != nil {
+		return recallContextOut{}, aerr
+	}
+	return recallContextOut{Found: v.Block != "", Context: v.Block}, nil
+}
+
+// recallQuery fills the tenant of a recall from the caller's defaults.
+func (t *mcpTools) recallQuery(c mcpCaller, goal, workspace, project string, k int) recallQuery {
+	return recallQuery{Workspace: firstNonEmpty(workspace, c.workspace), Project: firstNonEmpty(project, c.project), Goal: goal, K: k}
+}
+
+type recallInfoOut struct {
+	Name          string   `json:"name"`
+	Version       string   `json:"version"`
+	Tools         []string `json:"tools"`
+	Workspace     string   `json:"workspace"`
+	Project       string   `json:"project,omitempty"`
+	MinSimilarity float64  `json:"min_similarity"`
+	MaxResults    int      `json:"max_results"`
+}
+
+func (t *mcpTools) recallInfo(_ context.Context, c mcpCaller, _ struct{}) (recallInfoOut, *apiError) {
+	ws, aerr := t.s.scopedWorkspace(c.key, c.workspace)
+	if aerr != nil {
+		return recallInfoOut{}, aerr
+	}
+	return recallInfoOut{
+		Name: "scarproxy", Version: t.version, Tools: t.names, Workspace: ws, Project: c.project,
+		MinSimilarity: t.s.recall.MinSimilarity, MaxResults: t.s.recall.MaxResults,
+	}, nil
+}
+
+type scarRecordIn struct {
+	Type       string `json:"type" jsonschema:"The kind of failure, e.g. test_failure, lint_error, build_error, tool_error."`
+	Message    string `json:"message" jsonschema:"The error text."`
+	Code       string `json:"code,omitempty" jsonschema:"Optional error code, e.g. ECONNRESET or ENOENT."`
+	StatusCode int    `json:"status_code,omitempty" jsonschema:"Optional HTTP status, 100-599."`
+	Session    string `json:"session,omitempty" jsonschema:"Optional session (conversation) the failure belongs to."`
+	Agent      string `json:"agent,omitempty" jsonschema:"Optional name of the agent."`
+	Provider   string `json:"provider,omitempty" jsonschema:"Optional provider or service that failed."`
+	Model      string `json:"model,omitempty" jsonschema:"Optional model."`
+	Workspace  string `json:"workspace,omitempty" jsonschema:"Optional workspace id."`
+	Project    string `json:"project,omitempty" jsonschema:"Optional project (default: the server's)."`
+}
+
+type scarRecordOut struct {
+	Recorded bool           `json:"recorded"`
+	ID       string         `json:"id"`
+	Incident store.Incident `json:"incident"`
+}
+
+func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn) (scarRecordOut, *apiError) {
+	inc, aerr := t.s.recordIncident(ctx, c.key, &incidentIn{
+		Workspace: firstNonEmpty(in.Workspace, c.workspace), Project: firstNonEmpty(in.Project, c.project),
+		Session: firstNonEmpty(in.Session, c.session), Type: in.Type, Agent: in.Agent, Provider: in.Provider,
+		Model: in.Model, StatusCode: statusCode{status: in.StatusCode}, Code: in.Code, Message: in.Message,
+	})
+	if aerr != nil {
+		return scarRecordOut{}, aerr
+	}
+	return scarRecordOut{Recorded: true, ID: inc.ID, Incident: *inc}, nil
+}
+
+type scarGuardIn struct {
+	Session   string `json:"session,omitempty" jsonschema:"Optional session: its tool failures count too."`
+	Workspace string `json:"workspace,omitempty" jsonschema:"Optional workspace id."`
+	Project   string `json:"project,omitempty" jsonschema:"Optional project (default: the server's)."`
+}
+
+type scarGuardOut struct {
+	// Patterns are the guard's entries: the failures that repeated.
+	Patterns       []guard.Entry `json:"patterns"`
+	Block          string        `json:"block"`
+	ActivePatterns []patternView `json:"active_patterns"`
+	MinRepeats     int           `json:"min_repeats"`
+	Window         string        `json:"window"`
+}
+
+func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (scarGuardOut, *apiError) {
+	session := firstNonEmpty(in.Session, c.session)
+	if session != "" {
+		if err := ValidName(session); err != nil {
+			return scarGuardOut{}, errBadRequest("session: " + err.Error())
+		}
+	}
+	v, aerr := t.s.previewGuard(ctx, c.key, firstNonEmpty(in.Workspace, c.workspace), firstNonEmpty(in.Project, c.project), session)
+	if aerr != nil {
+		return scarGuardOut{}, aerr
+	}
+	p := t.s.activePatterns()
+	return scarGuardOut{Patterns: v.Patterns, Block: v.Block, ActivePatterns: p.Patterns, MinRepeats: p.MinRepeats, Window: p.Window}, nil
+}
+
+type scarFixesIn struct {
+	Error      string `json:"error" jsonschema:"The error text."`
+	Type       string `json:"type,omitempty" jsonschema:"Optional kind of failure (incident type), e.g. tool_error."`
+	StatusCode int    `json:"status_code,omitempty" jsonschema:"Optional HTTP status."`
+	Workspace  string `json:"workspace,omitempty" jsonschema:"Optional workspace id."`
+	Project    string `json:"project,omitempty" jsonschema:"Optional project."`
+}
+
+// fixView is one fix instruction for an error.
+type fixView struct {
+	Pattern string `json:"pattern"`
+	Fix     string `json:"fix"`
+	Source  string `json:"source"` // "pattern": the guard pattern's instruction
+}
+
+type scarFixesOut struct {
+	// Learned would hold the fixes that ended this failure before; they
+	// are not recorded yet.
+	Learned []fixView `json:"learned"`
+	Fixes   []fixView `json:"fixes"`
+	Note    string    `json:"note"`
+}
+
+const fixesNote = "Learned fixes are not recorded yet; fixes holds the fix instruction of the guard pattern this error matches."
+
+func (t *mcpTools) scarFixes(_ context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *apiError) {
+	if _, aerr := t.s.scopedTenant(c.key, firstNonEmpty(in.Workspace, c.workspace), firstNonEmpty(in.Project, c.project), false); aerr != nil {
+		return scarFixesOut{}, aerr
+	}
+	if strings.TrimSpace(in.Error) == "" {
+		return scarFixesOut{}, errBadRequest("error: required, the error text")
+	}
+	out := scarFixesOut{Learned: []fixView{}, Fixes: []fixView{}, Note: fixesNote}
+	label, ok := t.s.guard.Classify(in.Type, in.StatusCode, guard.Redact(in.Error))
+	if !ok {
+		return out, nil
+	}
+	for _, p := range t.s.guard.Patterns() {
+		if p.Name == label {
+			out.Fixes = append(out.Fixes, fixView{Pattern: p.Name, Fix: p.Fix, Source: "pattern"})
+			break
+		}
+	}
+	return out, nil
+}
