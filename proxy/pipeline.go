@@ -226,7 +226,11 @@ func (s *Server) forward(x *exchange) (*attempt, *failure) {
 	x.req.Forwarded(!x.degraded)
 	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
 	a, fail := s.send(ctx, chain, ur, func(pf providerFailure) {
-		s.record(ctx, t, x.info.Model, pf.provider, pf.typ, pf.statusCode, pf.message)
+		if !s.record(ctx, t, x.info.Model, pf.provider, pf.typ, pf.statusCode, pf.message) {
+			// Nothing is sent before send returns: the answer, the
+			// provider's or the proxy's own, says the failure went unrecorded.
+			c.Response().Header().Set(HeaderDegraded, "store")
+		}
 	})
 	x.bodyDone()
 	if fail != nil {

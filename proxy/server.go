@@ -54,13 +54,12 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultMaxBodyBytes     = 32 << 20
-	DefaultIndexPoll        = 500 * time.Millisecond
-	DefaultRetentionMaxAge  = 30 * 24 * time.Hour
-	DefaultRetentionEvery   = 10 * time.Minute
-	DefaultGuardReadLimit   = 1000
-	DefaultStoreTimeout     = 2 * time.Second
-	defaultStoreCallTimeout = 5 * time.Second
+	DefaultMaxBodyBytes    = 32 << 20
+	DefaultIndexPoll       = 500 * time.Millisecond
+	DefaultRetentionMaxAge = 30 * 24 * time.Hour
+	DefaultRetentionEvery  = 10 * time.Minute
+	DefaultGuardReadLimit  = 1000
+	DefaultStoreTimeout    = 2 * time.Second
 
 	// DefaultRetentionSolutionsMaxAge: an auto-captured solution nobody
 	// captured again in a quarter describes code and tools that moved on.
@@ -117,10 +116,11 @@ type Options struct {
 	// GuardReadLimit caps the incidents read per request for the guard.
 	// Default 1000.
 	GuardReadLimit int
-	// StoreTimeout bounds the store calls made before a request is
-	// forwarded, twice: the guard read while the body arrives, then the
-	// calls made after it. Past it the request is forwarded unchanged
-	// (fail open).
+	// StoreTimeout bounds every store call on a request path: the guard
+	// read while a body arrives and, together, the calls made once it is
+	// read (past it the request is forwarded unchanged: fail open); the
+	// recording of a provider's failure (past it the answer says
+	// X-Scar-Degraded: store); each memory API call and /readyz (503).
 	// Default 2s.
 	StoreTimeout time.Duration
 	// MaxBodyBytesInFlight bounds the bytes of request bodies held at
