@@ -309,3 +309,16 @@ func TestStoreCallsUseStoreTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableProviderWithHungStoreOnRewrittenRoutes: the proxy's own
+// 502 on a rewritten route says the failure went unrecorded.
+func TestUnreachableProviderWithHungStoreOnRewrittenRoutes(t *testing.T) {
+	st := newStuckStore(t, "AddIncident")
+	h := newHarnessOn(t, st, "http://127.0.0.1:1", withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	st.stick(t)
+	res, b := h.doBounded(http.MethodPost, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	assertOpenAIError(t, res, b, http.StatusBadGateway)
+	if got := res.Header.Get(HeaderDegraded); got != "store" {
+		t.Fatalf("X-Scar-Degraded %q, want store", got)
+	}
+}
