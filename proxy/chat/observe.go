@@ -13,28 +13,17 @@ import (
 // finish reason, data: [DONE], a bounded excerpt of the answer); for any
 // other body it keeps the first bytes, up to what it was asked to keep.
 type observer struct {
-	sse     bool
-	events  wire.SSE
+	wire.Tap
 	done    bool   // saw "data: [DONE]"
 	errMsg  string // message of an error event
 	finish  string // last finish_reason seen
 	excerpt wire.Excerpt
-	capture wire.Capture
 }
 
 func newObserver(sse bool, keep int) *observer {
-	o := &observer{sse: sse, capture: wire.Capture{Max: keep}}
-	o.events.Data = o.data
+	o := &observer{Tap: wire.NewTap(sse, keep)}
+	o.Events.Data = o.data
 	return o
-}
-
-// Write observes one chunk of the answer. It never keeps p.
-func (o *observer) Write(p []byte) {
-	if o.sse {
-		o.events.Write(p)
-	} else {
-		o.capture.Write(p)
-	}
 }
 
 func (o *observer) data(event string, data []byte) {
@@ -66,7 +55,7 @@ func (o *observer) data(event string, data []byte) {
 // Outcome says how the completion ended: an error event, a stream cut
 // before data: [DONE], or a final answer (finish_reason "stop").
 func (o *observer) Outcome() wire.Outcome {
-	if o.sse {
+	if o.Stream {
 		switch {
 		case o.errMsg != "":
 			return wire.Outcome{Failure: o.errMsg}
@@ -75,7 +64,7 @@ func (o *observer) Outcome() wire.Outcome {
 		}
 		return wire.Outcome{Final: o.finish == "stop", Answer: string(o.excerpt)}
 	}
-	b := o.capture.Whole()
+	b := o.Capture.Whole()
 	if b == nil {
 		return wire.Outcome{}
 	}

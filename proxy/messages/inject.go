@@ -21,26 +21,15 @@ func (r *request) Forwarded(bool) {}
 // Inject implements [wire.Request]: the blocks go in front of the
 // top-level system text, which is created when absent.
 func (r *request) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error) {
-	sp := r.system
-	if !sp.OK() {
-		return wire.InsertMember(body, "system", blocks), nil
+	if out, done := wire.InjectMember(dst, body, r.system, "system", blocks); done {
+		return out, nil
 	}
-	raw := sp.Raw(body)
-	switch raw[0] {
-	case '"':
-		return wire.InjectString(dst, body, sp, gjson.ParseBytes(raw).Str, blocks), nil
-	case '[':
+	if raw := r.system.Raw(body); raw[0] == '[' {
 		arr, changed, err := rewriteBlocks(gjson.ParseBytes(raw), blocks)
 		if err != nil || !changed {
 			return body, err
 		}
-		return wire.Splice(body, sp.Start, sp.End, arr), nil
-	case 'n': // null
-		if wire.Empty(blocks) {
-			return body, nil
-		}
-		val := wire.AppendBlocks([]byte{'"'}, blocks)
-		return wire.Splice(body, sp.Start, sp.End, append(val, '"')), nil
+		return wire.Splice(body, r.system.Start, r.system.End, arr), nil
 	}
 	// A system value the API does not define: leave the request as the
 	// client sent it rather than replace the prompt.

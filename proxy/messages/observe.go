@@ -9,8 +9,8 @@ import (
 
 // Observe implements [wire.Request].
 func (r *request) Observe(sse bool, keep int) wire.Observer {
-	o := &observer{sse: sse, capture: wire.Capture{Max: keep}}
-	o.events.Data = o.data
+	o := &observer{Tap: wire.NewTap(sse, keep)}
+	o.Events.Data = o.data
 	return o
 }
 
@@ -18,34 +18,20 @@ func (r *request) Observe(sse bool, keep int) wire.Observer {
 // stop reason of message_delta, message_stop, and the text of text_delta
 // events; in a JSON answer, its stop_reason and text blocks.
 type observer struct {
-	sse     bool
-	events  wire.SSE
+	wire.Tap
 	stopped bool   // saw message_stop
 	errMsg  string // message of an error event
 	reason  string // stop_reason
 	excerpt wire.Excerpt
-	capture wire.Capture
-}
-
-// Write implements [wire.Observer].
-func (o *observer) Write(p []byte) {
-	if o.sse {
-		o.events.Write(p)
-	} else {
-		o.capture.Write(p)
-	}
 }
 
 func (o *observer) data(event string, data []byte) {
-	if !wire.Valid(data) { // depth-bounded: a provider can send anything
+	event, valid := wire.EventOf(event, data)
+	if !valid {
 		if event == "error" && o.errMsg == "" {
 			o.errMsg = string(data)
 		}
 		return
-	}
-	typ := gjson.GetBytes(data, "type").String()
-	if event == "" {
-		event = typ
 	}
 	switch event {
 	case "error":
@@ -69,7 +55,7 @@ func (o *observer) data(event string, data []byte) {
 // ended before message_stop is a failure; stop_reason end_turn is a
 // final answer (tool_use is not).
 func (o *observer) Outcome() wire.Outcome {
-	if o.sse {
+	if o.Stream {
 		switch {
 		case o.errMsg != "":
 			return wire.Outcome{Failure: o.errMsg}
@@ -78,7 +64,7 @@ func (o *observer) Outcome() wire.Outcome {
 		}
 		return wire.Outcome{Final: o.reason == "end_turn", Answer: string(o.excerpt)}
 	}
-	b := o.capture.Whole()
+	b := o.Capture.Whole()
 	if b == nil {
 		return wire.Outcome{}
 	}

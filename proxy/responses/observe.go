@@ -16,45 +16,31 @@ const maxChainTools = 256
 
 // Observe implements [wire.Request].
 func (r *request) Observe(sse bool, keep int) wire.Observer {
-	o := &observer{r: r, sse: sse, capture: wire.Capture{Max: max(keep, keepForChain)}}
-	o.events.Data = o.data
+	o := &observer{r: r, Tap: wire.NewTap(sse, max(keep, keepForChain))}
+	o.Events.Data = o.data
 	return o
 }
 
 // observer follows a Responses answer: the response's id, its output
 // items (tool calls), the text deltas, and how it ended.
 type observer struct {
+	wire.Tap
 	r       *request
-	sse     bool
-	events  wire.SSE
 	id      string
 	ended   string // the terminal event: response.completed, response.failed, response.incomplete
 	failure string
 	calls   map[string]string // call id -> name of the tool calls in the answer
 	called  []string
 	excerpt wire.Excerpt
-	capture wire.Capture
-}
-
-// Write implements [wire.Observer].
-func (o *observer) Write(p []byte) {
-	if o.sse {
-		o.events.Write(p)
-	} else {
-		o.capture.Write(p)
-	}
 }
 
 func (o *observer) data(event string, data []byte) {
-	if !wire.Valid(data) { // depth-bounded: a provider can send anything
+	event, valid := wire.EventOf(event, data)
+	if !valid {
 		if event == "error" && o.failure == "" {
 			o.failure = string(data)
 		}
 		return
-	}
-	typ := gjson.GetBytes(data, "type").String()
-	if event == "" {
-		event = typ
 	}
 	switch event {
 	case "error":
@@ -125,13 +111,13 @@ func (o *observer) response(res gjson.Result) {
 // from it reads as the same conversation.
 func (o *observer) Outcome() wire.Outcome {
 	answer := ""
-	if o.sse {
+	if o.Stream {
 		if o.failure == "" && o.ended == "" {
 			o.failure = "stream ended before response.completed"
 		}
 		answer = string(o.excerpt)
 	} else {
-		b := o.capture.Whole()
+		b := o.Capture.Whole()
 		if b == nil {
 			return wire.Outcome{}
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/recall"
+	"github.com/tidwall/gjson"
 )
 
 // Block is a text the proxy puts before the system text (a guard or a
@@ -187,4 +188,28 @@ func InsertMember(body []byte, key string, blocks []Block) []byte {
 		ins = append(ins, ',')
 	}
 	return Splice(body, at, at, ins)
+}
+
+// InjectMember puts blocks in front of the text of the top-level member
+// key of body, at sp: a string keeps its text after the blocks (earlier
+// blocks stripped, see InjectString), null or an absent member becomes
+// the blocks. It reports false, changing nothing, for a value of any
+// other type: the format decides (an array of blocks), or leaves the
+// request as the client sent it.
+func InjectMember(dst, body []byte, sp Span, key string, blocks []Block) ([]byte, bool) {
+	if !sp.OK() {
+		return InsertMember(body, key, blocks), true
+	}
+	raw := sp.Raw(body)
+	switch raw[0] {
+	case '"':
+		return InjectString(dst, body, sp, gjson.ParseBytes(raw).Str, blocks), true
+	case 'n': // null
+		if Empty(blocks) {
+			return body, true
+		}
+		val := AppendBlocks([]byte{'"'}, blocks)
+		return Splice(body, sp.Start, sp.End, append(val, '"')), true
+	}
+	return body, false
 }

@@ -138,3 +138,39 @@ func ErrorMessage(body []byte, status int) string {
 	}
 	return msg
 }
+
+// Tap is what an observer reads an answer with: the event splitter of a
+// stream, or the first bytes of any other body. Set Events.Data before
+// the first Write.
+type Tap struct {
+	Stream  bool
+	Events  SSE
+	Capture Capture
+}
+
+// NewTap returns a tap of a stream (sse) or of a body of which the first
+// keep bytes are kept.
+func NewTap(sse bool, keep int) Tap { return Tap{Stream: sse, Capture: Capture{Max: keep}} }
+
+// Write reads the next chunk of the answer.
+func (t *Tap) Write(p []byte) {
+	if t.Stream {
+		t.Events.Write(p)
+	} else {
+		t.Capture.Write(p)
+	}
+}
+
+// EventOf names an event: its "event:" field, else the "type" member of
+// its data; and reports whether the data is JSON (depth-bounded: a
+// provider can send anything). Unnamed events of data that is not JSON
+// are "".
+func EventOf(event string, data []byte) (name string, valid bool) {
+	if !Valid(data) {
+		return event, false
+	}
+	if event == "" {
+		event = gjson.GetBytes(data, "type").String()
+	}
+	return event, true
+}
