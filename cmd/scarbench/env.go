@@ -17,6 +17,7 @@ import (
 // benchEnv is the running set-up: the children and what they serve.
 type benchEnv struct {
 	dir      string
+	api      *api
 	upstream *child
 	bare     *child
 	scar     *child
@@ -59,7 +60,7 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 	if err != nil {
 		return nil, err
 	}
-	e := &benchEnv{dir: dir}
+	e := &benchEnv{dir: dir, api: apiByName(o.api)}
 	self, err := os.Executable()
 	if err != nil {
 		return e, fmt.Errorf("find own binary: %w", err)
@@ -100,6 +101,12 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		cfg := filepath.Join(dir, "scarproxy.yaml")
 		yaml := "# scarbench: default configuration, one provider (the fake upstream).\n" +
 			"providers:\n  - name: upstream\n    type: openai\n    base_url: " + strconv.Quote(upstreamBase) + "\n"
+		if o.api != "chat" {
+			// The fake serves the three APIs. Trees before the Responses
+			// and Messages formats refuse the key (and serve only chat), so
+			// a chat run writes the configuration every tree reads alike.
+			yaml += "    apis: [chat, responses, messages]\n"
+		}
 		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 			return e, err
 		}
@@ -117,7 +124,7 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 	n := max(o.conc, 32)
 	e.convs = make([]conversation, n)
 	for i := range e.convs {
-		e.convs[i] = newConversation(i, o.stream || o.soak > 0, solutions)
+		e.convs[i] = e.api.newConv(i, o.stream || o.soak > 0, solutions)
 	}
 	return e, nil
 }

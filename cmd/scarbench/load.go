@@ -36,15 +36,16 @@ func newTarget(name, base string, conc int) target {
 
 // workload is what the clients send.
 type workload struct {
-	convs      []conversation // one per client
+	api        *api
+	convs      []conversation // one per client, in api's shape
 	stream     bool
 	failEvery  int // every Nth request of a client carries a new failed tool result; 0 never
 	finalEvery int // every Nth request of a client asks for a final answer; 0 never
 	seqs       []int
 }
 
-func newWorkload(clients int, stream bool, failEvery, finalEvery int, convs []conversation) *workload {
-	return &workload{convs: convs[:clients], stream: stream, failEvery: failEvery, finalEvery: finalEvery, seqs: make([]int, clients)}
+func newWorkload(a *api, clients int, stream bool, failEvery, finalEvery int, convs []conversation) *workload {
+	return &workload{api: a, convs: convs[:clients], stream: stream, failEvery: failEvery, finalEvery: finalEvery, seqs: make([]int, clients)}
 }
 
 // dist summarises latencies, in milliseconds.
@@ -103,7 +104,7 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 	var guardHdr, recallHdr atomic.Int64
 	guardHdr.Store(-1)
 	recallHdr.Store(-1)
-	url := t.base + "/chat/completions"
+	url := t.base + wl.api.path
 	start := time.Now()
 	deadline := start.Add(dur)
 	var wg sync.WaitGroup
@@ -114,10 +115,7 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 			conv := &wl.convs[c]
 			body := make([]byte, 0, len(conv.template)+256)
 			rbuf := make([]byte, 32<<10)
-			hdr := http.Header{
-				"Content-Type":  {"application/json"},
-				"Authorization": {"Bearer sk-bench-not-a-key"},
-			}
+			hdr := wl.api.header.Clone()
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				wl.seqs[c]++
 				seq := wl.seqs[c]
@@ -127,7 +125,7 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 				} else {
 					hdr.Del(headerFinal)
 				}
-				lat, ttfb, g, r, err := once(ctx, t.client, url, hdr, body, rbuf, wl.stream)
+				lat, ttfb, g, r, err := once(ctx, t.client, url, hdr, body, rbuf, wl.streamEnd())
 				if err != nil {
 					if ctx.Err() != nil {
 						return
@@ -170,10 +168,20 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 	return res
 }
 
+// streamEnd is the marker of the last event of the workload's streams, or
+// nil when it does not stream.
+func (wl *workload) streamEnd() []byte {
+	if !wl.stream {
+		return nil
+	}
+	return wl.api.end
+}
+
 // once sends one request and reads the whole answer. It returns the
 // latency to the end of the answer, the time to its first body byte, and
-// the X-Scar-Guard and X-Scar-Recall headers (-1 when absent).
-func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body, rbuf []byte, stream bool) (lat, ttfb time.Duration, guard, recall int, err error) {
+// the X-Scar-Guard and X-Scar-Recall headers (-1 when absent). With an end
+// marker the answer is a stream that must carry it.
+func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body, rbuf, end []byte) (lat, ttfb time.Duration, guard, recall int, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, 0, 0, err
@@ -185,7 +193,7 @@ func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body
 		return 0, 0, 0, 0, err
 	}
 	defer res.Body.Close()
-	var tail []byte
+	ended := endWatch{marker: end}
 	first := true
 	for {
 		n, rerr := res.Body.Read(rbuf)
@@ -193,9 +201,7 @@ func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body
 			if first {
 				ttfb, first = time.Since(t0), false
 			}
-			if stream {
-				tail = keepTail(tail, rbuf[:n])
-			}
+			ended.write(rbuf[:n])
 		}
 		if rerr == io.EOF {
 			break
@@ -208,19 +214,35 @@ func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body
 	if res.StatusCode != http.StatusOK {
 		return 0, 0, 0, 0, fmt.Errorf("status %d", res.StatusCode)
 	}
-	if stream && !bytes.HasSuffix(tail, []byte("data: [DONE]\n\n")) {
-		return 0, 0, 0, 0, fmt.Errorf("stream did not end with data: [DONE]")
+	if end != nil && !ended.seen {
+		return 0, 0, 0, 0, fmt.Errorf("stream lacks its last event (%q)", end)
 	}
 	return lat, ttfb, headerInt(res.Header, "X-Scar-Guard"), headerInt(res.Header, "X-Scar-Recall"), nil
 }
 
-// keepTail keeps the last 64 bytes of a stream read so far.
-func keepTail(tail, p []byte) []byte {
-	tail = append(tail, p...)
-	if len(tail) > 64 {
-		tail = append(tail[:0], tail[len(tail)-64:]...)
+// endWatch watches a stream, read in pieces, for the marker of its last
+// event, which may be split between two reads. A nil marker is never seen.
+type endWatch struct {
+	marker []byte
+	seen   bool
+	carry  []byte // the last len(marker)-1 bytes read, then the start of the next read
+}
+
+func (w *endWatch) write(p []byte) {
+	if w.seen || len(w.marker) == 0 {
+		return
 	}
-	return tail
+	k := len(w.marker) - 1
+	w.carry = append(w.carry, p[:min(len(p), k)]...)
+	if bytes.Contains(w.carry, w.marker) || bytes.Contains(p, w.marker) {
+		w.seen = true
+		return
+	}
+	if len(p) >= k {
+		w.carry = append(w.carry[:0], p[len(p)-k:]...)
+	} else if len(w.carry) > k {
+		w.carry = append(w.carry[:0], w.carry[len(w.carry)-k:]...)
+	}
 }
 
 func headerInt(h http.Header, name string) int {

@@ -2,7 +2,8 @@
 // with the floor any proxy pays.
 //
 // It starts, as child processes on loopback addresses: a fast fake
-// OpenAI-compatible upstream (small fixed JSON and SSE answers), a bare
+// upstream (small fixed JSON and SSE answers of the chat, Responses and
+// Messages APIs, each in its own shape), a bare
 // httputil.ReverseProxy in front of it, and the scarproxy binary with its
 // default configuration and memory on (a bbolt store seeded with 100k
 // incidents and 10k solutions in the benchmarked tenant; guard and recall
@@ -12,9 +13,12 @@
 // latency p50/p90/p99 (and time to first byte with -stream), the ratio
 // (c)/(b) of throughputs and the latency (c) adds over (b).
 //
-// Requests are realistic agent turns: a ~20 KB chat body with a system
-// prompt, tool definitions, fifteen tool rounds (four of them failures), and
-// a new tool result in every request.
+// Requests are realistic agent turns: a ~20 KB body with a system prompt,
+// tool definitions, fifteen tool rounds (four of them failures), and a new
+// tool result in every request. -api chooses their wire API: chat
+// (POST /v1/chat/completions, the default), responses (POST /v1/responses,
+// as Codex CLI sends it) or messages (POST /v1/messages, as Claude Code
+// sends it); the turn is the same in each.
 //
 // With -soak N it instead opens N concurrent streams through scarproxy,
 // holds them open, and reports scarproxy's resident memory and goroutine
@@ -23,8 +27,8 @@
 //
 // Usage:
 //
-//	scarbench [-c 1] [-d 5s] [-rounds 3] [-stream] [-out result.json]
-//	scarbench -soak 1000
+//	scarbench [-api chat] [-c 1] [-d 5s] [-rounds 3] [-stream] [-out result.json]
+//	scarbench [-api chat] -soak 1000
 //
 // scarbench builds scarproxy with the go tool (run it inside the module) or
 // uses -scarproxy PATH. Everything listens on 127.0.0.1 and the whole run is
@@ -85,6 +89,7 @@ type options struct {
 	failEvery  int
 	finalEvery int
 	keep       bool
+	api        string
 }
 
 var allTargets = []string{"direct", "bare", "scar"}
@@ -106,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.scarproxy, "scarproxy", "", "scarproxy binary to measure (default: go build it into a temporary directory)")
 	fs.IntVar(&o.failEvery, "fail-every", 0, "every Nth request of a client carries a new failed tool result (an incident write); 0 never")
 	fs.IntVar(&o.finalEvery, "final-every", 0, "every Nth answer is final (finish_reason stop: scarproxy auto-captures a solution); 0 never")
+	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI) or messages (/v1/messages, as Claude Code)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -128,6 +134,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-incidents and -solutions must not be negative"}
 	case o.failEvery < 0 || o.finalEvery < 0:
 		return o, usageError{"-fail-every and -final-every must not be negative"}
+	case apiByName(o.api) == nil:
+		return o, usageError{fmt.Sprintf("-api: %q is not chat, responses or messages", o.api)}
 	}
 	for _, t := range strings.Split(*targets, ",") {
 		t = strings.TrimSpace(t)

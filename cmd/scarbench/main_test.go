@@ -19,6 +19,10 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/chat"
+	"github.com/scarproxy/scarproxy/proxy/messages"
+	"github.com/scarproxy/scarproxy/proxy/responses"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
@@ -148,63 +152,259 @@ func TestSeedIncidentsRepeatInsideTheGuardWindow(t *testing.T) {
 	}
 }
 
+// formats are scarproxy's readers of the three APIs: the tests check that
+// the workloads and the fake's answers read as the agents' and the
+// providers' do (scarbench itself never imports the proxy).
+var formats = map[string]func() wire.Format{
+	"chat":      func() wire.Format { return chat.New() },
+	"responses": func() wire.Format { return responses.New() },
+	"messages":  func() wire.Format { return messages.New() },
+}
+
+// TestRequestsOfEveryAPI checks the Responses and Messages requests item
+// by item, and all three as scarproxy reads them: the same task, fifteen
+// tool calls and results, the newest with the request's id.
+func TestRequestsOfEveryAPI(t *testing.T) {
+	sols := seedSolutions(200, time.Now())
+	for _, name := range apiNames {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
+				a := apiByName(name)
+				cv := a.newConv(3, stream, sols)
+				for _, failed := range []bool{false, true} {
+					body := cv.requestBody(nil, 3, 41, failed)
+					if !json.Valid(body) {
+						t.Fatalf("body is not valid JSON: %.300s", body)
+					}
+					if n := len(body); n < 18<<10 || n > 24<<10 {
+						t.Errorf("body is %d bytes, want about 20 KB", n)
+					}
+					if got := gjson.GetBytes(body, "stream").Bool(); got != stream {
+						t.Errorf("stream = %v, want %v", got, stream)
+					}
+					newest := checkShape(t, name, body, cv.goal)
+					if got := guard.ToolFailed(newest); got != failed {
+						t.Errorf("newest tool result %q reads as failed = %v, want %v", newest, got, failed)
+					}
+					if name == "messages" {
+						msgs := gjson.GetBytes(body, "messages").Array()
+						last := msgs[len(msgs)-1].Get("content.0")
+						if last.Get("is_error").Type != map[bool]gjson.Type{false: gjson.False, true: gjson.True}[failed] {
+							t.Errorf("newest tool_result is_error = %s, want %v", last.Get("is_error").Raw, failed)
+						}
+					}
+
+					req, err := formats[name]().Read(body, "default\x00default")
+					if err != nil {
+						t.Fatalf("scarproxy's %s reader: %v", name, err)
+					}
+					in := req.Info()
+					if in.Goal != cv.goal || in.Stream != stream || in.ToolCount != 15 || len(in.Tools) != 15 || len(in.ToolResults) != 15 {
+						t.Errorf("read as goal %q, stream %v, %d tool results, %d calls (%d results to judge); want goal %q, 15, 15, 15",
+							in.Goal, in.Stream, in.ToolCount, len(in.Tools), len(in.ToolResults), cv.goal)
+					}
+					if strings.TrimSpace(in.System) == "" {
+						t.Error("read no system text")
+					}
+					failures := 0
+					for _, tr := range in.ToolResults {
+						if tr.IsError || guard.ToolFailed(tr.Text()) {
+							failures++
+						}
+					}
+					want := 0
+					for _, tr := range toolTurns {
+						if guard.ToolFailed(tr.result) {
+							want++
+						}
+					}
+					if failed {
+						want++
+					}
+					if want < 4 || failures != want {
+						t.Errorf("read %d failed tool results, want %d", failures, want)
+					}
+					if nt := in.ToolResults[len(in.ToolResults)-1]; !strings.HasSuffix(nt.Key, "c3s41") {
+						t.Errorf("newest tool result's key %q does not carry the request's id", nt.Key)
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkShape checks one request in its API's shape and returns the text of
+// its newest tool result.
+func checkShape(t *testing.T, api string, body []byte, goal string) string {
+	t.Helper()
+	count := func(items []gjson.Result, path, value string) int {
+		n := 0
+		for _, it := range items {
+			if it.Get(path).Str == value {
+				n++
+			}
+		}
+		return n
+	}
+	switch api {
+	case "chat":
+		msgs := gjson.GetBytes(body, "messages").Array()
+		if len(msgs) != 33 || count(msgs, "role", "tool") != 15 {
+			t.Errorf("%d messages, %d tool results; want 33 and 15", len(msgs), count(msgs, "role", "tool"))
+		}
+		return msgs[len(msgs)-1].Get("content").Str
+	case "responses":
+		if gjson.GetBytes(body, "instructions").Str != systemPrompt || gjson.GetBytes(body, "store").Bool() {
+			t.Error("want the system prompt as instructions and store false")
+		}
+		items := gjson.GetBytes(body, "input").Array()
+		// The task, the user's interjection, fifteen rounds of the
+		// assistant's text, a function call and its output.
+		if len(items) != 47 || count(items, "type", "function_call") != 15 || count(items, "type", "function_call_output") != 15 ||
+			count(items, "role", "user") != 2 || count(items, "role", "assistant") != 15 {
+			t.Errorf("%d input items: %d calls, %d outputs, %d user, %d assistant messages; want 47, 15, 15, 2, 15", len(items),
+				count(items, "type", "function_call"), count(items, "type", "function_call_output"), count(items, "role", "user"), count(items, "role", "assistant"))
+		}
+		if items[0].Get("content.0.text").Str != goal {
+			t.Errorf("first input item %s, want the task", items[0].Raw)
+		}
+		call, out := items[len(items)-2], items[len(items)-1]
+		if call.Get("call_id").Str != "call_new_c3s41" || out.Get("call_id").Str != "call_new_c3s41" {
+			t.Errorf("newest call_id %q and output call_id %q, want call_new_c3s41", call.Get("call_id").Str, out.Get("call_id").Str)
+		}
+		if n := len(gjson.GetBytes(body, "tools").Array()); n != len(benchTools) || gjson.GetBytes(body, "tools.0.parameters").Type != gjson.JSON {
+			t.Errorf("%d tools, want %d with parameters", n, len(benchTools))
+		}
+		return out.Get("output").Str
+	case "messages":
+		sys := gjson.GetBytes(body, "system").Array()
+		if len(sys) != 3 || sys[0].Get("cache_control").Exists() || !sys[2].Get("cache_control").Exists() || sys[2].Get("text").Str != systemPrompt {
+			t.Errorf("system %.200s: want three text blocks, the system prompt last with cache_control", gjson.GetBytes(body, "system").Raw)
+		}
+		msgs := gjson.GetBytes(body, "messages").Array()
+		var uses, results, texts int
+		for _, m := range msgs {
+			for _, b := range m.Get("content").Array() {
+				switch b.Get("type").Str {
+				case "tool_use":
+					uses++
+				case "tool_result":
+					results++
+				case "text":
+					texts++
+				}
+			}
+		}
+		// The task, then fifteen rounds of an assistant message (text and
+		// tool_use) and a user message (tool_result; one with the user's
+		// interjection after it).
+		if len(msgs) != 31 || uses != 15 || results != 15 || texts != 17 || count(msgs, "role", "user") != 16 {
+			t.Errorf("%d messages, %d user; %d tool_use, %d tool_result, %d text blocks; want 31, 16, 15, 15, 17",
+				len(msgs), count(msgs, "role", "user"), uses, results, texts)
+		}
+		if msgs[0].Get("content.0.text").Str != goal {
+			t.Errorf("first message %s, want the task", msgs[0].Raw)
+		}
+		use, res := msgs[len(msgs)-2].Get("content.1"), msgs[len(msgs)-1].Get("content.0")
+		if use.Get("id").Str != "toolu_new_c3s41" || res.Get("tool_use_id").Str != "toolu_new_c3s41" || !res.Get("cache_control").Exists() {
+			t.Errorf("newest tool_use %s and tool_result %.120s: want id toolu_new_c3s41 in both, cache_control on the result", use.Raw, res.Raw)
+		}
+		if use.Get("input").Type != gjson.JSON {
+			t.Errorf("tool_use input %s is not an object", use.Get("input").Raw)
+		}
+		if n := len(gjson.GetBytes(body, "tools").Array()); n != len(benchTools) || gjson.GetBytes(body, "tools.0.input_schema").Type != gjson.JSON {
+			t.Errorf("%d tools, want %d with input_schema", n, len(benchTools))
+		}
+		return res.Get("content").Str
+	}
+	t.Fatalf("unknown API %q", api)
+	return ""
+}
+
+// TestFakeUpstream checks the fake's answers of every API, as scarproxy's
+// observer of that API reads them: a tool call or a final answer, and no
+// failure.
 func TestFakeUpstream(t *testing.T) {
 	up := newFakeUpstream()
 	srv := httptest.NewServer(up)
 	defer srv.Close()
-	body := newConversation(0, false, nil).requestBody(nil, 0, 1, false)
-	streamBody := newConversation(0, true, nil).requestBody(nil, 0, 1, false)
-	tests := []struct {
-		name       string
-		body       []byte
-		final      bool
-		wantType   string
-		wantFinish string
-	}{
-		{"json tool call", body, false, "application/json", "tool_calls"},
-		{"json final", body, true, "application/json", "stop"},
-		{"sse tool call", streamBody, false, "text/event-stream", "tool_calls"},
-		{"sse final", streamBody, true, "text/event-stream", "stop"},
+	for _, name := range apiNames {
+		a := apiByName(name)
+		for _, stream := range []bool{false, true} {
+			for _, final := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/stream=%v/final=%v", name, stream, final), func(t *testing.T) {
+					body := a.newConv(0, stream, nil).requestBody(nil, 0, 1, false)
+					req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1"+a.path, bytes.NewReader(body))
+					if final {
+						req.Header.Set(headerFinal, "1")
+					}
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer res.Body.Close()
+					b, _ := io.ReadAll(res.Body)
+					wantType := map[bool]string{false: "application/json", true: "text/event-stream"}[stream]
+					if res.StatusCode != 200 || res.Header.Get("Content-Type") != wantType {
+						t.Fatalf("status %d, type %q", res.StatusCode, res.Header.Get("Content-Type"))
+					}
+					if stream {
+						ended := endWatch{marker: a.end}
+						ended.write(b)
+						if !ended.seen {
+							t.Fatalf("stream lacks %q: %s", a.end, b)
+						}
+						for _, ev := range strings.Split(strings.TrimSpace(string(b)), "\n\n") {
+							_, data, _ := strings.Cut(ev, "data: ")
+							if data != "[DONE]" && !gjson.Valid(data) {
+								t.Fatalf("event %q is not JSON", ev)
+							}
+						}
+					} else if !json.Valid(b) {
+						t.Fatalf("answer is not JSON: %s", b)
+					}
+					r, err := formats[name]().Read(body, "t")
+					if err != nil {
+						t.Fatal(err)
+					}
+					obs := r.Observe(stream, 1<<20)
+					for p := b; len(p) > 0; p = p[min(len(p), 100):] { // in pieces, as a stream arrives
+						obs.Write(p[:min(len(p), 100)])
+					}
+					if out := obs.Outcome(); out.Failure != "" || out.Final != final || final && out.Answer == "" {
+						t.Errorf("scarproxy reads the answer as %+v; want final %v and no failure", out, final)
+					}
+				})
+			}
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", bytes.NewReader(tt.body))
-			if tt.final {
-				req.Header.Set(headerFinal, "1")
+}
+
+func TestEndWatch(t *testing.T) {
+	marker := []byte("event: message_stop\n")
+	stream := []byte("event: content_block_stop\ndata: {}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	for _, size := range []int{1, 2, 3, 7, 19, 20, 21, 64, len(stream)} {
+		t.Run(fmt.Sprintf("reads of %d", size), func(t *testing.T) {
+			w := endWatch{marker: marker}
+			for p := stream; len(p) > 0; p = p[min(len(p), size):] {
+				w.write(p[:min(len(p), size)])
 			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+			if !w.seen {
+				t.Error("marker not seen")
 			}
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			if res.StatusCode != 200 || res.Header.Get("Content-Type") != tt.wantType {
-				t.Fatalf("status %d, type %q", res.StatusCode, res.Header.Get("Content-Type"))
+			cut := endWatch{marker: marker}
+			for p := stream[:40]; len(p) > 0; p = p[min(len(p), size):] {
+				cut.write(p[:min(len(p), size)])
 			}
-			var finish string
-			if tt.wantType == "application/json" {
-				finish = gjson.GetBytes(b, "choices.0.finish_reason").Str
-			} else {
-				if !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) {
-					t.Fatalf("stream does not end with [DONE]: %q", b)
-				}
-				for _, ev := range strings.Split(strings.TrimSpace(string(b)), "\n\n") {
-					data := strings.TrimPrefix(ev, "data: ")
-					if data == "[DONE]" {
-						continue
-					}
-					if !gjson.Valid(data) {
-						t.Fatalf("event %q is not JSON", data)
-					}
-					if f := gjson.Get(data, "choices.0.finish_reason").Str; f != "" {
-						finish = f
-					}
-				}
-			}
-			if finish != tt.wantFinish {
-				t.Errorf("finish_reason %q, want %q", finish, tt.wantFinish)
+			if cut.seen {
+				t.Error("marker seen in a stream cut before it")
 			}
 		})
+	}
+	none := endWatch{}
+	none.write(stream)
+	if none.seen {
+		t.Error("a nil marker must never be seen")
 	}
 }
 
@@ -248,7 +448,7 @@ func TestBareProxyStreamsThrough(t *testing.T) {
 	defer bare.Close()
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			wl := newWorkload(2, stream, 0, 0, []conversation{newConversation(0, stream, nil), newConversation(1, stream, nil)})
+			wl := newWorkload(apiByName("chat"), 2, stream, 0, 0, []conversation{newConversation(0, stream, nil), newConversation(1, stream, nil)})
 			// A closed loop bounded by a short duration: it ends by itself.
 			res := drive(context.Background(), newTarget("bare", bare.URL+"/v1", 2), wl, 200*time.Millisecond)
 			if res.Errors != 0 || res.Requests == 0 {
@@ -272,7 +472,7 @@ func TestDriveCountsErrors(t *testing.T) {
 		http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	wl := newWorkload(1, false, 0, 0, []conversation{newConversation(0, false, nil)})
+	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil)})
 	res := drive(context.Background(), newTarget("broken", srv.URL+"/v1", 1), wl, 100*time.Millisecond)
 	if res.Errors == 0 || res.Requests != 0 || !strings.Contains(res.FirstError, "500") {
 		t.Fatalf("requests %d, errors %d, first error %q; want only errors naming the status", res.Requests, res.Errors, res.FirstError)
@@ -347,6 +547,9 @@ func TestParseFlags(t *testing.T) {
 		{"unbounded duration", []string{"-d", "1h"}, "-d", nil},
 		{"stray argument", []string{"extra"}, "unexpected argument", nil},
 		{"negative fail-every", []string{"-fail-every", "-1"}, "must not be negative", nil},
+		{"api", []string{"-api", "messages"}, "", func(o options) bool { return o.api == "messages" }},
+		{"default api", nil, "", func(o options) bool { return o.api == "chat" }},
+		{"unknown api", []string{"-api", "embeddings"}, "not chat, responses or messages", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -442,6 +645,42 @@ func TestEndToEnd(t *testing.T) {
 	for _, want := range []string{"throughput (c)/(b)", "added p50", "added ttfb p50", "target stream time to first byte"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	// The Responses and Messages workloads: scarproxy reads them (guard and
+	// recall blocks on every answer) and counts their new failures.
+	for _, tc := range []struct {
+		api  string
+		args []string
+	}{
+		{"responses", []string{"-stream"}},
+		{"messages", []string{"-final-every", "3"}},
+	} {
+		stdout.Reset()
+		args := append([]string{"-api", tc.api, "-c", "2", "-d", "300ms", "-warmup", "100ms", "-rounds", "1", "-fail-every", "4",
+			"-incidents", "3000", "-solutions", "300", "-out", out}, tc.args...)
+		if err := run(context.Background(), args, func(string) string { return "" }, &stdout, io.Discard); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.api, err, stdout.String())
+		}
+		b, _ := os.ReadFile(out)
+		rep = report{}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Rounds) != 1 || len(rep.Rounds[0]) != 3 || rep.Options["api"] != tc.api {
+			t.Fatalf("%s: report of %d rounds, options %v", tc.api, len(rep.Rounds), rep.Options)
+		}
+		for _, r := range rep.Rounds[0] {
+			if r.Requests == 0 || r.Errors != 0 {
+				t.Errorf("%s: %s: %d requests, %d errors (%s)", tc.api, r.Target, r.Requests, r.Errors, r.FirstError)
+			}
+			if r.Target == "scar" && (r.Guard < 1 || r.Recall < 1) {
+				t.Errorf("%s: scarproxy injected no blocks: guard %d, recall %d", tc.api, r.Guard, r.Recall)
+			}
+		}
+		if !strings.Contains(stdout.String(), tc.api+" API (POST /v1/") {
+			t.Errorf("%s: output does not name the API:\n%s", tc.api, stdout.String())
 		}
 	}
 

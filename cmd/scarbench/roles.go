@@ -28,12 +28,11 @@ const (
 	headerHold = "X-Bench-Hold"
 )
 
-// The fake upstream's answers: small fixed bodies, rendered once.
+// The fake upstream's chat answers: small fixed bodies, rendered once
+// (the other APIs' are in api.go).
 var (
 	completionToolCall = []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_next","type":"function","function":{"name":"run_tests","arguments":"{\"path\":\"./...\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5120,"completion_tokens":18,"total_tokens":5138}}`)
 	completionFinal    = []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Fixed: Load now falls back to Default() when the file is missing, and APP_PORT is only applied when it parses. Tests pass."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5120,"completion_tokens":31,"total_tokens":5151}}`)
-	streamEvents       = sseEvents(false)
-	streamEventsFinal  = sseEvents(true)
 )
 
 // sseEvents renders a streamed answer as separate events (each flushed on
@@ -47,7 +46,7 @@ func sseEvents(final bool) [][]byte {
 		return []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}` + "\n\n")
 	}
 	ev := [][]byte{chunk(`{"role":"assistant","content":""}`, "")}
-	for _, w := range []string{"I'll ", "run ", "the ", "tests ", "again ", "to ", "check ", "the fix."} {
+	for _, w := range streamWords {
 		ev = append(ev, chunk(`{"content":"`+w+`"}`, ""))
 	}
 	if final {
@@ -59,7 +58,8 @@ func sseEvents(final bool) [][]byte {
 	return append(ev, []byte("data: [DONE]\n\n"))
 }
 
-// fakeUpstream is the fast OpenAI-compatible upstream.
+// fakeUpstream is the fast upstream: it answers the chat, Responses and
+// Messages APIs, each in its own shape.
 type fakeUpstream struct {
 	mu   sync.Mutex
 	gate chan struct{} // closed by release
@@ -72,7 +72,11 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
-		u.chat(w, r)
+		u.answer(w, r, &chatAnswers)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
+		u.answer(w, r, &responsesAnswers)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+		u.answer(w, r, &messagesAnswers)
 	case r.Method == http.MethodPost && r.URL.Path == "/bench/release":
 		u.release()
 	case r.URL.Path == "/healthz":
@@ -81,7 +85,9 @@ func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (u *fakeUpstream) chat(w http.ResponseWriter, r *http.Request) {
+// answer reads the request and sends one of a's answers: a stream when
+// the request asks for one, final when the load driver asks for it.
+func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers) {
 	// Read the whole body, as a provider does, and look for "stream":true
 	// in it without decoding it.
 	buf := bodyBufs.Get().(*bytes.Buffer)
@@ -95,9 +101,9 @@ func (u *fakeUpstream) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	final := r.Header.Get(headerFinal) != ""
 	if !stream {
-		body := completionToolCall
+		body := a.json
 		if final {
-			body = completionFinal
+			body = a.jsonFinal
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -114,9 +120,9 @@ func (u *fakeUpstream) chat(w http.ResponseWriter, r *http.Request) {
 		gate = u.wait()
 		h.Set("Connection", "close") // the soak counts goroutines: leave no idle connection behind
 	}
-	events := streamEvents
+	events := a.events
 	if final {
-		events = streamEventsFinal
+		events = a.eventsFinal
 	}
 	f := w.(http.Flusher)
 	for i, ev := range events {

@@ -17,7 +17,7 @@ type soakResult struct {
 	Target    string  `json:"target"`
 	Streams   int     `json:"streams"`
 	Opened    int     `json:"opened"`    // received their first event
-	Completed int     `json:"completed"` // ended with data: [DONE]
+	Completed int     `json:"completed"` // ended with the API's last event
 	Errors    int     `json:"errors"`
 	OpenSecs  float64 `json:"open_seconds"` // until every stream had its first event
 	TTFB      dist    `json:"ttfb"`
@@ -78,7 +78,7 @@ func soak(ctx context.Context, e *benchEnv, o options, w io.Writer) ([]*soakResu
 // and stack in use.
 func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics string, n int, w io.Writer) (*soakResult, error) {
 	res := &soakResult{Target: name, Streams: n}
-	url := e.base(name) + "/chat/completions"
+	url := e.base(name) + e.api.path
 	upstreamRelease := "http://" + e.upstream.addr + "/bench/release"
 	// No keep-alive: after the soak no connection is left open, so any
 	// goroutine still running in scarproxy is one left behind.
@@ -87,12 +87,12 @@ func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics 
 		DisableKeepAlives:  true,
 		DisableCompression: true,
 	}}
-	hdr := http.Header{"Content-Type": {"application/json"}}
+	hdr := e.api.header
 
 	// Warm up with a few ordinary streams (loads the code paths and pools).
 	for i := range 4 {
 		body := e.convs[i].requestBody(nil, i, 1_000_000+i, false)
-		if _, _, _, _, err := once(ctx, client, url, hdr, body, make([]byte, 32<<10), true); err != nil {
+		if _, _, _, _, err := once(ctx, client, url, hdr, body, make([]byte, 32<<10), e.api.end); err != nil {
 			return nil, fmt.Errorf("soak warm-up: %w", err)
 		}
 	}
@@ -151,7 +151,7 @@ func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics 
 				return
 			}
 			buf := make([]byte, 4096)
-			var tail []byte
+			ended := endWatch{marker: e.api.end}
 			for {
 				k, err := r.Body.Read(buf)
 				if k > 0 {
@@ -159,7 +159,7 @@ func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics 
 						ttfbs[i] = time.Since(t0)
 						openedOnce()
 					}
-					tail = keepTail(tail, buf[:k])
+					ended.write(buf[:k])
 				}
 				if err == io.EOF {
 					break
@@ -169,10 +169,10 @@ func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics 
 					return
 				}
 			}
-			if bytes.HasSuffix(tail, []byte("data: [DONE]\n\n")) {
+			if ended.seen {
 				completed[i] = true
 			} else {
-				fail(fmt.Errorf("stream did not end with data: [DONE]"))
+				fail(fmt.Errorf("stream lacks its last event (%q)", e.api.end))
 			}
 		}()
 	}

@@ -122,25 +122,31 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 	}
 }
 
-// conversation is one client's chat request: fixed bytes around one
-// tool_call_id that changes with every request, the way an agent's history
-// grows by one tool result per turn.
+// conversation is one client's request in its API's shape: fixed bytes
+// around one tool call id that changes with every request, the way an
+// agent's history grows by one tool result per turn.
 type conversation struct {
 	template []byte // the body, with sentinels where the newest round goes
 	goal     string
 }
 
-// newConversation builds client c's request (about 20 KB): a system prompt,
-// tool definitions, the task, and fifteen tool rounds, four of whose results
-// are failures (a Python traceback, a failed edit, two failing test runs).
-// The goal is a reworded goal of one of the seeded solutions, so recall
-// finds it.
-func newConversation(c int, stream bool, solutions []store.Solution) conversation {
+// clientGoal is client c's task: a reworded goal of one of the seeded
+// solutions, so recall finds it.
+func clientGoal(c int, solutions []store.Solution) string {
 	task := "fix the config loader"
 	if len(solutions) > 0 {
 		task = solutions[(c*7919)%len(solutions)].Goal
 	}
-	goal := "Please " + task
+	return "Please " + task
+}
+
+// newConversation builds client c's chat request (about 20 KB): a system
+// prompt, tool definitions, the task, and fifteen tool rounds, four of
+// whose results are failures (a Python traceback, a failed edit, two
+// failing test runs). The Responses and Messages requests
+// (newResponsesConversation, newMessagesConversation) carry the same turn.
+func newConversation(c int, stream bool, solutions []store.Solution) conversation {
+	goal := clientGoal(c, solutions)
 	type fn struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
@@ -181,23 +187,34 @@ func newConversation(c int, stream bool, solutions []store.Solution) conversatio
 		"tools":       toolDefs,
 		"messages":    msgs,
 	}
+	return conversation{template: template(body, "call_new_"), goal: goal}
+}
+
+// template marshals a request body whose newest round is marked with
+// sentinels: the string "\x00" where its call id goes (twice: the call and
+// its result), "\x01" inside the result's text, and, for the Messages API,
+// the string "\x03" where its is_error flag goes. requestBody fills them in.
+func template(body any, idPrefix string) []byte {
 	b, err := json.Marshal(body)
 	if err != nil {
 		panic(err) // static data
 	}
-	// The newest round's id appears twice and its content once: split there.
 	s := string(b)
-	s = strings.Replace(s, `"\u0000"`, `"call_new_\u0002"`, 2)
-	return conversation{template: []byte(s), goal: goal}
+	if strings.Count(s, `"\u0000"`) != 2 || strings.Count(s, `\u0001`) != 1 {
+		panic("scarbench: a request template must mark its newest round once")
+	}
+	s = strings.Replace(s, `"\u0000"`, `"`+idPrefix+`\u0002"`, 2)
+	s = strings.Replace(s, `"\u0003"`, `\u0003`, 1) // a bare true or false
+	return []byte(s)
 }
 
 // requestBody appends request seq of the conversation to dst. When failed,
 // the newest tool result is a failure the proxy has not seen before.
 func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []byte {
 	id := "c" + strconv.Itoa(client) + "s" + strconv.Itoa(seq)
-	result := okToolResult
+	result, isError := okToolResult, "false"
 	if failed {
-		result = "FAIL\\tgithub.com/acme/app/config [build failed] (" + id + ")"
+		result, isError = "FAIL\\tgithub.com/acme/app/config [build failed] ("+id+")", "true"
 	}
 	s := cv.template
 	for len(s) > 0 {
@@ -212,16 +229,18 @@ func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []b
 			dst = append(dst, id...)
 		case '1':
 			dst = append(dst, result...)
+		case '3':
+			dst = append(dst, isError...)
 		}
 		s = s[i+6:]
 	}
 	return dst
 }
 
-// indexSentinel finds the next `\u0001` or `\u0002` escape in s.
+// indexSentinel finds the next `\u0001`, `\u0002` or `\u0003` escape in s.
 func indexSentinel(s []byte) int {
 	for i := 0; i+5 < len(s); i++ {
-		if s[i] == '\\' && s[i+1] == 'u' && s[i+2] == '0' && s[i+3] == '0' && s[i+4] == '0' && (s[i+5] == '1' || s[i+5] == '2') {
+		if s[i] == '\\' && s[i+1] == 'u' && s[i+2] == '0' && s[i+3] == '0' && s[i+4] == '0' && '1' <= s[i+5] && s[i+5] <= '3' {
 			return i
 		}
 	}
@@ -260,15 +279,18 @@ var toolTurns = []toolTurn{
 	{thought: "And the server package.", tool: "read_file", args: `{"path":"server/http.go"}`, result: goServer},
 }
 
-var toolDefs = func() []map[string]any {
-	def := func(name, desc string, props map[string]any, required ...string) map[string]any {
-		return map[string]any{"type": "function", "function": map[string]any{
-			"name": name, "description": desc,
-			"parameters": map[string]any{"type": "object", "properties": props, "required": required},
-		}}
+// benchTool is one tool an agent offers the model, in no API's shape.
+type benchTool struct {
+	name, desc string
+	params     map[string]any // JSON Schema of the arguments
+}
+
+var benchTools = func() []benchTool {
+	def := func(name, desc string, props map[string]any, required ...string) benchTool {
+		return benchTool{name, desc, map[string]any{"type": "object", "properties": props, "required": required}}
 	}
 	s := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
-	return []map[string]any{
+	return []benchTool{
 		def("read_file", "Read a file of the workspace and return its content with line numbers. Use it before editing a file.", map[string]any{"path": s("Path relative to the workspace root.")}, "path"),
 		def("write_file", "Create or overwrite a file of the workspace with the given content.", map[string]any{"path": s("Path relative to the workspace root."), "content": s("The full new content.")}, "path", "content"),
 		def("apply_patch", "Replace one exact occurrence of old with new in a file. Fails when old is not found or is found more than once.", map[string]any{"path": s("File to edit."), "old": s("Exact text to replace."), "new": s("Replacement text.")}, "path", "old", "new"),
@@ -277,6 +299,15 @@ var toolDefs = func() []map[string]any {
 		def("list_dir", "List files under a directory, recursively.", map[string]any{"path": s("Directory.")}, "path"),
 		def("run_shell", "Run a shell command in the workspace (no network) and return stdout, stderr and the exit code.", map[string]any{"cmd": s("The command line.")}, "cmd"),
 	}
+}()
+
+// toolDefs are the tools in the chat API's shape.
+var toolDefs = func() []map[string]any {
+	out := make([]map[string]any, len(benchTools))
+	for i, t := range benchTools {
+		out[i] = map[string]any{"type": "function", "function": map[string]any{"name": t.name, "description": t.desc, "parameters": t.params}}
+	}
+	return out
 }()
 
 const systemPrompt = `You are a senior software engineer working as an autonomous coding agent inside a developer's repository.
