@@ -67,10 +67,7 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 		tr := &info.ToolResults[i]
 		seenKey := s.seen.key(t.Workspace, t.Project, t.Session, tr.Key)
 		if failed, ok := s.seen.get(seenKey); ok {
-			if failed {
-				tr.Failed = true
-				info.Failures++
-			}
+			tr.Failed = failed
 			continue
 		}
 		text := tr.Text()
@@ -79,7 +76,6 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 		failed := tr.IsError || guard.ToolFailed(text)
 		tr.Failed = failed
 		if failed {
-			info.Failures++
 			msg := text
 			if tr.Name != "" {
 				msg = tr.Name + ": " + msg

@@ -66,7 +66,6 @@ type mark struct {
 	calls     int // len(calls)
 	scanCalls int // calls of scan.calls up to this message
 	toolCount int
-	failures  int    // set by convMemo.remember
 	sum       uint64 // memo hash of the tenant and the body up to the message's end (from the first user message on), set by convMemo.remember
 }
 

@@ -163,7 +163,7 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	c.marks = grown(e.marks[:last+1], turnRoom)
 	c.info.Tools = grown(e.tools[:mk.tools], turnRoom)
 	c.calls = grown(e.named[:mk.calls], turnRoom)
-	c.info.ToolCount, c.info.Failures = mk.toolCount, mk.failures
+	c.info.ToolCount = mk.toolCount
 	n := 0
 	for n < len(e.verdictMsgs) && e.verdictMsgs[n] <= last {
 		n++
@@ -256,22 +256,12 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated {
 		return
 	}
-	failures, r := 0, 0
-	if c.from > 0 {
-		failures = c.marks[c.from-1].failures
-	}
 	// The body is hashed up to c.hashed (the head, or the messages resume
 	// skipped, whose marks are kept): go on from there. The messages
 	// before the first user message are part of the name: their sums are
 	// not used.
 	h, pos := &c.hash, c.hashed
 	for i := c.from; i < len(c.marks); i++ {
-		for ; r < len(c.info.ToolResults) && c.info.ToolResults[r].At == i; r++ {
-			if c.info.ToolResults[r].Failed {
-				failures++
-			}
-		}
-		c.marks[i].failures = failures
 		end := c.scan.msgs[i].end
 		if end < pos {
 			continue

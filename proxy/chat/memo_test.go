@@ -101,7 +101,6 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 		t.Fatalf("turn 1: from %d, results %v", c1.from, results(c1))
 	}
 	c1.info.ToolResults[0].Failed = true // as recordToolErrors would set it
-	c1.info.Failures = 1
 	memo.remember(c1, turn1)
 
 	turn3 := agentTurn(t, 3)
@@ -119,7 +118,7 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 	if got := results(c3); !slices.Equal(got, []string{"call:call_1", "call:call_2"}) {
 		t.Errorf("turn 3 read tool results %v, want only the two new ones", got)
 	}
-	if c3.info.Failures != 1 || c3.info.ToolCount != 3 || !slices.Equal(c3.info.Tools, full.info.Tools) ||
+	if priorFailures(c3) != 1 || c3.info.ToolCount != 3 || !slices.Equal(c3.info.Tools, full.info.Tools) ||
 		c3.info.System != full.info.System || c3.info.Goal != full.info.Goal || c3.info.Key != full.info.Key ||
 		c3.info.Model != full.info.Model || c3.info.Stream != full.info.Stream {
 		t.Errorf("turn 3 with memo %+v\nread in full %+v", summarize(c3), summarize(full))
@@ -128,7 +127,7 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 		t.Error("the positions found with the memo differ from a full scan")
 	}
 	// The remembered turn is unchanged by turn 3's reading.
-	if e := memo.cur[c1.memoKey]; e == nil || len(e.tools) != 1 || e.marks[len(e.marks)-1].failures != 1 {
+	if e := memo.cur[c1.memoKey]; e == nil || len(e.tools) != 1 || len(e.verdicts) != 1 || !e.verdicts[0].LastFailed {
 		t.Errorf("remembered turn changed: %+v", e)
 	}
 
@@ -139,8 +138,8 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.from != len(c1.scan.msgs)-1 || !slices.Equal(results(cr), []string{"call:call_0"}) || cr.info.Failures != 0 || len(cr.info.Tools) != 1 {
-		t.Errorf("retry read from message %d (want %d), results %v, failures %d, tools %v", cr.from, len(c1.scan.msgs)-1, results(cr), cr.info.Failures, cr.info.Tools)
+	if cr.from != len(c1.scan.msgs)-1 || !slices.Equal(results(cr), []string{"call:call_0"}) || priorFailures(cr) != 0 || len(cr.info.Tools) != 1 {
+		t.Errorf("retry read from message %d (want %d), results %v, failures before %d, tools %v", cr.from, len(c1.scan.msgs)-1, results(cr), priorFailures(cr), cr.info.Tools)
 	}
 
 	// Remember turn 3, then read bodies that differ from it.
@@ -162,8 +161,8 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.from != tt.from || len(c.info.ToolResults) != 3 || c.info.Failures != 0 || c.info.ToolCount != 3 {
-				t.Errorf("read from message %d (want %d), %d tool results read, %d failed before; want 3 read, none failed before", c.from, tt.from, len(c.info.ToolResults), c.info.Failures)
+			if c.from != tt.from || len(c.info.ToolResults) != 3 || priorFailures(c) != 0 || c.info.ToolCount != 3 {
+				t.Errorf("read from message %d (want %d), %d tool results read, %d failed before; want 3 read, none failed before", c.from, tt.from, len(c.info.ToolResults), priorFailures(c))
 			}
 		})
 	}
@@ -222,6 +221,16 @@ func TestMemoIsBounded(t *testing.T) {
 	if _, ok := memo.cur[c.memoKey]; ok {
 		t.Error("a turn larger than a quarter of the memo was remembered")
 	}
+}
+
+// priorFailures counts the failed tool results of the messages the memo
+// skipped.
+func priorFailures(c *conversation) int {
+	n := 0
+	for _, t := range c.info.Prior {
+		n += t.Failures
+	}
+	return n
 }
 
 // judge gives each tool result of c a verdict, the same for the same

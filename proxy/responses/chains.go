@@ -17,7 +17,6 @@ type chainState struct {
 	found     bool // goal is the user's task, not a provisional one
 	tools     []string
 	toolCount int
-	failures  int
 	names     map[string]string // call id -> tool name, of the calls the response made
 	tallies   []wire.ToolTally
 }

@@ -154,6 +154,6 @@ func (o *observer) remember() {
 	// the calls it made: their names are all it needs of them.
 	r.chains.put(r.tenant, o.id, &chainState{
 		goal: in.Goal, found: r.task.Found, key: in.Key, tools: tools,
-		toolCount: in.ToolCount, failures: in.Failures, names: o.calls, tallies: in.Tallies(),
+		toolCount: in.ToolCount, names: o.calls, tallies: in.Tallies(),
 	})
 }

@@ -48,7 +48,7 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 			r.task = recall.TaskFinder{Goal: st.goal, Found: st.found}
 			in.Goal, in.Key = st.goal, st.key
 			in.Tools = append(in.Tools, st.tools...)
-			in.ToolCount, in.Failures, in.Prior = st.toolCount, st.failures, st.tallies
+			in.ToolCount, in.Prior = st.toolCount, st.tallies
 			maps.Copy(r.names, st.names)
 		}
 	}

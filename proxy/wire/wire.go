@@ -54,7 +54,7 @@ type Format interface {
 // Request is a request read by its format.
 type Request interface {
 	// Info is what was read. The pipeline sets the verdicts of the tool
-	// results and adds the new failures to Failures.
+	// results.
 	Info() *Info
 	// Inject returns the body with blocks in front of its system text,
 	// after stripping the blocks an earlier turn may have left there. When
@@ -84,7 +84,6 @@ type Info struct {
 
 	Tools     []string // names of the tools the assistant called, in order
 	ToolCount int      // tool results in the conversation
-	Failures  int      // how many of them failed; the pipeline adds the new ones
 	// ToolResults are the tool results read from this body; a format that
 	// remembers earlier turns may leave out those it judged before, and
 	// then says in Prior what they said, per tool.
