@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/messages"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
@@ -55,8 +56,8 @@ func messagesPath(path string) bool {
 		}
 		path = "/" + parts[4]
 	}
-	rest, ok := strings.CutPrefix(path, "/v1/messages")
-	return ok && (rest == "" || rest[0] == '/')
+	rest, ok := strings.CutPrefix(path, "/v1")
+	return ok && apiOf(rest) == providers.APIMessages
 }
 
 // failure is how one attempt to reach a provider ended, decided by classify.
