@@ -364,3 +364,18 @@ func TestClaudeCodeAnswers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRead reads Claude Code's third turn as captured (76 KB).
+func BenchmarkRead(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "claude-turn3.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := read(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -79,12 +79,19 @@ func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
 		case "text":
 			text = append(text, b)
 		case "tool_result":
-			id := b.Get("tool_use_id").String()
+			// One pass over the block's members: its content, often the
+			// largest value of the request, is located, not unescaped.
+			raw := []byte(b.Raw)
+			sp, err := wire.Members(raw, "tool_use_id", "is_error", "content")
+			if err != nil {
+				return true
+			}
+			id := sp[0].Value(raw).String()
 			tr := wire.ToolResult{
 				Name:    names[id],
-				IsError: b.Get("is_error").Bool(),
+				IsError: sp[1].Value(raw).Bool(),
 				At:      at,
-				Raw:     []byte(b.Get("content").Raw),
+				Raw:     sp[2].Raw(raw),
 				Decode:  resultText,
 			}
 			if id != "" {

@@ -102,18 +102,21 @@ func (r *request) readItem(item gjson.Result, at int) {
 	case strings.HasSuffix(typ, "_call_output"):
 		id := callID(item)
 		isErr := item.Get("status").String() == "failed"
-		item.Get("output").ForEach(func(_, o gjson.Result) bool {
-			// shell_call_output: one outcome per command; Codex's exec
-			// tool: a text part holding its command's result as JSON.
-			if c := o.Get("outcome.exit_code"); c.Exists() && c.Int() != 0 {
-				isErr = true
-			}
-			if code, _, ok := commandResult(o.Get("text").String()); ok && code != 0 {
-				isErr = true
-			}
-			return true
-		})
-		r.result(id, r.names[id], isErr, item.Get("output"), at)
+		out := item.Get("output")
+		if out.IsArray() {
+			out.ForEach(func(_, o gjson.Result) bool {
+				// shell_call_output: one outcome per command; Codex's exec
+				// tool: a text part holding its command's result as JSON.
+				if c := o.Get("outcome.exit_code"); c.Exists() && c.Int() != 0 {
+					isErr = true
+				}
+				if code, _, ok := commandResult(o.Get("text").String()); ok && code != 0 {
+					isErr = true
+				}
+				return true
+			})
+		}
+		r.result(id, r.names[id], isErr, out, at)
 	case strings.HasSuffix(typ, "_call"):
 		name := item.Get("name").String()
 		if name == "" {

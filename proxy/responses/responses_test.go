@@ -342,3 +342,18 @@ func TestCodexAnswers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRead reads Codex CLI's third turn as captured (gpt-5.5, 39 KB).
+func BenchmarkRead(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "codex-gpt-5.5-turn3.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := read(body, "t", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
