@@ -176,8 +176,8 @@ func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int
 	g.mu.RLock()
 	for i := range incidents {
 		inc := &incidents[i]
-		if inc.Time.Before(lo) || inc.Time.After(now) {
-			continue
+		if inc.Time.Before(lo) || inc.Time.After(now) || inc.Type == store.TypeLoop {
+			continue // out of the window, or a loop (not a failure)
 		}
 		k := g.key(inc.Type, inc.StatusCode, inc.Message)
 		m, hit := g.cur[k]

@@ -144,6 +144,10 @@ type Server struct {
 	keys    *keyring
 	metrics *metrics
 	seen    *seenSet
+	// loops keeps each conversation's latest tool calls; recovered, when
+	// each provider last answered well after failing.
+	loops     *loopTracker
+	recovered *recoveries
 	// captured remembers what auto-capture last stored per conversation.
 	captured *captureMemo
 	// The wire formats of the rewritten routes; chat and responses
@@ -235,6 +239,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		keys:      kr,
 		metrics:   newMetrics(),
 		seen:      newSeenSet(1 << 17),
+		loops:     newLoopTracker(1 << 14),
+		recovered: newRecoveries(),
 		captured:  newCaptureMemo(1 << 14),
 		chat:      chat.New(),
 		responses: responses.New(),

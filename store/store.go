@@ -54,6 +54,11 @@ const (
 	TypeUnreachable = "upstream_unreachable" // the provider could not be reached
 	TypeStreamError = "stream_error"         // an error event or a truncated SSE stream
 	TypeToolError   = "tool_error"           // a role:"tool" message that says the tool failed
+	// TypeLoop is a loop the proxy detected in a conversation (not a
+	// failure of its own: the guard does not count it). Its Code is the
+	// level reached ("guard", "stop", "hard-stop") or "broken" when the
+	// agent left the loop; its Message names the kind and the calls.
+	TypeLoop = "loop"
 )
 
 // Incident is one failure the proxy saw or was told about.

@@ -75,3 +75,32 @@ func DefinedTools(defs []byte) []string {
 	})
 	return names
 }
+
+// SetMember returns body with its top-level member key set to the JSON
+// value val: replaced where it stands, or added first when absent. body
+// must be a JSON object in which key appears at most once; val must be
+// valid JSON. The result is a new slice (body is not modified).
+func SetMember(body []byte, key string, val []byte) ([]byte, error) {
+	sp, err := Members(body, key)
+	if err != nil {
+		return nil, err
+	}
+	if sp[0].OK() {
+		return Splice(body, sp[0].Start, sp[0].End, val), nil
+	}
+	s := Scanner{B: body}
+	s.WS()
+	if s.Peek() != '{' {
+		return nil, &JSONError{Offset: s.I}
+	}
+	at := s.I + 1
+	s.I++
+	s.WS()
+	ins := AppendJSONString(nil, key)
+	ins = append(ins, ':')
+	ins = append(ins, val...)
+	if s.Peek() != '}' {
+		ins = append(ins, ',')
+	}
+	return Splice(body, at, at, ins), nil
+}

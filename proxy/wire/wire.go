@@ -49,6 +49,9 @@ type Format interface {
 	// StreamError is the event that tells a client, in the API's stream
 	// format, that the proxy cut its stream short.
 	StreamError(e Error) []byte
+	// NoTools is the value of the request's top-level "tool_choice" that
+	// forbids tool calls for one turn (the loop breaker's hard stop).
+	NoTools() []byte
 }
 
 // Request is a request read by its format.
