@@ -120,7 +120,7 @@ func (g *Guard) DetectAll(incidents []store.Incident, now time.Time) []Entry {
 func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int) []Entry {
 	lo := now.Add(-g.cfg.Window)
 	counts := make([]int, len(g.patterns))
-	var tools map[int][]string      // tools of each pattern's tool failures
+	var tools map[int][]string       // tools of each pattern's tool failures
 	var scoped map[scopedPattern]int // pattern counts of provider failures, per provider
 	var groups map[string]*group
 	var misses []int // indexes of incidents not in the cache

@@ -15,8 +15,8 @@ import (
 // call is one tool call of a scripted conversation and its result.
 type call struct {
 	tool, args, output string // args: a JSON object
-	failed                 bool
-	note                   string // the assistant's text beside the call
+	failed             bool
+	note               string // the assistant's text beside the call
 }
 
 const (
@@ -24,7 +24,9 @@ const (
 	okOutput   = "Wrote config/settings.json (12 lines)"
 )
 
-func failing(args string) call { return call{tool: "run_shell", args: args, output: failOutput, failed: true} }
+func failing(args string) call {
+	return call{tool: "run_shell", args: args, output: failOutput, failed: true}
+}
 
 // conversation renders a scripted conversation in a wire format: the
 // task, then each call and its result, with run_shell and read_file

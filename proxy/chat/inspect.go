@@ -34,7 +34,7 @@ type conversation struct {
 	task        recall.TaskFinder
 	taskAt      int
 	provisional string
-	calls       []callName        // the calls of tools that have an id
+	calls       []callName     // the calls of tools that have an id
 	names       map[string]int // tool_call_id -> index in calls, of calls[:indexed] (see callOf)
 	indexed     int
 	marks       []mark // one per message: what was read up to its end
