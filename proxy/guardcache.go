@@ -33,7 +33,8 @@ type guardWindow struct {
 	version            int64
 	validUntil         time.Time // when the oldest incident read leaves the window
 	incidents          []store.Incident
-	full               bool // the read hit its limit: older incidents of a conversation may be missing
+	full               bool        // the read hit its limit: older incidents of a conversation may be missing
+	fixes              []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
 
 	mu    sync.Mutex
 	convs map[string]guardResult // per conversation (and retirement), derived lazily
@@ -99,6 +100,10 @@ func (c *guardCache) put(k tenantKey, w *guardWindow) {
 	c.held += len(w.incidents)
 }
 
+// maxWindowFixes bounds the learned fixes a guard window holds: the most
+// recently updated ones.
+const maxWindowFixes = 500
+
 // guardWindow returns the tenant's incidents inside the window at now,
 // from the cache when the store's version has not moved.
 func (s *Server) guardWindow(ctx context.Context, workspace, project string, now time.Time) (*guardWindow, error) {
@@ -117,7 +122,11 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	if err != nil {
 		return nil, err
 	}
-	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs,
+	fixes, err := s.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
+	if err != nil {
+		return nil, err
+	}
+	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes,
 		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window)}
 	s.guardCache.put(k, w)
 	return w, nil
@@ -204,7 +213,7 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 			}
 		}
 	}
-	entries := s.guard.Detect(incs, now)
+	entries := s.withFixes(s.guard.DetectAll(incs, now), w.fixes)
 	r = guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
 	w.mu.Lock()
 	if w.convs == nil || len(w.convs) >= s.guardCache.maxConvs {

@@ -92,27 +92,26 @@ type loopEvent struct {
 
 // trackLoop adds the request's new tool results (verdicts set) to its
 // conversation's tail and returns the conversation's loop, with the
-// events to record. Without new results the loop is the one found before.
-func (s *Server) trackLoop(t Tenant, info *wire.Info) (guard.Loop, []loopEvent) {
+// events to record, and which of info.ToolResults were new to the tail.
+// Without new results the loop is the one found before.
+func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
 	if t.Session == "" || len(info.ToolResults) == 0 {
 		if t.Session == "" {
-			return guard.Loop{}, nil
+			return guard.Loop{}, nil, nil
 		}
-		return s.loops.peek(convRef{t.Workspace, t.Project, t.Session}), nil
+		return s.loops.peek(convRef{t.Workspace, t.Project, t.Session}), nil, nil
 	}
 	c := s.loops.get(convRef{t.Workspace, t.Project, t.Session})
 	results := info.ToolResults
 	// A body that re-sends the whole history holds the tail's results and
 	// older ones: only its latest ones can be new.
-	if len(results) > maxSteps {
-		results = results[len(results)-maxSteps:]
-	}
+	skipped := max(0, len(results)-maxSteps)
+	results = results[skipped:]
 	var defined []string
 	definedRead := false
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	added := false
 	for i := range results {
 		tr := &results[i]
 		if slices.Contains(c.keys, tr.Key) {
@@ -136,14 +135,13 @@ func (s *Server) trackLoop(t Tenant, info *wire.Info) (guard.Loop, []loopEvent) 
 		}
 		c.steps = append(c.steps, st)
 		c.keys = append(c.keys, tr.Key)
-		added = true
+		fresh = append(fresh, skipped+i)
 	}
-	if !added {
-		return c.loop, nil
+	if len(fresh) == 0 {
+		return c.loop, nil, nil
 	}
 	prev := c.loop
 	c.loop = s.guard.DetectLoop(c.steps)
-	var events []loopEvent
 	if prev.Level > guard.LevelNone && prev.Key() != c.loop.Key() {
 		events = append(events, loopEvent{loop: prev, level: "broken", store: c.levels[prev.Key()] >= firstRecorded(prev)})
 	}
@@ -157,7 +155,7 @@ func (s *Server) trackLoop(t Tenant, info *wire.Info) (guard.Loop, []loopEvent) 
 		}
 		c.levels[key] = max(c.levels[key], l.Level)
 	}
-	return c.loop, events
+	return c.loop, events, fresh
 }
 
 // firstRecorded is the first level of a loop worth a record of its own: a

@@ -135,11 +135,16 @@ func (s *Server) prepare(x *exchange) *apiError {
 		failed, ok := s.recordToolErrors(&budget, t, x.info, x.now)
 		x.degraded = !ok
 		var events []loopEvent
+		var fresh []int
 		if ok {
-			x.loop, events = s.trackLoop(t, x.info)
+			x.loop, events, fresh = s.trackLoop(t, x.info)
 			x.degraded = !s.recordLoops(&budget, t, x.info.Model, events, x.now)
 		}
 		if !x.degraded && (failed > 0 || slices.ContainsFunc(events, func(e loopEvent) bool { return e.store })) {
+			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
+		}
+		if !x.degraded && gerr == nil && s.learnFixes(&budget, t, win, x.info, fresh, x.now) {
+			// The fixes changed: the window shows them.
 			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
 		}
 		if !x.degraded && gerr == nil {
