@@ -52,3 +52,20 @@ func TestSetMember(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCallArgs: normalising is idempotent (a normalised call reads the
+// same once more), never panics, and keeps valid JSON valid.
+func FuzzCallArgs(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1,2]}`, `"{\"x\": 1}"`, `"free text"`, `[1,{"z":null}]`, `{"a":1e400}`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		once := CallArgs([]byte(raw))
+		if twice := CallArgs([]byte(once)); len(once) > 0 && (once[0] == '{' || once[0] == '[') && Valid([]byte(once)) && twice != once {
+			t.Fatalf("CallArgs not idempotent: %q -> %q -> %q", raw, once, twice)
+		}
+		if Valid([]byte(raw)) && len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') && !Valid([]byte(once)) {
+			t.Fatalf("CallArgs(%q) = %q is not JSON", raw, once)
+		}
+	})
+}
