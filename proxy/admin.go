@@ -329,6 +329,14 @@ func (s *Server) deleteIncidents(c echo.Context) error {
 type guardView struct {
 	Patterns []guard.Entry `json:"patterns"`
 	Block    string        `json:"block"`
+	Loop     *loopView     `json:"loop,omitempty"`
+}
+
+// loopView is a conversation's current loop.
+type loopView struct {
+	Kind  string `json:"kind"`
+	Count int    `json:"count"`
+	Level string `json:"level"` // guard, stop, hard-stop
 }
 
 func (s *Server) guardPreview(c echo.Context) error {
@@ -349,14 +357,18 @@ func (s *Server) previewGuard(ctx context.Context, k *GatewayKey, workspace, pro
 	}
 	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
-	entries, block, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
+	entries, block, loop, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
 	if err != nil {
 		return guardView{}, s.storeAPIError(ctx, "list_incidents", err)
 	}
 	if entries == nil {
 		entries = []guard.Entry{}
 	}
-	return guardView{Patterns: entries, Block: block.Text}, nil
+	v := guardView{Patterns: entries, Block: block}
+	if loop.Level > guard.LevelNone {
+		v.Loop = &loopView{Kind: loop.Kind, Count: loop.Count, Level: guard.LevelName(loop.Level)}
+	}
+	return v, nil
 }
 
 // patternView is one failure pattern the guard runs.

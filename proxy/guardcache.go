@@ -281,14 +281,29 @@ func (s *Server) providerAnswered(x *exchange, provider string) {
 	s.recovered.mark(k, provider, s.opts.Now())
 }
 
-// guardEntries returns the guard of a conversation of a tenant at now.
-func (s *Server) guardEntries(ctx context.Context, workspace, project, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
+// guardEntries returns the guard of a conversation of a tenant at now, as
+// its next request would get it: the entries and the text of the blocks
+// (the STOP block, when the conversation's loop reached that level on
+// this replica, then the guard block), and the loop.
+func (s *Server) guardEntries(ctx context.Context, workspace, project, conversation string, now time.Time) ([]guard.Entry, string, guard.Loop, error) {
 	w, err := s.guardWindow(ctx, workspace, project, now)
 	if err != nil {
-		return nil, wire.Block{}, err
+		return nil, "", guard.Loop{}, err
 	}
 	budget := storeBudget{ctx: ctx}
-	return s.guardFor(&budget, w, conversation, nil, now)
+	entries, block, err := s.guardFor(&budget, w, conversation, nil, now)
+	if err != nil {
+		return nil, "", guard.Loop{}, err
+	}
+	var loop guard.Loop
+	if conversation != "" {
+		loop = s.loops.peek(convRef{workspace, project, conversation})
+	}
+	if e, ok := guard.LoopEntry(loop); ok {
+		entries = append(slices.Clip(entries), e)
+		block = wire.NewBlock(guard.Block(entries))
+	}
+	return entries, guard.StopBlock(loop) + block.Text, loop, nil
 }
 
 // recallCache keeps the recall of each (tenant, goal, conversation) with

@@ -166,6 +166,13 @@ func TestLoopBreakerInEveryFormat(t *testing.T) {
 					if strings.Count(sys, guard.StopStart) != 1 || !strings.Contains(sys, guard.BlockStart) {
 						t.Fatalf("turn %d: the STOP block and the guard once each:\n%s", n, sys)
 					}
+					// The memory API previews what the next turn gets.
+					res := r.h.do(http.MethodGet, "/scar/v1/guard?workspace="+r.ws+"&session="+hdr.Get(HeaderConversation), nil, nil)
+					view, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if gjson.GetBytes(view, "loop.level").Str != "stop" || !strings.HasPrefix(gjson.GetBytes(view, "block").Str, guard.StopStart) {
+						t.Fatalf("turn %d: guard preview %s", n, view)
+					}
 				} else if hdr.Get(HeaderLoop) != "" {
 					t.Fatalf("turn %d: X-Scar-Loop %q", n, hdr.Get(HeaderLoop))
 				}
