@@ -93,6 +93,22 @@ func (s *stuckStore) AddIncidentOnce(ctx context.Context, inc *store.Incident, k
 	return s.Store.AddIncidentOnce(ctx, inc, key)
 }
 
+// AddIncidents blocks as AddIncident does when the batch holds an
+// incident without a dedupe key, as AddIncidentOnce does when it holds one
+// with a key.
+func (s *stuckStore) AddIncidents(ctx context.Context, batch []store.IncidentWrite) ([]store.VersionStep, error) {
+	for _, w := range batch {
+		call := "AddIncident"
+		if w.DedupeKey != "" {
+			call = "AddIncidentOnce"
+		}
+		if err := s.wait(ctx, call); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.AddIncidents(ctx, batch)
+}
+
 func (s *stuckStore) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {
 	if err := s.wait(ctx, "ListIncidents"); err != nil {
 		return nil, err
