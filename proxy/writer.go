@@ -188,9 +188,9 @@ type captureQueue struct {
 	s     *Server
 	queue chan solutionCapture
 
-	mu       sync.RWMutex
-	closed   bool
-	done     chan struct{}
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{}
 	// Captures queued or being stored, and their cond (signalled at 0).
 	countMu sync.Mutex
 	count   int
