@@ -172,6 +172,9 @@ type Server struct {
 
 	guardCache   *guardCache
 	recallCache  *recallCache
+	writer       *incidentWriter // incidents, in batches (writer.go)
+	captures     *captureQueue   // solutions, in the background (writer.go)
+	shutdownOnce sync.Once
 	indexVersion atomic.Int64 // moves whenever the recall index changes
 
 	syncMu sync.Mutex
@@ -272,6 +275,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.syncIndex(ctx); err != nil {
 		s.log.Warn("recall index not loaded; will retry", "err", err)
 	}
+	s.writer = newIncidentWriter(s)
+	s.captures = newCaptureQueue(s)
 	s.mcpHTTP = s.mcpHTTPHandler()
 	s.echo = s.routes()
 	return s, nil
@@ -356,11 +361,14 @@ func (s *Server) syncIndex(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the providers' idle connections. The store belongs to
-// the caller.
+// Close stores what the background writers hold (see [Server.Shutdown];
+// here each write within StoreTimeout) unless Shutdown did, and releases
+// the providers' idle connections. The store belongs to the caller: close
+// it after.
 func (s *Server) Close() error {
+	err := s.Shutdown(context.Background())
 	s.router.CloseIdleConnections()
-	return nil
+	return err
 }
 
 func (s *Server) routes() *echo.Echo {

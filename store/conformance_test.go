@@ -1130,6 +1130,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		r.readAll(t, s, 3)
 		r.check(t, s, "w")
 	})
+
+	testIncidentBatches(t, open)
 }
 
 // feedReader follows the change feed the way a replica does.
