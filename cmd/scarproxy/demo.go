@@ -136,7 +136,7 @@ func indent(s string) string {
 
 func cmdDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"demo: want guard, persist or recall"}
+		return usageError{"demo: want guard, persist, recall or loop"}
 	}
 	fs := flag.NewFlagSet("demo "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -169,8 +169,10 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return demoPersist(ctx, quiet, env, stdout, logs)
 	case "recall":
 		return demoRecall(ctx, quiet, env, stdout, logs)
+	case "loop":
+		return demoLoop(ctx, quiet, env, stdout, logs)
 	}
-	return usageError{fmt.Sprintf("demo: unknown demo %q (want guard, persist or recall)", args[0])}
+	return usageError{fmt.Sprintf("demo: unknown demo %q (want guard, persist, recall or loop)", args[0])}
 }
 
 // demoGuard shows an agent loop failing with the same syntax error: after
