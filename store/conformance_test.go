@@ -1116,6 +1116,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		r.readAll(t, s, 3)
 		r.check(t, s, "w")
 	})
+
+	testDashboard(t, open)
 }
 
 // feedReader follows the change feed the way a replica does.
