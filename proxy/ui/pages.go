@@ -37,9 +37,9 @@ var funcs = template.FuncMap{
 	"short": func(s string, n int) string {
 		return guard.Sanitize(guard.Redact(s), n)
 	},
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
-	"q":   url.QueryEscape,
-	"p":   url.PathEscape,
+	"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"q":     url.QueryEscape,
+	"p":     url.PathEscape,
 	"rowOf": func(r incidentRow, t template.URL) rowView { return rowView{r, t} },
 	"table": func(rows []incidentRow, t template.URL) tableView { return tableView{rows, t} },
 	"rowsOf": func(incs []store.Incident, pats []string, t template.URL) tableView {

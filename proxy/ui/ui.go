@@ -104,8 +104,8 @@ type Turn struct {
 // Fix is a learned fix as the dashboard shows it.
 type Fix struct {
 	ID, Pattern, Tool, Failure, Call, Explanation, Session string
-	Failures                                                int
-	Updated                                                 time.Time
+	Failures                                               int
+	Updated                                                time.Time
 }
 
 // Source is the memory the dashboard reads and changes. The proxy
