@@ -242,7 +242,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 			Data: loginData{Next: next, Error: "That is neither the admin token nor a gateway key."}})
 		return
 	}
-	h.startSession(w, p)
+	h.startSession(w, r, p)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

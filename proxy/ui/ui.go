@@ -341,17 +341,17 @@ func (h *Handler) sessionOf(w http.ResponseWriter, r *http.Request) (*session, b
 		}
 	}
 	if h.src.Open() {
-		return h.startSession(w, Principal{Admin: true}), true
+		return h.startSession(w, r, Principal{Admin: true}), true
 	}
 	return nil, false
 }
 
 // startSession sets a new session cookie for p and returns the session.
-func (h *Handler) startSession(w http.ResponseWriter, p Principal) *session {
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, p Principal) *session {
 	exp := h.opts.Now().Add(h.opts.SessionTTL)
 	v := h.sign(p, exp)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v, Path: "/ui", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Expires: exp, Secure: false})
+		SameSite: http.SameSiteStrictMode, MaxAge: int(h.opts.SessionTTL / time.Second), Secure: r.TLS != nil})
 	return &session{p: p, expires: exp, raw: v}
 }
 
