@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -151,11 +152,21 @@ func TestDashboardAccess(t *testing.T) {
 		}
 	}
 
-	// A tampered cookie is no session.
+	// A key's cookie edited to say "admin" is no session.
 	u, _ := url.Parse(h.http.URL + "/ui/")
+	keyCookie := keyA.c.Jar.Cookies(u)
+	if len(keyCookie) != 1 {
+		t.Fatalf("key cookies: %v", keyCookie)
+	}
+	payload, mac, _ := strings.Cut(keyCookie[0].Value, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || !strings.HasPrefix(string(raw), "k|") {
+		t.Fatalf("cookie payload %q: %v", raw, err)
+	}
+	forgedValue := base64.RawURLEncoding.EncodeToString([]byte("a|"+strings.SplitN(string(raw), "|", 2)[1])) + "." + mac
 	forged := newUIClient(t, h)
-	forged.c.Jar.SetCookies(u, []*http.Cookie{{Name: "scar_ui", Value: strings.Replace(c.Value, "a", "b", 1), Path: "/ui"}})
-	if status, _, _ := forged.get("/ui/incidents"); status != http.StatusSeeOther {
+	forged.c.Jar.SetCookies(u, []*http.Cookie{{Name: "scar_ui", Value: forgedValue, Path: "/ui"}})
+	if status, _, _ := forged.get("/ui/incidents?workspace=team-b"); status != http.StatusSeeOther {
 		t.Fatalf("forged cookie: %d", status)
 	}
 
