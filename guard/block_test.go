@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,11 @@ func TestBlockGolden(t *testing.T) {
 					providers++
 				}
 			}
-			if want := 5 + 3*len(tc.entries) + countExamples(tc.entries) + providers; strings.Count(b, "\n") != want {
+			notice := 0
+			if slices.ContainsFunc(tc.entries, quotes) {
+				notice = 1
+			}
+			if want := 5 + 3*len(tc.entries) + countExamples(tc.entries) + providers + notice; strings.Count(b, "\n") != want {
 				t.Errorf("%d lines, want %d: an entry field added lines", strings.Count(b, "\n"), want)
 			}
 			if got := Strip(b + "original system prompt"); got != "original system prompt" {

@@ -35,6 +35,41 @@ type Entry struct {
 	// Provider names the provider a provider failure came from: those
 	// count per provider (a rate limit of one says nothing of another).
 	Provider string `json:"provider,omitempty"`
+	// Fingerprint is the group's fingerprint (RepeatedPattern entries).
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Tools names the tools whose failures the entry counts (tool
+	// failures recorded by the proxy, see [ToolOf]), sorted.
+	Tools []string `json:"tools,omitempty"`
+	// Call shows the repeated call of a loop's entry ([LoopEntry]).
+	Call string `json:"call,omitempty"`
+	// Fixed is how this failure was fixed before, when a fix was learned.
+	Fixed *Fixed `json:"fixed,omitempty"`
+}
+
+// Fixed is a learned fix as a guard entry shows it: the call that ended
+// the same failure before, and what the assistant said of it.
+type Fixed struct {
+	Tool string `json:"tool"`
+	Call string `json:"call"`           // the call's arguments
+	Note string `json:"note,omitempty"` // the assistant's note beside the call
+}
+
+// ToolOf returns the tool a tool failure came from: the proxy records
+// them as "NAME: output". It returns "" for other incidents, and for a
+// message that does not start with a plausible tool name.
+func ToolOf(inc *store.Incident) string {
+	if inc.Type != store.TypeToolError {
+		return ""
+	}
+	i := strings.Index(inc.Message, ": ")
+	if i <= 0 || i > 128 {
+		return ""
+	}
+	name := inc.Message[:i]
+	if strings.ContainsAny(name, " \t\n\"'`") {
+		return ""
+	}
+	return name
 }
 
 // ProviderFailure reports whether an incident type is a failure of the
@@ -72,8 +107,20 @@ func scope(inc *store.Incident) string {
 // Classifications are cached, so repeated calls over mostly the same
 // incidents are cheap. It returns nil when nothing repeats.
 func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
+	return g.detect(incidents, now, g.cfg.MinRepeats)
+}
+
+// DetectAll is [Guard.Detect] with every group reported, whether it
+// repeated or not: the caller picks (an entry that occurred once still
+// matters when a fix for it was learned).
+func (g *Guard) DetectAll(incidents []store.Incident, now time.Time) []Entry {
+	return g.detect(incidents, now, 1)
+}
+
+func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int) []Entry {
 	lo := now.Add(-g.cfg.Window)
 	counts := make([]int, len(g.patterns))
+	var tools map[int][]string       // tools of each pattern's tool failures
 	var scoped map[scopedPattern]int // pattern counts of provider failures, per provider
 	var groups map[string]*group
 	var misses []int // indexes of incidents not in the cache
@@ -83,6 +130,12 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 		if m.pat >= 0 {
 			if sc == "" {
 				counts[m.pat]++
+				if t := ToolOf(inc); t != "" {
+					if tools == nil {
+						tools = make(map[int][]string)
+					}
+					tools[int(m.pat)] = addTool(tools[int(m.pat)], t)
+				}
 			} else {
 				if scoped == nil {
 					scoped = make(map[scopedPattern]int)
@@ -107,9 +160,15 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 		gr := groups[fp]
 		if gr == nil {
 			gr = &group{newest: inc, provider: sc}
+			if inc.Message != "" {
+				gr.fp = cmp.Or(inc.Fingerprint, m.fp)
+			}
 			groups[fp] = gr
 		} else if newer(inc, gr.newest) {
 			gr.newest = inc
+		}
+		if t := ToolOf(inc); t != "" {
+			gr.tools = addTool(gr.tools, t)
 		}
 		gr.count++
 	}
@@ -117,8 +176,8 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 	g.mu.RLock()
 	for i := range incidents {
 		inc := &incidents[i]
-		if inc.Time.Before(lo) || inc.Time.After(now) {
-			continue
+		if inc.Time.Before(lo) || inc.Time.After(now) || inc.Type == store.TypeLoop {
+			continue // out of the window, or a loop (not a failure)
 		}
 		k := g.key(inc.Type, inc.StatusCode, inc.Message)
 		m, hit := g.cur[k]
@@ -154,25 +213,27 @@ func (g *Guard) Detect(incidents []store.Incident, now time.Time) []Entry {
 
 	var out []Entry
 	for i, n := range counts {
-		if n >= g.cfg.MinRepeats {
+		if n >= minRepeats && n > 0 {
 			p := &g.patterns[i]
-			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix})
+			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix, Tools: tools[i]})
 		}
 	}
 	for sp, n := range scoped {
-		if n >= g.cfg.MinRepeats {
+		if n >= minRepeats {
 			p := &g.patterns[sp.pat]
 			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix, Provider: sp.provider})
 		}
 	}
 	for _, gr := range groups {
-		if gr.count >= g.cfg.MinRepeats {
+		if gr.count >= minRepeats {
 			out = append(out, Entry{
-				Pattern:  RepeatedPattern,
-				Count:    gr.count,
-				Hint:     repeatedFix,
-				Example:  gr.example(),
-				Provider: gr.provider,
+				Pattern:     RepeatedPattern,
+				Count:       gr.count,
+				Hint:        repeatedFix,
+				Example:     gr.example(),
+				Provider:    gr.provider,
+				Fingerprint: gr.fp,
+				Tools:       gr.tools,
 			})
 		}
 	}
@@ -199,6 +260,17 @@ type group struct {
 	count    int
 	newest   *store.Incident
 	provider string
+	fp       string   // the fingerprint; "" for failures without text
+	tools    []string // tools of its tool failures, sorted
+}
+
+// addTool adds name to the sorted set tools.
+func addTool(tools []string, name string) []string {
+	i, found := slices.BinarySearch(tools, name)
+	if found {
+		return tools
+	}
+	return slices.Insert(tools, i, name)
 }
 
 func (gr *group) example() string {
@@ -242,6 +314,10 @@ func Block(entries []Entry) string {
 	b.WriteString("\n")
 	b.WriteString(blockIntro)
 	b.WriteString("\n")
+	if slices.ContainsFunc(entries, quotes) {
+		b.WriteString(QuoteNotice)
+		b.WriteString("\n")
+	}
 	for _, e := range entries {
 		b.WriteString("\n▶ Pattern: ")
 		b.WriteString(Sanitize(e.Pattern, maxLabelRunes))
@@ -257,15 +333,27 @@ func Block(entries []Entry) string {
 			b.WriteString(p)
 			b.WriteString("\n")
 		}
-		if ex := Sanitize(e.Example, maxExampleRunes); ex != "" {
+		if ex := Quote(e.Example, maxExampleRunes); ex != "" {
 			b.WriteString("  Error: ")
 			b.WriteString(ex)
+			b.WriteString("\n")
+		}
+		if call := Sanitize(e.Call, 2*maxCallArgsRunes+2*maxLabelRunes); call != "" {
+			b.WriteString("  Call: ")
+			b.WriteString(call) // built by LoopEntry: names and quoted arguments
 			b.WriteString("\n")
 		}
 		if hint := Sanitize(e.Hint, maxHintRunes); hint != "" {
 			b.WriteString("  Fix Instruction: ")
 			b.WriteString(hint)
 			b.WriteString("\n")
+		}
+		if f := e.Fixed; f != nil {
+			if fix := fixText(f); fix != "" {
+				b.WriteString("  Last time this was fixed by: ")
+				b.WriteString(fix)
+				b.WriteString("\n")
+			}
 		}
 	}
 	b.WriteString("\n")
@@ -274,12 +362,28 @@ func Block(entries []Entry) string {
 	return b.String()
 }
 
-// Strip removes every guard block from text: each line that is BlockStart
-// (ignoring surrounding whitespace) through the next BlockEnd line, and one
-// blank line after it. A marker line without its partner (a start with no
-// end before the next start, or a lone end) is removed alone, so the text
-// between is kept. Strip is idempotent, and text without marker lines is
-// returned unchanged.
+// quotes reports whether an entry shows stored text.
+func quotes(e Entry) bool { return e.Example != "" || e.Call != "" || e.Fixed != nil }
+
+// fixText shows a learned fix: the call, and the assistant's note quoted.
+func fixText(f *Fixed) string {
+	call := callText(&Step{Tool: f.Tool, Args: f.Call})
+	if f.Tool == "" && f.Call == "" {
+		return ""
+	}
+	if note := Quote(f.Note, maxExampleRunes); note != "" {
+		call += ", with the note " + note
+	}
+	return "calling " + call
+}
+
+// Strip removes every guard block and STOP block from text: each line
+// that is BlockStart (or StopStart), ignoring surrounding whitespace,
+// through the next BlockEnd (StopEnd) line, and one blank line after it.
+// A marker line without its partner (a start with no end before the next
+// start, or a lone end) is removed alone, so the text between is kept.
+// Strip is idempotent, and text without marker lines is returned
+// unchanged.
 func Strip(text string) string {
 	if !strings.Contains(text, "### !!! ") {
 		return text
@@ -288,9 +392,9 @@ func Strip(text string) string {
 	b.Grow(len(text))
 	for i := 0; i < len(text); {
 		line, next := lineAt(text, i)
-		switch strings.TrimSpace(line) {
-		case BlockStart:
-			end := blockEnd(text, next)
+		switch l := strings.TrimSpace(line); l {
+		case BlockStart, StopStart:
+			end := blockEnd(text, next, l)
 			if end < 0 {
 				i = next // orphan start: drop its line only
 				continue
@@ -299,7 +403,7 @@ func Strip(text string) string {
 			if l, n := lineAt(text, i); i < len(text) && strings.TrimSpace(l) == "" {
 				i = n // the blank line after the block
 			}
-		case BlockEnd:
+		case BlockEnd, StopEnd:
 			i = next // orphan end
 		default:
 			b.WriteString(text[i:next])
@@ -319,16 +423,20 @@ func lineAt(text string, i int) (line string, next int) {
 	return text[i : i+j], i + j + 1
 }
 
-// blockEnd returns the index after the BlockEnd line that closes a block
-// whose body starts at i, or -1 when another BlockStart or the end of text
-// comes first.
-func blockEnd(text string, i int) int {
+// blockEnd returns the index after the end line that closes a block
+// opened by start whose body starts at i, or -1 when a start line or the
+// end of text comes first.
+func blockEnd(text string, i int, start string) int {
+	end := BlockEnd
+	if start == StopStart {
+		end = StopEnd
+	}
 	for i < len(text) {
 		line, next := lineAt(text, i)
 		switch strings.TrimSpace(line) {
-		case BlockEnd:
+		case end:
 			return next
-		case BlockStart:
+		case BlockStart, StopStart:
 			return -1
 		}
 		i = next

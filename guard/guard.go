@@ -79,6 +79,20 @@ type Config struct {
 	// DisableBuiltins names built-in patterns to turn off; "all" turns off
 	// every one. An unknown name is a Validate error.
 	DisableBuiltins []string `yaml:"disable_builtins"`
+
+	// StopAfter is how many repeats of a loop (the same call failing, the
+	// same call returning the same result, two calls alternating, a tool
+	// that does not exist) raise the STOP block. 0 means 4. It must not be
+	// below MinRepeats.
+	StopAfter int `yaml:"stop_after"`
+	// HardStop turns on the last level: at HardStopAfter repeats the
+	// looping turn goes to the provider with tools forbidden (tool_choice
+	// none), so the model must answer in words. Off by default: an agent
+	// framework may treat a turn without a tool call as the end of its task.
+	HardStop bool `yaml:"hard_stop"`
+	// HardStopAfter is how many repeats trigger the hard stop. 0 means
+	// StopAfter+2; it must not be below StopAfter.
+	HardStopAfter int `yaml:"hard_stop_after"`
 }
 
 // PatternConfig is one failure pattern.
@@ -109,9 +123,11 @@ type PatternConfig struct {
 }
 
 // DefaultConfig returns the defaults: min_repeats 2, window 1h, every
-// built-in pattern on and no extra pattern.
+// built-in pattern on and no extra pattern, STOP at 4 repeats, no hard
+// stop (hard_stop_after 6 once turned on).
 func DefaultConfig() Config {
-	return Config{MinRepeats: DefaultMinRepeats, Window: DefaultWindow}
+	return Config{MinRepeats: DefaultMinRepeats, Window: DefaultWindow,
+		StopAfter: DefaultStopAfter, HardStopAfter: DefaultStopAfter + hardStopMargin}
 }
 
 // Builtins returns a copy of the built-in patterns, in the order they are
@@ -320,6 +336,12 @@ func (c Config) normalized() Config {
 	if c.Window == 0 {
 		c.Window = DefaultWindow
 	}
+	if c.StopAfter == 0 {
+		c.StopAfter = max(DefaultStopAfter, c.MinRepeats)
+	}
+	if c.HardStopAfter == 0 {
+		c.HardStopAfter = c.StopAfter + hardStopMargin
+	}
 	return c
 }
 
@@ -336,6 +358,11 @@ func (c Config) compile() ([]pattern, error) {
 	}
 	if c.Window < 0 {
 		bad("window", "must not be negative, got %s (0 means %s)", c.Window, DefaultWindow)
+	}
+	if n := c.normalized(); c.StopAfter < 0 || c.MinRepeats >= 0 && n.StopAfter < n.MinRepeats {
+		bad("stop_after", "must be at least min_repeats (%d), got %d (0 means %d)", n.MinRepeats, c.StopAfter, DefaultStopAfter)
+	} else if c.HardStopAfter < 0 || n.HardStopAfter < n.StopAfter {
+		bad("hard_stop_after", "must be at least stop_after (%d), got %d (0 means stop_after+%d)", n.StopAfter, c.HardStopAfter, hardStopMargin)
 	}
 
 	disabled := make(map[int]bool) // built-in index -> off

@@ -316,7 +316,7 @@ func TestDetect(t *testing.T) {
 				rng.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
 				fresh := mustGuard(t, tc.cfg)
 				for _, gg := range []*Guard{g, fresh} {
-					if again := gg.Detect(shuffled, now); !slices.Equal(again, got) {
+					if again := gg.Detect(shuffled, now); !reflect.DeepEqual(again, got) {
 						t.Fatalf("shuffled Detect = %+v, want %+v", again, got)
 					}
 				}
@@ -374,7 +374,7 @@ func TestConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				if got := g.Detect(incidents, now); !slices.Equal(got, want) {
+				if got := g.Detect(incidents, now); !reflect.DeepEqual(got, want) {
 					errs <- fmt.Sprintf("worker %d: Detect = %+v, want %+v", w, got, want)
 					return
 				}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
@@ -328,6 +329,14 @@ func (s *Server) deleteIncidents(c echo.Context) error {
 type guardView struct {
 	Patterns []guard.Entry `json:"patterns"`
 	Block    string        `json:"block"`
+	Loop     *loopView     `json:"loop,omitempty"`
+}
+
+// loopView is a conversation's current loop.
+type loopView struct {
+	Kind  string `json:"kind"`
+	Count int    `json:"count"`
+	Level string `json:"level"` // guard, stop, hard-stop
 }
 
 func (s *Server) getGuard(c echo.Context) error {
@@ -348,14 +357,18 @@ func (s *Server) previewGuard(ctx context.Context, k *GatewayKey, workspace, pro
 	}
 	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
-	entries, block, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
+	entries, block, loop, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
 	if err != nil {
 		return guardView{}, s.storeAPIError(ctx, "list_incidents", err)
 	}
 	if entries == nil {
 		entries = []guard.Entry{}
 	}
-	return guardView{Patterns: entries, Block: block.Text}, nil
+	v := guardView{Patterns: entries, Block: block}
+	if loop.Level > guard.LevelNone {
+		v.Loop = &loopView{Kind: loop.Kind, Count: loop.Count, Level: guard.LevelName(loop.Level)}
+	}
+	return v, nil
 }
 
 // patternView is one failure pattern the guard runs.
@@ -713,4 +726,184 @@ func (s *Server) storeAPIError(ctx context.Context, op string, err error) *apiEr
 		return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"}
 	}
 	return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"}
+}
+
+// fixIn is the body of POST /scar/v1/fixes: a learned fix stored by hand
+// (tests, imports). Failures is a pointer so that an absent count and a
+// wrong type are told apart.
+type fixIn struct {
+	Workspace   string `json:"workspace"`
+	Project     string `json:"project"`
+	Key         string `json:"key"`
+	Pattern     string `json:"pattern"`
+	Fingerprint string `json:"fingerprint"`
+	Tool        string `json:"tool"`
+	Failure     string `json:"failure"`
+	Call        string `json:"call"`
+	Explanation string `json:"explanation"`
+	Failures    *int   `json:"failures"`
+	Session     string `json:"session"`
+}
+
+// Bounds on the fields of a fix stored by hand, checked before the text
+// is redacted and capped.
+const (
+	maxFixToolBytes = 256
+	maxFixKeyBytes  = 1024
+	maxFixPattern   = 80 // runes, as a guard pattern's name
+)
+
+func (s *Server) postFix(c echo.Context) error {
+	var in fixIn
+	if aerr := s.decodeJSON(c, &in); aerr != nil {
+		return writeError(c, aerr)
+	}
+	f, created, aerr := s.storeFix(c.Request().Context(), scopeOf(c), &in)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	return c.JSON(status, f)
+}
+
+// storeFix validates and stores a fix given by gateway key k (nil: none),
+// redacted and capped, with the pattern, fingerprint and key derived from
+// the failure when not given (see prepareFix). It reports whether the fix
+// is new (false: the fix of the same key was updated).
+func (s *Server) storeFix(ctx context.Context, k *GatewayKey, in *fixIn) (store.Fix, bool, *apiError) {
+	t, aerr := s.scopedTenant(k, in.Workspace, in.Project, false)
+	if aerr != nil {
+		return store.Fix{}, false, aerr
+	}
+	oneLine := func(v string) bool {
+		return utf8.ValidString(v) && strings.IndexFunc(v, unicode.IsControl) < 0
+	}
+	tool := strings.TrimSpace(in.Tool)
+	switch {
+	case tool == "":
+		return store.Fix{}, false, errBadRequest("tool: required, the tool that failed, then succeeded")
+	case len(tool) > maxFixToolBytes || !oneLine(tool):
+		return store.Fix{}, false, errBadRequest(fmt.Sprintf("tool: must be one line of at most %d bytes", maxFixToolBytes))
+	case strings.TrimSpace(in.Failure) == "":
+		return store.Fix{}, false, errBadRequest("failure: required, the error the fix ended")
+	case strings.TrimSpace(in.Call) == "":
+		return store.Fix{}, false, errBadRequest("call: required, the arguments of the call that succeeded")
+	case len(in.Key) > maxFixKeyBytes || !oneLine(in.Key):
+		return store.Fix{}, false, errBadRequest(fmt.Sprintf("key: must be one line of at most %d bytes", maxFixKeyBytes))
+	case utf8.RuneCountInString(in.Pattern) > maxFixPattern || !oneLine(in.Pattern) || strings.Contains(in.Pattern, "###"):
+		return store.Fix{}, false, errBadRequest(fmt.Sprintf("pattern: must be one line of at most %d characters without \"###\"", maxFixPattern))
+	case in.Fingerprint != "" && !isFingerprint(in.Fingerprint):
+		return store.Fix{}, false, errBadRequest("fingerprint: must be 16 lower-case hex digits, as the guard computes them")
+	case in.Failures != nil && *in.Failures < 0:
+		return store.Fix{}, false, errBadRequest("failures: must not be negative")
+	}
+	if in.Session != "" {
+		if err := ValidName(in.Session); err != nil {
+			return store.Fix{}, false, errBadRequest("session: " + err.Error())
+		}
+	}
+	f := store.Fix{
+		Workspace: t.Workspace, Project: t.Project, Key: strings.TrimSpace(in.Key),
+		Pattern: strings.TrimSpace(in.Pattern), Fingerprint: in.Fingerprint, Tool: tool,
+		Failure: strings.TrimSpace(in.Failure), Call: strings.TrimSpace(in.Call),
+		Explanation: strings.TrimSpace(in.Explanation), Session: in.Session,
+	}
+	if in.Failures != nil {
+		f.Failures = *in.Failures
+	}
+	s.prepareFix(&f)
+	sctx, cancel := s.memoryStoreCtx(ctx)
+	defer cancel()
+	if err := s.store.PutFix(sctx, &f); err != nil {
+		return store.Fix{}, false, s.storeAPIError(ctx, "put_fix", err)
+	}
+	return f, f.Created.Equal(f.Updated), nil
+}
+
+// isFingerprint reports whether v has the form of guard.Fingerprint's
+// results.
+func isFingerprint(v string) bool {
+	if len(v) != 16 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// listLimit reads the limit query parameter of a list: 1 to 10000,
+// default 100.
+func listLimit(q url.Values) (int, *apiError) {
+	v := q.Get("limit")
+	if v == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, errBadRequest("limit: must be a number from 1 to 10000")
+	}
+	return n, nil
+}
+
+func (s *Server) listFixes(c echo.Context) error {
+	q := c.QueryParams()
+	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	limit, aerr := listLimit(q)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	fixes, err := s.store.ListFixes(ctx, store.FixQuery{Workspace: t.Workspace, Project: t.Project, Limit: limit})
+	if err != nil {
+		return s.storeError(c, "list_fixes", err)
+	}
+	if fixes == nil {
+		fixes = []store.Fix{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"fixes": fixes})
+}
+
+func (s *Server) deleteFix(c echo.Context) error {
+	q := c.QueryParams()
+	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	err := s.store.DeleteFix(ctx, t.Workspace, t.Project, c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + quoteName(t.Workspace) + ", project " + quoteName(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
+	}
+	if err != nil {
+		return s.storeError(c, "delete_fix", err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// deleteFixes removes every fix of one tenant, named as DELETE
+// /scar/v1/incidents names it.
+func (s *Server) deleteFixes(c echo.Context) error {
+	q := c.QueryParams()
+	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
+	if aerr != nil {
+		return writeError(c, aerr)
+	}
+	ctx, cancel := s.adminStoreCtx(c)
+	defer cancel()
+	n, err := s.store.DeleteFixes(ctx, t.Workspace, t.Project)
+	if err != nil {
+		return s.storeError(c, "delete_fixes", err)
+	}
+	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
 }

@@ -35,15 +35,16 @@ func (s *Server) dashboard() (*ui.Handler, error) {
 
 // guardPreview returns the exact text of the blocks the next request of a
 // conversation ("" for none) of a tenant would get at now, in the order
-// they would open its system text; "" when it would get none. The guard
-// block is what the request path computes (guardEntries); the recall
-// block depends on the request's task and is not included.
+// they would open its system text (the STOP block when its loop reached
+// that level, then the guard block with its learned fixes); "" when it
+// would get none. The recall block depends on the request's task and is
+// not included.
 func (s *Server) guardPreview(ctx context.Context, workspace, project, conversation string, now time.Time) (string, error) {
-	_, block, err := s.guardEntries(ctx, workspace, project, conversation, now)
+	_, text, _, err := s.guardEntries(ctx, workspace, project, conversation, now)
 	if err != nil {
 		return "", err
 	}
-	return block.Text, nil
+	return text, nil
 }
 
 // maxConversationTurns caps the failures of one conversation the
@@ -371,11 +372,29 @@ func (d dashSource) DeleteSolution(ctx context.Context, p ui.Principal, workspac
 	return nil
 }
 
-// Fixes: learned fixes are not kept by this build yet.
-func (d dashSource) Fixes(ctx context.Context, workspace, project string) ([]ui.Fix, bool, error) {
-	return nil, false, nil
+// maxFixesListed caps the learned fixes the dashboard lists.
+const maxFixesListed = 1000
+
+func (d dashSource) Fixes(ctx context.Context, workspace, project string) ([]store.Fix, error) {
+	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	defer cancel()
+	fixes, err := d.s.store.ListFixes(sctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxFixesListed})
+	if err != nil {
+		d.s.storeFailed(ctx, "list_fixes", err)
+		return nil, err
+	}
+	return fixes, nil
 }
 
 func (d dashSource) DeleteFix(ctx context.Context, workspace, project, id string) error {
-	return ui.ErrNotFound
+	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	defer cancel()
+	err := d.s.store.DeleteFix(sctx, workspace, project, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ui.ErrNotFound
+	}
+	if err != nil {
+		d.s.storeFailed(ctx, "delete_fix", err)
+	}
+	return err
 }

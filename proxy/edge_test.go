@@ -142,6 +142,7 @@ type pruneStore struct {
 	store.Store
 	caps    chan int
 	solArgs chan pruneArgs
+	fixArgs chan pruneArgs
 }
 
 type pruneArgs struct {
@@ -159,11 +160,16 @@ func (s *pruneStore) PruneSolutions(ctx context.Context, before time.Time, maxPe
 	return 0, nil
 }
 
+func (s *pruneStore) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+	s.fixArgs <- pruneArgs{before, maxPerTenant}
+	return 0, nil
+}
+
 // TestRetentionZeroMeansNoCap: zero caps reach the store as no cap, and
-// solutions are pruned at the default age.
+// solutions and fixes are pruned at the default age.
 func TestRetentionZeroMeansNoCap(t *testing.T) {
 	bolt := tempBolt(t)
-	ps := &pruneStore{Store: bolt, caps: make(chan int, 1), solArgs: make(chan pruneArgs, 1)}
+	ps := &pruneStore{Store: bolt, caps: make(chan int, 1), solArgs: make(chan pruneArgs, 1), fixArgs: make(chan pruneArgs, 1)}
 	h := newHarnessOn(t, ps, "http://127.0.0.1:1")
 	start := h.now
 	ctx, cancel := context.WithCancel(context.Background())
@@ -171,6 +177,7 @@ func TestRetentionZeroMeansNoCap(t *testing.T) {
 	go func() { h.srv.Run(ctx); close(done) }()
 	got := <-ps.caps
 	sol := <-ps.solArgs
+	fix := <-ps.fixArgs
 	cancel()
 	<-done
 	if got != 0 {
@@ -181,6 +188,12 @@ func TestRetentionZeroMeansNoCap(t *testing.T) {
 	}
 	if age := start.Sub(sol.before); age > DefaultRetentionSolutionsMaxAge || age < DefaultRetentionSolutionsMaxAge-time.Minute {
 		t.Fatalf("PruneSolutions got before = now - %v, want now - %v", age, DefaultRetentionSolutionsMaxAge)
+	}
+	if fix.max != 0 {
+		t.Fatalf("PruneFixes got maxPerTenant=%d, want 0 (no cap)", fix.max)
+	}
+	if age := start.Sub(fix.before); age > DefaultRetentionFixesMaxAge || age < DefaultRetentionFixesMaxAge-time.Minute {
+		t.Fatalf("PruneFixes got before = now - %v, want now - %v", age, DefaultRetentionFixesMaxAge)
 	}
 }
 

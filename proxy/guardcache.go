@@ -2,6 +2,10 @@ package proxy
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,10 +33,30 @@ type guardWindow struct {
 	version            int64
 	validUntil         time.Time // when the oldest incident read leaves the window
 	incidents          []store.Incident
-	full               bool // the read hit its limit: older incidents of a conversation may be missing
+	full               bool        // the read hit its limit: older incidents of a conversation may be missing
+	fixes              []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
 
 	mu    sync.Mutex
-	convs map[string]guardResult // per conversation, derived lazily
+	convs map[string]guardResult // per conversation (and retirement), derived lazily
+
+	lastFailOnce sync.Once
+	lastFail     map[string]time.Time // provider -> its newest failure in the window
+}
+
+// lastFailure returns when the provider last failed in the window.
+func (w *guardWindow) lastFailure(provider string) (time.Time, bool) {
+	w.lastFailOnce.Do(func() {
+		for _, in := range w.incidents {
+			if guard.ProviderFailure(in.Type) && in.Time.After(w.lastFail[in.Provider]) {
+				if w.lastFail == nil {
+					w.lastFail = make(map[string]time.Time)
+				}
+				w.lastFail[in.Provider] = in.Time
+			}
+		}
+	})
+	t, ok := w.lastFail[provider]
+	return t, ok
 }
 
 type guardResult struct {
@@ -76,6 +100,10 @@ func (c *guardCache) put(k tenantKey, w *guardWindow) {
 	c.held += len(w.incidents)
 }
 
+// maxWindowFixes bounds the learned fixes a guard window holds: the most
+// recently updated ones.
+const maxWindowFixes = 500
+
 // guardWindow returns the tenant's incidents inside the window at now,
 // from the cache when the store's version has not moved.
 func (s *Server) guardWindow(ctx context.Context, workspace, project string, now time.Time) (*guardWindow, error) {
@@ -94,7 +122,11 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	if err != nil {
 		return nil, err
 	}
-	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs,
+	fixes, err := s.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
+	if err != nil {
+		return nil, err
+	}
+	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes,
 		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window)}
 	s.guardCache.put(k, w)
 	return w, nil
@@ -118,22 +150,53 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 
 // guardFor returns the guard of a conversation ("" for requests that
 // belong to none) in the tenant's window: its repeated failures and
-// their block. When the window's read hit its limit, the conversation's
-// own incidents are read too, so a busy tenant does not crowd them out.
-// That read is made within budget, which starts only then.
-func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
+// their block, minus those the agent has since overcome (retired):
+//   - the failures of a tool whose latest result in the conversation
+//     (tallies, wire.Info.Tallies) succeeded;
+//   - a provider's failures older than its latest good answer on this
+//     replica (see providerAnswered).
+//
+// The incidents stay stored; only the guard forgets them. When the
+// window's read hit its limit, the conversation's own incidents are read
+// too, so a busy tenant does not crowd them out. That read is made within
+// budget, which starts only then.
+func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation string, tallies []wire.ToolTally, now time.Time) ([]guard.Entry, wire.Block, error) {
+	var overcome []string // tools whose latest result succeeded
+	for _, t := range tallies {
+		if !t.LastFailed && t.Name != "" {
+			overcome = append(overcome, t.Name)
+		}
+	}
+	slices.Sort(overcome)
+	gen, recovered := s.recovered.of(tenantKey{w.workspace, w.project})
+	ck := conversation + "\x00" + strings.Join(overcome, "\x00") + "\x00" + strconv.FormatInt(gen, 10)
 	w.mu.Lock()
-	r, ok := w.convs[conversation]
+	r, ok := w.convs[ck]
 	w.mu.Unlock()
 	if ok {
 		return r.entries, r.block, nil
 	}
 	incs := make([]store.Incident, 0, len(w.incidents))
 	seen := make(map[string]bool)
-	for _, in := range w.incidents {
-		if guard.ProviderFailure(in.Type) || in.Session == conversation {
-			incs = append(incs, in)
-			seen[in.ID] = true
+	keep := func(in *store.Incident) bool {
+		switch {
+		case in.Type == store.TypeLoop:
+			return false
+		case guard.ProviderFailure(in.Type):
+			at, ok := recovered[in.Provider]
+			return !ok || in.Time.After(at)
+		}
+		if in.Session != conversation {
+			return false
+		}
+		_, retired := slices.BinarySearch(overcome, guard.ToolOf(in))
+		return !retired
+	}
+	for i := range w.incidents {
+		in := &w.incidents[i]
+		seen[in.ID] = true
+		if keep(in) {
+			incs = append(incs, *in)
 		}
 	}
 	if w.full && conversation != "" {
@@ -144,31 +207,103 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 		if err != nil {
 			return nil, wire.Block{}, err
 		}
-		for _, in := range own {
-			if !seen[in.ID] && !guard.ProviderFailure(in.Type) {
-				incs = append(incs, in)
+		for i := range own {
+			if in := &own[i]; !seen[in.ID] && !guard.ProviderFailure(in.Type) && keep(in) {
+				incs = append(incs, *in)
 			}
 		}
 	}
-	entries := s.guard.Detect(incs, now)
+	entries := s.withFixes(s.guard.DetectAll(incs, now), w.fixes)
 	r = guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
 	w.mu.Lock()
 	if w.convs == nil || len(w.convs) >= s.guardCache.maxConvs {
 		w.convs = make(map[string]guardResult)
 	}
-	w.convs[conversation] = r
+	w.convs[ck] = r
 	w.mu.Unlock()
 	return r.entries, r.block, nil
 }
 
-// guardEntries returns the guard of a conversation of a tenant at now.
-func (s *Server) guardEntries(ctx context.Context, workspace, project, conversation string, now time.Time) ([]guard.Entry, wire.Block, error) {
+// recoveries says, per tenant, when each provider last answered well
+// after failing; gen changes with every mark, so guards derived before
+// it are not reused.
+type recoveries struct {
+	mu sync.Mutex
+	m  map[tenantKey]recovery
+}
+
+type recovery struct {
+	gen int64
+	at  map[string]time.Time // provider -> time; never modified once shared (copy on write)
+}
+
+func newRecoveries() *recoveries { return &recoveries{m: make(map[tenantKey]recovery)} }
+
+// of returns the tenant's generation and recoveries (read only).
+func (r *recoveries) of(k tenantKey) (int64, map[string]time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rc := r.m[k]
+	return rc.gen, rc.at
+}
+
+// mark notes that provider answered well at now.
+func (r *recoveries) mark(k tenantKey, provider string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.m) >= 1<<14 {
+		clear(r.m) // bounded; a forgotten recovery only leaves an entry in the guard
+	}
+	rc := r.m[k]
+	at := make(map[string]time.Time, len(rc.at)+1)
+	maps.Copy(at, rc.at)
+	at[provider] = now
+	r.m[k] = recovery{gen: rc.gen + 1, at: at}
+}
+
+// providerAnswered notes a good answer of a provider: its failures in the
+// tenant's window that came before it leave the guard (they are retired
+// on this replica; other replicas retire them on their own good answers).
+// It costs a map lookup unless the provider has failed since it last
+// answered well.
+func (s *Server) providerAnswered(x *exchange, provider string) {
+	if x.win == nil {
+		return
+	}
+	failed, ok := x.win.lastFailure(provider)
+	if !ok {
+		return
+	}
+	k := tenantKey{x.tenant.Workspace, x.tenant.Project}
+	if _, at := s.recovered.of(k); !at[provider].Before(failed) {
+		return
+	}
+	s.recovered.mark(k, provider, s.opts.Now())
+}
+
+// guardEntries returns the guard of a conversation of a tenant at now, as
+// its next request would get it: the entries and the text of the blocks
+// (the STOP block, when the conversation's loop reached that level on
+// this replica, then the guard block), and the loop.
+func (s *Server) guardEntries(ctx context.Context, workspace, project, conversation string, now time.Time) ([]guard.Entry, string, guard.Loop, error) {
 	w, err := s.guardWindow(ctx, workspace, project, now)
 	if err != nil {
-		return nil, wire.Block{}, err
+		return nil, "", guard.Loop{}, err
 	}
 	budget := storeBudget{ctx: ctx}
-	return s.guardFor(&budget, w, conversation, now)
+	entries, block, err := s.guardFor(&budget, w, conversation, nil, now)
+	if err != nil {
+		return nil, "", guard.Loop{}, err
+	}
+	var loop guard.Loop
+	if conversation != "" {
+		loop = s.loops.peek(convRef{workspace, project, conversation})
+	}
+	if e, ok := guard.LoopEntry(loop); ok {
+		entries = append(slices.Clip(entries), e)
+		block = wire.NewBlock(guard.Block(entries))
+	}
+	return entries, guard.StopBlock(loop) + block.Text, loop, nil
 }
 
 // recallCache keeps the recall of each (tenant, goal, conversation) with

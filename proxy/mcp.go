@@ -42,7 +42,7 @@ type mcpCaller struct {
 type mcpCallerKey struct{}
 
 // mcpInstructions is sent to clients when they connect.
-const mcpInstructions = `scarproxy's memory of this workspace. Before starting a task, call recall_similar (or recall_context) with the task as goal to reuse how a similar task was solved; after solving one with a reusable approach, call recall_store. When a tool or command fails, scar_record records it; scar_guard shows the failures that repeat and their fix instructions, and scar_fixes the fix instructions for one error text.`
+const mcpInstructions = `scarproxy's memory of this workspace. Before starting a task, call recall_similar (or recall_context) with the task as goal to reuse how a similar task was solved; after solving one with a reusable approach, call recall_store. When a tool or command fails, scar_record records it; scar_guard shows the failures that repeat and their fix instructions, and scar_fixes how one error text was fixed before and its fix instruction.`
 
 // newMCPServer builds the MCP server whose tools act for the caller
 // callerOf returns.
@@ -97,9 +97,10 @@ func (s *Server) newMCPServer(callerOf func(context.Context) mcpCaller) *mcp.Ser
 	}, t.scarGuard)
 	addTool(t, srv, &mcp.Tool{
 		Name: "scar_fixes",
-		Description: "Fixes for an error text. Learned fixes (what ended a repeated failure before) are not " +
-			"recorded yet, so learned is always empty for now; fixes holds the fix instruction of the guard pattern " +
-			"the error matches, if any.",
+		Description: "Fixes for an error text. learned holds the fixes learned in this project: the call that " +
+			"ended the same failure before (tool, call arguments, the assistant's note), those of the same error " +
+			"fingerprint first, then those of the same guard pattern, most recent first; fixes holds the fix " +
+			"instruction of the guard pattern the error matches, if any.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: no},
 	}, t.scarFixes)
 	return srv
@@ -404,25 +405,56 @@ type fixView struct {
 	Source  string `json:"source"` // "pattern": the guard pattern's instruction
 }
 
-type scarFixesOut struct {
-	// Learned would hold the fixes that ended this failure before; they
-	// are not recorded yet.
-	Learned []fixView `json:"learned"`
-	Fixes   []fixView `json:"fixes"`
-	Note    string    `json:"note"`
+// learnedView is one learned fix of an error, and why it applies.
+type learnedView struct {
+	store.Fix
+	// Match is "fingerprint" (the same error) or "pattern" (the same
+	// guard pattern).
+	Match string `json:"match"`
 }
 
-const fixesNote = "Learned fixes are not recorded yet; fixes holds the fix instruction of the guard pattern this error matches."
+type scarFixesOut struct {
+	// Learned holds the fixes that ended this failure before in the
+	// project (see matchFixes).
+	Learned []learnedView `json:"learned"`
+	Fixes   []fixView     `json:"fixes"`
+	Note    string        `json:"note"`
+}
 
-func (t *mcpTools) scarFixes(_ context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *apiError) {
-	if _, aerr := t.s.scopedTenant(c.key, firstNonEmpty(in.Workspace, c.workspace), firstNonEmpty(in.Project, c.project), false); aerr != nil {
+const fixesNote = "learned: what ended this failure before in this project (the same error first, then the same guard pattern), " +
+	"most recent first; fixes: the fix instruction of the guard pattern this error matches."
+
+func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *apiError) {
+	tn, aerr := t.s.scopedTenant(c.key, firstNonEmpty(in.Workspace, c.workspace), firstNonEmpty(in.Project, c.project), false)
+	if aerr != nil {
 		return scarFixesOut{}, aerr
 	}
 	if strings.TrimSpace(in.Error) == "" {
 		return scarFixesOut{}, errBadRequest("error: required, the error text")
 	}
-	out := scarFixesOut{Learned: []fixView{}, Fixes: []fixView{}, Note: fixesNote}
-	label, ok := t.s.guard.Classify(in.Type, in.StatusCode, guard.Redact(in.Error))
+	out := scarFixesOut{Learned: []learnedView{}, Fixes: []fixView{}, Note: fixesNote}
+	// The error as an incident's message would be stored (redacted,
+	// capped), so its fingerprint is the one its incidents and fixes get.
+	text := redactCapped(in.Error, maxFixFailure)
+	label, ok := t.s.guard.Classify(in.Type, in.StatusCode, text)
+	fp := guard.Fingerprint(text)
+	sctx, cancel := t.s.memoryStoreCtx(ctx)
+	defer cancel()
+	limit := t.s.opts.RetentionFixesMaxPerProject
+	if limit <= 0 {
+		limit = 10000
+	}
+	fixes, err := t.s.store.ListFixes(sctx, store.FixQuery{Workspace: tn.Workspace, Project: tn.Project, Limit: limit})
+	if err != nil {
+		return scarFixesOut{}, t.s.storeAPIError(ctx, "list_fixes", err)
+	}
+	for _, f := range matchFixes(fixes, label, fp) {
+		m := "pattern"
+		if f.Fingerprint == fp {
+			m = "fingerprint"
+		}
+		out.Learned = append(out.Learned, learnedView{Fix: f, Match: m})
+	}
 	if !ok {
 		return out, nil
 	}

@@ -271,7 +271,7 @@ func TestMCPToolsOverHTTP(t *testing.T) {
 	}
 	r = mustTool(t, cs, "scar_fixes", map[string]any{"error": "SyntaxError: Unexpected end of input"})
 	fixes, _ := r["fixes"].([]any)
-	if len(r["learned"].([]any)) != 0 || len(fixes) != 1 || fixes[0].(map[string]any)["pattern"] != "SYNTAX COMPLIANCE ERROR" ||
+	if learned, ok := r["learned"].([]any); !ok || len(learned) != 0 || len(fixes) != 1 || fixes[0].(map[string]any)["pattern"] != "SYNTAX COMPLIANCE ERROR" ||
 		!strings.Contains(fixes[0].(map[string]any)["fix"].(string), "valid syntax") || r["note"] == "" {
 		t.Fatalf("scar_fixes: %v", r)
 	}

@@ -22,6 +22,7 @@ type metrics struct {
 	degraded                      prometheus.Counter
 	captureSkipped                prometheus.Counter
 	mcpCalls                      *prometheus.CounterVec
+	loops                         *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -70,10 +71,17 @@ func newMetrics() *metrics {
 		Name: "scarproxy_mcp_calls_total",
 		Help: "MCP tool calls, by tool and outcome (ok, error).",
 	}, []string{"tool", "outcome"})
+	m.loops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scarproxy_loops_total",
+		Help: "Loops by the level they reached (guard, stop, hard-stop), counted once per loop and level, and loops broken (the agent moved on).",
+	}, []string{"level"})
+	for _, l := range []string{"guard", "stop", "hard-stop", "broken"} {
+		m.loops.WithLabelValues(l)
+	}
 	m.injectedGuard = m.injected.WithLabelValues("guard")
 	m.injectedRecall = m.injected.WithLabelValues("recall")
 	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.incidents, m.injected,
-		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped, m.mcpCalls,
+		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped, m.mcpCalls, m.loops,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,9 @@ type exchange struct {
 	out      []byte                // the body forwarded
 
 	degraded bool // the store failed: forwarded unchanged, nothing captured
+	win      *guardWindow
 	entries  []guard.Entry
+	loop     guard.Loop // the conversation's loop, if any
 	matches  []recall.Match
 
 	wantCapture bool // a final answer would be captured
@@ -122,7 +125,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 	budget := storeBudget{parent: ctx, d: s.opts.StoreTimeout}
 	defer budget.end()
 	var entries []guard.Entry
-	var guardBlock wire.Block
+	var guardBlock, stopBlock wire.Block
 	x.degraded = gerr != nil
 	if gerr != nil {
 		s.storeFailed(ctx, "list_incidents", gerr)
@@ -131,15 +134,33 @@ func (s *Server) prepare(x *exchange) *apiError {
 		// stored it or another one (a retry, another replica) just did.
 		failed, ok := s.recordToolErrors(&budget, t, x.info, x.now)
 		x.degraded = !ok
-		if ok && failed > 0 {
+		var events []loopEvent
+		var fresh []int
+		if ok {
+			x.loop, events, fresh = s.trackLoop(t, x.info)
+			x.degraded = !s.recordLoops(&budget, t, x.info.Model, events, x.now)
+		}
+		if !x.degraded && (failed > 0 || slices.ContainsFunc(events, func(e loopEvent) bool { return e.store })) {
+			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
+		}
+		if !x.degraded && gerr == nil && s.learnFixes(&budget, t, win, x.info, fresh, x.now) {
+			// The fixes changed: the window shows them.
 			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
 		}
 		if !x.degraded && gerr == nil {
-			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, x.now)
+			x.win = win
+			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, x.info.Tallies(), x.now)
 		}
 		if gerr != nil {
 			s.storeFailed(ctx, "list_incidents", gerr)
 			x.degraded = true
+		}
+		if !x.degraded && x.loop.Level > guard.LevelNone {
+			if e, ok := guard.LoopEntry(x.loop); ok {
+				entries = append(slices.Clip(entries), e)
+				guardBlock = wire.NewBlock(guard.Block(entries))
+			}
+			stopBlock = wire.NewBlock(guard.StopBlock(x.loop))
 		}
 	}
 	var recallBlock wire.Block
@@ -150,6 +171,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 	x.out = body
 	h := c.Response().Header()
 	if x.degraded {
+		x.loop = guard.Loop{} // forwarded unchanged: no escalation either
 		s.metrics.degraded.Inc()
 		h.Set(HeaderDegraded, "store")
 		return s.setBlockHeaders(x)
@@ -157,12 +179,16 @@ func (s *Server) prepare(x *exchange) *apiError {
 	x.entries = entries
 	// The rewrite keeps JSON valid (each format's fuzz target); a failure
 	// forwards the original bytes.
-	dst := *x.lease.buf(len(body) + len(guardBlock.JSON) + len(recallBlock.JSON) + 64)
-	rewritten, err := x.req.Inject(dst, body, guardBlock, recallBlock)
+	dst := *x.lease.buf(len(body) + len(stopBlock.JSON) + len(guardBlock.JSON) + len(recallBlock.JSON) + 64)
+	rewritten, err := x.req.Inject(dst, body, stopBlock, guardBlock, recallBlock)
+	if err == nil && x.loop.Level >= guard.LevelHardStop {
+		// The hard stop: this turn, the model must answer in words.
+		rewritten, err = wire.SetMember(rewritten, "tool_choice", x.format.NoTools())
+	}
 	if err != nil {
 		// Never forward a body we may have broken: send the original.
 		s.log.Error("rewrite failed; forwarding the original body", "format", x.format.Name(), "workspace", t.Workspace, "project", t.Project, "err", err)
-		x.entries, x.matches = nil, nil
+		x.entries, x.matches, x.loop = nil, nil, guard.Loop{}
 	} else {
 		x.out = rewritten
 	}
@@ -174,6 +200,9 @@ func (s *Server) setBlockHeaders(x *exchange) *apiError {
 	h := x.c.Response().Header()
 	h.Set(HeaderGuard, strconv.Itoa(len(x.entries)))
 	h.Set(HeaderRecall, strconv.Itoa(len(x.matches)))
+	if x.loop.Level >= guard.LevelStop {
+		h.Set(HeaderLoop, guard.LevelName(x.loop.Level))
+	}
 	if len(x.entries) > 0 {
 		s.metrics.injectedGuard.Inc()
 	}
@@ -292,6 +321,9 @@ func (s *Server) finish(x *exchange, a *attempt) {
 	}
 	s.count(route, a.res.StatusCode, prov)
 	out := obs.Outcome()
+	if out.Failure == "" {
+		s.providerAnswered(x, prov)
+	}
 	switch {
 	case out.Failure != "" && sse:
 		s.record(ctx, t, info.Model, prov, store.TypeStreamError, a.res.StatusCode, out.Failure)

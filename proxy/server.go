@@ -71,6 +71,13 @@ const (
 	// about 3.2 KB each: 31 MiB for a workspace at this cap, 296 MiB at
 	// 100,000 (BenchmarkRecallIndexHeap).
 	DefaultRetentionSolutionsMaxPerWorkspace = 10_000
+
+	// DefaultRetentionFixesMaxAge: a fix nobody learned again in a quarter
+	// was for code and tools that moved on.
+	DefaultRetentionFixesMaxAge = 90 * 24 * time.Hour
+	// DefaultRetentionFixesMaxPerProject is the configuration's default
+	// cap (retention.fixes_max_per_project); in [Options], 0 means no cap.
+	DefaultRetentionFixesMaxPerProject = 1000
 )
 
 // Options configure a [Server]. Router, Store and Guard are required.
@@ -111,8 +118,15 @@ type Options struct {
 	// updated unverified ones go first, verified ones only when they alone
 	// are over the cap (see store.Store.PruneSolutions). 0 means no cap.
 	RetentionSolutionsMaxPerWorkspace int
-	// RetentionEvery is the pruning period (incidents and solutions).
-	// Default 10 minutes.
+	// RetentionFixesMaxAge prunes learned fixes not updated for longer
+	// than it. Default 90 days.
+	RetentionFixesMaxAge time.Duration
+	// RetentionFixesMaxPerProject caps the learned fixes kept per
+	// (workspace, project), the least recently updated going first. 0
+	// means no cap.
+	RetentionFixesMaxPerProject int
+	// RetentionEvery is the pruning period (incidents, solutions and
+	// fixes). Default 10 minutes.
 	RetentionEvery time.Duration
 	// GuardReadLimit caps the incidents read per request for the guard.
 	// Default 1000.
@@ -145,6 +159,10 @@ type Server struct {
 	keys    *keyring
 	metrics *metrics
 	seen    *seenSet
+	// loops keeps each conversation's latest tool calls; recovered, when
+	// each provider last answered well after failing.
+	loops     *loopTracker
+	recovered *recoveries
 	// captured remembers what auto-capture last stored per conversation.
 	captured *captureMemo
 	// The wire formats of the rewritten routes; chat and responses
@@ -201,6 +219,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.RetentionSolutionsMaxPerWorkspace < 0 {
 		return nil, errors.New("proxy: RetentionSolutionsMaxPerWorkspace must not be negative")
 	}
+	if opts.RetentionFixesMaxAge <= 0 {
+		opts.RetentionFixesMaxAge = DefaultRetentionFixesMaxAge
+	}
+	if opts.RetentionFixesMaxPerProject < 0 {
+		return nil, errors.New("proxy: RetentionFixesMaxPerProject must not be negative")
+	}
 	if opts.RetentionEvery <= 0 {
 		opts.RetentionEvery = DefaultRetentionEvery
 	}
@@ -237,6 +261,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		keys:      kr,
 		metrics:   newMetrics(),
 		seen:      newSeenSet(1 << 17),
+		loops:     newLoopTracker(1 << 14),
+		recovered: newRecoveries(),
 		captured:  newCaptureMemo(1 << 14),
 		chat:      chat.New(),
 		responses: responses.New(),
@@ -260,8 +286,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.echo }
 
 // Run does the server's background work until ctx ends: following the
-// store's solution change feed, and pruning incidents and solutions (see
-// the Retention options), once at start and then every RetentionEvery.
+// store's solution change feed, and pruning incidents, solutions and
+// learned fixes (see the Retention options), once at start and then every
+// RetentionEvery.
 func (s *Server) Run(ctx context.Context) {
 	poll := time.NewTicker(s.opts.IndexPoll)
 	defer poll.Stop()
@@ -282,9 +309,9 @@ func (s *Server) Run(ctx context.Context) {
 	}
 }
 
-// prune applies retention: incidents, then solutions, each within a
-// minute. The solutions it removes leave this replica's recall index at
-// once (the other replicas' at their next sync).
+// prune applies retention: incidents, then solutions, then learned fixes,
+// each within a minute. The solutions it removes leave this replica's
+// recall index at once (the other replicas' at their next sync).
 func (s *Server) prune(ctx context.Context) {
 	now := s.opts.Now()
 	s.pruneOne(ctx, "incidents", "prune", func(ctx context.Context) (int, error) {
@@ -298,6 +325,9 @@ func (s *Server) prune(ctx context.Context) {
 			s.log.Warn("recall index sync after pruning failed", "err", err)
 		}
 	}
+	s.pruneOne(ctx, "fixes", "prune_fixes", func(ctx context.Context) (int, error) {
+		return s.store.PruneFixes(ctx, now.Add(-s.opts.RetentionFixesMaxAge), s.opts.RetentionFixesMaxPerProject)
+	})
 }
 
 // pruneOne runs one memory's pruning, logs and counts its outcome, and
@@ -375,6 +405,10 @@ func (s *Server) routes() *echo.Echo {
 	a.DELETE("/solutions", s.deleteSolutions)
 	a.DELETE("/solutions/:id", s.deleteSolution)
 	a.GET("/recall", s.recallPreview)
+	a.POST("/fixes", s.postFix)
+	a.GET("/fixes", s.listFixes)
+	a.DELETE("/fixes", s.deleteFixes)
+	a.DELETE("/fixes/:id", s.deleteFix)
 
 	// The dashboard checks its own sessions (proxy/ui, dashboard.go).
 	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })

@@ -28,6 +28,10 @@ const (
 	// belongs to: its X-Scar-Session, else the name derived from its start
 	// ("c:" and 16 hex digits). The memory API's session= takes it.
 	HeaderConversation = "X-Scar-Conversation"
+	// HeaderLoop says how the proxy escalated against a loop: "stop" when
+	// the STOP block was injected, "hard-stop" when the turn also went out
+	// with tools forbidden. Absent otherwise.
+	HeaderLoop = "X-Scar-Loop"
 )
 
 // Tenant says whose memory a request reads and writes.

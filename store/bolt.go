@@ -34,6 +34,12 @@ import (
 //	    key/ <key> -> <id>
 //	    u/   <verified><time><id> -> empty: retention order (see PruneSolutions)
 //	feed/  <seq> -> change entry (deleted flag, workspace, id)
+//	fixes/
+//	  <tenant>/                 as in incidents
+//	    n                       (key) number of fixes of the tenant, uint64
+//	    id/  <id>  -> JSON fix
+//	    key/ <dedupe key> -> <id>
+//	    u/   <time><id> -> empty: listing and retention order
 //
 // <time> is 8 bytes: Unix microseconds, sign bit flipped, big-endian, so keys
 // sort by time; <seq> is the tenant bucket's 8-byte big-endian sequence, so
@@ -45,10 +51,16 @@ import (
 // verified one, and <time> is the solution's Updated: a walk from the first
 // key meets the solutions in the order retention removes them. Files made
 // before u and n existed get them when opened (see migrateSolutions).
+//
+// In a tenant's fixes, <dedupe key> is the fix's Key as dedupeKey stores
+// it, and <time> in u is the fix's Updated: a walk from the last key
+// lists them most recently updated first, a walk from the first meets
+// them in the order retention removes them.
 var (
 	bktIncidents = []byte("incidents")
 	bktSolutions = []byte("solutions")
 	bktFeed      = []byte("feed")
+	bktFixes     = []byte("fixes")
 
 	keyCount  = []byte("n")
 	bktInc    = []byte("i")
@@ -79,9 +91,9 @@ type Bolt struct {
 	now    func() time.Time
 	closed atomic.Bool
 
-	// Incident versions live in memory: bbolt locks the file, so every
-	// write goes through this value. epoch keeps versions of two opens of
-	// the same file apart.
+	// Incident versions (which fixes move too) live in memory: bbolt
+	// locks the file, so every write goes through this value. epoch keeps
+	// versions of two opens of the same file apart.
 	verMu    sync.Mutex
 	versions map[string]int64
 	verSeq   int64
@@ -106,7 +118,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open bolt %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktIncidents, bktSolutions, bktFeed} {
+		for _, name := range [][]byte{bktIncidents, bktSolutions, bktFeed, bktFixes} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -124,7 +136,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	return &Bolt{db: db, now: now, versions: make(map[string]int64), epoch: time.Now().UnixNano()}, nil
 }
 
-// bump records that the tenant's incidents changed.
+// bump records that the tenant's incidents or fixes changed.
 func (b *Bolt) bump(tenant string) {
 	b.verMu.Lock()
 	b.verSeq++

@@ -991,6 +991,13 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 			{"DeleteSolution", func() error { return s.DeleteSolution(ctx, "w", "x") }},
 			{"PruneSolutions", func() error { _, err := s.PruneSolutions(ctx, testEpoch, 1); return err }},
 			{"SolutionChanges", func() error { _, _, err := s.SolutionChanges(ctx, 0, 1); return err }},
+			{"PutFix", func() error {
+				return s.PutFix(ctx, &Fix{Workspace: "w", Project: "p", Key: "k", Tool: "t"})
+			}},
+			{"ListFixes", func() error { _, err := s.ListFixes(ctx, FixQuery{Workspace: "w", Project: "p"}); return err }},
+			{"DeleteFix", func() error { return s.DeleteFix(ctx, "w", "p", "x") }},
+			{"DeleteFixes", func() error { _, err := s.DeleteFixes(ctx, "w", "p"); return err }},
+			{"PruneFixes", func() error { _, err := s.PruneFixes(ctx, testEpoch, 1); return err }},
 			{"Ping", func() error { return s.Ping(ctx) }},
 			{"Close", func() error { return s.Close() }},
 		}
@@ -1031,6 +1038,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 		sol := Solution{Workspace: "w", Key: "k", Goal: "g"}
 		mustPut(t, s, &sol)
+		fix := Fix{Workspace: "w", Project: "p", Key: "k", Tool: "run", Call: `{"cmd":"ls"}`, Failures: 2}
+		mustPutFix(t, s, &fix)
 		_, last, err := s.SolutionChanges(ctx, 0, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -1052,6 +1061,9 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		if got, err := s2.GetSolution(ctx, "w", sol.ID); err != nil || !reflect.DeepEqual(got, sol) {
 			t.Fatalf("after reopen, GetSolution = %+v, %v; want %+v", got, err, sol)
 		}
+		if got := mustListFixes(t, s2, FixQuery{Workspace: "w", Project: "p"}); len(got) != 1 || got[0] != fix {
+			t.Fatalf("after reopen, ListFixes = %+v; want [%+v]", got, fix)
+		}
 		// The feed continues after the old sequence.
 		mustPut(t, s2, &Solution{Workspace: "w", Key: "k2", Goal: "g2"})
 		ch, _, err := s2.SolutionChanges(ctx, last, 0)
@@ -1059,6 +1071,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("after reopen, changes after %d = %+v, %v", last, ch, err)
 		}
 	})
+
+	testFixes(t, open)
 
 	t.Run("concurrent writers", func(t *testing.T) {
 		s := open(t)
@@ -1238,4 +1252,419 @@ func messages(incs []Incident) string {
 		m[i] = inc.Message
 	}
 	return strings.Join(m, ",")
+}
+
+// testFixes is the part of the conformance suite about learned fixes.
+func testFixes(t *testing.T, open func(t *testing.T) Store) {
+	ctx := context.Background()
+	// Fixes are stamped by the store's clock, which ticks on every call:
+	// the order of the puts is the order of Updated.
+	putFix := func(t *testing.T, s Store, ws, proj, key string) *Fix {
+		t.Helper()
+		f := &Fix{Workspace: ws, Project: proj, Key: key, Pattern: "SYNTAX COMPLIANCE ERROR", Tool: "run_tests",
+			Failure: "FAIL " + key, Call: `{"cmd":"go test ./` + key + `"}`, Failures: 2}
+		mustPutFix(t, s, f)
+		return f
+	}
+	keysOf := func(t *testing.T, s Store, ws, proj string) string {
+		t.Helper()
+		list := mustListFixes(t, s, FixQuery{Workspace: ws, Project: proj, Limit: maxLimit})
+		k := make([]string, len(list))
+		for i, f := range list {
+			if f.Workspace != ws || f.Project != proj {
+				t.Fatalf("%s/%s lists a fix of %s/%s", ws, proj, f.Workspace, f.Project)
+			}
+			k[i] = f.Key
+		}
+		return strings.Join(k, ",")
+	}
+
+	t.Run("fixes put list delete", func(t *testing.T) {
+		s := open(t)
+		a := Fix{Workspace: "w", Project: "p", Key: "p:run_tests|SYNTAX COMPLIANCE ERROR", Pattern: "SYNTAX COMPLIANCE ERROR",
+			Fingerprint: "0123456789abcdef", Tool: "run_tests", Failure: "SyntaxError: Unexpected end of input",
+			Call: `{"cmd":"node --check parser.js"}`, Explanation: "closed the brace", Failures: 3, Session: "s1"}
+		mustPutFix(t, s, &a)
+		if len(a.ID) != 26 || a.Created.IsZero() || !a.Created.Equal(a.Updated) {
+			t.Fatalf("stored fix: %+v", a)
+		}
+		if d := a.Created.Sub(clockEpoch); d < 0 || d > time.Hour {
+			t.Fatalf("Created %v not from the store clock (starts %v)", a.Created, clockEpoch)
+		}
+		b := Fix{Workspace: "w", Project: "p", Key: "f:shell|fedcba9876543210", Pattern: "REPEATED ERROR", Tool: "shell",
+			Failure: "exit 1", Call: `{"command":["ls"]}`, Failures: 2}
+		mustPutFix(t, s, &b)
+		// The same key in other tenants is another fix.
+		others := []Fix{
+			{Workspace: "w", Project: "q", Key: a.Key, Tool: "run_tests"},
+			{Workspace: "v", Project: "p", Key: a.Key, Tool: "run_tests"},
+			{Workspace: "w", Project: "pq", Key: a.Key, Tool: "run_tests"},
+			{Workspace: "wp", Project: "", Key: a.Key, Tool: "run_tests"},
+		}
+		for i := range others[:3] {
+			mustPutFix(t, s, &others[i])
+			if others[i].ID == a.ID {
+				t.Fatalf("the same key in %s/%s shares ID %s", others[i].Workspace, others[i].Project, a.ID)
+			}
+		}
+		if got := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"}); !reflect.DeepEqual(got, []Fix{b, a}) {
+			t.Fatalf("ListFixes:\n got %+v\nwant [b a] %+v", got, []Fix{b, a})
+		}
+		for _, o := range others[:3] {
+			if got := mustListFixes(t, s, FixQuery{Workspace: o.Workspace, Project: o.Project}); len(got) != 1 || got[0] != o {
+				t.Fatalf("ListFixes(%s/%s) = %+v, want [%+v]", o.Workspace, o.Project, got, o)
+			}
+		}
+		if got := mustListFixes(t, s, FixQuery{Workspace: "nobody", Project: "p"}); got == nil || len(got) != 0 {
+			t.Fatalf("ListFixes(unknown tenant) = %#v, want an empty list", got)
+		}
+		if err := s.DeleteFix(ctx, "w", "p", b.ID); err != nil {
+			t.Fatalf("DeleteFix: %v", err)
+		}
+		if got := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"}); !reflect.DeepEqual(got, []Fix{a}) {
+			t.Fatalf("ListFixes after delete = %+v", got)
+		}
+		if err := s.DeleteFix(ctx, "w", "p", b.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("second DeleteFix err = %v, want ErrNotFound", err)
+		}
+		// The key is free again: a new fix with it gets a new ID.
+		b2 := Fix{Workspace: "w", Project: "p", Key: b.Key, Tool: "shell"}
+		mustPutFix(t, s, &b2)
+		if b2.ID == b.ID || !b2.Created.After(b.Created) {
+			t.Fatalf("re-created fix %+v reused the deleted one's ID or Created (%s %v)", b2, b.ID, b.Created)
+		}
+	})
+
+	t.Run("fix upsert by key keeps ID and Created", func(t *testing.T) {
+		s := open(t)
+		first := Fix{Workspace: "w", Project: "p", Key: "k", Pattern: "REPEATED ERROR", Fingerprint: "aaaa", Tool: "t1",
+			Failure: "f1", Call: "c1", Explanation: "e1", Failures: 2, Session: "s1"}
+		mustPutFix(t, s, &first)
+		second := Fix{ID: "ignored", Workspace: "w", Project: "p", Key: "k", Pattern: "P2", Fingerprint: "bbbb", Tool: "t2",
+			Failure: "f2", Call: "c2", Explanation: "", Failures: 5, Session: "s2", Created: testEpoch.Add(-time.Hour)}
+		mustPutFix(t, s, &second)
+		if second.ID != first.ID || !second.Created.Equal(first.Created) {
+			t.Fatalf("upsert changed ID/Created: first %s %v, second %s %v", first.ID, first.Created, second.ID, second.Created)
+		}
+		if !second.Updated.After(first.Updated) {
+			t.Fatalf("Updated %v not after %v", second.Updated, first.Updated)
+		}
+		want := Fix{ID: first.ID, Workspace: "w", Project: "p", Key: "k", Pattern: "P2", Fingerprint: "bbbb", Tool: "t2",
+			Failure: "f2", Call: "c2", Failures: 5, Session: "s2", Created: first.Created, Updated: second.Updated}
+		if second != want {
+			t.Fatalf("returned record:\n got %+v\nwant %+v", second, want)
+		}
+		if got := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"}); len(got) != 1 || got[0] != want {
+			t.Fatalf("ListFixes = %+v, want [%+v]", got, want)
+		}
+		// A key of any length: kept whole, deduped on all of it.
+		long := strings.Repeat("k", 3000)
+		for _, key := range []string{long, long, long[:2999] + "x"} {
+			putFix(t, s, "w", "long", key)
+		}
+		list := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "long"})
+		if len(list) != 2 || list[0].Key != long[:2999]+"x" || list[1].Key != long {
+			t.Fatalf("long keys: %d fixes", len(list))
+		}
+	})
+
+	t.Run("fixes limit", func(t *testing.T) {
+		s := open(t)
+		var newest *Fix
+		for i := range 150 {
+			newest = putFix(t, s, "w", "p", fmt.Sprint(i))
+		}
+		tests := []struct {
+			name  string
+			limit int
+			want  int
+		}{
+			{"zero means 100", 0, 100},
+			{"negative means 100", -5, 100},
+			{"small", 7, 7},
+			{"more than stored", 20000, 150},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p", Limit: tt.limit})
+				if len(got) != tt.want || got[0] != *newest {
+					t.Fatalf("got %d fixes starting with %q, want %d starting with %q", len(got), got[0].Key, tt.want, newest.Key)
+				}
+				for i := 1; i < len(got); i++ {
+					if !got[i].Updated.Before(got[i-1].Updated) {
+						t.Fatalf("fix %d updated %v, not before %v", i, got[i].Updated, got[i-1].Updated)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("invalid fixes", func(t *testing.T) {
+		s := open(t)
+		valid := func(edit func(f *Fix)) *Fix {
+			f := &Fix{Workspace: "w", Project: "p", Key: "k", Tool: "t"}
+			edit(f)
+			return f
+		}
+		tests := []struct {
+			name string
+			call func() error
+		}{
+			{"nil", func() error { return s.PutFix(ctx, nil) }},
+			{"without workspace", func() error { return s.PutFix(ctx, valid(func(f *Fix) { f.Workspace = "" })) }},
+			{"without project", func() error { return s.PutFix(ctx, valid(func(f *Fix) { f.Project = "" })) }},
+			{"without key", func() error { return s.PutFix(ctx, valid(func(f *Fix) { f.Key = "" })) }},
+			{"without tool", func() error { return s.PutFix(ctx, valid(func(f *Fix) { f.Tool = "" })) }},
+			{"negative failures", func() error { return s.PutFix(ctx, valid(func(f *Fix) { f.Failures = -1 })) }},
+			{"list without workspace", func() error { _, err := s.ListFixes(ctx, FixQuery{Project: "p"}); return err }},
+			{"list without project", func() error { _, err := s.ListFixes(ctx, FixQuery{Workspace: "w"}); return err }},
+			{"delete all without project", func() error { _, err := s.DeleteFixes(ctx, "w", ""); return err }},
+			{"delete all without workspace", func() error { _, err := s.DeleteFixes(ctx, "", "p"); return err }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := tt.call(); !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want ErrInvalid", err)
+				}
+			})
+		}
+		if got := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"}); len(got) != 0 {
+			t.Fatalf("invalid calls stored %d fixes", len(got))
+		}
+	})
+
+	t.Run("any JSON string in every fix field", func(t *testing.T) {
+		s := open(t)
+		odd := func(s string) string { return s + "\x00nul\xffbad\x00" }
+		clean := func(s string) string { return s + "\uFFFDnul\uFFFDbad\uFFFD" }
+		f := Fix{Workspace: odd("w"), Project: odd("p"), Key: odd("key"), Pattern: odd("pattern"), Fingerprint: odd("fp"),
+			Tool: odd("tool"), Failure: odd("failure"), Call: odd("call"), Explanation: odd("explanation"), Failures: 2,
+			Session: odd("s")}
+		mustPutFix(t, s, &f)
+		want := Fix{ID: f.ID, Workspace: clean("w"), Project: clean("p"), Key: clean("key"), Pattern: clean("pattern"),
+			Fingerprint: clean("fp"), Tool: clean("tool"), Failure: clean("failure"), Call: clean("call"),
+			Explanation: clean("explanation"), Failures: 2, Session: clean("s"), Created: f.Created, Updated: f.Updated}
+		if f != want {
+			t.Fatalf("stored fix:\n got %+v\nwant %+v", f, want)
+		}
+		// The same key as sent updates it.
+		again := Fix{Workspace: odd("w"), Project: odd("p"), Key: odd("key"), Tool: "t"}
+		mustPutFix(t, s, &again)
+		if again.ID != f.ID {
+			t.Fatalf("the same key stored a second fix %s (first %s)", again.ID, f.ID)
+		}
+		// Read and deleted by the names as sent and as stored.
+		for _, q := range []FixQuery{{Workspace: odd("w"), Project: odd("p")}, {Workspace: clean("w"), Project: clean("p")}} {
+			if got := mustListFixes(t, s, q); len(got) != 1 || got[0] != again {
+				t.Fatalf("list %q:\n got %+v\nwant [%+v]", q.Workspace, got, again)
+			}
+		}
+		if v, err := s.IncidentVersion(ctx, odd("w"), odd("p")); err != nil || v == 0 {
+			t.Fatalf("IncidentVersion = %d, %v", v, err)
+		}
+		if err := s.DeleteFix(ctx, odd("w"), odd("p"), f.ID); err != nil {
+			t.Fatal(err)
+		}
+		mustPutFix(t, s, &again)
+		if n, err := s.DeleteFixes(ctx, odd("w"), odd("p")); err != nil || n != 1 {
+			t.Fatalf("DeleteFixes = %d, %v; want 1", n, err)
+		}
+	})
+
+	t.Run("fix not found", func(t *testing.T) {
+		s := open(t)
+		f := putFix(t, s, "w", "p", "k")
+		tests := []struct {
+			name, ws, proj, id string
+		}{
+			{"unknown id", "w", "p", "nope"},
+			{"empty id", "w", "p", ""},
+			{"other workspace", "other", "p", f.ID},
+			{"other project", "w", "q", f.ID},
+			{"empty tenant", "", "", f.ID},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := s.DeleteFix(ctx, tt.ws, tt.proj, tt.id); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("err = %v, want ErrNotFound", err)
+				}
+			})
+		}
+		if got := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"}); len(got) != 1 || got[0] != *f {
+			t.Fatalf("fix gone after failed deletes: %+v", got)
+		}
+	})
+
+	t.Run("delete fixes of one tenant", func(t *testing.T) {
+		s := open(t)
+		for i := range 3 {
+			putFix(t, s, "w", "p", fmt.Sprint(i))
+		}
+		putFix(t, s, "w", "q", "0")
+		putFix(t, s, "v", "p", "0")
+		if n, err := s.DeleteFixes(ctx, "w", "p"); n != 3 || err != nil {
+			t.Fatalf("DeleteFixes = %d, %v; want 3", n, err)
+		}
+		for tn, want := range map[[2]string]string{{"w", "p"}: "", {"w", "q"}: "0", {"v", "p"}: "0"} {
+			if got := keysOf(t, s, tn[0], tn[1]); got != want {
+				t.Fatalf("%s/%s after DeleteFixes = %q, want %q", tn[0], tn[1], got, want)
+			}
+		}
+		if n, err := s.DeleteFixes(ctx, "w", "p"); n != 0 || err != nil {
+			t.Fatalf("second DeleteFixes = %d, %v; want 0", n, err)
+		}
+		if n, err := s.DeleteFixes(ctx, "nobody", "p"); n != 0 || err != nil {
+			t.Fatalf("DeleteFixes(nobody) = %d, %v; want 0", n, err)
+		}
+		// The tenant takes new fixes, under the same keys, and retention
+		// counts it afresh: one fix under a cap of one.
+		putFix(t, s, "w", "p", "0")
+		if n, err := s.PruneFixes(ctx, time.Time{}, 1); n != 0 || err != nil {
+			t.Fatalf("PruneFixes after DeleteFixes = %d, %v; want 0", n, err)
+		}
+		putFix(t, s, "w", "p", "1")
+		if n, err := s.PruneFixes(ctx, time.Time{}, 1); n != 1 || err != nil {
+			t.Fatalf("PruneFixes over the cap = %d, %v; want 1", n, err)
+		}
+		if got := keysOf(t, s, "w", "p"); got != "1" {
+			t.Fatalf("w/p after the cap = %q, want 1", got)
+		}
+	})
+
+	t.Run("prune fixes", func(t *testing.T) {
+		s := open(t)
+		putFix(t, s, "w", "p", "a0")
+		putFix(t, s, "w", "q", "b0")
+		putFix(t, s, "w", "p", "a1")
+		cut := putFix(t, s, "w", "p", "a2") // updated at the cut exactly: kept
+		putFix(t, s, "w", "q", "b1")
+		putFix(t, s, "w", "p", "a0") // updated again: kept
+		putFix(t, s, "w", "p", "a3")
+		putFix(t, s, "v", "p", "c0")
+		putFix(t, s, "v", "p", "c1")
+		// Age removes a1 and b0.
+		if n, err := s.PruneFixes(ctx, cut.Updated, 0); n != 2 || err != nil {
+			t.Fatalf("PruneFixes(age) = %d, %v; want 2", n, err)
+		}
+		for tn, want := range map[[2]string]string{{"w", "p"}: "a3,a0,a2", {"w", "q"}: "b1", {"v", "p"}: "c1,c0"} {
+			if got := keysOf(t, s, tn[0], tn[1]); got != want {
+				t.Fatalf("%s/%s after the age rule = %q, want %q", tn[0], tn[1], got, want)
+			}
+		}
+		if n, err := s.PruneFixes(ctx, cut.Updated, 0); n != 0 || err != nil {
+			t.Fatalf("second PruneFixes(age) = %d, %v; want 0", n, err)
+		}
+		// The cap keeps each tenant's most recently updated.
+		if n, err := s.PruneFixes(ctx, time.Time{}, 2); n != 1 || err != nil {
+			t.Fatalf("PruneFixes(cap 2) = %d, %v; want 1", n, err)
+		}
+		if got := keysOf(t, s, "w", "p"); got != "a3,a0" {
+			t.Fatalf("w/p after cap 2 = %q, want a3,a0", got)
+		}
+		if n, err := s.PruneFixes(ctx, time.Time{}, 0); n != 0 || err != nil {
+			t.Fatalf("PruneFixes with no rule = %d, %v; want 0", n, err)
+		}
+		// Both: age removes every fix updated before c2 (a3, a0, b1, c0,
+		// c1), then the cap of 1 removes c2.
+		c2 := putFix(t, s, "v", "p", "c2")
+		putFix(t, s, "v", "p", "c3")
+		if n, err := s.PruneFixes(ctx, c2.Updated, 1); n != 6 || err != nil {
+			t.Fatalf("PruneFixes(age and cap 1) = %d, %v; want 6", n, err)
+		}
+		for tn, want := range map[[2]string]string{{"w", "p"}: "", {"w", "q"}: "", {"v", "p"}: "c3"} {
+			if got := keysOf(t, s, tn[0], tn[1]); got != want {
+				t.Fatalf("%s/%s after age and cap = %q, want %q", tn[0], tn[1], got, want)
+			}
+		}
+	})
+
+	t.Run("fix changes move the incident version", func(t *testing.T) {
+		s := open(t)
+		ver := func(ws, proj string) int64 {
+			t.Helper()
+			v, err := s.IncidentVersion(ctx, ws, proj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		changed := func(what string, before int64) int64 {
+			t.Helper()
+			after := ver("w", "p")
+			if after == before {
+				t.Fatalf("%s: version unchanged (%d)", what, before)
+			}
+			return after
+		}
+		same := func(what string, before int64) {
+			t.Helper()
+			if after := ver("w", "p"); after != before {
+				t.Fatalf("%s: version changed %d -> %d", what, before, after)
+			}
+		}
+		v := ver("w", "p")
+		a := putFix(t, s, "w", "p", "a")
+		v = changed("put", v)
+		putFix(t, s, "w", "p", "a")
+		v = changed("put again (update)", v)
+		mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"})
+		same("list", v)
+		putFix(t, s, "w", "other", "a")
+		putFix(t, s, "other", "p", "a")
+		same("other tenants' puts", v)
+		if err := s.DeleteFix(ctx, "w", "p", "nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		same("delete of an unknown fix", v)
+		if err := s.DeleteFix(ctx, "w", "p", a.ID); err != nil {
+			t.Fatal(err)
+		}
+		v = changed("delete", v)
+		if _, err := s.DeleteFixes(ctx, "w", "p"); err != nil {
+			t.Fatal(err)
+		}
+		same("delete all of no fix", v)
+		putFix(t, s, "w", "p", "b")
+		v = changed("put", v)
+		if _, err := s.DeleteFixes(ctx, "w", "p"); err != nil {
+			t.Fatal(err)
+		}
+		v = changed("delete all", v)
+		b := putFix(t, s, "w", "p", "b")
+		putFix(t, s, "w", "p", "c")
+		v = ver("w", "p")
+		// Age removes the other tenants' fixes, stored before b.
+		if n, err := s.PruneFixes(ctx, b.Updated, 0); n != 2 || err != nil {
+			t.Fatalf("PruneFixes(age) = %d, %v; want 2", n, err)
+		}
+		same("prune of other tenants' fixes", v)
+		if n, err := s.PruneFixes(ctx, time.Time{}, 1); n != 1 || err != nil {
+			t.Fatalf("PruneFixes(cap 1) = %d, %v; want 1", n, err)
+		}
+		v = changed("prune by cap", v)
+		c := mustListFixes(t, s, FixQuery{Workspace: "w", Project: "p"})
+		if len(c) != 1 {
+			t.Fatalf("%d fixes left", len(c))
+		}
+		if _, err := s.PruneFixes(ctx, c[0].Updated.Add(time.Microsecond), 0); err != nil {
+			t.Fatal(err)
+		}
+		changed("prune by age", v)
+	})
+}
+
+func mustPutFix(t *testing.T, s Store, f *Fix) {
+	t.Helper()
+	if err := s.PutFix(context.Background(), f); err != nil {
+		t.Fatalf("PutFix: %v", err)
+	}
+}
+
+func mustListFixes(t *testing.T, s Store, q FixQuery) []Fix {
+	t.Helper()
+	got, err := s.ListFixes(context.Background(), q)
+	if err != nil {
+		t.Fatalf("ListFixes(%+v): %v", q, err)
+	}
+	return got
 }

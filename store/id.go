@@ -110,3 +110,26 @@ func validSolution(s *Solution) error {
 	}
 	return nil
 }
+
+// fixLimit applies FixQuery.Limit's default and cap (those of incidents).
+func fixLimit(n int) int { return incidentLimit(n) }
+
+// validFix returns an error wrapping ErrInvalid for a fix missing a
+// required field or with a negative failure count.
+func validFix(f *Fix) error {
+	switch {
+	case f == nil:
+		return fmt.Errorf("%w: nil fix", ErrInvalid)
+	case f.Workspace == "":
+		return fmt.Errorf("%w: fix without workspace", ErrInvalid)
+	case f.Project == "":
+		return fmt.Errorf("%w: fix without project", ErrInvalid)
+	case f.Key == "":
+		return fmt.Errorf("%w: fix without key", ErrInvalid)
+	case f.Tool == "":
+		return fmt.Errorf("%w: fix without tool", ErrInvalid)
+	case f.Failures < 0:
+		return fmt.Errorf("%w: fix with a negative failure count", ErrInvalid)
+	}
+	return nil
+}

@@ -373,7 +373,8 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 }
 
 // IncidentVersion returns the tenant's incident version, kept by triggers
-// on every insert and delete of incidents (migration 0002); see [Store].
+// on every insert and delete of incidents (migration 0002) and every
+// insert, update and delete of fixes (migration 0005); see [Store].
 func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
 	if err := p.use(ctx, "incident version"); err != nil {
 		return 0, err

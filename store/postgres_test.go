@@ -158,8 +158,8 @@ func TestPostgresMigrateConcurrently(t *testing.T) {
 	}
 }
 
-// TestPostgresUsesIndexes checks that the hot read is answered from the
-// tenant index, not a scan of the table.
+// TestPostgresUsesIndexes checks that the hot reads are answered from the
+// tenant indexes, not a scan of the table, and so is the age rule of fixes.
 func TestPostgresUsesIndexes(t *testing.T) {
 	s := openTestPostgres(t).(*Postgres)
 	ctx := context.Background()
@@ -168,7 +168,12 @@ func TestPostgresUsesIndexes(t *testing.T) {
 		FROM generate_series(1, 20000) AS i`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.pool.Exec(ctx, `ANALYZE incidents`); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO fixes (id, workspace, project, key, key_id, tool, created, updated)
+		SELECT 'f' || i, 'w' || (i % 50), 'p', 'k' || i, 'k' || i, 't', now(), now() - make_interval(secs => i)
+		FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE incidents, fixes`); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -178,6 +183,9 @@ func TestPostgresUsesIndexes(t *testing.T) {
 			AND ts >= now() - interval '1 hour' ORDER BY ts DESC, seq DESC LIMIT 1000`, "incidents_tenant_ts"},
 		{"session", `SELECT id FROM incidents WHERE workspace = 'w1' AND project = 'p' AND session = 's1'
 			ORDER BY ts DESC, seq DESC LIMIT 1000`, "incidents_session_ts"},
+		{"fixes", `SELECT id FROM fixes WHERE workspace = 'w1' AND project = 'p'
+			ORDER BY updated DESC, id DESC LIMIT 100`, "fixes_tenant_updated"},
+		{"fixes by age", `SELECT id FROM fixes WHERE updated < now() - interval '19990 seconds'`, "fixes_updated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package store persists scarproxy's two memories: incidents (failures) and
-// solutions (solved tasks).
+// Package store persists scarproxy's two memories: incidents (failures),
+// solutions (solved tasks) and learned fixes (what ended a repeated
+// failure).
 //
 // # Backends
 //
@@ -9,9 +10,10 @@
 //
 // # Tenancy
 //
-// Incidents belong to a (workspace, project) pair and solutions to a
-// workspace (with an optional project). Every read names its tenant and is
-// answered from an index of that tenant alone: no read scans other tenants.
+// Incidents and fixes belong to a (workspace, project) pair and solutions
+// to a workspace (with an optional project). Every read names its tenant
+// and is answered from an index of that tenant alone: no read scans other
+// tenants.
 //
 // # Text
 //
@@ -42,7 +44,8 @@ var (
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("store: closed")
 	// ErrInvalid is returned when a record misses a required field
-	// (workspace, project for incidents, goal for solutions).
+	// (workspace, project for incidents, goal for solutions, key and tool
+	// for fixes).
 	ErrInvalid = errors.New("store: invalid record")
 )
 
@@ -54,9 +57,10 @@ const (
 	TypeUnreachable = "upstream_unreachable" // the provider could not be reached
 	TypeStreamError = "stream_error"         // an error event or a truncated SSE stream
 	TypeToolError   = "tool_error"           // a role:"tool" message that says the tool failed
-	// TypeLoop is a loop signal of a conversation (Session), not a failure:
-	// Code is the level reached ("guard", "stop", "hard-stop", or "broken"
-	// when the loop ended) and Message describes the repeated calls.
+	// TypeLoop is a loop the proxy detected in a conversation (not a
+	// failure of its own: the guard does not count it). Its Code is the
+	// level reached ("guard", "stop", "hard-stop") or "broken" when the
+	// agent left the loop; its Message names the kind and the calls.
 	TypeLoop = "loop"
 )
 
@@ -118,6 +122,33 @@ type SolutionChange struct {
 	Solution Solution // for a deletion only ID and Workspace are set
 }
 
+// Fix is what ended a repeated failure: the tool call that succeeded after
+// the failures, remembered so the same failure elsewhere in the project is
+// shown how it was fixed.
+type Fix struct {
+	ID          string    `json:"id"` // assigned by the store when new
+	Workspace   string    `json:"workspace"`
+	Project     string    `json:"project"`
+	Key         string    `json:"key"`                   // dedupe key per (workspace, project): the failure it fixed
+	Pattern     string    `json:"pattern"`               // guard pattern label of the failure ("REPEATED ERROR" when none)
+	Fingerprint string    `json:"fingerprint,omitempty"` // fingerprint of the failure's message
+	Tool        string    `json:"tool"`                  // the tool that failed, then succeeded
+	Failure     string    `json:"failure"`               // example of the failure (redacted, capped)
+	Call        string    `json:"call"`                  // the successful call's arguments (redacted, capped)
+	Explanation string    `json:"explanation,omitempty"` // the assistant's short note with that call (redacted, capped)
+	Failures    int       `json:"failures"`              // how many failures it ended
+	Session     string    `json:"session,omitempty"`     // the conversation it was learned in
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+}
+
+// FixQuery selects fixes of one tenant, most recently updated first.
+type FixQuery struct {
+	Workspace string // required
+	Project   string // required
+	Limit     int    // 0 means 100; backends cap it at 10000
+}
+
 // Store is the persistence both memories need. Implementations are safe for
 // concurrent use.
 type Store interface {
@@ -134,10 +165,11 @@ type Store interface {
 	// and returns how many incidents it removed.
 	DeleteIncidents(ctx context.Context, workspace, project string) (int, error)
 	// IncidentVersion returns a number that changes whenever the tenant's
-	// incidents change (added, deleted, pruned), by this process or any
-	// other sharing the store. Equal numbers mean the same incidents, so a
-	// caller may keep what it derived from them until the number changes.
-	// It is cheap: one map or primary-key lookup.
+	// incidents or fixes change (added, updated, deleted, pruned), by this
+	// process or any other sharing the store. Equal numbers mean the same
+	// incidents and fixes, so a caller may keep what it derived from them
+	// (the guard, which shows fixes) until the number changes. It is
+	// cheap: one map or primary-key lookup.
 	IncidentVersion(ctx context.Context, workspace, project string) (int64, error)
 	// IncidentGroups counts the tenant's incidents between q.Since and
 	// q.Until in groups (see [IncidentGroup]), ordered by hour, type,
@@ -189,6 +221,29 @@ type Store interface {
 	// limit of them, and the highest Seq returned (after when none). A new
 	// reader starts with after = 0 and receives every live solution.
 	SolutionChanges(ctx context.Context, after int64, limit int) ([]SolutionChange, int64, error)
+
+	// PutFix inserts f, or updates the fix with the same (Workspace,
+	// Project, Key), keeping its ID and Created time; Updated is set to
+	// the store's clock. On return f holds the stored record. It returns
+	// ErrInvalid when Workspace, Project, Key or Tool is empty, or when
+	// Failures is negative. Every PutFix changes the tenant's
+	// IncidentVersion.
+	PutFix(ctx context.Context, f *Fix) error
+	// ListFixes returns the tenant's fixes, most recently updated first
+	// (the same Updated: higher ID first), at most q.Limit of them. It
+	// returns ErrInvalid when q names no workspace or project.
+	ListFixes(ctx context.Context, q FixQuery) ([]Fix, error)
+	// DeleteFix removes one fix of the tenant, or returns ErrNotFound.
+	DeleteFix(ctx context.Context, workspace, project, id string) error
+	// DeleteFixes removes every fix of the tenant and returns how many it
+	// removed (0 for a tenant without fixes). It returns ErrInvalid when
+	// workspace or project is empty.
+	DeleteFixes(ctx context.Context, workspace, project string) (int, error)
+	// PruneFixes removes the fixes last updated before before (a zero
+	// before applies no age rule), then, in every tenant holding more than
+	// maxPerTenant (0: no cap), the least recently updated ones (the same
+	// Updated: lower ID first). It returns how many it removed.
+	PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error)
 
 	// Ping reports whether the store can serve requests.
 	Ping(ctx context.Context) error

@@ -29,3 +29,11 @@ func cleanSolution(s *Solution) {
 		*f = cleanText(*f)
 	}
 }
+
+// cleanFix cleans every text field of f.
+func cleanFix(f *Fix) {
+	for _, p := range []*string{&f.ID, &f.Workspace, &f.Project, &f.Key, &f.Pattern, &f.Fingerprint,
+		&f.Tool, &f.Failure, &f.Call, &f.Explanation, &f.Session} {
+		*p = cleanText(*p)
+	}
+}

@@ -91,24 +91,27 @@ func seedSolutions(n int, now time.Time) []store.Solution {
 // seedIncident returns incident i of n, spread evenly over span before now
 // (i = 0 is the newest): a realistic mix of repeated and one-off failures
 // of the kinds the proxy records, so the guard finds repeated patterns.
+// The tools that fail are not among toolNames: a later success of a tool
+// in the history retires its failures from the guard, and the guard's
+// cost is what is measured.
 func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 	var typ, msg string
 	status := 0
 	switch i % 10 {
 	case 0, 1:
-		typ, msg = store.TypeToolError, fmt.Sprintf("run_shell:   File \"/work/app/module_%d.py\", line %d\n    def handler(:\n               ^\nSyntaxError: invalid syntax", i%5, 10+i%90)
+		typ, msg = store.TypeToolError, fmt.Sprintf("shell:   File \"/work/app/module_%d.py\", line %d\n    def handler(:\n               ^\nSyntaxError: invalid syntax", i%5, 10+i%90)
 	case 2:
 		typ, status, msg = store.TypeHTTPError, 429, "Rate limit reached for gpt-4o in organization org-4f9a on tokens per min (TPM): Limit 30000, Used 29750, Requested 1200. Please try again in 2.4s."
 	case 3:
 		typ, status, msg = store.TypeTimeout, 504, "no response from provider within 60s"
 	case 4:
-		typ, msg = store.TypeToolError, "apply_patch: <tool_use_error>String to replace not found in file.\nString:     return nil\n</tool_use_error>"
+		typ, msg = store.TypeToolError, "edit_file: <tool_use_error>String to replace not found in file.\nString:     return nil\n</tool_use_error>"
 	case 5, 6:
-		typ, msg = store.TypeToolError, fmt.Sprintf("run_tests: KeyError: 'session_%d' while loading /var/cache/app/%08x.json at 2024-05-0%d 12:%02d:07", i, i*7919, 1+i%9, i%60)
+		typ, msg = store.TypeToolError, fmt.Sprintf("pytest: KeyError: 'session_%d' while loading /var/cache/app/%08x.json at 2024-05-0%d 12:%02d:07", i, i*7919, 1+i%9, i%60)
 	case 7:
 		typ, status, msg = store.TypeUnreachable, 502, fmt.Sprintf("dial tcp 10.0.%d.%d:8443: connect: connection refused", i%255, (i/255)%255)
 	default:
-		typ, msg = store.TypeToolError, fmt.Sprintf("run_tests: assertion failed in test case %d: expected %d, got %d (request id %x)", i, i*3, i*3+1, i*104729)
+		typ, msg = store.TypeToolError, fmt.Sprintf("pytest: assertion failed in test case %d: expected %d, got %d (request id %x)", i, i*3, i*3+1, i*104729)
 	}
 	session := ""
 	if i%3 != 0 {

@@ -25,6 +25,9 @@ type storeCmd struct {
 	asJSON    bool
 	args      []string // positional arguments
 	projects  projectFlag
+	// checkArgs, when set, checks the positional arguments before the
+	// store is opened.
+	checkArgs func(pos []string) error
 }
 
 // projectFlag says whether a store command takes --project and what its
@@ -75,6 +78,11 @@ func (c *storeCmd) open(ctx context.Context, args []string, getenv func(string) 
 		return Config{}, nil, usageError{err.Error()}
 	}
 	c.args = pos
+	if c.checkArgs != nil {
+		if err := c.checkArgs(pos); err != nil {
+			return Config{}, nil, err
+		}
+	}
 	cfg, err := c.common.load(c.fs, getenv)
 	if err != nil {
 		return cfg, nil, err
@@ -294,4 +302,57 @@ func cmdGuard(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintln(stdout, guard.Block(entries))
 	return nil
+}
+
+func cmdFixes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"fixes: want list or rm"}
+	}
+	sub, args := args[0], args[1:]
+	if sub != "list" && sub != "rm" {
+		return usageError{fmt.Sprintf("fixes: unknown subcommand %q (want list or rm)", sub)}
+	}
+	c := newStoreCmd("fixes "+sub, stderr, defaultProject)
+	var limit *int
+	if sub == "list" {
+		limit = c.fs.Int("limit", 100, "how many, most recently updated first")
+	}
+	c.checkArgs = func(pos []string) error {
+		switch {
+		case sub == "rm" && len(pos) != 1:
+			return usageError{"fixes rm: want exactly one ID"}
+		case sub == "list" && len(pos) != 0:
+			return usageError{"fixes list: takes no arguments"}
+		}
+		return nil
+	}
+	_, st, err := c.open(ctx, args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if sub == "rm" {
+		if err := st.DeleteFix(ctx, c.workspace, c.project, c.args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "deleted", c.args[0])
+		return nil
+	}
+	fixes, err := st.ListFixes(ctx, store.FixQuery{Workspace: c.workspace, Project: c.project, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		if fixes == nil {
+			fixes = []store.Fix{}
+		}
+		return printJSON(stdout, map[string]any{"fixes": fixes})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tTOOL\tPATTERN\tFAILURES\tCALL")
+	for _, f := range fixes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", f.ID, f.Updated.Local().Format(time.DateTime), oneLine(f.Tool, 30),
+			oneLine(f.Pattern, 30), f.Failures, oneLine(f.Call, 60))
+	}
+	return tw.Flush()
 }

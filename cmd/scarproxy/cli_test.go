@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,16 @@ func testStoreCommands(t *testing.T, where ...string) {
 		do(t, "POST", in.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, fmt.Sprint("c", i), fmt.Sprint("c", i), 10+i),
 			map[string]string{"X-Scar-Workspace": "acme", "X-Scar-Project": "api"})
 	}
+	// ...and a fix stored through the memory API...
+	r := do(t, "POST", in.BaseURL+"/scar/v1/fixes", `{"workspace":"acme","project":"api","tool":"build",
+		"failure":"build: Error: Cannot find module 'left-pad'","call":"{\"cmd\":\"npm install left-pad\"}","failures":2}`, nil)
+	if r.status != 201 {
+		t.Fatalf("post fix: %d %s", r.status, r.body)
+	}
+	var fix struct{ ID string }
+	if err := json.Unmarshal([]byte(r.body), &fix); err != nil || fix.ID == "" {
+		t.Fatalf("posted fix: %s (%v)", r.body, err)
+	}
 	if err := in.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +62,28 @@ func testStoreCommands(t *testing.T, where ...string) {
 	out = mustCLI(t, with("guard", "show", "--workspace", "acme", "--project", "api")...)
 	if !strings.Contains(out, "REPEAT FAILURE GUARD") || !strings.Contains(out, "(Failed 2 times)") {
 		t.Fatalf("guard show:\n%s", out)
+	}
+
+	out = mustCLI(t, with("fixes", "list", "--workspace", "acme", "--project", "api")...)
+	if !strings.Contains(out, fix.ID) || !strings.Contains(out, "npm install left-pad") || !strings.Contains(out, "REPEATED ERROR") {
+		t.Fatalf("fixes list:\n%s", out)
+	}
+	out = mustCLI(t, with("fixes", "list", "--json", "--workspace", "acme", "--project", "api")...)
+	if !strings.Contains(out, `"id": "`+fix.ID+`"`) || !strings.Contains(out, `"failures": 2`) {
+		t.Fatalf("fixes list --json:\n%s", out)
+	}
+	if out = mustCLI(t, with("fixes", "list", "--workspace", "acme")...); strings.Contains(out, fix.ID) {
+		t.Fatalf("fixes list of the default project shows acme/api's fix:\n%s", out)
+	}
+	if _, err := cli(t, with("fixes", "rm", "--workspace", "acme", fix.ID)...); err == nil {
+		t.Fatal("removing a fix of another project succeeded")
+	}
+	mustCLI(t, with("fixes", "rm", fix.ID, "--workspace", "acme", "--project", "api")...)
+	if out = mustCLI(t, with("fixes", "list", "--workspace", "acme", "--project", "api")...); strings.Contains(out, fix.ID) {
+		t.Fatalf("removed fix still listed:\n%s", out)
+	}
+	if _, err := cli(t, with("fixes", "rm", "--workspace", "acme", "--project", "api", fix.ID)...); err == nil {
+		t.Fatal("removing a missing fix succeeded")
 	}
 
 	id := strings.TrimSpace(mustCLI(t, with("solutions", "add", "--workspace", "acme",
@@ -90,7 +123,8 @@ func TestStoreCommandsPostgres(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{nil, {"frobnicate"}, {"demo"}, {"demo", "nope"}, {"solutions"}, {"serve", "extra"}} {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"demo"}, {"demo", "nope"}, {"solutions"}, {"serve", "extra"},
+		{"fixes"}, {"fixes", "nope"}, {"fixes", "rm"}, {"fixes", "list", "extra"}} {
 		_, err := cli(t, args...)
 		var ue usageError
 		if err == nil || !errors.As(err, &ue) {

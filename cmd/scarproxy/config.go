@@ -88,7 +88,11 @@ type RetentionConfig struct {
 	// solutions; see proxy.Options.
 	SolutionsMaxAge          time.Duration `yaml:"solutions_max_age"`
 	SolutionsMaxPerWorkspace int           `yaml:"solutions_max_per_workspace"`
-	Every                    time.Duration `yaml:"every"`
+	// FixesMaxAge and FixesMaxPerProject (0: no cap) prune learned fixes;
+	// see proxy.Options.
+	FixesMaxAge        time.Duration `yaml:"fixes_max_age"`
+	FixesMaxPerProject int           `yaml:"fixes_max_per_project"`
+	Every              time.Duration `yaml:"every"`
 }
 
 // GatewayConfig is the `gateway:` section.
@@ -127,6 +131,8 @@ func Default() Config {
 			MaxPerTenant:             100_000,
 			SolutionsMaxAge:          proxy.DefaultRetentionSolutionsMaxAge,
 			SolutionsMaxPerWorkspace: proxy.DefaultRetentionSolutionsMaxPerWorkspace,
+			FixesMaxAge:              proxy.DefaultRetentionFixesMaxAge,
+			FixesMaxPerProject:       proxy.DefaultRetentionFixesMaxPerProject,
 			Every:                    proxy.DefaultRetentionEvery,
 		},
 		Guard:  guard.DefaultConfig(),
@@ -325,6 +331,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention.SolutionsMaxPerWorkspace < 0 {
 		return fmt.Errorf("retention.solutions_max_per_workspace: must not be negative")
+	}
+	if c.Retention.FixesMaxAge <= 0 {
+		return fmt.Errorf("retention.fixes_max_age: must be positive")
+	}
+	if c.Retention.FixesMaxPerProject < 0 {
+		return fmt.Errorf("retention.fixes_max_per_project: must not be negative")
 	}
 	if c.Retention.Every <= 0 {
 		return fmt.Errorf("retention.every: must be positive")

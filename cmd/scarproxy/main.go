@@ -10,6 +10,7 @@
 //	scarproxy recall "goal text"
 //	scarproxy incidents list
 //	scarproxy guard show
+//	scarproxy fixes list|rm ...
 //	scarproxy mcp [--config FILE] [--workspace W] [--project P]
 //	scarproxy version
 //
@@ -60,10 +61,12 @@ Usage:
   scarproxy recall [--workspace W] [--project P] [-k N] "goal text"
   scarproxy incidents list [--workspace W] [--project P] [--session S] [--limit N]
   scarproxy guard show [--workspace W] [--project P] [--session S]
+  scarproxy fixes list [--workspace W] [--project P] [--limit N]
+  scarproxy fixes rm ID [--workspace W] [--project P]
   scarproxy mcp [--config FILE] [--data DIR] [--workspace W] [--project P]
   scarproxy version
 
-Store commands (solutions, recall, incidents, guard, mcp) accept --config,
+Store commands (solutions, recall, incidents, guard, fixes, mcp) accept --config,
 --data and the SCARPROXY_* variables like serve, and work on bbolt and
 PostgreSQL. mcp serves the memory's MCP tools on stdin and stdout, for MCP
 clients that launch a command (serve has them at /mcp).
@@ -91,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cmdIncidents(ctx, rest, getenv, stdout, stderr)
 	case "guard":
 		return cmdGuard(ctx, rest, getenv, stdout, stderr)
+	case "fixes":
+		return cmdFixes(ctx, rest, getenv, stdout, stderr)
 	case "mcp":
 		return cmdMCP(ctx, rest, getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":

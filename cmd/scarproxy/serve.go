@@ -137,6 +137,8 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
 		RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
 		RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
+		RetentionFixesMaxAge:              cfg.Retention.FixesMaxAge,
+		RetentionFixesMaxPerProject:       cfg.Retention.FixesMaxPerProject,
 		MaxBodyBytesInFlight:              cfg.Server.MaxBodyBytesInFlight,
 		Version:                           version,
 	})

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
 // TestRealAgentRequests reads the requests qwen-code, opencode and the
@@ -33,6 +35,14 @@ func TestRealAgentRequests(t *testing.T) {
 			for _, tr := range in.ToolResults {
 				if tr.Name == agent.tool && (tr.IsError || guard.ToolFailed(tr.Text())) && strings.Contains(tr.Text(), "SyntaxError") {
 					failed++
+				}
+				// The loop breaker's view of the call: its arguments, and
+				// the tool among the request's definitions.
+				if args := wire.CallArgs(tr.Args); !strings.Contains(args, "print(1") || !strings.HasPrefix(args, "{") {
+					t.Errorf("%s: %s call arguments %q", name, tr.Name, args)
+				}
+				if !slices.Contains(wire.DefinedTools(in.ToolDefs), tr.Name) {
+					t.Errorf("%s: %s not among the defined tools %v", name, tr.Name, wire.DefinedTools(in.ToolDefs))
 				}
 			}
 			if failed != turn-1 || in.ToolCount != turn-1 {

@@ -71,3 +71,6 @@ func (c *conversation) Forwarded(remember bool) {
 
 // Observe implements [wire.Request].
 func (c *conversation) Observe(sse bool, keep int) wire.Observer { return newObserver(sse, keep) }
+
+// NoTools implements [wire.Format]: tool_choice "none".
+func (*Format) NoTools() []byte { return []byte(`"none"`) }

@@ -34,8 +34,8 @@ type conversation struct {
 	task        recall.TaskFinder
 	taskAt      int
 	provisional string
-	calls       []callName        // the calls of tools that have an id
-	names       map[string]string // tool_call_id -> tool name, of calls[:indexed] (see nameOf)
+	calls       []callName     // the calls of tools that have an id
+	names       map[string]int // tool_call_id -> index in calls, of calls[:indexed] (see callOf)
 	indexed     int
 	marks       []mark // one per message: what was read up to its end
 	verdictMsgs []int  // the messages of info.Prior's verdicts
@@ -57,7 +57,8 @@ type conversation struct {
 // callName is a tool call read from an assistant message.
 type callName struct {
 	id, name string
-	msg      int
+	msg      int  // the assistant message that made the call
+	args     span // the call's arguments
 }
 
 // mark is what was read of a conversation up to the end of one message.
@@ -75,10 +76,11 @@ type mark struct {
 func (c *conversation) release() {
 	c.scan, c.marks, c.calls, c.names, c.prior, c.verdictMsgs = chatScan{}, nil, nil, nil, nil, nil
 	c.body = nil
-	c.info.System = ""
+	c.info.System, c.info.ToolDefs = "", nil
 	// The verdicts stay (capture reads them); their contents go.
 	for i := range c.info.ToolResults {
-		c.info.ToolResults[i].Raw = nil
+		tr := &c.info.ToolResults[i]
+		tr.Raw, tr.Args, tr.Note = nil, nil, nil
 	}
 }
 
@@ -124,6 +126,9 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	c.info.User = valueAt(body, cs.user).String()
 	c.info.Stream = valueAt(body, cs.stream).Bool()
 	c.read(body)
+	if cs.tools.ok() {
+		c.info.ToolDefs = body[cs.tools.start:cs.tools.end]
+	}
 	if c.info.Goal != "" && c.info.Key == "" {
 		c.info.Key = recall.ConversationKey(wire.Strip(c.info.System), c.info.Goal)
 	}
@@ -167,7 +172,7 @@ func (c *conversation) read(body []byte) {
 				}
 				c.info.Tools = append(c.info.Tools, name)
 				if id := valueAt(body, cl.id).String(); id != "" {
-					c.calls = append(c.calls, callName{id: id, name: name, msg: i})
+					c.calls = append(c.calls, callName{id: id, name: name, msg: i, args: cl.args})
 				}
 			}
 		case m.kind == roleTool || m.kind == roleFunction:
@@ -177,8 +182,14 @@ func (c *conversation) read(body []byte) {
 			}
 			if id := valueAt(body, m.toolCallID).String(); id != "" {
 				tr.Key = "call:" + id
-				if n := c.nameOf(id); n != "" {
-					tr.Name = n
+				if cl := c.callOf(id); cl != nil {
+					tr.Name = cl.name
+					if cl.args.ok() {
+						tr.Args = body[cl.args.start:cl.args.end]
+					}
+					if cm := &cs.msgs[cl.msg]; cm.content.ok() {
+						tr.Note = body[cm.content.start:cm.content.end]
+					}
 				}
 			} else {
 				tr.Key = wire.HashKey(tr.Name, tr.Raw)
@@ -193,25 +204,28 @@ func (c *conversation) read(body []byte) {
 	}
 }
 
-// nameOf returns the tool name of the latest call read with the given id.
-// A tool result most often answers one of the latest calls: they are
-// searched first, and a map is built only for a long conversation.
-func (c *conversation) nameOf(id string) string {
+// callOf returns the latest call read with the given id, or nil. A tool
+// result most often answers one of the latest calls: they are searched
+// first, and a map is built only for a long conversation.
+func (c *conversation) callOf(id string) *callName {
 	const scan = 32
 	for i := len(c.calls) - 1; i >= max(c.indexed, len(c.calls)-scan); i-- {
 		if c.calls[i].id == id {
-			return c.calls[i].name
+			return &c.calls[i]
 		}
 	}
 	if len(c.calls) <= scan {
-		return ""
+		return nil
 	}
 	if c.names == nil {
-		c.names = make(map[string]string, len(c.calls))
+		c.names = make(map[string]int, len(c.calls))
 	}
-	for _, cl := range c.calls[c.indexed:] {
-		c.names[cl.id] = cl.name
+	for i := c.indexed; i < len(c.calls); i++ {
+		c.names[c.calls[i].id] = i
 	}
 	c.indexed = len(c.calls)
-	return c.names[id]
+	if i, ok := c.names[id]; ok {
+		return &c.calls[i]
+	}
+	return nil
 }

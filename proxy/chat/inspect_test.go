@@ -98,7 +98,7 @@ func equalInspected(a, b inspected) bool {
 		a.goal == b.goal && slices.Equal(a.tools, b.tools) && slices.Equal(a.results, b.results)
 }
 
-// longToolConversation has more tool calls than nameOf searches before it
+// longToolConversation has more tool calls than callOf searches before it
 // indexes them, ids used twice (for different tools), and results that
 // answer the newest call, an old one, and an id used twice.
 func longToolConversation() string {

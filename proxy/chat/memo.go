@@ -62,12 +62,13 @@ type memoEntry struct {
 	verdictMsgs []int
 
 	// The bytes after the messages array (tool definitions, model,
-	// options): how many, their memo hash, and where model, user and
-	// stream are among them, relative to the array's end (zero when not
+	// options): how many, their memo hash, and where model, user, stream
+	// and tools are among them, relative to the array's end (zero when not
 	// there).
 	tailLen                         int
 	tailSum                         uint64
 	tailModel, tailUser, tailStream span
+	tailTools                       span
 }
 
 // defaultMemoSize is the number of conversations convMemo keeps (twice
@@ -208,6 +209,7 @@ func (m *convMemo) resumeTail(c *conversation, body []byte, end int) bool {
 	fromTail(&cs.model, e.tailModel, end)
 	fromTail(&cs.user, e.tailUser, end)
 	fromTail(&cs.stream, e.tailStream, end)
+	fromTail(&cs.tools, e.tailTools, end)
 	c.tailSum, c.tailKnown = e.tailSum, true
 	return true
 }
@@ -304,6 +306,7 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 		tailModel:  relativeTo(cs.model, end),
 		tailUser:   relativeTo(cs.user, end),
 		tailStream: relativeTo(cs.stream, end),
+		tailTools:  relativeTo(cs.tools, end),
 	}
 	size := e.size()
 	if size > memoBytes/4 {

@@ -45,16 +45,17 @@ type msgSpans struct {
 }
 
 // callSpans locates one tool call of an assistant message: its "id" and
-// its "function"'s "name" (first occurrences; zero when absent or when the
-// call or its function is not an object).
+// its "function"'s "name" and "arguments" (first occurrences; zero when
+// absent or when the call or its function is not an object).
 type callSpans struct {
-	msg      int // index of the message in chatScan.msgs
-	id, name span
+	msg            int // index of the message in chatScan.msgs
+	id, name, args span
 }
 
 // chatScan locates the top-level values of a chat completion request.
 type chatScan struct {
 	model, user, stream span
+	tools               span        // the tool definitions
 	messages            span        // the first "messages" value, whatever its type
 	msgs                []msgSpans  // its elements, when it is an array (at most maxScanMessages)
 	calls               []callSpans // tool calls of the messages, in order (at most maxScanCalls)
@@ -129,6 +130,8 @@ func (s *scanner) chat(cs *chatScan) error {
 			dst = &cs.user
 		case "stream":
 			dst = &cs.stream
+		case "tools":
+			dst = &cs.tools
 		case "messages":
 			if cs.messages.ok() {
 				return &wire.DuplicateKeyError{Key: "messages"}
@@ -248,8 +251,11 @@ func (s *scanner) toolCall(cs *chatScan, msg int) error {
 			if first && s.Peek() == '{' {
 				return s.Members(6, func(key []byte) error {
 					var dst *span
-					if string(key) == "name" {
+					switch string(key) {
+					case "name":
 						dst = &c.name
+					case "arguments":
+						dst = &c.args
 					}
 					return s.valueInto(6, dst)
 				})

@@ -90,3 +90,6 @@ func errorType(status int) string {
 	}
 	return "api_error"
 }
+
+// NoTools implements [wire.Format]: tool_choice {"type":"none"}.
+func (*Format) NoTools() []byte { return []byte(`{"type":"none"}`) }

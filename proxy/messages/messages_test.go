@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -329,6 +330,14 @@ func TestClaudeCodeRequests(t *testing.T) {
 		for _, tr := range in.ToolResults {
 			if tr.IsError && tr.Name == "Bash" && guard.ToolFailed(tr.Text()) {
 				n++
+			}
+			// The loop breaker's view of the call: its arguments, and the
+			// tool among the request's definitions.
+			if args := wire.CallArgs(tr.Args); !strings.Contains(args, "print(1") || !strings.HasPrefix(args, `{"command":`) {
+				t.Errorf("%s: Bash call arguments %q", name, args)
+			}
+			if !slices.Contains(wire.DefinedTools(in.ToolDefs), tr.Name) {
+				t.Errorf("%s: %s not among the defined tools %v", name, tr.Name, wire.DefinedTools(in.ToolDefs))
 			}
 		}
 		if n != failed || in.ToolCount != failed {

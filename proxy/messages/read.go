@@ -17,7 +17,7 @@ type request struct {
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
-var topKeys = []string{"model", "stream", "system", "messages", "metadata"}
+var topKeys = []string{"model", "stream", "system", "messages", "metadata", "tools"}
 
 // read reads a Messages request body: the body is checked (JSON, nesting
 // bounded, no member the proxy reads given twice) in one pass that also
@@ -38,18 +38,27 @@ func read(body []byte) (*request, error) {
 	if md := sp[4].Value(body); md.IsObject() {
 		in.User = md.Get("user_id").String()
 	}
-	names := map[string]string{} // tool_use id -> tool name
+	if sp[5].OK() {
+		in.ToolDefs = sp[5].Raw(body)
+	}
+	calls := map[string]call{} // tool_use id -> the call
 	sp[3].Value(body).ForEach(func(i, m gjson.Result) bool {
 		switch m.Get("role").String() {
 		case "user":
-			r.readUser(m, int(i.Int()), names)
+			r.readUser(m, int(i.Int()), calls)
 		case "assistant":
+			var note string // the message's text before its tool calls
 			m.Get("content").ForEach(func(_, b gjson.Result) bool {
-				if b.Get("type").String() == "tool_use" {
+				switch b.Get("type").String() {
+				case "text":
+					if t := b.Get("text"); t.Type == gjson.String && note == "" {
+						note = t.Raw
+					}
+				case "tool_use":
 					name := b.Get("name").String()
 					if name != "" {
 						in.Tools = append(in.Tools, name)
-						names[b.Get("id").String()] = name
+						calls[b.Get("id").String()] = call{name: name, args: b.Get("input").Raw, note: note}
 					}
 				}
 				return true
@@ -65,7 +74,7 @@ func read(body []byte) (*request, error) {
 
 // readUser reads a user message: its tool results, and, for the first
 // user message that has text of its own, the task.
-func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
+func (r *request) readUser(m gjson.Result, at int, calls map[string]call) {
 	in := &r.info
 	content := m.Get("content")
 	if content.Type == gjson.String {
@@ -87,12 +96,19 @@ func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
 				return true
 			}
 			id := sp[0].Value(raw).String()
+			cl := calls[id]
 			tr := wire.ToolResult{
-				Name:    names[id],
+				Name:    cl.name,
 				IsError: sp[1].Value(raw).Bool(),
 				At:      at,
 				Raw:     sp[2].Raw(raw),
 				Decode:  resultText,
+			}
+			if cl.args != "" {
+				tr.Args = []byte(cl.args)
+			}
+			if cl.note != "" {
+				tr.Note = []byte(cl.note)
 			}
 			if id != "" {
 				tr.Key = "call:" + id
@@ -112,6 +128,11 @@ func (r *request) readUser(m gjson.Result, at int, names map[string]string) {
 		r.task.Add(strings.Join(parts, "\n"), wire.Task)
 		in.Goal = r.task.Goal
 	}
+}
+
+// call is a tool_use block read from an assistant message.
+type call struct {
+	name, args, note string // args and note raw JSON, as in the body
 }
 
 // resultText is the text of a tool_result's content: a string, or the

@@ -61,3 +61,6 @@ func (*Format) StreamError(e wire.Error) []byte {
 	body = append(body, `,"param":null}`...)
 	return wire.Event("error", body)
 }
+
+// NoTools implements [wire.Format]: tool_choice "none".
+func (*Format) NoTools() []byte { return []byte(`"none"`) }

@@ -17,13 +17,15 @@ type request struct {
 	tenant string
 	chains *chains
 	names  map[string]string // call id -> tool name, of the calls read so far
+	calls  map[string]call   // call id -> the call, of the calls in this body
+	note   string            // the content of the latest assistant message read, raw
 
 	systemSeen bool // a developer or system message was read as the system text
 	task       recall.TaskFinder
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
-var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier"}
+var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier", "tools"}
 
 // read reads a Responses request body: the body is checked (JSON, nesting
 // bounded, no member the proxy reads given twice) in one pass that also
@@ -34,12 +36,15 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &request{instructions: sp[2], tenant: tenant, chains: ch, names: map[string]string{}}
+	r := &request{instructions: sp[2], tenant: tenant, chains: ch, names: map[string]string{}, calls: map[string]call{}}
 	in := &r.info
 	in.Model = sp[0].Value(body).String()
 	in.Stream = sp[1].Value(body).Bool()
 	in.System = sp[2].Value(body).String()
 	in.User = sp[5].Value(body).String()
+	if sp[7].OK() {
+		in.ToolDefs = sp[7].Raw(body)
+	}
 	if id := sp[6].Value(body).String(); id != "" {
 		in.User = id
 	}
@@ -79,6 +84,8 @@ func (r *request) readItem(item gjson.Result, at int) {
 		case "user":
 			r.task.Add(partsText(item.Get("content")), wire.Task)
 			in.Goal = r.task.Goal
+		case "assistant":
+			r.note = item.Get("content").Raw
 		case "developer", "system":
 			// Without instructions (Codex sends none), the system text is
 			// the first developer or system message.
@@ -90,7 +97,7 @@ func (r *request) readItem(item gjson.Result, at int) {
 	case typ == "mcp_call":
 		// A call and its result in one item.
 		name := item.Get("name").String()
-		r.call(item.Get("id").String(), name)
+		r.call(item.Get("id").String(), name, item, false)
 		out, e := item.Get("output"), item.Get("error")
 		isErr := e.Exists() && e.Type != gjson.Null && e.String() != ""
 		if isErr {
@@ -118,24 +125,40 @@ func (r *request) readItem(item gjson.Result, at int) {
 		}
 		r.result(id, r.names[id], isErr, out, at)
 	case strings.HasSuffix(typ, "_call"):
-		name := item.Get("name").String()
+		name, builtin := item.Get("name").String(), false
 		if name == "" {
 			// local_shell_call, computer_call, shell_call...: the tool is
 			// the item's kind.
-			name = strings.TrimSuffix(typ, "_call")
+			name, builtin = strings.TrimSuffix(typ, "_call"), true
 		}
-		r.call(callID(item), name)
+		r.call(callID(item), name, item, builtin)
 	}
 }
 
+// call is a tool call read from this body.
+type call struct {
+	args, note string // raw JSON, as in the body
+	builtin    bool
+}
+
 // call notes a tool call the assistant made.
-func (r *request) call(id, name string) {
+func (r *request) call(id, name string, item gjson.Result, builtin bool) {
 	if name == "" {
 		return
 	}
 	r.info.Tools = append(r.info.Tools, name)
 	if id != "" {
 		r.names[id] = name
+		// The arguments: a function's JSON string, a custom tool's
+		// free-form input, a built-in's action.
+		args := item.Get("arguments")
+		if !args.Exists() {
+			args = item.Get("input")
+		}
+		if !args.Exists() {
+			args = item.Get("action")
+		}
+		r.calls[id] = call{args: args.Raw, note: r.note, builtin: builtin}
 	}
 }
 
@@ -144,6 +167,12 @@ func (r *request) result(id, name string, isErr bool, out gjson.Result, at int) 
 	tr := wire.ToolResult{Name: name, IsError: isErr, At: at, Raw: []byte(out.Raw), Decode: outputText}
 	if id != "" {
 		tr.Key = "call:" + id
+		if cl, ok := r.calls[id]; ok {
+			tr.Args, tr.Builtin = []byte(cl.args), cl.builtin
+			if cl.note != "" {
+				tr.Note = []byte(cl.note)
+			}
+		}
 	} else {
 		tr.Key = wire.HashKey(name, tr.Raw)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -311,6 +312,16 @@ func TestCodexRequests(t *testing.T) {
 			// The verdict the pipeline gives, and the error line it stores.
 			if (tr.IsError || guard.ToolFailed(tr.Text())) && tr.Name != "" && strings.Contains(tr.Text(), "\nSyntaxError: ") {
 				n++
+			}
+			// The loop breaker's view of the call: its arguments, and the
+			// tool among the request's definitions.
+			if args := wire.CallArgs(tr.Args); !strings.Contains(args, "print(1") {
+				t.Errorf("%s: %s call arguments %q", tc.name, tr.Name, args)
+			}
+			// The first Codex capture sends "tools": [] (its exec tool is
+			// known to the model otherwise): no definitions, no verdict.
+			if defs := wire.DefinedTools(in.ToolDefs); len(defs) > 0 && !slices.Contains(defs, tr.Name) || tr.Builtin {
+				t.Errorf("%s: %s (builtin %v) not among the defined tools %v", tc.name, tr.Name, tr.Builtin, wire.DefinedTools(in.ToolDefs))
 			}
 		}
 		if n != tc.failed || in.ToolCount != tc.failed {

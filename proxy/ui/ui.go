@@ -101,13 +101,6 @@ type Turn struct {
 	Guard string
 }
 
-// Fix is a learned fix as the dashboard shows it.
-type Fix struct {
-	ID, Pattern, Tool, Failure, Call, Explanation, Session string
-	Failures                                               int
-	Updated                                                time.Time
-}
-
 // Source is the memory the dashboard reads and changes. The proxy
 // implements it. Methods taking a Principal check that it may use the
 // workspace (and project) named, and return ErrForbidden otherwise;
@@ -154,9 +147,8 @@ type Source interface {
 	// DeleteSolution removes a solution.
 	DeleteSolution(ctx context.Context, p Principal, workspace, id string) error
 
-	// Fixes lists the tenant's learned fixes; ok is false when this build
-	// does not keep them.
-	Fixes(ctx context.Context, workspace, project string) (fixes []Fix, ok bool, err error)
+	// Fixes lists the tenant's learned fixes, most recently updated first.
+	Fixes(ctx context.Context, workspace, project string) ([]store.Fix, error)
 	// DeleteFix removes a learned fix.
 	DeleteFix(ctx context.Context, workspace, project, id string) error
 }

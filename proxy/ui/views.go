@@ -387,19 +387,18 @@ func (h *Handler) importSolutions(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 type fixesData struct {
-	Kept  bool
-	Fixes []Fix
+	Fixes []store.Fix
 }
 
 func (h *Handler) fixes(w http.ResponseWriter, r *http.Request, s *session, p *page) {
-	fx, ok, err := h.src.Fixes(r.Context(), p.WS, p.Proj)
+	fx, err := h.src.Fixes(r.Context(), p.WS, p.Proj)
 	if err != nil {
 		h.fail(w, r, p, err)
 		return
 	}
 	p.Title = "Learned fixes"
 	p.Message = r.FormValue("done")
-	p.Data = fixesData{Kept: ok, Fixes: fx}
+	p.Data = fixesData{Fixes: fx}
 	h.render(w, http.StatusOK, "fixes", p)
 }
 

@@ -49,6 +49,9 @@ type Format interface {
 	// StreamError is the event that tells a client, in the API's stream
 	// format, that the proxy cut its stream short.
 	StreamError(e Error) []byte
+	// NoTools is the value of the request's top-level "tool_choice" that
+	// forbids tool calls for one turn (the loop breaker's hard stop).
+	NoTools() []byte
 }
 
 // Request is a request read by its format.
@@ -92,6 +95,9 @@ type Info struct {
 	// tool may appear more than once (later entries add their failures and
 	// decide LastFailed).
 	Prior []ToolTally
+	// ToolDefs is the request's tool definitions as they stand in the body
+	// (its "tools" array), nil when it sends none: see [DefinedTools].
+	ToolDefs []byte
 }
 
 // UsedTools reports whether the conversation called at least one tool.
@@ -108,6 +114,19 @@ type ToolResult struct {
 	// Decode only when the result is judged (most are seen before).
 	Raw    []byte
 	Decode func(raw []byte) string
+	// Args is the arguments of the call the result answers, as they stand
+	// in the body: a JSON string (which holds JSON, or free text for a
+	// free-form tool) or an object. Nil when the call is not in the body
+	// read. See [CallArgs].
+	Args []byte
+	// Note is what the assistant wrote beside the call, as it stands in
+	// the body (a JSON string or an array of text parts), nil when
+	// nothing. See [NoteText].
+	Note []byte
+	// Builtin reports a call of a tool the API provides (a local shell, a
+	// computer), named by its kind: the request's definitions need not
+	// name it.
+	Builtin bool
 }
 
 // Text returns the result's content as text.

@@ -1,0 +1,102 @@
+package proxy
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// Learned fixes: what ended a repeated failure (store.Fix), keyed by the
+// failure they fixed, and found again for a failure of any conversation of
+// the project.
+
+// Caps on the stored text of a fix (bytes, after redaction).
+const (
+	maxFixFailure     = maxIncidentMessage // the failure's example, as an incident's message
+	maxFixCall        = 2000               // the successful call's arguments
+	maxFixExplanation = 1000               // the assistant's note with that call
+)
+
+// fixKey is the dedupe key of the fix of a failure of tool: per named
+// pattern ("p:TOOL|PATTERN") when the failure matched one, else per
+// fingerprint of its message ("f:TOOL|FINGERPRINT"). A failure that
+// matched no pattern is never keyed on guard.RepeatedPattern alone, which
+// would lump every unknown error of the tool together.
+func fixKey(pattern, fingerprint, tool string) string {
+	if pattern != "" && pattern != guard.RepeatedPattern {
+		return "p:" + tool + "|" + pattern
+	}
+	return "f:" + tool + "|" + fingerprint
+}
+
+// matchFixes returns the fixes that apply to a failure of the given
+// pattern and fingerprint: first those learned for the same fingerprint
+// (when fingerprint is not empty), then those learned for the same named
+// pattern (never on guard.RepeatedPattern alone), each group most recently
+// updated first (the same Updated: higher ID first), each fix once.
+func matchFixes(fixes []store.Fix, pattern, fingerprint string) []store.Fix {
+	named := pattern != "" && pattern != guard.RepeatedPattern
+	var byFP, byPattern []store.Fix
+	seen := make(map[string]bool)
+	for _, f := range fixes {
+		if seen[f.ID] {
+			continue
+		}
+		seen[f.ID] = true
+		switch {
+		case fingerprint != "" && f.Fingerprint == fingerprint:
+			byFP = append(byFP, f)
+		case named && f.Pattern == pattern:
+			byPattern = append(byPattern, f)
+		}
+	}
+	newestFirst := func(a, b store.Fix) int {
+		if c := b.Updated.Compare(a.Updated); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	}
+	slices.SortStableFunc(byFP, newestFirst)
+	slices.SortStableFunc(byPattern, newestFirst)
+	return slices.Concat(byFP, byPattern)
+}
+
+// prepareFix makes f ready to store: its failure, call and explanation
+// redacted and capped; when not set, its Pattern classified from the
+// failure as a tool error (guard.RepeatedPattern when no pattern
+// matches), its Fingerprint that of the failure as stored (as an
+// incident's), and its Key derived by fixKey.
+func (s *Server) prepareFix(f *store.Fix) {
+	f.Failure = redactCapped(f.Failure, maxFixFailure)
+	f.Call = redactCapped(f.Call, maxFixCall)
+	f.Explanation = redactCapped(f.Explanation, maxFixExplanation)
+	if f.Pattern == "" {
+		f.Pattern = guard.RepeatedPattern
+		if label, ok := s.guard.Classify(store.TypeToolError, 0, f.Failure); ok {
+			f.Pattern = label
+		}
+	}
+	if f.Fingerprint == "" && f.Failure != "" {
+		f.Fingerprint = guard.Fingerprint(f.Failure)
+	}
+	if f.Key == "" {
+		f.Key = fixKey(f.Pattern, f.Fingerprint, f.Tool)
+	}
+}
+
+// redactCapped returns s with its secrets redacted, cut to at most max
+// bytes on a rune boundary (an ellipsis marks the cut), as valid UTF-8.
+func redactCapped(s string, max int) string {
+	s = guard.Redact(s)
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

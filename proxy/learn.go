@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"slices"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// Learning fixes. When a tool that failed repeatedly in a conversation
+// succeeds, the successful call (and what the assistant wrote beside it)
+// is remembered as the fix of each failure of that tool that had made a
+// guard entry. A later failure with the same fingerprint, or of the same
+// named pattern with the same tool, in any conversation of the project,
+// shows it in its guard entry: "Last time this was fixed by: ...".
+
+// learnFixes stores the fixes shown by the request's fresh tool results
+// (indexes into info.ToolResults new to the conversation) and reports
+// whether it stored any. A fix already stored as it is is not written
+// again.
+func (s *Server) learnFixes(budget *storeBudget, t Tenant, w *guardWindow, info *wire.Info, fresh []int, now time.Time) bool {
+	if t.Session == "" || len(fresh) == 0 {
+		return false
+	}
+	stored := false
+	done := map[string]bool{} // tools handled: the first success of each counts
+	for _, i := range fresh {
+		tr := &info.ToolResults[i]
+		if tr.Failed || tr.Name == "" || done[tr.Name] {
+			continue
+		}
+		done[tr.Name] = true
+		var failures []store.Incident
+		for _, in := range w.incidents {
+			if in.Session == t.Session && guard.ToolOf(&in) == tr.Name {
+				failures = append(failures, in)
+			}
+		}
+		if len(failures) < s.guard.Config().MinRepeats {
+			continue // nothing repeated
+		}
+		call := wire.CallArgs(tr.Args)
+		note := wire.NoteText(tr.Note)
+		for _, e := range s.guard.Detect(failures, now) {
+			f := store.Fix{
+				Workspace: t.Workspace, Project: t.Project, Pattern: e.Pattern, Fingerprint: e.Fingerprint,
+				Tool: tr.Name, Failure: e.Example, Call: call, Explanation: note, Failures: e.Count, Session: t.Session,
+			}
+			if f.Failure == "" {
+				f.Failure = newestOf(failures, e).Message
+			}
+			s.prepareFix(&f)
+			if i := slices.IndexFunc(w.fixes, func(o store.Fix) bool { return o.Key == f.Key }); i >= 0 {
+				o := &w.fixes[i]
+				if o.Call == f.Call && o.Explanation == f.Explanation && o.Failures == f.Failures {
+					continue // known as it is
+				}
+			}
+			if err := s.store.PutFix(budget.context(), &f); err != nil {
+				s.storeFailed(budget.parent, "put_fix", err)
+				return stored
+			}
+			stored = true
+			s.log.Info("fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+				"tool", tr.Name, "pattern", e.Pattern, "failures", e.Count)
+		}
+	}
+	return stored
+}
+
+// newestOf returns the newest of failures that make entry e: those of its
+// fingerprint, or else the newest of all.
+func newestOf(failures []store.Incident, e guard.Entry) store.Incident {
+	best := -1
+	for i := range failures {
+		if e.Fingerprint != "" && failures[i].Fingerprint != e.Fingerprint {
+			continue
+		}
+		if best < 0 || failures[i].Time.After(failures[best].Time) {
+			best = i
+		}
+	}
+	if best < 0 {
+		best = 0
+	}
+	return failures[best]
+}
+
+// withFixes keeps, of entries (every group, DetectAll), those that
+// repeated and those a learned fix applies to, each with its fix: the
+// newest fix of the same fingerprint, else of the same named pattern and
+// one of the entry's tools.
+func (s *Server) withFixes(entries []guard.Entry, fixes []store.Fix) []guard.Entry {
+	minRepeats := s.guard.Config().MinRepeats
+	out := entries[:0]
+	for _, e := range entries {
+		if e.Provider == "" && len(e.Tools) > 0 && len(fixes) > 0 {
+			for _, f := range matchFixes(fixes, e.Pattern, e.Fingerprint) {
+				if f.Fingerprint == e.Fingerprint && e.Fingerprint != "" || slices.Contains(e.Tools, f.Tool) {
+					e.Fixed = &guard.Fixed{Tool: f.Tool, Call: f.Call, Note: f.Explanation}
+					break
+				}
+			}
+		}
+		if e.Count >= minRepeats || e.Fixed != nil {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// A conversation's loop is found in its latest tool calls: the loop
+// tracker keeps the tail of each conversation's calls (its steps) on this
+// replica, in order, added to as new tool results arrive. A format that
+// re-sends the whole history (chat, Messages, Codex's Responses turns)
+// rebuilds the tail on any replica; one that remembers earlier turns
+// (the chat memo, previous_response_id chains) sends only the new results,
+// which are appended.
+
+// maxSteps is how many of a conversation's latest calls are kept.
+const maxSteps = 64
+
+// loopTracker keeps the steps of the conversations in use, bounded: two
+// generations of at most max conversations.
+type loopTracker struct {
+	seed      maphash.Seed
+	mu        sync.Mutex
+	max       int
+	cur, prev map[convRef]*convSteps
+}
+
+// convRef names a conversation of a tenant.
+type convRef struct{ workspace, project, conversation string }
+
+// convSteps is one conversation's tail of calls.
+type convSteps struct {
+	mu     sync.Mutex
+	keys   []string // the result key of each step
+	steps  []guard.Step
+	loop   guard.Loop     // the loop found after the latest update
+	levels map[string]int // the highest level recorded of each loop, by key
+}
+
+func newLoopTracker(max int) *loopTracker {
+	return &loopTracker{seed: maphash.MakeSeed(), max: max, cur: make(map[convRef]*convSteps)}
+}
+
+func (lt *loopTracker) get(k convRef) *convSteps {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if c := lt.cur[k]; c != nil {
+		return c
+	}
+	c := lt.prev[k]
+	if c == nil {
+		c = &convSteps{}
+	}
+	if len(lt.cur) >= lt.max {
+		lt.prev, lt.cur = lt.cur, make(map[convRef]*convSteps, lt.max)
+	}
+	lt.cur[k] = c
+	return c
+}
+
+// peek returns the loop last found in a conversation, without adding it.
+func (lt *loopTracker) peek(k convRef) guard.Loop {
+	lt.mu.Lock()
+	c := lt.cur[k]
+	if c == nil {
+		c = lt.prev[k]
+	}
+	lt.mu.Unlock()
+	if c == nil {
+		return guard.Loop{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loop
+}
+
+// loopEvent is a change of a conversation's loop worth recording: a loop
+// that reached a level for the first time, or one the agent left.
+type loopEvent struct {
+	loop  guard.Loop
+	level string // guard.LevelName, or "broken"
+	store bool   // worth an incident (see firstRecorded); every event is counted
+}
+
+// trackLoop adds the request's new tool results (verdicts set) to its
+// conversation's tail and returns the conversation's loop, with the
+// events to record, and which of info.ToolResults were new to the tail.
+// Without new results the loop is the one found before.
+func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
+	if t.Session == "" || len(info.ToolResults) == 0 {
+		if t.Session == "" {
+			return guard.Loop{}, nil, nil
+		}
+		return s.loops.peek(convRef{t.Workspace, t.Project, t.Session}), nil, nil
+	}
+	c := s.loops.get(convRef{t.Workspace, t.Project, t.Session})
+	results := info.ToolResults
+	// A body that re-sends the whole history holds the tail's results and
+	// older ones: only its latest ones can be new.
+	skipped := max(0, len(results)-maxSteps)
+	results = results[skipped:]
+	var defined []string
+	definedRead := false
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range results {
+		tr := &results[i]
+		if slices.Contains(c.keys, tr.Key) {
+			continue
+		}
+		if !definedRead {
+			defined, definedRead = wire.DefinedTools(info.ToolDefs), true
+		}
+		text := tr.Text()
+		st := guard.Step{
+			Tool:   tr.Name,
+			Args:   wire.CallArgs(tr.Args),
+			Result: maphash.String(s.loops.seed, text),
+			Failed: tr.Failed,
+			// A request that defines no tools says nothing of which exist.
+			Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
+			Output:  guard.Sanitize(guard.Redact(text), 240),
+		}
+		if len(c.steps) == maxSteps {
+			c.steps, c.keys = slices.Delete(c.steps, 0, 1), slices.Delete(c.keys, 0, 1)
+		}
+		c.steps = append(c.steps, st)
+		c.keys = append(c.keys, tr.Key)
+		fresh = append(fresh, skipped+i)
+	}
+	if len(fresh) == 0 {
+		return c.loop, nil, nil
+	}
+	prev := c.loop
+	c.loop = s.guard.DetectLoop(c.steps)
+	if prev.Level > guard.LevelNone && prev.Key() != c.loop.Key() {
+		events = append(events, loopEvent{loop: prev, level: "broken", store: c.levels[prev.Key()] >= firstRecorded(prev)})
+	}
+	if l := c.loop; l.Level > guard.LevelNone {
+		key := l.Key()
+		if c.levels == nil {
+			c.levels = make(map[string]int)
+		}
+		for lv := c.levels[key] + 1; lv <= l.Level; lv++ {
+			events = append(events, loopEvent{loop: l, level: guard.LevelName(lv), store: lv >= firstRecorded(l)})
+		}
+		c.levels[key] = max(c.levels[key], l.Level)
+	}
+	return c.loop, events, fresh
+}
+
+// firstRecorded is the first level of a loop worth a record of its own: a
+// call that keeps failing is already recorded by its failures, and its
+// guard entry is theirs, so it is recorded from the STOP level on; the
+// other kinds leave no other trace.
+func firstRecorded(l guard.Loop) int {
+	if l.Kind == guard.LoopFailing {
+		return guard.LevelStop
+	}
+	return guard.LevelGuard
+}
+
+// recordLoops stores a conversation's loop events as incidents of type
+// loop, each once per conversation (a retry, or another replica, does not
+// store it again), and counts them.
+func (s *Server) recordLoops(budget *storeBudget, t Tenant, model string, events []loopEvent, now time.Time) bool {
+	for _, ev := range events {
+		s.metrics.loops.WithLabelValues(ev.level).Inc()
+		if !ev.store {
+			continue
+		}
+		inc := s.incident(t, model, "", store.TypeLoop, 0, loopMessage(ev.loop), now)
+		inc.Code = ev.level
+		dedupe := "loop|" + t.Session + "|" + ev.level + "|" + ev.loop.Key()
+		if _, err := s.store.AddIncidentOnce(budget.context(), inc, dedupe); err != nil {
+			s.storeFailed(budget.parent, "add_incident", err)
+			return false
+		}
+		s.log.Info("loop", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+			"kind", ev.loop.Kind, "level", ev.level, "count", ev.loop.Count)
+	}
+	return true
+}
+
+// loopMessage describes a loop for its incident: its kind, count and calls.
+func loopMessage(l guard.Loop) string {
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(l.Kind, "_", " "))
+	b.WriteString(" x")
+	b.WriteString(strconv.Itoa(l.Count))
+	for i, c := range l.Calls {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(" / ")
+		}
+		b.WriteString(c.Tool)
+		if c.Args != "" {
+			b.WriteString(" ")
+			b.WriteString(c.Args)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Buckets of a tenant's fixes (see the layout at the top of bolt.go).
+var (
+	bktFixByID  = []byte("id")
+	bktFixByKey = []byte("key")
+	bktFixByUpd = []byte("u")
+)
+
+// fixTenant holds the buckets of one tenant's fixes.
+type fixTenant struct {
+	b, ids, keys, upd *bolt.Bucket
+}
+
+// openFixTenant returns the tenant's fix buckets, or nil when it has none.
+func openFixTenant(tx *bolt.Tx, workspace, project string) *fixTenant {
+	b := tx.Bucket(bktFixes).Bucket(tenantKey(workspace, project))
+	if b == nil {
+		return nil
+	}
+	return fixTenantOf(b)
+}
+
+func fixTenantOf(b *bolt.Bucket) *fixTenant {
+	return &fixTenant{b: b, ids: b.Bucket(bktFixByID), keys: b.Bucket(bktFixByKey), upd: b.Bucket(bktFixByUpd)}
+}
+
+// createFixTenant returns the tenant's fix buckets, creating them when
+// missing.
+func createFixTenant(tx *bolt.Tx, workspace, project string) (*fixTenant, error) {
+	b, err := tx.Bucket(bktFixes).CreateBucketIfNotExists(tenantKey(workspace, project))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range [][]byte{bktFixByID, bktFixByKey, bktFixByUpd} {
+		if _, err := b.CreateBucketIfNotExists(name); err != nil {
+			return nil, err
+		}
+	}
+	return openFixTenant(tx, workspace, project), nil
+}
+
+func (ft *fixTenant) count() uint64 {
+	v := ft.b.Get(keyCount)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func (ft *fixTenant) setCount(n uint64) error {
+	return ft.b.Put(keyCount, binary.BigEndian.AppendUint64(nil, n))
+}
+
+// get decodes the fix stored under id, or returns nil when there is none.
+func (ft *fixTenant) get(id []byte) (*Fix, error) {
+	v := ft.ids.Get(id)
+	if v == nil {
+		return nil, nil
+	}
+	var f Fix
+	if err := json.Unmarshal(v, &f); err != nil {
+		return nil, fmt.Errorf("fix %s: %w: %w", id, errCorrupt, err)
+	}
+	return &f, nil
+}
+
+// remove deletes f from the tenant.
+func (ft *fixTenant) remove(f *Fix) error {
+	if err := ft.keys.Delete([]byte(dedupeKey(f.Key))); err != nil {
+		return err
+	}
+	if err := ft.upd.Delete(fixOrderKey(f)); err != nil {
+		return err
+	}
+	if n := ft.count(); n > 0 {
+		if err := ft.setCount(n - 1); err != nil {
+			return err
+		}
+	}
+	return ft.ids.Delete([]byte(f.ID))
+}
+
+// fixOrderKey is f's key in its tenant's u bucket.
+func fixOrderKey(f *Fix) []byte {
+	return append(timeKey(f.Updated), f.ID...)
+}
+
+// PutFix inserts or updates f by (Workspace, Project, Key); see [Store]. A
+// new fix gets a new ID and Created time (any ID or Created in f is
+// ignored); Updated is always set to now.
+func (b *Bolt) PutFix(ctx context.Context, f *Fix) error {
+	if err := validFix(f); err != nil {
+		return fmt.Errorf("store: put fix: %w", err)
+	}
+	rec := *f
+	cleanFix(&rec)
+	now := normTime(b.now())
+	rec.Updated = now
+	err := b.update(ctx, "put fix", func(tx *bolt.Tx) error {
+		ft, err := createFixTenant(tx, rec.Workspace, rec.Project)
+		if err != nil {
+			return err
+		}
+		dk := []byte(dedupeKey(rec.Key))
+		if id := ft.keys.Get(dk); id != nil {
+			old, err := ft.get(id)
+			if err != nil {
+				return err
+			}
+			if old == nil {
+				return fmt.Errorf("fix key entry %q: fix %s: %w", dk, id, errCorrupt)
+			}
+			rec.ID, rec.Created = old.ID, old.Created
+			if err := ft.upd.Delete(fixOrderKey(old)); err != nil {
+				return err
+			}
+		} else {
+			rec.ID, rec.Created = newID(now), now
+			if err := ft.setCount(ft.count() + 1); err != nil {
+				return err
+			}
+		}
+		v, err := json.Marshal(&rec)
+		if err != nil {
+			return err
+		}
+		if err := ft.ids.Put([]byte(rec.ID), v); err != nil {
+			return err
+		}
+		if err := ft.upd.Put(fixOrderKey(&rec), nil); err != nil {
+			return err
+		}
+		return ft.keys.Put(dk, []byte(rec.ID))
+	})
+	if err != nil {
+		return err
+	}
+	*f = rec
+	b.bump(string(tenantKey(rec.Workspace, rec.Project)))
+	return nil
+}
+
+// ListFixes returns the tenant's fixes, most recently updated first; see
+// [Store]. It walks the tenant's order index from its end and stops at the
+// limit.
+func (b *Bolt) ListFixes(ctx context.Context, q FixQuery) ([]Fix, error) {
+	if q.Workspace == "" || q.Project == "" {
+		return nil, fmt.Errorf("store: list fixes: %w: workspace and project are required", ErrInvalid)
+	}
+	q.Workspace, q.Project = cleanText(q.Workspace), cleanText(q.Project)
+	limit := fixLimit(q.Limit)
+	out := []Fix{}
+	err := b.view(ctx, "list fixes", func(tx *bolt.Tx) error {
+		ft := openFixTenant(tx, q.Workspace, q.Project)
+		if ft == nil {
+			return nil
+		}
+		c := ft.upd.Cursor()
+		for k, _ := c.Last(); k != nil && len(out) < limit; k, _ = c.Prev() {
+			if len(k) < 8 {
+				return fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
+			}
+			f, err := ft.get(k[8:])
+			if err != nil {
+				return err
+			}
+			if f == nil {
+				return fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
+			}
+			out = append(out, *f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteFix removes one fix of the tenant; see [Store].
+func (b *Bolt) DeleteFix(ctx context.Context, workspace, project, id string) error {
+	workspace, project, id = cleanText(workspace), cleanText(project), cleanText(id)
+	err := b.update(ctx, "delete fix", func(tx *bolt.Tx) error {
+		ft := openFixTenant(tx, workspace, project)
+		if ft == nil || id == "" {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		f, err := ft.get([]byte(id))
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return fmt.Errorf("%s: %w", id, ErrNotFound)
+		}
+		return ft.remove(f)
+	})
+	if err != nil {
+		return err
+	}
+	b.bump(string(tenantKey(workspace, project)))
+	return nil
+}
+
+// DeleteFixes removes the tenant's fixes, and its buckets; see [Store].
+func (b *Bolt) DeleteFixes(ctx context.Context, workspace, project string) (int, error) {
+	if workspace == "" || project == "" {
+		return 0, fmt.Errorf("store: delete fixes: %w: workspace and project are required", ErrInvalid)
+	}
+	workspace, project = cleanText(workspace), cleanText(project)
+	n := 0
+	err := b.update(ctx, "delete fixes", func(tx *bolt.Tx) error {
+		n = 0
+		ft := openFixTenant(tx, workspace, project)
+		if ft == nil {
+			return nil
+		}
+		n = int(ft.count())
+		return tx.Bucket(bktFixes).DeleteBucket(tenantKey(workspace, project))
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		b.bump(string(tenantKey(workspace, project)))
+	}
+	return n, nil
+}
+
+// PruneFixes removes fixes last updated before before, then the least
+// recently updated fixes of each tenant beyond maxPerTenant; see [Store].
+// A tenant is pruned in its own transaction, and only when something in
+// it is due: a prune that finds nothing writes nothing.
+func (b *Bolt) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+	var cut []byte
+	if !before.IsZero() {
+		cut = timeKey(ceilMicro(before))
+	}
+	var due [][]byte
+	err := b.view(ctx, "prune fixes", func(tx *bolt.Tx) error {
+		root := tx.Bucket(bktFixes)
+		return root.ForEachBucket(func(name []byte) error {
+			if len(fixTenantOf(root.Bucket(name)).doomed(cut, maxPerTenant, 1)) > 0 {
+				due = append(due, bytes.Clone(name))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, name := range due {
+		pruned := 0
+		err := b.update(ctx, "prune fixes", func(tx *bolt.Tx) error {
+			pruned = 0
+			tb := tx.Bucket(bktFixes).Bucket(name)
+			if tb == nil {
+				return nil
+			}
+			ft := fixTenantOf(tb)
+			for _, k := range ft.doomed(cut, maxPerTenant, -1) {
+				f, err := ft.get(k[8:])
+				if err != nil {
+					return err
+				}
+				if f == nil {
+					return fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
+				}
+				if err := ft.remove(f); err != nil {
+					return err
+				}
+				pruned++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += pruned
+		if pruned > 0 {
+			b.bump(string(name))
+		}
+	}
+	return total, nil
+}
+
+// doomed returns the order keys of the fixes retention removes from the
+// tenant, in removal order: those keyed before cut (nil: no age rule),
+// then as many more as keep the tenant within maxPerTenant (0 or less: no
+// cap). It stops after limit keys (negative: no limit). Keys are copies,
+// valid after the transaction.
+func (ft *fixTenant) doomed(cut []byte, maxPerTenant, limit int) [][]byte {
+	count := int(ft.count())
+	var out [][]byte
+	c := ft.upd.Cursor()
+	for k, _ := c.First(); k != nil && len(out) != limit; k, _ = c.Next() {
+		old := cut != nil && bytes.Compare(k[:8], cut) < 0
+		over := maxPerTenant > 0 && count-len(out) > maxPerTenant
+		if !old && !over {
+			break
+		}
+		out = append(out, bytes.Clone(k))
+	}
+	return out
+}
