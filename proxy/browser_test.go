@@ -219,6 +219,13 @@ func seedDashboard(t *testing.T, h *harness) {
 	post("/scar/v1/incidents", `{"type":"http_error","provider":"openai","model":"gpt-5","status_code":429,"message":"Rate limit reached for gpt-5"}`)
 	post("/scar/v1/incidents", `{"type":"loop","session":"agent-run-1","code":"stop","message":"run_syntax_check({\"file\":\"parser.js\"}) called 4 times"}`)
 	post("/scar/v1/incidents", `{"type":"loop","session":"agent-run-1","code":"broken","message":"run_syntax_check succeeded after the STOP block"}`)
+	fix := store.Fix{Workspace: "default", Project: "default", Key: "p:run_syntax_check|SYNTAX COMPLIANCE ERROR",
+		Pattern: "SYNTAX COMPLIANCE ERROR", Tool: "run_syntax_check", Failure: "SyntaxError: Unexpected end of input at parser.js:46:2",
+		Call: `{"file":"parser.js","fix":"close the brace opened at line 12"}`, Explanation: "The config block was missing its closing brace.",
+		Failures: 3, Session: "agent-run-1"}
+	if err := h.store.PutFix(ctx, &fix); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{
 		`{"goal":"Download a web page and extract all links from the HTML","approach":"http.Get the URL, parse with golang.org/x/net/html, walk <a href> nodes, resolve relative URLs","outcome":"Links extracted","confidence":0.9}`,
 		`{"goal":"Fix the flaky TestServerShutdown test","approach":"Replaced time.Sleep with a channel closed by the handler","outcome":"Passed 1000 runs with -race","confidence":0.95}`,

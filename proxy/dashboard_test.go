@@ -362,6 +362,51 @@ func TestDashboardViews(t *testing.T) {
 	}
 }
 
+func TestDashboardFixes(t *testing.T) {
+	h := keyedHarness(t)
+	ctx := context.Background()
+	for _, ws := range []string{"team-a", "team-b"} {
+		f := store.Fix{Workspace: ws, Project: "default", Key: "p:run_syntax_check|SYNTAX COMPLIANCE ERROR", Pattern: "SYNTAX COMPLIANCE ERROR",
+			Tool: "run_syntax_check", Failure: "SyntaxError in " + ws, Call: `{"file":"parser.js","fix":true}`, Failures: 3, Session: "conv-1"}
+		if err := h.store.PutFix(ctx, &f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixID := func(ws string) string {
+		fx, err := h.store.ListFixes(ctx, store.FixQuery{Workspace: ws, Project: "default"})
+		if err != nil || len(fx) != 1 {
+			t.Fatalf("%s: %v %v", ws, fx, err)
+		}
+		return fx[0].ID
+	}
+	idA, idB := fixID("team-a"), fixID("team-b")
+	u := newUIClient(t, h)
+	u.login("key-a")
+	status, page, _ := u.get("/ui/fixes")
+	if status != 200 || !strings.Contains(page, "SyntaxError in team-a") || !strings.Contains(page, "run_syntax_check") ||
+		strings.Contains(page, "team-b") || !strings.Contains(page, htmlEscape(`{"file":"parser.js","fix":true}`)) {
+		t.Fatalf("fixes: %d\n%s", status, page)
+	}
+	csrf := u.csrf(page)
+	if status, _, _ := u.post("/ui/fixes/"+idB+"/delete", url.Values{"csrf": {csrf}}, ""); status != http.StatusNotFound {
+		t.Fatalf("another workspace's fix: %d", status)
+	}
+	if status, _, _ := u.post("/ui/fixes/"+idB+"/delete", url.Values{"csrf": {csrf}, "workspace": {"team-b"}}, ""); status != http.StatusForbidden {
+		t.Fatalf("another workspace: %d", status)
+	}
+	if status, _, _ := u.post("/ui/fixes/"+idA+"/delete", url.Values{}, ""); status != http.StatusForbidden {
+		t.Fatalf("no CSRF: %d", status)
+	}
+	if status, _, res := u.post("/ui/fixes/"+idA+"/delete", url.Values{"csrf": {csrf}}, ""); status != http.StatusSeeOther ||
+		!strings.HasPrefix(res.Header.Get("Location"), "/ui/fixes?") {
+		t.Fatalf("delete: %d", status)
+	}
+	if fx, _ := h.store.ListFixes(ctx, store.FixQuery{Workspace: "team-a", Project: "default"}); len(fx) != 0 {
+		t.Fatalf("not deleted: %v", fx)
+	}
+	fixID("team-b")
+}
+
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
 }
