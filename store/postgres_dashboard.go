@@ -58,19 +58,24 @@ func (p *Postgres) IncidentGroups(ctx context.Context, q GroupQuery) ([]Incident
 	for i := range out {
 		ids[i] = out[i].SampleID
 	}
-	rows, err = p.pool.Query(ctx, `SELECT id, message FROM incidents
-		WHERE workspace = $1 AND project = $2 AND id = ANY($3)`, q.Workspace, q.Project, ids)
+	// By primary key alone: with the tenant's columns in the condition the
+	// planner may walk the tenant's index and test every row against the
+	// ids (seconds on a large tenant whose statistics are stale). The ids
+	// come from this tenant's rows; the tenant is checked on each.
+	rows, err = p.pool.Query(ctx, `SELECT id, workspace, project, message FROM incidents WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("store: incident groups: samples: %w", err)
 	}
 	msgs := make(map[string]string, len(ids))
 	for rows.Next() {
-		var id, msg string
-		if err := rows.Scan(&id, &msg); err != nil {
+		var id, ws, proj, msg string
+		if err := rows.Scan(&id, &ws, &proj, &msg); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: incident groups: samples: %w", err)
 		}
-		msgs[id] = msg
+		if ws == q.Workspace && proj == q.Project {
+			msgs[id] = msg
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: incident groups: samples: %w", err)
