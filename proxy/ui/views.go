@@ -204,7 +204,9 @@ func (h *Handler) conversation(w http.ResponseWriter, r *http.Request, s *sessio
 	prev := ""
 	for _, t := range turns {
 		d.Turns = append(d.Turns, turnRow{Turn: t, Changed: t.Guard != prev})
-		prev = t.Guard
+		if t.Incident.Type != store.TypeLoop {
+			prev = t.Guard
+		}
 	}
 	p.Title = "Conversation " + sess
 	p.Data = d
