@@ -42,7 +42,10 @@ import (
 //	[[mock:tool=NAME]]    answer with a call to tool NAME with arguments {}
 //	[[mock:tool=NAME args={"path":"a.go"}]]
 //	                      the same with those arguments (a JSON object, which
-//	                      may contain "]"; {} when absent or not an object)
+//	                      may contain "]"; {} when absent or not an object),
+//	                      sent compact as the call's arguments
+//	[[mock:tool=NAME args=JSON repeat=N until=guard|stop fix=JSON]]
+//	                      a scripted loop (see # Loops)
 //	[[mock:echo]]         answer with the exact system text received: chat, the
 //	                      first system or developer message (array parts joined
 //	                      by "\n"); responses, the instructions string;
@@ -53,12 +56,61 @@ import (
 //	[[mock:stream_error]] stream: send the API's error event after the first
 //	                      event, then end
 //
-// A tool call is only made while the user text is the last message of the
-// conversation: once the agent sends the tool's result the mock answers with
-// text, like a model that is done. To make an agent repeat a tool call until
-// the proxy's guard appears, put the directive in each new user turn (or
-// have a test client send the same turn again): every turn that ends with
-// that user text gets the call again, with the same arguments.
+// Without repeat or until, a tool call is only made while the user text is
+// the last message of the conversation: once the agent sends the tool's
+// result the mock answers with text, like a model that is done.
+//
+// # Tool calls
+//
+// The tool directive takes NAME, then any of these, separated by white
+// space, in any order (unknown keys and bad values are ignored):
+//
+//	args=JSON      the call's arguments: a JSON object (white space and "]"
+//	               inside allowed), or a JSON string (without "{", "}" or "]")
+//	repeat=N       a loop of at most N calls (N >= 1, at most 1000)
+//	until=guard    a loop that ends once the system text holds the guard
+//	               block's start line "### !!! REPEAT FAILURE GUARD", or the
+//	               STOP block's, which the guard escalates to
+//	until=stop     a loop that ends once the system text holds the STOP
+//	               block's start line "### !!! STOP — RECURSIVE ERROR LOOP !!!"
+//	fix=JSON       with until: the arguments of one last, fixed call (as args)
+//
+// A function tool gets the JSON object as its arguments ({} when args is
+// not one). A custom (freeform) tool, which the Responses API takes when
+// the request declares NAME as one ({"type":"custom"} in tools, or in a
+// namespace of an additional_tools input item, as Codex sends its exec
+// tool), gets a custom_tool_call whose input is the JSON string, or the
+// "input" of an object with that one member ({"input":"TEXT"}: any text,
+// JSON-escaped, brackets included), or else the object's JSON. Chat and
+// Messages always call function tools.
+//
+// # Loops
+//
+// With repeat or until the directive is a scripted model: deterministic,
+// stateless, reading its progress from the conversation. It counts the
+// tool results after the last user text (chat: tool messages; responses:
+// function_call_output and custom_tool_call_output items; messages:
+// tool_result blocks in user messages), N below, and answers, in this
+// order:
+//
+//  1. with words "Mock answer: fixed NAME by calling it with FIX." once a
+//     call of NAME with the fix arguments was made after the user text;
+//  2. with words "Mock answer: tools were forbidden, so NAME was not called
+//     again after N calls." when the request forbids tools;
+//  3. once the until block is in the system text (what [[mock:echo]]
+//     reads): with the fixed call when fix is given, else with words
+//     "Mock answer: stopped calling NAME after N calls: the repeat-failure
+//     guard appeared." (or "the STOP block appeared.");
+//  4. with the same call (same name, same arguments) while N < repeat;
+//  5. with words "Mock answer: gave up after N calls of NAME.".
+//
+// repeat defaults to 10 when until is given. Fix arguments must differ
+// from args: a call with them ends the loop.
+//
+// A request that forbids tools (chat and responses "tool_choice":"none",
+// messages "tool_choice":{"type":"none"}) never gets a call, as from a
+// real model: a tool directive that would call answers "Mock answer:
+// tools were forbidden, so NAME was not called." (in a loop, as in 2).
 type Mock struct {
 	// Now stamps "created" (chat) and "created_at" (responses); nil means
 	// time.Now.
@@ -131,8 +183,7 @@ func (m *Mock) models(req *http.Request) *http.Response {
 type directives struct {
 	status      int
 	delay       time.Duration
-	tool        string
-	args        string // compact JSON object; "{}" unless given
+	tool        toolScript // tool.name is empty without a tool directive
 	echo        bool
 	truncate    bool
 	streamError bool
@@ -147,7 +198,7 @@ func (d directives) errorStatus() int {
 }
 
 func parseDirectives(text string) directives {
-	d := directives{args: "{}"}
+	var d directives
 	for _, sp := range scanDirectives(text) {
 		switch sp.name {
 		case "status":
@@ -159,7 +210,7 @@ func parseDirectives(text string) directives {
 				d.delay = v
 			}
 		case "tool":
-			d.tool, d.args = toolDirective(sp.value)
+			d.tool = parseToolScript(sp.value)
 		case "echo":
 			d.echo = true
 		case "truncate":
@@ -169,26 +220,6 @@ func parseDirectives(text string) directives {
 		}
 	}
 	return d
-}
-
-// toolDirective splits the value of [[mock:tool=NAME args=JSON]] into the
-// tool name and its arguments, compacted; "{}" when absent or not a JSON
-// object.
-func toolDirective(v string) (name, args string) {
-	args = "{}"
-	i := strings.Index(v, "args=")
-	if i <= 0 || (v[i-1] != ' ' && v[i-1] != '\t' && v[i-1] != '\n') {
-		return strings.TrimSpace(v), args
-	}
-	name = strings.TrimSpace(v[:i])
-	raw := strings.TrimSpace(v[i+len("args="):])
-	if strings.HasPrefix(raw, "{") && json.Valid([]byte(raw)) {
-		var buf bytes.Buffer
-		if json.Compact(&buf, []byte(raw)) == nil {
-			args = buf.String()
-		}
-	}
-	return name, args
 }
 
 // span is one directive in a text: text[start:end] is "[[mock:name]]" or
@@ -337,6 +368,15 @@ type turn struct {
 	user     string // the last user text, directives included
 	userLast bool   // that text is the conversation's last message: a tool call is allowed
 	system   string // what [[mock:echo]] answers
+	// results counts the tool results after the last user text, and
+	// calls lists the tool calls made after it, in order.
+	results int
+	calls   []pastCall
+	// toolsForbidden: the request's tool_choice says none.
+	toolsForbidden bool
+	// custom reports whether the request declares a tool as a custom
+	// (freeform) tool; nil: none is.
+	custom func(name string) bool
 }
 
 // reply is the mock's answer to a turn before any API gives it its shape:
@@ -347,7 +387,8 @@ type reply struct {
 	model     string
 	text      string
 	tool      string // the tool's name when the answer is a tool call
-	args      string // its arguments, a compact JSON object
+	args      string // its arguments, a compact JSON object; a custom tool's input text
+	custom    bool   // the tool is a custom (freeform) tool: args is its input
 	inTokens  int
 	outTokens int
 }
@@ -365,10 +406,20 @@ func (m *Mock) answer(req *http.Request, body []byte, t turn) (reply, directives
 		return r, d, nil
 	}
 	r.created = m.now().Unix()
+	var next toolNext
+	if d.tool.name != "" {
+		next = d.tool.next(t)
+	}
 	switch {
-	case d.tool != "" && t.userLast:
-		r.tool, r.args = d.tool, d.args
+	case next.call:
+		r.tool, r.args = d.tool.name, next.args.json
+		if t.custom != nil && t.custom(r.tool) {
+			r.custom, r.args = true, next.args.text
+		}
 		r.outTokens = len(r.args)/4 + 1
+	case next.text != "":
+		r.text = next.text
+		r.outTokens = len(strings.Fields(r.text)) + 1
 	case d.echo:
 		r.text = t.system
 		r.outTokens = len(strings.Fields(r.text)) + 1

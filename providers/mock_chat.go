@@ -8,16 +8,30 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// lastUserText returns the text of the last user message and whether it is
-// the last message of the conversation.
-func lastUserText(msgs gjson.Result) (string, bool) {
+// chatTurn reads the turn of a chat request: the text of the last user
+// message, whether it is the last message of the conversation, and the
+// tool calls (assistant tool_calls) and results (tool messages) after it.
+func chatTurn(msgs gjson.Result) turn {
 	arr := msgs.Array()
 	for i := len(arr) - 1; i >= 0; i-- {
-		if arr[i].Get("role").String() == "user" {
-			return MessageText(arr[i].Get("content")), i == len(arr)-1
+		if arr[i].Get("role").String() != "user" {
+			continue
 		}
+		t := turn{user: MessageText(arr[i].Get("content")), userLast: i == len(arr)-1}
+		for _, msg := range arr[i+1:] {
+			switch msg.Get("role").String() {
+			case "tool":
+				t.results++
+			case "assistant":
+				msg.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+					t.calls = append(t.calls, pastCall{name: tc.Get("function.name").String(), args: tc.Get("function.arguments").String()})
+					return true
+				})
+			}
+		}
+		return t
 	}
-	return "", false
+	return turn{}
 }
 
 func systemText(msgs gjson.Result) string {
@@ -42,8 +56,10 @@ func (m *Mock) chat(req *http.Request, body []byte) (*http.Response, error) {
 	if model == "" {
 		model = MockModels[0]
 	}
-	user, userLast := lastUserText(msgs)
-	r, d, err := m.answer(req, body, turn{model: model, user: user, userLast: userLast, system: systemText(msgs)})
+	t := chatTurn(msgs)
+	t.model, t.system = model, systemText(msgs)
+	t.toolsForbidden = gjson.GetBytes(body, "tool_choice").String() == "none"
+	r, d, err := m.answer(req, body, t)
 	if err != nil {
 		return nil, err
 	}

@@ -27,11 +27,10 @@ func (m *Mock) messages(req *http.Request, body []byte) (*http.Response, error) 
 	if model == "" {
 		model = MockModels[0]
 	}
-	user, userLast := lastUserMessage(msgs)
-	r, d, err := m.answer(req, body, turn{
-		model: model, user: user, userLast: userLast,
-		system: systemBlocksText(gjson.GetBytes(body, "system")),
-	})
+	t := messagesTurn(msgs)
+	t.model, t.system = model, systemBlocksText(gjson.GetBytes(body, "system"))
+	t.toolsForbidden = gjson.GetBytes(body, "tool_choice.type").String() == "none"
+	r, d, err := m.answer(req, body, t)
 	if err != nil {
 		return nil, err
 	}
@@ -47,11 +46,13 @@ func (m *Mock) messages(req *http.Request, body []byte) (*http.Response, error) 
 	return res, nil
 }
 
-// lastUserMessage returns the text of the last user message that is not
-// only tool results, and whether it is the conversation's last message
-// (system messages after it do not count: Claude Code puts one after the
-// user's message, listing its agents or skills).
-func lastUserMessage(msgs gjson.Result) (string, bool) {
+// messagesTurn reads the turn of a Messages request: the text of the last
+// user message that is not only tool results, whether it is the
+// conversation's last message (system messages after it do not count:
+// Claude Code puts one after the user's message, listing its agents or
+// skills), and the tool calls (tool_use blocks) and results (tool_result
+// blocks) after it.
+func messagesTurn(msgs gjson.Result) turn {
 	arr := msgs.Array()
 	last := len(arr) - 1
 	for last >= 0 && arr[last].Get("role").Str == "system" {
@@ -61,9 +62,22 @@ func lastUserMessage(msgs gjson.Result) (string, bool) {
 		if arr[i].Get("role").Str != "user" || onlyToolResults(arr[i].Get("content")) {
 			continue
 		}
-		return MessageText(arr[i].Get("content")), i == last
+		t := turn{user: MessageText(arr[i].Get("content")), userLast: i == last}
+		for _, msg := range arr[i+1:] {
+			role := msg.Get("role").Str
+			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+				switch typ := block.Get("type").Str; {
+				case role == "user" && typ == "tool_result":
+					t.results++
+				case role == "assistant" && typ == "tool_use":
+					t.calls = append(t.calls, pastCall{name: block.Get("name").Str, args: block.Get("input").Raw})
+				}
+				return true
+			})
+		}
+		return t
 	}
-	return "", false
+	return turn{}
 }
 
 func onlyToolResults(content gjson.Result) bool {

@@ -21,11 +21,11 @@ func (m *Mock) responses(req *http.Request, body []byte) (*http.Response, error)
 	if model == "" {
 		model = MockModels[0]
 	}
-	user, userLast := lastUserInput(input)
-	r, d, err := m.answer(req, body, turn{
-		model: model, user: user, userLast: userLast,
-		system: gjson.GetBytes(body, "instructions").String(),
-	})
+	t := responsesTurn(input)
+	t.model, t.system = model, gjson.GetBytes(body, "instructions").String()
+	t.toolsForbidden = gjson.GetBytes(body, "tool_choice").String() == "none"
+	t.custom = func(name string) bool { return isCustomTool(body, name) }
+	r, d, err := m.answer(req, body, t)
 	if err != nil {
 		return nil, err
 	}
@@ -41,11 +41,13 @@ func (m *Mock) responses(req *http.Request, body []byte) (*http.Response, error)
 	return res, nil
 }
 
-// lastUserInput returns the text of the last user message of a Responses
-// input (a string is one user message) and whether it is the last item.
-func lastUserInput(input gjson.Result) (string, bool) {
+// responsesTurn reads the turn of a Responses input: the text of the last
+// user message (a string is one user message), whether it is the last
+// item, and the tool calls (function_call, custom_tool_call) and results
+// (function_call_output, custom_tool_call_output) after it.
+func responsesTurn(input gjson.Result) turn {
 	if input.Type == gjson.String {
-		return input.Str, true
+		return turn{user: input.Str, userLast: true}
 	}
 	items := input.Array()
 	for i := len(items) - 1; i >= 0; i-- {
@@ -53,11 +55,54 @@ func lastUserInput(input gjson.Result) (string, bool) {
 		if typ := it.Get("type").Str; typ != "" && typ != "message" {
 			continue
 		}
-		if it.Get("role").Str == "user" {
-			return MessageText(it.Get("content")), i == len(items)-1
+		if it.Get("role").Str != "user" {
+			continue
 		}
+		t := turn{user: MessageText(it.Get("content")), userLast: i == len(items)-1}
+		for _, it := range items[i+1:] {
+			switch it.Get("type").Str {
+			case "function_call_output", "custom_tool_call_output":
+				t.results++
+			case "function_call":
+				t.calls = append(t.calls, pastCall{name: it.Get("name").Str, args: it.Get("arguments").Str})
+			case "custom_tool_call":
+				t.calls = append(t.calls, pastCall{name: it.Get("name").Str, args: it.Get("input").Str})
+			}
+		}
+		return t
 	}
-	return "", false
+	return turn{}
+}
+
+// isCustomTool reports whether the request declares the tool name as a
+// custom (freeform) tool: in its tools, or in the tools of an
+// additional_tools input item (Codex), inside namespaces included.
+func isCustomTool(body []byte, name string) bool {
+	var in func(tools gjson.Result) bool
+	in = func(tools gjson.Result) bool {
+		found := false
+		tools.ForEach(func(_, tool gjson.Result) bool {
+			switch tool.Get("type").Str {
+			case "custom":
+				found = tool.Get("name").Str == name
+			case "namespace":
+				found = in(tool.Get("tools"))
+			}
+			return !found
+		})
+		return found
+	}
+	if in(gjson.GetBytes(body, "tools")) {
+		return true
+	}
+	found := false
+	gjson.GetBytes(body, "input").ForEach(func(_, it gjson.Result) bool {
+		if it.Get("type").Str == "additional_tools" {
+			found = in(it.Get("tools"))
+		}
+		return !found
+	})
+	return found
 }
 
 func mustJSON(v any) []byte {
@@ -82,10 +127,14 @@ func newResponsesAnswer(r reply, body []byte) *responsesAnswer {
 		requestID: "req_mock" + hex.EncodeToString(r.sum[:8]),
 		echo:      echoRequest(body),
 	}
-	if r.tool != "" {
+	switch {
+	case r.tool != "" && r.custom:
+		a.itemID = "ctc_mock" + hex.EncodeToString(r.sum[16:28])
+		a.callID = "call_mock" + hex.EncodeToString(r.sum[8:14])
+	case r.tool != "":
 		a.itemID = "fc_mock" + hex.EncodeToString(r.sum[16:28])
 		a.callID = "call_mock" + hex.EncodeToString(r.sum[8:14])
-	} else {
+	default:
 		a.itemID = "msg_mock" + hex.EncodeToString(r.sum[16:28])
 	}
 	return a
@@ -222,6 +271,17 @@ type functionCallItemJSON struct {
 	Status    string `json:"status"`
 }
 
+// customToolCallItemJSON is a call of a custom (freeform) tool, in the
+// order of a captured Codex stream.
+type customToolCallItemJSON struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	CallID string `json:"call_id"`
+	Input  string `json:"input"`
+	Name   string `json:"name"`
+}
+
 // respEventJSON is any streamed event; each type uses some of the fields.
 type respEventJSON struct {
 	Type           string          `json:"type"`
@@ -236,6 +296,7 @@ type respEventJSON struct {
 	Text           *string         `json:"text,omitempty"`
 	Name           string          `json:"name,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
+	Input          *string         `json:"input,omitempty"`
 	Logprobs       *[]struct{}     `json:"logprobs,omitempty"`
 }
 
@@ -263,6 +324,13 @@ func (a *responsesAnswer) part(text string) *outputTextJSON {
 // content nor arguments yet.
 func (a *responsesAnswer) item(status string) any {
 	done := status == "completed"
+	if a.tool != "" && a.custom {
+		it := &customToolCallItemJSON{ID: a.itemID, Type: "custom_tool_call", Status: status, CallID: a.callID, Name: a.tool}
+		if done {
+			it.Input = a.args
+		}
+		return it
+	}
 	if a.tool != "" {
 		it := &functionCallItemJSON{Type: "function_call", ID: a.itemID, CallID: a.callID, Name: a.tool, Status: status}
 		if done {
@@ -288,12 +356,18 @@ func (a *responsesAnswer) script() script {
 	add(respEventJSON{Type: "response.created", Response: a.response("in_progress", []any{}, nil)})
 	add(respEventJSON{Type: "response.in_progress", Response: a.response("in_progress", []any{}, nil)})
 	add(respEventJSON{Type: "response.output_item.added", OutputIndex: &zero, Item: a.item("in_progress")})
-	if a.tool != "" {
+	switch {
+	case a.tool != "" && a.custom:
+		for _, piece := range splitBytes(a.args, 40) {
+			add(respEventJSON{Type: "response.custom_tool_call_input.delta", ItemID: a.itemID, OutputIndex: &zero, Delta: &piece})
+		}
+		add(respEventJSON{Type: "response.custom_tool_call_input.done", ItemID: a.itemID, OutputIndex: &zero, Input: &a.args})
+	case a.tool != "":
 		for _, piece := range splitBytes(a.args, 8) {
 			add(respEventJSON{Type: "response.function_call_arguments.delta", ItemID: a.itemID, OutputIndex: &zero, Delta: &piece})
 		}
 		add(respEventJSON{Type: "response.function_call_arguments.done", ItemID: a.itemID, OutputIndex: &zero, Name: a.tool, Arguments: &a.args})
-	} else {
+	default:
 		noLogprobs := &[]struct{}{}
 		add(respEventJSON{Type: "response.content_part.added", ItemID: a.itemID, OutputIndex: &zero, ContentIndex: &zero, Part: a.part("")})
 		for _, piece := range splitPieces(a.text) {

@@ -99,28 +99,49 @@ func eventNames(t *testing.T, events []sseEvent) []string {
 }
 
 func TestParseDirectives(t *testing.T) {
+	// tool is a tool directive calling name with the JSON object args.
+	tool := func(name, args string) toolScript {
+		return toolScript{name: name, args: callArgs{json: args, text: args}}
+	}
 	tests := []struct {
 		name string
 		text string
 		want directives
 	}{
-		{"none", "just text", directives{args: "{}"}},
-		{"status", "[[mock:status=429]] hi", directives{status: 429, args: "{}"}},
-		{"status out of range", "[[mock:status=99]] [[mock:status=600]] [[mock:status=x]]", directives{args: "{}"}},
-		{"delay", "[[mock:delay=3s]]", directives{delay: 3 * time.Second, args: "{}"}},
-		{"bad delay", "[[mock:delay=-1s]] [[mock:delay=soon]]", directives{args: "{}"}},
-		{"tool", "[[mock:tool=get_weather]] Paris?", directives{tool: "get_weather", args: "{}"}},
-		{"tool trims", "[[mock:tool= ls ]]", directives{tool: "ls", args: "{}"}},
-		{"tool args", `[[mock:tool=read args={"path": "a.go", "lines": [1, 2]}]]`, directives{tool: "read", args: `{"path":"a.go","lines":[1,2]}`}},
-		{"tool args with brackets in strings", `[[mock:tool=grep args={"re":"a]]b","x":"}{"}]]`, directives{tool: "grep", args: `{"re":"a]]b","x":"}{"}`}},
-		{"tool args nested", `[[mock:tool=t args={"a":[[1],[2]]}]] then`, directives{tool: "t", args: `{"a":[[1],[2]]}`}},
-		{"tool args not an object", `[[mock:tool=t args=[1,2]]]`, directives{tool: "t", args: "{}"}},
-		{"tool args invalid", `[[mock:tool=t args={"a":}]]`, directives{tool: "t", args: "{}"}},
-		{"tool args empty", `[[mock:tool=t args=]]`, directives{tool: "t", args: "{}"}},
-		{"tool name with args= inside", `[[mock:tool=xargs=1]]`, directives{tool: "xargs=1", args: "{}"}},
-		{"flags", "[[mock:echo]][[mock:truncate]] [[mock:stream_error]]", directives{echo: true, truncate: true, streamError: true, args: "{}"}},
-		{"unknown and malformed", "[[mock:nope]] [[mock:]] [[mock:Status=500]] [[mock:status=500]", directives{args: "{}"}},
-		{"last wins", "[[mock:status=500]] [[mock:status=429]]", directives{status: 429, args: "{}"}},
+		{"none", "just text", directives{}},
+		{"status", "[[mock:status=429]] hi", directives{status: 429}},
+		{"status out of range", "[[mock:status=99]] [[mock:status=600]] [[mock:status=x]]", directives{}},
+		{"delay", "[[mock:delay=3s]]", directives{delay: 3 * time.Second}},
+		{"bad delay", "[[mock:delay=-1s]] [[mock:delay=soon]]", directives{}},
+		{"tool", "[[mock:tool=get_weather]] Paris?", directives{tool: tool("get_weather", "{}")}},
+		{"tool trims", "[[mock:tool= ls ]]", directives{tool: tool("ls", "{}")}},
+		{"tool args", `[[mock:tool=read args={"path": "a.go", "lines": [1, 2]}]]`, directives{tool: tool("read", `{"path":"a.go","lines":[1,2]}`)}},
+		{"tool args with brackets in strings", `[[mock:tool=grep args={"re":"a]]b","x":"}{"}]]`, directives{tool: tool("grep", `{"re":"a]]b","x":"}{"}`)}},
+		{"tool args nested", `[[mock:tool=t args={"a":[[1],[2]]}]] then`, directives{tool: tool("t", `{"a":[[1],[2]]}`)}},
+		{"tool args not an object", `[[mock:tool=t args=[1,2]]]`, directives{tool: tool("t", "{}")}},
+		{"tool args invalid", `[[mock:tool=t args={"a":}]]`, directives{tool: tool("t", "{}")}},
+		{"tool args empty", `[[mock:tool=t args=]]`, directives{tool: tool("t", "{}")}},
+		{"tool name with args= inside", `[[mock:tool=xargs=1]]`, directives{tool: tool("xargs=1", "{}")}},
+		{"tool args a string: a custom tool's input", `[[mock:tool=apply_patch args="*** Begin Patch\n*** End Patch"]]`,
+			directives{tool: toolScript{name: "apply_patch", args: callArgs{json: "{}", text: "*** Begin Patch\n*** End Patch"}}}},
+		{"tool args an input object: a custom tool's input", `[[mock:tool=exec args={"input": "const r = await tools.exec_command({cmd: \"ls\"}); text([r]);"}]]`,
+			directives{tool: toolScript{name: "exec", args: callArgs{json: `{"input":"const r = await tools.exec_command({cmd: \"ls\"}); text([r]);"}`,
+				text: `const r = await tools.exec_command({cmd: "ls"}); text([r]);`}}}},
+		{"tool args an object with input and more", `[[mock:tool=t args={"input":"x","n":1}]]`, directives{tool: tool("t", `{"input":"x","n":1}`)}},
+		{"repeat", `[[mock:tool=run args={"cmd": "make"} repeat=3]]`, directives{tool: toolScript{name: "run",
+			args: callArgs{json: `{"cmd":"make"}`, text: `{"cmd":"make"}`}, repeat: 3}}},
+		{"until guard: repeat 10", `[[mock:tool=run until=guard]]`, directives{tool: toolScript{name: "run", args: callArgs{json: "{}", text: "{}"}, repeat: 10, until: "guard"}}},
+		{"until stop with repeat and fix, any order", `[[mock:tool=run fix={"cmd": "make -j1"} until=stop args={"cmd":"make"} repeat=6]]`,
+			directives{tool: toolScript{name: "run", args: callArgs{json: `{"cmd":"make"}`, text: `{"cmd":"make"}`}, repeat: 6, until: "stop",
+				fix: callArgs{json: `{"cmd":"make -j1"}`, text: `{"cmd":"make -j1"}`}, hasFix: true}}},
+		{"the README's loop", `[[mock:tool=run_shell args={"cmd":"python3 -c \"print(1\""} until=guard fix={"cmd":"python3 -c \"print(1)\""}]] run the script`,
+			directives{tool: toolScript{name: "run_shell", args: callArgs{json: `{"cmd":"python3 -c \"print(1\""}`, text: `{"cmd":"python3 -c \"print(1\""}`},
+				repeat: 10, until: "guard", fix: callArgs{json: `{"cmd":"python3 -c \"print(1)\""}`, text: `{"cmd":"python3 -c \"print(1)\""}`}, hasFix: true}}},
+		{"bad loop values ignored", `[[mock:tool=run repeat=0 until=never fix= stray]]`, directives{tool: tool("run", "{}")}},
+		{"repeat capped", `[[mock:tool=run repeat=99999]]`, directives{tool: toolScript{name: "run", args: callArgs{json: "{}", text: "{}"}, repeat: 1000}}},
+		{"flags", "[[mock:echo]][[mock:truncate]] [[mock:stream_error]]", directives{echo: true, truncate: true, streamError: true}},
+		{"unknown and malformed", "[[mock:nope]] [[mock:]] [[mock:Status=500]] [[mock:status=500]", directives{}},
+		{"last wins", "[[mock:status=500]] [[mock:status=429]]", directives{status: 429}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +175,8 @@ func FuzzScanDirectives(f *testing.F) {
 	for _, s := range []string{
 		"hello", "[[mock:status=429]] x", "[[mock:echo]][[mock:truncate]]", `[[mock:tool=t args={"a":["]]"]}]]`,
 		"[[mock:[[mock:echo]]", "[[mock:status=5]0]]", `[[mock:tool=t args={"a":`, "[[mock:x=]]]", "[[[mock:a]]]",
+		`[[mock:tool=t args="x y" repeat=3 until=guard fix={"a":[1]}]]`, `[[mock:tool=t fix="unclosed until=stop]]`,
+		`[[mock:tool=t args={"input":"a]b"} repeat=-1 until=]]`,
 	} {
 		f.Add(s)
 	}

@@ -25,9 +25,23 @@ import (
 // request asks the store for the version (a map or primary-key lookup);
 // each conversation's entries are derived from the window once per
 // version. Windows and entries are shared: never modify them.
+//
+// The window follows this replica's own writes without reading again:
+// the incident writer (writer.go) reports the version step each batch
+// took (store.VersionStep), and a window held at the step's From gets the
+// batch's incidents and the step's To. A step from another version (a
+// write of another replica, a deletion, a prune) leaves the window behind
+// the store's version: the next request reads it again, so replicas
+// converge through the store.
+//
+// A provider failure this replica recorded is in the window from the
+// moment it was observed (the pending set), before its write commits:
+// the window holds it beside the store's incidents, and its commit only
+// moves the version. A write that fails takes it out again.
 
 // guardWindow is a tenant's incidents inside the guard's window, newest
-// first, at most GuardReadLimit of them.
+// first, at most GuardReadLimit of them, and the tenant's pending
+// failures.
 type guardWindow struct {
 	workspace, project string
 	version            int64
@@ -35,6 +49,11 @@ type guardWindow struct {
 	incidents          []store.Incident
 	full               bool        // the read hit its limit: older incidents of a conversation may be missing
 	fixes              []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
+
+	newest  time.Time       // of the incidents
+	pending []*pendingWrite // held in incidents, not yet in the store at version
+	span    time.Duration   // the guard's window
+	limit   int             // the incidents a read returns at most (GuardReadLimit)
 
 	mu    sync.Mutex
 	convs map[string]guardResult // per conversation (and retirement), derived lazily
@@ -65,19 +84,24 @@ type guardResult struct {
 }
 
 // guardCache keeps the windows of the tenants in use, bounded by the
-// incidents they hold in all.
+// incidents they hold in all, and the failures each tenant has pending.
 type guardCache struct {
 	mu       sync.Mutex
 	max      int // incidents held in all
 	held     int
 	m        map[tenantKey]*guardWindow
 	maxConvs int // conversations remembered per window
+
+	// pending holds the provider failures of each tenant whose write has
+	// not ended yet; never evicted (the writer's queue bounds it).
+	pending map[tenantKey][]*pendingWrite
 }
 
 type tenantKey struct{ workspace, project string }
 
 func newGuardCache(maxIncidents int) *guardCache {
-	return &guardCache{max: maxIncidents, maxConvs: 1 << 12, m: make(map[tenantKey]*guardWindow)}
+	return &guardCache{max: maxIncidents, maxConvs: 1 << 12,
+		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite)}
 }
 
 func (c *guardCache) get(k tenantKey) *guardWindow {
@@ -89,6 +113,10 @@ func (c *guardCache) get(k tenantKey) *guardWindow {
 func (c *guardCache) put(k tenantKey, w *guardWindow) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(k, w)
+}
+
+func (c *guardCache) putLocked(k tenantKey, w *guardWindow) {
 	if old := c.m[k]; old != nil {
 		c.held -= len(old.incidents)
 	}
@@ -104,6 +132,146 @@ func (c *guardCache) put(k tenantKey, w *guardWindow) {
 // recently updated ones.
 const maxWindowFixes = 500
 
+// addPending shows p's incident in its tenant's window until its write
+// ends.
+func (c *guardCache) addPending(p *pendingWrite) {
+	k := tenantKey{p.inc.Workspace, p.inc.Project}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending[k] = append(c.pending[k], p)
+	if w := c.m[k]; w != nil {
+		c.putLocked(k, w.with([]store.Incident{p.inc}, w.version, append(slices.Clip(w.pending), p), false))
+	}
+}
+
+// dropPending takes p out of the pending set and of its tenant's window
+// (its write failed, or never started).
+func (c *guardCache) dropPending(p *pendingWrite) {
+	k := tenantKey{p.inc.Workspace, p.inc.Project}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unpendLocked(k, p)
+	if w := c.m[k]; w != nil && slices.Contains(w.pending, p) {
+		c.putLocked(k, w.without(p))
+	}
+}
+
+func (c *guardCache) unpendLocked(k tenantKey, p *pendingWrite) {
+	ps := slices.DeleteFunc(c.pending[k], func(q *pendingWrite) bool { return q == p })
+	if len(ps) == 0 {
+		delete(c.pending, k)
+	} else {
+		c.pending[k] = ps
+	}
+}
+
+// committed applies one batch of the writer to the windows: writes holds
+// the batch's outcome (the records stored), steps the version steps it
+// took. A window at a step's From moves to its To with the batch's stored
+// incidents of its tenant (those it shows already stay); a failed write
+// leaves the pending set and the windows that showed it.
+func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWrite, steps []store.VersionStep) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range steps {
+		k := tenantKey{st.Workspace, st.Project}
+		w := c.m[k]
+		if w == nil || w.version != st.From {
+			continue
+		}
+		var add []store.Incident
+		pending := w.pending
+		for i, p := range batch {
+			if !writes[i].Stored || p.inc.Workspace != k.workspace || p.inc.Project != k.project {
+				continue
+			}
+			if slices.Contains(pending, p) {
+				pending = slices.DeleteFunc(slices.Clone(pending), func(q *pendingWrite) bool { return q == p })
+				continue
+			}
+			add = append(add, *writes[i].Incident)
+		}
+		c.putLocked(k, w.with(add, st.To, pending, len(add) == 0))
+	}
+	for i, p := range batch {
+		if !p.shown {
+			continue
+		}
+		k := tenantKey{p.inc.Workspace, p.inc.Project}
+		c.unpendLocked(k, p)
+		if w := c.m[k]; w != nil && slices.Contains(w.pending, p) {
+			if writes[i].Stored {
+				// Stored, but its step could not be applied: the window
+				// is behind the store and will be read again; until then
+				// it keeps showing the incident.
+				continue
+			}
+			c.putLocked(k, w.without(p))
+		}
+	}
+}
+
+// with returns a new window: w's incidents and add, newest first (add
+// after w's incidents of the same time, as the store lists a later
+// write), at most limit of them, at version, holding pending. With same,
+// w's incidents did not change: the guards derived from them are kept.
+func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
+	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
+		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
+		span: w.span, limit: w.limit, fixes: w.fixes}
+	if same {
+		w.mu.Lock()
+		n.convs = w.convs
+		w.mu.Unlock()
+		return n
+	}
+	if len(add) == 0 {
+		return n
+	}
+	// Later in the batch is newer at the same time.
+	add = slices.Clone(add)
+	slices.Reverse(add)
+	slices.SortStableFunc(add, func(a, b store.Incident) int { return b.Time.Compare(a.Time) })
+	merged := make([]store.Incident, 0, min(w.limit, len(add)+len(w.incidents)))
+	i, j := 0, 0
+	for len(merged) < w.limit && (i < len(add) || j < len(w.incidents)) {
+		if j == len(w.incidents) || (i < len(add) && !add[i].Time.Before(w.incidents[j].Time)) {
+			merged = append(merged, add[i])
+			i++
+		} else {
+			merged = append(merged, w.incidents[j])
+			j++
+		}
+	}
+	if i < len(add) || j < len(w.incidents) {
+		n.full = true
+	}
+	n.incidents = merged
+	for _, in := range add {
+		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
+			n.validUntil = u
+		}
+		if in.Time.After(n.newest) {
+			n.newest = in.Time
+		}
+	}
+	return n
+}
+
+// without returns a new window: w without p's incident.
+func (w *guardWindow) without(p *pendingWrite) *guardWindow {
+	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
+		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit, fixes: w.fixes,
+		pending: slices.DeleteFunc(slices.Clone(w.pending), func(q *pendingWrite) bool { return q == p })}
+	n.incidents = make([]store.Incident, 0, len(w.incidents))
+	for _, in := range w.incidents {
+		if in.ID != p.inc.ID {
+			n.incidents = append(n.incidents, in)
+		}
+	}
+	return n
+}
+
 // guardWindow returns the tenant's incidents inside the window at now,
 // from the cache when the store's version has not moved.
 func (s *Server) guardWindow(ctx context.Context, workspace, project string, now time.Time) (*guardWindow, error) {
@@ -113,6 +281,12 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	}
 	k := tenantKey{workspace, project}
 	if w := s.guardCache.get(k); w != nil && w.version == version && now.Before(w.validUntil) {
+		if now.Before(w.newest) {
+			// An incident newer than this request (recorded while its
+			// body arrived) is not in its guard; what it derives is its
+			// own, not the window's.
+			return w.private(), nil
+		}
 		return w, nil
 	}
 	window := s.guard.Config().Window
@@ -127,8 +301,37 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 		return nil, err
 	}
 	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes,
-		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window)}
-	s.guardCache.put(k, w)
+		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
+		span: window, limit: s.opts.GuardReadLimit}
+	for _, in := range incs {
+		if in.Time.After(w.newest) {
+			w.newest = in.Time
+		}
+	}
+	c := s.guardCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ps := c.pending[k]; len(ps) > 0 {
+		// The tenant's pending failures not in the read (their commit
+		// may have come first).
+		have := make(map[string]bool, len(incs))
+		for _, in := range incs {
+			have[in.ID] = true
+		}
+		var add []store.Incident
+		var shown []*pendingWrite
+		for _, p := range ps {
+			if !have[p.inc.ID] {
+				add = append(add, p.inc)
+				shown = append(shown, p)
+			}
+		}
+		w = w.with(add, version, shown, false)
+	}
+	c.putLocked(k, w)
+	if now.Before(w.newest) {
+		return w.private(), nil
+	}
 	return w, nil
 }
 
@@ -146,6 +349,14 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 		}
 	}
 	return until
+}
+
+// private returns a window holding what w holds whose derived guards are
+// its own.
+func (w *guardWindow) private() *guardWindow {
+	return &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
+		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: w.pending,
+		span: w.span, limit: w.limit, fixes: w.fixes}
 }
 
 // guardFor returns the guard of a conversation ("" for requests that

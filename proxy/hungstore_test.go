@@ -22,7 +22,12 @@ type stuckStore struct {
 	calls   map[string]bool
 	on      atomic.Bool
 	release chan struct{}
-	blocked chan string // the name of each call that starts to block
+	resume  chan struct{} // closed by unstick: blocked calls go on
+	blocked chan string   // the name of each call that starts to block
+
+	// With ignoreCtx, a blocked call waits past its context's end, as a
+	// database driver that does not honour cancellation.
+	ignoreCtx bool
 
 	// With failFast, a chosen call fails at once instead of blocking, and
 	// budgets notes how long its context had left (-1: no deadline).
@@ -34,7 +39,8 @@ type stuckStore struct {
 var _ store.Store = (*stuckStore)(nil)
 
 func newStuckStore(t *testing.T, calls ...string) *stuckStore {
-	s := &stuckStore{Store: tempBolt(t), calls: map[string]bool{}, release: make(chan struct{}), blocked: make(chan string, 64)}
+	s := &stuckStore{Store: tempBolt(t), calls: map[string]bool{}, release: make(chan struct{}), resume: make(chan struct{}),
+		blocked: make(chan string, 64)}
 	for _, c := range calls {
 		s.calls[c] = true
 	}
@@ -48,6 +54,12 @@ func newStuckStore(t *testing.T, calls ...string) *stuckStore {
 func (s *stuckStore) stick(t *testing.T) {
 	s.on.Store(true)
 	t.Cleanup(func() { close(s.release) })
+}
+
+// unstick lets the blocked calls, and every later one, go on to the store.
+func (s *stuckStore) unstick() {
+	s.on.Store(false)
+	close(s.resume)
 }
 
 func (s *stuckStore) wait(ctx context.Context, call string) error {
@@ -71,11 +83,17 @@ func (s *stuckStore) wait(ctx context.Context, call string) error {
 	case s.blocked <- call:
 	default:
 	}
+	done := ctx.Done()
+	if s.ignoreCtx {
+		done = nil
+	}
 	select {
-	case <-ctx.Done():
+	case <-done:
 		return ctx.Err()
 	case <-s.release:
 		return errors.New("stuck store released")
+	case <-s.resume:
+		return nil
 	}
 }
 
@@ -91,6 +109,25 @@ func (s *stuckStore) AddIncidentOnce(ctx context.Context, inc *store.Incident, k
 		return false, err
 	}
 	return s.Store.AddIncidentOnce(ctx, inc, key)
+}
+
+// AddIncidents blocks as AddIncident does when the batch holds an
+// incident without a dedupe key, as AddIncidentOnce does when it holds one
+// with a key.
+func (s *stuckStore) AddIncidents(ctx context.Context, batch []store.IncidentWrite) ([]store.VersionStep, error) {
+	for _, w := range batch {
+		call := "AddIncident"
+		if w.DedupeKey != "" {
+			call = "AddIncidentOnce"
+		}
+		if err := s.wait(ctx, call); err != nil {
+			return nil, err
+		}
+	}
+	if s.ignoreCtx {
+		ctx = context.WithoutCancel(ctx) // the database goes on with the write
+	}
+	return s.Store.AddIncidents(ctx, batch)
 }
 
 func (s *stuckStore) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {

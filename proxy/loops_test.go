@@ -198,6 +198,15 @@ func TestLoopBreakerInEveryFormat(t *testing.T) {
 			if n := len(r.h.incidents(r.ws, "default")) - len(l); n != 5 {
 				t.Fatalf("%d failures stored, want 5", n)
 			}
+			res := r.h.do(http.MethodGet, "/metrics", nil, nil)
+			m, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			for _, want := range []string{`scarproxy_loops_total{level="guard"} 1`, `scarproxy_loops_total{level="stop"} 1`,
+				`scarproxy_loops_total{level="hard-stop"} 0`, `scarproxy_loops_total{level="broken"} 1`} {
+				if !strings.Contains(string(m), want+"\n") {
+					t.Fatalf("metrics lack %s", want)
+				}
+			}
 		})
 	}
 }

@@ -21,6 +21,7 @@ type metrics struct {
 	fallbacks                     *prometheus.CounterVec
 	degraded                      prometheus.Counter
 	captureSkipped                prometheus.Counter
+	captureDropped                prometheus.Counter
 	mcpCalls                      *prometheus.CounterVec
 	loops                         *prometheus.CounterVec
 }
@@ -67,6 +68,10 @@ func newMetrics() *metrics {
 		Name: "scarproxy_captures_refused_total",
 		Help: "Final answers not captured as solutions because a tool's latest result had failed.",
 	})
+	m.captureDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "scarproxy_captures_dropped_total",
+		Help: "Solutions captured from final answers and dropped because the capture queue was full (or shut down).",
+	})
 	m.mcpCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scarproxy_mcp_calls_total",
 		Help: "MCP tool calls, by tool and outcome (ok, error).",
@@ -81,7 +86,7 @@ func newMetrics() *metrics {
 	m.injectedGuard = m.injected.WithLabelValues("guard")
 	m.injectedRecall = m.injected.WithLabelValues("recall")
 	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.incidents, m.injected,
-		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped, m.mcpCalls, m.loops,
+		m.storeErrs, m.fallbacks, m.degraded, m.captureSkipped, m.captureDropped, m.mcpCalls, m.loops,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

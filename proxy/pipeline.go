@@ -332,6 +332,6 @@ func (s *Server) finish(x *exchange, a *attempt) {
 		// whose status is failed or incomplete).
 		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.res.StatusCode, out.Failure)
 	case x.wantCapture && out.Final:
-		s.capture(ctx, t, info, out.Answer)
+		s.capture(t, info, out.Answer)
 	}
 }

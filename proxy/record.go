@@ -85,7 +85,7 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 			if t.Session != "" {
 				dedupe = t.Session + "|" + tr.Key
 			}
-			added, err := s.store.AddIncidentOnce(budget.context(), inc, dedupe)
+			added, err := s.writeIncident(budget.context(), inc, dedupe, false)
 			if err != nil {
 				s.storeFailed(budget.parent, "add_incident", err)
 				return n, false
@@ -118,14 +118,16 @@ func (s *Server) incident(t Tenant, model, provider, typ string, status int, mes
 	}
 }
 
-// record stores a failure the proxy observed, within StoreTimeout. It
-// returns false when the store failed: the caller then answers with
-// X-Scar-Degraded: store if the headers are not sent yet.
+// record stores a failure the proxy observed, within StoreTimeout: it is
+// in the guard of this replica's requests at once, and in the store when
+// record returns true. It returns false when the store failed or is still
+// writing: the caller then answers with X-Scar-Degraded: store if the
+// headers are not sent yet.
 func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ string, status int, message string) bool {
 	inc := s.incident(t, model, provider, typ, status, message, s.opts.Now())
 	sctx, cancel := s.storeCtx(ctx)
 	defer cancel()
-	if err := s.store.AddIncident(sctx, inc); err != nil {
+	if _, err := s.writeIncident(sctx, inc, "", guard.ProviderFailure(typ)); err != nil {
 		s.storeFailed(ctx, "add_incident", err)
 		return false
 	}
@@ -151,13 +153,14 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 	s.log.Warn("store failed; failing open", "op", op, "err", err)
 }
 
-// capture stores the solution of a conversation that finished well.
+// capture stores the solution of a conversation that finished well, in
+// the background (the capture queue, writer.go).
 // A conversation is captured only when it ended well: a final answer,
 // and the latest result of every tool it called succeeded (a run that
 // gave up after a failure is no solution). Secrets in what is stored are
 // redacted; a capture that would store what the last one of the
 // conversation stored writes nothing.
-func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, answer string) {
+func (s *Server) capture(t Tenant, info *wire.Info, answer string) {
 	tallies := info.Tallies()
 	recovered := make(map[string]int, len(tallies))
 	for _, tl := range tallies {
@@ -175,15 +178,9 @@ func (s *Server) capture(ctx context.Context, t Tenant, info *wire.Info, answer 
 	if !s.captured.changed(&sol) {
 		return
 	}
-	sctx, cancel := s.storeCtx(ctx)
-	defer cancel()
-	if err := s.store.PutSolution(sctx, &sol); err != nil {
-		s.storeFailed(ctx, "put_solution", err)
+	if !s.captures.add(solutionCapture{sol: sol}) {
+		s.metrics.captureDropped.Inc()
 		s.captured.forget(&sol)
-		return
-	}
-	if err := s.syncIndex(sctx); err != nil {
-		s.log.Warn("recall index sync after capture failed", "err", err)
 	}
 }
 

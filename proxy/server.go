@@ -174,6 +174,9 @@ type Server struct {
 
 	guardCache   *guardCache
 	recallCache  *recallCache
+	writer       *incidentWriter // incidents, in batches (writer.go)
+	captures     *captureQueue   // solutions, in the background (writer.go)
+	shutdownOnce sync.Once
 	indexVersion atomic.Int64 // moves whenever the recall index changes
 
 	syncMu sync.Mutex
@@ -274,6 +277,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.syncIndex(ctx); err != nil {
 		s.log.Warn("recall index not loaded; will retry", "err", err)
 	}
+	s.writer = newIncidentWriter(s)
+	s.captures = newCaptureQueue(s)
 	s.mcpHTTP = s.mcpHTTPHandler()
 	if s.ui, err = s.dashboard(); err != nil {
 		return nil, err
@@ -361,12 +366,15 @@ func (s *Server) syncIndex(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the providers' idle connections and ends the
-// dashboard's live streams. The store belongs to the caller.
+// Close stores what the background writers hold (see [Server.Shutdown];
+// here each write within StoreTimeout) unless Shutdown did, ends the
+// dashboard's live streams and releases the providers' idle connections.
+// The store belongs to the caller: close it after.
 func (s *Server) Close() error {
+	err := s.Shutdown(context.Background())
 	s.router.CloseIdleConnections()
 	s.ui.Close()
-	return nil
+	return err
 }
 
 // EndStreams ends the dashboard's live streams, which never end by

@@ -1131,6 +1131,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		r.check(t, s, "w")
 	})
 
+	testIncidentBatches(t, open)
 	testDashboard(t, open)
 }
 

@@ -287,42 +287,25 @@ func (p *Postgres) AddIncident(ctx context.Context, inc *Incident) error {
 }
 
 // AddIncidentOnce stores inc unless dedupeKey was already recorded for the
-// tenant; see [Store]. The dedupe insert (ON CONFLICT DO NOTHING) and the
-// incident insert are one transaction. An empty dedupeKey stores inc
-// unconditionally.
+// tenant; see [Store]. It is a batch of one (AddIncidents): the dedupe
+// insert and the incident insert are one statement, and the tenant's
+// version row is locked first, as every batch locks it, so that writers
+// never wait for each other in opposite orders. An empty dedupeKey stores
+// inc unconditionally.
 func (p *Postgres) AddIncidentOnce(ctx context.Context, inc *Incident, dkey string) (bool, error) {
 	if dkey == "" {
 		err := p.AddIncident(ctx, inc)
 		return err == nil, err
 	}
-	rec, err := p.prepare(inc)
-	if err != nil {
+	rec := *inc
+	batch := []IncidentWrite{{Incident: &rec, DedupeKey: dkey}}
+	if _, err := p.AddIncidents(ctx, batch); err != nil {
 		return false, fmt.Errorf("store: add incident once: %w", err)
 	}
-	if err := p.use(ctx, "add incident once"); err != nil {
-		return false, err
-	}
-	stored := false
-	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO incident_dedupe (workspace, project, key, ts)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			rec.Workspace, rec.Project, dedupeKey(cleanText(dkey)), rec.Time)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		if _, err := tx.Exec(ctx, insertIncident, incidentArgs(&rec)...); err != nil {
-			return err
-		}
-		stored = true
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("store: add incident once: %w", err)
-	}
-	if stored {
+	if batch[0].Stored {
 		*inc = rec
 	}
-	return stored, nil
+	return batch[0].Stored, nil
 }
 
 // ListIncidents returns the tenant's incidents, newest first (incidents of

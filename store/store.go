@@ -159,6 +159,16 @@ type Store interface {
 	// was already stored for the tenant (workspace, project); it reports
 	// whether it stored. Dedupe keys are pruned with the incidents.
 	AddIncidentOnce(ctx context.Context, inc *Incident, dedupeKey string) (bool, error)
+	// AddIncidents stores a batch of incidents (at most 1000) in one
+	// transaction: all of them, or none when it returns an error. Each
+	// entry is stored as AddIncident stores it, or, with a DedupeKey, as
+	// AddIncidentOnce does; on return its Incident holds the stored record
+	// and Stored says whether it was stored. Incidents of the same Time are
+	// listed in batch order (the later first). For each tenant the batch
+	// changed it returns the step its incident version took (see
+	// [VersionStep]). It returns ErrInvalid, storing nothing, when an
+	// incident misses its tenant.
+	AddIncidents(ctx context.Context, batch []IncidentWrite) ([]VersionStep, error)
 	// ListIncidents returns the tenant's incidents, newest first.
 	ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, error)
 	// DeleteIncidents removes every incident (and dedupe key) of one tenant

@@ -117,10 +117,17 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 	if i%3 != 0 {
 		session = "session-" + strconv.Itoa(i%50)
 	}
+	// The provider failures are a fallback provider's, which the run never
+	// reaches: a good answer of a provider retires its failures from the
+	// guard.
+	provider := "upstream"
+	if guard.ProviderFailure(typ) {
+		provider = "upstream-fallback"
+	}
 	return store.Incident{
 		Time:      now.Add(-time.Duration(int64(span) * int64(i) / int64(n))),
 		Workspace: benchWorkspace, Project: benchProject, Session: session, Agent: "agent-" + strconv.Itoa(i%7),
-		Provider: "upstream", Model: "gpt-4o-mini", Type: typ, StatusCode: status,
+		Provider: provider, Model: "gpt-4o-mini", Type: typ, StatusCode: status,
 		Message: msg, Fingerprint: guard.Fingerprint(msg),
 	}
 }

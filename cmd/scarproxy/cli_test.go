@@ -149,6 +149,21 @@ func TestDemosRun(t *testing.T) {
 			}
 		})
 	}
+	// The loop demo: 12 failed calls without the proxy, the STOP block
+	// after the fourth with it, the fix learned and shown to a new
+	// conversation.
+	out := mustCLI(t, "demo", "loop")
+	for _, want := range []string{
+		"Without scarproxy: 12 failed calls, 13 turns",
+		"X-Scar-Guard: 1, X-Scar-Loop: stop",
+		"With scarproxy: 4 failed calls, 6 turns",
+		`Learned fix (GET /scar/v1/fixes): after 4 failures (REPEATED ERROR), run_shell {"cmd":"mkdir -p config`,
+		`Last time this was fixed by: calling run_shell "{\"cmd\":\"mkdir -p config`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo loop output lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestFlagsAfterArguments(t *testing.T) {

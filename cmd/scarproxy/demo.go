@@ -161,12 +161,12 @@ func indent(s string) string {
 
 func cmdDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"demo: want guard, persist or recall"}
+		return usageError{"demo: want guard, persist, recall or loop"}
 	}
 	fs := flag.NewFlagSet("demo "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "data directory (default: a temporary one, removed afterwards)")
-	target := fs.String("url", "", "run against this running `scarproxy serve --mock` (e.g. http://127.0.0.1:8080) instead of starting one: its dashboard (/ui/) then shows what the demo did (guard and recall only)")
+	target := fs.String("url", "", "run against this running `scarproxy serve --mock` (e.g. http://127.0.0.1:8080) instead of starting one: its dashboard (/ui/) then shows what the demo did (not persist)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{err.Error()}
 	}
@@ -198,8 +198,10 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return demoPersist(ctx, quiet, env, stdout, logs)
 	case "recall":
 		return demoRecall(ctx, *target, quiet, env, stdout, logs)
+	case "loop":
+		return demoLoop(ctx, *target, quiet, env, stdout, logs)
 	}
-	return usageError{fmt.Sprintf("demo: unknown demo %q (want guard, persist or recall)", args[0])}
+	return usageError{fmt.Sprintf("demo: unknown demo %q (want guard, persist, recall or loop)", args[0])}
 }
 
 // demoGuard shows an agent loop failing with the same syntax error: after

@@ -19,6 +19,7 @@ func TestDemosAgainstARunningProxy(t *testing.T) {
 	for _, d := range []struct{ name, want string }{
 		{"guard", "SYNTAX COMPLIANCE ERROR (Failed 2 times)"},
 		{"recall", "Prior Goal: Download a web page"},
+		{"loop", "STOP"},
 	} {
 		out := mustCLI(t, "demo", d.name, "--url", in.BaseURL)
 		if !strings.Contains(out, d.want) || !strings.Contains(out, in.BaseURL+"/ui/") {

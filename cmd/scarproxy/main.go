@@ -5,7 +5,7 @@
 // Usage:
 //
 //	scarproxy serve [--config FILE] [--listen ADDR] [--data DIR] [--mock]
-//	scarproxy demo guard|persist|recall
+//	scarproxy demo guard|persist|recall|loop
 //	scarproxy solutions add|list|rm ...
 //	scarproxy recall "goal text"
 //	scarproxy incidents list
@@ -54,7 +54,7 @@ const usage = `scarproxy — an OpenAI-compatible proxy with failure and success
 
 Usage:
   scarproxy serve [--config FILE] [--listen ADDR] [--data DIR] [--mock]
-  scarproxy demo guard|persist|recall
+  scarproxy demo guard|persist|recall|loop
   scarproxy solutions add --goal G --approach A --outcome O [--confidence C] [--workspace W] [--project P]
   scarproxy solutions list [--workspace W]
   scarproxy solutions rm ID [--workspace W]

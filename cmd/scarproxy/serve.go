@@ -230,6 +230,11 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// No request is in flight: store the incidents and captured solutions
+	// still queued before the store closes.
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown deadline passed before the queued writes were stored", "err", err)
+	}
 	return nil
 }
 

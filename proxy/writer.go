@@ -1,0 +1,316 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// The write path: failures and solutions the proxy observes reach the store
+// without holding requests in line for each other.
+//
+// Incidents go through one writer goroutine that drains a queue and stores
+// what it found there in one transaction (store.AddIncidents): concurrent
+// failures share a commit instead of queueing on the store's writer lock.
+// A request that records an incident still waits for its commit, at most
+// StoreTimeout: the answer of a failure that is out without
+// X-Scar-Degraded: store is in the store. A provider's failure is also
+// shown at once to the guard of every request through this replica (the
+// pending set, guardcache.go) until its write commits or fails, so
+// concurrent requests and a retry after a slow commit are guarded by it.
+//
+// Solutions captured from final answers go through a bounded queue to a
+// goroutine of their own: the answer never waits for them. When the queue
+// is full a capture is dropped and counted
+// (scarproxy_captures_dropped_total). Shutdown stores what both queues
+// hold before it returns.
+//
+// What a kill -9 loses: the captures still queued (at most
+// captureQueueSize), and the incidents of the batch being written and of
+// the queue (at most incidentQueueSize); the requests of the latter are
+// still waiting for their commit, or were answered with X-Scar-Degraded:
+// store.
+
+// Queue sizes.
+const (
+	incidentQueueSize = 4096
+	incidentBatchMax  = 256 // incidents per transaction
+	captureQueueSize  = 1024
+)
+
+// errWriterClosed is returned for a write submitted after Shutdown.
+var errWriterClosed = errors.New("proxy: the incident writer is shut down")
+
+// pendingWrite is one incident on its way to the store.
+type pendingWrite struct {
+	inc    store.Incident // prepared (store.PrepareIncident): what the store will read back
+	dedupe string
+	shown  bool // shown in the guard before its commit (a provider failure)
+
+	done   chan struct{} // closed once stored or failed; then stored and err are set
+	stored bool
+	err    error
+}
+
+// incidentWriter stores incidents in batches, one transaction at a time.
+type incidentWriter struct {
+	s     *Server
+	queue chan *pendingWrite
+
+	mu     sync.RWMutex // read: submitting; write: closing the queue
+	closed bool
+	done   chan struct{} // closed when the loop has stored everything and ended
+}
+
+func newIncidentWriter(s *Server) *incidentWriter {
+	w := &incidentWriter{s: s, queue: make(chan *pendingWrite, incidentQueueSize), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// submit queues p, waiting for room until ctx ends.
+func (w *incidentWriter) submit(ctx context.Context, p *pendingWrite) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return errWriterClosed
+	}
+	select {
+	case w.queue <- p:
+		return nil
+	default:
+	}
+	select {
+	case w.queue <- p:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops new writes and waits, until ctx ends, for the queued ones to
+// be stored.
+func (w *incidentWriter) close(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.queue)
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *incidentWriter) loop() {
+	defer close(w.done)
+	batch := make([]*pendingWrite, 0, incidentBatchMax)
+	for p := range w.queue {
+		batch = append(batch[:0], p)
+	drain:
+		for len(batch) < incidentBatchMax {
+			select {
+			case p, ok := <-w.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		w.write(batch)
+		clear(batch)
+	}
+}
+
+// write stores one batch within StoreTimeout, updates the guard cache with
+// what it changed, and then tells each writer the outcome: a request that
+// waited for its incident finds it in the guard.
+func (w *incidentWriter) write(batch []*pendingWrite) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.StoreTimeout)
+	defer cancel()
+	writes := make([]store.IncidentWrite, len(batch))
+	for i, p := range batch {
+		inc := p.inc
+		writes[i] = store.IncidentWrite{Incident: &inc, DedupeKey: p.dedupe}
+	}
+	steps, err := w.s.store.AddIncidents(ctx, writes)
+	for i, p := range batch {
+		p.stored, p.err = writes[i].Stored, err
+	}
+	w.s.guardCache.committed(batch, writes, steps)
+	for _, p := range batch {
+		close(p.done)
+	}
+}
+
+// writeIncident stores inc (with a dedupe key: once per key) through the
+// writer and waits for its commit until ctx ends. With show, the incident
+// is in the guard of the tenant's requests through this replica from now
+// until its write commits (then it is read from the store) or fails.
+func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
+	if err := store.PrepareIncident(inc, inc.Time); err != nil {
+		return false, err
+	}
+	p := &pendingWrite{inc: *inc, dedupe: dedupe, shown: show, done: make(chan struct{})}
+	if show {
+		s.guardCache.addPending(p)
+	}
+	if err := s.writer.submit(ctx, p); err != nil {
+		if show {
+			s.guardCache.dropPending(p)
+		}
+		return false, err
+	}
+	select {
+	case <-p.done:
+		return p.stored, p.err
+	case <-ctx.Done():
+		// Still on its way: the writer stores it, or drops it from the
+		// guard when it fails.
+		return false, ctx.Err()
+	}
+}
+
+// solutionCapture is one captured solution on its way to the store.
+type solutionCapture struct {
+	sol store.Solution
+}
+
+// captureQueue stores captured solutions in the background.
+type captureQueue struct {
+	s     *Server
+	queue chan solutionCapture
+
+	mu     sync.RWMutex
+	closed bool
+	done   chan struct{}
+	// Captures queued or being stored, and their cond (signalled at 0).
+	countMu sync.Mutex
+	count   int
+	idle    *sync.Cond
+}
+
+func newCaptureQueue(s *Server) *captureQueue {
+	q := &captureQueue{s: s, queue: make(chan solutionCapture, captureQueueSize), done: make(chan struct{})}
+	q.idle = sync.NewCond(&q.countMu)
+	go q.loop()
+	return q
+}
+
+// add queues a capture; it never waits. It reports false when the capture
+// was dropped (the queue is full, or shut down).
+func (q *captureQueue) add(c solutionCapture) bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		return false
+	}
+	q.counted(1)
+	select {
+	case q.queue <- c:
+		return true
+	default:
+		q.counted(-1)
+		return false
+	}
+}
+
+func (q *captureQueue) counted(n int) {
+	q.countMu.Lock()
+	q.count += n
+	if q.count == 0 {
+		q.idle.Broadcast()
+	}
+	q.countMu.Unlock()
+}
+
+// wait returns once no capture is queued or being stored.
+func (q *captureQueue) wait() {
+	q.countMu.Lock()
+	for q.count > 0 {
+		q.idle.Wait()
+	}
+	q.countMu.Unlock()
+}
+
+func (q *captureQueue) close(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.queue)
+	}
+	q.mu.Unlock()
+	select {
+	case <-q.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loop stores the queued solutions one by one, then brings the recall
+// index up to date once for all it stored.
+func (q *captureQueue) loop() {
+	defer close(q.done)
+	s := q.s
+	var batch []solutionCapture
+	for c := range q.queue {
+		batch = append(batch[:0], c)
+	drain:
+		for {
+			select {
+			case c, ok := <-q.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, c)
+			default:
+				break drain
+			}
+		}
+		n := 0
+		for _, c := range batch {
+			n += q.put(c)
+		}
+		if n > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
+			if err := s.syncIndex(ctx); err != nil {
+				s.log.Warn("recall index sync after capture failed", "err", err)
+			}
+			cancel()
+		}
+		clear(batch)
+		q.counted(-len(batch))
+	}
+}
+
+func (q *captureQueue) put(c solutionCapture) int {
+	s := q.s
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
+	defer cancel()
+	if err := s.store.PutSolution(ctx, &c.sol); err != nil {
+		s.storeFailed(context.Background(), "put_solution", err)
+		s.captured.forget(&c.sol)
+		return 0
+	}
+	return 1
+}
+
+// Shutdown stops the background writers after they stored what their
+// queues hold, or when ctx ends (then what is left is lost). Call it once
+// no request is in flight (after http.Server.Shutdown): later captures are
+// dropped and later incidents fail to record.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		err = errors.Join(s.captures.close(ctx), s.writer.close(ctx))
+	})
+	return err
+}

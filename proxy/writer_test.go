@@ -1,0 +1,254 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// TestPendingFailureGuardsTheNextRequest: a provider's 429 is in the guard
+// of the very next request while its write is still held by a slow store
+// (one that keeps the write past its budget); its answer says it is not
+// stored yet; once the store goes on, it is stored.
+func TestPendingFailureGuardsTheNextRequest(t *testing.T) {
+	const limited = `{"error":{"message":"Rate limit reached for gpt-test","type":"requests","code":"rate_limit_exceeded"}}`
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, limited)
+	})
+	st := newStuckStore(t, "AddIncident")
+	st.ignoreCtx = true
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	// One 429 already stored: one more makes it repeat.
+	seed := store.Incident{Time: h.clock(), Workspace: "default", Project: "default", Provider: "up",
+		Type: store.TypeHTTPError, StatusCode: 429, Message: "Rate limit reached for gpt-test"}
+	if err := st.AddIncident(context.Background(), &seed); err != nil {
+		t.Fatal(err)
+	}
+	body := chatBody(t, nil, msg("user", "hi"))
+	if res, _ := h.chat(body, nil); res.Header.Get(HeaderGuard) != "0" {
+		t.Fatalf("first request: X-Scar-Guard %q, want 0", res.Header.Get(HeaderGuard))
+	}
+	st.stick(t)
+	res, _ := h.chat(body, nil)
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get(HeaderDegraded) != "store" {
+		t.Fatalf("429 with the write held: status %d, X-Scar-Degraded %q", res.StatusCode, res.Header.Get(HeaderDegraded))
+	}
+	if n := len(h.incidents("default", "default")); n != 2 {
+		t.Fatalf("%d incidents stored while the write is held, want 2", n)
+	}
+	res, _ = h.chat(body, nil)
+	if res.Header.Get(HeaderGuard) != "1" || !strings.Contains(systemOf(t, up.last(t).Body), "Failed 3 times") {
+		t.Fatalf("next request: X-Scar-Guard %q, system:\n%s", res.Header.Get(HeaderGuard), systemOf(t, up.last(t).Body))
+	}
+	st.unstick()
+	if err := h.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.incidents("default", "default")); n != 4 {
+		t.Fatalf("%d incidents stored once the store went on, want 4", n)
+	}
+}
+
+// countingStore counts reads of a tenant's window (incident reads not
+// limited to a session).
+type countingStore struct {
+	store.Store
+	lists atomic.Int64
+}
+
+func (s *countingStore) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {
+	if q.Session == "" {
+		s.lists.Add(1)
+	}
+	return s.Store.ListIncidents(ctx, q)
+}
+
+// TestIncrementalGuardMatchesAFullRead: whatever mix of writes a tenant
+// sees (this replica's provider failures and tool errors, another
+// replica's writes, deletions), the guard this replica derives from the
+// window it keeps up to date is the one a replica reading everything from
+// the store derives; and its own writes cost it no read.
+func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 14))
+			bolt := tempBolt(t)
+			counted := &countingStore{Store: bolt}
+			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			clock := func() time.Time { return now }
+			limit := 10 + rnd.IntN(20)
+			inc := newHarnessOn(t, counted, "http://127.0.0.1:1", withOptions(func(o *Options) { o.Now, o.GuardReadLimit = clock, limit })).srv
+			ctx := context.Background()
+			providers := []string{"p1", "p2"}
+			convs := []string{"", "c1", "c2"}
+			msgs := []string{"Rate limit reached", "SyntaxError: Unexpected end of input", "connection reset by peer", "FAIL: TestParse"}
+			foreign := 0
+			for step := range 40 {
+				now = now.Add(time.Duration(1+rnd.IntN(30)) * time.Second)
+				in := &store.Incident{Time: now.Add(-time.Duration(rnd.IntN(3)) * time.Second), Workspace: "w", Project: "p",
+					Message: msgs[rnd.IntN(len(msgs))]}
+				if rnd.IntN(2) == 0 {
+					in.Type, in.StatusCode, in.Provider = store.TypeHTTPError, 429, providers[rnd.IntN(2)]
+				} else {
+					in.Type, in.Session = store.TypeToolError, convs[1+rnd.IntN(2)]
+				}
+				switch r := rnd.IntN(20); {
+				case r == 0:
+					if _, err := bolt.DeleteIncidents(ctx, "w", "p"); err != nil {
+						t.Fatal(err)
+					}
+					foreign++
+				case r < 4: // another replica
+					if err := bolt.AddIncident(ctx, in); err != nil {
+						t.Fatal(err)
+					}
+					foreign++
+				case in.Type == store.TypeToolError:
+					if _, err := inc.writeIncident(ctx, in, fmt.Sprint(in.Session, "|call_", step%7), false); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					if _, err := inc.writeIncident(ctx, in, "", true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if rnd.IntN(3) > 0 && step < 39 {
+					continue // several writes between two reads of the guard
+				}
+				full := newHarnessOn(t, bolt, "http://127.0.0.1:1", withOptions(func(o *Options) { o.Now, o.GuardReadLimit = clock, limit })).srv
+				for _, conv := range convs {
+					got, gotBlock, _, err := inc.guardEntries(ctx, "w", "p", conv, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, wantBlock, _, err := full.guardEntries(ctx, "w", "p", conv, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, want) || gotBlock != wantBlock {
+						t.Fatalf("step %d, conversation %q:\nincremental %+v\n  full read %+v", step, conv, got, want)
+					}
+				}
+			}
+			// Window reads: the first, and at most one after each foreign
+			// write.
+			if reads := counted.lists.Load(); reads > int64(1+foreign) {
+				t.Fatalf("%d incident reads for %d foreign writes: the window was read again after its own writes", reads, foreign)
+			}
+		})
+	}
+}
+
+// TestCapturesQueuedAtShutdownAreStored: Shutdown stores every solution
+// still queued when it is called.
+func TestCapturesQueuedAtShutdownAreStored(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	st := newStuckStore(t, "PutSolution")
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
+	st.stick(t)
+	const n = 5
+	for i := range n {
+		// Straight to the handler: the harness would wait for the capture.
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+			strings.NewReader(toolConversation(t, fmt.Sprintf("Task number %d: rotate the signing keys of service %d", i, i), false, 0)))
+		req.Header.Set("Content-Type", "application/json")
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+		if i == 0 {
+			<-st.blocked // the first is being stored; the others queue
+		}
+	}
+	if sols, _ := st.Store.ListSolutions(context.Background(), "default"); len(sols) != 0 {
+		t.Fatalf("%d solutions stored while the store is held", len(sols))
+	}
+	var wg sync.WaitGroup
+	var err error
+	wg.Go(func() { err = h.srv.Shutdown(context.Background()) })
+	st.unstick()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sols, _ := st.Store.ListSolutions(context.Background(), "default")
+	if len(sols) != n {
+		t.Fatalf("%d solutions stored after shutdown, want %d", len(sols), n)
+	}
+	// After Shutdown a capture is dropped, and counted.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(t, "Another task after shutdown", false, 0)))
+	h.srv.Handler().ServeHTTP(rec, req)
+	var m dto.Metric
+	if err := h.srv.metrics.captureDropped.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		t.Fatalf("captures dropped: %v (%v)", m.GetCounter().GetValue(), err)
+	}
+}
+
+// TestCaptureQueueFullDrops: a capture that finds the queue full is
+// dropped and counted; the answer does not wait for room.
+func TestCaptureQueueFullDrops(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	st := newStuckStore(t, "PutSolution")
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
+	st.stick(t)
+	for i := range captureQueueSize + 3 {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+			strings.NewReader(toolConversation(t, fmt.Sprintf("Task %d: rebuild index shard %d", i, i), false, 0)))
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+		if i == 0 {
+			<-st.blocked
+		}
+	}
+	var m dto.Metric
+	if err := h.srv.metrics.captureDropped.Write(&m); err != nil || m.GetCounter().GetValue() != 2 {
+		t.Fatalf("captures dropped: %v (%v), want 2 (one being stored, %d queued)", m.GetCounter().GetValue(), err, captureQueueSize)
+	}
+	st.unstick()
+}
+
+// TestConcurrentFailuresShareCommits: failures recorded at once are all
+// stored, and each answer waited for its own commit.
+func TestConcurrentFailuresAreAllStored(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":{"message":"overloaded"}}`)
+	})
+	h := newHarness(t, up.srv.URL)
+	const n = 40
+	var wg sync.WaitGroup
+	var degraded atomic.Int64
+	for i := range n {
+		wg.Go(func() {
+			res := h.do(http.MethodPost, "/v1/chat/completions", []byte(chatBody(t, nil, msg("user", fmt.Sprint("hi ", i)))), nil)
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.Header.Get(HeaderDegraded) != "" {
+				degraded.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(h.incidents("default", "default")); got != n || degraded.Load() != 0 {
+		t.Fatalf("%d incidents stored of %d failures (%d answers degraded)", got, n, degraded.Load())
+	}
+}

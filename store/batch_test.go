@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testIncidentBatches is the conformance suite's part for AddIncidents.
+func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
+	ctx := context.Background()
+
+	t.Run("batch stores in order and dedupes", func(t *testing.T) {
+		s := open(t)
+		mustAdd(t, s, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Message: "before"})
+		if ok, err := s.AddIncidentOnce(ctx, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Message: "known"}, "k0"); !ok || err != nil {
+			t.Fatalf("AddIncidentOnce = %v, %v", ok, err)
+		}
+		v0, err := s.IncidentVersion(ctx, "w", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := testEpoch.Add(time.Minute)
+		batch := []IncidentWrite{
+			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Session: "s", Message: "a"}},
+			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Message: "b"}, DedupeKey: "k1"},
+			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Message: "dup"}, DedupeKey: "k1"},
+			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Message: "known again"}, DedupeKey: "k0"},
+			{Incident: &Incident{Time: at, Workspace: "w", Project: "q", Message: "other\x00tenant"}},
+			{Incident: &Incident{Workspace: "w", Project: "p", Message: "c"}},
+		}
+		steps, err := s.AddIncidents(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []bool
+		for _, w := range batch {
+			stored = append(stored, w.Stored)
+			if w.Stored && (len(w.Incident.ID) != 26 || w.Incident.Time.IsZero()) {
+				t.Fatalf("stored without ID or Time: %+v", w.Incident)
+			}
+		}
+		if want := []bool{true, true, false, false, true, true}; !reflect.DeepEqual(stored, want) {
+			t.Fatalf("stored %v, want %v", stored, want)
+		}
+		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})); got != "c,b,a,known,before" {
+			t.Fatalf("listed %q", got)
+		}
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "q"})
+		if len(got) != 1 || !reflect.DeepEqual(got[0], *batch[4].Incident) {
+			t.Fatalf("listed %+v, want the record AddIncidents returned, %+v", got, *batch[4].Incident)
+		}
+		v1, _ := s.IncidentVersion(ctx, "w", "p")
+		vq, _ := s.IncidentVersion(ctx, "w", "q")
+		if len(steps) != 2 || steps[0] != (VersionStep{"w", "p", v0, v1}) || steps[1].Workspace != "w" || steps[1].Project != "q" || steps[1].To != vq || v1 == v0 {
+			t.Fatalf("steps %+v; versions p %d -> %d, q %d", steps, v0, v1, vq)
+		}
+		// A batch that stores nothing moves no version.
+		steps, err = s.AddIncidents(ctx, []IncidentWrite{{Incident: &Incident{Workspace: "w", Project: "p"}, DedupeKey: "k1"}})
+		if v, _ := s.IncidentVersion(ctx, "w", "p"); err != nil || len(steps) != 0 || v != v1 {
+			t.Fatalf("AddIncidents of a known key: steps %+v, %v; version %d -> %d", steps, err, v1, v)
+		}
+	})
+
+	t.Run("invalid batch stores nothing", func(t *testing.T) {
+		s := open(t)
+		_, err := s.AddIncidents(ctx, []IncidentWrite{
+			{Incident: &Incident{Workspace: "w", Project: "p", Message: "fine"}},
+			{Incident: &Incident{Workspace: "w", Message: "no project"}},
+		})
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("err = %v, want ErrInvalid", err)
+		}
+		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"}); len(got) != 0 {
+			t.Fatalf("stored %d incidents of an invalid batch", len(got))
+		}
+	})
+
+	t.Run("prepared incidents read back the same", func(t *testing.T) {
+		s := open(t)
+		inc := Incident{Time: testEpoch.Add(1234 * time.Nanosecond), Workspace: "w", Project: "p", Message: "bad \xff byte"}
+		if err := PrepareIncident(&inc, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		prepared := inc
+		if _, err := s.AddIncidents(ctx, []IncidentWrite{{Incident: &inc}}); err != nil {
+			t.Fatal(err)
+		}
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		if len(got) != 1 || !reflect.DeepEqual(got[0], prepared) || !reflect.DeepEqual(inc, prepared) {
+			t.Fatalf("read back %+v, stored %+v; prepared %+v", got, inc, prepared)
+		}
+	})
+
+	// Batches written at once by many writers: every incident is stored
+	// once, and the steps of each tenant form one chain from its first
+	// version to its last, so a reader that applies them in chain order
+	// holds exactly what a full read returns.
+	t.Run("concurrent batches chain their steps", func(t *testing.T) {
+		s := open(t)
+		const writers, batches, size = 6, 10, 7
+		tenants := []string{"p", "q"}
+		start := map[string]int64{}
+		for _, p := range tenants {
+			v, err := s.IncidentVersion(ctx, "w", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start[p] = v
+		}
+		var mu sync.Mutex
+		type applied struct {
+			step VersionStep
+			incs []Incident
+		}
+		var all []applied
+		var once int
+		errs := make(chan error, writers*batches)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for b := range batches {
+					var batch []IncidentWrite
+					for i := range size {
+						p := tenants[(w+b+i)%2]
+						inc := &Incident{Workspace: "w", Project: p, Session: fmt.Sprint("s", i%3), Type: TypeHTTPError,
+							Message: fmt.Sprint(w, "/", b, "/", i)}
+						var key string
+						if i == 0 {
+							key = fmt.Sprint("k", b) // every writer tries the same keys
+						}
+						batch = append(batch, IncidentWrite{Incident: inc, DedupeKey: key})
+					}
+					steps, err := s.AddIncidents(ctx, batch)
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					for _, st := range steps {
+						a := applied{step: st}
+						for _, bw := range batch {
+							if bw.Stored && bw.Incident.Project == st.Project {
+								a.incs = append(a.incs, *bw.Incident)
+							}
+						}
+						all = append(all, a)
+					}
+					for _, bw := range batch {
+						if bw.Stored && bw.DedupeKey != "" {
+							once++
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if once != len(tenants)*batches {
+			// Each key k<b> is tried in both tenants: stored once in each.
+			t.Fatalf("deduped incidents stored %d times, want %d", once, len(tenants)*batches)
+		}
+		for _, p := range tenants {
+			byFrom := map[int64]applied{}
+			for _, a := range all {
+				if a.step.Project != p {
+					continue
+				}
+				if _, dup := byFrom[a.step.From]; dup {
+					t.Fatalf("tenant %s: two steps from version %d", p, a.step.From)
+				}
+				byFrom[a.step.From] = a
+			}
+			v := start[p]
+			var held []Incident
+			for n := 0; n < len(byFrom); n++ {
+				a, ok := byFrom[v]
+				if !ok {
+					t.Fatalf("tenant %s: the chain stops at version %d after %d of %d steps", p, v, n, len(byFrom))
+				}
+				held = append(held, a.incs...)
+				v = a.step.To
+			}
+			if last, _ := s.IncidentVersion(ctx, "w", p); last != v {
+				t.Fatalf("tenant %s: the chain ends at %d, the store is at %d", p, v, last)
+			}
+			got := mustList(t, s, IncidentQuery{Workspace: "w", Project: p, Limit: maxLimit})
+			ids := func(incs []Incident) []string {
+				out := make([]string, len(incs))
+				for i, in := range incs {
+					out[i] = in.ID
+				}
+				sort.Strings(out)
+				return out
+			}
+			if !reflect.DeepEqual(ids(held), ids(got)) {
+				t.Fatalf("tenant %s: the steps hold %d incidents, a full read %d", p, len(held), len(got))
+			}
+		}
+	})
+
+	// AddIncident, AddIncidentOnce and AddIncidents at once: none waits
+	// for ever on another (a lock order), and each stores what it says.
+	t.Run("batches with single writers", func(t *testing.T) {
+		s := open(t)
+		const writers, each = 4, 15
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each*3)
+		var mu sync.Mutex
+		onceStored := 0
+		for range writers {
+			wg.Go(func() {
+				for i := range each {
+					if err := s.AddIncident(ctx, &Incident{Workspace: "w", Project: "p", Message: "single"}); err != nil {
+						errs <- err
+					}
+					ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p", Message: "once"}, fmt.Sprint("k", i))
+					if err != nil {
+						errs <- err
+					}
+					batch := []IncidentWrite{
+						{Incident: &Incident{Workspace: "w", Project: "p", Message: "batch"}},
+						{Incident: &Incident{Workspace: "w", Project: "p", Message: "once"}, DedupeKey: fmt.Sprint("k", each-1-i)},
+					}
+					if _, err := s.AddIncidents(ctx, batch); err != nil {
+						errs <- err
+					}
+					mu.Lock()
+					if ok {
+						onceStored++
+					}
+					if batch[1].Stored {
+						onceStored++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Limit: maxLimit})
+		if len(got) != 2*writers*each+each || onceStored != each {
+			t.Fatalf("%d incidents, %d deduped stored; want %d and %d", len(got), onceStored, 2*writers*each+each, each)
+		}
+	})
+}
