@@ -339,7 +339,7 @@ type loopView struct {
 	Level string `json:"level"` // guard, stop, hard-stop
 }
 
-func (s *Server) guardPreview(c echo.Context) error {
+func (s *Server) getGuard(c echo.Context) error {
 	q := c.QueryParams()
 	v, aerr := s.previewGuard(c.Request().Context(), scopeOf(c), q.Get("workspace"), q.Get("project"), q.Get("session"))
 	if aerr != nil {

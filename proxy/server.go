@@ -47,6 +47,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/chat"
 	"github.com/scarproxy/scarproxy/proxy/messages"
 	"github.com/scarproxy/scarproxy/proxy/responses"
+	"github.com/scarproxy/scarproxy/proxy/ui"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -169,6 +170,7 @@ type Server struct {
 	chat, responses, messages wire.Format
 	echo                      *echo.Echo
 	mcpHTTP                   http.Handler // the MCP streamable HTTP transport
+	ui                        *ui.Handler  // the dashboard under /ui/
 
 	guardCache   *guardCache
 	recallCache  *recallCache
@@ -278,6 +280,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.writer = newIncidentWriter(s)
 	s.captures = newCaptureQueue(s)
 	s.mcpHTTP = s.mcpHTTPHandler()
+	if s.ui, err = s.dashboard(); err != nil {
+		return nil, err
+	}
 	s.echo = s.routes()
 	return s, nil
 }
@@ -362,14 +367,21 @@ func (s *Server) syncIndex(ctx context.Context) error {
 }
 
 // Close stores what the background writers hold (see [Server.Shutdown];
-// here each write within StoreTimeout) unless Shutdown did, and releases
-// the providers' idle connections. The store belongs to the caller: close
-// it after.
+// here each write within StoreTimeout) unless Shutdown did, ends the
+// dashboard's live streams and releases the providers' idle connections.
+// The store belongs to the caller: close it after.
 func (s *Server) Close() error {
 	err := s.Shutdown(context.Background())
 	s.router.CloseIdleConnections()
+	s.ui.Close()
 	return err
 }
+
+// EndStreams ends the dashboard's live streams, which never end by
+// themselves: call it when a graceful shutdown starts (for example with
+// http.Server.RegisterOnShutdown), so that the shutdown waits only for
+// the proxied requests in flight.
+func (s *Server) EndStreams() { s.ui.Close() }
 
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
@@ -394,7 +406,7 @@ func (s *Server) routes() *echo.Echo {
 	a.POST("/incidents", s.postIncident)
 	a.GET("/incidents", s.listIncidents)
 	a.DELETE("/incidents", s.deleteIncidents)
-	a.GET("/guard", s.guardPreview)
+	a.GET("/guard", s.getGuard)
 	a.GET("/patterns", s.listPatterns)
 	a.POST("/solutions", s.postSolution)
 	a.GET("/solutions", s.listSolutions)
@@ -405,6 +417,10 @@ func (s *Server) routes() *echo.Echo {
 	a.GET("/fixes", s.listFixes)
 	a.DELETE("/fixes", s.deleteFixes)
 	a.DELETE("/fixes/:id", s.deleteFix)
+
+	// The dashboard checks its own sessions (proxy/ui, dashboard.go).
+	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
+	e.Any("/ui/*", echo.WrapHandler(s.ui))
 
 	// MCP (streamable HTTP); the handler checks the memory API's credentials.
 	e.Any("/mcp", s.serveMCP)

@@ -1132,6 +1132,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 	})
 
 	testIncidentBatches(t, open)
+	testDashboard(t, open)
 }
 
 // feedReader follows the change feed the way a replica does.

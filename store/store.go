@@ -181,6 +181,16 @@ type Store interface {
 	// (the guard, which shows fixes) until the number changes. It is
 	// cheap: one map or primary-key lookup.
 	IncidentVersion(ctx context.Context, workspace, project string) (int64, error)
+	// IncidentGroups counts the tenant's incidents between q.Since and
+	// q.Until in groups (see [IncidentGroup]), ordered by hour, type,
+	// status code, code, provider and fingerprint. Its cost follows the
+	// incidents in the range, and its answer the groups.
+	IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGroup, error)
+	// SearchIncidents returns a page of the tenant's incidents that f
+	// selects, newest first (incidents of the same microsecond: last
+	// stored first), and the cursor of the next page. It returns
+	// ErrInvalid for a cursor it did not make.
+	SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentPage, error)
 	// PruneIncidents removes incidents older than before, and the oldest
 	// incidents of any tenant holding more than maxPerTenant (0: no cap).
 	// It returns how many it removed.

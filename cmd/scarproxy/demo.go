@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -62,6 +63,30 @@ func startServe(ctx context.Context, args []string, getenv func(string) string, 
 	url := strings.Fields(line[i+len(marker):])[0]
 	in.BaseURL = strings.TrimSuffix(url, "/v1")
 	return in, nil
+}
+
+// connectOrStart returns the running scarproxy at target (its URL, without
+// /v1), or, when target is empty, one started in-process.
+func connectOrStart(ctx context.Context, target string, args []string, getenv func(string) string, logs io.Writer) (*instance, error) {
+	if target == "" {
+		return startServe(ctx, args, getenv, logs)
+	}
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError{fmt.Sprintf("demo: --url %q: want the proxy's address, e.g. http://127.0.0.1:8080", target)}
+	}
+	in := &instance{BaseURL: strings.TrimSuffix(strings.TrimSuffix(target, "/"), "/v1"), stop: func() {}, done: make(chan error, 1)}
+	in.done <- nil
+	return in, nil
+}
+
+// dashboardHint says where to see what a demo did.
+func dashboardHint(out io.Writer, target, base string) {
+	if target != "" {
+		fmt.Fprintf(out, "\nSee it in the dashboard: %s/ui/\n", base)
+		return
+	}
+	fmt.Fprintln(out, "\nTo see this in the dashboard, run `scarproxy serve --mock`, then this demo with --url http://127.0.0.1:8080, and open http://127.0.0.1:8080/ui/")
 }
 
 // demoClient sends chat requests the way an agent does.
@@ -141,8 +166,12 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	fs := flag.NewFlagSet("demo "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "data directory (default: a temporary one, removed afterwards)")
+	target := fs.String("url", "", "run against this running `scarproxy serve --mock` (e.g. http://127.0.0.1:8080) instead of starting one: its dashboard (/ui/) then shows what the demo did (not persist)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{err.Error()}
+	}
+	if *target != "" && args[0] == "persist" {
+		return usageError{"demo persist restarts its own proxy: --url does not apply"}
 	}
 	dir := *data
 	if dir == "" {
@@ -164,21 +193,21 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	logs := io.Discard
 	switch args[0] {
 	case "guard":
-		return demoGuard(ctx, quiet, env, stdout, logs)
+		return demoGuard(ctx, *target, quiet, env, stdout, logs)
 	case "persist":
 		return demoPersist(ctx, quiet, env, stdout, logs)
 	case "recall":
-		return demoRecall(ctx, quiet, env, stdout, logs)
+		return demoRecall(ctx, *target, quiet, env, stdout, logs)
 	case "loop":
-		return demoLoop(ctx, quiet, env, stdout, logs)
+		return demoLoop(ctx, *target, quiet, env, stdout, logs)
 	}
 	return usageError{fmt.Sprintf("demo: unknown demo %q (want guard, persist, recall or loop)", args[0])}
 }
 
 // demoGuard shows an agent loop failing with the same syntax error: after
 // the second failure the guard appears in the system prompt the model sees.
-func demoGuard(ctx context.Context, args []string, getenv func(string) string, out, logs io.Writer) error {
-	in, err := startServe(ctx, args, getenv, logs)
+func demoGuard(ctx context.Context, target string, args []string, getenv func(string) string, out, logs io.Writer) error {
+	in, err := connectOrStart(ctx, target, args, getenv, logs)
 	if err != nil {
 		return err
 	}
@@ -223,6 +252,7 @@ func demoGuard(ctx context.Context, args []string, getenv func(string) string, o
 		fmt.Fprintf(out, "; %s x%d", p.Pattern, p.Count)
 	}
 	fmt.Fprintln(out)
+	dashboardHint(out, target, in.BaseURL)
 	return nil
 }
 
@@ -274,8 +304,8 @@ func demoPersist(ctx context.Context, args []string, getenv func(string) string,
 
 // demoRecall stores solutions, then sends new tasks, one reworded with
 // synonyms and other word forms, and shows the recall block the model got.
-func demoRecall(ctx context.Context, args []string, getenv func(string) string, out, logs io.Writer) error {
-	in, err := startServe(ctx, args, getenv, logs)
+func demoRecall(ctx context.Context, target string, args []string, getenv func(string) string, out, logs io.Writer) error {
+	in, err := connectOrStart(ctx, target, args, getenv, logs)
 	if err != nil {
 		return err
 	}
@@ -311,5 +341,6 @@ func demoRecall(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintln(out, "  system prompt the model received:")
 		fmt.Fprintln(out, indent(answer))
 	}
+	dashboardHint(out, target, in.BaseURL)
 	return nil
 }

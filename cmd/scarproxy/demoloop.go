@@ -100,7 +100,7 @@ func loopAgent(ctx context.Context, task string, send func(ctx context.Context, 
 // demoLoop runs the loop once straight against the mock provider and once
 // through scarproxy, then starts a new conversation that meets the same
 // failure.
-func demoLoop(ctx context.Context, args []string, getenv func(string) string, out, logs io.Writer) error {
+func demoLoop(ctx context.Context, target string, args []string, getenv func(string) string, out, logs io.Writer) error {
 	fmt.Fprintln(out, "A scripted model (the mock provider's [[mock:tool=... repeat=12 until=stop fix=...]]) reads a")
 	fmt.Fprintln(out, "settings file that does not exist, and calls run_shell the same way again until it sees")
 	fmt.Fprintln(out, "scarproxy's STOP block. The harness runs each call; it fails until the file is created.")
@@ -123,7 +123,7 @@ func demoLoop(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 	fmt.Fprintf(out, "\nWithout scarproxy: %d failed calls, %d turns, and the model gave up.\n", failures, without)
 
-	in, err := startServe(ctx, args, getenv, logs)
+	in, err := connectOrStart(ctx, target, args, getenv, logs)
 	if err != nil {
 		return err
 	}
@@ -196,5 +196,6 @@ func demoLoop(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 	fmt.Fprintf(out, "\nA new conversation fails the same way once; X-Scar-Guard: %s. The system prompt it got:\n", res.Header.Get("X-Scar-Guard"))
 	fmt.Fprintln(out, indent(echo.Choices[0].Message.Content))
+	dashboardHint(out, target, in.BaseURL)
 	return nil
 }

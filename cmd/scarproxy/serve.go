@@ -212,6 +212,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		ln.Addr(), strings.Join(names, ", "), where)
 	log.Info("listening", "addr", ln.Addr().String(), "store", cfg.Store.Driver, "providers", len(names))
 
+	hs.RegisterOnShutdown(srv.EndStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -1,0 +1,236 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// The dashboard in a real browser: headless Chromium, driven through the
+// DevTools protocol by chromedp. SCARPROXY_TEST_CHROMIUM names the
+// browser binary (.ci/run sets it); without it the test is skipped.
+// With -screenshots it writes docs/screenshots/*.png, the README's
+// pictures of each view.
+
+var screenshots = flag.Bool("screenshots", false, "write the dashboard's screenshots to docs/screenshots")
+
+func TestDashboardInBrowser(t *testing.T) {
+	bin := os.Getenv("SCARPROXY_TEST_CHROMIUM")
+	if bin == "" {
+		t.Skip("SCARPROXY_TEST_CHROMIUM is not set")
+	}
+	h := newHarness(t, "http://127.0.0.1:9", withOptions(func(o *Options) {
+		o.AdminToken = "admin-secret"
+		o.GatewayKeys = []GatewayKey{{SHA256: sha("key-b"), Workspace: "team-b"}}
+	}))
+	seedDashboard(t, h)
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+
+	base := h.http.URL
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		var s string
+		run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
+		return s
+	}
+	shot := func(name string) {
+		t.Helper()
+		if !*screenshots {
+			return
+		}
+		var png []byte
+		run("screenshot "+name, chromedp.FullScreenshot(&png, 100))
+		dir := filepath.Join("..", "docs", "screenshots")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Log in: the dashboard sends an anonymous browser to its login form.
+	run("open", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(`#token`, chromedp.ByQuery))
+	shot("login")
+	run("log in",
+		chromedp.SendKeys(`#token`, "admin-secret", chromedp.ByQuery),
+		chromedp.Submit(`#token`, chromedp.ByQuery),
+		chromedp.WaitVisible(`svg rect.s0`, chromedp.ByQuery))
+	// The chart: one colour per pattern, and its numbers as a table.
+	if got := text(`figcaption .legend`); !strings.Contains(got, "SYNTAX COMPLIANCE ERROR") || !strings.Contains(got, "API RATE LIMIT TRIGGER") {
+		t.Fatalf("legend: %q", got)
+	}
+	shot("overview")
+
+	// Filter the incidents by type.
+	run("filter",
+		chromedp.Navigate(base+"/ui/incidents"),
+		chromedp.WaitVisible(`select[name=type]`, chromedp.ByQuery),
+		chromedp.SetValue(`select[name=type]`, "http_error", chromedp.ByQuery),
+		chromedp.Click(`form.filters button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitReady(`select[name=type] option[value=http_error][selected]`, chromedp.ByQuery))
+	if got := text(`table.incidents tbody`); !strings.Contains(got, "Rate limit reached") || strings.Contains(got, "SyntaxError") {
+		t.Fatalf("filtered by http_error: %q", got)
+	}
+	shot("incidents")
+
+	// Open a conversation from the list: its failures and its guard.
+	run("open conversation",
+		chromedp.Navigate(base+"/ui/incidents?session=agent-run-1"),
+		chromedp.Click(`table.incidents a[href^="/ui/conversations/agent-run-1"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`ol.turns`, chromedp.ByQuery))
+	if got := text(`ol.turns`); !strings.Contains(got, "REPEAT FAILURE GUARD") || !strings.Contains(got, "No guard yet") {
+		t.Fatalf("conversation: %q", got)
+	}
+	shot("conversation")
+
+	run("group", chromedp.Click(`a[href^="/ui/incidents"]`, chromedp.ByQuery), chromedp.WaitVisible(`table.incidents`, chromedp.ByQuery),
+		chromedp.Click(`table.incidents a[href^="/ui/groups/"]`, chromedp.ByQuery), chromedp.WaitVisible(`pre.example`, chromedp.ByQuery))
+	shot("group")
+
+	run("guard preview", chromedp.Navigate(base+"/ui/guard?conversation=agent-run-1"), chromedp.WaitVisible(`pre.block`, chromedp.ByQuery))
+	if got := text(`pre.block`); !strings.HasPrefix(got, "### !!! REPEAT FAILURE GUARD") {
+		t.Fatalf("guard preview: %q", got)
+	}
+	shot("guard")
+
+	run("search solutions",
+		chromedp.Navigate(base+"/ui/solutions"),
+		chromedp.SendKeys(`input[name=q]`, "fetch a web page and list its links", chromedp.ByQuery),
+		chromedp.Submit(`input[name=q]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`table.solutions`, chromedp.ByQuery))
+	if got := text(`table.solutions`); !strings.Contains(got, "%") || !strings.Contains(got, "Download a web page") {
+		t.Fatalf("search: %q", got)
+	}
+	shot("solutions")
+
+	// Delete a solution.
+	before, _ := h.store.ListSolutions(context.Background(), "default")
+	run("delete solution",
+		chromedp.Navigate(base+"/ui/solutions"),
+		chromedp.Click(`table.solutions button.danger`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.notice`, chromedp.ByQuery))
+	if got := text(`p.notice`); got != "Solution deleted." {
+		t.Fatalf("notice: %q", got)
+	}
+	if after, _ := h.store.ListSolutions(context.Background(), "default"); len(after) != len(before)-1 {
+		t.Fatalf("solutions: %d before, %d after", len(before), len(after))
+	}
+
+	run("fixes", chromedp.Navigate(base+"/ui/fixes"), chromedp.WaitVisible(`main h1`, chromedp.ByQuery))
+	shot("fixes")
+
+	// Live: an incident recorded while the page is open appears in it.
+	run("live", chromedp.Navigate(base+"/ui/live"), chromedp.WaitVisible(`body[data-live=on]`, chromedp.ByQuery))
+	res := h.do(http.MethodPost, "/scar/v1/incidents", []byte(`{"type":"tool_error","session":"agent-run-2","message":"ENOENT: no such file or directory, open 'config.yml'"}`),
+		map[string]string{"Authorization": "Bearer admin-secret"})
+	var inc store.Incident
+	json.NewDecoder(res.Body).Decode(&inc)
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("post incident: %d", res.StatusCode)
+	}
+	run("live incident", chromedp.WaitVisible(`#inc-`+inc.ID, chromedp.ByID))
+	if got := text(`#incident-rows tr:first-child`); !strings.Contains(got, "ENOENT") {
+		t.Fatalf("first live row: %q", got)
+	}
+	shot("live")
+
+	// A gateway key sees its own workspace and is refused another.
+	run("log out", chromedp.Navigate(base+"/ui/"), chromedp.Click(`form.logout button`, chromedp.ByQuery), chromedp.WaitVisible(`#token`, chromedp.ByQuery))
+	run("log in with a key",
+		chromedp.SendKeys(`#token`, "key-b", chromedp.ByQuery),
+		chromedp.Submit(`#token`, chromedp.ByQuery),
+		chromedp.WaitVisible(`main h1 small`, chromedp.ByQuery))
+	if got := text(`main h1 small`); got != "team-b / default" {
+		t.Fatalf("key's overview: %q", got)
+	}
+	run("another workspace", chromedp.Navigate(base+"/ui/incidents?workspace=default"), chromedp.WaitVisible(`p.error`, chromedp.ByQuery))
+	if got := text(`main h1`); !strings.HasPrefix(got, "403") {
+		t.Fatalf("another workspace: %q", got)
+	}
+	if got := text(`main`); strings.Contains(got, "SyntaxError") {
+		t.Fatalf("another workspace's incidents shown: %q", got)
+	}
+}
+
+// seedDashboard records what an agent session and the demos leave: a
+// conversation repeating a syntax error, rate limits, a loop, solutions.
+func seedDashboard(t *testing.T, h *harness) {
+	t.Helper()
+	post := func(path, body string) {
+		t.Helper()
+		res := h.do(http.MethodPost, path, []byte(body), map[string]string{"Authorization": "Bearer admin-secret"})
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", path, res.StatusCode)
+		}
+	}
+	ctx := context.Background()
+	// Earlier hours, straight into the store, so the chart has a shape.
+	for i := range 40 {
+		at := h.now.Add(-time.Duration(i%20+1) * time.Hour)
+		msg := []string{"SyntaxError: Unexpected token } in parser.js:%d", "Error: 429 Too Many Requests (attempt %d)", "TypeError: cannot read properties of undefined (reading 'map') at render.js:%d", "ENOENT: no such file or directory, open 'fixtures/%d.json'"}[i%4]
+		typ := []string{store.TypeToolError, store.TypeHTTPError, store.TypeToolError, store.TypeToolError}[i%4]
+		status := []int{0, 429, 0, 0}[i%4]
+		provider := []string{"", "openai", "", ""}[i%4]
+		if err := h.store.AddIncident(ctx, &store.Incident{Time: at, Workspace: "default", Project: "default", Type: typ,
+			StatusCode: status, Provider: provider, Model: "gpt-5", Session: fmt.Sprintf("agent-run-%d", 10+i%3),
+			Message: fmt.Sprintf(msg, i), Fingerprint: fmt.Sprintf("seed%d", i%4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		post("/scar/v1/incidents", fmt.Sprintf(`{"type":"tool_error","session":"agent-run-1","message":"SyntaxError: Unexpected end of input\n    at parser.js:%d:2"}`, 40+i*3))
+	}
+	post("/scar/v1/incidents", `{"type":"http_error","provider":"openai","model":"gpt-5","status_code":429,"message":"Rate limit reached for gpt-5"}`)
+	post("/scar/v1/incidents", `{"type":"loop","session":"agent-run-1","code":"stop","message":"run_syntax_check({\"file\":\"parser.js\"}) called 4 times"}`)
+	post("/scar/v1/incidents", `{"type":"loop","session":"agent-run-1","code":"broken","message":"run_syntax_check succeeded after the STOP block"}`)
+	fix := store.Fix{Workspace: "default", Project: "default", Key: "p:run_syntax_check|SYNTAX COMPLIANCE ERROR",
+		Pattern: "SYNTAX COMPLIANCE ERROR", Tool: "run_syntax_check", Failure: "SyntaxError: Unexpected end of input at parser.js:46:2",
+		Call: `{"file":"parser.js","fix":"close the brace opened at line 12"}`, Explanation: "The config block was missing its closing brace.",
+		Failures: 3, Session: "agent-run-1"}
+	if err := h.store.PutFix(ctx, &fix); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`{"goal":"Download a web page and extract all links from the HTML","approach":"http.Get the URL, parse with golang.org/x/net/html, walk <a href> nodes, resolve relative URLs","outcome":"Links extracted","confidence":0.9}`,
+		`{"goal":"Fix the flaky TestServerShutdown test","approach":"Replaced time.Sleep with a channel closed by the handler","outcome":"Passed 1000 runs with -race","confidence":0.95}`,
+		`{"goal":"Parse the YAML configuration file and reject unknown keys","approach":"yaml.v3 Decoder with KnownFields(true)","outcome":"Typos fail at start-up","confidence":0.85}`,
+	} {
+		post("/scar/v1/solutions", s)
+	}
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// IncidentGroups counts the tenant's incidents in groups; see [Store]. It
+// walks the tenant's time index between Since and Until once.
+func (b *Bolt) IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGroup, error) {
+	if q.Workspace == "" || q.Project == "" {
+		return nil, fmt.Errorf("store: incident groups: %w: workspace and project are required", ErrInvalid)
+	}
+	q.Workspace, q.Project = cleanText(q.Workspace), cleanText(q.Project)
+	groups := make(map[groupKey]*IncidentGroup)
+	err := b.view(ctx, "incident groups", func(tx *bolt.Tx) error {
+		t := openTenant(tx, q.Workspace, q.Project)
+		if t == nil {
+			return nil
+		}
+		c := t.i.Cursor()
+		var k, v []byte
+		if q.Since.IsZero() {
+			k, v = c.First()
+		} else {
+			k, v = c.Seek(timeKey(ceilMicro(q.Since)))
+		}
+		var until []byte
+		if !q.Until.IsZero() {
+			until = timeKey(ceilMicro(q.Until))
+		}
+		var inc Incident
+		for n := 0; k != nil; k, v = c.Next() {
+			if until != nil && bytes.Compare(k[:8], until) >= 0 {
+				break
+			}
+			if n++; n%4096 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := decodeIncident(v, &inc); err != nil {
+				return fmt.Errorf("incident %x of %s/%s: %w", k, q.Workspace, q.Project, err)
+			}
+			gk := groupKeyOf(&inc)
+			g := groups[gk]
+			if g == nil {
+				g = &IncidentGroup{Hour: time.Unix(gk.hour, 0).UTC(), Type: inc.Type, StatusCode: inc.StatusCode,
+					Code: inc.Code, Provider: inc.Provider, Fingerprint: inc.Fingerprint}
+				groups[gk] = g
+			}
+			g.Count++
+			if inc.ID > g.SampleID {
+				g.SampleID, g.Sample = inc.ID, inc.Message
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]IncidentGroup, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, *g)
+	}
+	sortGroups(out)
+	return out, nil
+}
+
+// SearchIncidents returns a page of the tenant's incidents chosen by f,
+// newest first; see [Store]. It walks the tenant's time index (or the
+// session's, with a Session) backwards from Until or the cursor, and
+// stops at a full page or at Since. The cursor is the hex of the last
+// incident's key in the time index.
+func (b *Bolt) SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentPage, error) {
+	if f.Workspace == "" || f.Project == "" {
+		return IncidentPage{}, fmt.Errorf("store: search incidents: %w: workspace and project are required", ErrInvalid)
+	}
+	f.clean()
+	limit := incidentLimit(f.Limit)
+	var from []byte // walk keys strictly before this one
+	if f.Cursor != "" {
+		c, err := hex.DecodeString(f.Cursor)
+		if err != nil || len(c) != 16 {
+			return IncidentPage{}, fmt.Errorf("store: search incidents: %w: bad cursor", ErrInvalid)
+		}
+		from = c
+	}
+	if !f.Until.IsZero() {
+		u := append(timeKey(ceilMicro(f.Until)), make([]byte, 8)...)
+		if from == nil || bytes.Compare(u, from) < 0 {
+			from = u
+		}
+	}
+	var since []byte
+	if !f.Since.IsZero() {
+		since = timeKey(ceilMicro(f.Since))
+	}
+	var page IncidentPage
+	err := b.view(ctx, "search incidents", func(tx *bolt.Tx) error {
+		t := openTenant(tx, f.Workspace, f.Project)
+		if t == nil {
+			return nil
+		}
+		// next yields the time-index keys and values of the walk, newest first.
+		var next func() ([]byte, []byte, error)
+		if f.Session == "" {
+			c := t.i.Cursor()
+			var k, v []byte
+			started := false
+			next = func() ([]byte, []byte, error) {
+				switch {
+				case started:
+					k, v = c.Prev()
+				case from == nil:
+					k, v = c.Last()
+				default:
+					if k, v = c.Seek(from); k == nil {
+						k, v = c.Last()
+					} else {
+						k, v = c.Prev()
+					}
+				}
+				started = true
+				return k, v, nil
+			}
+		} else {
+			prefix := lenPrefixed(nil, f.Session)
+			c := t.s.Cursor()
+			var k []byte
+			started := false
+			next = func() ([]byte, []byte, error) {
+				switch {
+				case started:
+					k, _ = c.Prev()
+				default:
+					end := from
+					if end == nil {
+						end = bytes.Repeat([]byte{0xff}, 17)
+					}
+					if k, _ = c.Seek(append(bytes.Clone(prefix), end...)); k == nil {
+						k, _ = c.Last()
+					} else {
+						k, _ = c.Prev()
+					}
+				}
+				started = true
+				if k == nil || !bytes.HasPrefix(k, prefix) {
+					return nil, nil, nil
+				}
+				ik := k[len(prefix):]
+				v := t.i.Get(ik)
+				if v == nil {
+					return nil, nil, fmt.Errorf("session index entry %x: %w", k, errCorrupt)
+				}
+				return ik, v, nil
+			}
+		}
+		var inc Incident
+		var lastKey []byte
+		for n := 0; ; n++ {
+			if n%4096 == 4095 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			k, v, err := next()
+			if err != nil {
+				return err
+			}
+			if k == nil || since != nil && bytes.Compare(k[:8], since) < 0 {
+				return nil
+			}
+			if err := decodeIncident(v, &inc); err != nil {
+				return fmt.Errorf("incident %x of %s/%s: %w", k, f.Workspace, f.Project, err)
+			}
+			if !f.matches(&inc) {
+				continue
+			}
+			if len(page.Incidents) == limit {
+				page.Next = hex.EncodeToString(lastKey)
+				return nil
+			}
+			page.Incidents = append(page.Incidents, inc)
+			lastKey = append(lastKey[:0], k...)
+		}
+	})
+	if err != nil {
+		return IncidentPage{}, err
+	}
+	if page.Incidents == nil {
+		page.Incidents = []Incident{}
+	}
+	return page, nil
+}
