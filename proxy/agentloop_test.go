@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/tidwall/gjson"
+)
+
+// TestRealAgentLoopIsStopped replays requests that real agents (Claude
+// Code, qwen-code, Codex CLI with gpt-5.5's exec_command and with its
+// default model's code-mode exec tool) sent through scarproxy in front of
+// the mock's scripted loop (a "cat config/settings.json" that fails until
+// the STOP block appears, then a call that creates the file), captured as
+// they were in each format's testdata/agents:
+//
+//   - *-loop-stop.json: the turn that carries the fourth identical failure;
+//   - *-loop-fix.json: the next turn, which carries the fixed call's success.
+//
+// A new proxy sees the stop turn first: it must send it on with the STOP
+// block opening the system text, answer X-Scar-Loop: stop and store the
+// loop; then the fix turn, which no header ties to the first (the
+// conversation is derived, as for the agents), must go out without a STOP
+// block, end the loop and leave the successful call as the learned fix of
+// the failure. The upstream is the mock behind an httptest server, so the
+// answers are the ones the agents got.
+func TestRealAgentLoopIsStopped(t *testing.T) {
+	tests := []struct {
+		name    string
+		path    string // as the agent sent it
+		dir     string // testdata directory and file prefix
+		system  string // where the blocks are in the forwarded body
+		tool    string
+		fixArgs string // the fixed call's arguments (a custom tool's input)
+		fixCall string // the learned fix's call: fixArgs, trimmed (the same when fixArgs is empty)
+	}{
+		{
+			name: "claude code", path: "/v1/messages?beta=true", dir: "messages/testdata/agents/claude",
+			system: "system.1.text", // after Claude Code's billing header block
+			tool:   "Bash",
+			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
+				`"description":"Create settings"}`,
+		},
+		{
+			name: "qwen code", path: "/v1/chat/completions", dir: "chat/testdata/agents/qwen",
+			system: "messages.0.content",
+			tool:   "run_shell_command",
+			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
+				`"description":"Create settings"}`,
+		},
+		{
+			name: "codex gpt-5.5 exec_command", path: "/v1/responses", dir: "responses/testdata/agents/codex-gpt-5.5",
+			system:  "instructions", // Codex sends none: the proxy adds it
+			tool:    "exec_command",
+			fixCall: `{"cmd":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json"}`,
+		},
+		{
+			name: "codex code mode exec", path: "/v1/responses", dir: "responses/testdata/agents/codex",
+			system: "instructions",
+			tool:   "exec",
+			fixArgs: "const r = await tools.exec_command({ cmd: \"mkdir -p config && echo '{\\\"port\\\":8080}' > config/settings.json\" });\n" +
+				"text(r);\n",
+			fixCall: "const r = await tools.exec_command({ cmd: \"mkdir -p config && echo '{\\\"port\\\":8080}' > config/settings.json\" });\n" +
+				"text(r);",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mock := &http.Client{Transport: providers.NewMock()}
+			up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				req.Header = r.Header.Clone()
+				res, err := mock.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer res.Body.Close()
+				for k, v := range res.Header {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(res.StatusCode)
+				io.Copy(w, res.Body)
+			})
+			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
+			send := func(file string) (*http.Response, []byte, received) {
+				t.Helper()
+				body, err := os.ReadFile(filepath.Join(tt.dir + "-loop-" + file + ".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := up.count()
+				res := h.do(http.MethodPost, tt.path, body, nil)
+				answer, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				h.inflight.Wait()
+				if res.StatusCode != 200 || up.count() != n+1 {
+					t.Fatalf("%s turn: %d %.300s (upstream %d requests)", file, res.StatusCode, answer, up.count()-n)
+				}
+				return res, answer, up.last(t)
+			}
+			loops := func() []string {
+				t.Helper()
+				var codes []string
+				for _, in := range h.incidents("default", "default") {
+					if in.Type == store.TypeLoop {
+						codes = append(codes, in.Code)
+					}
+				}
+				return codes
+			}
+
+			// The turn with four failures of the same call.
+			res, _, got := send("stop")
+			sys := gjson.GetBytes(got.Body, tt.system).Str
+			if l, g := res.Header.Get(HeaderLoop), res.Header.Get(HeaderGuard); l != "stop" || g != "1" {
+				t.Fatalf("stop turn: X-Scar-Loop %q, X-Scar-Guard %q", l, g)
+			}
+			if !strings.HasPrefix(sys, guard.StopStart+"\n") || !strings.Contains(sys, "You are in a recursive error loop") ||
+				!strings.Contains(sys, guard.StopEnd) || strings.Count(string(got.Body), guard.StopStart) != 1 {
+				t.Fatalf("stop turn: the provider got the system text %.400q", sys)
+			}
+			if codes := loops(); strings.Join(codes, ",") != "stop" {
+				t.Fatalf("after the stop turn: loop incidents %v, want [stop]", codes)
+			}
+			if status, b := h.apiCall(http.MethodGet, "/scar/v1/fixes?workspace=default", "", nil); status != 200 || len(decodeFixes(t, b)) != 0 {
+				t.Fatalf("after the stop turn: fixes %d %s", status, b)
+			}
+
+			// The turn with the fixed call's success.
+			res, answer, got := send("fix")
+			if l := res.Header.Get(HeaderLoop); l != "" || bytes.Contains(got.Body, []byte(guard.StopStart)) {
+				t.Fatalf("fix turn: X-Scar-Loop %q, STOP block sent: %v", l, bytes.Contains(got.Body, []byte(guard.StopStart)))
+			}
+			fixArgs := tt.fixArgs
+			if fixArgs == "" {
+				fixArgs = tt.fixCall
+			}
+			if words, want := streamText(answer), "Mock answer: fixed "+tt.tool+" by calling it with "+fixArgs+"."; words != want {
+				t.Fatalf("fix turn: the mock answered %q, want %q", words, want)
+			}
+			codes := loops()
+			if len(codes) != 2 || !strings.Contains(strings.Join(codes, ","), "broken") || !strings.Contains(strings.Join(codes, ","), "stop") {
+				t.Fatalf("after the fix turn: loop incidents %v, want stop and broken", codes)
+			}
+			status, b := h.apiCall(http.MethodGet, "/scar/v1/fixes?workspace=default", "", nil)
+			fixes := decodeFixes(t, b)
+			if status != 200 || len(fixes) != 1 {
+				t.Fatalf("after the fix turn: fixes %d %s", status, b)
+			}
+			if f := fixes[0]; f.Tool != tt.tool || f.Call != tt.fixCall || f.Failures != 4 || !strings.Contains(f.Failure, "config/settings.json: No such file or directory") {
+				t.Fatalf("learned fix: tool %q call %q failures %d failure %q", f.Tool, f.Call, f.Failures, f.Failure)
+			}
+		})
+	}
+}
+
+// streamText returns the text an answer streamed in any of the three APIs:
+// chat content deltas, Responses output_text deltas, Messages text deltas.
+func streamText(sse []byte) string {
+	var b strings.Builder
+	for _, line := range bytes.Split(sse, []byte("\n")) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		ev := gjson.ParseBytes(data)
+		switch ev.Get("type").Str {
+		case "response.output_text.delta":
+			b.WriteString(ev.Get("delta").Str)
+		case "content_block_delta":
+			b.WriteString(ev.Get("delta.text").Str)
+		default:
+			b.WriteString(ev.Get("choices.0.delta.content").Str)
+		}
+	}
+	return b.String()
+}
