@@ -82,8 +82,8 @@ type Config struct {
 
 	// StopAfter is how many repeats of a loop (the same call failing, the
 	// same call returning the same result, two calls alternating, a tool
-	// that does not exist) raise the STOP block. 0 means 4. It must not be
-	// below MinRepeats.
+	// that does not exist) raise the STOP block. 0 means 4. Below
+	// MinRepeats it counts as MinRepeats.
 	StopAfter int `yaml:"stop_after"`
 	// HardStop turns on the last level: at HardStopAfter repeats the
 	// looping turn goes to the provider with tools forbidden (tool_choice
@@ -91,7 +91,7 @@ type Config struct {
 	// framework may treat a turn without a tool call as the end of its task.
 	HardStop bool `yaml:"hard_stop"`
 	// HardStopAfter is how many repeats trigger the hard stop. 0 means
-	// StopAfter+2; it must not be below StopAfter.
+	// StopAfter+2; below StopAfter it counts as StopAfter.
 	HardStopAfter int `yaml:"hard_stop_after"`
 }
 
@@ -124,10 +124,9 @@ type PatternConfig struct {
 
 // DefaultConfig returns the defaults: min_repeats 2, window 1h, every
 // built-in pattern on and no extra pattern, STOP at 4 repeats, no hard
-// stop (hard_stop_after 6 once turned on).
+// stop (hard_stop_after stop_after+2 once turned on).
 func DefaultConfig() Config {
-	return Config{MinRepeats: DefaultMinRepeats, Window: DefaultWindow,
-		StopAfter: DefaultStopAfter, HardStopAfter: DefaultStopAfter + hardStopMargin}
+	return Config{MinRepeats: DefaultMinRepeats, Window: DefaultWindow, StopAfter: DefaultStopAfter}
 }
 
 // Builtins returns a copy of the built-in patterns, in the order they are
@@ -337,12 +336,22 @@ func (c Config) normalized() Config {
 		c.Window = DefaultWindow
 	}
 	if c.StopAfter == 0 {
-		c.StopAfter = max(DefaultStopAfter, c.MinRepeats)
-	}
-	if c.HardStopAfter == 0 {
-		c.HardStopAfter = c.StopAfter + hardStopMargin
+		c.StopAfter = DefaultStopAfter
 	}
 	return c
+}
+
+// stopAfter is StopAfter, never below MinRepeats (a STOP before the
+// guard would skip a level); c is normalized.
+func (c Config) stopAfter() int { return max(c.StopAfter, c.MinRepeats) }
+
+// hardStopAfter is HardStopAfter with its default (StopAfter+2) applied,
+// never below the STOP level's; c is normalized.
+func (c Config) hardStopAfter() int {
+	if c.HardStopAfter == 0 {
+		return c.stopAfter() + hardStopMargin
+	}
+	return max(c.HardStopAfter, c.stopAfter())
 }
 
 // compile validates c and returns the enabled patterns in the order they
@@ -359,10 +368,11 @@ func (c Config) compile() ([]pattern, error) {
 	if c.Window < 0 {
 		bad("window", "must not be negative, got %s (0 means %s)", c.Window, DefaultWindow)
 	}
-	if n := c.normalized(); c.StopAfter < 0 || c.MinRepeats >= 0 && n.StopAfter < n.MinRepeats {
-		bad("stop_after", "must be at least min_repeats (%d), got %d (0 means %d)", n.MinRepeats, c.StopAfter, DefaultStopAfter)
-	} else if c.HardStopAfter < 0 || n.HardStopAfter < n.StopAfter {
-		bad("hard_stop_after", "must be at least stop_after (%d), got %d (0 means stop_after+%d)", n.StopAfter, c.HardStopAfter, hardStopMargin)
+	if c.StopAfter < 0 {
+		bad("stop_after", "must not be negative, got %d (0 means %d)", c.StopAfter, DefaultStopAfter)
+	}
+	if c.HardStopAfter < 0 {
+		bad("hard_stop_after", "must not be negative, got %d (0 means stop_after+%d)", c.HardStopAfter, hardStopMargin)
 	}
 
 	disabled := make(map[int]bool) // built-in index -> off

@@ -181,9 +181,9 @@ func (g *Guard) DetectLoop(steps []Step) Loop {
 // level is the level count repeats reach; first is LevelGuard's threshold.
 func (g *Guard) level(count, first int) int {
 	switch {
-	case g.cfg.HardStop && count >= g.cfg.HardStopAfter:
+	case g.cfg.HardStop && count >= g.cfg.hardStopAfter():
 		return LevelHardStop
-	case count >= g.cfg.StopAfter:
+	case count >= g.cfg.stopAfter():
 		return LevelStop
 	case count >= first:
 		return LevelGuard

@@ -93,24 +93,33 @@ func TestDetectLoop(t *testing.T) {
 
 func TestLoopConfig(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  Config
-		want string // "" valid, else a substring of the error
+		cfg        Config
+		stop, hard int // effective levels; 0: invalid
 	}{
-		{Config{}, ""},
-		{Config{MinRepeats: 3, StopAfter: 3, HardStopAfter: 3}, ""},
-		{Config{MinRepeats: 5}, ""}, // stop_after follows min_repeats up
-		{Config{MinRepeats: 3, StopAfter: 2}, "guard.stop_after"},
-		{Config{StopAfter: 5, HardStopAfter: 4}, "guard.hard_stop_after"},
-		{Config{StopAfter: -1}, "guard.stop_after"},
+		{Config{}, 4, 6},
+		{Config{MinRepeats: 3, StopAfter: 3, HardStopAfter: 3}, 3, 3},
+		{Config{MinRepeats: 5}, 5, 7},                  // STOP never before the guard
+		{Config{MinRepeats: 3, StopAfter: 2}, 3, 5},    // the same
+		{Config{StopAfter: 5, HardStopAfter: 4}, 5, 5}, // hard stop never before STOP
+		{Config{StopAfter: 1000}, 1000, 1002},          // raising stop_after alone is enough
+		{Config{StopAfter: -1}, 0, 0},
+		{Config{HardStopAfter: -1}, 0, 0},
 	} {
 		err := tc.cfg.Validate()
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("Validate(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		if tc.stop == 0 {
+			if err == nil || !strings.Contains(err.Error(), "stop_after") {
+				t.Errorf("Validate(%+v) = %v, want an error", tc.cfg, err)
+			}
+			continue
 		}
-	}
-	c := mustGuard(t, Config{MinRepeats: 5}).Config()
-	if c.StopAfter != 5 || c.HardStopAfter != 7 {
-		t.Errorf("defaults with min_repeats 5: stop %d hard %d", c.StopAfter, c.HardStopAfter)
+		if err != nil {
+			t.Errorf("Validate(%+v) = %v", tc.cfg, err)
+			continue
+		}
+		c := mustGuard(t, tc.cfg).Config()
+		if c.stopAfter() != tc.stop || c.hardStopAfter() != tc.hard {
+			t.Errorf("%+v: stop at %d, hard stop at %d; want %d, %d", tc.cfg, c.stopAfter(), c.hardStopAfter(), tc.stop, tc.hard)
+		}
 	}
 }
 
