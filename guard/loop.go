@@ -60,7 +60,7 @@ type Step struct {
 	Result  uint64 // a hash of the result's content: equal results, equal hashes
 	Failed  bool
 	Unknown bool   // the request defines tools and none of them is Tool
-	Output  string // the start of the result's text, redacted, for the STOP block
+	Output  string // the start of the result's text, for the STOP block (which redacts it)
 }
 
 func (s *Step) sameCall(o *Step) bool { return s.Tool == o.Tool && s.Args == o.Args }
@@ -72,10 +72,19 @@ type Loop struct {
 	Level int    // Level* constant
 	// Calls are the repeated calls: one, or two for LoopAlternating.
 	Calls []Step
+
+	key string // Key, set by DetectLoop
 }
 
 // Key names the loop within its conversation: its kind and calls.
 func (l Loop) Key() string {
+	if l.key != "" || l.Kind == "" {
+		return l.key
+	}
+	return l.makeKey()
+}
+
+func (l Loop) makeKey() string {
 	var b strings.Builder
 	b.WriteString(l.Kind)
 	for _, c := range l.Calls {
@@ -165,6 +174,7 @@ func (g *Guard) DetectLoop(steps []Step) Loop {
 	if best.Level == LevelNone {
 		return Loop{}
 	}
+	best.key = best.makeKey()
 	return best
 }
 
@@ -266,7 +276,7 @@ func StopBlock(l Loop) string {
 		b.WriteString("Repeated call: ")
 		b.WriteString(callText(c))
 		b.WriteString("\n")
-		if out := Quote(c.Output, maxOutputRunes); out != "" {
+		if out := Quote(Redact(c.Output), maxOutputRunes); out != "" {
 			b.WriteString("  Its result: ")
 			b.WriteString(out)
 			b.WriteString("\n")

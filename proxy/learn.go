@@ -20,10 +20,11 @@ import (
 // (indexes into info.ToolResults new to the conversation) and reports
 // whether it stored any. A fix already stored as it is is not written
 // again.
-func (s *Server) learnFixes(budget *storeBudget, t Tenant, w *guardWindow, info *wire.Info, fresh []int, now time.Time) bool {
+func (s *Server) learnFixes(budget *storeBudget, t Tenant, w *guardWindow, info *wire.Info, tallies []wire.ToolTally, fresh []int, now time.Time) bool {
 	if t.Session == "" || len(fresh) == 0 {
 		return false
 	}
+	minRepeats := s.guard.Config().MinRepeats
 	stored := false
 	done := map[string]bool{} // tools handled: the first success of each counts
 	for _, i := range fresh {
@@ -32,13 +33,25 @@ func (s *Server) learnFixes(budget *storeBudget, t Tenant, w *guardWindow, info 
 			continue
 		}
 		done[tr.Name] = true
+		// The conversation's results say whether the tool failed often
+		// enough to have made an entry; most successes end here.
+		j := slices.IndexFunc(tallies, func(tt wire.ToolTally) bool { return tt.Name == tr.Name })
+		if j < 0 || tallies[j].Failures < minRepeats {
+			continue
+		}
+		// Once per conversation and count of failures on this replica:
+		// the same success re-sent, or another success after no new
+		// failure, has nothing new to teach.
+		if !s.loops.firstLearn(convRef{t.Workspace, t.Project, t.Session}, tr.Name, tallies[j].Failures) {
+			continue
+		}
 		var failures []store.Incident
 		for _, in := range w.incidents {
 			if in.Session == t.Session && guard.ToolOf(&in) == tr.Name {
 				failures = append(failures, in)
 			}
 		}
-		if len(failures) < s.guard.Config().MinRepeats {
+		if len(failures) < minRepeats {
 			continue // nothing repeated
 		}
 		call := wire.CallArgs(tr.Args)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -21,8 +22,24 @@ import (
 // (the chat memo, previous_response_id chains) sends only the new results,
 // which are appended.
 
-// maxSteps is how many of a conversation's latest calls are kept.
-const maxSteps = 64
+// maxSteps is how many of a conversation's latest calls are kept, and
+// maxStepOutput how much of each result's text (the STOP block quotes
+// its start, redacted then).
+const (
+	maxSteps      = 64
+	maxStepOutput = 1 << 10
+)
+
+// head returns at most the first n bytes of s, cut on a rune boundary.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // loopTracker keeps the steps of the conversations in use, bounded: two
 // generations of at most max conversations.
@@ -43,6 +60,74 @@ type convSteps struct {
 	steps  []guard.Step
 	loop   guard.Loop     // the loop found after the latest update
 	levels map[string]int // the highest level recorded of each loop, by key
+	// learned is, per tool, the failures of the conversation a fix was
+	// last looked for at (see learnFixes).
+	learned map[string]int
+
+	// What the loop renders to, kept while it does not change: a loop
+	// lasts several turns.
+	drawn     guard.Loop
+	drawnOK   bool
+	entry     *guard.Entry
+	stopBlock wire.Block
+	// The guard block with the loop's entry added, and the guard block it
+	// was made from.
+	joinedFrom string
+	joined     wire.Block
+	joinedOK   bool
+}
+
+// firstLearn reports whether a fix of tool after failures failures is
+// yet to be looked for in the conversation, and notes that it now is.
+func (lt *loopTracker) firstLearn(k convRef, tool string, failures int) bool {
+	lt.mu.Lock()
+	c := lt.cur[k]
+	lt.mu.Unlock()
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.learned[tool] == failures {
+		return false
+	}
+	if c.learned == nil {
+		c.learned = make(map[string]int)
+	}
+	c.learned[tool] = failures
+	return true
+}
+
+// render returns the blocks of a conversation whose guard (entries and
+// their block) meets its loop: the entries and guard block with the
+// loop's entry added, and the STOP block. A loop lasts several turns: the
+// conversation keeps what it rendered while neither changes.
+func (lt *loopTracker) render(k convRef, l guard.Loop, entries []guard.Entry, block wire.Block) ([]guard.Entry, wire.Block, wire.Block) {
+	lt.mu.Lock()
+	c := lt.cur[k]
+	lt.mu.Unlock()
+	if c == nil {
+		c = &convSteps{} // not kept
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.drawnOK || c.drawn.Level != l.Level || c.drawn.Count != l.Count || c.drawn.Key() != l.Key() {
+		c.entry = nil
+		if e, ok := guard.LoopEntry(l); ok {
+			c.entry = &e
+		}
+		c.stopBlock = wire.NewBlock(guard.StopBlock(l))
+		c.drawn, c.drawnOK, c.joinedOK = l, true, false
+	}
+	if c.entry == nil {
+		return entries, block, c.stopBlock
+	}
+	entries = append(slices.Clip(entries), *c.entry)
+	if !c.joinedOK || c.joinedFrom != block.Text {
+		c.joined = wire.NewBlock(guard.Block(entries))
+		c.joinedFrom, c.joinedOK = block.Text, true
+	}
+	return entries, c.joined, c.stopBlock
 }
 
 func newLoopTracker(max int) *loopTracker {
@@ -128,7 +213,7 @@ func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events [
 			Failed: tr.Failed,
 			// A request that defines no tools says nothing of which exist.
 			Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
-			Output:  guard.Sanitize(guard.Redact(text), 240),
+			Output:  head(text, maxStepOutput),
 		}
 		if len(c.steps) == maxSteps {
 			c.steps, c.keys = slices.Delete(c.steps, 0, 1), slices.Delete(c.keys, 0, 1)

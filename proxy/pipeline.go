@@ -143,24 +143,21 @@ func (s *Server) prepare(x *exchange) *apiError {
 		if !x.degraded && (failed > 0 || slices.ContainsFunc(events, func(e loopEvent) bool { return e.store })) {
 			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
 		}
-		if !x.degraded && gerr == nil && s.learnFixes(&budget, t, win, x.info, fresh, x.now) {
+		tallies := x.info.Tallies()
+		if !x.degraded && gerr == nil && s.learnFixes(&budget, t, win, x.info, tallies, fresh, x.now) {
 			// The fixes changed: the window shows them.
 			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
 		}
 		if !x.degraded && gerr == nil {
 			x.win = win
-			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, x.info.Tallies(), x.now)
+			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, tallies, x.now)
 		}
 		if gerr != nil {
 			s.storeFailed(ctx, "list_incidents", gerr)
 			x.degraded = true
 		}
 		if !x.degraded && x.loop.Level > guard.LevelNone {
-			if e, ok := guard.LoopEntry(x.loop); ok {
-				entries = append(slices.Clip(entries), e)
-				guardBlock = wire.NewBlock(guard.Block(entries))
-			}
-			stopBlock = wire.NewBlock(guard.StopBlock(x.loop))
+			entries, guardBlock, stopBlock = s.loops.render(convRef{t.Workspace, t.Project, t.Session}, x.loop, entries, guardBlock)
 		}
 	}
 	var recallBlock wire.Block
