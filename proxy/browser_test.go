@@ -35,6 +35,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	}))
 	seedDashboard(t, h)
 
+	// Chromium's helper processes may still write the profile as the
+	// browser exits: remove it best effort, not with t.TempDir's check.
+	profile, err := os.MkdirTemp("", "scarproxy-chromium-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(profile) })
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
@@ -43,7 +50,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -131,7 +138,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/ui/solutions"),
 		chromedp.SendKeys(`input[name=q]`, "fetch a web page and list its links", chromedp.ByQuery),
 		chromedp.Submit(`input[name=q]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`table.solutions`, chromedp.ByQuery))
+		chromedp.WaitVisible(`p.scored`, chromedp.ByQuery)) // the list before it has no such line
 	if got := text(`table.solutions`); !strings.Contains(got, "%") || !strings.Contains(got, "Download a web page") {
 		t.Fatalf("search: %q", got)
 	}

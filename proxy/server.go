@@ -2,7 +2,9 @@
 // request pipeline that rewrites outgoing requests (guard and recall
 // blocks) and observes the provider's answers (incidents, auto-captured
 // solutions), and the memory API under /scar/v1, whose calls are also MCP
-// tools at /mcp (mcp.go).
+// tools at /mcp (mcp.go). The dashboard under /ui/ is package proxy/ui;
+// dashboard.go gives it the store, the guard, the recall index and the
+// memory API's tenancy rules.
 //
 // # Request path
 //
