@@ -23,6 +23,7 @@ type benchEnv struct {
 	scar     *child
 	convs    []conversation
 	children []*child
+	dataFile string // scarproxy's bbolt file (without -postgres)
 }
 
 // base returns the API root of a target.
@@ -95,7 +96,13 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		}
 		data := filepath.Join(dir, "data")
 		fmt.Fprintf(progress, "seeding %d incidents and %d solutions…\n", o.incidents, o.solutions)
-		if err := seedStore(ctx, filepath.Join(data, "scarproxy.db"), o.incidents, o.solutions, time.Now(), progress); err != nil {
+		if o.postgres != "" {
+			err = seedPostgres(ctx, o.postgres, o.incidents, o.solutions, time.Now(), progress)
+		} else {
+			e.dataFile = filepath.Join(data, "scarproxy.db")
+			err = seedStore(ctx, e.dataFile, o.incidents, o.solutions, time.Now(), progress)
+		}
+		if err != nil {
 			return e, err
 		}
 		cfg := filepath.Join(dir, "scarproxy.yaml")
@@ -106,6 +113,9 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 			// and Messages formats refuse the key (and serve only chat), so
 			// a chat run writes the configuration every tree reads alike.
 			yaml += "    apis: [chat, responses, messages]\n"
+		}
+		if o.postgres != "" {
+			yaml += "store:\n  driver: postgres\n  dsn: " + strconv.Quote(o.postgres) + "\n"
 		}
 		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 			return e, err

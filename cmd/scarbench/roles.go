@@ -26,7 +26,13 @@ const (
 	// headerHold makes a streamed answer send its first event, then wait
 	// for POST /bench/release before finishing (the soak's open streams).
 	headerHold = "X-Bench-Hold"
+	// headerStatus asks for an error answer of this status (the storm's
+	// 429s), in the shape of OpenAI's rate-limit error.
+	headerStatus = "X-Bench-Status"
 )
+
+// rateLimited is the body of the fake upstream's error answers.
+var rateLimited = []byte(`{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-bench on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 
 // The fake upstream's chat answers: small fixed bodies, rendered once
 // (the other APIs' are in api.go).
@@ -97,6 +103,18 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 	bodyBufs.Put(buf)
 	if err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	if st := r.Header.Get(headerStatus); st != "" {
+		code, err := strconv.Atoi(st)
+		if err != nil || code < 400 || code > 599 {
+			http.Error(w, "bad "+headerStatus, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(rateLimited)))
+		w.WriteHeader(code)
+		w.Write(rateLimited)
 		return
 	}
 	final := r.Header.Get(headerFinal) != ""
