@@ -68,7 +68,13 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 	}
 	need := func(t string) bool { return o.soak > 0 && t != "direct" || slices.Contains(o.targets, t) }
 
-	e.upstream, err = startChild(ctx, "upstream", self, nil, childEnv(os.Environ(), envRole+"=upstream"),
+	listen := func(i int) string {
+		if o.portBase == 0 {
+			return "127.0.0.1:0"
+		}
+		return "127.0.0.1:" + strconv.Itoa(o.portBase+i)
+	}
+	e.upstream, err = startChild(ctx, "upstream", self, nil, childEnv(os.Environ(), envRole+"=upstream", envListen+"="+listen(0)),
 		filepath.Join(dir, "upstream.log"), roleAddr, 10*time.Second)
 	if err != nil {
 		return e, err
@@ -77,7 +83,7 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 	upstreamBase := "http://" + e.upstream.addr + "/v1"
 
 	if need("bare") {
-		e.bare, err = startChild(ctx, "bare proxy", self, nil, childEnv(os.Environ(), envRole+"=bareproxy", envTarget+"="+"http://"+e.upstream.addr),
+		e.bare, err = startChild(ctx, "bare proxy", self, nil, childEnv(os.Environ(), envRole+"=bareproxy", envTarget+"="+"http://"+e.upstream.addr, envListen+"="+listen(1)),
 			filepath.Join(dir, "bare.log"), roleAddr, 10*time.Second)
 		if err != nil {
 			return e, err
@@ -120,7 +126,7 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 			return e, err
 		}
-		e.scar, err = startChild(ctx, "scarproxy", bin, []string{"serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", data},
+		e.scar, err = startChild(ctx, "scarproxy", bin, []string{"serve", "--config", cfg, "--listen", listen(2), "--data", data},
 			childEnv(os.Environ()), filepath.Join(dir, "scarproxy.log"), scarAddr, time.Minute)
 		if err != nil {
 			return e, err

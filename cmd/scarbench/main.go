@@ -102,6 +102,7 @@ type options struct {
 	api        string
 	storm      bool
 	postgres   string
+	portBase   int
 }
 
 var allTargets = []string{"direct", "bare", "scar"}
@@ -124,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.failEvery, "fail-every", 0, "every Nth request of a client carries a new failed tool result (an incident write); 0 never")
 	fs.IntVar(&o.finalEvery, "final-every", defaultFinalEvery, "every Nth answer is final (finish_reason stop: scarproxy auto-captures a solution); 0 never (every answer a tool call)")
 	fs.BoolVar(&o.storm, "storm", false, "every answer is a 429 (a rate-limit storm: every request an incident); reports incidents stored per second and checks at the end that every 429 scarproxy answered is in its store")
+	fs.IntVar(&o.portBase, "port-base", 0, "listen on fixed loopback ports: the upstream on this one, the bare proxy on the next, scarproxy on the one after (0: any free ports)")
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI) or messages (/v1/messages, as Claude Code)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
@@ -146,6 +148,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-soak: must be 0..10000"}
 	case o.incidents < 0 || o.solutions < 0:
 		return o, usageError{"-incidents and -solutions must not be negative"}
+	case o.portBase < 0 || o.portBase > 65533:
+		return o, usageError{"-port-base: must be 0..65533"}
 	case o.failEvery < 0 || o.finalEvery < 0:
 		return o, usageError{"-fail-every and -final-every must not be negative"}
 	case apiByName(o.api) == nil:

@@ -245,7 +245,11 @@ func serveRole(ctx context.Context, role string, getenv func(string) string, std
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := getenv(envListen)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s: listen: %w", role, err)
 	}
