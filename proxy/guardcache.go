@@ -50,6 +50,7 @@ type guardWindow struct {
 	pending []*pendingWrite // held in incidents, not yet in the store at version
 	span    time.Duration   // the guard's window
 	limit   int             // the incidents a read returns at most (GuardReadLimit)
+	own     *ownCache       // shared by the windows that followed one read
 
 	mu    sync.Mutex
 	convs map[string]guardResult // per conversation, derived lazily
@@ -191,7 +192,7 @@ func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWri
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
-		span: w.span, limit: w.limit}
+		span: w.span, limit: w.limit, own: w.own}
 	if same {
 		w.mu.Lock()
 		n.convs = w.convs
@@ -219,6 +220,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	if i < len(add) || j < len(w.incidents) {
 		n.full = true
 	}
+	w.own.add(add)
 	n.incidents = merged
 	for _, in := range add {
 		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
@@ -234,7 +236,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 // without returns a new window: w without p's incident.
 func (w *guardWindow) without(p *pendingWrite) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
-		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit,
+		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit, own: w.own,
 		pending: slices.DeleteFunc(slices.Clone(w.pending), func(q *pendingWrite) bool { return q == p })}
 	n.incidents = make([]store.Incident, 0, len(w.incidents))
 	for _, in := range w.incidents {
@@ -271,7 +273,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	}
 	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs,
 		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
-		span: window, limit: s.opts.GuardReadLimit}
+		span: window, limit: s.opts.GuardReadLimit, own: &ownCache{}}
 	for _, in := range incs {
 		if in.Time.After(w.newest) {
 			w.newest = in.Time
@@ -304,6 +306,100 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	return w, nil
 }
 
+// ownCache keeps, per conversation, its own incidents that are not
+// provider failures, read when its tenant's window is full (see
+// guardFor), for the windows that followed one read of the store. A step
+// adds the new tool failures of the conversations it holds; a new read of
+// the window starts a new cache. Provider failures, which guardFor takes
+// from the window, are not kept: a storm of them changes nothing here.
+type ownCache struct {
+	mu   sync.Mutex
+	m    map[string][]store.Incident // newest first
+	held int
+	adds int64 // moves with every add: a read that began before one is not kept
+}
+
+// maxOwnHeld bounds the incidents an ownCache holds in all.
+const maxOwnHeld = 1 << 16
+
+func (o *ownCache) get(conversation string) ([]store.Incident, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	incs, ok := o.m[conversation]
+	return incs, ok
+}
+
+func (o *ownCache) gen() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.adds
+}
+
+// put keeps what a read that began at gen returned, unless an add came
+// since.
+func (o *ownCache) put(conversation string, incs []store.Incident, gen int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.adds != gen {
+		return
+	}
+	if o.m == nil || o.held+len(incs) > maxOwnHeld {
+		o.m, o.held = make(map[string][]store.Incident), 0
+	}
+	o.m[conversation] = incs
+	o.held += len(incs)
+}
+
+// add puts the incidents of add that are not provider failures in front of
+// their conversation's (newest first, in add's order: add is sorted).
+func (o *ownCache) add(add []store.Incident) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(add) - 1; i >= 0; i-- {
+		in := add[i]
+		if in.Session == "" || guard.ProviderFailure(in.Type) {
+			continue
+		}
+		o.adds++
+		if old, ok := o.m[in.Session]; ok {
+			k := 0
+			for k < len(old) && old[k].Time.After(in.Time) {
+				k++
+			}
+			o.m[in.Session] = slices.Insert(slices.Clip(old), k, in)
+			o.held++
+		}
+	}
+}
+
+// ownIncidents returns a conversation's incidents that are not provider
+// failures, from the window's cache or read within budget: what guardFor
+// adds to a full window.
+func (s *Server) ownIncidents(budget *storeBudget, w *guardWindow, conversation string, now time.Time) ([]store.Incident, error) {
+	var gen int64
+	if w.own != nil {
+		if incs, ok := w.own.get(conversation); ok {
+			return incs, nil
+		}
+		gen = w.own.gen()
+	}
+	read, err := s.store.ListIncidents(budget.context(), store.IncidentQuery{
+		Workspace: w.workspace, Project: w.project, Session: conversation,
+		Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	own := slices.DeleteFunc(read, func(in store.Incident) bool { return guard.ProviderFailure(in.Type) })
+	if w.own != nil {
+		w.own.put(conversation, own, gen)
+	}
+	return own, nil
+}
+
 // validUntil is when the oldest of incs leaves the window; newer ones
 // only arrive with a new version. An incident dated in the future
 // (another replica's clock) would enter later: then now, not cached.
@@ -325,7 +421,7 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 func (w *guardWindow) private() *guardWindow {
 	return &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: w.pending,
-		span: w.span, limit: w.limit}
+		span: w.span, limit: w.limit, own: w.own}
 }
 
 // guardFor returns the guard of a conversation ("" for requests that
@@ -349,10 +445,7 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 		}
 	}
 	if w.full && conversation != "" {
-		own, err := s.store.ListIncidents(budget.context(), store.IncidentQuery{
-			Workspace: w.workspace, Project: w.project, Session: conversation,
-			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
-		})
+		own, err := s.ownIncidents(budget, w, conversation, now)
 		if err != nil {
 			return nil, wire.Block{}, err
 		}

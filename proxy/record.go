@@ -85,15 +85,12 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 			if t.Session != "" {
 				dedupe = t.Session + "|" + tr.Key
 			}
-			added, err := s.writeIncident(budget.context(), inc, dedupe, false)
+			_, err := s.writeIncident(budget.context(), inc, dedupe, false)
 			if err != nil {
 				s.storeFailed(budget.parent, "add_incident", err)
 				return n, false
 			}
 			n++
-			if added {
-				s.countIncident(inc)
-			}
 		}
 		s.seen.add(seenKey, failed)
 	}
@@ -131,7 +128,6 @@ func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ stri
 		s.storeFailed(ctx, "add_incident", err)
 		return false
 	}
-	s.countIncident(inc)
 	s.log.Info("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
 	return true
