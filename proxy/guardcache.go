@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -73,19 +74,72 @@ type guardCache struct {
 	// pending holds the provider failures of each tenant whose write has
 	// not ended yet; never evicted (the writer's queue bounds it).
 	pending map[tenantKey][]*pendingWrite
+	// steps holds the last version steps of each tenant's writes and what
+	// they stored, so that a window read while they committed catches up.
+	steps map[tenantKey][]loggedStep
+	// writing counts, per tenant, the batches of this replica being
+	// committed: the store's version may have moved before their steps
+	// reach the window.
+	writing map[tenantKey]int
 }
+
+// loggedStep is one version step of this replica's writes and the
+// incidents it stored in its tenant.
+type loggedStep struct {
+	from, to int64
+	stored   []store.Incident
+}
+
+// maxLoggedSteps is how many steps of a tenant the cache remembers.
+const maxLoggedSteps = 64
 
 type tenantKey struct{ workspace, project string }
 
 func newGuardCache(maxIncidents int) *guardCache {
 	return &guardCache{max: maxIncidents, maxConvs: 1 << 12,
-		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite)}
+		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite),
+		steps: make(map[tenantKey][]loggedStep), writing: make(map[tenantKey]int)}
 }
 
 func (c *guardCache) get(k tenantKey) *guardWindow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[k]
+}
+
+// current returns the tenant's window if it is the one at version or a
+// later one (versions only grow: the version was read before the window
+// followed a step), or if a batch of this replica is being committed for
+// the tenant (its step brings the window to the store's version as soon
+// as the commit returns; reading the store meanwhile would only race it).
+func (c *guardCache) current(k tenantKey, version int64) *guardWindow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.m[k]
+	if w == nil || (w.version < version && c.writing[k] == 0) {
+		return nil
+	}
+	return w
+}
+
+// writingBatch notes that batch is being committed.
+func (c *guardCache) writingBatch(batch []*pendingWrite) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range batchTenants(batch) {
+		c.writing[k]++
+	}
+}
+
+func batchTenants(batch []*pendingWrite) []tenantKey {
+	var ks []tenantKey
+	for _, p := range batch {
+		k := tenantKey{p.inc.Workspace, p.inc.Project}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 func (c *guardCache) put(k tenantKey, w *guardWindow) {
@@ -147,8 +201,24 @@ func (c *guardCache) unpendLocked(k tenantKey, p *pendingWrite) {
 func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWrite, steps []store.VersionStep) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, k := range batchTenants(batch) {
+		if c.writing[k]--; c.writing[k] <= 0 {
+			delete(c.writing, k)
+		}
+	}
 	for _, st := range steps {
 		k := tenantKey{st.Workspace, st.Project}
+		var stored []store.Incident
+		for i := range batch {
+			if in := writes[i].Incident; writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project {
+				stored = append(stored, *in)
+			}
+		}
+		log := append(c.steps[k], loggedStep{from: st.From, to: st.To, stored: stored})
+		if len(log) > maxLoggedSteps {
+			log = slices.Delete(log, 0, len(log)-maxLoggedSteps)
+		}
+		c.steps[k] = log
 		w := c.m[k]
 		if w == nil || w.version != st.From {
 			continue
@@ -195,7 +265,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		span: w.span, limit: w.limit, own: w.own}
 	if same {
 		w.mu.Lock()
-		n.convs = w.convs
+		n.convs = maps.Clone(w.convs)
 		w.mu.Unlock()
 		return n
 	}
@@ -255,7 +325,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 		return nil, err
 	}
 	k := tenantKey{workspace, project}
-	if w := s.guardCache.get(k); w != nil && w.version == version && now.Before(w.validUntil) {
+	if w := s.guardCache.current(k, version); w != nil && now.Before(w.validUntil) {
 		if now.Before(w.newest) {
 			// An incident newer than this request (recorded while its
 			// body arrived) is not in its guard; what it derives is its
@@ -282,6 +352,31 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	c := s.guardCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Steps of this replica's writes that committed from the version read
+	// on (while the read went on): the window catches up with them.
+	for caught := true; caught; {
+		caught = false
+		for _, st := range c.steps[k] {
+			if st.from != w.version {
+				continue
+			}
+			have := make(map[string]bool, len(w.incidents))
+			for _, in := range w.incidents {
+				have[in.ID] = true
+			}
+			add := slices.DeleteFunc(slices.Clone(st.stored), func(in store.Incident) bool { return have[in.ID] })
+			w = w.with(add, st.to, nil, len(add) == 0)
+			caught = true
+			break
+		}
+	}
+	if old := c.m[k]; old != nil && old.version > w.version {
+		// A window that followed newer writes stays (versions only grow).
+		if now.Before(w.newest) {
+			return w.private(), nil
+		}
+		return w, nil
+	}
 	if ps := c.pending[k]; len(ps) > 0 {
 		// The tenant's pending failures not in the read (their commit
 		// may have come first).
@@ -297,7 +392,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 				shown = append(shown, p)
 			}
 		}
-		w = w.with(add, version, shown, false)
+		w = w.with(add, w.version, shown, false)
 	}
 	c.putLocked(k, w)
 	if now.Before(w.newest) {
@@ -401,14 +496,13 @@ func (s *Server) ownIncidents(budget *storeBudget, w *guardWindow, conversation 
 }
 
 // validUntil is when the oldest of incs leaves the window; newer ones
-// only arrive with a new version. An incident dated in the future
-// (another replica's clock) would enter later: then now, not cached.
+// only arrive with a new version. An incident newer than now (recorded
+// while the read went on, or dated by another replica's clock) is kept:
+// a request older than the window's newest incident derives its guard on
+// its own (see guardWindow), so it never enters a guard too early.
 func validUntil(incs []store.Incident, now time.Time, window time.Duration) time.Time {
 	until := now.Add(window)
 	for _, in := range incs {
-		if in.Time.After(now) {
-			return now
-		}
 		if u := in.Time.Add(window); u.Before(until) {
 			until = u
 		}

@@ -206,6 +206,7 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 		inc := p.inc
 		writes[i] = store.IncidentWrite{Incident: &inc, DedupeKey: p.dedupe}
 	}
+	s.guardCache.writingBatch(batch)
 	steps, err := s.store.AddIncidents(ctx, writes)
 	w.healthMu.Lock()
 	w.started, w.failed = time.Time{}, err != nil
