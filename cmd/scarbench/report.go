@@ -173,7 +173,18 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 		if err != nil {
 			return err
 		}
+		var rates []float64
+		for _, runs := range rep.Rounds {
+			for _, r := range runs {
+				if r.Target == "scar" {
+					rates = append(rates, r.RPS)
+				}
+			}
+		}
+		c.IncidentsPerSecond = spreadOf(rates)
 		rep.Storm = c
+		fmt.Fprintf(w, "\nincidents stored per second by scarproxy (one per answer): %.0f / %.0f / %.0f (min / median / max over rounds)",
+			c.IncidentsPerSecond.Min, c.IncidentsPerSecond.Median, c.IncidentsPerSecond.Max)
 		fmt.Fprintf(w, "\ncount check: scarproxy answered %d 429s (%d said X-Scar-Degraded: store); after a graceful shutdown its store holds %d of them; missing %d\n",
 			c.Answered, c.Degraded, c.Stored, c.Missing)
 		if c.Missing > c.Degraded {
@@ -189,6 +200,9 @@ type stormCheck struct {
 	Degraded int `json:"answered_degraded"` // of them, with X-Scar-Degraded: store
 	Stored   int `json:"stored"`            // of them, in the store after shutdown
 	Missing  int `json:"missing"`           // answered but not stored
+	// IncidentsPerSecond is scarproxy's throughput in the measured runs:
+	// every answer is an incident.
+	IncidentsPerSecond spread `json:"incidents_per_second"`
 }
 
 // countCheck stops scarproxy gracefully and counts, session by session,
