@@ -169,7 +169,7 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 				seq := wl.seqs[c]
 				body = conv.requestBody(body[:0], c, seq, wl.failEvery > 0 && seq%wl.failEvery == 0)
 				if wl.finalEvery > 0 && seq%wl.finalEvery == 0 {
-					hdr.Set(headerFinal, "1")
+					hdr.Set(headerFinal, strconv.Itoa(seq))
 				} else {
 					hdr.Del(headerFinal)
 				}

@@ -818,3 +818,22 @@ func freshPostgres(t *testing.T, dsn string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+func TestNumberedFinalAnswers(t *testing.T) {
+	for _, tc := range []struct{ in, turn, want string }{
+		{`{"text":"It works. Tests pass."}`, "7", `{"text":"It works. Tests pass (turn 7)."}`},
+		{`{"text":"It works. Tests pass."}`, "1", `{"text":"It works. Tests pass (turn 1)."}`},
+		{`{"text":"It works. Tests pass."}`, "x", `{"text":"It works. Tests pass."}`},
+		{`{"text":"no mark"}`, "3", `{"text":"no mark"}`},
+	} {
+		if got := string(numbered([]byte(tc.in), finalMark, tc.turn)); got != tc.want {
+			t.Errorf("numbered(%s, %s) = %s, want %s", tc.in, tc.turn, got, tc.want)
+		}
+	}
+	// Every API's final answer, JSON and streamed, carries the mark.
+	for _, a := range []*answers{&chatAnswers, &responsesAnswers, &messagesAnswers} {
+		if !bytes.Contains(a.jsonFinal, finalMark) || !bytes.Contains(bytes.Join(a.eventsFinal, nil), streamMark) {
+			t.Errorf("a final answer lacks its mark")
+		}
+	}
+}

@@ -21,7 +21,10 @@ import (
 // (both proxies forward unknown headers untouched).
 const (
 	// headerFinal asks for a final answer (finish_reason "stop") instead of
-	// a tool call, which makes scarproxy auto-capture a solution.
+	// a tool call, which makes scarproxy auto-capture a solution. Its
+	// value, the request's number in its conversation, goes into the
+	// answer's text: every final answer of a conversation says something
+	// new, as a chat agent's do, so each one is a capture to store.
 	headerFinal = "X-Bench-Final"
 	// headerHold makes a streamed answer send its first event, then wait
 	// for POST /bench/release before finishing (the soak's open streams).
@@ -117,11 +120,12 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 		w.Write(rateLimited)
 		return
 	}
-	final := r.Header.Get(headerFinal) != ""
+	turn := r.Header.Get(headerFinal)
+	final := turn != ""
 	if !stream {
 		body := a.json
 		if final {
-			body = a.jsonFinal
+			body = numbered(a.jsonFinal, finalMark, turn)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -140,7 +144,10 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 	}
 	events := a.events
 	if final {
-		events = a.eventsFinal
+		events = make([][]byte, len(a.eventsFinal))
+		for i, ev := range a.eventsFinal {
+			events[i] = numbered(ev, streamMark, turn)
+		}
 	}
 	f := w.(http.Flusher)
 	for i, ev := range events {
@@ -156,6 +163,22 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 			}
 		}
 	}
+}
+
+// The words of a final answer that take the turn's number.
+var (
+	finalMark  = []byte("Tests pass.")
+	streamMark = []byte("the fix.")
+)
+
+// numbered returns b with mark ending in " (turn N)." when turn is a
+// number, else b.
+func numbered(b, mark []byte, turn string) []byte {
+	if _, err := strconv.Atoi(turn); err != nil || !bytes.Contains(b, mark) {
+		return b
+	}
+	with := append(append(append(bytes.Clone(mark[:len(mark)-1]), " (turn "...), turn...), ")."...)
+	return bytes.Replace(b, mark, with, 1)
 }
 
 func (u *fakeUpstream) wait() <-chan struct{} {
