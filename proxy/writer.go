@@ -342,8 +342,9 @@ func (q *captureQueue) close(ctx context.Context) error {
 	}
 }
 
-// loop stores the queued solutions one by one, then brings the recall
-// index up to date once for all it stored.
+// loop stores the queued solutions one by one, the last capture of a
+// conversation only, then brings the recall index up to date once for
+// all it stored.
 func (q *captureQueue) loop() {
 	defer close(q.done)
 	s := q.s
@@ -362,8 +363,15 @@ func (q *captureQueue) loop() {
 				break drain
 			}
 		}
+		last := make(map[[2]string]int, len(batch))
+		for i := range batch {
+			last[[2]string{batch[i].sol.Workspace, batch[i].sol.Key}] = i
+		}
 		n := 0
-		for _, c := range batch {
+		for i, c := range batch {
+			if last[[2]string{c.sol.Workspace, c.sol.Key}] != i {
+				continue // a later capture of the conversation says more
+			}
 			n += q.put(c)
 		}
 		if n > 0 {

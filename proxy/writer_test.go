@@ -312,3 +312,52 @@ func TestConcurrentFailuresAreAllStored(t *testing.T) {
 		t.Fatalf("%d incidents stored of %d failures (%d answers degraded)", got, n, degraded.Load())
 	}
 }
+
+// countingPuts counts solution writes.
+type countingPuts struct {
+	*stuckStore
+	puts atomic.Int64
+}
+
+func (s *countingPuts) PutSolution(ctx context.Context, sol *store.Solution) error {
+	s.puts.Add(1)
+	return s.stuckStore.PutSolution(ctx, sol)
+}
+
+// TestCapturesOfOneConversationCoalesce: captures of a conversation that
+// queued while the store was busy are stored once, the last one.
+func TestCapturesOfOneConversationCoalesce(t *testing.T) {
+	var turn atomic.Int64
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Done, answer %d."},"finish_reason":"stop"}]}`, turn.Add(1))
+	})
+	st := newStuckStore(t, "PutSolution")
+	cs := &countingPuts{stuckStore: st}
+	h := newHarnessOn(t, cs, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
+	st.stick(t)
+	send := func(goal string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(t, goal, false, 0)))
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+	}
+	send("Rotate the signing keys of the billing service")
+	<-st.blocked // the first capture is being stored
+	for range 5 {
+		send("Migrate the invoices table to the new schema")
+	}
+	st.unstick()
+	if err := h.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := cs.puts.Load(); n != 2 {
+		t.Fatalf("%d solution writes, want 2 (the first conversation, then the last capture of the second)", n)
+	}
+	sols, _ := st.Store.ListSolutions(context.Background(), "default")
+	if len(sols) != 2 || !strings.Contains(sols[0].Approach+sols[1].Approach, "answer 6") {
+		t.Fatalf("stored %+v", sols)
+	}
+}
