@@ -45,6 +45,10 @@ import (
 // each is counted in scarproxy_store_errors_total{op="write_incidents"} and
 // logged.
 
+// captureSyncEvery is how often, at most, the recall index follows the
+// captures while more keep coming.
+const captureSyncEvery = 100 * time.Millisecond
+
 // Queue sizes.
 const (
 	incidentQueueSize  = 4096
@@ -343,12 +347,13 @@ func (q *captureQueue) close(ctx context.Context) error {
 }
 
 // loop stores the queued solutions one by one, the last capture of a
-// conversation only, then brings the recall index up to date once for
-// all it stored.
+// conversation only, then brings the recall index up to date for all it
+// stored (see captureSyncEvery).
 func (q *captureQueue) loop() {
 	defer close(q.done)
 	s := q.s
 	var batch []solutionCapture
+	unsynced, lastSync := 0, time.Now()
 	for c := range q.queue {
 		batch = append(batch[:0], c)
 	drain:
@@ -374,12 +379,18 @@ func (q *captureQueue) loop() {
 			}
 			n += q.put(c)
 		}
-		if n > 0 {
+		unsynced += n
+		// Every sync moves the recall index's version, and with it every
+		// conversation's cached recall: under a stream of captures the
+		// index follows them every captureSyncEvery (and Run's poll), and
+		// at once when the queue is empty.
+		if unsynced > 0 && (len(q.queue) == 0 || time.Since(lastSync) >= captureSyncEvery) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 			if err := s.syncIndex(ctx); err != nil {
 				s.log.Warn("recall index sync after capture failed", "err", err)
 			}
 			cancel()
+			unsynced, lastSync = 0, time.Now()
 		}
 		clear(batch)
 		q.counted(-len(batch))

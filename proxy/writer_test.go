@@ -188,6 +188,9 @@ func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
 				if rnd.IntN(3) > 0 && step < 39 {
 					continue // several writes between two reads of the guard
 				}
+				// What this replica shows before its commits, a full read
+				// finds once they are done.
+				inc.writer.wait()
 				full := newHarnessOn(t, bolt, "http://127.0.0.1:1", withOptions(func(o *Options) { o.Now, o.GuardReadLimit = clock, limit })).srv
 				for _, conv := range convs {
 					got, gotBlock, err := inc.guardEntries(ctx, "w", "p", conv, now)
