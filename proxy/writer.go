@@ -399,11 +399,13 @@ func (q *captureQueue) loop() {
 
 func (q *captureQueue) put(c solutionCapture) int {
 	s := q.s
+	key := c.sol // what the memo knows it by, before redaction
+	redactSolution(&c.sol)
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 	defer cancel()
 	if err := s.store.PutSolution(ctx, &c.sol); err != nil {
 		s.storeFailed(context.Background(), "put_solution", err)
-		s.captured.forget(&c.sol)
+		s.captured.forget(&key)
 		return 0
 	}
 	return 1
