@@ -54,6 +54,7 @@ type guardWindow struct {
 	pending []*pendingWrite // held in incidents, not yet in the store at version
 	span    time.Duration   // the guard's window
 	limit   int             // the incidents a read returns at most (GuardReadLimit)
+	own     *ownCache       // shared by the windows that followed one read
 
 	mu    sync.Mutex
 	convs map[string]guardResult // per conversation (and retirement), derived lazily
@@ -95,19 +96,72 @@ type guardCache struct {
 	// pending holds the provider failures of each tenant whose write has
 	// not ended yet; never evicted (the writer's queue bounds it).
 	pending map[tenantKey][]*pendingWrite
+	// steps holds the last version steps of each tenant's writes and what
+	// they stored, so that a window read while they committed catches up.
+	steps map[tenantKey][]loggedStep
+	// writing counts, per tenant, the batches of this replica being
+	// committed: the store's version may have moved before their steps
+	// reach the window.
+	writing map[tenantKey]int
 }
+
+// loggedStep is one version step of this replica's writes and the
+// incidents it stored in its tenant.
+type loggedStep struct {
+	from, to int64
+	stored   []store.Incident
+}
+
+// maxLoggedSteps is how many steps of a tenant the cache remembers.
+const maxLoggedSteps = 64
 
 type tenantKey struct{ workspace, project string }
 
 func newGuardCache(maxIncidents int) *guardCache {
 	return &guardCache{max: maxIncidents, maxConvs: 1 << 12,
-		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite)}
+		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite),
+		steps: make(map[tenantKey][]loggedStep), writing: make(map[tenantKey]int)}
 }
 
 func (c *guardCache) get(k tenantKey) *guardWindow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[k]
+}
+
+// current returns the tenant's window if it is the one at version or a
+// later one (versions only grow: the version was read before the window
+// followed a step), or if a batch of this replica is being committed for
+// the tenant (its step brings the window to the store's version as soon
+// as the commit returns; reading the store meanwhile would only race it).
+func (c *guardCache) current(k tenantKey, version int64) *guardWindow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.m[k]
+	if w == nil || (w.version < version && c.writing[k] == 0) {
+		return nil
+	}
+	return w
+}
+
+// writingBatch notes that batch is being committed.
+func (c *guardCache) writingBatch(batch []*pendingWrite) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range batchTenants(batch) {
+		c.writing[k]++
+	}
+}
+
+func batchTenants(batch []*pendingWrite) []tenantKey {
+	var ks []tenantKey
+	for _, p := range batch {
+		k := tenantKey{p.inc.Workspace, p.inc.Project}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 func (c *guardCache) put(k tenantKey, w *guardWindow) {
@@ -173,8 +227,24 @@ func (c *guardCache) unpendLocked(k tenantKey, p *pendingWrite) {
 func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWrite, steps []store.VersionStep) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, k := range batchTenants(batch) {
+		if c.writing[k]--; c.writing[k] <= 0 {
+			delete(c.writing, k)
+		}
+	}
 	for _, st := range steps {
 		k := tenantKey{st.Workspace, st.Project}
+		var stored []store.Incident
+		for i := range batch {
+			if in := writes[i].Incident; writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project {
+				stored = append(stored, *in)
+			}
+		}
+		log := append(c.steps[k], loggedStep{from: st.From, to: st.To, stored: stored})
+		if len(log) > maxLoggedSteps {
+			log = slices.Delete(log, 0, len(log)-maxLoggedSteps)
+		}
+		c.steps[k] = log
 		w := c.m[k]
 		if w == nil || w.version != st.From {
 			continue
@@ -218,10 +288,10 @@ func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWri
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
-		span: w.span, limit: w.limit, fixes: w.fixes}
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own}
 	if same {
 		w.mu.Lock()
-		n.convs = w.convs
+		n.convs = maps.Clone(w.convs)
 		w.mu.Unlock()
 		return n
 	}
@@ -246,6 +316,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	if i < len(add) || j < len(w.incidents) {
 		n.full = true
 	}
+	w.own.add(add)
 	n.incidents = merged
 	for _, in := range add {
 		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
@@ -261,7 +332,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 // without returns a new window: w without p's incident.
 func (w *guardWindow) without(p *pendingWrite) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
-		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit, fixes: w.fixes,
+		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own,
 		pending: slices.DeleteFunc(slices.Clone(w.pending), func(q *pendingWrite) bool { return q == p })}
 	n.incidents = make([]store.Incident, 0, len(w.incidents))
 	for _, in := range w.incidents {
@@ -280,7 +351,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 		return nil, err
 	}
 	k := tenantKey{workspace, project}
-	if w := s.guardCache.get(k); w != nil && w.version == version && now.Before(w.validUntil) {
+	if w := s.guardCache.current(k, version); w != nil && now.Before(w.validUntil) {
 		if now.Before(w.newest) {
 			// An incident newer than this request (recorded while its
 			// body arrived) is not in its guard; what it derives is its
@@ -302,7 +373,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	}
 	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes,
 		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
-		span: window, limit: s.opts.GuardReadLimit}
+		span: window, limit: s.opts.GuardReadLimit, own: &ownCache{}}
 	for _, in := range incs {
 		if in.Time.After(w.newest) {
 			w.newest = in.Time
@@ -311,6 +382,31 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	c := s.guardCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Steps of this replica's writes that committed from the version read
+	// on (while the read went on): the window catches up with them.
+	for caught := true; caught; {
+		caught = false
+		for _, st := range c.steps[k] {
+			if st.from != w.version {
+				continue
+			}
+			have := make(map[string]bool, len(w.incidents))
+			for _, in := range w.incidents {
+				have[in.ID] = true
+			}
+			add := slices.DeleteFunc(slices.Clone(st.stored), func(in store.Incident) bool { return have[in.ID] })
+			w = w.with(add, st.to, nil, len(add) == 0)
+			caught = true
+			break
+		}
+	}
+	if old := c.m[k]; old != nil && old.version > w.version {
+		// A window that followed newer writes stays (versions only grow).
+		if now.Before(w.newest) {
+			return w.private(), nil
+		}
+		return w, nil
+	}
 	if ps := c.pending[k]; len(ps) > 0 {
 		// The tenant's pending failures not in the read (their commit
 		// may have come first).
@@ -326,7 +422,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 				shown = append(shown, p)
 			}
 		}
-		w = w.with(add, version, shown, false)
+		w = w.with(add, w.version, shown, false)
 	}
 	c.putLocked(k, w)
 	if now.Before(w.newest) {
@@ -335,15 +431,108 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	return w, nil
 }
 
+// ownCache keeps, per conversation, its own incidents that are not
+// provider failures, read when its tenant's window is full (see
+// guardFor), for the windows that followed one read of the store. A step
+// adds the new tool failures of the conversations it holds; a new read of
+// the window starts a new cache. Provider failures, which guardFor takes
+// from the window, are not kept: a storm of them changes nothing here.
+type ownCache struct {
+	mu   sync.Mutex
+	m    map[string][]store.Incident // newest first
+	held int
+	adds int64 // moves with every add: a read that began before one is not kept
+}
+
+// maxOwnHeld bounds the incidents an ownCache holds in all.
+const maxOwnHeld = 1 << 16
+
+func (o *ownCache) get(conversation string) ([]store.Incident, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	incs, ok := o.m[conversation]
+	return incs, ok
+}
+
+func (o *ownCache) gen() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.adds
+}
+
+// put keeps what a read that began at gen returned, unless an add came
+// since.
+func (o *ownCache) put(conversation string, incs []store.Incident, gen int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.adds != gen {
+		return
+	}
+	if o.m == nil || o.held+len(incs) > maxOwnHeld {
+		o.m, o.held = make(map[string][]store.Incident), 0
+	}
+	o.m[conversation] = incs
+	o.held += len(incs)
+}
+
+// add puts the incidents of add that are not provider failures in front of
+// their conversation's (newest first, in add's order: add is sorted).
+func (o *ownCache) add(add []store.Incident) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(add) - 1; i >= 0; i-- {
+		in := add[i]
+		if in.Session == "" || guard.ProviderFailure(in.Type) {
+			continue
+		}
+		o.adds++
+		if old, ok := o.m[in.Session]; ok {
+			k := 0
+			for k < len(old) && old[k].Time.After(in.Time) {
+				k++
+			}
+			o.m[in.Session] = slices.Insert(slices.Clip(old), k, in)
+			o.held++
+		}
+	}
+}
+
+// ownIncidents returns a conversation's incidents that are not provider
+// failures, from the window's cache or read within budget: what guardFor
+// adds to a full window.
+func (s *Server) ownIncidents(budget *storeBudget, w *guardWindow, conversation string, now time.Time) ([]store.Incident, error) {
+	var gen int64
+	if w.own != nil {
+		if incs, ok := w.own.get(conversation); ok {
+			return incs, nil
+		}
+		gen = w.own.gen()
+	}
+	read, err := s.store.ListIncidents(budget.context(), store.IncidentQuery{
+		Workspace: w.workspace, Project: w.project, Session: conversation,
+		Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	own := slices.DeleteFunc(read, func(in store.Incident) bool { return guard.ProviderFailure(in.Type) })
+	if w.own != nil {
+		w.own.put(conversation, own, gen)
+	}
+	return own, nil
+}
+
 // validUntil is when the oldest of incs leaves the window; newer ones
-// only arrive with a new version. An incident dated in the future
-// (another replica's clock) would enter later: then now, not cached.
+// only arrive with a new version. An incident newer than now (recorded
+// while the read went on, or dated by another replica's clock) is kept:
+// a request older than the window's newest incident derives its guard on
+// its own (see guardWindow), so it never enters a guard too early.
 func validUntil(incs []store.Incident, now time.Time, window time.Duration) time.Time {
 	until := now.Add(window)
 	for _, in := range incs {
-		if in.Time.After(now) {
-			return now
-		}
 		if u := in.Time.Add(window); u.Before(until) {
 			until = u
 		}
@@ -356,7 +545,7 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 func (w *guardWindow) private() *guardWindow {
 	return &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: w.pending,
-		span: w.span, limit: w.limit, fixes: w.fixes}
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own}
 }
 
 // guardFor returns the guard of a conversation ("" for requests that
@@ -411,10 +600,7 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 		}
 	}
 	if w.full && conversation != "" {
-		own, err := s.store.ListIncidents(budget.context(), store.IncidentQuery{
-			Workspace: w.workspace, Project: w.project, Session: conversation,
-			Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
-		})
+		own, err := s.ownIncidents(budget, w, conversation, now)
 		if err != nil {
 			return nil, wire.Block{}, err
 		}

@@ -150,12 +150,13 @@ func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harn
 	// server's close, before the store's.
 	t.Cleanup(func() { srv.Close() })
 	// Tests wait for the handler to return (the proxy records what it saw
-	// after the client got the last byte) and for the captures it queued
-	// to be stored, never for a duration.
+	// after the client got the last byte) and for the incidents and
+	// captures it queued to be stored, never for a duration.
 	h.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.inflight.Add(1)
 		defer h.inflight.Done()
 		srv.Handler().ServeHTTP(w, r)
+		srv.writer.wait()
 		srv.captures.wait()
 	}))
 	t.Cleanup(h.http.Close)

@@ -85,15 +85,12 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 			if t.Session != "" {
 				dedupe = t.Session + "|" + tr.Key
 			}
-			added, err := s.writeIncident(budget.context(), inc, dedupe, false)
+			_, err := s.writeIncident(budget.context(), inc, dedupe, false)
 			if err != nil {
 				s.storeFailed(budget.parent, "add_incident", err)
 				return n, false
 			}
 			n++
-			if added {
-				s.countIncident(inc)
-			}
 		}
 		s.seen.add(seenKey, failed)
 	}
@@ -131,7 +128,6 @@ func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ stri
 		s.storeFailed(ctx, "add_incident", err)
 		return false
 	}
-	s.countIncident(inc)
 	s.log.Info("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
 	return true
@@ -154,7 +150,7 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 }
 
 // capture stores the solution of a conversation that finished well, in
-// the background (the capture queue, writer.go).
+// the background (the capture queue, writer.go, redacts and writes it).
 // A conversation is captured only when it ended well: a final answer,
 // and the latest result of every tool it called succeeded (a run that
 // gave up after a failure is no solution). Secrets in what is stored are
@@ -174,7 +170,10 @@ func (s *Server) capture(t Tenant, info *wire.Info, answer string) {
 		Workspace: t.Workspace, Project: t.Project, Key: info.Key, Goal: info.Goal,
 		Tools: info.Tools, Recovered: recovered, FinalAnswer: answer,
 	}, s.opts.Now())
-	redactSolution(&sol)
+	// Redacting costs more than all the rest (regular expressions over
+	// the goal and the answer): the capture queue does it, for the
+	// captures it stores. The memo compares what the conversation said,
+	// which redaction maps to the same stored text every time.
 	if !s.captured.changed(&sol) {
 		return
 	}

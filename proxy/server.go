@@ -26,6 +26,16 @@
 // When the store fails the request is still forwarded, unchanged, with the
 // header X-Scar-Degraded: store.
 //
+// # Write path
+//
+// Incidents are stored by one writer that commits each batch of what
+// queued in one transaction; a provider's failure is in this replica's
+// guard from the moment it is observed (the pending set), and the guard's
+// window follows this replica's writes without reading the store again.
+// Captured solutions are stored in the background through a bounded
+// queue. [Server.Shutdown] stores what both queues hold. See writer.go
+// and guardcache.go.
+//
 // # Imports
 //
 // Only this package and cmd import Echo. It must not import bbolt or pgx.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -14,12 +15,20 @@ import (
 // Incidents go through one writer goroutine that drains a queue and stores
 // what it found there in one transaction (store.AddIncidents): concurrent
 // failures share a commit instead of queueing on the store's writer lock.
-// A request that records an incident still waits for its commit, at most
-// StoreTimeout: the answer of a failure that is out without
-// X-Scar-Degraded: store is in the store. A provider's failure is also
-// shown at once to the guard of every request through this replica (the
-// pending set, guardcache.go) until its write commits or fails, so
-// concurrent requests and a retry after a slow commit are guarded by it.
+//
+// A provider's failure is shown at once to the guard of every request
+// through this replica (the pending set, guardcache.go) until its write
+// commits or fails, so its answer need not wait for the write: while the
+// store commits (the last batch committed within the last second, and the
+// batch being written, if any, began less than StoreTimeout/4 ago), the
+// answer goes out as soon as the failure is queued. Otherwise (the first
+// write, a store that failed or lags) the answer waits for the commit, at
+// most StoreTimeout, and says X-Scar-Degraded: store when it did not
+// come: a failure whose answer went out without that header was stored,
+// or queued while the store was committing. A tool failure found in a
+// request is waited for (within the request's store budget): whether it
+// was new decides the request's guard. The memory API's POST
+// /scar/v1/incidents returns after its commit, as before.
 //
 // Solutions captured from final answers go through a bounded queue to a
 // goroutine of their own: the answer never waits for them. When the queue
@@ -29,15 +38,23 @@ import (
 //
 // What a kill -9 loses: the captures still queued (at most
 // captureQueueSize), and the incidents of the batch being written and of
-// the queue (at most incidentQueueSize); the requests of the latter are
-// still waiting for their commit, or were answered with X-Scar-Degraded:
-// store.
+// the queue (at most incidentQueueBound = incidentQueueSize +
+// incidentBatchMax). A failure that is lost so had its answer sent (while
+// the store was committing), or its request was still waiting. A write
+// that fails (the store failed within StoreTimeout) loses its batch too;
+// each is counted in scarproxy_store_errors_total{op="write_incidents"} and
+// logged.
+
+// captureSyncEvery is how often, at most, the recall index follows the
+// captures while more keep coming.
+const captureSyncEvery = 100 * time.Millisecond
 
 // Queue sizes.
 const (
-	incidentQueueSize = 4096
-	incidentBatchMax  = 256 // incidents per transaction
-	captureQueueSize  = 1024
+	incidentQueueSize  = 4096
+	incidentBatchMax   = 256 // incidents per transaction
+	incidentQueueBound = incidentQueueSize + incidentBatchMax
+	captureQueueSize   = 1024
 )
 
 // errWriterClosed is returned for a write submitted after Shutdown.
@@ -59,6 +76,17 @@ type incidentWriter struct {
 	s     *Server
 	queue chan *pendingWrite
 
+	// The store's health, as the last batches saw it.
+	healthMu sync.Mutex
+	lastOK   time.Time // when the last batch that committed ended
+	failed   bool      // the last batch failed
+	started  time.Time // when the batch being written began (zero: none)
+
+	// Writes submitted and not ended, and their cond (signalled at 0).
+	countMu sync.Mutex
+	count   int
+	idle    *sync.Cond
+
 	mu     sync.RWMutex // read: submitting; write: closing the queue
 	closed bool
 	done   chan struct{} // closed when the loop has stored everything and ended
@@ -66,6 +94,7 @@ type incidentWriter struct {
 
 func newIncidentWriter(s *Server) *incidentWriter {
 	w := &incidentWriter{s: s, queue: make(chan *pendingWrite, incidentQueueSize), done: make(chan struct{})}
+	w.idle = sync.NewCond(&w.countMu)
 	go w.loop()
 	return w
 }
@@ -77,6 +106,7 @@ func (w *incidentWriter) submit(ctx context.Context, p *pendingWrite) error {
 	if w.closed {
 		return errWriterClosed
 	}
+	w.counted(1)
 	select {
 	case w.queue <- p:
 		return nil
@@ -86,8 +116,44 @@ func (w *incidentWriter) submit(ctx context.Context, p *pendingWrite) error {
 	case w.queue <- p:
 		return nil
 	case <-ctx.Done():
+		w.counted(-1)
 		return ctx.Err()
 	}
+}
+
+func (w *incidentWriter) counted(n int) {
+	w.countMu.Lock()
+	w.count += n
+	if w.count == 0 {
+		w.idle.Broadcast()
+	}
+	w.countMu.Unlock()
+}
+
+// wait returns once every submitted write has ended.
+func (w *incidentWriter) wait() {
+	w.countMu.Lock()
+	for w.count > 0 {
+		w.idle.Wait()
+	}
+	w.countMu.Unlock()
+}
+
+// Health: how recent a commit must be, and how old the batch being
+// written may be (a fraction of StoreTimeout), for an answer not to wait.
+const healthyFor = time.Second
+
+// committing reports whether the store is committing: the last batch
+// committed within healthyFor, and the batch being written, if any, began
+// less than StoreTimeout/4 ago.
+func (w *incidentWriter) committing() bool {
+	now := time.Now()
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	if w.failed || w.lastOK.IsZero() || now.Sub(w.lastOK) > healthyFor {
+		return false
+	}
+	return w.started.IsZero() || now.Sub(w.started) < w.s.opts.StoreTimeout/4
 }
 
 // close stops new writes and waits, until ctx ends, for the queued ones to
@@ -133,27 +199,48 @@ func (w *incidentWriter) loop() {
 // what it changed, and then tells each writer the outcome: a request that
 // waited for its incident finds it in the guard.
 func (w *incidentWriter) write(batch []*pendingWrite) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.StoreTimeout)
+	s := w.s
+	w.healthMu.Lock()
+	w.started = time.Now()
+	w.healthMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 	defer cancel()
 	writes := make([]store.IncidentWrite, len(batch))
 	for i, p := range batch {
 		inc := p.inc
 		writes[i] = store.IncidentWrite{Incident: &inc, DedupeKey: p.dedupe}
 	}
-	steps, err := w.s.store.AddIncidents(ctx, writes)
+	s.guardCache.writingBatch(batch)
+	steps, err := s.store.AddIncidents(ctx, writes)
+	w.healthMu.Lock()
+	w.started, w.failed = time.Time{}, err != nil
+	if err == nil {
+		w.lastOK = time.Now()
+	}
+	w.healthMu.Unlock()
 	for i, p := range batch {
 		p.stored, p.err = writes[i].Stored, err
+		if p.stored {
+			s.countIncident(writes[i].Incident)
+		}
 	}
-	w.s.guardCache.committed(batch, writes, steps)
+	if err != nil {
+		s.metrics.storeErrs.WithLabelValues("write_incidents").Add(float64(len(batch)))
+		s.log.Warn("storing incidents failed; they are lost", "count", len(batch), "err", err)
+	}
+	s.guardCache.committed(batch, writes, steps)
 	for _, p := range batch {
 		close(p.done)
 	}
+	w.counted(-len(batch))
 }
 
 // writeIncident stores inc (with a dedupe key: once per key) through the
 // writer and waits for its commit until ctx ends. With show, the incident
 // is in the guard of the tenant's requests through this replica from now
-// until its write commits (then it is read from the store) or fails.
+// until its write commits (then it is read from the store) or fails, and
+// writeIncident returns once it is queued while the store is committing
+// (see the top of this file): then it reports true.
 func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
 	if err := store.PrepareIncident(inc, inc.Time); err != nil {
 		return false, err
@@ -162,11 +249,15 @@ func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 	if show {
 		s.guardCache.addPending(p)
 	}
+	wait := !show || !s.writer.committing()
 	if err := s.writer.submit(ctx, p); err != nil {
 		if show {
 			s.guardCache.dropPending(p)
 		}
 		return false, err
+	}
+	if !wait {
+		return true, nil
 	}
 	select {
 	case <-p.done:
@@ -255,12 +346,14 @@ func (q *captureQueue) close(ctx context.Context) error {
 	}
 }
 
-// loop stores the queued solutions one by one, then brings the recall
-// index up to date once for all it stored.
+// loop stores the queued solutions one by one, the last capture of a
+// conversation only, then brings the recall index up to date for all it
+// stored (see captureSyncEvery).
 func (q *captureQueue) loop() {
 	defer close(q.done)
 	s := q.s
 	var batch []solutionCapture
+	unsynced, lastSync := 0, time.Now()
 	for c := range q.queue {
 		batch = append(batch[:0], c)
 	drain:
@@ -275,16 +368,29 @@ func (q *captureQueue) loop() {
 				break drain
 			}
 		}
+		last := make(map[[2]string]int, len(batch))
+		for i := range batch {
+			last[[2]string{batch[i].sol.Workspace, batch[i].sol.Key}] = i
+		}
 		n := 0
-		for _, c := range batch {
+		for i, c := range batch {
+			if last[[2]string{c.sol.Workspace, c.sol.Key}] != i {
+				continue // a later capture of the conversation says more
+			}
 			n += q.put(c)
 		}
-		if n > 0 {
+		unsynced += n
+		// Every sync moves the recall index's version, and with it every
+		// conversation's cached recall: under a stream of captures the
+		// index follows them every captureSyncEvery (and Run's poll), and
+		// at once when the queue is empty.
+		if unsynced > 0 && (len(q.queue) == 0 || time.Since(lastSync) >= captureSyncEvery) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 			if err := s.syncIndex(ctx); err != nil {
 				s.log.Warn("recall index sync after capture failed", "err", err)
 			}
 			cancel()
+			unsynced, lastSync = 0, time.Now()
 		}
 		clear(batch)
 		q.counted(-len(batch))
@@ -293,11 +399,13 @@ func (q *captureQueue) loop() {
 
 func (q *captureQueue) put(c solutionCapture) int {
 	s := q.s
+	key := c.sol // what the memo knows it by, before redaction
+	redactSolution(&c.sol)
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 	defer cancel()
 	if err := s.store.PutSolution(ctx, &c.sol); err != nil {
 		s.storeFailed(context.Background(), "put_solution", err)
-		s.captured.forget(&c.sol)
+		s.captured.forget(&key)
 		return 0
 	}
 	return 1

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,8 +21,8 @@ import (
 
 // TestPendingFailureGuardsTheNextRequest: a provider's 429 is in the guard
 // of the very next request while its write is still held by a slow store
-// (one that keeps the write past its budget); its answer says it is not
-// stored yet; once the store goes on, it is stored.
+// (one that keeps the write past its budget); once the store goes on, it
+// is stored.
 func TestPendingFailureGuardsTheNextRequest(t *testing.T) {
 	const limited = `{"error":{"message":"Rate limit reached for gpt-test","type":"requests","code":"rate_limit_exceeded"}}`
 	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
@@ -39,20 +40,29 @@ func TestPendingFailureGuardsTheNextRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := chatBody(t, nil, msg("user", "hi"))
-	if res, _ := h.chat(body, nil); res.Header.Get(HeaderGuard) != "0" {
-		t.Fatalf("first request: X-Scar-Guard %q, want 0", res.Header.Get(HeaderGuard))
+	if res, _ := h.chat(body, nil); res.Header.Get(HeaderGuard) != "0" || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("first request: %d, X-Scar-Guard %q, want 0", res.StatusCode, res.Header.Get(HeaderGuard))
 	}
 	st.stick(t)
-	res, _ := h.chat(body, nil)
-	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get(HeaderDegraded) != "store" {
-		t.Fatalf("429 with the write held: status %d, X-Scar-Degraded %q", res.StatusCode, res.Header.Get(HeaderDegraded))
+	// Straight to the handler: the harness would wait for the write.
+	send := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusTooManyRequests || rec.Body.String() != limited {
+			t.Fatalf("answer: %d %s", rec.Code, rec.Body)
+		}
+		return rec
 	}
+	send()
+	<-st.blocked // its write is held
 	if n := len(h.incidents("default", "default")); n != 2 {
 		t.Fatalf("%d incidents stored while the write is held, want 2", n)
 	}
-	res, _ = h.chat(body, nil)
-	if res.Header.Get(HeaderGuard) != "1" || !strings.Contains(systemOf(t, up.last(t).Body), "Failed 3 times") {
-		t.Fatalf("next request: X-Scar-Guard %q, system:\n%s", res.Header.Get(HeaderGuard), systemOf(t, up.last(t).Body))
+	rec := send()
+	if rec.Header().Get(HeaderGuard) != "1" || !strings.Contains(systemOf(t, up.last(t).Body), "Failed 3 times") {
+		t.Fatalf("next request: X-Scar-Guard %q, system:\n%s", rec.Header().Get(HeaderGuard), systemOf(t, up.last(t).Body))
 	}
 	st.unstick()
 	if err := h.srv.Shutdown(context.Background()); err != nil {
@@ -60,6 +70,55 @@ func TestPendingFailureGuardsTheNextRequest(t *testing.T) {
 	}
 	if n := len(h.incidents("default", "default")); n != 4 {
 		t.Fatalf("%d incidents stored once the store went on, want 4", n)
+	}
+}
+
+// TestAnswerWaitsForTheCommitOnlyWhenTheStoreLags: while the store
+// commits, a provider's failure is answered as soon as it is queued (and
+// stored after); when the writer's batch is held past a quarter of
+// StoreTimeout, the next failure's answer waits for its commit and says
+// X-Scar-Degraded: store when it did not come.
+func TestAnswerWaitsForTheCommitOnlyWhenTheStoreLags(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"message":"slow down"}}`)
+	})
+	st := newStuckStore(t, "AddIncident")
+	st.ignoreCtx = true
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 100 * time.Millisecond }))
+	body := chatBody(t, nil, msg("user", "hi"))
+	if res, _ := h.chat(body, nil); res.Header.Get(HeaderDegraded) != "" {
+		t.Fatal("a committed failure said degraded")
+	}
+	st.stick(t)
+	send := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		h.srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	// The store committed a moment ago: answered at once, the write held.
+	if rec := send(); rec.Header().Get(HeaderDegraded) != "" {
+		t.Fatalf("answer while the store commits said X-Scar-Degraded %q", rec.Header().Get(HeaderDegraded))
+	}
+	<-st.blocked
+	// Once the held batch is older than StoreTimeout/4 the store lags.
+	for !func() bool {
+		h.srv.writer.healthMu.Lock()
+		defer h.srv.writer.healthMu.Unlock()
+		return !h.srv.writer.started.IsZero() && time.Since(h.srv.writer.started) >= h.srv.opts.StoreTimeout/4
+	}() {
+		runtime.Gosched()
+	}
+	if rec := send(); rec.Header().Get(HeaderDegraded) != "store" {
+		t.Fatalf("answer while the store lags: X-Scar-Degraded %q, want store", rec.Header().Get(HeaderDegraded))
+	}
+	st.unstick()
+	if err := h.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.incidents("default", "default")); n != 3 {
+		t.Fatalf("%d incidents stored, want 3", n)
 	}
 }
 
@@ -129,6 +188,9 @@ func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
 				if rnd.IntN(3) > 0 && step < 39 {
 					continue // several writes between two reads of the guard
 				}
+				// What this replica shows before its commits, a full read
+				// finds once they are done.
+				inc.writer.wait()
 				full := newHarnessOn(t, bolt, "http://127.0.0.1:1", withOptions(func(o *Options) { o.Now, o.GuardReadLimit = clock, limit })).srv
 				for _, conv := range convs {
 					got, gotBlock, _, err := inc.guardEntries(ctx, "w", "p", conv, now)
@@ -226,8 +288,8 @@ func TestCaptureQueueFullDrops(t *testing.T) {
 	st.unstick()
 }
 
-// TestConcurrentFailuresShareCommits: failures recorded at once are all
-// stored, and each answer waited for its own commit.
+// TestConcurrentFailuresAreAllStored: failures recorded at once are all
+// stored.
 func TestConcurrentFailuresAreAllStored(t *testing.T) {
 	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -248,7 +310,57 @@ func TestConcurrentFailuresAreAllStored(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	h.srv.writer.wait()
 	if got := len(h.incidents("default", "default")); got != n || degraded.Load() != 0 {
 		t.Fatalf("%d incidents stored of %d failures (%d answers degraded)", got, n, degraded.Load())
+	}
+}
+
+// countingPuts counts solution writes.
+type countingPuts struct {
+	*stuckStore
+	puts atomic.Int64
+}
+
+func (s *countingPuts) PutSolution(ctx context.Context, sol *store.Solution) error {
+	s.puts.Add(1)
+	return s.stuckStore.PutSolution(ctx, sol)
+}
+
+// TestCapturesOfOneConversationCoalesce: captures of a conversation that
+// queued while the store was busy are stored once, the last one.
+func TestCapturesOfOneConversationCoalesce(t *testing.T) {
+	var turn atomic.Int64
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Done, answer %d."},"finish_reason":"stop"}]}`, turn.Add(1))
+	})
+	st := newStuckStore(t, "PutSolution")
+	cs := &countingPuts{stuckStore: st}
+	h := newHarnessOn(t, cs, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
+	st.stick(t)
+	send := func(goal string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(t, goal, false, 0)))
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+	}
+	send("Rotate the signing keys of the billing service")
+	<-st.blocked // the first capture is being stored
+	for range 5 {
+		send("Migrate the invoices table to the new schema")
+	}
+	st.unstick()
+	if err := h.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := cs.puts.Load(); n != 2 {
+		t.Fatalf("%d solution writes, want 2 (the first conversation, then the last capture of the second)", n)
+	}
+	sols, _ := st.Store.ListSolutions(context.Background(), "default")
+	if len(sols) != 2 || !strings.Contains(sols[0].Approach+sols[1].Approach, "answer 6") {
+		t.Fatalf("stored %+v", sols)
 	}
 }

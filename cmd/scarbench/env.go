@@ -23,6 +23,7 @@ type benchEnv struct {
 	scar     *child
 	convs    []conversation
 	children []*child
+	dataFile string // scarproxy's bbolt file (without -postgres)
 }
 
 // base returns the API root of a target.
@@ -67,7 +68,13 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 	}
 	need := func(t string) bool { return o.soak > 0 && t != "direct" || slices.Contains(o.targets, t) }
 
-	e.upstream, err = startChild(ctx, "upstream", self, nil, childEnv(os.Environ(), envRole+"=upstream"),
+	listen := func(i int) string {
+		if o.portBase == 0 {
+			return "127.0.0.1:0"
+		}
+		return "127.0.0.1:" + strconv.Itoa(o.portBase+i)
+	}
+	e.upstream, err = startChild(ctx, "upstream", self, nil, childEnv(os.Environ(), envRole+"=upstream", envListen+"="+listen(0)),
 		filepath.Join(dir, "upstream.log"), roleAddr, 10*time.Second)
 	if err != nil {
 		return e, err
@@ -76,7 +83,7 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 	upstreamBase := "http://" + e.upstream.addr + "/v1"
 
 	if need("bare") {
-		e.bare, err = startChild(ctx, "bare proxy", self, nil, childEnv(os.Environ(), envRole+"=bareproxy", envTarget+"="+"http://"+e.upstream.addr),
+		e.bare, err = startChild(ctx, "bare proxy", self, nil, childEnv(os.Environ(), envRole+"=bareproxy", envTarget+"="+"http://"+e.upstream.addr, envListen+"="+listen(1)),
 			filepath.Join(dir, "bare.log"), roleAddr, 10*time.Second)
 		if err != nil {
 			return e, err
@@ -95,7 +102,13 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		}
 		data := filepath.Join(dir, "data")
 		fmt.Fprintf(progress, "seeding %d incidents and %d solutions…\n", o.incidents, o.solutions)
-		if err := seedStore(ctx, filepath.Join(data, "scarproxy.db"), o.incidents, o.solutions, time.Now(), progress); err != nil {
+		if o.postgres != "" {
+			err = seedPostgres(ctx, o.postgres, o.incidents, o.solutions, time.Now(), progress)
+		} else {
+			e.dataFile = filepath.Join(data, "scarproxy.db")
+			err = seedStore(ctx, e.dataFile, o.incidents, o.solutions, time.Now(), progress)
+		}
+		if err != nil {
 			return e, err
 		}
 		cfg := filepath.Join(dir, "scarproxy.yaml")
@@ -107,10 +120,13 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 			// a chat run writes the configuration every tree reads alike.
 			yaml += "    apis: [chat, responses, messages]\n"
 		}
+		if o.postgres != "" {
+			yaml += "store:\n  driver: postgres\n  dsn: " + strconv.Quote(o.postgres) + "\n"
+		}
 		if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 			return e, err
 		}
-		e.scar, err = startChild(ctx, "scarproxy", bin, []string{"serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", data},
+		e.scar, err = startChild(ctx, "scarproxy", bin, []string{"serve", "--config", cfg, "--listen", listen(2), "--data", data},
 			childEnv(os.Environ()), filepath.Join(dir, "scarproxy.log"), scarAddr, time.Minute)
 		if err != nil {
 			return e, err

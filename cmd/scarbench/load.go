@@ -42,10 +42,53 @@ type workload struct {
 	failEvery  int // every Nth request of a client carries a new failed tool result; 0 never
 	finalEvery int // every Nth request of a client asks for a final answer; 0 never
 	seqs       []int
+
+	// With storm, every answer is a 429. Each client names its session
+	// (X-Scar-Session), so that the count check reads the incidents of
+	// one session at a time; the failures scarproxy answered are counted
+	// per session.
+	storm    bool
+	stormMu  sync.Mutex
+	sessions []stormSession // per client
+	seen     map[string]int // session -> 429s answered by scarproxy
+	degraded int            // of them, answered with X-Scar-Degraded: store
 }
+
+// stormSession is a client's current session; it moves to a new one
+// before the store's read limit (10,000) could hide some of its incidents.
+type stormSession struct {
+	name string
+	n    int
+	gen  int
+}
+
+const stormSessionMax = 9000
 
 func newWorkload(a *api, clients int, stream bool, failEvery, finalEvery int, convs []conversation) *workload {
 	return &workload{api: a, convs: convs[:clients], stream: stream, failEvery: failEvery, finalEvery: finalEvery, seqs: make([]int, clients)}
+}
+
+// stormSessionOf returns client c's session for its next request.
+func (wl *workload) stormSessionOf(c int) string {
+	wl.stormMu.Lock()
+	defer wl.stormMu.Unlock()
+	ss := &wl.sessions[c]
+	if ss.name == "" || ss.n >= stormSessionMax {
+		ss.gen++
+		ss.name, ss.n = fmt.Sprintf("storm-%d-%d", c, ss.gen), 0
+	}
+	return ss.name
+}
+
+// noteStorm counts a 429 that scarproxy answered in a session.
+func (wl *workload) noteStorm(c int, session string, degraded bool) {
+	wl.stormMu.Lock()
+	defer wl.stormMu.Unlock()
+	wl.sessions[c].n++
+	wl.seen[session]++
+	if degraded {
+		wl.degraded++
+	}
 }
 
 // dist summarises latencies, in milliseconds.
@@ -116,16 +159,32 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 			body := make([]byte, 0, len(conv.template)+256)
 			rbuf := make([]byte, 32<<10)
 			hdr := wl.api.header.Clone()
+			want := http.StatusOK
+			if wl.storm {
+				hdr.Set(headerStatus, strconv.Itoa(http.StatusTooManyRequests))
+				want = http.StatusTooManyRequests
+			}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				wl.seqs[c]++
 				seq := wl.seqs[c]
 				body = conv.requestBody(body[:0], c, seq, wl.failEvery > 0 && seq%wl.failEvery == 0)
 				if wl.finalEvery > 0 && seq%wl.finalEvery == 0 {
-					hdr.Set(headerFinal, "1")
+					hdr.Set(headerFinal, strconv.Itoa(seq))
 				} else {
 					hdr.Del(headerFinal)
 				}
-				lat, ttfb, g, r, err := once(ctx, t.client, url, hdr, body, rbuf, wl.streamEnd())
+				var session string
+				if wl.storm {
+					session = wl.stormSessionOf(c)
+					hdr.Set("X-Scar-Session", session)
+				}
+				a, err := once(ctx, t.client, url, hdr, body, rbuf, wl.streamEnd(), want)
+				if err == nil && wl.storm && t.name == "scar" {
+					// Counted whether or not the run still measures it:
+					// the store must hold it.
+					wl.noteStorm(c, session, a.degraded)
+				}
+				lat, ttfb, g, r := a.lat, a.ttfb, a.guard, a.recall
 				if err != nil {
 					if ctx.Err() != nil {
 						return
@@ -177,24 +236,33 @@ func (wl *workload) streamEnd() []byte {
 	return wl.api.end
 }
 
-// once sends one request and reads the whole answer. It returns the
-// latency to the end of the answer, the time to its first body byte, and
-// the X-Scar-Guard and X-Scar-Recall headers (-1 when absent). With an end
-// marker the answer is a stream that must carry it.
-func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body, rbuf, end []byte) (lat, ttfb time.Duration, guard, recall int, err error) {
+// answered is what once read of an answer: the latency to its end, the
+// time to its first body byte, the X-Scar-Guard and X-Scar-Recall headers
+// (-1 when absent), and whether it said X-Scar-Degraded: store.
+type answered struct {
+	lat, ttfb     time.Duration
+	guard, recall int
+	degraded      bool
+}
+
+// once sends one request and reads the whole answer, which must have
+// status want. With an end marker the answer is a stream that must carry
+// it.
+func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body, rbuf, end []byte, want int) (answered, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return answered{}, err
 	}
 	req.Header = hdr
 	t0 := time.Now()
 	res, err := c.Do(req)
 	if err != nil {
-		return 0, 0, 0, 0, err
+		return answered{}, err
 	}
 	defer res.Body.Close()
 	ended := endWatch{marker: end}
 	first := true
+	var ttfb time.Duration
 	for {
 		n, rerr := res.Body.Read(rbuf)
 		if n > 0 {
@@ -207,17 +275,18 @@ func once(ctx context.Context, c *http.Client, url string, hdr http.Header, body
 			break
 		}
 		if rerr != nil {
-			return 0, 0, 0, 0, fmt.Errorf("read answer: %w", rerr)
+			return answered{}, fmt.Errorf("read answer: %w", rerr)
 		}
 	}
-	lat = time.Since(t0)
-	if res.StatusCode != http.StatusOK {
-		return 0, 0, 0, 0, fmt.Errorf("status %d", res.StatusCode)
+	lat := time.Since(t0)
+	if res.StatusCode != want {
+		return answered{}, fmt.Errorf("status %d", res.StatusCode)
 	}
-	if end != nil && !ended.seen {
-		return 0, 0, 0, 0, fmt.Errorf("stream lacks its last event (%q)", end)
+	if end != nil && !ended.seen && want == http.StatusOK {
+		return answered{}, fmt.Errorf("stream lacks its last event (%q)", end)
 	}
-	return lat, ttfb, headerInt(res.Header, "X-Scar-Guard"), headerInt(res.Header, "X-Scar-Recall"), nil
+	return answered{lat: lat, ttfb: ttfb, guard: headerInt(res.Header, "X-Scar-Guard"), recall: headerInt(res.Header, "X-Scar-Recall"),
+		degraded: res.Header.Get("X-Scar-Degraded") != ""}, nil
 }
 
 // endWatch watches a stream, read in pieces, for the marker of its last

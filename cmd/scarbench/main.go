@@ -27,8 +27,18 @@
 //
 // Usage:
 //
-//	scarbench [-api chat] [-c 1] [-d 5s] [-rounds 3] [-stream] [-out result.json]
+//	scarbench [-api chat] [-c 1] [-d 5s] [-rounds 3] [-stream] [-final-every 5] [-out result.json]
+//	scarbench -storm [-postgres DSN] [-c 32]
 //	scarbench [-api chat] -soak 1000
+//
+// The default mix makes one answer in five final (-final-every 5): an
+// agent's user turn runs a few tool calls and ends in a final answer, and
+// a final answer after tool use is what scarproxy captures as a solution;
+// a workload of tool calls only (-final-every 0) never reaches the write
+// path. -storm makes every answer a 429, so every request through
+// scarproxy records an incident; at the end scarproxy is shut down
+// gracefully and its store is read: every 429 it answered must be there
+// (the count check).
 //
 // scarbench builds scarproxy with the go tool (run it inside the module) or
 // uses -scarproxy PATH. Everything listens on 127.0.0.1 and the whole run is
@@ -90,6 +100,9 @@ type options struct {
 	finalEvery int
 	keep       bool
 	api        string
+	storm      bool
+	postgres   string
+	portBase   int
 }
 
 var allTargets = []string{"direct", "bare", "scar"}
@@ -110,7 +123,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	targets := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets to run: direct, bare, scar")
 	fs.StringVar(&o.scarproxy, "scarproxy", "", "scarproxy binary to measure (default: go build it into a temporary directory)")
 	fs.IntVar(&o.failEvery, "fail-every", 0, "every Nth request of a client carries a new failed tool result (an incident write); 0 never")
-	fs.IntVar(&o.finalEvery, "final-every", 0, "every Nth answer is final (finish_reason stop: scarproxy auto-captures a solution); 0 never")
+	fs.IntVar(&o.finalEvery, "final-every", defaultFinalEvery, "every Nth answer is final (finish_reason stop: scarproxy auto-captures a solution); 0 never (every answer a tool call)")
+	fs.BoolVar(&o.storm, "storm", false, "every answer is a 429 (a rate-limit storm: every request an incident); reports incidents stored per second and checks at the end that every 429 scarproxy answered is in its store")
+	fs.IntVar(&o.portBase, "port-base", 0, "listen on fixed loopback ports: the upstream on this one, the bare proxy on the next, scarproxy on the one after (0: any free ports)")
+	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI) or messages (/v1/messages, as Claude Code)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +148,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-soak: must be 0..10000"}
 	case o.incidents < 0 || o.solutions < 0:
 		return o, usageError{"-incidents and -solutions must not be negative"}
+	case o.portBase < 0 || o.portBase > 65533:
+		return o, usageError{"-port-base: must be 0..65533"}
 	case o.failEvery < 0 || o.finalEvery < 0:
 		return o, usageError{"-fail-every and -final-every must not be negative"}
 	case apiByName(o.api) == nil:
@@ -201,3 +219,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	return nil
 }
+
+// defaultFinalEvery is the default mix: one answer in five is final. A
+// coding agent's turn is a few tool calls (read, edit, test) and then an
+// answer in words; the final answers are what scarproxy captures.
+const defaultFinalEvery = 5

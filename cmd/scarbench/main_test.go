@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/chat"
 	"github.com/scarproxy/scarproxy/proxy/messages"
@@ -684,6 +685,38 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The storm: every answer a 429, every one of them stored (bbolt, and
+	// PostgreSQL when the tests have one).
+	stores := []string{""}
+	if dsn := os.Getenv("SCARPROXY_TEST_POSTGRES_DSN"); dsn != "" {
+		stores = append(stores, freshPostgres(t, dsn))
+	}
+	for _, pg := range stores {
+		stdout.Reset()
+		args := []string{"-storm", "-c", "4", "-d", "300ms", "-warmup", "100ms", "-rounds", "1",
+			"-incidents", "3000", "-solutions", "300", "-out", out}
+		if pg != "" {
+			args = append(args, "-postgres", pg)
+		}
+		if err := run(context.Background(), args, func(string) string { return "" }, &stdout, io.Discard); err != nil {
+			t.Fatalf("storm (postgres %v): %v\n%s", pg != "", err, stdout.String())
+		}
+		b, _ := os.ReadFile(out)
+		rep = report{}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		c := rep.Storm
+		if c == nil || c.Answered == 0 || c.Stored != c.Answered || c.Missing != 0 {
+			t.Fatalf("storm (postgres %v): count check %+v\n%s", pg != "", c, stdout.String())
+		}
+		for _, r := range rep.Rounds[0] {
+			if r.Requests == 0 || r.Errors != 0 {
+				t.Errorf("storm: %s: %d requests, %d errors (%s)", r.Target, r.Requests, r.Errors, r.FirstError)
+			}
+		}
+	}
+
 	stdout.Reset()
 	err = run(context.Background(), []string{"-soak", "50", "-incidents", "3000", "-solutions", "300", "-out", out},
 		func(string) string { return "" }, &stdout, io.Discard)
@@ -753,5 +786,54 @@ func TestLengthBodyNeverReadsPastItsLength(t *testing.T) {
 				t.Error("Close must close the inner body")
 			}
 		})
+	}
+}
+
+// freshPostgres creates an empty schema in the test database, dropped
+// when t ends, and returns dsn with its search_path set to it.
+func freshPostgres(t *testing.T, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := fmt.Sprintf("scarbench_%d", time.Now().UnixNano())
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(ctx, dsn); err == nil {
+			c.Exec(ctx, "DROP SCHEMA "+name+" CASCADE")
+			c.Close(ctx)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestNumberedFinalAnswers(t *testing.T) {
+	for _, tc := range []struct{ in, turn, want string }{
+		{`{"text":"It works. Tests pass."}`, "7", `{"text":"It works. Tests pass (turn 7)."}`},
+		{`{"text":"It works. Tests pass."}`, "1", `{"text":"It works. Tests pass (turn 1)."}`},
+		{`{"text":"It works. Tests pass."}`, "x", `{"text":"It works. Tests pass."}`},
+		{`{"text":"no mark"}`, "3", `{"text":"no mark"}`},
+	} {
+		if got := string(numbered([]byte(tc.in), finalMark, tc.turn)); got != tc.want {
+			t.Errorf("numbered(%s, %s) = %s, want %s", tc.in, tc.turn, got, tc.want)
+		}
+	}
+	// Every API's final answer, JSON and streamed, carries the mark.
+	for _, a := range []*answers{&chatAnswers, &responsesAnswers, &messagesAnswers} {
+		if !bytes.Contains(a.jsonFinal, finalMark) || !bytes.Contains(bytes.Join(a.eventsFinal, nil), streamMark) {
+			t.Errorf("a final answer lacks its mark")
+		}
 	}
 }

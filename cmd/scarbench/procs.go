@@ -22,6 +22,7 @@ import (
 const (
 	envRole   = "SCARBENCH_ROLE"   // upstream | bareproxy
 	envTarget = "SCARBENCH_TARGET" // bareproxy: the upstream's base URL
+	envListen = "SCARBENCH_LISTEN" // the address a role listens on (default 127.0.0.1:0)
 )
 
 // child is a server process started by scarbench.

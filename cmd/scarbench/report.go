@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/scarproxy/scarproxy/store"
 	"io"
 	"os"
 	"runtime"
@@ -21,6 +22,7 @@ type report struct {
 	Rounds  [][]runResult `json:"rounds,omitempty"`
 	Summary *summary      `json:"summary,omitempty"`
 	Soak    []*soakResult `json:"soak,omitempty"`
+	Storm   *stormCheck   `json:"storm_count_check,omitempty"`
 }
 
 type machine struct {
@@ -48,6 +50,7 @@ func optionsReport(o options) map[string]any {
 		"c": o.conc, "d": o.dur.String(), "warmup": o.warmup.String(), "rounds": o.rounds,
 		"stream": o.stream, "soak": o.soak, "incidents": o.incidents, "solutions": o.solutions,
 		"targets": o.targets, "fail_every": o.failEvery, "final_every": o.finalEvery, "api": o.api,
+		"storm": o.storm, "postgres": o.postgres != "",
 	}
 }
 
@@ -122,6 +125,9 @@ var overheadSeries = []string{"scarproxy_overhead_seconds_sum", "scarproxy_overh
 // loadTest runs the interleaved rounds and prints them.
 func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Writer) error {
 	wl := newWorkload(e.api, o.conc, o.stream, o.failEvery, o.finalEvery, e.convs)
+	if o.storm {
+		wl.storm, wl.sessions, wl.seen = true, make([]stormSession, o.conc), map[string]int{}
+	}
 	targets := make([]target, len(o.targets))
 	for i, name := range o.targets {
 		targets[i] = newTarget(name, e.base(name), o.conc)
@@ -162,7 +168,69 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	}
 	rep.Summary = summarize(rep.Rounds, o)
 	printSummary(w, rep.Summary, o)
+	if o.storm && e.scar != nil {
+		c, err := countCheck(ctx, e, o, wl)
+		if err != nil {
+			return err
+		}
+		var rates []float64
+		for _, runs := range rep.Rounds {
+			for _, r := range runs {
+				if r.Target == "scar" {
+					rates = append(rates, r.RPS)
+				}
+			}
+		}
+		c.IncidentsPerSecond = spreadOf(rates)
+		rep.Storm = c
+		fmt.Fprintf(w, "\nincidents stored per second by scarproxy (one per answer): %.0f / %.0f / %.0f (min / median / max over rounds)",
+			c.IncidentsPerSecond.Min, c.IncidentsPerSecond.Median, c.IncidentsPerSecond.Max)
+		fmt.Fprintf(w, "\ncount check: scarproxy answered %d 429s (%d said X-Scar-Degraded: store); after a graceful shutdown its store holds %d of them; missing %d\n",
+			c.Answered, c.Degraded, c.Stored, c.Missing)
+		if c.Missing > c.Degraded {
+			return fmt.Errorf("count check failed: %d failures answered without X-Scar-Degraded are not in the store", c.Missing-c.Degraded)
+		}
+	}
 	return nil
+}
+
+// stormCheck is the storm's count check.
+type stormCheck struct {
+	Answered int `json:"answered_429"`      // 429s scarproxy answered (warm-ups included)
+	Degraded int `json:"answered_degraded"` // of them, with X-Scar-Degraded: store
+	Stored   int `json:"stored"`            // of them, in the store after shutdown
+	Missing  int `json:"missing"`           // answered but not stored
+	// IncidentsPerSecond is scarproxy's throughput in the measured runs:
+	// every answer is an incident.
+	IncidentsPerSecond spread `json:"incidents_per_second"`
+}
+
+// countCheck stops scarproxy gracefully and counts, session by session,
+// the 429 incidents its store holds against the 429s it answered.
+func countCheck(ctx context.Context, e *benchEnv, o options, wl *workload) (*stormCheck, error) {
+	e.scar.stop()
+	st, err := e.openStore(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("count check: %w", err)
+	}
+	defer st.Close()
+	c := &stormCheck{Degraded: wl.degraded}
+	for session, n := range wl.seen {
+		incs, err := st.ListIncidents(ctx, store.IncidentQuery{Workspace: "default", Project: "default", Session: session, Limit: 10_000})
+		if err != nil {
+			return nil, fmt.Errorf("count check: %w", err)
+		}
+		stored := 0
+		for _, in := range incs {
+			if in.Type == store.TypeHTTPError && in.StatusCode == 429 {
+				stored++
+			}
+		}
+		c.Answered += n
+		c.Stored += min(stored, n)
+		c.Missing += max(n-stored, 0)
+	}
+	return c, nil
 }
 
 // warmUp drives t unmeasured for d. A conversation's first turn through

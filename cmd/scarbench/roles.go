@@ -21,12 +21,21 @@ import (
 // (both proxies forward unknown headers untouched).
 const (
 	// headerFinal asks for a final answer (finish_reason "stop") instead of
-	// a tool call, which makes scarproxy auto-capture a solution.
+	// a tool call, which makes scarproxy auto-capture a solution. Its
+	// value, the request's number in its conversation, goes into the
+	// answer's text: every final answer of a conversation says something
+	// new, as a chat agent's do, so each one is a capture to store.
 	headerFinal = "X-Bench-Final"
 	// headerHold makes a streamed answer send its first event, then wait
 	// for POST /bench/release before finishing (the soak's open streams).
 	headerHold = "X-Bench-Hold"
+	// headerStatus asks for an error answer of this status (the storm's
+	// 429s), in the shape of OpenAI's rate-limit error.
+	headerStatus = "X-Bench-Status"
 )
+
+// rateLimited is the body of the fake upstream's error answers.
+var rateLimited = []byte(`{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-bench on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 
 // The fake upstream's chat answers: small fixed bodies, rendered once
 // (the other APIs' are in api.go).
@@ -99,11 +108,24 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
 	}
-	final := r.Header.Get(headerFinal) != ""
+	if st := r.Header.Get(headerStatus); st != "" {
+		code, err := strconv.Atoi(st)
+		if err != nil || code < 400 || code > 599 {
+			http.Error(w, "bad "+headerStatus, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(rateLimited)))
+		w.WriteHeader(code)
+		w.Write(rateLimited)
+		return
+	}
+	turn := r.Header.Get(headerFinal)
+	final := turn != ""
 	if !stream {
 		body := a.json
 		if final {
-			body = a.jsonFinal
+			body = numbered(a.jsonFinal, finalMark, turn)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -122,7 +144,10 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 	}
 	events := a.events
 	if final {
-		events = a.eventsFinal
+		events = make([][]byte, len(a.eventsFinal))
+		for i, ev := range a.eventsFinal {
+			events[i] = numbered(ev, streamMark, turn)
+		}
 	}
 	f := w.(http.Flusher)
 	for i, ev := range events {
@@ -138,6 +163,22 @@ func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers
 			}
 		}
 	}
+}
+
+// The words of a final answer that take the turn's number.
+var (
+	finalMark  = []byte("Tests pass.")
+	streamMark = []byte("the fix.")
+)
+
+// numbered returns b with mark ending in " (turn N)." when turn is a
+// number, else b.
+func numbered(b, mark []byte, turn string) []byte {
+	if _, err := strconv.Atoi(turn); err != nil || !bytes.Contains(b, mark) {
+		return b
+	}
+	with := append(append(append(bytes.Clone(mark[:len(mark)-1]), " (turn "...), turn...), ")."...)
+	return bytes.Replace(b, mark, with, 1)
 }
 
 func (u *fakeUpstream) wait() <-chan struct{} {
@@ -227,7 +268,11 @@ func serveRole(ctx context.Context, role string, getenv func(string) string, std
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := getenv(envListen)
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s: listen: %w", role, err)
 	}

@@ -87,3 +87,46 @@ func copyFile(src, dst string) error {
 	}
 	return out.Close()
 }
+
+// seedBatch is how many seeded incidents go into one transaction.
+const seedBatch = 1000
+
+// seedPostgres writes incidents and solutions into the PostgreSQL store at
+// dsn, whose schema should be empty.
+func seedPostgres(ctx context.Context, dsn string, incidents, solutions int, now time.Time, progress io.Writer) error {
+	st, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{})
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	defer st.Close()
+	start := time.Now()
+	var batch []store.IncidentWrite
+	for i := incidents - 1; i >= 0; i-- { // oldest first
+		inc := seedIncident(i, incidents, now, incidentSpan)
+		batch = append(batch, store.IncidentWrite{Incident: &inc})
+		if len(batch) == seedBatch || i == 0 {
+			if _, err := st.AddIncidents(ctx, batch); err != nil {
+				return fmt.Errorf("seed incidents: %w", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	incTime := time.Since(start)
+	start = time.Now()
+	for i, s := range seedSolutions(solutions, now) {
+		if err := st.PutSolution(ctx, &s); err != nil {
+			return fmt.Errorf("seed solution %d: %w", i, err)
+		}
+	}
+	fmt.Fprintf(progress, "seeded %d incidents in %s and %d solutions in %s\n", incidents, incTime.Round(time.Millisecond), solutions, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// openStore opens scarproxy's store after it stopped: its bbolt file, or
+// the PostgreSQL DSN.
+func (e *benchEnv) openStore(ctx context.Context, o options) (store.Store, error) {
+	if o.postgres != "" {
+		return store.OpenPostgres(ctx, o.postgres, store.PostgresOptions{})
+	}
+	return store.OpenBolt(e.dataFile, store.BoltOptions{})
+}

@@ -92,7 +92,7 @@ func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics 
 	// Warm up with a few ordinary streams (loads the code paths and pools).
 	for i := range 4 {
 		body := e.convs[i].requestBody(nil, i, 1_000_000+i, false)
-		if _, _, _, _, err := once(ctx, client, url, hdr, body, make([]byte, 32<<10), e.api.end); err != nil {
+		if _, err := once(ctx, client, url, hdr, body, make([]byte, 32<<10), e.api.end, http.StatusOK); err != nil {
 			return nil, fmt.Errorf("soak warm-up: %w", err)
 		}
 	}

@@ -286,8 +286,24 @@ var toolTurns = []toolTurn{
 		result: "--- FAIL: TestLoadEnv (0.00s)\n    loader_test.go:77: got port 0, want 8080\nFAIL\nFAIL\tgithub.com/acme/app/config\t0.017s\nFAIL"},
 	{thought: "Fixing the env override.", tool: "apply_patch", args: `{"path":"config/loader.go","old":"cfg.Port, _ = strconv.Atoi(v)","new":"if p, err := strconv.Atoi(v); err == nil {\n\t\tcfg.Port = p\n\t}"}`,
 		result: "Applied 1 hunk to config/loader.go."},
-	{thought: "And the server package.", tool: "read_file", args: `{"path":"server/http.go"}`, result: goServer},
+	// The helper that failed above, run again the right way: every tool's
+	// latest result is a success, so a final answer ends a conversation
+	// that went well (scarproxy captures it as a solution).
+	{thought: "Re-running the helper with the project's virtualenv.", tool: "run_shell", args: `{"cmd":".venv/bin/python scripts/gen_defaults.py --verbose"}`, result: genDefaultsOutput},
 }
+
+// genDefaultsOutput is what the helper prints when it works.
+var genDefaultsOutput = func() string {
+	var b strings.Builder
+	b.WriteString("reading config/defaults.yaml\n")
+	for i, k := range []string{"port", "host", "read_timeout", "write_timeout", "idle_timeout", "log_level", "log_format",
+		"db_url", "db_max_conns", "db_timeout", "cache_size", "cache_ttl", "tls_cert", "tls_key", "metrics_addr",
+		"pprof_addr", "shutdown_timeout", "max_body_bytes", "cors_origins", "rate_limit", "rate_burst", "feature_flags"} {
+		fmt.Fprintf(&b, "  default %-16s = %-24q (line %d)\n", k, strings.Repeat("x", i%7+3), 10+i*2)
+	}
+	b.WriteString("wrote config/defaults_gen.go (22 fields, 61 lines)\nexit status 0")
+	return b.String()
+}()
 
 // benchTool is one tool an agent offers the model, in no API's shape.
 type benchTool struct {
@@ -581,61 +597,7 @@ const pyTraceback = `Traceback (most recent call last):
   File "/work/app/scripts/gen_defaults.py", line 18, in load_schema
     return yaml.safe_load(path.read_text())["defaults"]
 KeyError: 'defaults'
-exit status 1`
-
-const goServer = `1	package server
-2
-3	import (
-4		"context"
-5		"errors"
-6		"log/slog"
-7		"net/http"
-8		"time"
-9
-10		"github.com/acme/app/config"
-11	)
-12
-13	// Server serves the HTTP API.
-14	type Server struct {
-15		cfg *config.Config
-16		log *slog.Logger
-17		srv *http.Server
-18	}
-19
-20	// New builds a server from the configuration.
-21	func New(cfg *config.Config, log *slog.Logger) *Server {
-22		s := &Server{cfg: cfg, log: log}
-23		mux := http.NewServeMux()
-24		mux.HandleFunc("GET /healthz", s.healthz)
-25		mux.HandleFunc("POST /v1/items", s.createItem)
-26		mux.HandleFunc("GET /v1/items/{id}", s.getItem)
-27		s.srv = &http.Server{Addr: fmt.Sprintf(":%d", cfg.Port), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-28		return s
-29	}
-30
-31	// Run serves until ctx ends, then shuts down within 10 seconds.
-32	func (s *Server) Run(ctx context.Context) error {
-33		errc := make(chan error, 1)
-34		go func() { errc <- s.srv.ListenAndServe() }()
-35		select {
-36		case err := <-errc:
-37			return err
-38		case <-ctx.Done():
-39		}
-40		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-41		defer cancel()
-42		if err := s.srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-43			return err
-44		}
-45		return nil
-46	}
-47
-48	func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-49		w.WriteHeader(http.StatusOK)
-50	}
-51
-52	func (s *Server) createItem(w http.ResponseWriter, r *http.Request) {
-53		var in struct{ Name string ` + "`json:\"name\"`" + ` }
+exit status 1` + "`json:\"name\"`" + ` }
 54		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 55			http.Error(w, "bad json", http.StatusBadRequest)
 56			return
