@@ -46,7 +46,8 @@ import (
 // logged.
 
 // captureSyncEvery is how often, at most, the recall index follows the
-// captures while more keep coming.
+// captures while more keep coming, and how long captures gather between
+// two batches then.
 const captureSyncEvery = 100 * time.Millisecond
 
 // Queue sizes.
@@ -54,7 +55,7 @@ const (
 	incidentQueueSize  = 4096
 	incidentBatchMax   = 256 // incidents per transaction
 	incidentQueueBound = incidentQueueSize + incidentBatchMax
-	captureQueueSize   = 1024
+	captureQueueSize   = 4096
 )
 
 // errWriterClosed is returned for a write submitted after Shutdown.
@@ -279,9 +280,10 @@ type captureQueue struct {
 	s     *Server
 	queue chan solutionCapture
 
-	mu     sync.RWMutex
-	closed bool
-	done   chan struct{}
+	mu      sync.RWMutex
+	closed  bool
+	closing chan struct{} // closed by close: stop gathering, store what is left
+	done    chan struct{}
 	// Captures queued or being stored, and their cond (signalled at 0).
 	countMu sync.Mutex
 	count   int
@@ -289,7 +291,7 @@ type captureQueue struct {
 }
 
 func newCaptureQueue(s *Server) *captureQueue {
-	q := &captureQueue{s: s, queue: make(chan solutionCapture, captureQueueSize), done: make(chan struct{})}
+	q := &captureQueue{s: s, queue: make(chan solutionCapture, captureQueueSize), closing: make(chan struct{}), done: make(chan struct{})}
 	q.idle = sync.NewCond(&q.countMu)
 	go q.loop()
 	return q
@@ -336,6 +338,7 @@ func (q *captureQueue) close(ctx context.Context) error {
 	if !q.closed {
 		q.closed = true
 		close(q.queue)
+		close(q.closing)
 	}
 	q.mu.Unlock()
 	select {
@@ -394,6 +397,16 @@ func (q *captureQueue) loop() {
 		}
 		clear(batch)
 		q.counted(-len(batch))
+		if n > 0 && len(q.queue) > 0 {
+			// More came while these were written: let the next ones
+			// gather for a moment, so that a conversation answering
+			// again and again is written once per captureSyncEvery, not
+			// once per answer.
+			select {
+			case <-time.After(captureSyncEvery):
+			case <-q.closing:
+			}
+		}
 	}
 }
 
