@@ -696,11 +696,11 @@ func (s *Server) guardEntries(ctx context.Context, workspace, project, conversat
 	if conversation != "" {
 		loop = s.loops.peek(convRef{workspace, project, conversation})
 	}
-	if e, ok := guard.LoopEntry(loop); ok {
-		entries = append(slices.Clip(entries), e)
-		block = wire.NewBlock(guard.Block(entries))
+	if loop.Level == guard.LevelNone {
+		return entries, block.Text, loop, nil
 	}
-	return entries, guard.StopBlock(loop) + block.Text, loop, nil
+	entries, block, stop := s.loops.render(convRef{workspace, project, conversation}, loop, entries, block)
+	return entries, stop.Text + block.Text, loop, nil
 }
 
 // recallCache keeps the recall of each (tenant, goal, conversation) with

@@ -80,9 +80,7 @@ type convSteps struct {
 // firstLearn reports whether a fix of tool after failures failures is
 // yet to be looked for in the conversation, and notes that it now is.
 func (lt *loopTracker) firstLearn(k convRef, tool string, failures int) bool {
-	lt.mu.Lock()
-	c := lt.cur[k]
-	lt.mu.Unlock()
+	c := lt.find(k)
 	if c == nil {
 		return true
 	}
@@ -103,9 +101,7 @@ func (lt *loopTracker) firstLearn(k convRef, tool string, failures int) bool {
 // loop's entry added, and the STOP block. A loop lasts several turns: the
 // conversation keeps what it rendered while neither changes.
 func (lt *loopTracker) render(k convRef, l guard.Loop, entries []guard.Entry, block wire.Block) ([]guard.Entry, wire.Block, wire.Block) {
-	lt.mu.Lock()
-	c := lt.cur[k]
-	lt.mu.Unlock()
+	c := lt.find(k)
 	if c == nil {
 		c = &convSteps{} // not kept
 	}
@@ -151,14 +147,19 @@ func (lt *loopTracker) get(k convRef) *convSteps {
 	return c
 }
 
+// find returns a conversation's steps, or nil; it adds nothing.
+func (lt *loopTracker) find(k convRef) *convSteps {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if c := lt.cur[k]; c != nil {
+		return c
+	}
+	return lt.prev[k]
+}
+
 // peek returns the loop last found in a conversation, without adding it.
 func (lt *loopTracker) peek(k convRef) guard.Loop {
-	lt.mu.Lock()
-	c := lt.cur[k]
-	if c == nil {
-		c = lt.prev[k]
-	}
-	lt.mu.Unlock()
+	c := lt.find(k)
 	if c == nil {
 		return guard.Loop{}
 	}
@@ -266,7 +267,7 @@ func (s *Server) recordLoops(budget *storeBudget, t Tenant, model string, events
 		inc := s.incident(t, model, "", store.TypeLoop, 0, loopMessage(ev.loop), now)
 		inc.Code = ev.level
 		dedupe := "loop|" + t.Session + "|" + ev.level + "|" + ev.loop.Key()
-		if _, err := s.store.AddIncidentOnce(budget.context(), inc, dedupe); err != nil {
+		if _, err := s.writeIncident(budget.context(), inc, dedupe, false); err != nil {
 			s.storeFailed(budget.parent, "add_incident", err)
 			return false
 		}
