@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,59 +118,8 @@ func (g *Guard) DetectAll(incidents []store.Incident, now time.Time) []Entry {
 
 func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int) []Entry {
 	lo := now.Add(-g.cfg.Window)
-	counts := make([]int, len(g.patterns))
-	var tools map[int][]string       // tools of each pattern's tool failures
-	var scoped map[scopedPattern]int // pattern counts of provider failures, per provider
-	var groups map[string]*group
+	t := g.NewTally()
 	var misses []int // indexes of incidents not in the cache
-
-	add := func(inc *store.Incident, m memo) {
-		sc := scope(inc)
-		if m.pat >= 0 {
-			if sc == "" {
-				counts[m.pat]++
-				if t := ToolOf(inc); t != "" {
-					if tools == nil {
-						tools = make(map[int][]string)
-					}
-					tools[int(m.pat)] = addTool(tools[int(m.pat)], t)
-				}
-			} else {
-				if scoped == nil {
-					scoped = make(map[scopedPattern]int)
-				}
-				scoped[scopedPattern{int(m.pat), sc}]++
-			}
-			return
-		}
-		fp := inc.Fingerprint
-		if inc.Message == "" {
-			// Without text only the source tells empty failures apart.
-			fp = "empty:" + inc.Type + ":" + strconv.Itoa(inc.StatusCode)
-		} else if fp == "" {
-			fp = m.fp
-		}
-		if groups == nil {
-			groups = make(map[string]*group)
-		}
-		if sc != "" {
-			fp = sc + "\x00" + fp
-		}
-		gr := groups[fp]
-		if gr == nil {
-			gr = &group{newest: inc, provider: sc}
-			if inc.Message != "" {
-				gr.fp = cmp.Or(inc.Fingerprint, m.fp)
-			}
-			groups[fp] = gr
-		} else if newer(inc, gr.newest) {
-			gr.newest = inc
-		}
-		if t := ToolOf(inc); t != "" {
-			gr.tools = addTool(gr.tools, t)
-		}
-		gr.count++
-	}
 
 	g.mu.RLock()
 	for i := range incidents {
@@ -185,7 +133,7 @@ func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int
 			misses = append(misses, i)
 			continue
 		}
-		add(inc, m)
+		t.add(inc, m, 1)
 	}
 	g.mu.RUnlock()
 
@@ -202,7 +150,7 @@ func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int
 			if !hit {
 				memos[j] = g.compute(inc.Type, inc.StatusCode, inc.Message)
 			}
-			add(inc, memos[j])
+			t.add(inc, memos[j], 1)
 		}
 		g.mu.Lock()
 		for j, k := range keys {
@@ -210,82 +158,13 @@ func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int
 		}
 		g.mu.Unlock()
 	}
-
-	var out []Entry
-	for i, n := range counts {
-		if n >= minRepeats && n > 0 {
-			p := &g.patterns[i]
-			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix, Tools: tools[i]})
-		}
-	}
-	for sp, n := range scoped {
-		if n >= minRepeats {
-			p := &g.patterns[sp.pat]
-			out = append(out, Entry{Pattern: p.name, Count: n, Hint: p.fix, Provider: sp.provider})
-		}
-	}
-	for _, gr := range groups {
-		if gr.count >= minRepeats {
-			out = append(out, Entry{
-				Pattern:     RepeatedPattern,
-				Count:       gr.count,
-				Hint:        repeatedFix,
-				Example:     gr.example(),
-				Provider:    gr.provider,
-				Fingerprint: gr.fp,
-				Tools:       gr.tools,
-			})
-		}
-	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(
-			cmp.Compare(b.Count, a.Count),
-			strings.Compare(a.Pattern, b.Pattern),
-			strings.Compare(a.Provider, b.Provider),
-			strings.Compare(a.Example, b.Example),
-		)
-	})
-	return out
+	return t.Entries(minRepeats)
 }
 
 // scopedPattern is a pattern matched by the failures of one provider.
 type scopedPattern struct {
 	pat      int
 	provider string
-}
-
-// group is the incidents sharing one fingerprint (and provider, for
-// provider failures).
-type group struct {
-	count    int
-	newest   *store.Incident
-	provider string
-	fp       string   // the fingerprint; "" for failures without text
-	tools    []string // tools of its tool failures, sorted
-}
-
-// addTool adds name to the sorted set tools.
-func addTool(tools []string, name string) []string {
-	i, found := slices.BinarySearch(tools, name)
-	if found {
-		return tools
-	}
-	return slices.Insert(tools, i, name)
-}
-
-func (gr *group) example() string {
-	inc := gr.newest
-	if ex := Sanitize(Redact(inc.Message), maxExampleRunes); ex != "" {
-		return ex
-	}
-	ex := Sanitize(inc.Type, maxExampleRunes)
-	if ex == "" {
-		ex = "error"
-	}
-	if inc.StatusCode != 0 {
-		ex += " (status " + strconv.Itoa(inc.StatusCode) + ")"
-	}
-	return ex
 }
 
 // newer reports whether a sorts after b: later Time, then greater ID, then

@@ -174,6 +174,7 @@ type pattern struct {
 type memo struct {
 	pat int32
 	fp  string
+	ex  string // the example an entry of its fingerprint group shows (see example)
 }
 
 // cacheGeneration bounds each cache generation; the cache holds at most
@@ -246,6 +247,7 @@ func (g *Guard) compute(typ string, status int, message string) memo {
 	m := g.classify(typ, status, message)
 	if m.pat < 0 {
 		m.fp = Fingerprint(message)
+		m.ex = example(typ, status, message)
 	}
 	return m
 }
