@@ -39,16 +39,19 @@ import (
 // the window holds it beside the store's incidents, and its commit only
 // moves the version. A write that fails takes it out again.
 
-// guardWindow is a tenant's incidents inside the guard's window, newest
+// guardWindow is a tenant's incidents inside the guard's window, oldest
 // first, at most GuardReadLimit of them, and the tenant's pending
 // failures.
 type guardWindow struct {
 	workspace, project string
 	version            int64
 	validUntil         time.Time // when the oldest incident read leaves the window
-	incidents          []store.Incident
-	full               bool        // the read hit its limit: older incidents of a conversation may be missing
-	fixes              []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
+	// incidents may share its array with the windows that followed this
+	// one (see with): never append to it elsewhere.
+	incidents []store.Incident
+	extended  bool        // a window followed this one by appending to its array; guarded by guardCache.mu
+	full      bool        // the read hit its limit: older incidents of a conversation may be missing
+	fixes     []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
 
 	newest  time.Time       // of the incidents
 	pending []*pendingWrite // held in incidents, not yet in the store at version
@@ -58,6 +61,8 @@ type guardWindow struct {
 
 	mu    sync.Mutex
 	convs map[string]guardResult // per conversation (and retirement), derived lazily
+	prov  *providerTally         // the provider failures counted, derived lazily
+	base  *guardWindow           // of a private window: the window it is a part of
 
 	lastFailOnce sync.Once
 	lastFail     map[string]time.Time // provider -> its newest failure in the window
@@ -281,43 +286,62 @@ func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWri
 	}
 }
 
-// with returns a new window: w's incidents and add, newest first (add
+// with returns a new window: w's incidents and add, oldest first (add
 // after w's incidents of the same time, as the store lists a later
-// write), at most limit of them, at version, holding pending. With same,
-// w's incidents did not change: the guards derived from them are kept.
+// write), at most limit of them (the newest), at version, holding
+// pending. With same, w's incidents did not change: the guards derived
+// from them are kept. New incidents usually are the newest: they are
+// appended to w's array when w is the first window to follow it, so a
+// window follows a storm of failures without copying its incidents for
+// each; its provider failures' tally (see guardFor) follows them too.
+// The cache's lock must be held.
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
 		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own}
+	w.mu.Lock()
+	prov := w.prov
 	if same {
-		w.mu.Lock()
 		n.convs = maps.Clone(w.convs)
-		w.mu.Unlock()
-		return n
 	}
-	if len(add) == 0 {
+	w.mu.Unlock()
+	if same || len(add) == 0 {
+		n.prov = prov
 		return n
 	}
 	// Later in the batch is newer at the same time.
 	add = slices.Clone(add)
-	slices.Reverse(add)
-	slices.SortStableFunc(add, func(a, b store.Incident) int { return b.Time.Compare(a.Time) })
-	merged := make([]store.Incident, 0, min(w.limit, len(add)+len(w.incidents)))
-	i, j := 0, 0
-	for len(merged) < w.limit && (i < len(add) || j < len(w.incidents)) {
-		if j == len(w.incidents) || (i < len(add) && !add[i].Time.Before(w.incidents[j].Time)) {
-			merged = append(merged, add[i])
-			i++
-		} else {
-			merged = append(merged, w.incidents[j])
-			j++
+	slices.SortStableFunc(add, func(a, b store.Incident) int { return a.Time.Compare(b.Time) })
+	old := w.incidents
+	var incs []store.Incident
+	switch {
+	case len(old) > 0 && add[0].Time.Before(old[len(old)-1].Time):
+		incs = make([]store.Incident, 0, len(old)+len(add))
+		i, j := 0, 0
+		for i < len(add) || j < len(old) {
+			if i == len(add) || (j < len(old) && !add[i].Time.Before(old[j].Time)) {
+				incs = append(incs, old[j])
+				j++
+			} else {
+				incs = append(incs, add[i])
+				i++
+			}
 		}
+	case !w.extended && cap(old)-len(old) >= len(add):
+		incs = append(old, add...)
+		w.extended = true
+	default:
+		incs = make([]store.Incident, len(old)+len(add), max(2*(len(old)+len(add)), 64))
+		copy(incs, old)
+		copy(incs[len(old):], add)
 	}
-	if i < len(add) || j < len(w.incidents) {
+	var trimmed []store.Incident
+	if drop := len(incs) - w.limit; drop > 0 {
+		trimmed, incs = incs[:drop], incs[drop:]
 		n.full = true
 	}
 	w.own.add(add)
-	n.incidents = merged
+	n.incidents = incs
 	for _, in := range add {
 		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
 			n.validUntil = u
@@ -325,6 +349,21 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		if in.Time.After(n.newest) {
 			n.newest = in.Time
 		}
+	}
+	if prov != nil {
+		t := prov.t.Clone()
+		for i := range add {
+			if prov.counts(&add[i]) {
+				t.Add(&add[i])
+			}
+		}
+		for i := range trimmed {
+			if prov.counts(&trimmed[i]) {
+				t.Remove(&trimmed[i])
+			}
+		}
+		n.prov = &providerTally{gen: prov.gen, recovered: prov.recovered, t: t}
+		n.prov.renew(incs)
 	}
 	return n
 }
@@ -356,7 +395,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 			// An incident newer than this request (recorded while its
 			// body arrived) is not in its guard; what it derives is its
 			// own, not the window's.
-			return w.private(), nil
+			return w.private(now), nil
 		}
 		return w, nil
 	}
@@ -367,6 +406,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	if err != nil {
 		return nil, err
 	}
+	slices.Reverse(incs) // oldest first
 	fixes, err := s.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
 	if err != nil {
 		return nil, err
@@ -403,7 +443,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	if old := c.m[k]; old != nil && old.version > w.version {
 		// A window that followed newer writes stays (versions only grow).
 		if now.Before(w.newest) {
-			return w.private(), nil
+			return w.private(now), nil
 		}
 		return w, nil
 	}
@@ -426,7 +466,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	}
 	c.putLocked(k, w)
 	if now.Before(w.newest) {
-		return w.private(), nil
+		return w.private(now), nil
 	}
 	return w, nil
 }
@@ -540,12 +580,92 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 	return until
 }
 
-// private returns a window holding what w holds whose derived guards are
-// its own.
-func (w *guardWindow) private() *guardWindow {
-	return &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
-		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: w.pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own}
+// private returns a window for a request older than w's newest incident
+// (recorded while its body arrived, or dated by another replica's clock):
+// w's incidents up to now, whose derived guards are its own.
+func (w *guardWindow) private(now time.Time) *guardWindow {
+	k := len(w.incidents)
+	for k > 0 && w.incidents[k-1].Time.After(now) {
+		k--
+	}
+	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
+		validUntil: w.validUntil, incidents: w.incidents[:k:k], full: w.full, pending: w.pending,
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w}
+	for _, in := range n.incidents {
+		if in.Time.After(n.newest) {
+			n.newest = in.Time
+		}
+	}
+	return n
+}
+
+// providerTally counts the provider failures of a window that are not
+// retired by the tenant's recoveries of generation gen.
+type providerTally struct {
+	gen       int64
+	recovered map[string]time.Time
+	t         *guard.Tally
+}
+
+// counts reports whether in is a provider failure the tally counts: one
+// newer than its provider's latest recovery.
+func (p *providerTally) counts(in *store.Incident) bool {
+	if !guard.ProviderFailure(in.Type) {
+		return false
+	}
+	at, ok := p.recovered[in.Provider]
+	return !ok || in.Time.After(at)
+}
+
+// renew finds the newest member of the groups a removal left without one,
+// among incs (those the tally counts).
+func (p *providerTally) renew(incs []store.Incident) {
+	if !p.t.Stale() {
+		return
+	}
+	p.t.Renew(func(yield func(*store.Incident) bool) {
+		for i := range incs {
+			if p.counts(&incs[i]) && !yield(&incs[i]) {
+				return
+			}
+		}
+	})
+}
+
+// providerTally returns the tally of w's provider failures that the
+// tenant's recoveries (of generation gen) leave in the guard: counted once
+// per window and generation, and carried from window to window by with.
+// A private window takes its base's and takes out what it does not hold.
+func (w *guardWindow) providerTally(g *guard.Guard, gen int64, recovered map[string]time.Time) *guard.Tally {
+	var base *guard.Tally
+	if w.base != nil {
+		base = w.base.providerTally(g, gen, recovered)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.prov != nil && w.prov.gen == gen {
+		return w.prov.t
+	}
+	p := &providerTally{gen: gen, recovered: recovered}
+	if base != nil {
+		p.t = base.Clone()
+		later := w.base.incidents[len(w.incidents):]
+		for i := range later {
+			if p.counts(&later[i]) {
+				p.t.Remove(&later[i])
+			}
+		}
+		p.renew(w.incidents)
+	} else {
+		p.t = g.NewTally()
+		for i := range w.incidents {
+			if p.counts(&w.incidents[i]) {
+				p.t.Add(&w.incidents[i])
+			}
+		}
+	}
+	w.prov = p
+	return p.t
 }
 
 // guardFor returns the guard of a conversation ("" for requests that
@@ -576,41 +696,46 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 	if ok {
 		return r.entries, r.block, nil
 	}
-	incs := make([]store.Incident, 0, len(w.incidents))
-	seen := make(map[string]bool)
-	keep := func(in *store.Incident) bool {
-		switch {
-		case in.Type == store.TypeLoop:
-			return false
-		case guard.ProviderFailure(in.Type):
-			at, ok := recovered[in.Provider]
-			return !ok || in.Time.After(at)
-		}
-		if in.Session != conversation {
+	// The provider failures come counted with the window; the
+	// conversation's own failures are counted on top of them.
+	t := w.providerTally(s.guard, gen, recovered)
+	lo := now.Add(-s.guard.Config().Window)
+	mine := func(in *store.Incident) bool {
+		if in.Type == store.TypeLoop || guard.ProviderFailure(in.Type) || in.Session != conversation ||
+			in.Time.Before(lo) || in.Time.After(now) {
 			return false
 		}
 		_, retired := slices.BinarySearch(overcome, guard.ToolOf(in))
 		return !retired
 	}
+	var own []*store.Incident
 	for i := range w.incidents {
-		in := &w.incidents[i]
-		seen[in.ID] = true
-		if keep(in) {
-			incs = append(incs, *in)
+		if in := &w.incidents[i]; mine(in) {
+			own = append(own, in)
 		}
 	}
 	if w.full && conversation != "" {
-		own, err := s.ownIncidents(budget, w, conversation, now)
+		read, err := s.ownIncidents(budget, w, conversation, now)
 		if err != nil {
 			return nil, wire.Block{}, err
 		}
-		for i := range own {
-			if in := &own[i]; !seen[in.ID] && !guard.ProviderFailure(in.Type) && keep(in) {
-				incs = append(incs, *in)
+		seen := make(map[string]bool, len(own))
+		for _, in := range own {
+			seen[in.ID] = true
+		}
+		for i := range read {
+			if in := &read[i]; !seen[in.ID] && mine(in) {
+				own = append(own, in)
 			}
 		}
 	}
-	entries := s.withFixes(s.guard.DetectAll(incs, now), w.fixes)
+	if len(own) > 0 {
+		t = t.Clone()
+		for _, in := range own {
+			t.Add(in)
+		}
+	}
+	entries := s.withFixes(t.Entries(1), w.fixes)
 	r = guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
 	w.mu.Lock()
 	if w.convs == nil || len(w.convs) >= s.guardCache.maxConvs {
@@ -623,10 +748,12 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 
 // recoveries says, per tenant, when each provider last answered well
 // after failing; gen changes with every mark, so guards derived before
-// it are not reused.
+// it are not reused. Generations are never reused, not even after the
+// map is cleared.
 type recoveries struct {
-	mu sync.Mutex
-	m  map[tenantKey]recovery
+	mu   sync.Mutex
+	m    map[tenantKey]recovery
+	last int64 // the last generation given
 }
 
 type recovery struct {
@@ -655,7 +782,8 @@ func (r *recoveries) mark(k tenantKey, provider string, now time.Time) {
 	at := make(map[string]time.Time, len(rc.at)+1)
 	maps.Copy(at, rc.at)
 	at[provider] = now
-	r.m[k] = recovery{gen: rc.gen + 1, at: at}
+	r.last++
+	r.m[k] = recovery{gen: r.last, at: at}
 }
 
 // providerAnswered notes a good answer of a provider: its failures in the

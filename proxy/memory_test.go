@@ -128,6 +128,22 @@ func TestRepeated429sBecomeARateLimitGuard(t *testing.T) {
 	if len(msgs) != 2 || msgs[0]["role"] != "system" {
 		t.Fatalf("a system message was not inserted first: %v", msgs)
 	}
+	// The provider answered well: its failures leave the guard (they stay
+	// stored), and new ones count from there.
+	res, _ = h.chat(`{"model":"m","messages":[{"role":"user","content":"go"}]}`, nil)
+	if res.Header.Get(HeaderGuard) != "0" || strings.Contains(systemOf(t, up.last(t).Body), guard.BlockStart) {
+		t.Fatalf("after a good answer the guard still shows the provider's failures: guard %s", res.Header.Get(HeaderGuard))
+	}
+	for range 2 {
+		h.chat(`{"model":"m","messages":[{"role":"user","content":"fail"}]}`, nil)
+	}
+	res, _ = h.chat(`{"model":"m","messages":[{"role":"user","content":"go"}]}`, nil)
+	if sys := systemOf(t, up.last(t).Body); res.Header.Get(HeaderGuard) != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
+		t.Fatalf("after new failures: guard %s, system:\n%s", res.Header.Get(HeaderGuard), sys)
+	}
+	if n := len(h.incidents("default", "default")); n != 4 {
+		t.Fatalf("%d incidents stored, want 4", n)
+	}
 }
 
 func gjsonMessages(body []byte) string {

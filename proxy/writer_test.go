@@ -16,6 +16,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -142,7 +143,7 @@ func (s *countingStore) ListIncidents(ctx context.Context, q store.IncidentQuery
 // window it keeps up to date is the one a replica reading everything from
 // the store derives; and its own writes cost it no read.
 func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range uint64(12) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 14))
 			bolt := tempBolt(t)
@@ -154,14 +155,20 @@ func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
 			ctx := context.Background()
 			providers := []string{"p1", "p2"}
 			convs := []string{"", "c1", "c2"}
-			msgs := []string{"Rate limit reached", "SyntaxError: Unexpected end of input", "connection reset by peer", "FAIL: TestParse"}
+			msgs := []string{"Rate limit reached", "SyntaxError: Unexpected end of input", "connection reset by peer", "FAIL: TestParse",
+				"upstream said: shard 7 of 9 is rebuilding", "upstream said: shard 3 of 9 is rebuilding", ""}
 			foreign := 0
-			for step := range 40 {
-				now = now.Add(time.Duration(1+rnd.IntN(30)) * time.Second)
+			type mark struct {
+				provider string
+				at       time.Time
+			}
+			var marks []mark // recoveries, replayed on the replica reading everything
+			for step := range 60 {
+				now = now.Add(time.Duration(rnd.IntN(30)) * time.Second) // sometimes not at all: ties
 				in := &store.Incident{Time: now.Add(-time.Duration(rnd.IntN(3)) * time.Second), Workspace: "w", Project: "p",
 					Message: msgs[rnd.IntN(len(msgs))]}
 				if rnd.IntN(2) == 0 {
-					in.Type, in.StatusCode, in.Provider = store.TypeHTTPError, 429, providers[rnd.IntN(2)]
+					in.Type, in.StatusCode, in.Provider = store.TypeHTTPError, []int{429, 500, 502}[rnd.IntN(3)], providers[rnd.IntN(2)]
 				} else {
 					in.Type, in.Session = store.TypeToolError, convs[1+rnd.IntN(2)]
 				}
@@ -185,34 +192,88 @@ func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if rnd.IntN(3) > 0 && step < 39 {
+				if rnd.IntN(8) == 0 { // a provider answered well
+					m := mark{providers[rnd.IntN(2)], now.Add(-time.Duration(rnd.IntN(40)) * time.Second)}
+					marks = append(marks, m)
+					inc.recovered.mark(tenantKey{"w", "p"}, m.provider, m.at)
+				}
+				if rnd.IntN(3) > 0 && step < 59 {
 					continue // several writes between two reads of the guard
 				}
 				// What this replica shows before its commits, a full read
 				// finds once they are done.
 				inc.writer.wait()
-				full := newHarnessOn(t, bolt, "http://127.0.0.1:1", withOptions(func(o *Options) { o.Now, o.GuardReadLimit = clock, limit })).srv
-				for _, conv := range convs {
-					got, gotBlock, _, err := inc.guardEntries(ctx, "w", "p", conv, now)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, wantBlock, _, err := full.guardEntries(ctx, "w", "p", conv, now)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !reflect.DeepEqual(got, want) || gotBlock != wantBlock {
-						t.Fatalf("step %d, conversation %q:\nincremental %+v\n  full read %+v", step, conv, got, want)
+				at := map[string]time.Time{} // the latest recovery of each provider
+				for _, m := range marks {
+					at[m.provider] = m.at
+				}
+				// At now, and for a request that arrived before the newest
+				// incidents (a private window).
+				for _, when := range []time.Time{now, now.Add(-time.Duration(rnd.IntN(40)) * time.Second)} {
+					for _, conv := range convs {
+						got, gotBlock, _, err := inc.guardEntries(ctx, "w", "p", conv, when)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want := fullGuard(t, inc, bolt, conv, when, limit, at)
+						if wantBlock := guard.Block(want); !reflect.DeepEqual(got, want) || gotBlock != wantBlock {
+							t.Fatalf("step %d, conversation %q at %v:\nincremental %+v\n  full read %+v", step, conv, when, got, want)
+						}
 					}
 				}
 			}
 			// Window reads: the first, and at most one after each foreign
-			// write.
+			// write (fullGuard reads the store on its own).
 			if reads := counted.lists.Load(); reads > int64(1+foreign) {
 				t.Fatalf("%d incident reads for %d foreign writes: the window was read again after its own writes", reads, foreign)
 			}
 		})
 	}
+}
+
+// fullGuard is the guard of a conversation at now derived from scratch:
+// the tenant's newest limit incidents inside the window read from the
+// store, those after now left out, provider failures after their
+// provider's latest recovery (at), the conversation's own failures (read
+// on their own too when the read hit its limit), run through Detect.
+func fullGuard(t *testing.T, s *Server, st store.Store, conv string, now time.Time, limit int, at map[string]time.Time) []guard.Entry {
+	t.Helper()
+	ctx := context.Background()
+	lo := now.Add(-s.guard.Config().Window)
+	read, err := st.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p", Since: lo, Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var incs []store.Incident
+	seen := map[string]bool{}
+	own := func(in store.Incident) bool {
+		return in.Type != store.TypeLoop && !guard.ProviderFailure(in.Type) && in.Session == conv && !in.Time.After(now) && !in.Time.Before(lo)
+	}
+	for _, in := range read {
+		seen[in.ID] = true
+		if in.Time.After(now) {
+			continue
+		}
+		if guard.ProviderFailure(in.Type) {
+			if r, ok := at[in.Provider]; !ok || in.Time.After(r) {
+				incs = append(incs, in)
+			}
+		} else if own(in) {
+			incs = append(incs, in)
+		}
+	}
+	if len(read) >= limit && conv != "" {
+		mine, err := st.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p", Session: conv, Since: lo, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range mine {
+			if !seen[in.ID] && own(in) {
+				incs = append(incs, in)
+			}
+		}
+	}
+	return s.withFixes(s.guard.DetectAll(incs, now), nil)
 }
 
 // TestCapturesQueuedAtShutdownAreStored: Shutdown stores every solution
