@@ -191,16 +191,27 @@ func (c *guardCache) putLocked(k tenantKey, w *guardWindow) {
 // recently updated ones.
 const maxWindowFixes = 500
 
-// addPending shows p's incident in its tenant's window until its write
-// ends.
-func (c *guardCache) addPending(p *pendingWrite) {
-	k := tenantKey{p.inc.Workspace, p.inc.Project}
+// addPending prepares inc for the store (store.PrepareIncident) as p's
+// incident and shows it in its tenant's window until its write ends. It
+// is dated now, under the cache's lock, unless it is dated later: this
+// replica's failures reach the window in the order of their dates, and
+// the window appends them instead of merging them in.
+func (c *guardCache) addPending(p *pendingWrite, inc *store.Incident, now func() time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if t := now(); t.After(inc.Time) {
+		inc.Time = t
+	}
+	if err := store.PrepareIncident(inc, inc.Time); err != nil {
+		return err
+	}
+	p.inc = *inc
+	k := tenantKey{p.inc.Workspace, p.inc.Project}
 	c.pending[k] = append(c.pending[k], p)
 	if w := c.m[k]; w != nil {
 		c.putLocked(k, w.with([]store.Incident{p.inc}, w.version, append(slices.Clip(w.pending), p), false))
 	}
+	return nil
 }
 
 // dropPending takes p out of the pending set and of its tenant's window

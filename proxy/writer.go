@@ -239,16 +239,21 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 // writeIncident stores inc (with a dedupe key: once per key) through the
 // writer and waits for its commit until ctx ends. With show, the incident
 // is in the guard of the tenant's requests through this replica from now
-// until its write commits (then it is read from the store) or fails, and
+// until its write commits (then it is read from the store) or fails (it
+// is dated as it joins them, see guardCache.addPending), and
 // writeIncident returns once it is queued while the store is committing
 // (see the top of this file): then it reports true.
 func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
-	if err := store.PrepareIncident(inc, inc.Time); err != nil {
-		return false, err
-	}
-	p := &pendingWrite{inc: *inc, dedupe: dedupe, shown: show, done: make(chan struct{})}
+	p := &pendingWrite{dedupe: dedupe, shown: show, done: make(chan struct{})}
 	if show {
-		s.guardCache.addPending(p)
+		if err := s.guardCache.addPending(p, inc, s.opts.Now); err != nil {
+			return false, err
+		}
+	} else {
+		if err := store.PrepareIncident(inc, inc.Time); err != nil {
+			return false, err
+		}
+		p.inc = *inc
 	}
 	wait := !show || !s.writer.committing()
 	if err := s.writer.submit(ctx, p); err != nil {
