@@ -15,6 +15,7 @@ import (
 // Incidents go through one writer goroutine that drains a queue and stores
 // what it found there in one transaction (store.AddIncidents): concurrent
 // failures share a commit instead of queueing on the store's writer lock.
+// A batch no request waits for gathers for up to incidentGather first.
 //
 // A provider's failure is shown at once to the guard of every request
 // through this replica (the pending set, guardcache.go) until its write
@@ -45,6 +46,13 @@ import (
 // each is counted in scarproxy_store_errors_total{op="write_incidents"} and
 // logged.
 
+// incidentGather is how long, at most, a batch nobody waits for gathers
+// more incidents before its commit: in a storm of provider failures (whose
+// answers do not wait), one commit then stores tens of them, which costs
+// far less than a commit each. A batch holding an incident a request
+// waits for is written at once.
+const incidentGather = 5 * time.Millisecond
+
 // captureSyncEvery is how often, at most, the recall index follows the
 // captures while more keep coming, and how long captures gather between
 // two batches then.
@@ -66,6 +74,7 @@ type pendingWrite struct {
 	inc    store.Incident // prepared (store.PrepareIncident): what the store will read back
 	dedupe string
 	shown  bool // shown in the guard before its commit (a provider failure)
+	waited bool // a request waits for its commit
 
 	done   chan struct{} // closed once stored or failed; then stored and err are set
 	stored bool
@@ -177,8 +186,11 @@ func (w *incidentWriter) close(ctx context.Context) error {
 func (w *incidentWriter) loop() {
 	defer close(w.done)
 	batch := make([]*pendingWrite, 0, incidentBatchMax)
+	timer := time.NewTimer(incidentGather)
+	timer.Stop()
 	for p := range w.queue {
 		batch = append(batch[:0], p)
+		waited := p.waited
 	drain:
 		for len(batch) < incidentBatchMax {
 			select {
@@ -187,9 +199,29 @@ func (w *incidentWriter) loop() {
 					break drain
 				}
 				batch = append(batch, p)
+				waited = waited || p.waited
 			default:
 				break drain
 			}
+		}
+		if !waited && len(batch) < incidentBatchMax {
+			timer.Reset(incidentGather)
+		gather:
+			for len(batch) < incidentBatchMax {
+				select {
+				case p, ok := <-w.queue:
+					if !ok {
+						break gather
+					}
+					batch = append(batch, p)
+					if p.waited {
+						break gather
+					}
+				case <-timer.C:
+					break gather
+				}
+			}
+			timer.Stop()
 		}
 		w.write(batch)
 		clear(batch)
@@ -256,6 +288,7 @@ func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 		p.inc = *inc
 	}
 	wait := !show || !s.writer.committing()
+	p.waited = wait
 	if err := s.writer.submit(ctx, p); err != nil {
 		if show {
 			s.guardCache.dropPending(p)
