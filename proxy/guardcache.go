@@ -50,6 +50,7 @@ type guardWindow struct {
 	// one (see with): never append to it elsewhere.
 	incidents []store.Incident
 	extended  bool        // a window followed this one by appending to its array; guarded by guardCache.mu
+	others    int         // incidents that are not provider failures (at most this many, in a private window)
 	full      bool        // the read hit its limit: older incidents of a conversation may be missing
 	fixes     []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
 
@@ -309,7 +310,7 @@ func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWri
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own}
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, others: w.others}
 	w.mu.Lock()
 	prov := w.prov
 	if same {
@@ -353,6 +354,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	}
 	w.own.add(add)
 	n.incidents = incs
+	n.others += others(add) - others(trimmed)
 	for _, in := range add {
 		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
 			n.validUntil = u
@@ -390,6 +392,18 @@ func (w *guardWindow) without(p *pendingWrite) *guardWindow {
 			n.incidents = append(n.incidents, in)
 		}
 	}
+	n.others = others(n.incidents)
+	return n
+}
+
+// others counts the incidents of incs that are not provider failures.
+func others(incs []store.Incident) int {
+	n := 0
+	for i := range incs {
+		if !guard.ProviderFailure(incs[i].Type) {
+			n++
+		}
+	}
 	return n
 }
 
@@ -422,7 +436,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	if err != nil {
 		return nil, err
 	}
-	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes,
+	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes, others: others(incs),
 		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
 		span: window, limit: s.opts.GuardReadLimit, own: &ownCache{}}
 	for _, in := range incs {
@@ -601,7 +615,7 @@ func (w *guardWindow) private(now time.Time) *guardWindow {
 	}
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
 		validUntil: w.validUntil, incidents: w.incidents[:k:k], full: w.full, pending: w.pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w}
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, others: w.others}
 	for _, in := range n.incidents {
 		if in.Time.After(n.newest) {
 			n.newest = in.Time
@@ -720,7 +734,7 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 		return !retired
 	}
 	var own []*store.Incident
-	for i := range w.incidents {
+	for i := 0; i < len(w.incidents) && w.others > 0; i++ {
 		if in := &w.incidents[i]; mine(in) {
 			own = append(own, in)
 		}

@@ -99,6 +99,19 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 
 // incident builds a redacted, capped incident record.
 func (s *Server) incident(t Tenant, model, provider, typ string, status int, message string, now time.Time) *store.Incident {
+	txt := s.texts.of(message)
+	return &store.Incident{
+		Time: now, Workspace: t.Workspace, Project: t.Project, Session: t.Session, Agent: t.Agent,
+		Provider: provider, Model: guard.Redact(model), Type: typ, StatusCode: status,
+		Message: txt.msg, Fingerprint: txt.fp,
+	}
+}
+
+// incidentText is what an incident stores of a failure's message: the
+// message redacted, capped and made valid UTF-8, and its fingerprint.
+type incidentText struct{ msg, fp string }
+
+func newIncidentText(message string) incidentText {
 	msg := guard.Redact(message)
 	if len(msg) > maxIncidentMessage {
 		cut := maxIncidentMessage
@@ -108,11 +121,45 @@ func (s *Server) incident(t Tenant, model, provider, typ string, status int, mes
 		msg = msg[:cut] + "…"
 	}
 	msg = strings.ToValidUTF8(msg, "\uFFFD")
-	return &store.Incident{
-		Time: now, Workspace: t.Workspace, Project: t.Project, Session: t.Session, Agent: t.Agent,
-		Provider: provider, Model: guard.Redact(model), Type: typ, StatusCode: status,
-		Message: msg, Fingerprint: guard.Fingerprint(msg),
+	return incidentText{msg: msg, fp: guard.Fingerprint(msg)}
+}
+
+// textMemo remembers the incident texts of recent messages: a storm of
+// failures repeats one error body thousands of times, and redacting and
+// fingerprinting it each time cost more than the rest of its record. It
+// is keyed by the whole message (what it gives depends on nothing else),
+// holds messages up to maxMemoMessage bytes, and is cleared when it holds
+// maxMemoBytes.
+type textMemo struct {
+	mu    sync.Mutex
+	m     map[string]incidentText
+	bytes int
+}
+
+const (
+	maxMemoMessage = 8 << 10
+	maxMemoBytes   = 4 << 20
+)
+
+func (tm *textMemo) of(message string) incidentText {
+	if len(message) > maxMemoMessage {
+		return newIncidentText(message)
 	}
+	tm.mu.Lock()
+	txt, ok := tm.m[message]
+	tm.mu.Unlock()
+	if ok {
+		return txt
+	}
+	txt = newIncidentText(message)
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if tm.m == nil || tm.bytes+len(message)+len(txt.msg) > maxMemoBytes {
+		tm.m, tm.bytes = make(map[string]incidentText), 0
+	}
+	tm.m[message] = txt
+	tm.bytes += len(message) + len(txt.msg) + len(txt.fp)
+	return txt
 }
 
 // record stores a failure the proxy observed, within StoreTimeout: it is
@@ -128,7 +175,7 @@ func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ stri
 		s.storeFailed(ctx, "add_incident", err)
 		return false
 	}
-	s.log.Info("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+	s.log.Debug("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
 	return true
 }

@@ -171,6 +171,7 @@ type Server struct {
 	keys    *keyring
 	metrics *metrics
 	seen    *seenSet
+	texts   textMemo // what incidents store of recent messages
 	// loops keeps each conversation's latest tool calls; recovered, when
 	// each provider last answered well after failing.
 	loops     *loopTracker
