@@ -167,3 +167,37 @@ func FuzzStrip(f *testing.F) {
 		}
 	})
 }
+
+// TestBlockRemembersEntriesByAllTheyShow: entries remembered by their
+// text differ in the block whenever anything they show differs; only
+// the count changes between two blocks of the same entries.
+func TestBlockRemembersEntriesByAllTheyShow(t *testing.T) {
+	base := Entry{Pattern: "P", Count: 2, Hint: "h", Example: "e", Provider: "p", Call: "c", Fixed: &Fixed{Tool: "t", Call: "{}", Note: "n"}}
+	variants := []func(*Entry){
+		func(e *Entry) { e.Pattern = "Q" },
+		func(e *Entry) { e.Hint = "h2" },
+		func(e *Entry) { e.Example = "e2" },
+		func(e *Entry) { e.Provider = "p2" },
+		func(e *Entry) { e.Call = "c2" },
+		func(e *Entry) { e.Fixed = nil },
+		func(e *Entry) { e.Fixed = &Fixed{Tool: "t2", Call: "{}", Note: "n"} },
+		func(e *Entry) { e.Fixed = &Fixed{Tool: "t", Call: `{"a":1}`, Note: "n"} },
+		func(e *Entry) { e.Fixed = &Fixed{Tool: "t", Call: "{}", Note: "n2"} },
+	}
+	want := Block([]Entry{base})
+	for i, v := range variants {
+		e := base
+		v(&e)
+		if got := Block([]Entry{e}); got == want {
+			t.Errorf("variant %d: same block as the base entry", i)
+		}
+		if got := Block([]Entry{base}); got != want {
+			t.Errorf("variant %d: the base entry's block changed", i)
+		}
+	}
+	e := base
+	e.Count = 3
+	if got := Block([]Entry{e}); got != strings.Replace(want, "(Failed 2 times)", "(Failed 3 times)", 1) {
+		t.Errorf("count 3:\n%s", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scarproxy/scarproxy/store"
@@ -198,8 +199,9 @@ func Block(entries []Entry) string {
 		b.WriteString("\n")
 	}
 	for _, e := range entries {
+		t := entryTextOf(e)
 		b.WriteString("\n▶ Pattern: ")
-		b.WriteString(Sanitize(e.Pattern, maxLabelRunes))
+		b.WriteString(t.label)
 		b.WriteString(" (Failed ")
 		b.WriteString(strconv.Itoa(e.Count))
 		if e.Count == 1 {
@@ -207,38 +209,88 @@ func Block(entries []Entry) string {
 		} else {
 			b.WriteString(" times)\n")
 		}
-		if p := Sanitize(e.Provider, maxLabelRunes); p != "" {
-			b.WriteString("  Provider: ")
-			b.WriteString(p)
-			b.WriteString("\n")
-		}
-		if ex := Quote(e.Example, maxExampleRunes); ex != "" {
-			b.WriteString("  Error: ")
-			b.WriteString(ex)
-			b.WriteString("\n")
-		}
-		if call := Sanitize(e.Call, 2*maxCallArgsRunes+2*maxLabelRunes); call != "" {
-			b.WriteString("  Call: ")
-			b.WriteString(call) // built by LoopEntry: names and quoted arguments
-			b.WriteString("\n")
-		}
-		if hint := Sanitize(e.Hint, maxHintRunes); hint != "" {
-			b.WriteString("  Fix Instruction: ")
-			b.WriteString(hint)
-			b.WriteString("\n")
-		}
-		if f := e.Fixed; f != nil {
-			if fix := fixText(f); fix != "" {
-				b.WriteString("  Last time this was fixed by: ")
-				b.WriteString(fix)
-				b.WriteString("\n")
-			}
-		}
+		b.WriteString(t.body)
 	}
 	b.WriteString("\n")
 	b.WriteString(BlockEnd)
 	b.WriteString("\n\n")
 	return b.String()
+}
+
+// entryText is an entry's text in a block but its count: its label and
+// the lines after the count.
+type entryText struct{ label, body string }
+
+// entryKey is what an entry's text depends on.
+type entryKey struct {
+	pattern, provider, example, call, hint string
+	fixed                                  Fixed
+	hasFixed                               bool
+}
+
+// entryTexts remembers the text of recent entries: the blocks of a
+// tenant's requests differ from one failure to the next in counts, and
+// sanitising and quoting the same text again costs more than the rest of
+// a block. Bounded: cleared when it holds maxEntryTexts.
+var entryTexts struct {
+	mu sync.Mutex
+	m  map[entryKey]entryText
+}
+
+const maxEntryTexts = 1024
+
+func entryTextOf(e Entry) entryText {
+	k := entryKey{pattern: e.Pattern, provider: e.Provider, example: e.Example, call: e.Call, hint: e.Hint}
+	if e.Fixed != nil {
+		k.fixed, k.hasFixed = *e.Fixed, true
+	}
+	entryTexts.mu.Lock()
+	t, ok := entryTexts.m[k]
+	entryTexts.mu.Unlock()
+	if ok {
+		return t
+	}
+	t = renderEntry(e)
+	entryTexts.mu.Lock()
+	if entryTexts.m == nil || len(entryTexts.m) >= maxEntryTexts {
+		entryTexts.m = make(map[entryKey]entryText)
+	}
+	entryTexts.m[k] = t
+	entryTexts.mu.Unlock()
+	return t
+}
+
+// renderEntry draws an entry's text but its count.
+func renderEntry(e Entry) entryText {
+	var b strings.Builder
+	if p := Sanitize(e.Provider, maxLabelRunes); p != "" {
+		b.WriteString("  Provider: ")
+		b.WriteString(p)
+		b.WriteString("\n")
+	}
+	if ex := Quote(e.Example, maxExampleRunes); ex != "" {
+		b.WriteString("  Error: ")
+		b.WriteString(ex)
+		b.WriteString("\n")
+	}
+	if call := Sanitize(e.Call, 2*maxCallArgsRunes+2*maxLabelRunes); call != "" {
+		b.WriteString("  Call: ")
+		b.WriteString(call) // built by LoopEntry: names and quoted arguments
+		b.WriteString("\n")
+	}
+	if hint := Sanitize(e.Hint, maxHintRunes); hint != "" {
+		b.WriteString("  Fix Instruction: ")
+		b.WriteString(hint)
+		b.WriteString("\n")
+	}
+	if f := e.Fixed; f != nil {
+		if fix := fixText(f); fix != "" {
+			b.WriteString("  Last time this was fixed by: ")
+			b.WriteString(fix)
+			b.WriteString("\n")
+		}
+	}
+	return entryText{label: Sanitize(e.Pattern, maxLabelRunes), body: b.String()}
 }
 
 // quotes reports whether an entry shows stored text.

@@ -195,6 +195,13 @@ func New(cfg Config) (*Guard, error) {
 	}, nil
 }
 
+// Window returns the guard's window (Config().Window without the copy).
+func (g *Guard) Window() time.Duration { return g.cfg.Window }
+
+// MinRepeats returns how often a failure repeats before it is an entry
+// (Config().MinRepeats without the copy).
+func (g *Guard) MinRepeats() int { return g.cfg.MinRepeats }
+
 // Config returns the configuration the Guard runs with, defaults filled in.
 // The returned value is a copy.
 func (g *Guard) Config() Config {

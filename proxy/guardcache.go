@@ -424,7 +424,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 		}
 		return w, nil
 	}
-	window := s.guard.Config().Window
+	window := s.guard.Window()
 	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: workspace, Project: project, Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
 	})
@@ -578,7 +578,7 @@ func (s *Server) ownIncidents(budget *storeBudget, w *guardWindow, conversation 
 	}
 	read, err := s.store.ListIncidents(budget.context(), store.IncidentQuery{
 		Workspace: w.workspace, Project: w.project, Session: conversation,
-		Since: now.Add(-s.guard.Config().Window), Limit: s.opts.GuardReadLimit,
+		Since: now.Add(-s.guard.Window()), Limit: s.opts.GuardReadLimit,
 	})
 	if err != nil {
 		return nil, err
@@ -724,7 +724,7 @@ func (s *Server) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 	// The provider failures come counted with the window; the
 	// conversation's own failures are counted on top of them.
 	t := w.providerTally(s.guard, gen, recovered)
-	lo := now.Add(-s.guard.Config().Window)
+	lo := now.Add(-s.guard.Window())
 	mine := func(in *store.Incident) bool {
 		if in.Type == store.TypeLoop || guard.ProviderFailure(in.Type) || in.Session != conversation ||
 			in.Time.Before(lo) || in.Time.After(now) {

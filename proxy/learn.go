@@ -24,7 +24,7 @@ func (s *Server) learnFixes(budget *storeBudget, t Tenant, w *guardWindow, info 
 	if t.Session == "" || len(fresh) == 0 {
 		return false
 	}
-	minRepeats := s.guard.Config().MinRepeats
+	minRepeats := s.guard.MinRepeats()
 	stored := false
 	done := map[string]bool{} // tools handled: the first success of each counts
 	for _, i := range fresh {
@@ -106,7 +106,7 @@ func newestOf(failures []store.Incident, e guard.Entry) store.Incident {
 // newest fix of the same fingerprint, else of the same named pattern and
 // one of the entry's tools.
 func (s *Server) withFixes(entries []guard.Entry, fixes []store.Fix) []guard.Entry {
-	minRepeats := s.guard.Config().MinRepeats
+	minRepeats := s.guard.MinRepeats()
 	out := entries[:0]
 	for _, e := range entries {
 		if e.Provider == "" && len(e.Tools) > 0 && len(fixes) > 0 {

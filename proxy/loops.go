@@ -55,11 +55,17 @@ type convRef struct{ workspace, project, conversation string }
 
 // convSteps is one conversation's tail of calls.
 type convSteps struct {
-	mu     sync.Mutex
-	keys   []string // the result key of each step
-	steps  []guard.Step
-	loop   guard.Loop     // the loop found after the latest update
-	levels map[string]int // the highest level recorded of each loop, by key
+	mu    sync.Mutex
+	keys  []string            // the result key of each step
+	known map[string]struct{} // the keys
+	steps []guard.Step
+	// The tools the conversation's requests define (wire.DefinedTools),
+	// and the hash of the definitions they were read from: an agent sends
+	// the same ones every turn.
+	defsHash uint64
+	defined  []string
+	loop     guard.Loop     // the loop found after the latest update
+	levels   map[string]int // the highest level recorded of each loop, by key
 	// learned is, per tool, the failures of the conversation a fix was
 	// last looked for at (see learnFixes).
 	learned map[string]int
@@ -200,11 +206,14 @@ func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events [
 	defer c.mu.Unlock()
 	for i := range results {
 		tr := &results[i]
-		if slices.Contains(c.keys, tr.Key) {
+		if _, ok := c.known[tr.Key]; ok {
 			continue
 		}
 		if !definedRead {
-			defined, definedRead = wire.DefinedTools(info.ToolDefs), true
+			if h := maphash.Bytes(s.loops.seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
+				c.defsHash, c.defined = h, wire.DefinedTools(info.ToolDefs)
+			}
+			defined, definedRead = c.defined, true
 		}
 		text := tr.Text()
 		st := guard.Step{
@@ -217,10 +226,17 @@ func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events [
 			Output:  head(text, maxStepOutput),
 		}
 		if len(c.steps) == maxSteps {
-			c.steps, c.keys = slices.Delete(c.steps, 0, 1), slices.Delete(c.keys, 0, 1)
+			// The oldest step leaves; append moves the rest to a new
+			// array once in a while.
+			delete(c.known, c.keys[0])
+			c.steps, c.keys = c.steps[1:], c.keys[1:]
 		}
 		c.steps = append(c.steps, st)
 		c.keys = append(c.keys, tr.Key)
+		if c.known == nil {
+			c.known = make(map[string]struct{}, maxSteps)
+		}
+		c.known[tr.Key] = struct{}{}
 		fresh = append(fresh, skipped+i)
 	}
 	if len(fresh) == 0 {
