@@ -73,7 +73,13 @@ type Postgres struct {
 	migrated atomic.Bool
 	migrate  chan struct{} // one token: held while migrating
 	down     atomic.Bool   // last migration attempt failed (for logging changes only)
+
+	versions flights // concurrent IncidentVersion calls of a tenant share reads
 }
+
+// versionReadTimeout bounds a version read made for callers that waited
+// for it (see flights).
+const versionReadTimeout = 10 * time.Second
 
 var _ Store = (*Postgres)(nil)
 
@@ -94,10 +100,11 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
 	p := &Postgres{
-		pool:    pool,
-		now:     opts.Now,
-		log:     opts.Logger,
-		migrate: make(chan struct{}, 1),
+		pool:     pool,
+		now:      opts.Now,
+		log:      opts.Logger,
+		migrate:  make(chan struct{}, 1),
+		versions: flights{timeout: versionReadTimeout},
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -362,12 +369,16 @@ func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project strin
 	if err := p.use(ctx, "incident version"); err != nil {
 		return 0, err
 	}
-	var v int64
-	err := p.pool.QueryRow(ctx, `SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,
-		cleanText(workspace), cleanText(project)).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+	workspace, project = cleanText(workspace), cleanText(project)
+	v, err := p.versions.do(ctx, string(tenantKey(workspace, project)), func(ctx context.Context) (int64, error) {
+		var v int64
+		err := p.pool.QueryRow(ctx, `SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,
+			workspace, project).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil
+		}
+		return v, err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("store: incident version: %w", err)
 	}
