@@ -177,6 +177,32 @@ const insertDeduped = `WITH d AS (
 		(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts, code)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM d)`
 
+// insertIncidents inserts several incidents in one statement, in the
+// order of its arrays (see incidentColumns).
+const insertIncidents = `INSERT INTO incidents
+	(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts, code)
+	SELECT id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts, code
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+		$9::integer[], $10::text[], $11::text[], $12::timestamptz[], $13::text[])
+		WITH ORDINALITY AS r(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts, code, n)
+	ORDER BY n`
+
+// incidentColumns returns the arguments of insertIncidents for ws: one
+// array per column.
+func incidentColumns(ws []IncidentWrite) []any {
+	n := len(ws)
+	ids, wss, projects, sessions, agents := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	providers, models, types, messages, fps, codes := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	statuses, times := make([]int32, n), make([]time.Time, n)
+	for i := range ws {
+		r := ws[i].Incident
+		ids[i], wss[i], projects[i], sessions[i], agents[i] = r.ID, r.Workspace, r.Project, r.Session, r.Agent
+		providers[i], models[i], types[i], messages[i], fps[i], codes[i] = r.Provider, r.Model, r.Type, r.Message, r.Fingerprint, r.Code
+		statuses[i], times[i] = int32(r.StatusCode), r.Time
+	}
+	return []any{ids, wss, projects, sessions, agents, providers, models, types, statuses, messages, fps, times, codes}
+}
+
 // AddIncidents stores a batch of incidents in one transaction, sent in one
 // round trip; see [Store]. Each tenant's version row is locked from the
 // start of the transaction, so the steps it returns cover this batch
@@ -204,19 +230,35 @@ func (p *Postgres) AddIncidents(ctx context.Context, batch []IncidentWrite) ([]V
 			q.Queue(`SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2 FOR UPDATE`,
 				tn[0], tn[1]).QueryRow(func(row pgx.Row) error { return row.Scan(&from[i]) })
 		}
-		for i := range batch {
+		for i := 0; i < len(batch); {
 			w := &batch[i]
 			w.Stored = false
-			args := incidentArgs(w.Incident)
-			sql := insertIncident
 			if w.DedupeKey != "" {
-				sql = insertDeduped
-				args = append(args, dedupeKey(cleanText(w.DedupeKey)))
+				args := append(incidentArgs(w.Incident), dedupeKey(cleanText(w.DedupeKey)))
+				q.Queue(insertDeduped, args...).Exec(func(tag pgconn.CommandTag) error {
+					w.Stored = tag.RowsAffected() == 1
+					return nil
+				})
+				i++
+				continue
 			}
-			q.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
-				w.Stored = tag.RowsAffected() == 1
+			// A run of incidents without dedupe keys is one statement (one
+			// trigger run moving the version), its rows in batch order.
+			j := i + 1
+			for j < len(batch) && batch[j].DedupeKey == "" {
+				j++
+			}
+			run := batch[i:j]
+			q.Queue(insertIncidents, incidentColumns(run)...).Exec(func(tag pgconn.CommandTag) error {
+				if tag.RowsAffected() != int64(len(run)) {
+					return fmt.Errorf("%d of %d incidents inserted", tag.RowsAffected(), len(run))
+				}
+				for k := range run {
+					run[k].Stored = true
+				}
 				return nil
 			})
+			i = j
 		}
 		for i, tn := range tenants {
 			q.Queue(`SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,

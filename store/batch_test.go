@@ -67,6 +67,33 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("runs of incidents keep batch order and every field", func(t *testing.T) {
+		s := open(t)
+		at := testEpoch.Add(time.Hour)
+		var batch []IncidentWrite
+		for i, m := range []string{"p1", "p2", "d", "p3", "p4"} {
+			in := &Incident{Time: at, Workspace: "w", Project: "p", Session: "s" + m, Agent: "agent", Provider: "prov",
+				Model: "m", Type: TypeHTTPError, StatusCode: 500 + i, Code: "E" + m, Message: "msg " + m, Fingerprint: "fp" + m}
+			w := IncidentWrite{Incident: in}
+			if m == "d" {
+				w.DedupeKey = "kd"
+			}
+			batch = append(batch, w)
+		}
+		if _, err := s.AddIncidents(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		if len(got) != len(batch) {
+			t.Fatalf("listed %d incidents, want %d", len(got), len(batch))
+		}
+		for i, in := range got {
+			if want := *batch[len(batch)-1-i].Incident; !reflect.DeepEqual(in, want) {
+				t.Fatalf("listed #%d %+v, want %+v", i, in, want)
+			}
+		}
+	})
+
 	t.Run("invalid batch stores nothing", func(t *testing.T) {
 		s := open(t)
 		_, err := s.AddIncidents(ctx, []IncidentWrite{
