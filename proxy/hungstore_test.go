@@ -158,6 +158,13 @@ func (s *stuckStore) PutSolution(ctx context.Context, sol *store.Solution) error
 	return s.Store.PutSolution(ctx, sol)
 }
 
+func (s *stuckStore) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+	if err := s.wait(ctx, "PutSolution"); err != nil {
+		return err
+	}
+	return s.Store.PutSolutions(ctx, sols)
+}
+
 func (s *stuckStore) GetSolution(ctx context.Context, workspace, id string) (store.Solution, error) {
 	if err := s.wait(ctx, "GetSolution"); err != nil {
 		return store.Solution{}, err

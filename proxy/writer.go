@@ -387,9 +387,9 @@ func (q *captureQueue) close(ctx context.Context) error {
 	}
 }
 
-// loop stores the queued solutions one by one, the last capture of a
-// conversation only, then brings the recall index up to date for all it
-// stored (see captureSyncEvery).
+// loop stores what the queue holds in one transaction, the last capture
+// of each conversation only, then brings the recall index up to date for
+// all it stored (see captureSyncEvery).
 func (q *captureQueue) loop() {
 	defer close(q.done)
 	s := q.s
@@ -413,13 +413,14 @@ func (q *captureQueue) loop() {
 		for i := range batch {
 			last[[2]string{batch[i].sol.Workspace, batch[i].sol.Key}] = i
 		}
-		n := 0
+		var put []solutionCapture
 		for i, c := range batch {
 			if last[[2]string{c.sol.Workspace, c.sol.Key}] != i {
 				continue // a later capture of the conversation says more
 			}
-			n += q.put(c)
+			put = append(put, c)
 		}
+		n := q.put(put)
 		unsynced += n
 		// Every sync moves the recall index's version, and with it every
 		// conversation's cached recall: under a stream of captures the
@@ -448,18 +449,27 @@ func (q *captureQueue) loop() {
 	}
 }
 
-func (q *captureQueue) put(c solutionCapture) int {
+// put redacts and stores cs in one transaction and returns how many it
+// stored: all or none.
+func (q *captureQueue) put(cs []solutionCapture) int {
 	s := q.s
-	key := c.sol // what the memo knows it by, before redaction
-	redactSolution(&c.sol)
+	keys := make([]store.Solution, len(cs)) // what the memo knows them by, before redaction
+	sols := make([]*store.Solution, len(cs))
+	for i := range cs {
+		keys[i] = cs[i].sol
+		redactSolution(&cs[i].sol)
+		sols[i] = &cs[i].sol
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 	defer cancel()
-	if err := s.store.PutSolution(ctx, &c.sol); err != nil {
+	if err := s.store.PutSolutions(ctx, sols); err != nil {
 		s.storeFailed(context.Background(), "put_solution", err)
-		s.captured.forget(&key)
+		for i := range keys {
+			s.captured.forget(&keys[i])
+		}
 		return 0
 	}
-	return 1
+	return len(cs)
 }
 
 // Shutdown stops the background writers after they stored what their

@@ -388,6 +388,11 @@ func (s *countingPuts) PutSolution(ctx context.Context, sol *store.Solution) err
 	return s.stuckStore.PutSolution(ctx, sol)
 }
 
+func (s *countingPuts) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+	s.puts.Add(int64(len(sols)))
+	return s.stuckStore.PutSolutions(ctx, sols)
+}
+
 // TestCapturesOfOneConversationCoalesce: captures of a conversation that
 // queued while the store was busy are stored once, the last one.
 func TestCapturesOfOneConversationCoalesce(t *testing.T) {

@@ -463,61 +463,83 @@ func pruneTenant(root *bolt.Bucket, name, cut []byte, maxPerTenant int) (int, er
 // solution gets a new ID and Created time (any ID or Created in s is
 // ignored); Updated is always set to now.
 func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
-	if err := validSolution(s); err != nil {
-		return fmt.Errorf("store: put solution: %w", err)
+	return b.PutSolutions(ctx, []*Solution{s})
+}
+
+// PutSolutions stores each of sols as PutSolution does, in one
+// transaction; see [Store].
+func (b *Bolt) PutSolutions(ctx context.Context, sols []*Solution) error {
+	recs := make([]Solution, len(sols))
+	for i, s := range sols {
+		if err := validSolution(s); err != nil {
+			return fmt.Errorf("store: put solution: %w", err)
+		}
+		recs[i] = *s
+		cleanSolution(&recs[i])
 	}
-	rec := *s
-	cleanSolution(&rec)
 	now := normTime(b.now())
-	rec.Updated = now
 	err := b.update(ctx, "put solution", func(tx *bolt.Tx) error {
-		ws, err := createSolutionWorkspace(tx.Bucket(bktSolutions), rec.Workspace)
-		if err != nil {
-			return err
-		}
-		feed := tx.Bucket(bktFeed)
-		if id := ws.keys.Get([]byte(rec.Key)); id != nil {
-			old, oldSeq, err := decodeSolution(ws.ids.Get(id))
-			if err != nil {
-				return fmt.Errorf("solution %s: %w", id, err)
-			}
-			rec.ID, rec.Created = old.ID, old.Created
-			if err := feed.Delete(seqKey(oldSeq)); err != nil {
-				return err
-			}
-			if err := ws.upd.Delete(retentionKey(&old)); err != nil {
-				return err
-			}
-		} else {
-			rec.ID, rec.Created = newID(now), now
-			if err := ws.setCount(ws.count() + 1); err != nil {
+		for i := range recs {
+			recs[i].Updated = now
+			if err := putSolution(tx, &recs[i], now); err != nil {
 				return err
 			}
 		}
-		seq, err := feed.NextSequence()
-		if err != nil {
-			return err
-		}
-		if err := feed.Put(seqKey(seq), feedEntry(false, rec.Workspace, rec.ID)); err != nil {
-			return err
-		}
-		v, err := encodeSolution(&rec, seq)
-		if err != nil {
-			return err
-		}
-		if err := ws.ids.Put([]byte(rec.ID), v); err != nil {
-			return err
-		}
-		if err := ws.upd.Put(retentionKey(&rec), nil); err != nil {
-			return err
-		}
-		return ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	*s = rec
+	for i, s := range sols {
+		*s = recs[i]
+	}
 	return nil
+}
+
+// putSolution inserts rec, or updates the solution with its (Workspace,
+// Key), in tx; it sets rec's ID and Created.
+func putSolution(tx *bolt.Tx, rec *Solution, now time.Time) error {
+	ws, err := createSolutionWorkspace(tx.Bucket(bktSolutions), rec.Workspace)
+	if err != nil {
+		return err
+	}
+	feed := tx.Bucket(bktFeed)
+	if id := ws.keys.Get([]byte(rec.Key)); id != nil {
+		old, oldSeq, err := decodeSolution(ws.ids.Get(id))
+		if err != nil {
+			return fmt.Errorf("solution %s: %w", id, err)
+		}
+		rec.ID, rec.Created = old.ID, old.Created
+		if err := feed.Delete(seqKey(oldSeq)); err != nil {
+			return err
+		}
+		if err := ws.upd.Delete(retentionKey(&old)); err != nil {
+			return err
+		}
+	} else {
+		rec.ID, rec.Created = newID(now), now
+		if err := ws.setCount(ws.count() + 1); err != nil {
+			return err
+		}
+	}
+	seq, err := feed.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := feed.Put(seqKey(seq), feedEntry(false, rec.Workspace, rec.ID)); err != nil {
+		return err
+	}
+	v, err := encodeSolution(rec, seq)
+	if err != nil {
+		return err
+	}
+	if err := ws.ids.Put([]byte(rec.ID), v); err != nil {
+		return err
+	}
+	if err := ws.upd.Put(retentionKey(rec), nil); err != nil {
+		return err
+	}
+	return ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
 }
 
 // GetSolution returns one solution of the workspace; see [Store].

@@ -452,6 +452,48 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("put solutions in one transaction", func(t *testing.T) {
+		s := open(t)
+		known := Solution{Workspace: "w", Key: "k1", Goal: "first"}
+		mustPut(t, s, &known)
+		_, before, err := s.SolutionChanges(ctx, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sols := []*Solution{
+			{Workspace: "w", Key: "k1", Goal: "first, again", Source: SourceAuto},
+			{Workspace: "w", Key: "k2", Goal: "second"},
+			{Workspace: "w2", Key: "k2", Goal: "elsewhere"},
+			{Workspace: "w", Key: "k2", Goal: "second, later"},
+		}
+		if err := s.PutSolutions(ctx, sols); err != nil {
+			t.Fatal(err)
+		}
+		if sols[0].ID != known.ID || !sols[0].Created.Equal(known.Created) || sols[3].ID != sols[1].ID || sols[2].ID == sols[1].ID {
+			t.Fatalf("IDs: known %s; put %s %s %s %s", known.ID, sols[0].ID, sols[1].ID, sols[2].ID, sols[3].ID)
+		}
+		list, err := s.ListSolutions(ctx, "w")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("ListSolutions = %+v, %v", list, err)
+		}
+		for _, want := range []*Solution{sols[0], sols[3]} {
+			if got, err := s.GetSolution(ctx, "w", want.ID); err != nil || !reflect.DeepEqual(got, *want) {
+				t.Fatalf("GetSolution = %+v, %v; want %+v", got, err, *want)
+			}
+		}
+		if changes, _, err := s.SolutionChanges(ctx, before, 100); err != nil || len(changes) != 3 {
+			t.Fatalf("changes after the put: %+v, %v; want one per solution", changes, err)
+		}
+		// One invalid solution: none is stored.
+		err = s.PutSolutions(ctx, []*Solution{{Workspace: "w", Key: "k3", Goal: "fine"}, {Workspace: "w", Key: "k4"}})
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("err = %v, want ErrInvalid", err)
+		}
+		if list, _ := s.ListSolutions(ctx, "w"); len(list) != 2 {
+			t.Fatalf("%d solutions after an invalid batch, want 2", len(list))
+		}
+	})
+
 	t.Run("upsert by key keeps ID and Created", func(t *testing.T) {
 		s := open(t)
 		first := Solution{Workspace: "w", Key: "k", Goal: "g1", Approach: "a1", Confidence: 0.3, Source: SourceAuto}

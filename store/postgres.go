@@ -472,39 +472,53 @@ func lockSolutionWrites(ctx context.Context, tx pgx.Tx) error {
 // solution gets a new ID and Created time (any ID or Created in s is
 // ignored); Updated is always set to now.
 func (p *Postgres) PutSolution(ctx context.Context, s *Solution) error {
-	if err := validSolution(s); err != nil {
-		return fmt.Errorf("store: put solution: %w", err)
+	return p.PutSolutions(ctx, []*Solution{s})
+}
+
+// PutSolutions stores each of sols as PutSolution does, in one
+// transaction; see [Store].
+func (p *Postgres) PutSolutions(ctx context.Context, sols []*Solution) error {
+	recs := make([]Solution, len(sols))
+	for i, s := range sols {
+		if err := validSolution(s); err != nil {
+			return fmt.Errorf("store: put solution: %w", err)
+		}
+		recs[i] = *s
+		cleanSolution(&recs[i])
 	}
 	if err := p.use(ctx, "put solution"); err != nil {
 		return err
 	}
-	rec := *s
-	cleanSolution(&rec)
 	now := normTime(p.now())
-	rec.ID, rec.Created, rec.Updated = newID(now), now, now
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if err := lockSolutionWrites(ctx, tx); err != nil {
 			return err
 		}
-		row := tx.QueryRow(ctx, `INSERT INTO solutions (`+solutionColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (workspace, key) DO UPDATE SET
-				project = EXCLUDED.project, goal = EXCLUDED.goal, approach = EXCLUDED.approach,
-				outcome = EXCLUDED.outcome, confidence = EXCLUDED.confidence, source = EXCLUDED.source,
-				verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq')
-			RETURNING id, created`,
-			rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Goal, rec.Approach, rec.Outcome,
-			rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated)
-		if err := row.Scan(&rec.ID, &rec.Created); err != nil {
-			return err
+		for i := range recs {
+			rec := &recs[i]
+			rec.ID, rec.Created, rec.Updated = newID(now), now, now
+			row := tx.QueryRow(ctx, `INSERT INTO solutions (`+solutionColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				ON CONFLICT (workspace, key) DO UPDATE SET
+					project = EXCLUDED.project, goal = EXCLUDED.goal, approach = EXCLUDED.approach,
+					outcome = EXCLUDED.outcome, confidence = EXCLUDED.confidence, source = EXCLUDED.source,
+					verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq')
+				RETURNING id, created`,
+				rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Goal, rec.Approach, rec.Outcome,
+				rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated)
+			if err := row.Scan(&rec.ID, &rec.Created); err != nil {
+				return err
+			}
+			rec.Created = rec.Created.UTC()
 		}
-		rec.Created = rec.Created.UTC()
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("store: put solution: %w", err)
 	}
-	*s = rec
+	for i, s := range sols {
+		*s = recs[i]
+	}
 	return nil
 }
 

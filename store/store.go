@@ -201,6 +201,10 @@ type Store interface {
 	// the stored record. It returns ErrInvalid when Workspace, Key or Goal
 	// is empty.
 	PutSolution(ctx context.Context, s *Solution) error
+	// PutSolutions stores each of sols as PutSolution does, in one
+	// transaction: all of them or, with an error, none. Solutions with
+	// the same (Workspace, Key) are stored in order, the last one kept.
+	PutSolutions(ctx context.Context, sols []*Solution) error
 	// GetSolution returns one solution of the workspace, or ErrNotFound.
 	GetSolution(ctx context.Context, workspace, id string) (Solution, error)
 	// ListSolutions returns the workspace's solutions, most recently updated first.
