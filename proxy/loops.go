@@ -225,6 +225,13 @@ func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events [
 			Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
 			Output:  head(text, maxStepOutput),
 		}
+		if n := len(c.steps); n > 0 && c.steps[n-1].Args == st.Args {
+			// A call repeated shares its arguments' string with the one
+			// before: the loop detector compares them over the whole tail
+			// on every new step, and equal strings at one address compare
+			// at once.
+			st.Args = c.steps[n-1].Args
+		}
 		if len(c.steps) == maxSteps {
 			// The oldest step leaves; append moves the rest to a new
 			// array once in a while.
