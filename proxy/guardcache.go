@@ -38,6 +38,14 @@ import (
 // moment it was observed (the pending set), before its write commits:
 // the window holds it beside the store's incidents, and its commit only
 // moves the version. A write that fails takes it out again.
+//
+// Deriving a guard does not run guard.Detect over the window: the
+// window's provider failures, which every conversation shares, are
+// counted by a guard.Tally that follows the window from version to
+// version (a new failure in, the oldest out), and a conversation's guard
+// is that tally with the conversation's own failures added. In a storm,
+// where every failure changes every conversation's counts, a request pays
+// for the failures that are new, not for the whole window.
 
 // guardWindow is a tenant's incidents inside the guard's window, oldest
 // first, at most GuardReadLimit of them, and the tenant's pending
