@@ -18,6 +18,10 @@ type redaction struct {
 	mask  uint64   // the bits of lits in redactLits
 	repl  string   // may use ${1}... for kept groups
 	check func(string) bool
+	// sep, when set, is the byte that follows the key (after at most
+	// maxKeyTail name bytes and white space) in every match: a text where
+	// no literal is so followed cannot match (see keyFollowedBy).
+	sep byte
 }
 
 // rd builds a redaction. check, when set, must approve the whole match
@@ -49,7 +53,7 @@ var redactions = []redaction{
 		func(m string) bool { return looksSecret(m[strings.LastIndexAny(m, " \t")+1:]) }),
 	rd("OpenAI / Anthropic key", `\bsk-[A-Za-z0-9_-]{16,}`, Redacted,
 		func(m string) bool { return strings.IndexAny(m, "0123456789") >= 0 }),
-	rd("Stripe key", `\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`, Redacted, nil),
+	rd("Stripe key", `\b(?:rk_live_|sk_live_|rk_test_|sk_test_)[A-Za-z0-9]{16,}`, Redacted, nil),
 	// An AWS secret access key is 40 characters of base64 with nothing to
 	// mark it: it is found next to its name, or after its access key id.
 	rd("AWS key pair", `\b((?:AKIA|ASIA)[0-9A-Z]{16})([\s,:;|"'=]{1,8})[A-Za-z0-9/+]{40}[A-Za-z0-9/+=]*`, Redacted+"${2}"+Redacted,
@@ -78,8 +82,45 @@ var redactions = []redaction{
 	// it is kept either way, and matching it costs a scan of every word. A
 	// value does not begin with "=": "token == x", "password := f()" are
 	// code, not secrets.
-	rd("key=value secret", `(?i)((?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|token|pwd)\s*=\s*["']?)[^\s&"',;=][^\s&"',;]*`, "${1}"+Redacted, nil),
-	rd("key: value secret", `(?i)((?:password|passwd|passphrase|api[_-]?key|apikey|secret[_-]?key|client[_-]?secret)\s*:\s*["']?)[^\s"',;=][^\s"',;]*`, "${1}"+Redacted, nil),
+	withSep(rd("key=value secret", `(?i)((?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|token|pwd)\s*=\s*["']?)[^\s&"',;=][^\s&"',;]*`, "${1}"+Redacted, nil), '='),
+	withSep(rd("key: value secret", `(?i)((?:password|passwd|passphrase|api[_-]?key|apikey|secret[_-]?key|client[_-]?secret)\s*:\s*["']?)[^\s"',;=][^\s"',;]*`, "${1}"+Redacted, nil), ':'),
+}
+
+// withSep sets r's sep.
+func withSep(r redaction, sep byte) redaction {
+	r.sep = sep
+	return r
+}
+
+// maxKeyTail is the most bytes a key name of the key=value and key: value
+// rules has after the literal it begins with ("client" + "_secret").
+const maxKeyTail = 7
+
+// keyFollowedBy reports whether lower (lower-case ASCII) holds one of lits
+// followed by at most maxKeyTail letters, '_' or '-', white space and sep:
+// a text where none is cannot match a rule whose keys so end. It is a
+// necessary condition only; the rule's expression decides.
+func keyFollowedBy(lower string, lits []string, sep byte) bool {
+	for _, lit := range lits {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], lit)
+			if i < 0 {
+				break
+			}
+			j := off + i + len(lit)
+			for k := 0; k < maxKeyTail && j < len(lower) && (lower[j] >= 'a' && lower[j] <= 'z' || lower[j] == '_' || lower[j] == '-'); k++ {
+				j++
+			}
+			for j < len(lower) && (lower[j] == ' ' || lower[j] == '\t' || lower[j] == '\n' || lower[j] == '\r' || lower[j] == '\f') {
+				j++
+			}
+			if j < len(lower) && lower[j] == sep {
+				return true
+			}
+			off += i + 1
+		}
+	}
+	return false
 }
 
 // redactLits holds every literal of the redactions once; litsFrom[b] the
@@ -181,7 +222,7 @@ func Redact(s string) string {
 	found := litScan(lower)
 	for i := range redactions {
 		r := &redactions[i]
-		if prefilter && r.lits != nil && r.mask&found == 0 {
+		if prefilter && r.lits != nil && (r.mask&found == 0 || r.sep != 0 && !keyFollowedBy(lower, r.lits, r.sep)) {
 			continue
 		}
 		if r.check == nil {

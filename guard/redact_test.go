@@ -219,3 +219,25 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeyFollowedBy: a text the key=value and key: value rules match
+// always passes their separator check (it only spares texts they cannot
+// match).
+func FuzzKeyFollowedBy(f *testing.F) {
+	for _, s := range append(redactInputs(), "db_password = x", "CLIENT_SECRET:\t'v'", "apikey=1", "Secret-Key: abc", "passphrase\n= z",
+		"Tools: run_tests. Final answer: Tests pass.", "token == x", "x-api-key: y") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isASCII(s) {
+			return // the prefilters apply to ASCII text only
+		}
+		lower := strings.ToLower(s)
+		for i := range redactions {
+			r := &redactions[i]
+			if r.sep != 0 && r.re.MatchString(s) && !keyFollowedBy(lower, r.lits, r.sep) {
+				t.Fatalf("%s matches %q but its separator check rejects it", r.name, s)
+			}
+		}
+	})
+}
