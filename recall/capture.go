@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -67,7 +69,7 @@ func AutoSolution(c Conversation, now time.Time) store.Solution {
 		}
 	}
 	approach := "Tools: " + toolSummary(c.Tools) + "."
-	if ans := capRunes(strings.Join(strings.Fields(c.FinalAnswer), " "), maxAutoExcerpt); ans != "" {
+	if ans := capRunes(joinFields(c.FinalAnswer, " "), maxAutoExcerpt); ans != "" {
 		approach += " Final answer: " + ans
 	}
 	outcome := "Completed with a final answer after " + plural(calls, "tool call")
@@ -80,7 +82,7 @@ func AutoSolution(c Conversation, now time.Time) store.Solution {
 		Workspace:  c.Workspace,
 		Project:    c.Project,
 		Key:        c.Key,
-		Goal:       capRunes(strings.Join(strings.Fields(c.Goal), " "), maxAutoGoal),
+		Goal:       capRunes(joinFields(c.Goal, " "), maxAutoGoal),
 		Approach:   approach,
 		Outcome:    outcome,
 		Confidence: conf,
@@ -100,7 +102,7 @@ func toolSummary(tools []string) string {
 	}
 	var steps []step
 	for _, t := range tools {
-		t = capRunes(strings.Join(strings.Fields(t), "_"), maxToolName)
+		t = capRunes(joinFields(t, "_"), maxToolName)
 		if t == "" {
 			continue
 		}
@@ -138,7 +140,7 @@ func recoveredSummary(rec map[string]int) string {
 	var tools []tool
 	for name, n := range rec {
 		if n > 0 {
-			name = capRunes(strings.Join(strings.Fields(name), "_"), maxToolName)
+			name = capRunes(joinFields(name, "_"), maxToolName)
 			if name == "" {
 				name = "a tool"
 			}
@@ -168,4 +170,37 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// joinFields returns strings.Join(strings.Fields(s), sep), and s itself,
+// without building anything, when that is what it would return: a tool
+// name without white space, or a text whose white space is already single
+// spaces between words (with sep " ").
+func joinFields(s, sep string) string {
+	if sep == " " && singleSpaced(s) || sep != " " && !strings.ContainsFunc(s, unicode.IsSpace) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), sep)
+}
+
+// singleSpaced reports whether the only white space of s is single ' '
+// between other characters.
+func singleSpaced(s string) bool {
+	prevSpace := true // at the start, a space would be leading
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if unicode.IsSpace(r) {
+			if r != ' ' || prevSpace {
+				return false
+			}
+			prevSpace = true
+		} else {
+			prevSpace = false
+		}
+		i += size
+	}
+	return !prevSpace || s == ""
 }

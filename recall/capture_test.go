@@ -121,3 +121,17 @@ func TestAutoSolutionIsRecalled(t *testing.T) {
 		t.Fatalf("conversation recalled its own solution: %v", got)
 	}
 }
+
+// FuzzJoinFields: joinFields is strings.Join(strings.Fields(s), sep).
+func FuzzJoinFields(f *testing.F) {
+	for _, s := range []string{"", " ", "a", "a b", "a  b", " a", "a ", "a\tb", "a\u00a0b", "a\u2003b", "run_tests", "go test ./...", "\xff \xfe", "x\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, sep := range []string{" ", "_"} {
+			if got, want := joinFields(s, sep), strings.Join(strings.Fields(s), sep); got != want {
+				t.Fatalf("joinFields(%q, %q) = %q, want %q", s, sep, got, want)
+			}
+		}
+	})
+}
