@@ -200,6 +200,19 @@ func trailingBase64(m string) int {
 	return n
 }
 
+// foldLower returns s in lower case with the two letters outside ASCII
+// that case-insensitive matching takes for ASCII ones (U+017F, long s,
+// for "s"; U+212A, the Kelvin sign, for "k") made ASCII: an ASCII
+// literal a case-insensitive expression needs is in foldLower(s) whenever
+// the expression matches s. The prefilters test it (they only need to
+// know which literals occur, not where).
+func foldLower(s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	return strings.ReplaceAll(strings.ToLower(s), "\u017f", "s") // ToLower makes the Kelvin sign "k"
+}
+
 // Redact replaces secrets in s with [Redacted]: private key blocks
 // (-----BEGIN ... PRIVATE KEY----- to its END line, or to the end of a
 // truncated text); passwords in URLs (all of one that holds "@"); Slack
@@ -215,14 +228,11 @@ func trailingBase64(m string) int {
 // kept so the message still says what failed. Redaction is best effort: it
 // cannot know every secret format.
 func Redact(s string) string {
-	lower, prefilter := "", isASCII(s)
-	if prefilter {
-		lower = strings.ToLower(s)
-	}
+	lower := foldLower(s)
 	found := litScan(lower)
 	for i := range redactions {
 		r := &redactions[i]
-		if prefilter && r.lits != nil && (r.mask&found == 0 || r.sep != 0 && !keyFollowedBy(lower, r.lits, r.sep)) {
+		if r.lits != nil && (r.mask&found == 0 || r.sep != 0 && !keyFollowedBy(lower, r.lits, r.sep)) {
 			continue
 		}
 		if r.check == nil {

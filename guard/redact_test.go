@@ -220,22 +220,28 @@ func FuzzRedact(f *testing.F) {
 	})
 }
 
-// FuzzKeyFollowedBy: a text the key=value and key: value rules match
-// always passes their separator check (it only spares texts they cannot
-// match).
-func FuzzKeyFollowedBy(f *testing.F) {
+// FuzzRedactPrefilters: a text a rule matches always passes the rule's
+// prefilters (its literals, in the text folded to lower case, and the
+// separator of the key=value and key: value rules), whatever its
+// alphabet: they only spare texts a rule cannot match.
+func FuzzRedactPrefilters(f *testing.F) {
 	for _, s := range append(redactInputs(), "db_password = x", "CLIENT_SECRET:\t'v'", "apikey=1", "Secret-Key: abc", "passphrase\n= z",
-		"Tools: run_tests. Final answer: Tests pass.", "token == x", "x-api-key: y") {
+		"Tools: run_tests. Final answer: Tests pass.", "token == x", "x-api-key: y", "pa\u017f\u017fword=hunter2", "\u212aey: v", "api_\u212aEY: v",
+		"Tools: a -> b … (+2 more steps). Final answer: Tests pass.", "Authorization: Bearer ey…", "sk-proj-ab12cd34ef56gh78ij90 ünïcode") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if !isASCII(s) {
-			return // the prefilters apply to ASCII text only
-		}
-		lower := strings.ToLower(s)
+		lower := foldLower(s)
+		found := litScan(lower)
 		for i := range redactions {
 			r := &redactions[i]
-			if r.sep != 0 && r.re.MatchString(s) && !keyFollowedBy(lower, r.lits, r.sep) {
+			if !r.re.MatchString(s) {
+				continue
+			}
+			if r.lits != nil && r.mask&found == 0 {
+				t.Fatalf("%s matches %q but its literals %q are not in %q", r.name, s, r.lits, lower)
+			}
+			if r.sep != 0 && !keyFollowedBy(lower, r.lits, r.sep) {
 				t.Fatalf("%s matches %q but its separator check rejects it", r.name, s)
 			}
 		}
