@@ -119,11 +119,6 @@ func (t *Tally) Clone() *Tally {
 		scoped: maps.Clone(t.scoped), groups: maps.Clone(t.groups), stale: t.stale}
 }
 
-// Empty reports whether t counts nothing.
-func (t *Tally) Empty() bool {
-	return len(t.groups) == 0 && len(t.scoped) == 0 && !slices.ContainsFunc(t.counts, func(n int) bool { return n > 0 })
-}
-
 // groupKey returns the fingerprint group an unmatched incident belongs to
 // and the group's fingerprint ("" for failures without text).
 func groupKey(inc *store.Incident, m memo) (key, fp string) {
