@@ -418,31 +418,61 @@ func others(incs []store.Incident) int {
 // guardWindow returns the tenant's incidents inside the window at now,
 // from the cache when the store's version has not moved.
 func (s *Server) guardWindow(ctx context.Context, workspace, project string, now time.Time) (*guardWindow, error) {
+	w, _, err := s.window(ctx, workspace, project, now, nil)
+	return w, err
+}
+
+// requestWindow returns the window of a request that arrived at arrived,
+// and the time its guard is derived at: arrived, or, when the window
+// holds incidents dated later (failures this replica recorded while the
+// request's body and its version read were under way: in a storm, most of
+// them), the time the window was taken. The guard a request gets is the
+// tenant's when it is derived, so it shows those failures too.
+func (s *Server) requestWindow(ctx context.Context, workspace, project string, arrived time.Time) (*guardWindow, time.Time, error) {
+	return s.window(ctx, workspace, project, arrived, s.opts.Now)
+}
+
+// window returns the tenant's incidents inside the window at now (see
+// guardWindow), and now. With a clock, a window holding incidents newer
+// than now reads it again: the window is the one at the later time, if
+// the clock is later (see requestWindow).
+func (s *Server) window(ctx context.Context, workspace, project string, now time.Time, clock func() time.Time) (*guardWindow, time.Time, error) {
 	version, err := s.store.IncidentVersion(ctx, workspace, project)
 	if err != nil {
-		return nil, err
+		return nil, now, err
+	}
+	// at returns w as a request at now sees it. An incident newer than
+	// now (recorded while the request's body arrived, or dated by another
+	// replica's clock) is not in its guard: what it derives from the
+	// window's incidents up to now is its own, not the window's.
+	at := func(w *guardWindow) (*guardWindow, time.Time, error) {
+		if now.Before(w.newest) && clock != nil {
+			if t := clock(); t.After(now) {
+				now, clock = t, nil
+			}
+		}
+		if now.Before(w.newest) {
+			return w.private(now), now, nil
+		}
+		return w, now, nil
 	}
 	k := tenantKey{workspace, project}
 	if w := s.guardCache.current(k, version); w != nil && now.Before(w.validUntil) {
-		if now.Before(w.newest) {
-			// An incident newer than this request (recorded while its
-			// body arrived) is not in its guard; what it derives is its
-			// own, not the window's.
-			return w.private(now), nil
+		if w, t, err := at(w); t.Before(w.validUntil) {
+			return w, t, err
 		}
-		return w, nil
 	}
 	window := s.guard.Window()
 	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: workspace, Project: project, Since: now.Add(-window), Limit: s.opts.GuardReadLimit,
 	})
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
 	slices.Reverse(incs) // oldest first
 	fixes, err := s.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
 	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes, others: others(incs),
 		full: len(incs) >= s.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
@@ -475,10 +505,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 	}
 	if old := c.m[k]; old != nil && old.version > w.version {
 		// A window that followed newer writes stays (versions only grow).
-		if now.Before(w.newest) {
-			return w.private(now), nil
-		}
-		return w, nil
+		return at(w)
 	}
 	if ps := c.pending[k]; len(ps) > 0 {
 		// The tenant's pending failures not in the read (their commit
@@ -498,10 +525,7 @@ func (s *Server) guardWindow(ctx context.Context, workspace, project string, now
 		w = w.with(add, w.version, shown, false)
 	}
 	c.putLocked(k, w)
-	if now.Before(w.newest) {
-		return w.private(now), nil
-	}
-	return w, nil
+	return at(w)
 }
 
 // ownCache keeps, per conversation, its own incidents that are not
@@ -617,17 +641,18 @@ func validUntil(incs []store.Incident, now time.Time, window time.Duration) time
 // (recorded while its body arrived, or dated by another replica's clock):
 // w's incidents up to now, whose derived guards are its own.
 func (w *guardWindow) private(now time.Time) *guardWindow {
-	k := len(w.incidents)
-	for k > 0 && w.incidents[k-1].Time.After(now) {
-		k--
-	}
+	// The incidents are in time order: those up to now are a prefix.
+	k, _ := slices.BinarySearchFunc(w.incidents, now, func(in store.Incident, now time.Time) int {
+		if in.Time.After(now) {
+			return 1
+		}
+		return -1
+	})
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
 		validUntil: w.validUntil, incidents: w.incidents[:k:k], full: w.full, pending: w.pending,
 		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, others: w.others}
-	for _, in := range n.incidents {
-		if in.Time.After(n.newest) {
-			n.newest = in.Time
-		}
+	if k > 0 {
+		n.newest = w.incidents[k-1].Time
 	}
 	return n
 }

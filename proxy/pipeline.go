@@ -96,7 +96,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 	// new tool failure. The store gets a budget for that lookup and one for
 	// the calls made once the body is read.
 	gctx, cancelGuard := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	win, gerr := s.guardWindow(gctx, t.Workspace, t.Project, x.now)
+	win, gnow, gerr := s.requestWindow(gctx, t.Workspace, t.Project, x.now)
 	cancelGuard()
 
 	body, aerr := s.readBody(c, x.lease)
@@ -141,16 +141,16 @@ func (s *Server) prepare(x *exchange) *apiError {
 			x.degraded = !s.recordLoops(&budget, t, x.info.Model, events, x.now)
 		}
 		if !x.degraded && (failed > 0 || slices.ContainsFunc(events, func(e loopEvent) bool { return e.store })) {
-			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
+			win, gnow, gerr = s.requestWindow(budget.context(), t.Workspace, t.Project, gnow)
 		}
 		tallies := x.info.Tallies()
 		if !x.degraded && gerr == nil && s.learnFixes(&budget, t, win, x.info, tallies, fresh, x.now) {
 			// The fixes changed: the window shows them.
-			win, gerr = s.guardWindow(budget.context(), t.Workspace, t.Project, x.now)
+			win, gnow, gerr = s.requestWindow(budget.context(), t.Workspace, t.Project, gnow)
 		}
 		if !x.degraded && gerr == nil {
 			x.win = win
-			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, tallies, x.now)
+			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, tallies, gnow)
 		}
 		if gerr != nil {
 			s.storeFailed(ctx, "list_incidents", gerr)
