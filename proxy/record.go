@@ -5,6 +5,7 @@ import (
 	"context"
 	"hash/maphash"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/wire"
-	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -197,36 +197,26 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 }
 
 // capture stores the solution of a conversation that finished well, in
-// the background (the capture queue, writer.go, redacts and writes it).
-// A conversation is captured only when it ended well: a final answer,
-// and the latest result of every tool it called succeeded (a run that
-// gave up after a failure is no solution). Secrets in what is stored are
-// redacted; a capture that would store what the last one of the
+// the background (the capture queue, writer.go, builds, redacts and
+// writes it). A conversation is captured only when it ended well: a final
+// answer, and the latest result of every tool it called succeeded (a run
+// that gave up after a failure is no solution). Secrets in what is stored
+// are redacted; a capture that would store what the last one of the
 // conversation stored writes nothing.
 func (s *Server) capture(t Tenant, info *wire.Info, answer string) {
 	tallies := info.Tallies()
-	recovered := make(map[string]int, len(tallies))
 	for _, tl := range tallies {
 		if tl.LastFailed {
 			s.metrics.captureSkipped.Inc()
 			return
 		}
-		recovered[tl.Name] = tl.Failures
 	}
-	sol := recall.AutoSolution(recall.Conversation{
-		Workspace: t.Workspace, Project: t.Project, Key: info.Key, Goal: info.Goal,
-		Tools: info.Tools, Recovered: recovered, FinalAnswer: answer,
-	}, s.opts.Now())
-	// Redacting costs more than all the rest (regular expressions over
-	// the goal and the answer): the capture queue does it, for the
-	// captures it stores. The memo compares what the conversation said,
-	// which redaction maps to the same stored text every time.
-	if !s.captured.changed(&sol) {
-		return
-	}
-	if !s.captures.add(solutionCapture{sol: sol}) {
+	// The queue keeps what it is given: info's slices are the request's
+	// (a format's memo may hand them to the conversation's next turn).
+	c := solutionCapture{workspace: t.Workspace, project: t.Project, key: info.Key, goal: info.Goal,
+		tools: slices.Clone(info.Tools), tallies: tallies, answer: answer, at: s.opts.Now()}
+	if !s.captures.add(c) {
 		s.metrics.captureDropped.Inc()
-		s.captured.forget(&sol)
 	}
 }
 

@@ -3,9 +3,12 @@ package proxy
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -32,7 +35,8 @@ import (
 // /scar/v1/incidents returns after its commit, as before.
 //
 // Solutions captured from final answers go through a bounded queue to a
-// goroutine of their own: the answer never waits for them. When the queue
+// goroutine of their own: the answer never waits for them, and the
+// solution is built there, once per conversation and batch. When the queue
 // is full a capture is dropped and counted
 // (scarproxy_captures_dropped_total). Shutdown stores what both queues
 // hold before it returns.
@@ -308,9 +312,27 @@ func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 	}
 }
 
-// solutionCapture is one captured solution on its way to the store.
+// solutionCapture is what a final answer says of its conversation, on
+// its way to the store: the queue builds the solution of the last capture
+// of each conversation it holds (recall.AutoSolution), not of every one.
 type solutionCapture struct {
-	sol store.Solution
+	workspace, project, key string
+	goal, answer            string
+	tools                   []string
+	tallies                 []wire.ToolTally // no tool's latest result failed
+	at                      time.Time
+}
+
+// solution builds the solution c captures.
+func (c *solutionCapture) solution() store.Solution {
+	recovered := make(map[string]int, len(c.tallies))
+	for _, tl := range c.tallies {
+		recovered[tl.Name] = tl.Failures
+	}
+	return recall.AutoSolution(recall.Conversation{
+		Workspace: c.workspace, Project: c.project, Key: c.key, Goal: c.goal,
+		Tools: c.tools, Recovered: recovered, FinalAnswer: c.answer,
+	}, c.at)
 }
 
 // captureQueue stores captured solutions in the background.
@@ -409,16 +431,21 @@ func (q *captureQueue) loop() {
 				break drain
 			}
 		}
-		last := make(map[[2]string]int, len(batch))
+		last := make(map[[3]string]int, len(batch))
 		for i := range batch {
-			last[[2]string{batch[i].sol.Workspace, batch[i].sol.Key}] = i
+			last[[3]string{batch[i].workspace, batch[i].project, batch[i].key}] = i
 		}
-		var put []solutionCapture
-		for i, c := range batch {
-			if last[[2]string{c.sol.Workspace, c.sol.Key}] != i {
+		var put []store.Solution
+		for i := range batch {
+			c := &batch[i]
+			if last[[3]string{c.workspace, c.project, c.key}] != i {
 				continue // a later capture of the conversation says more
 			}
-			put = append(put, c)
+			// The memo compares what the conversation said, which
+			// redaction maps to the same stored text every time.
+			if sol := c.solution(); s.captured.changed(&sol) {
+				put = append(put, sol)
+			}
 		}
 		n := q.put(put)
 		unsynced += n
@@ -449,27 +476,29 @@ func (q *captureQueue) loop() {
 	}
 }
 
-// put redacts and stores cs in one transaction and returns how many it
+// put redacts and stores sols in one transaction and returns how many it
 // stored: all or none.
-func (q *captureQueue) put(cs []solutionCapture) int {
+func (q *captureQueue) put(sols []store.Solution) int {
+	if len(sols) == 0 {
+		return 0
+	}
 	s := q.s
-	keys := make([]store.Solution, len(cs)) // what the memo knows them by, before redaction
-	sols := make([]*store.Solution, len(cs))
-	for i := range cs {
-		keys[i] = cs[i].sol
-		redactSolution(&cs[i].sol)
-		sols[i] = &cs[i].sol
+	keys := slices.Clone(sols) // what the memo knows them by, before redaction
+	ptrs := make([]*store.Solution, len(sols))
+	for i := range sols {
+		redactSolution(&sols[i])
+		ptrs[i] = &sols[i]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 	defer cancel()
-	if err := s.store.PutSolutions(ctx, sols); err != nil {
+	if err := s.store.PutSolutions(ctx, ptrs); err != nil {
 		s.storeFailed(context.Background(), "put_solution", err)
 		for i := range keys {
 			s.captured.forget(&keys[i])
 		}
 		return 0
 	}
-	return len(cs)
+	return len(sols)
 }
 
 // Shutdown stops the background writers after they stored what their

@@ -17,6 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -428,5 +429,37 @@ func TestCapturesOfOneConversationCoalesce(t *testing.T) {
 	sols, _ := st.Store.ListSolutions(context.Background(), "default")
 	if len(sols) != 2 || !strings.Contains(sols[0].Approach+sols[1].Approach, "answer 6") {
 		t.Fatalf("stored %+v", sols)
+	}
+}
+
+// TestACaptureKeepsWhatItWasGiven: a queued capture does not change when
+// the request's slices do after it was queued (a format's memo hands
+// them to the conversation's next turn).
+func TestACaptureKeepsWhatItWasGiven(t *testing.T) {
+	st := newStuckStore(t, "PutSolution")
+	h := newHarnessOn(t, st, "http://127.0.0.1:1", withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
+	st.stick(t)
+	tn := Tenant{Workspace: "default", Project: "default"}
+	h.srv.capture(tn, &wire.Info{Key: "k1", Goal: "Rotate the signing keys", Tools: []string{"read_file"}}, "Rotated.")
+	<-st.blocked // the queue is storing the first capture
+	info := &wire.Info{Key: "k2", Goal: "Migrate the invoices table", Tools: []string{"read_file", "run_sql"}}
+	h.srv.capture(tn, info, "Migrated.")
+	info.Tools[1] = "delete_everything"
+	st.unstick()
+	if err := h.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sols, err := st.Store.ListSolutions(context.Background(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approach string
+	for _, s := range sols {
+		if s.Key == "k2" {
+			approach = s.Approach
+		}
+	}
+	if !strings.Contains(approach, "read_file -> run_sql") {
+		t.Fatalf("stored approach %q, want the tools as captured", approach)
 	}
 }
