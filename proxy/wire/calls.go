@@ -3,7 +3,9 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/tidwall/gjson"
@@ -25,6 +27,16 @@ func CallArgs(raw []byte) string {
 	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') || !Valid(raw) {
 		return string(raw)
 	}
+	// Most calls are normalised without building a tree of maps.
+	if b, ok := appendNormal(make([]byte, 0, len(raw)), gjson.ParseBytes(raw), 0); ok {
+		return string(b)
+	}
+	return decodeEncode(raw)
+}
+
+// decodeEncode normalises raw, a valid JSON object or array, through
+// encoding/json: decoded with UseNumber, encoded without HTML escapes.
+func decodeEncode(raw []byte) string {
 	var v any
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber() // 1.0 and 1 stay apart, big integers exact
@@ -38,6 +50,134 @@ func CallArgs(raw []byte) string {
 		return string(raw)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// maxNormalDepth is the nesting appendNormal handles; deeper arguments go
+// through encoding/json.
+const maxNormalDepth = 32
+
+// appendNormal appends to dst what decodeEncode makes of v, a value of a
+// valid JSON document: compact, each object's keys sorted (of repeated
+// keys the last kept), numbers as written, strings encoded as
+// encoding/json encodes them. It reports false, having appended part of
+// it, for what it leaves to decodeEncode: a string holding a \u escape or
+// invalid UTF-8 (decoding replaces it), nesting over maxNormalDepth.
+func appendNormal(dst []byte, v gjson.Result, depth int) ([]byte, bool) {
+	switch {
+	case v.Type == gjson.String:
+		if !plainString(v.Raw) {
+			return dst, false
+		}
+		return appendEncodedString(dst, v.Str), true
+	case v.IsObject():
+		if depth == maxNormalDepth {
+			return dst, false
+		}
+		type member struct {
+			key string
+			val gjson.Result
+		}
+		var ms []member
+		ok := true
+		v.ForEach(func(k, val gjson.Result) bool {
+			if ok = plainString(k.Raw); ok {
+				ms = append(ms, member{k.Str, val})
+			}
+			return ok
+		})
+		if !ok {
+			return dst, false
+		}
+		slices.SortStableFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+		dst = append(dst, '{')
+		first := true
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].key == m.key {
+				continue // a later value of the key replaces this one
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendEncodedString(dst, m.key)
+			dst = append(dst, ':')
+			if dst, ok = appendNormal(dst, m.val, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case v.IsArray():
+		if depth == maxNormalDepth {
+			return dst, false
+		}
+		dst = append(dst, '[')
+		ok, first := true, true
+		v.ForEach(func(_, el gjson.Result) bool {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst, ok = appendNormal(dst, el, depth+1)
+			return ok
+		})
+		return append(dst, ']'), ok
+	default: // a number (kept as written, as json.Number is), true, false or null
+		return append(dst, v.Raw...), true
+	}
+}
+
+// plainString reports whether raw, a JSON string token, decodes the same
+// in gjson and encoding/json: it holds no \u escape (a lone surrogate
+// decodes differently) and no invalid UTF-8.
+func plainString(raw string) bool {
+	return !strings.Contains(raw, `\u`) && utf8.ValidString(raw)
+}
+
+// appendEncodedString appends s as encoding/json encodes a string without
+// HTML escapes: \b, \f, \n, \r, \t, \" and \\ short, other control
+// characters and U+2028, U+2029 as \u escapes. s is valid UTF-8.
+func appendEncodedString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			start = i + size
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // NoteText returns the text of ToolResult.Note: a string, or the text

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -68,4 +69,42 @@ func FuzzCallArgs(f *testing.F) {
 			t.Fatalf("CallArgs(%q) = %q is not JSON", raw, once)
 		}
 	})
+}
+
+// FuzzNormalMatchesEncodingJSON: what CallArgs makes of JSON without
+// encoding/json is what encoding/json makes of it, byte for byte.
+func FuzzNormalMatchesEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"path":"./..."}`, `{"b":1,"a":[1,2],"b":{"z":[]}}`, `{"é":1,"e":2,"":{}}`,
+		"{\"s\":\"tab\\tnl\\nbs\\b ff\\f q\\\" sl\\/ \u2028 \u2029 <&>\"}", `[{"a":1.0,"A":-0,"b":12345678901234567890,"c":1e400}]`,
+		`{"u":"\u00e9 \ud83d\ude00 \ud800"}`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, "{\"k\":\"\x01\x1f\x7f\"}",
+		`{"a\nb":1,"a":2}`, `[true,false,null,"x"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		b := []byte(raw)
+		if !Valid(b) || len(b) == 0 || (b[0] != '{' && b[0] != '[') {
+			return
+		}
+		got, ok := appendNormal(nil, gjson.ParseBytes(b), 0)
+		if !ok {
+			return
+		}
+		if want := decodeEncode(b); string(got) != want {
+			t.Fatalf("normalised %q to %q, encoding/json says %q", raw, got, want)
+		}
+	})
+}
+
+func TestNormalLeavesTheUnsureToEncodingJSON(t *testing.T) {
+	for _, raw := range []string{`{"u":"\u00e9"}`, "{\"bad\":\"\xff\"}", strings.Repeat("[", 40) + strings.Repeat("]", 40), `{"\u0041":1}`} {
+		if _, ok := appendNormal(nil, gjson.Parse(raw), 0); ok {
+			t.Errorf("appendNormal took %q", raw)
+		}
+		if got, want := CallArgs([]byte(raw)), decodeEncode([]byte(raw)); gjson.Valid(raw) && got != want {
+			t.Errorf("CallArgs(%q) = %q, want %q", raw, got, want)
+		}
+	}
+	if got, ok := appendNormal(nil, gjson.Parse(`{"b":1,"a":{"d":[1, 2],"c":"x"},"b":2}`), 0); !ok || string(got) != `{"a":{"c":"x","d":[1,2]},"b":2}` {
+		t.Errorf("appendNormal = %s, %v", got, ok)
+	}
 }
