@@ -57,9 +57,9 @@ import (
 // waits for is written at once.
 const incidentGather = 5 * time.Millisecond
 
-// captureSyncEvery is how often, at most, the recall index follows the
-// captures while more keep coming, and how long captures gather between
-// two batches then.
+// captureSyncEvery is how often, at most, captured solutions are written
+// and the recall index follows them while more keep coming (see
+// captureQueue.loop).
 const captureSyncEvery = 100 * time.Millisecond
 
 // Queue sizes.
@@ -339,6 +339,9 @@ func (c *solutionCapture) solution() store.Solution {
 type captureQueue struct {
 	s     *Server
 	queue chan solutionCapture
+	// The gathering's clock and timer: time.Now and time.After.
+	clock func() time.Time
+	after func(time.Duration) <-chan time.Time
 
 	mu      sync.RWMutex
 	closed  bool
@@ -351,7 +354,8 @@ type captureQueue struct {
 }
 
 func newCaptureQueue(s *Server) *captureQueue {
-	q := &captureQueue{s: s, queue: make(chan solutionCapture, captureQueueSize), closing: make(chan struct{}), done: make(chan struct{})}
+	q := &captureQueue{s: s, queue: make(chan solutionCapture, captureQueueSize), clock: time.Now, after: time.After,
+		closing: make(chan struct{}), done: make(chan struct{})}
 	q.idle = sync.NewCond(&q.countMu)
 	go q.loop()
 	return q
@@ -411,13 +415,24 @@ func (q *captureQueue) close(ctx context.Context) error {
 
 // loop stores what the queue holds in one transaction, the last capture
 // of each conversation only, then brings the recall index up to date for
-// all it stored (see captureSyncEvery).
+// all it stored. Captures that come within captureSyncEvery of the last
+// write gather until then: a stream of them (a chat agent ends every
+// turn in a final answer) costs one commit and one index sync per
+// captureSyncEvery, not one per answer, and every sync, which moves the
+// index's version and with it every conversation's cached recall, comes
+// as seldom. A capture after a quiet spell is written at once.
 func (q *captureQueue) loop() {
 	defer close(q.done)
 	s := q.s
 	var batch []solutionCapture
-	unsynced, lastSync := 0, time.Now()
+	var lastPut time.Time
 	for c := range q.queue {
+		if wait := captureSyncEvery - q.clock().Sub(lastPut); !lastPut.IsZero() && wait > 0 {
+			select {
+			case <-q.after(wait):
+			case <-q.closing:
+			}
+		}
 		batch = append(batch[:0], c)
 	drain:
 		for {
@@ -447,32 +462,16 @@ func (q *captureQueue) loop() {
 				put = append(put, sol)
 			}
 		}
-		n := q.put(put)
-		unsynced += n
-		// Every sync moves the recall index's version, and with it every
-		// conversation's cached recall: under a stream of captures the
-		// index follows them every captureSyncEvery (and Run's poll), and
-		// at once when the queue is empty.
-		if unsynced > 0 && (len(q.queue) == 0 || time.Since(lastSync) >= captureSyncEvery) {
+		if q.put(put) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
 			if err := s.syncIndex(ctx); err != nil {
 				s.log.Warn("recall index sync after capture failed", "err", err)
 			}
 			cancel()
-			unsynced, lastSync = 0, time.Now()
+			lastPut = q.clock()
 		}
 		clear(batch)
 		q.counted(-len(batch))
-		if n > 0 && len(q.queue) > 0 {
-			// More came while these were written: let the next ones
-			// gather for a moment, so that a conversation answering
-			// again and again is written once per captureSyncEvery, not
-			// once per answer.
-			select {
-			case <-time.After(captureSyncEvery):
-			case <-q.closing:
-			}
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -461,5 +462,64 @@ func TestACaptureKeepsWhatItWasGiven(t *testing.T) {
 	}
 	if !strings.Contains(approach, "read_file -> run_sql") {
 		t.Fatalf("stored approach %q, want the tools as captured", approach)
+	}
+}
+
+// batchPuts records the size of each solution write.
+type batchPuts struct {
+	store.Store
+	mu      sync.Mutex
+	batches []int
+}
+
+func (s *batchPuts) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+	s.mu.Lock()
+	s.batches = append(s.batches, len(sols))
+	s.mu.Unlock()
+	return s.Store.PutSolutions(ctx, sols)
+}
+
+// TestAStreamOfCapturesGathers: a capture after a quiet spell is written
+// at once; captures that follow a write within captureSyncEvery gather
+// until then and share one write.
+func TestAStreamOfCapturesGathers(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	st := &batchPuts{Store: tempBolt(t)}
+	h := newHarnessOn(t, st, up.srv.URL)
+	q := h.srv.captures
+	waited := make(chan time.Duration)
+	release := make(chan time.Time)
+	q.clock = func() time.Time { return time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) } // no time passes
+	q.after = func(d time.Duration) <-chan time.Time { waited <- d; return release }
+	send := func(goal string) {
+		// Straight to the handler: the harness would wait for the capture.
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(t, goal, false, 0)))
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("status %d", rec.Code)
+		}
+	}
+	send("Rotate the signing keys of the billing service")
+	q.wait()
+	send("Migrate the invoices table to the new schema")
+	idle := make(chan struct{})
+	go func() { q.wait(); close(idle) }()
+	select {
+	case d := <-waited:
+		if d != captureSyncEvery {
+			t.Fatalf("the capture after a write waits %v, want %v", d, captureSyncEvery)
+		}
+	case <-idle:
+		t.Fatal("the capture after a write was written at once")
+	}
+	send("Rebuild shard 7 of the search index")
+	send("Bump the Go toolchain to the latest release")
+	close(release)
+	q.wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !slices.Equal(st.batches, []int{1, 3}) {
+		t.Fatalf("solution writes of %v solutions, want [1 3]", st.batches)
 	}
 }
