@@ -92,9 +92,11 @@ func Splice(body []byte, from, to int, val []byte) []byte {
 	return append(out, body[to:]...)
 }
 
-// AppendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json does; unlike it, HTML characters are not
-// escaped (the body is JSON, never HTML).
+// AppendJSONString appends s as a JSON string, byte for byte as
+// encoding/json encodes it (invalid UTF-8 becomes U+FFFD; \b, \f, \n,
+// \r, \t, \" and \\ are short escapes; other control characters, U+2028
+// and U+2029 are \u escapes) except that HTML characters are not escaped
+// (the body is JSON, never HTML).
 func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
@@ -110,6 +112,10 @@ func AppendJSONString(dst []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
 				dst = append(dst, '\\', 'n')
 			case '\r':
@@ -124,12 +130,15 @@ func AppendJSONString(dst []byte, s string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
+			start = i + size
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			start = i + size
 		}
 		i += size
 	}

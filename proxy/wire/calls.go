@@ -59,16 +59,17 @@ const maxNormalDepth = 32
 // appendNormal appends to dst what decodeEncode makes of v, a value of a
 // valid JSON document: compact, each object's keys sorted (of repeated
 // keys the last kept), numbers as written, strings encoded as
-// encoding/json encodes them. It reports false, having appended part of
-// it, for what it leaves to decodeEncode: a string holding a \u escape or
-// invalid UTF-8 (decoding replaces it), nesting over maxNormalDepth.
+// encoding/json encodes them (AppendJSONString). It reports false, having
+// appended part of it, for what it leaves to decodeEncode: a string
+// holding a \u escape or invalid UTF-8 (decoding replaces it), nesting
+// over maxNormalDepth.
 func appendNormal(dst []byte, v gjson.Result, depth int) ([]byte, bool) {
 	switch {
 	case v.Type == gjson.String:
 		if !plainString(v.Raw) {
 			return dst, false
 		}
-		return appendEncodedString(dst, v.Str), true
+		return AppendJSONString(dst, v.Str), true
 	case v.IsObject():
 		if depth == maxNormalDepth {
 			return dst, false
@@ -99,7 +100,7 @@ func appendNormal(dst []byte, v gjson.Result, depth int) ([]byte, bool) {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendEncodedString(dst, m.key)
+			dst = AppendJSONString(dst, m.key)
 			dst = append(dst, ':')
 			if dst, ok = appendNormal(dst, m.val, depth+1); !ok {
 				return dst, false
@@ -131,53 +132,6 @@ func appendNormal(dst []byte, v gjson.Result, depth int) ([]byte, bool) {
 // decodes differently) and no invalid UTF-8.
 func plainString(raw string) bool {
 	return !strings.Contains(raw, `\u`) && utf8.ValidString(raw)
-}
-
-// appendEncodedString appends s as encoding/json encodes a string without
-// HTML escapes: \b, \f, \n, \r, \t, \" and \\ short, other control
-// characters and U+2028, U+2029 as \u escapes. s is valid UTF-8.
-func appendEncodedString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			start = i + size
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // NoteText returns the text of ToolResult.Note: a string, or the text

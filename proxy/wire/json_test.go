@@ -57,3 +57,22 @@ func TestValidJSON(t *testing.T) {
 // A body nested deeper than wire.MaxDepth is refused, quickly and without
 // exhausting the stack (gjson.ValidBytes on the same body is a fatal stack
 // overflow); one at the limit is accepted.
+
+// FuzzAppendJSONString: a string is encoded byte for byte as encoding/json
+// encodes it without HTML escapes.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"plain", "tab\tnl\nbs\b ff\f q\" bsl\\", "\x00\x1f\x7f", "\u2028 \u2029 <&>", "bad \xff utf-8 \xe2\x80", "é 😀"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(AppendJSONString(nil, s)), strings.TrimSuffix(b.String(), "\n"); got != want {
+			t.Fatalf("AppendJSONString(%q) = %s, encoding/json says %s", s, got, want)
+		}
+	})
+}
