@@ -278,6 +278,20 @@ func fullGuard(t *testing.T, s *Server, st store.Store, conv string, now time.Ti
 	return s.withFixes(s.guard.DetectAll(incs, now), nil)
 }
 
+// finishTask sends a tool-using conversation about goal that ends in a
+// final answer (a capture) straight to the handler: the harness's server
+// would wait for the capture to be stored.
+func (h *harness) finishTask(goal string) {
+	h.t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(h.t, goal, false, 0)))
+	req.Header.Set("Content-Type", "application/json")
+	h.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		h.t.Fatalf("status %d", rec.Code)
+	}
+}
+
 // TestCapturesQueuedAtShutdownAreStored: Shutdown stores every solution
 // still queued when it is called.
 func TestCapturesQueuedAtShutdownAreStored(t *testing.T) {
@@ -287,15 +301,7 @@ func TestCapturesQueuedAtShutdownAreStored(t *testing.T) {
 	st.stick(t)
 	const n = 5
 	for i := range n {
-		// Straight to the handler: the harness would wait for the capture.
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
-			strings.NewReader(toolConversation(t, fmt.Sprintf("Task number %d: rotate the signing keys of service %d", i, i), false, 0)))
-		req.Header.Set("Content-Type", "application/json")
-		h.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			t.Fatalf("status %d", rec.Code)
-		}
+		h.finishTask(fmt.Sprintf("Task number %d: rotate the signing keys of service %d", i, i))
 		if i == 0 {
 			<-st.blocked // the first is being stored; the others queue
 		}
@@ -333,13 +339,7 @@ func TestCaptureQueueFullDrops(t *testing.T) {
 	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
 	st.stick(t)
 	for i := range captureQueueSize + 3 {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
-			strings.NewReader(toolConversation(t, fmt.Sprintf("Task %d: rebuild index shard %d", i, i), false, 0)))
-		h.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			t.Fatalf("status %d", rec.Code)
-		}
+		h.finishTask(fmt.Sprintf("Task %d: rebuild index shard %d", i, i))
 		if i == 0 {
 			<-st.blocked
 		}
@@ -407,18 +407,10 @@ func TestCapturesOfOneConversationCoalesce(t *testing.T) {
 	cs := &countingPuts{stuckStore: st}
 	h := newHarnessOn(t, cs, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
 	st.stick(t)
-	send := func(goal string) {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(t, goal, false, 0)))
-		h.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			t.Fatalf("status %d", rec.Code)
-		}
-	}
-	send("Rotate the signing keys of the billing service")
+	h.finishTask("Rotate the signing keys of the billing service")
 	<-st.blocked // the first capture is being stored
 	for range 5 {
-		send("Migrate the invoices table to the new schema")
+		h.finishTask("Migrate the invoices table to the new schema")
 	}
 	st.unstick()
 	if err := h.srv.Shutdown(context.Background()); err != nil {
@@ -491,18 +483,9 @@ func TestAStreamOfCapturesGathers(t *testing.T) {
 	release := make(chan time.Time)
 	q.clock = func() time.Time { return time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) } // no time passes
 	q.after = func(d time.Duration) <-chan time.Time { waited <- d; return release }
-	send := func(goal string) {
-		// Straight to the handler: the harness would wait for the capture.
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(toolConversation(t, goal, false, 0)))
-		h.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			t.Fatalf("status %d", rec.Code)
-		}
-	}
-	send("Rotate the signing keys of the billing service")
+	h.finishTask("Rotate the signing keys of the billing service")
 	q.wait()
-	send("Migrate the invoices table to the new schema")
+	h.finishTask("Migrate the invoices table to the new schema")
 	idle := make(chan struct{})
 	go func() { q.wait(); close(idle) }()
 	select {
@@ -513,8 +496,8 @@ func TestAStreamOfCapturesGathers(t *testing.T) {
 	case <-idle:
 		t.Fatal("the capture after a write was written at once")
 	}
-	send("Rebuild shard 7 of the search index")
-	send("Bump the Go toolchain to the latest release")
+	h.finishTask("Rebuild shard 7 of the search index")
+	h.finishTask("Bump the Go toolchain to the latest release")
 	close(release)
 	q.wait()
 	st.mu.Lock()
