@@ -14,6 +14,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -213,8 +214,8 @@ func (s *Server) capture(t Tenant, info *wire.Info, answer string) {
 	}
 	// The queue keeps what it is given: info's slices are the request's
 	// (a format's memo may hand them to the conversation's next turn).
-	c := solutionCapture{workspace: t.Workspace, project: t.Project, key: info.Key, goal: info.Goal,
-		tools: slices.Clone(info.Tools), tallies: tallies, answer: answer, at: s.opts.Now()}
+	c := solutionCapture{conv: recall.Conversation{Workspace: t.Workspace, Project: t.Project, Key: info.Key,
+		Goal: info.Goal, Tools: slices.Clone(info.Tools), FinalAnswer: answer}, tallies: tallies, at: s.opts.Now()}
 	if !s.captures.add(c) {
 		s.metrics.captureDropped.Inc()
 	}

@@ -316,23 +316,19 @@ func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 // its way to the store: the queue builds the solution of the last capture
 // of each conversation it holds (recall.AutoSolution), not of every one.
 type solutionCapture struct {
-	workspace, project, key string
-	goal, answer            string
-	tools                   []string
-	tallies                 []wire.ToolTally // no tool's latest result failed
-	at                      time.Time
+	conv    recall.Conversation // but Recovered, which solution derives from tallies
+	tallies []wire.ToolTally    // no tool's latest result failed
+	at      time.Time
 }
 
 // solution builds the solution c captures.
 func (c *solutionCapture) solution() store.Solution {
-	recovered := make(map[string]int, len(c.tallies))
+	conv := c.conv
+	conv.Recovered = make(map[string]int, len(c.tallies))
 	for _, tl := range c.tallies {
-		recovered[tl.Name] = tl.Failures
+		conv.Recovered[tl.Name] = tl.Failures
 	}
-	return recall.AutoSolution(recall.Conversation{
-		Workspace: c.workspace, Project: c.project, Key: c.key, Goal: c.goal,
-		Tools: c.tools, Recovered: recovered, FinalAnswer: c.answer,
-	}, c.at)
+	return recall.AutoSolution(conv, c.at)
 }
 
 // captureQueue stores captured solutions in the background.
@@ -448,12 +444,13 @@ func (q *captureQueue) loop() {
 		}
 		last := make(map[[3]string]int, len(batch))
 		for i := range batch {
-			last[[3]string{batch[i].workspace, batch[i].project, batch[i].key}] = i
+			cv := &batch[i].conv
+			last[[3]string{cv.Workspace, cv.Project, cv.Key}] = i
 		}
 		var put []store.Solution
 		for i := range batch {
 			c := &batch[i]
-			if last[[3]string{c.workspace, c.project, c.key}] != i {
+			if last[[3]string{c.conv.Workspace, c.conv.Project, c.conv.Key}] != i {
 				continue // a later capture of the conversation says more
 			}
 			// The memo compares what the conversation said, which
