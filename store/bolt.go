@@ -365,25 +365,42 @@ func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (
 // zero before applies no age rule. Each tenant is pruned in its own
 // transaction, so a cancelled ctx leaves the tenants done so far pruned.
 func (b *Bolt) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
-	var tenants [][]byte
-	err := b.view(ctx, "prune incidents", func(tx *bolt.Tx) error {
-		return tx.Bucket(bktIncidents).ForEachBucket(func(k []byte) error {
-			tenants = append(tenants, bytes.Clone(k))
+	var cut []byte
+	if !before.IsZero() {
+		cut = timeKey(ceilMicro(before))
+	}
+	return b.pruneBuckets(ctx, "prune incidents", bktIncidents, true, nil, func(tx *bolt.Tx, name []byte) (int, error) {
+		return pruneTenant(tx.Bucket(bktIncidents), name, cut, maxPerTenant)
+	})
+}
+
+// pruneBuckets runs retention over the sub-buckets (tenants, workspaces)
+// of the root bucket named root. due, in one read transaction, picks the
+// sub-buckets retention would remove something from (nil: all of them);
+// prune then removes it from each picked one in a transaction of its own
+// (so a cancelled ctx leaves those done so far pruned) and says how many
+// it removed. With bump, a sub-bucket that lost something moves its
+// version (an incident tenant's). It returns how many were removed.
+func (b *Bolt) pruneBuckets(ctx context.Context, op string, root []byte, bump bool,
+	due func(root *bolt.Bucket, name []byte) bool, prune func(tx *bolt.Tx, name []byte) (int, error)) (int, error) {
+	var picked [][]byte
+	err := b.view(ctx, op, func(tx *bolt.Tx) error {
+		r := tx.Bucket(root)
+		return r.ForEachBucket(func(name []byte) error {
+			if due == nil || due(r, name) {
+				picked = append(picked, bytes.Clone(name))
+			}
 			return nil
 		})
 	})
 	if err != nil {
 		return 0, err
 	}
-	var cut []byte
-	if !before.IsZero() {
-		cut = timeKey(ceilMicro(before))
-	}
 	total := 0
-	for _, name := range tenants {
+	for _, name := range picked {
 		pruned := 0
-		err := b.update(ctx, "prune incidents", func(tx *bolt.Tx) error {
-			n, err := pruneTenant(tx.Bucket(bktIncidents), name, cut, maxPerTenant)
+		err := b.update(ctx, op, func(tx *bolt.Tx) error {
+			n, err := prune(tx, name)
 			pruned = n
 			return err
 		})
@@ -391,7 +408,7 @@ func (b *Bolt) PruneIncidents(ctx context.Context, before time.Time, maxPerTenan
 			return total, err
 		}
 		total += pruned
-		if pruned > 0 {
+		if bump && pruned > 0 {
 			b.bump(string(name))
 		}
 	}
@@ -630,53 +647,34 @@ func (b *Bolt) PruneSolutions(ctx context.Context, before time.Time, maxPerWorks
 	if !before.IsZero() {
 		cut = timeKey(ceilMicro(before))
 	}
-	var due [][]byte
-	err := b.view(ctx, "prune solutions", func(tx *bolt.Tx) error {
-		root := tx.Bucket(bktSolutions)
-		return root.ForEachBucket(func(name []byte) error {
-			ws := openSolutionWorkspace(root, string(name))
-			if ws != nil && len(ws.doomed(cut, maxPerWorkspace, 1)) > 0 {
-				due = append(due, bytes.Clone(name))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return 0, err
+	due := func(root *bolt.Bucket, name []byte) bool {
+		ws := openSolutionWorkspace(root, string(name))
+		return ws != nil && len(ws.doomed(cut, maxPerWorkspace, 1)) > 0
 	}
-	total := 0
-	for _, name := range due {
-		pruned := 0
-		err := b.update(ctx, "prune solutions", func(tx *bolt.Tx) error {
-			ws := openSolutionWorkspace(tx.Bucket(bktSolutions), string(name))
-			if ws == nil {
-				return nil
-			}
-			feed := tx.Bucket(bktFeed)
-			pruned = 0
-			for _, k := range ws.doomed(cut, maxPerWorkspace, -1) {
-				id := k[1+8:]
-				v := ws.ids.Get(id)
-				if v == nil {
-					return fmt.Errorf("retention entry %x: solution %s: %w", k, id, errCorrupt)
-				}
-				old, oldSeq, err := decodeSolution(v)
-				if err != nil {
-					return fmt.Errorf("solution %s: %w", id, err)
-				}
-				if err := ws.remove(feed, string(name), &old, oldSeq); err != nil {
-					return err
-				}
-				pruned++
-			}
-			return nil
-		})
-		if err != nil {
-			return total, err
+	return b.pruneBuckets(ctx, "prune solutions", bktSolutions, false, due, func(tx *bolt.Tx, name []byte) (int, error) {
+		ws := openSolutionWorkspace(tx.Bucket(bktSolutions), string(name))
+		if ws == nil {
+			return 0, nil
 		}
-		total += pruned
-	}
-	return total, nil
+		feed := tx.Bucket(bktFeed)
+		pruned := 0
+		for _, k := range ws.doomed(cut, maxPerWorkspace, -1) {
+			id := k[1+8:]
+			v := ws.ids.Get(id)
+			if v == nil {
+				return 0, fmt.Errorf("retention entry %x: solution %s: %w", k, id, errCorrupt)
+			}
+			old, oldSeq, err := decodeSolution(v)
+			if err != nil {
+				return 0, fmt.Errorf("solution %s: %w", id, err)
+			}
+			if err := ws.remove(feed, string(name), &old, oldSeq); err != nil {
+				return 0, err
+			}
+			pruned++
+		}
+		return pruned, nil
+	})
 }
 
 // SolutionChanges returns feed entries with Seq > after; see [Store]. A

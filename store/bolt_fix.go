@@ -247,53 +247,31 @@ func (b *Bolt) PruneFixes(ctx context.Context, before time.Time, maxPerTenant in
 	if !before.IsZero() {
 		cut = timeKey(ceilMicro(before))
 	}
-	var due [][]byte
-	err := b.view(ctx, "prune fixes", func(tx *bolt.Tx) error {
-		root := tx.Bucket(bktFixes)
-		return root.ForEachBucket(func(name []byte) error {
-			if len(fixTenantOf(root.Bucket(name)).doomed(cut, maxPerTenant, 1)) > 0 {
-				due = append(due, bytes.Clone(name))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return 0, err
+	due := func(root *bolt.Bucket, name []byte) bool {
+		return len(fixTenantOf(root.Bucket(name)).doomed(cut, maxPerTenant, 1)) > 0
 	}
-	total := 0
-	for _, name := range due {
+	return b.pruneBuckets(ctx, "prune fixes", bktFixes, true, due, func(tx *bolt.Tx, name []byte) (int, error) {
+		tb := tx.Bucket(bktFixes).Bucket(name)
+		if tb == nil {
+			return 0, nil
+		}
+		ft := fixTenantOf(tb)
 		pruned := 0
-		err := b.update(ctx, "prune fixes", func(tx *bolt.Tx) error {
-			pruned = 0
-			tb := tx.Bucket(bktFixes).Bucket(name)
-			if tb == nil {
-				return nil
+		for _, k := range ft.doomed(cut, maxPerTenant, -1) {
+			f, err := ft.get(k[8:])
+			if err != nil {
+				return 0, err
 			}
-			ft := fixTenantOf(tb)
-			for _, k := range ft.doomed(cut, maxPerTenant, -1) {
-				f, err := ft.get(k[8:])
-				if err != nil {
-					return err
-				}
-				if f == nil {
-					return fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
-				}
-				if err := ft.remove(f); err != nil {
-					return err
-				}
-				pruned++
+			if f == nil {
+				return 0, fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
 			}
-			return nil
-		})
-		if err != nil {
-			return total, err
+			if err := ft.remove(f); err != nil {
+				return 0, err
+			}
+			pruned++
 		}
-		total += pruned
-		if pruned > 0 {
-			b.bump(string(name))
-		}
-	}
-	return total, nil
+		return pruned, nil
+	})
 }
 
 // doomed returns the order keys of the fixes retention removes from the
