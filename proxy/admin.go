@@ -288,13 +288,9 @@ func (s *Server) listIncidents(c echo.Context) error {
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			return writeError(c, errBadRequest("limit: must be a number from 1 to 10000"))
-		}
-		limit = n
+	limit, aerr := listLimit(q)
+	if aerr != nil {
+		return writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -321,14 +320,8 @@ func TestFixesAPIGatewayKeys(t *testing.T) {
 // first, in every tenant.
 func TestRetentionPrunesFixesInTheBackground(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	var mu sync.Mutex
-	stNow := time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		stNow = stNow.Add(time.Second)
-		return stNow
-	}})
+	clock := &tickingClock{now: time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)}
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: clock.read})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,9 +341,7 @@ func TestRetentionPrunesFixesInTheBackground(t *testing.T) {
 	}
 	// Stored some 113 days before the proxy's clock.
 	put("p", "old")
-	mu.Lock()
-	stNow = h.now
-	mu.Unlock()
+	clock.set(h.now)
 	for _, key := range []string{"r0", "r1", "r2", "r3"} {
 		put("p", key)
 	}

@@ -73,6 +73,26 @@ func okCompletion(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 }
 
+// tickingClock moves a second each time it is read, from a time the test
+// sets.
+type tickingClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *tickingClock) read() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Second)
+	return c.now
+}
+
+func (c *tickingClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 // harness is a proxy on a real bbolt file in front of test upstreams.
 type harness struct {
 	t     *testing.T

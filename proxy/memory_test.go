@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -541,14 +540,8 @@ func TestRetentionPrunesInTheBackground(t *testing.T) {
 // (unverified ones first), and the recall index forgets the pruned ones.
 func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	var mu sync.Mutex
-	stNow := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		stNow = stNow.Add(time.Second)
-		return stNow
-	}})
+	clock := &tickingClock{now: time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)}
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: clock.read})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,9 +563,7 @@ func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
 	// Stored some 80 days before the proxy's clock.
 	old := put("w", "Rotate the ingress TLS certificates", false)
 	oldVerified := put("w", "Purge the CDN cache after a deploy", true)
-	mu.Lock()
-	stNow = h.now
-	mu.Unlock()
+	clock.set(h.now)
 	recent := []store.Solution{
 		put("w", "Speed up the CI cache for Go modules", false),
 		put("w", "Fix the flaky shutdown test of the worker pool", false),
