@@ -358,28 +358,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("incident version follows the tenant's changes", func(t *testing.T) {
 		s := open(t)
-		ver := func(ws, proj string) int64 {
-			t.Helper()
-			v, err := s.IncidentVersion(ctx, ws, proj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-		changed := func(what string, before int64) int64 {
-			t.Helper()
-			after := ver("w", "p")
-			if after == before {
-				t.Fatalf("%s: version unchanged (%d)", what, before)
-			}
-			return after
-		}
-		same := func(what string, before int64) {
-			t.Helper()
-			if after := ver("w", "p"); after != before {
-				t.Fatalf("%s: version changed %d -> %d", what, before, after)
-			}
-		}
+		vw := versionWatch{t, s}
+		ver, changed, same := vw.ver, vw.changed, vw.same
 		v := ver("w", "p")
 		same("read only", v)
 		old := Incident{Time: testEpoch.Add(-48 * time.Hour), Workspace: "w", Project: "p", Type: "x", Message: "old"}
@@ -1623,28 +1603,8 @@ func testFixes(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("fix changes move the incident version", func(t *testing.T) {
 		s := open(t)
-		ver := func(ws, proj string) int64 {
-			t.Helper()
-			v, err := s.IncidentVersion(ctx, ws, proj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-		changed := func(what string, before int64) int64 {
-			t.Helper()
-			after := ver("w", "p")
-			if after == before {
-				t.Fatalf("%s: version unchanged (%d)", what, before)
-			}
-			return after
-		}
-		same := func(what string, before int64) {
-			t.Helper()
-			if after := ver("w", "p"); after != before {
-				t.Fatalf("%s: version changed %d -> %d", what, before, after)
-			}
-		}
+		vw := versionWatch{t, s}
+		ver, changed, same := vw.ver, vw.changed, vw.same
 		v := ver("w", "p")
 		a := putFix(t, s, "w", "p", "a")
 		v = changed("put", v)
@@ -1710,4 +1670,36 @@ func mustListFixes(t *testing.T, s Store, q FixQuery) []Fix {
 		t.Fatalf("ListFixes(%+v): %v", q, err)
 	}
 	return got
+}
+
+// versionWatch reads incident versions of a store in a test: ver reads a
+// tenant's; changed and same check how tenant w/p's moved since before.
+type versionWatch struct {
+	t *testing.T
+	s Store
+}
+
+func (w versionWatch) ver(ws, proj string) int64 {
+	w.t.Helper()
+	v, err := w.s.IncidentVersion(context.Background(), ws, proj)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return v
+}
+
+func (w versionWatch) changed(what string, before int64) int64 {
+	w.t.Helper()
+	after := w.ver("w", "p")
+	if after == before {
+		w.t.Fatalf("%s: version unchanged (%d)", what, before)
+	}
+	return after
+}
+
+func (w versionWatch) same(what string, before int64) {
+	w.t.Helper()
+	if after := w.ver("w", "p"); after != before {
+		w.t.Fatalf("%s: version changed %d -> %d", what, before, after)
+	}
 }
