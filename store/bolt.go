@@ -365,13 +365,19 @@ func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (
 // zero before applies no age rule. Each tenant is pruned in its own
 // transaction, so a cancelled ctx leaves the tenants done so far pruned.
 func (b *Bolt) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
-	var cut []byte
-	if !before.IsZero() {
-		cut = timeKey(ceilMicro(before))
-	}
+	cut := retentionCut(before)
 	return b.pruneBuckets(ctx, "prune incidents", bktIncidents, true, nil, func(tx *bolt.Tx, name []byte) (int, error) {
 		return pruneTenant(tx.Bucket(bktIncidents), name, cut, maxPerTenant)
 	})
+}
+
+// retentionCut is the time key before which retention removes what is
+// keyed by time; nil (no age rule) for a zero before.
+func retentionCut(before time.Time) []byte {
+	if before.IsZero() {
+		return nil
+	}
+	return timeKey(ceilMicro(before))
 }
 
 // pruneBuckets runs retention over the sub-buckets (tenants, workspaces)
@@ -643,10 +649,7 @@ func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
 // transaction, and only when something in it is due: a prune that finds
 // nothing writes nothing.
 func (b *Bolt) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
-	var cut []byte
-	if !before.IsZero() {
-		cut = timeKey(ceilMicro(before))
-	}
+	cut := retentionCut(before)
 	due := func(root *bolt.Bucket, name []byte) bool {
 		ws := openSolutionWorkspace(root, string(name))
 		return ws != nil && len(ws.doomed(cut, maxPerWorkspace, 1)) > 0

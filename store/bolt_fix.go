@@ -243,10 +243,7 @@ func (b *Bolt) DeleteFixes(ctx context.Context, workspace, project string) (int,
 // A tenant is pruned in its own transaction, and only when something in
 // it is due: a prune that finds nothing writes nothing.
 func (b *Bolt) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
-	var cut []byte
-	if !before.IsZero() {
-		cut = timeKey(ceilMicro(before))
-	}
+	cut := retentionCut(before)
 	due := func(root *bolt.Bucket, name []byte) bool {
 		return len(fixTenantOf(root.Bucket(name)).doomed(cut, maxPerTenant, 1)) > 0
 	}
