@@ -220,6 +220,9 @@ func (p *Postgres) AddIncidents(ctx context.Context, batch []IncidentWrite) ([]V
 	tenants := batchTenants(batch)
 	from := make([]int64, len(tenants))
 	to := make([]int64, len(tenants))
+	// Every change committed before began is in from, so in to: the
+	// version row is locked from then until the commit.
+	began := p.now()
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		var q pgx.Batch
 		for i, tn := range tenants {
@@ -270,10 +273,14 @@ func (p *Postgres) AddIncidents(ctx context.Context, batch []IncidentWrite) ([]V
 		for i := range batch {
 			batch[i].Stored = false
 		}
+		for _, tn := range tenants { // it may have committed
+			p.versions.forget(string(tenantKey(tn[0], tn[1])), false)
+		}
 		return nil, fmt.Errorf("store: add incidents: %w", err)
 	}
 	var steps []VersionStep
 	for i, tn := range tenants {
+		p.versions.saw(string(tenantKey(tn[0], tn[1])), to[i], began)
 		if from[i] != to[i] {
 			steps = append(steps, VersionStep{Workspace: tn[0], Project: tn[1], From: from[i], To: to[i]})
 		}

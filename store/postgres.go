@@ -44,6 +44,14 @@ type PostgresOptions struct {
 	// Logger receives migration and availability events (never the DSN's
 	// password). Nil discards them.
 	Logger *slog.Logger
+	// VersionMaxAge lets IncidentVersion answer from a read of the
+	// version that began at most this long before the call, instead of
+	// waiting for a read that begins after it: a change made through
+	// another store (another replica) is then seen within VersionMaxAge of
+	// its commit, and callers under steady load never wait for the
+	// database (see flights). Changes made through this store are seen at
+	// once either way. Zero: every call waits for a read begun after it.
+	VersionMaxAge time.Duration
 }
 
 // Postgres is the [Store] shared by the replicas of a team gateway. It is
@@ -74,7 +82,7 @@ type Postgres struct {
 	migrate  chan struct{} // one token: held while migrating
 	down     atomic.Bool   // last migration attempt failed (for logging changes only)
 
-	versions flights // concurrent IncidentVersion calls of a tenant share reads
+	versions flights // IncidentVersion calls of a tenant share reads
 }
 
 // versionReadTimeout bounds a version read made for callers that waited
@@ -100,15 +108,15 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
 	p := &Postgres{
-		pool:     pool,
-		now:      opts.Now,
-		log:      opts.Logger,
-		migrate:  make(chan struct{}, 1),
-		versions: flights{timeout: versionReadTimeout},
+		pool:    pool,
+		now:     opts.Now,
+		log:     opts.Logger,
+		migrate: make(chan struct{}, 1),
 	}
 	if p.now == nil {
 		p.now = time.Now
 	}
+	p.versions = flights{timeout: versionReadTimeout, maxAge: max(opts.VersionMaxAge, 0), now: p.now}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -286,6 +294,7 @@ func (p *Postgres) AddIncident(ctx context.Context, inc *Incident) error {
 	if err := p.use(ctx, "add incident"); err != nil {
 		return err
 	}
+	defer p.versions.forget(string(tenantKey(rec.Workspace, rec.Project)), false)
 	if _, err := p.pool.Exec(ctx, insertIncident, incidentArgs(&rec)...); err != nil {
 		return fmt.Errorf("store: add incident: %w", err)
 	}
@@ -394,6 +403,7 @@ func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project strin
 		return 0, err
 	}
 	workspace, project = cleanText(workspace), cleanText(project)
+	defer p.versions.forget(string(tenantKey(workspace, project)), false)
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM incidents WHERE workspace = $1 AND project = $2`, workspace, project)
@@ -417,6 +427,7 @@ func (p *Postgres) PruneIncidents(ctx context.Context, before time.Time, maxPerT
 	if err := p.use(ctx, "prune incidents"); err != nil {
 		return 0, err
 	}
+	defer p.versions.forget("", true)
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if !before.IsZero() {

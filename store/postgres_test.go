@@ -363,3 +363,27 @@ func TestPostgresIncidentCodeMigration(t *testing.T) {
 		t.Fatalf("incidents after migration: %+v", got)
 	}
 }
+
+// TestPostgresVersionMaxAge runs the store's tests on a store whose
+// IncidentVersion may answer from a read an hour old: every change made
+// through the store must still move its version at once.
+func TestPostgresVersionMaxAge(t *testing.T) {
+	testPostgresDSN(t)
+	testStore(t, func(t *testing.T) Store {
+		t.Helper()
+		dsn := freshSchema(t, testPostgresDSN(t))
+		clock := tickClock(clockEpoch, time.Millisecond)
+		open := func(t *testing.T) Store {
+			t.Helper()
+			p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Now: clock, Logger: testLogger(t), VersionMaxAge: time.Hour})
+			if err != nil {
+				t.Fatalf("OpenPostgres: %v", err)
+			}
+			t.Cleanup(func() { p.Close() })
+			return p
+		}
+		s := open(t)
+		registerReopen(s, open)
+		return s
+	})
+}

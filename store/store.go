@@ -176,10 +176,13 @@ type Store interface {
 	DeleteIncidents(ctx context.Context, workspace, project string) (int, error)
 	// IncidentVersion returns a number that changes whenever the tenant's
 	// incidents or fixes change (added, updated, deleted, pruned), by this
-	// process or any other sharing the store. Equal numbers mean the same
-	// incidents and fixes, so a caller may keep what it derived from them
-	// (the guard, which shows fixes) until the number changes. It is
-	// cheap: one map or primary-key lookup.
+	// process or any other sharing the store; it never decreases. Equal
+	// numbers mean the same incidents and fixes, so a caller may keep what
+	// it derived from them (the guard, which shows fixes) until the number
+	// changes. It is cheap: one map or primary-key lookup. A change made
+	// through this store is in the number at once; one made by another
+	// process, once committed (PostgreSQL with VersionMaxAge: within
+	// VersionMaxAge of its commit).
 	IncidentVersion(ctx context.Context, workspace, project string) (int64, error)
 	// IncidentGroups counts the tenant's incidents between q.Since and
 	// q.Until in groups (see [IncidentGroup]), ordered by hour, type,

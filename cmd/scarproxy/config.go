@@ -77,6 +77,13 @@ type StoreConfig struct {
 	// its answer is delivered (past it the answer goes out with
 	// X-Scar-Degraded: store), a memory API call (503) and /readyz (503).
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// ReplicaDelay (PostgreSQL) is the longest a change committed through
+	// another replica may take to reach this replica's guard: a request's
+	// guard is checked against a read of the tenant's incident version
+	// begun at most this long before the request, so under load requests
+	// do not wait for the database (store.PostgresOptions.VersionMaxAge).
+	// 0: every request waits for a read begun after it arrived.
+	ReplicaDelay time.Duration `yaml:"replica_delay"`
 }
 
 // RetentionConfig is the `retention:` section.
@@ -125,7 +132,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		Log:             LogConfig{Format: "text", Level: "info"},
 		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
-		Store:           StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second},
+		Store:           StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second, ReplicaDelay: 5 * time.Millisecond},
 		Retention: RetentionConfig{
 			MaxAge:                   proxy.DefaultRetentionMaxAge,
 			MaxPerTenant:             100_000,
@@ -319,6 +326,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Store.RequestTimeout <= 0 {
 		return fmt.Errorf("store.request_timeout: must be positive")
+	}
+	if c.Store.ReplicaDelay < 0 {
+		return fmt.Errorf("store.replica_delay: must not be negative")
 	}
 	if c.Retention.MaxAge <= 0 {
 		return fmt.Errorf("retention.max_age: must be positive")

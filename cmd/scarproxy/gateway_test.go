@@ -126,12 +126,13 @@ func TestTwoReplicasShareOnePostgres(t *testing.T) {
 	if r := do(t, "POST", b.BaseURL+"/v1/chat/completions", plain, hdr); r.header.Get("X-Scar-Guard") != "0" {
 		t.Fatalf("B: guard %q before the repeat", r.header.Get("X-Scar-Guard"))
 	}
-	// ...then the failure repeats through A, and B's next request sees it.
+	// ...then the failure repeats through A, and B's requests see it
+	// within store.replica_delay (5ms).
 	do(t, "POST", a.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, "c2", "c2", 11), hdr)
-	r = do(t, "POST", b.BaseURL+"/v1/chat/completions", plain, hdr)
-	if r.status != 200 || r.header.Get("X-Scar-Guard") != "1" {
-		t.Fatalf("B did not see A's incident: guard %q", r.header.Get("X-Scar-Guard"))
-	}
+	waitFor(t, 10*time.Second, "B sees A's incident", func() bool {
+		r := do(t, "POST", b.BaseURL+"/v1/chat/completions", plain, hdr)
+		return r.status == 200 && r.header.Get("X-Scar-Guard") == "1"
+	})
 	// The same tool result re-sent through the other replica is not recorded twice.
 	do(t, "POST", a.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, "c2", "c2", 11), hdr)
 	r = do(t, "GET", a.BaseURL+"/scar/v1/incidents?workspace=team&project=api", "", nil)
@@ -177,6 +178,34 @@ func TestTwoReplicasShareOnePostgres(t *testing.T) {
 		r := do(t, "GET", a.BaseURL+"/scar/v1/recall?workspace=team&goal=rotate+ingress+tls+certificate", "", nil)
 		return !strings.Contains(r.body, "cert-manager")
 	})
+}
+
+// With store.replica_delay 0, every request reads its tenant's incident
+// version: a failure committed through one replica guards the very next
+// request through another.
+func TestReplicaDelayZeroSeesEveryCommit(t *testing.T) {
+	dsn := schemaDSN(t, postgresDSN(t))
+	cfg := postgresConfig(t, dsn)
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, append(b, "  replica_delay: 0s\n"...), 0o644)
+	a := start(t, "--config", cfg)
+	other := start(t, "--config", cfg)
+	hdr := map[string]string{"X-Scar-Workspace": "team", "X-Scar-Project": "api", "X-Scar-Session": "s1"}
+	plain := `{"model":"mock-gpt","messages":[{"role":"user","content":"status?"}]}`
+	for i := range 5 {
+		do(t, "POST", a.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, fmt.Sprint("c", i), fmt.Sprint("c", i), 10+i), hdr)
+		want := "0"
+		if i > 0 {
+			want = "1"
+		}
+		if r := do(t, "POST", other.BaseURL+"/v1/chat/completions", plain, hdr); r.status != 200 || r.header.Get("X-Scar-Guard") != want {
+			t.Fatalf("after %d failures through A, B's next request: %d guard %q, want %s", i+1, r.status, r.header.Get("X-Scar-Guard"), want)
+		}
+		r := do(t, "GET", other.BaseURL+"/scar/v1/guard?workspace=team&project=api&session=s1", "", nil)
+		if i > 0 && !strings.Contains(r.body, fmt.Sprintf("(Failed %d times)", i+1)) {
+			t.Fatalf("after %d failures through A, B's guard: %d %s", i+1, r.status, r.body)
+		}
+	}
 }
 
 func TestMalformedDSNFailsAtStart(t *testing.T) {

@@ -83,7 +83,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
 	switch cfg.Store.Driver {
 	case "postgres":
-		return store.OpenPostgres(ctx, cfg.Store.DSN, store.PostgresOptions{Logger: log})
+		return store.OpenPostgres(ctx, cfg.Store.DSN, store.PostgresOptions{Logger: log, VersionMaxAge: cfg.Store.ReplicaDelay})
 	default:
 		return store.OpenBolt(filepath.Join(cfg.DataDir, "scarproxy.db"), store.BoltOptions{})
 	}
