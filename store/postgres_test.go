@@ -79,13 +79,16 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // openTestPostgres opens a store on a fresh schema, closed at the end of
 // the test, and registers how to reopen it (a new pool on the same schema).
-func openTestPostgres(t *testing.T) Store {
+func openTestPostgres(t *testing.T) Store { return openTestPostgresWith(t, 0) }
+
+// openTestPostgresWith is openTestPostgres with a VersionMaxAge.
+func openTestPostgresWith(t *testing.T, versionMaxAge time.Duration) Store {
 	t.Helper()
 	dsn := freshSchema(t, testPostgresDSN(t))
 	clock := tickClock(clockEpoch, time.Millisecond)
 	open := func(t *testing.T) Store {
 		t.Helper()
-		p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Now: clock, Logger: testLogger(t)})
+		p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Now: clock, Logger: testLogger(t), VersionMaxAge: versionMaxAge})
 		if err != nil {
 			t.Fatalf("OpenPostgres: %v", err)
 		}
@@ -369,21 +372,5 @@ func TestPostgresIncidentCodeMigration(t *testing.T) {
 // through the store must still move its version at once.
 func TestPostgresVersionMaxAge(t *testing.T) {
 	testPostgresDSN(t)
-	testStore(t, func(t *testing.T) Store {
-		t.Helper()
-		dsn := freshSchema(t, testPostgresDSN(t))
-		clock := tickClock(clockEpoch, time.Millisecond)
-		open := func(t *testing.T) Store {
-			t.Helper()
-			p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Now: clock, Logger: testLogger(t), VersionMaxAge: time.Hour})
-			if err != nil {
-				t.Fatalf("OpenPostgres: %v", err)
-			}
-			t.Cleanup(func() { p.Close() })
-			return p
-		}
-		s := open(t)
-		registerReopen(s, open)
-		return s
-	})
+	testStore(t, func(t *testing.T) Store { return openTestPostgresWith(t, time.Hour) })
 }
