@@ -196,6 +196,7 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 		{"bad fallback", "providers:\n  - name: a\n    type: mock\n    fallbacks: [b]\n", "fallbacks"},
 		{"zero solutions age", "mock: true\nretention:\n  solutions_max_age: 0s\n", "retention.solutions_max_age"},
 		{"negative solutions cap", "mock: true\nretention:\n  solutions_max_per_workspace: -1\n", "retention.solutions_max_per_workspace"},
+		{"negative replica delay", "mock: true\nstore:\n  replica_delay: -5ms\n", "store.replica_delay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")
