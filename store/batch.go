@@ -273,14 +273,14 @@ func (p *Postgres) AddIncidents(ctx context.Context, batch []IncidentWrite) ([]V
 		for i := range batch {
 			batch[i].Stored = false
 		}
-		for _, tn := range tenants { // it may have committed
-			p.versions.forget(string(tenantKey(tn[0], tn[1])), false)
+		for _, tn := range tenants {
+			p.versionMoved(tn[0], tn[1])
 		}
 		return nil, fmt.Errorf("store: add incidents: %w", err)
 	}
 	var steps []VersionStep
 	for i, tn := range tenants {
-		p.versions.saw(string(tenantKey(tn[0], tn[1])), to[i], began)
+		p.versions.saw(versionKey(tn[0], tn[1]), to[i], began)
 		if from[i] != to[i] {
 			steps = append(steps, VersionStep{Workspace: tn[0], Project: tn[1], From: from[i], To: to[i]})
 		}

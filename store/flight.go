@@ -198,16 +198,27 @@ func (f *flights) saw(key string, v int64, began time.Time) {
 	f.get(key, began).note(v, began)
 }
 
-// forget drops what is known of key (every key when all is set): a
-// change made through this store moved it by an amount not known, so the
-// next caller reads, and reads begun before now do not count.
-func (f *flights) forget(key string, all bool) {
+// forget drops what is known of key: a change made through this store
+// moved it by an amount not known, so the next caller reads, and reads
+// begun before now do not count.
+func (f *flights) forget(key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for k, fl := range f.m {
-		if all || k == key {
-			fl.known = false
-			fl.gen++
-		}
+	if fl := f.m[key]; fl != nil {
+		fl.forget()
 	}
+}
+
+// forgetAll is forget for every key.
+func (f *flights) forgetAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fl := range f.m {
+		fl.forget()
+	}
+}
+
+func (fl *flight) forget() {
+	fl.known = false
+	fl.gen++
 }

@@ -173,7 +173,7 @@ func TestFlightsAnswerFromAYoungRead(t *testing.T) {
 		t.Fatalf("6 ms old: got %d", v)
 	}
 	waitFor(t, func() bool { return reads.Load() == 5 }) // the background read began
-	f.forget("k", false)
+	f.forget("k")
 	setGate(nil)
 	close(g)
 	waitFor(t, idle)

@@ -85,6 +85,18 @@ type Postgres struct {
 	versions flights // IncidentVersion calls of a tenant share reads
 }
 
+// versionKey is a tenant's key in Postgres.versions (workspace and
+// project cleaned).
+func versionKey(workspace, project string) string { return string(tenantKey(workspace, project)) }
+
+// versionMoved says that a write through p moved the tenant's incident
+// version (workspace and project cleaned) by an amount p does not know:
+// the next IncidentVersion reads it. Writes call it whether or not they
+// report success: a write may have committed and still failed.
+func (p *Postgres) versionMoved(workspace, project string) {
+	p.versions.forget(versionKey(workspace, project))
+}
+
 // versionReadTimeout bounds a version read made for callers that waited
 // for it (see flights).
 const versionReadTimeout = 10 * time.Second
@@ -294,7 +306,7 @@ func (p *Postgres) AddIncident(ctx context.Context, inc *Incident) error {
 	if err := p.use(ctx, "add incident"); err != nil {
 		return err
 	}
-	defer p.versions.forget(string(tenantKey(rec.Workspace, rec.Project)), false)
+	defer p.versionMoved(rec.Workspace, rec.Project)
 	if _, err := p.pool.Exec(ctx, insertIncident, incidentArgs(&rec)...); err != nil {
 		return fmt.Errorf("store: add incident: %w", err)
 	}
@@ -379,7 +391,7 @@ func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project strin
 		return 0, err
 	}
 	workspace, project = cleanText(workspace), cleanText(project)
-	v, err := p.versions.do(ctx, string(tenantKey(workspace, project)), func(ctx context.Context) (int64, error) {
+	v, err := p.versions.do(ctx, versionKey(workspace, project), func(ctx context.Context) (int64, error) {
 		var v int64
 		err := p.pool.QueryRow(ctx, `SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,
 			workspace, project).Scan(&v)
@@ -403,7 +415,7 @@ func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project strin
 		return 0, err
 	}
 	workspace, project = cleanText(workspace), cleanText(project)
-	defer p.versions.forget(string(tenantKey(workspace, project)), false)
+	defer p.versionMoved(workspace, project)
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM incidents WHERE workspace = $1 AND project = $2`, workspace, project)
@@ -427,7 +439,7 @@ func (p *Postgres) PruneIncidents(ctx context.Context, before time.Time, maxPerT
 	if err := p.use(ctx, "prune incidents"); err != nil {
 		return 0, err
 	}
-	defer p.versions.forget("", true)
+	defer p.versions.forgetAll()
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if !before.IsZero() {

@@ -33,7 +33,7 @@ func (p *Postgres) PutFix(ctx context.Context, f *Fix) error {
 	}
 	rec := *f
 	cleanFix(&rec)
-	defer p.versions.forget(string(tenantKey(rec.Workspace, rec.Project)), false)
+	defer p.versionMoved(rec.Workspace, rec.Project)
 	now := normTime(p.now())
 	rec.ID, rec.Created, rec.Updated = newID(now), now, now
 	row := p.pool.QueryRow(ctx, `INSERT INTO fixes (`+fixColumns+`, key_id)
@@ -89,7 +89,7 @@ func (p *Postgres) DeleteFix(ctx context.Context, workspace, project, id string)
 	if err := p.use(ctx, "delete fix"); err != nil {
 		return err
 	}
-	defer p.versions.forget(string(tenantKey(cleanText(workspace), cleanText(project))), false)
+	defer p.versionMoved(cleanText(workspace), cleanText(project))
 	tag, err := p.pool.Exec(ctx, `DELETE FROM fixes WHERE workspace = $1 AND project = $2 AND id = $3`,
 		cleanText(workspace), cleanText(project), cleanText(id))
 	if err != nil {
@@ -109,7 +109,7 @@ func (p *Postgres) DeleteFixes(ctx context.Context, workspace, project string) (
 	if err := p.use(ctx, "delete fixes"); err != nil {
 		return 0, err
 	}
-	defer p.versions.forget(string(tenantKey(cleanText(workspace), cleanText(project))), false)
+	defer p.versionMoved(cleanText(workspace), cleanText(project))
 	tag, err := p.pool.Exec(ctx, `DELETE FROM fixes WHERE workspace = $1 AND project = $2`,
 		cleanText(workspace), cleanText(project))
 	if err != nil {
@@ -125,7 +125,7 @@ func (p *Postgres) PruneFixes(ctx context.Context, before time.Time, maxPerTenan
 	if err := p.use(ctx, "prune fixes"); err != nil {
 		return 0, err
 	}
-	defer p.versions.forget("", true)
+	defer p.versions.forgetAll()
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if !before.IsZero() {
