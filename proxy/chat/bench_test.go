@@ -35,6 +35,23 @@ func BenchmarkInspect(b *testing.B) {
 	b.Run("memo", func(b *testing.B) {
 		benchInspectMemo(b, agenttest.ChatBody(false, "call_prev"), body)
 	})
+	// As the handler reads a storm: every turn the remembered one with a
+	// new newest round, read and then forwarded.
+	b.Run("storm", func(b *testing.B) {
+		f := New()
+		turns := [][]byte{agenttest.ChatBody(false, "call_a"), agenttest.ChatBody(false, "call_b")}
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r, err := f.Read(turns[i%2], "t")
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Forwarded(true)
+			i++
+		}
+	})
 	// An agent with a long system prompt (20 KB, as coding agents send).
 	long := func(id string) []byte {
 		return bytes.Replace(agenttest.ChatBody(false, id), []byte(agenttest.SystemPrompt), []byte(strings.Repeat(agenttest.SystemPrompt, 7)), 1)

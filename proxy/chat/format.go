@@ -61,10 +61,11 @@ func (c *conversation) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, e
 }
 
 // Forwarded implements [wire.Request]: the memo takes over what the scan
-// found, and the conversation lets go of the body.
+// found, or the next request reuses its slices, and the conversation lets
+// go of the body.
 func (c *conversation) Forwarded(remember bool) {
-	if remember && c.memo != nil {
-		c.memo.remember(c, c.body)
+	if !remember || c.memo == nil || !c.memo.remember(c, c.body) {
+		c.giveBack()
 	}
 	c.release()
 }

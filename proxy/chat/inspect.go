@@ -48,6 +48,7 @@ type conversation struct {
 	hash    maphash.Hash // memo hash of the tenant and the body up to hashed
 	hashed  int
 	prior   *memoEntry // the conversation's remembered turn, if any
+	spare   *spare     // where the working slices came from (see giveBack)
 	// The memo hash of the bytes after the messages array, when the memo
 	// knew them.
 	tailSum   uint64
@@ -108,8 +109,9 @@ func valueAt(body []byte, sp span) gjson.Result {
 // read again (see convMemo).
 func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) {
 	c := &conversation{systemAt: -1, taskAt: -1, body: body, memo: memo}
+	c.takeSpare()
 	cs := &c.scan
-	s := scanner{Scanner: wire.Scanner{B: body}}
+	s := scanner{Scanner: wire.Scanner{B: body}, msgs: c.spare.msgs}
 	if memo != nil {
 		// Called once the first user message is scanned: the bytes up to
 		// its end name the conversation.

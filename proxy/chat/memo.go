@@ -159,11 +159,12 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	cs := &c.scan
 	cs.msgs = append(cs.msgs[:0], e.msgs[:last+1]...)
 	// Room for the turn's new messages and calls: they are appended next.
-	cs.calls = grown(e.calls[:mk.scanCalls], turnRoom)
+	// Info's tools outlive the request (capture reads them): a new array.
+	cs.calls = into(cs.calls, e.calls[:mk.scanCalls], turnRoom)
 	c.from = last + 1
-	c.marks = grown(e.marks[:last+1], turnRoom)
-	c.info.Tools = grown(e.tools[:mk.tools], turnRoom)
-	c.calls = grown(e.named[:mk.calls], turnRoom)
+	c.marks = into(c.marks, e.marks[:last+1], turnRoom)
+	c.info.Tools = into(nil, e.tools[:mk.tools], turnRoom)
+	c.calls = into(c.calls, e.named[:mk.calls], turnRoom)
 	c.info.ToolCount = mk.toolCount
 	n := 0
 	for n < len(e.verdictMsgs) && e.verdictMsgs[n] <= last {
@@ -244,19 +245,37 @@ func fit[T any](s []T) []T {
 // from the memo.
 const turnRoom = 8
 
-// grown returns a copy of s with room for n more elements.
-func grown[T any](s []T, n int) []T {
-	return append(make([]T, 0, len(s)+n), s...)
+// into returns a copy of src in dst's array when it has room for n more
+// elements, else in a new array with that room.
+func into[T any](dst, src []T, n int) []T {
+	if cap(dst) < len(src)+n {
+		dst = make([]T, 0, len(src)+n)
+	}
+	return append(dst[:0], src...)
 }
 
-// remember keeps c, read from body, as its conversation's latest turn. It
-// must be called once c's tool results have been recorded (their failed
-// verdicts are set): the next turn will not look at them again. The entry
-// takes over c's slices instead of copying them: c must not change them
-// afterwards (the handler calls remember just before c.release).
-func (m *convMemo) remember(c *conversation, body []byte) {
+// remember keeps c, read from body, as its conversation's latest turn, and
+// reports whether it did. It must be called once c's tool results have
+// been recorded (their failed verdicts are set): the next turn will not
+// look at them again. The entry takes over c's slices instead of copying
+// them: c must not change them afterwards (the handler calls remember
+// just before c.release).
+//
+// A turn that repeats the remembered one but for its last two messages at
+// most, with the same bytes after them (a retry, a replaced step, every
+// request of a rate-limit storm), is not kept: the next turn resumes from
+// the remembered one as far, or two messages short.
+func (m *convMemo) remember(c *conversation, body []byte) bool {
 	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated {
-		return
+		return false
+	}
+	if p := c.prior; p != nil && c.tailKnown && len(c.scan.msgs) <= len(p.msgs) && c.from >= len(c.scan.msgs)-2 {
+		m.mu.Lock()
+		current := m.cur[c.memoKey] == p
+		m.mu.Unlock()
+		if current {
+			return false
+		}
 	}
 	// The body is hashed up to c.hashed (the head, or the messages resume
 	// skipped, whose marks are kept): go on from there. The messages
@@ -310,7 +329,7 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	}
 	size := e.size()
 	if size > memoBytes/4 {
-		return
+		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -323,4 +342,5 @@ func (m *convMemo) remember(c *conversation, body []byte) {
 	}
 	m.cur[c.memoKey] = e
 	m.curBytes += size
+	return true
 }

@@ -400,3 +400,160 @@ func TestMemoEntryHoldsWhatItCounts(t *testing.T) {
 		t.Fatalf("size %d counts less than its messages (%d)", e.size(), want)
 	}
 }
+
+// stormTurn is agentTurn(n) whose newest round has call id id: a client
+// that sends the same turn again and again with a new last call, as in a
+// rate-limit storm.
+func stormTurn(t testing.TB, n int, id string) []byte {
+	t.Helper()
+	last := "call_" + strconv.Itoa(n-1)
+	return []byte(strings.ReplaceAll(string(agentTurn(t, n)), `"`+last+`"`, `"`+id+`"`))
+}
+
+func TestMemoKeepsTheTurnARetryRepeats(t *testing.T) {
+	memo := newConvMemo(8)
+	const tenant = "t"
+	read := func(body []byte) *conversation {
+		t.Helper()
+		c, err := inspect(body, memo, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(c)
+		return c
+	}
+	turn3 := agentTurn(t, 3)
+	c3 := read(turn3)
+	if !memo.remember(c3, turn3) {
+		t.Fatal("turn 3 was not remembered")
+	}
+	kept := memo.cur[c3.memoKey]
+	n := len(c3.scan.msgs)
+
+	// Turns that repeat turn 3 but for its last messages, with its tail.
+	for _, tt := range []struct {
+		name string
+		body []byte
+		from int
+	}{
+		{"the same body again", turn3, n},
+		{"the last result replaced", lastReplaced(turn3, "0.01s", "0.02s"), n - 1},
+		{"the last round with a new call id", stormTurn(t, 3, "call_storm_1"), n - 2},
+	} {
+		c := read(tt.body)
+		if c.from != tt.from {
+			t.Fatalf("%s: read from message %d, want %d", tt.name, c.from, tt.from)
+		}
+		if memo.remember(c, tt.body) {
+			t.Errorf("%s: remembered, though turn 3 lets the next turn resume as far", tt.name)
+		}
+		if memo.cur[c3.memoKey] != kept {
+			t.Fatalf("%s: the remembered turn was replaced", tt.name)
+		}
+		sameRead(t, tt.body, memo)
+	}
+
+	// Turns that add to what is remembered, or repeat less of it, are kept.
+	for _, tt := range []struct {
+		name string
+		body []byte
+	}{
+		{"a longer turn", agentTurn(t, 4)},
+		{"other bytes after the messages", []byte(strings.Replace(string(turn3), `"model":"m"`, `"model":"n"`, 1))},
+		{"the first round replaced", []byte(strings.Replace(string(turn3), "call_0", "call_x", 2))},
+	} {
+		memo.cur[c3.memoKey] = kept
+		c := read(tt.body)
+		if !memo.remember(c, tt.body) || memo.cur[c3.memoKey] == kept {
+			t.Errorf("%s: not remembered", tt.name)
+		}
+		sameRead(t, tt.body, memo)
+	}
+
+	// A turn found in the older half is remembered again, in the newer
+	// one: a conversation in use is not dropped with its half.
+	memo = newConvMemo(1)
+	c3 = read(turn3)
+	memo.remember(c3, turn3)
+	other := []byte(strings.Replace(string(turn3), "Be careful.", "Be quick.", 1))
+	memo.remember(read(other), other)
+	if memo.prev[c3.memoKey] == nil || memo.cur[c3.memoKey] != nil {
+		t.Fatal("turn 3 is not in the older half")
+	}
+	if c := read(turn3); !memo.remember(c, turn3) || memo.cur[c3.memoKey] == nil {
+		t.Error("turn 3 again, from the older half: not remembered in the newer one")
+	}
+}
+
+// TestFormatReusesNothingItGaveAway reads conversations through Format,
+// as the handler does (Read, then Forwarded), interleaving rounds that the
+// memo remembers with retries and storm turns whose slices the next read
+// reuses: every read finds what a full read finds, and what the memo
+// remembers is not changed by the reads that reuse slices after it.
+func TestFormatReusesNothingItGaveAway(t *testing.T) {
+	f := New()
+	var bodies [][]byte
+	for conv := range 3 {
+		tenant := "t" + strconv.Itoa(conv)
+		for n := 1; n <= 6; n++ {
+			bodies = append(bodies, []byte(tenant), agentTurn(t, n))
+			for s := range 3 {
+				bodies = append(bodies, []byte(tenant), stormTurn(t, n, "call_s"+strconv.Itoa(s)))
+			}
+			bodies = append(bodies, []byte(tenant), agentTurn(t, n))
+		}
+	}
+	var entries []*memoEntry
+	var snapshots []string
+	snapshot := func(e *memoEntry) string {
+		return strings.Join([]string{
+			strconv.Quote(string(unsafeBytes(e.msgs))), strconv.Quote(string(unsafeBytes(e.calls))),
+			strconv.Quote(string(unsafeBytes(e.marks))), strings.Join(e.tools, ","), strconv.Itoa(len(e.named)),
+		}, "|")
+	}
+	for i := 0; i < len(bodies); i += 2 {
+		tenant, body := string(bodies[i]), bodies[i+1]
+		req, err := f.Read(body, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := req.(*conversation)
+		judge(c)
+		want, _ := inspect(body, nil, "")
+		judge(want)
+		all := results(want)
+		if r := results(c); !slices.Equal(r, all[len(all)-len(r):]) || !slices.Equal(c.info.Tallies(), want.info.Tallies()) ||
+			!slices.Equal(c.scan.msgs, want.scan.msgs) || !slices.Equal(c.scan.calls, want.scan.calls) || !slices.Equal(c.info.Tools, want.info.Tools) {
+			t.Fatalf("read %d (%s): with memo %+v\nin full %+v", i/2, tenant, summarize(c), summarize(want))
+		}
+		key := c.memoKey
+		c.Forwarded(true)
+		f.memo.mu.Lock()
+		if e := f.memo.cur[key]; e != nil && !slices.Contains(entries, e) {
+			entries, snapshots = append(entries, e), append(snapshots, snapshot(e))
+		}
+		f.memo.mu.Unlock()
+		for k, e := range entries {
+			if snapshot(e) != snapshots[k] {
+				t.Fatalf("after read %d: remembered turn %d changed", i/2, k)
+			}
+		}
+	}
+	if len(entries) < 3*6 {
+		t.Errorf("%d turns remembered, want at least one per round", len(entries))
+	}
+}
+
+// lastReplaced returns body with the last old replaced by new.
+func lastReplaced(body []byte, old, new string) []byte {
+	i := strings.LastIndex(string(body), old)
+	return []byte(string(body[:i]) + new + string(body[i+len(old):]))
+}
+
+// unsafeBytes is the memory of s, to compare slices of structs by value.
+func unsafeBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}

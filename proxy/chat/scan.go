@@ -102,6 +102,8 @@ type scanner struct {
 	// "messages" array ends. When it reports true, what follows is known
 	// (valid, and its positions set in cs): the scan ends there.
 	atTail func(end int) bool
+	// msgs, when it has room, is where the messages' positions go.
+	msgs []msgSpans
 }
 
 // errTailKnown ends a scan whose atTail knew the rest of the body.
@@ -138,8 +140,12 @@ func (s *scanner) chat(cs *chatScan) error {
 			}
 			if s.Peek() == '[' {
 				// About one message per 512 bytes of an agent's body: one
-				// allocation for most requests.
-				cs.msgs = make([]msgSpans, 0, min(max(len(s.B)/512, 8), 256))
+				// allocation for most requests, none with room at hand.
+				if n := min(max(len(s.B)/512, 8), 256); cap(s.msgs) >= n {
+					cs.msgs = s.msgs[:0]
+				} else {
+					cs.msgs = make([]msgSpans, 0, n)
+				}
 				err := s.Elements(2, func() error { return s.message(cs) })
 				cs.messages = span{start, s.I}
 				if err == nil && s.atTail != nil && s.atTail(s.I) {
