@@ -43,9 +43,12 @@ func Fingerprint(message string) string {
 // addresses <EMAIL>, UUIDs <UUID>, IP addresses (with port) <IP>, file paths
 // (with :line:col) <PATH>, hex numbers <HEX>, numbers and times <NUM>,
 // durations <DUR>, and any other token holding a digit, or 32 runes or
-// longer, <*>. Runs of white space become one space and a mask repeated in
-// a row is kept once. Messages longer than 4 KiB are cut to their first and
-// last 2 KiB. Case is kept.
+// longer, <*>. A value labelled as an id ("Chunk ID: 6e6996",
+// "request_id=7f3a9b2c1d") made of six or more hex digits is masked as
+// such an id mostly is, whatever digits it happens to have (see idMask).
+// Runs of white space become one space and a mask repeated in a row is
+// kept once. Messages longer than 4 KiB are cut to their first and last
+// 2 KiB. Case is kept.
 func Template(message string) string {
 	s := message
 	if len(s) > maxTemplateInput {
@@ -54,9 +57,18 @@ func Template(message string) string {
 	s = maskQuoted(s)
 	var b strings.Builder
 	b.Grow(len(s))
-	last := ""
+	last, labelled := "", false
 	for _, w := range strings.Fields(s) {
-		w = maskToken(w)
+		m := ""
+		if labelled {
+			m = idMask(w)
+		}
+		labelled = strings.HasSuffix(w, ":") && isIDLabel(strings.TrimSuffix(strings.TrimLeft(w, leadPunct), ":"))
+		if m != "" {
+			w = m
+		} else {
+			w = maskToken(w)
+		}
 		if w == last && strings.Contains(w, ">") && isMasked(trimPunct(w)) {
 			continue
 		}
@@ -145,7 +157,9 @@ func maskToken(w string) string {
 	if strings.IndexByte(core, '=') >= 0 && !strings.Contains(core, "://") {
 		parts := strings.Split(core, "=")
 		for i, p := range parts {
-			if p != "" {
+			if m := idMask(p); m != "" && i > 0 && isIDLabel(parts[i-1]) {
+				parts[i] = m
+			} else if p != "" {
 				parts[i] = maskCore(p)
 			}
 		}
@@ -190,6 +204,42 @@ func maskCore(w string) string {
 		return maskAny
 	}
 	return w
+}
+
+// isIDLabel reports whether a key names an id: "id", "ID", or a name
+// ending in _id, -id, .id, Id or ID after a lower-case letter ("chunk_id",
+// "Request-Id", "requestId", "traceID").
+func isIDLabel(key string) bool {
+	n := len(key)
+	switch {
+	case strings.EqualFold(key, "id"):
+		return true
+	case n < 3 || !strings.EqualFold(key[n-2:], "id"):
+		return false
+	case key[n-3] == '_' || key[n-3] == '-' || key[n-3] == '.':
+		return true
+	}
+	return key[n-2] == 'I' && key[n-3] >= 'a' && key[n-3] <= 'z'
+}
+
+// idMask masks a token that follows an id label when its core is six or
+// more hex digits: as a random id of its length mostly is (<*> for six
+// digits, <HEX> for more), not as the digits it happens to have would
+// read ("123456" a number, "64577d" a duration, "abcdef" a word). Agents
+// print such ids in front of every command's output (Codex CLI's
+// "Chunk ID: 6e6996"): the same failure must keep one fingerprint. It
+// returns "" for any other token.
+func idMask(w string) string {
+	lead := len(w) - len(strings.TrimLeft(w, leadPunct))
+	core := strings.TrimRight(w[lead:], trailPunct)
+	if len(core) < 6 || !allBytes(core, isHexByte) {
+		return ""
+	}
+	m := maskAny
+	if len(core) >= 7 {
+		m = maskHex
+	}
+	return w[:lead] + m + w[lead+len(core):]
 }
 
 func isMasked(w string) bool {

@@ -107,3 +107,56 @@ func FuzzFingerprint(f *testing.F) {
 		}
 	})
 }
+
+// TestFingerprintKeepsLabelledIDsAlike: Codex CLI prints a random six-digit
+// hex chunk id in front of every command's output. Whatever digits come
+// up, the same failure has one fingerprint, the one most ids gave before
+// ids were masked alike (so fixes learned under it keep matching).
+func TestFingerprintKeepsLabelledIDsAlike(t *testing.T) {
+	var exec string
+	for _, f := range parseTxtar(t, "testdata/tool_outputs.txtar") {
+		if f.name == "fail/codex-exec-command" {
+			exec = f.data
+		}
+	}
+	if !strings.HasPrefix(exec, "Chunk ID: 533704\n") {
+		t.Fatalf("the captured Codex output starts %q", exec[:min(len(exec), 40)])
+	}
+	// The template of most chunk ids before (6e6996 and 9f12aa then too).
+	want := "Chunk ID: <*> Wall time: <NUM> seconds Process exited with code <NUM> Original token count: <NUM> Output: " +
+		"File <STR>, line <NUM> <*> ^ SyntaxError: <STR> was never closed"
+	// 533704 read as a number, 64577d as 64,577 days, abcdef as a word.
+	for _, id := range []string{"6e6996", "9f12aa", "533704", "123456", "64577d", "abcdef", "ABCDEF", "00ff00"} {
+		msg := strings.Replace(exec, "533704", id, 1)
+		if got := Template(msg); got != want {
+			t.Errorf("chunk id %s: template\n%q, want\n%q", id, got, want)
+		}
+	}
+
+	same := []struct{ name, a, b string }{
+		{"key=value", "upload failed request_id=64577d", "upload failed request_id=6e6996"},
+		{"longer ids", "Request ID: 1234567 rejected", "Request ID: 7f3a9b2 rejected"},
+		{"camel case label", "traceId: 123456 dropped", "traceId: 6e6996 dropped"},
+		{"label after punctuation", "(requestID: abcdef)", "(requestID: 4be21c)"},
+	}
+	for _, tc := range same {
+		if Fingerprint(tc.a) != Fingerprint(tc.b) {
+			t.Errorf("%s: %q -> %q but %q -> %q", tc.name, tc.a, Template(tc.a), tc.b, Template(tc.b))
+		}
+	}
+	// Only a hex value right after an id label is masked so.
+	for in, want := range map[string]string{
+		"ID: 42 not found":             "ID: <NUM> not found",
+		"valid: abcdef":                "valid: abcdef",
+		"VALID: 123456":                "VALID: <NUM>",
+		"Chunk ID: 6e6996 abcdef":      "Chunk ID: <*> abcdef",
+		"ID: deadline exceeded":        "ID: deadline exceeded",
+		"Chunk ID abcdef":              "Chunk ID abcdef",
+		"request_id=7f3a9b2c1d failed": "request_id=<HEX> failed",
+		"valid=abcdef":                 "valid=abcdef",
+	} {
+		if got := Template(in); got != want {
+			t.Errorf("Template(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
