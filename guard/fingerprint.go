@@ -147,12 +147,10 @@ func trimPunct(w string) string {
 // maskToken masks the core of one white-space separated token, keeping its
 // surrounding punctuation.
 func maskToken(w string) string {
-	lead := len(w) - len(strings.TrimLeft(w, leadPunct))
-	core := strings.TrimRight(w[lead:], trailPunct)
+	lead, core, trail := splitPunct(w)
 	if core == "" {
 		return w
 	}
-	trail := w[lead+len(core):]
 	var m string
 	if strings.IndexByte(core, '=') >= 0 && !strings.Contains(core, "://") {
 		parts := strings.Split(core, "=")
@@ -170,7 +168,16 @@ func maskToken(w string) string {
 	if m == core {
 		return w
 	}
-	return w[:lead] + m + trail
+	return lead + m + trail
+}
+
+// splitPunct splits a token into its leading punctuation, its core and
+// its trailing punctuation.
+func splitPunct(w string) (lead, core, trail string) {
+	core = strings.TrimLeft(w, leadPunct)
+	lead = w[:len(w)-len(core)]
+	core = strings.TrimRight(core, trailPunct)
+	return lead, core, w[len(lead)+len(core):]
 }
 
 // maskCore masks a token without surrounding punctuation.
@@ -230,8 +237,7 @@ func isIDLabel(key string) bool {
 // "Chunk ID: 6e6996"): the same failure must keep one fingerprint. It
 // returns "" for any other token.
 func idMask(w string) string {
-	lead := len(w) - len(strings.TrimLeft(w, leadPunct))
-	core := strings.TrimRight(w[lead:], trailPunct)
+	lead, core, trail := splitPunct(w)
 	if len(core) < 6 || !allBytes(core, isHexByte) {
 		return ""
 	}
@@ -239,7 +245,7 @@ func idMask(w string) string {
 	if len(core) >= 7 {
 		m = maskHex
 	}
-	return w[:lead] + m + w[lead+len(core):]
+	return lead + m + trail
 }
 
 func isMasked(w string) bool {

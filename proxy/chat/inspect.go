@@ -111,7 +111,7 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	c := &conversation{systemAt: -1, taskAt: -1, body: body, memo: memo}
 	c.takeSpare()
 	cs := &c.scan
-	s := scanner{Scanner: wire.Scanner{B: body}, msgs: c.spare.msgs}
+	s := scanner{Scanner: wire.Scanner{B: body}}
 	if memo != nil {
 		// Called once the first user message is scanned: the bytes up to
 		// its end name the conversation.

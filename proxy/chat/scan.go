@@ -102,8 +102,6 @@ type scanner struct {
 	// "messages" array ends. When it reports true, what follows is known
 	// (valid, and its positions set in cs): the scan ends there.
 	atTail func(end int) bool
-	// msgs, when it has room, is where the messages' positions go.
-	msgs []msgSpans
 }
 
 // errTailKnown ends a scan whose atTail knew the rest of the body.
@@ -140,9 +138,10 @@ func (s *scanner) chat(cs *chatScan) error {
 			}
 			if s.Peek() == '[' {
 				// About one message per 512 bytes of an agent's body: one
-				// allocation for most requests, none with room at hand.
-				if n := min(max(len(s.B)/512, 8), 256); cap(s.msgs) >= n {
-					cs.msgs = s.msgs[:0]
+				// allocation for most requests, none when cs.msgs has the
+				// room already (a spare, see takeSpare).
+				if n := min(max(len(s.B)/512, 8), 256); cap(cs.msgs) >= n {
+					cs.msgs = cs.msgs[:0]
 				} else {
 					cs.msgs = make([]msgSpans, 0, n)
 				}

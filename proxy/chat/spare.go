@@ -27,7 +27,7 @@ const maxSpare = 4096
 func (c *conversation) takeSpare() {
 	sp := spares.Get().(*spare)
 	c.spare = sp
-	c.scan.calls, c.marks, c.calls = sp.calls[:0], sp.marks[:0], sp.named[:0]
+	c.scan.msgs, c.scan.calls, c.marks, c.calls = sp.msgs[:0], sp.calls[:0], sp.marks[:0], sp.named[:0]
 }
 
 // giveBack hands c's slices to the next read. c must not use them
