@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -31,7 +31,7 @@ const scopeKey = "scar.scope"
 // gateway key (its own workspace only).
 func (s *Server) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		k, ok := s.authorize(c.Request().Header)
+		k, ok := s.tenants.Authorize(c.Request().Header)
 		if !ok {
 			return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
 		}
@@ -42,99 +42,21 @@ func (s *Server) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// authorize checks the credentials of a memory API or MCP request. With
-// neither an admin token nor gateway keys configured, every request passes
-// (serve refuses that on an address other than loopback unless admin.open
-// says so). Otherwise the admin token passes for every workspace (k nil)
-// and a gateway key for its own workspace only (k is the key).
-func (s *Server) authorize(h http.Header) (k *GatewayKey, ok bool) {
-	if s.opts.AdminToken == "" && !s.keys.enabled() {
-		return nil, true
-	}
-	tok := bearer(h)
-	if s.opts.AdminToken != "" && tok != "" &&
-		subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) == 1 {
-		return nil, true
-	}
-	if s.keys.enabled() {
-		if k := s.keys.lookup(tok); k != nil {
-			return k, true
-		}
-	}
-	return nil, false
-}
-
 // scopeOf returns the gateway key an admin request is limited to, or nil
 // (the admin token, or an open memory API).
-func scopeOf(c echo.Context) *GatewayKey {
-	k, _ := c.Get(scopeKey).(*GatewayKey)
+func scopeOf(c echo.Context) *tenant.Key {
+	k, _ := c.Get(scopeKey).(*tenant.Key)
 	return k
 }
 
 // workspaceFor resolves the workspace an admin request acts on.
 func (s *Server) workspaceFor(c echo.Context, asked string) (string, *apiError) {
-	return s.scopedWorkspace(scopeOf(c), asked)
-}
-
-// scopedWorkspace resolves the workspace a memory call acts on: the one
-// asked, else the configured default; a gateway key k may only name its own.
-func (s *Server) scopedWorkspace(k *GatewayKey, asked string) (string, *apiError) {
-	if k == nil {
-		if asked == "" {
-			asked = s.opts.DefaultWorkspace
-		}
-		if err := ValidName(asked); err != nil {
-			return "", errBadRequest("workspace: " + err.Error())
-		}
-		return asked, nil
-	}
-	if asked != "" && asked != k.Workspace {
-		return "", &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to workspace " + quoteName(asked) + ".", Type: "invalid_request_error", Code: "workspace_forbidden"}
-	}
-	return k.Workspace, nil
-}
-
-// projectScope checks a project named by a memory call against the
-// allow-list of its gateway key k (nil: none). A key limited to some
-// projects may not use workspace-wide solutions (project ""): they reach
-// every project's recall.
-func projectScope(k *GatewayKey, project string) *apiError {
-	if k == nil || len(k.Projects) == 0 || (project != "" && projectAllowed(k, project)) {
-		return nil
-	}
-	name := project
-	if name == "" {
-		name = "(all projects)"
-	}
-	return &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + quoteName(name) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
+	return s.tenants.Workspace(scopeOf(c), asked)
 }
 
 // tenantFor resolves (workspace, project) for an admin request.
-func (s *Server) tenantFor(c echo.Context, workspace, project string, required bool) (Tenant, *apiError) {
-	return s.scopedTenant(scopeOf(c), workspace, project, required)
-}
-
-// scopedTenant resolves (workspace, project) for a memory call of gateway
-// key k (nil: none); unless required, either defaults to the configured
-// one (a key's workspace is its own).
-func (s *Server) scopedTenant(k *GatewayKey, workspace, project string, required bool) (Tenant, *apiError) {
-	if required && (workspace == "" && k == nil || project == "") {
-		return Tenant{}, errBadRequest("workspace and project are required")
-	}
-	ws, aerr := s.scopedWorkspace(k, workspace)
-	if aerr != nil {
-		return Tenant{}, aerr
-	}
-	if project == "" {
-		project = s.opts.DefaultProject
-	}
-	if err := ValidName(project); err != nil {
-		return Tenant{}, errBadRequest("project: " + err.Error())
-	}
-	if k != nil && !projectAllowed(k, project) {
-		return Tenant{}, &apiError{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + quoteName(project) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
-	}
-	return Tenant{Workspace: ws, Project: project}, nil
+func (s *Server) tenantFor(c echo.Context, workspace, project string, required bool) (tenant.Tenant, *apiError) {
+	return s.tenants.Scoped(scopeOf(c), workspace, project, required)
 }
 
 // decodeJSON decodes a request body strictly: unknown fields, wrong types
@@ -243,8 +165,8 @@ func (s *Server) postIncident(c echo.Context) error {
 
 // recordIncident validates and stores an incident posted by gateway key k
 // (nil: none), through the memory API or the scar_record tool.
-func (s *Server) recordIncident(ctx context.Context, k *GatewayKey, in *incidentIn) (*store.Incident, *apiError) {
-	t, aerr := s.scopedTenant(k, in.Workspace, in.Project, false)
+func (s *Server) recordIncident(ctx context.Context, k *tenant.Key, in *incidentIn) (*store.Incident, *apiError) {
+	t, aerr := s.tenants.Scoped(k, in.Workspace, in.Project, false)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -254,8 +176,8 @@ func (s *Server) recordIncident(ctx context.Context, k *GatewayKey, in *incident
 		return nil, errBadRequest("message: required")
 	case in.Type == "":
 		return nil, errBadRequest("type: required (e.g. test_failure, lint_error, tool_error)")
-	case ValidName(in.Type) != nil:
-		return nil, errBadRequest("type: " + ValidName(in.Type).Error())
+	case tenant.ValidName(in.Type) != nil:
+		return nil, errBadRequest("type: " + tenant.ValidName(in.Type).Error())
 	case status != 0 && (status < 100 || status > 599):
 		return nil, errBadRequest("status_code: must be an HTTP status (100-599), an error code string, or omitted")
 	}
@@ -265,7 +187,7 @@ func (s *Server) recordIncident(ctx context.Context, k *GatewayKey, in *incident
 	}
 	for _, f := range []struct{ name, v string }{{"session", in.Session}, {"agent", in.Agent}} {
 		if f.v != "" {
-			if err := ValidName(f.v); err != nil {
+			if err := tenant.ValidName(f.v); err != nil {
 				return nil, errBadRequest(f.name + ": " + err.Error())
 			}
 		}
@@ -346,8 +268,8 @@ func (s *Server) getGuard(c echo.Context) error {
 
 // previewGuard returns the guard the next request of a conversation
 // (session; "" for a request of none) of a tenant would get.
-func (s *Server) previewGuard(ctx context.Context, k *GatewayKey, workspace, project, session string) (guardView, *apiError) {
-	t, aerr := s.scopedTenant(k, workspace, project, false)
+func (s *Server) previewGuard(ctx context.Context, k *tenant.Key, workspace, project, session string) (guardView, *apiError) {
+	t, aerr := s.tenants.Scoped(k, workspace, project, false)
 	if aerr != nil {
 		return guardView{}, aerr
 	}
@@ -457,17 +379,17 @@ func (s *Server) postSolution(c echo.Context) error {
 // (nil: none) through the memory API or the recall_store tool: in.Workspace
 // as asked, in.Confidence as given (see ParseConfidence). It reports
 // whether the solution is new (false: the same goal was updated).
-func (s *Server) storeSolution(ctx context.Context, k *GatewayKey, in store.Solution) (store.Solution, bool, *apiError) {
-	ws, aerr := s.scopedWorkspace(k, in.Workspace)
+func (s *Server) storeSolution(ctx context.Context, k *tenant.Key, in store.Solution) (store.Solution, bool, *apiError) {
+	ws, aerr := s.tenants.Workspace(k, in.Workspace)
 	if aerr != nil {
 		return store.Solution{}, false, aerr
 	}
 	if in.Project != "" {
-		if err := ValidName(in.Project); err != nil {
+		if err := tenant.ValidName(in.Project); err != nil {
 			return store.Solution{}, false, errBadRequest("project: " + err.Error())
 		}
 	}
-	if aerr := projectScope(k, in.Project); aerr != nil {
+	if aerr := tenant.ProjectScope(k, in.Project); aerr != nil {
 		return store.Solution{}, false, aerr
 	}
 	for _, f := range []struct{ name, v string }{{"goal", in.Goal}, {"approach", in.Approach}, {"outcome", in.Outcome}} {
@@ -515,7 +437,7 @@ func (s *Server) listSolutions(c echo.Context) error {
 	}
 	visible := make([]store.Solution, 0, len(sols))
 	for _, sol := range sols {
-		if sol.Project == "" || projectScope(scopeOf(c), sol.Project) == nil {
+		if sol.Project == "" || tenant.ProjectScope(scopeOf(c), sol.Project) == nil {
 			visible = append(visible, sol)
 		}
 	}
@@ -532,13 +454,13 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	defer cancel()
 	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
-		if aerr := projectScope(scopeOf(c), sol.Project); aerr != nil {
+		if aerr := tenant.ProjectScope(scopeOf(c), sol.Project); aerr != nil {
 			return writeError(c, aerr)
 		}
 		err = s.store.DeleteSolution(ctx, ws, sol.ID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + quoteName(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
 	if err != nil {
 		return s.storeError(c, "delete_solution", err)
@@ -604,8 +526,8 @@ func (s *Server) recallPreview(c echo.Context) error {
 // searchRecall answers a recall asked by gateway key k (nil: none). The
 // near misses are the solutions under the threshold among the five most
 // similar, at most q.K of them.
-func (s *Server) searchRecall(k *GatewayKey, q recallQuery) (recallView, *apiError) {
-	ws, aerr := s.scopedWorkspace(k, q.Workspace)
+func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiError) {
+	ws, aerr := s.tenants.Workspace(k, q.Workspace)
 	if aerr != nil {
 		return recallView{}, aerr
 	}
@@ -628,7 +550,7 @@ func (s *Server) searchRecall(k *GatewayKey, q recallQuery) (recallView, *apiErr
 		minSim = *q.MinSimilarity
 	}
 	if k != nil && len(k.Projects) > 0 {
-		if aerr := projectScope(k, q.Project); aerr != nil {
+		if aerr := tenant.ProjectScope(k, q.Project); aerr != nil {
 			return recallView{}, aerr
 		}
 	}
@@ -658,11 +580,11 @@ func (s *Server) deleteSolutions(c echo.Context) error {
 	if asked == "" && k == nil {
 		return writeError(c, errBadRequest("workspace: required (every solution of that workspace is deleted)"))
 	}
-	ws, aerr := s.scopedWorkspace(k, asked)
+	ws, aerr := s.tenants.Workspace(k, asked)
 	if aerr != nil {
 		return writeError(c, aerr)
 	}
-	if aerr := projectScope(k, ""); aerr != nil {
+	if aerr := tenant.ProjectScope(k, ""); aerr != nil {
 		return writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
@@ -769,8 +691,8 @@ func (s *Server) postFix(c echo.Context) error {
 // redacted and capped, with the pattern, fingerprint and key derived from
 // the failure when not given (see prepareFix). It reports whether the fix
 // is new (false: the fix of the same key was updated).
-func (s *Server) storeFix(ctx context.Context, k *GatewayKey, in *fixIn) (store.Fix, bool, *apiError) {
-	t, aerr := s.scopedTenant(k, in.Workspace, in.Project, false)
+func (s *Server) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.Fix, bool, *apiError) {
+	t, aerr := s.tenants.Scoped(k, in.Workspace, in.Project, false)
 	if aerr != nil {
 		return store.Fix{}, false, aerr
 	}
@@ -797,7 +719,7 @@ func (s *Server) storeFix(ctx context.Context, k *GatewayKey, in *fixIn) (store.
 		return store.Fix{}, false, errBadRequest("failures: must not be negative")
 	}
 	if in.Session != "" {
-		if err := ValidName(in.Session); err != nil {
+		if err := tenant.ValidName(in.Session); err != nil {
 			return store.Fix{}, false, errBadRequest("session: " + err.Error())
 		}
 	}
@@ -879,7 +801,7 @@ func (s *Server) deleteFix(c echo.Context) error {
 	defer cancel()
 	err := s.store.DeleteFix(ctx, t.Workspace, t.Project, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) {
-		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + quoteName(t.Workspace) + ", project " + quoteName(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
 	if err != nil {
 		return s.storeError(c, "delete_fix", err)

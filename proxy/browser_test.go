@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -31,7 +32,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	h := newHarness(t, "http://127.0.0.1:9", withOptions(func(o *Options) {
 		o.AdminToken = "admin-secret"
-		o.GatewayKeys = []GatewayKey{{SHA256: sha("key-b"), Workspace: "team-b"}}
+		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-b"), Workspace: "team-b"}}
 	}))
 	seedDashboard(t, h)
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/tidwall/gjson"
 )
 
@@ -85,7 +86,7 @@ func TestPooledBodiesAreNeverMixedUp(t *testing.T) {
 	h := newHarness(t, up.srv.URL)
 	// Two failed tool results make a guard block, so later requests of the
 	// session are rewritten.
-	session := map[string]string{HeaderSession: "pool"}
+	session := map[string]string{tenant.HeaderSession: "pool"}
 	for _, id := range []string{"a", "b"} {
 		h.chat(`{"model":"m","messages":[{"role":"user","content":"warm up"},{"role":"tool","tool_call_id":"`+id+`","content":"Traceback (most recent call last):\nKeyError: 'x'"}]}`, session)
 	}
@@ -101,7 +102,7 @@ func TestPooledBodiesAreNeverMixedUp(t *testing.T) {
 				// Sizes vary around the pool's classes (16 and 32 KiB).
 				pad := strings.Repeat(string(rune('a'+w)), (w*4099+i*1021)%40000)
 				body := `{"model":"m","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"` + tag + pad + `"}]}`
-				res := h.do(http.MethodPost, "/v1/chat/completions", []byte(body), map[string]string{"X-Test-Tag": tag, HeaderSession: "pool"})
+				res := h.do(http.MethodPost, "/v1/chat/completions", []byte(body), map[string]string{"X-Test-Tag": tag, tenant.HeaderSession: "pool"})
 				io.Copy(io.Discard, res.Body)
 				res.Body.Close()
 				if res.StatusCode != http.StatusOK {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 )
 
@@ -16,7 +17,7 @@ import (
 // recall, near misses, a bulk delete, the pattern list.
 func TestMemoryAPICompat(t *testing.T) {
 	h := newHarness(t, "http://127.0.0.1:1", withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{
+		o.GatewayKeys = []tenant.Key{
 			{SHA256: sha("key-a"), Workspace: "team-a"},
 			{SHA256: sha("key-c"), Workspace: "team-c", Projects: []string{"api"}},
 		}

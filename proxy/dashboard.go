@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/ui"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -19,7 +20,7 @@ import (
 // The dashboard (package ui) reads and changes memory through
 // dashSource, with the memory API's rules: the admin token (or an open
 // proxy) reaches every workspace, a gateway key its own workspace and
-// projects (scopedTenant, projectScope), and every store call is bounded
+// projects (tenant.Policy), and every store call is bounded
 // by StoreTimeout.
 
 // dashboard builds the /ui/ handler. Its sessions are signed with a key
@@ -56,11 +57,11 @@ type dashSource struct{ s *Server }
 
 var _ ui.Source = dashSource{}
 
-func (d dashSource) Open() bool { return d.s.opts.AdminToken == "" && !d.s.keys.enabled() }
+func (d dashSource) Open() bool { return d.s.tenants.Open() }
 
 func (d dashSource) Login(token string) (ui.Principal, bool) {
 	h := http.Header{"Authorization": {"Bearer " + token}}
-	k, ok := d.s.authorize(h)
+	k, ok := d.s.tenants.Authorize(h)
 	if !ok || token == "" {
 		return ui.Principal{}, false
 	}
@@ -85,25 +86,16 @@ func (d dashSource) Refresh(p ui.Principal) (ui.Principal, bool) {
 
 // keyOf returns the gateway key of a principal, nil for the admin (or
 // for a key no longer configured: callers check Refresh first).
-func (d dashSource) keyOf(p ui.Principal) *GatewayKey {
-	if p.Admin || !d.s.keys.enabled() {
+func (d dashSource) keyOf(p ui.Principal) *tenant.Key {
+	if p.Admin || !d.s.tenants.Keys() {
 		return nil
 	}
-	raw, err := hex.DecodeString(p.KeySHA256)
-	if err != nil || len(raw) != sha256.Size {
-		return nil
-	}
-	for i := range d.s.keys.keys {
-		if [sha256.Size]byte(raw) == d.s.keys.keys[i].sum {
-			return &d.s.keys.keys[i].GatewayKey
-		}
-	}
-	return nil
+	return d.s.tenants.BySHA256(p.KeySHA256)
 }
 
 // scope returns the key a non-admin principal acts with, or an error
 // when it has none any more.
-func (d dashSource) scope(p ui.Principal) (*GatewayKey, error) {
+func (d dashSource) scope(p ui.Principal) (*tenant.Key, error) {
 	k := d.keyOf(p)
 	if k == nil && !p.Admin {
 		return nil, fmt.Errorf("%w: this gateway key is no longer configured", ui.ErrForbidden)
@@ -129,7 +121,7 @@ func (d dashSource) Tenant(p ui.Principal, workspace, project string) (string, s
 	if err != nil {
 		return "", "", err
 	}
-	t, aerr := d.s.scopedTenant(k, workspace, project, false)
+	t, aerr := d.s.tenants.Scoped(k, workspace, project, false)
 	if aerr != nil {
 		return "", "", uiError(aerr)
 	}
@@ -186,7 +178,7 @@ func (d dashSource) Incidents(ctx context.Context, f store.IncidentFilter) (stor
 // its time (the tenant's provider failures, which the request path adds,
 // are not replayed).
 func (d dashSource) Conversation(ctx context.Context, workspace, project, session string) ([]ui.Turn, error) {
-	if err := ValidName(session); err != nil {
+	if err := tenant.ValidName(session); err != nil {
 		return nil, fmt.Errorf("%w: conversation: %v", ui.ErrBadInput, err)
 	}
 	sctx, cancel := d.s.memoryStoreCtx(ctx)
@@ -211,7 +203,7 @@ func (d dashSource) Conversation(ctx context.Context, workspace, project, sessio
 
 func (d dashSource) GuardPreview(ctx context.Context, workspace, project, conversation string) (string, error) {
 	if conversation != "" {
-		if err := ValidName(conversation); err != nil {
+		if err := tenant.ValidName(conversation); err != nil {
 			return "", fmt.Errorf("%w: conversation: %v", ui.ErrBadInput, err)
 		}
 	}
@@ -236,7 +228,7 @@ func (d dashSource) Solutions(ctx context.Context, p ui.Principal, workspace str
 	if err != nil {
 		return nil, err
 	}
-	ws, aerr := d.s.scopedWorkspace(k, workspace)
+	ws, aerr := d.s.tenants.Workspace(k, workspace)
 	if aerr != nil {
 		return nil, uiError(aerr)
 	}
@@ -249,7 +241,7 @@ func (d dashSource) Solutions(ctx context.Context, p ui.Principal, workspace str
 	}
 	visible := sols[:0]
 	for _, sol := range sols {
-		if sol.Project == "" || projectScope(k, sol.Project) == nil {
+		if sol.Project == "" || tenant.ProjectScope(k, sol.Project) == nil {
 			visible = append(visible, sol)
 		}
 	}
@@ -271,8 +263,8 @@ func (d dashSource) SearchSolutions(ctx context.Context, p ui.Principal, workspa
 }
 
 // solution returns a solution p may change.
-func (d dashSource) solution(ctx context.Context, k *GatewayKey, workspace, id string) (store.Solution, error) {
-	ws, aerr := d.s.scopedWorkspace(k, workspace)
+func (d dashSource) solution(ctx context.Context, k *tenant.Key, workspace, id string) (store.Solution, error) {
+	ws, aerr := d.s.tenants.Workspace(k, workspace)
 	if aerr != nil {
 		return store.Solution{}, uiError(aerr)
 	}
@@ -286,7 +278,7 @@ func (d dashSource) solution(ctx context.Context, k *GatewayKey, workspace, id s
 		d.s.storeFailed(ctx, "get_solution", err)
 		return store.Solution{}, err
 	}
-	if aerr := projectScope(k, sol.Project); aerr != nil {
+	if aerr := tenant.ProjectScope(k, sol.Project); aerr != nil {
 		return store.Solution{}, uiError(aerr)
 	}
 	return sol, nil

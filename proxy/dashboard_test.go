@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -84,7 +85,7 @@ func (u *uiClient) login(token string) int {
 func keyedHarness(t *testing.T) *harness {
 	return newHarness(t, "http://127.0.0.1:9", withOptions(func(o *Options) {
 		o.AdminToken = "admin-secret"
-		o.GatewayKeys = []GatewayKey{
+		o.GatewayKeys = []tenant.Key{
 			{SHA256: sha("key-a"), Workspace: "team-a"},
 			{SHA256: sha("key-b"), Workspace: "team-b"},
 		}

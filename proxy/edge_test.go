@@ -13,6 +13,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -70,7 +71,7 @@ func TestPassThroughPaths(t *testing.T) {
 
 func TestGatewayKeyProjectAllowListOnSolutions(t *testing.T) {
 	h := newHarness(t, "", withProviders(upstream("up", "http://127.0.0.1:1")), withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}}}
+		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}}}
 		o.AdminToken = "admin"
 	}))
 	status := func(method, path, body, key string) int {

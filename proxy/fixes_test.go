@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -246,7 +247,7 @@ func TestFixesAPI(t *testing.T) {
 func TestFixesAPIGatewayKeys(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{
+		o.GatewayKeys = []tenant.Key{
 			{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}},
 			{SHA256: sha("key-b"), Workspace: "team-b"},
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -114,7 +115,7 @@ func TestEveryFormatRecordsOnceAndGuardsTheNextTurn(t *testing.T) {
 			ws := "ws-" + f.name
 			send := func(n int) (*http.Response, received) {
 				t.Helper()
-				res := h.do(http.MethodPost, f.path, []byte(f.turn(n)), map[string]string{HeaderWorkspace: ws})
+				res := h.do(http.MethodPost, f.path, []byte(f.turn(n)), map[string]string{tenant.HeaderWorkspace: ws})
 				io.Copy(io.Discard, res.Body)
 				res.Body.Close()
 				h.inflight.Wait()

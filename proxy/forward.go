@@ -57,7 +57,7 @@ func (s *Server) outgoingHeader(in http.Header) http.Header {
 	}
 	h.Del("Host")
 	h.Del("Content-Length")
-	if s.keys.enabled() {
+	if s.tenants.Keys() {
 		// The client's key is the gateway key, and its other credentials
 		// are for the gateway too: none may reach a provider.
 		for _, k := range [...]string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"} {

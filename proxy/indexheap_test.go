@@ -61,7 +61,7 @@ var (
 // most occur once or a few times.
 func heapIdent(r *rand.Rand) string {
 	parts := []string{"parse", "load", "handle", "new", "get", "set", "build", "validate", "fetch", "apply", "resolve", "encode"}
-	nouns := []string{"Config", "Invoice", "User", "Session", "Order", "Token", "Route", "Schema", "Payload", "Event", "Batch", "Tenant"}
+	nouns := []string{"Config", "Invoice", "User", "Session", "Order", "Token", "Route", "Schema", "Payload", "Event", "Batch", "tenant.Tenant"}
 	return fmt.Sprintf("%s%s%s", parts[r.IntN(len(parts))], nouns[r.IntN(len(nouns))], []string{"", "V2", "Async", fmt.Sprint(r.IntN(500))}[r.IntN(4)])
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -20,7 +21,7 @@ import (
 // (indexes into info.ToolResults new to the conversation) and reports
 // whether it stored any. A fix already stored as it is is not written
 // again.
-func (s *Server) learnFixes(budget *storeBudget, t Tenant, w *guardWindow, info *wire.Info, tallies []wire.ToolTally, fresh []int, now time.Time) bool {
+func (s *Server) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow, info *wire.Info, tallies []wire.ToolTally, fresh []int, now time.Time) bool {
 	if t.Session == "" || len(fresh) == 0 {
 		return false
 	}

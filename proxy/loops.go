@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -186,7 +187,7 @@ type loopEvent struct {
 // conversation's tail and returns the conversation's loop, with the
 // events to record, and which of info.ToolResults were new to the tail.
 // Without new results the loop is the one found before.
-func (s *Server) trackLoop(t Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
+func (s *Server) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
 	if t.Session == "" || len(info.ToolResults) == 0 {
 		if t.Session == "" {
 			return guard.Loop{}, nil, nil
@@ -281,7 +282,7 @@ func firstRecorded(l guard.Loop) int {
 // recordLoops stores a conversation's loop events as incidents of type
 // loop, each once per conversation (a retry, or another replica, does not
 // store it again), and counts them.
-func (s *Server) recordLoops(budget *storeBudget, t Tenant, model string, events []loopEvent, now time.Time) bool {
+func (s *Server) recordLoops(budget *storeBudget, t tenant.Tenant, model string, events []loopEvent, now time.Time) bool {
 	for _, ev := range events {
 		s.metrics.loops.WithLabelValues(ev.level).Inc()
 		if !ev.store {

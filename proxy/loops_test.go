@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
@@ -109,7 +110,7 @@ func (r *loopRun) send(calls []call) (http.Header, []byte) {
 
 func (r *loopRun) sendBody(body string) (http.Header, []byte) {
 	r.t.Helper()
-	res := r.h.do(http.MethodPost, r.format.path, []byte(body), map[string]string{HeaderWorkspace: r.ws})
+	res := r.h.do(http.MethodPost, r.format.path, []byte(body), map[string]string{tenant.HeaderWorkspace: r.ws})
 	io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 	r.h.inflight.Wait()
@@ -331,7 +332,7 @@ func TestLearnedFixInANewConversation(t *testing.T) {
 // defined is unknown).
 func TestLoopTailFollowsALongConversation(t *testing.T) {
 	s := newHarness(t, "http://127.0.0.1:1").srv
-	tn := Tenant{Workspace: "w", Project: "p", Session: "long"}
+	tn := tenant.Tenant{Workspace: "w", Project: "p", Session: "long"}
 	defs := []byte(`[{"type":"function","function":{"name":"read"}},{"type":"function","function":{"name":"write"}}]`)
 	var results []wire.ToolResult
 	for i := range maxSteps + 10 {

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -35,7 +36,7 @@ const mcpMaxBody = 1 << 20
 
 // mcpCaller is who calls a tool and the tenant their calls default to.
 type mcpCaller struct {
-	key                         *GatewayKey // nil: the admin token, an open API, or stdio
+	key                         *tenant.Key // nil: the admin token, an open API, or stdio
 	workspace, project, session string      // defaults for calls that name none
 }
 
@@ -131,7 +132,7 @@ func addTool[In, Out any](t *mcpTools, srv *mcp.Server, tool *mcp.Tool, h func(c
 func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport, workspace, project string) error {
 	for _, f := range []struct{ name, v string }{{"workspace", workspace}, {"project", project}} {
 		if f.v != "" {
-			if err := ValidName(f.v); err != nil {
+			if err := tenant.ValidName(f.v); err != nil {
 				return errors.New("mcp: " + f.name + ": " + err.Error())
 			}
 		}
@@ -157,7 +158,7 @@ func (s *Server) mcpHTTPHandler() http.Handler {
 		// reach an open memory. With credentials required it could not
 		// call anything anyway, and a reverse proxy on the same host must
 		// keep its public name.
-		DisableLocalhostProtection: s.opts.AdminToken != "" || s.keys.enabled(),
+		DisableLocalhostProtection: s.opts.AdminToken != "" || s.tenants.Keys(),
 	})
 }
 
@@ -167,33 +168,33 @@ func (s *Server) mcpHTTPHandler() http.Handler {
 // its own workspace), then the MCP transport.
 func (s *Server) serveMCP(c echo.Context) error {
 	r := c.Request()
-	k, ok := s.authorize(r.Header)
+	k, ok := s.tenants.Authorize(r.Header)
 	if !ok {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="scarproxy"`)
 		return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
 	}
 	caller := mcpCaller{
 		key:       k,
-		workspace: firstNonEmpty(c.Param("workspace"), r.Header.Get(HeaderWorkspace)),
-		project:   firstNonEmpty(c.Param("project"), r.Header.Get(HeaderProject)),
-		session:   r.Header.Get(HeaderSession),
+		workspace: tenant.FirstNonEmpty(c.Param("workspace"), r.Header.Get(tenant.HeaderWorkspace)),
+		project:   tenant.FirstNonEmpty(c.Param("project"), r.Header.Get(tenant.HeaderProject)),
+		session:   r.Header.Get(tenant.HeaderSession),
 	}
 	if caller.workspace != "" {
-		if _, aerr := s.scopedWorkspace(k, caller.workspace); aerr != nil {
+		if _, aerr := s.tenants.Workspace(k, caller.workspace); aerr != nil {
 			return writeError(c, aerr)
 		}
 	}
 	if caller.project != "" {
-		if err := ValidName(caller.project); err != nil {
+		if err := tenant.ValidName(caller.project); err != nil {
 			return writeError(c, errBadRequest("project: "+err.Error()))
 		}
-		if aerr := projectScope(k, caller.project); aerr != nil {
+		if aerr := tenant.ProjectScope(k, caller.project); aerr != nil {
 			return writeError(c, aerr)
 		}
 	}
 	if caller.session != "" {
-		if err := ValidName(caller.session); err != nil {
-			return writeError(c, errBadRequest("invalid "+HeaderSession+": "+err.Error()))
+		if err := tenant.ValidName(caller.session); err != nil {
+			return writeError(c, errBadRequest("invalid "+tenant.HeaderSession+": "+err.Error()))
 		}
 	}
 	s.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
@@ -232,7 +233,7 @@ func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreI
 		conf = *in.Confidence
 	}
 	sol, created, aerr := t.s.storeSolution(ctx, c.key, store.Solution{
-		Workspace: firstNonEmpty(in.Workspace, c.workspace), Project: firstNonEmpty(in.Project, c.project),
+		Workspace: tenant.FirstNonEmpty(in.Workspace, c.workspace), Project: tenant.FirstNonEmpty(in.Project, c.project),
 		Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: conf,
 	})
 	if aerr != nil {
@@ -305,7 +306,7 @@ func (t *mcpTools) recallContext(_ context.Context, c mcpCaller, in recallContex
 
 // recallQuery fills the tenant of a recall from the caller's defaults.
 func (t *mcpTools) recallQuery(c mcpCaller, goal, workspace, project string, k int) recallQuery {
-	return recallQuery{Workspace: firstNonEmpty(workspace, c.workspace), Project: firstNonEmpty(project, c.project), Goal: goal, K: k}
+	return recallQuery{Workspace: tenant.FirstNonEmpty(workspace, c.workspace), Project: tenant.FirstNonEmpty(project, c.project), Goal: goal, K: k}
 }
 
 type recallInfoOut struct {
@@ -319,7 +320,7 @@ type recallInfoOut struct {
 }
 
 func (t *mcpTools) recallInfo(_ context.Context, c mcpCaller, _ struct{}) (recallInfoOut, *apiError) {
-	ws, aerr := t.s.scopedWorkspace(c.key, c.workspace)
+	ws, aerr := t.s.tenants.Workspace(c.key, c.workspace)
 	if aerr != nil {
 		return recallInfoOut{}, aerr
 	}
@@ -350,8 +351,8 @@ type scarRecordOut struct {
 
 func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn) (scarRecordOut, *apiError) {
 	inc, aerr := t.s.recordIncident(ctx, c.key, &incidentIn{
-		Workspace: firstNonEmpty(in.Workspace, c.workspace), Project: firstNonEmpty(in.Project, c.project),
-		Session: firstNonEmpty(in.Session, c.session), Type: in.Type, Agent: in.Agent, Provider: in.Provider,
+		Workspace: tenant.FirstNonEmpty(in.Workspace, c.workspace), Project: tenant.FirstNonEmpty(in.Project, c.project),
+		Session: tenant.FirstNonEmpty(in.Session, c.session), Type: in.Type, Agent: in.Agent, Provider: in.Provider,
 		Model: in.Model, StatusCode: statusCode{status: in.StatusCode}, Code: in.Code, Message: in.Message,
 	})
 	if aerr != nil {
@@ -376,13 +377,13 @@ type scarGuardOut struct {
 }
 
 func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (scarGuardOut, *apiError) {
-	session := firstNonEmpty(in.Session, c.session)
+	session := tenant.FirstNonEmpty(in.Session, c.session)
 	if session != "" {
-		if err := ValidName(session); err != nil {
+		if err := tenant.ValidName(session); err != nil {
 			return scarGuardOut{}, errBadRequest("session: " + err.Error())
 		}
 	}
-	v, aerr := t.s.previewGuard(ctx, c.key, firstNonEmpty(in.Workspace, c.workspace), firstNonEmpty(in.Project, c.project), session)
+	v, aerr := t.s.previewGuard(ctx, c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), session)
 	if aerr != nil {
 		return scarGuardOut{}, aerr
 	}
@@ -425,7 +426,7 @@ const fixesNote = "learned: what ended this failure before in this project (the 
 	"most recent first; fixes: the fix instruction of the guard pattern this error matches."
 
 func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *apiError) {
-	tn, aerr := t.s.scopedTenant(c.key, firstNonEmpty(in.Workspace, c.workspace), firstNonEmpty(in.Project, c.project), false)
+	tn, aerr := t.s.tenants.Scoped(c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), false)
 	if aerr != nil {
 		return scarFixesOut{}, aerr
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 )
 
@@ -304,7 +305,7 @@ func TestMCPToolsOverHTTP(t *testing.T) {
 // arguments, paths and headers alike.
 func TestMCPTenancy(t *testing.T) {
 	h := newHarness(t, "http://127.0.0.1:1", withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{
+		o.GatewayKeys = []tenant.Key{
 			{SHA256: sha("key-a"), Workspace: "team-a"},
 			{SHA256: sha("key-b"), Workspace: "team-b"},
 			{SHA256: sha("key-c"), Workspace: "team-c", Projects: []string{"api"}},
@@ -358,7 +359,7 @@ func TestMCPTenancy(t *testing.T) {
 		hdr  map[string]string
 	}{
 		{"/w/team-b/web/mcp", auth("key-a")},
-		{"/mcp", map[string]string{"Authorization": "Bearer key-a", HeaderWorkspace: "team-b"}},
+		{"/mcp", map[string]string{"Authorization": "Bearer key-a", tenant.HeaderWorkspace: "team-b"}},
 	} {
 		if _, err := h.mcpConnect(c.path, c.hdr); err == nil {
 			t.Fatalf("key-a reached team-b through %s %v", c.path, c.hdr)

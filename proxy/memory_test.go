@@ -17,6 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -63,7 +64,7 @@ func TestGuardInjectedAfterSecondFailureInSameRequest(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL)
 
-	res, _ := h.chat(agentTurns(t, 1, nil), map[string]string{HeaderSession: "s1"})
+	res, _ := h.chat(agentTurns(t, 1, nil), map[string]string{tenant.HeaderSession: "s1"})
 	if res.Header.Get(HeaderGuard) != "0" {
 		t.Fatalf("guard after one failure: %s", res.Header.Get(HeaderGuard))
 	}
@@ -71,7 +72,7 @@ func TestGuardInjectedAfterSecondFailureInSameRequest(t *testing.T) {
 		t.Fatal("guard injected after one failure")
 	}
 	// The second failure arrives in this request and counts for it.
-	res, _ = h.chat(agentTurns(t, 2, nil), map[string]string{HeaderSession: "s1"})
+	res, _ = h.chat(agentTurns(t, 2, nil), map[string]string{tenant.HeaderSession: "s1"})
 	if res.Header.Get(HeaderGuard) != "1" {
 		t.Fatalf("X-Scar-Guard = %q, want 1", res.Header.Get(HeaderGuard))
 	}
@@ -81,13 +82,13 @@ func TestGuardInjectedAfterSecondFailureInSameRequest(t *testing.T) {
 		t.Fatalf("system message the model saw:\n%s", sys)
 	}
 	// A third turn: one guard, not two.
-	h.chat(agentTurns(t, 3, nil), map[string]string{HeaderSession: "s1"})
+	h.chat(agentTurns(t, 3, nil), map[string]string{tenant.HeaderSession: "s1"})
 	sys = systemOf(t, up.last(t).Body)
 	if c := strings.Count(sys, guard.BlockStart); c != 1 || !strings.Contains(sys, "(Failed 3 times)") {
 		t.Fatalf("%d guard blocks:\n%s", c, sys)
 	}
 	// Another session does not see session s1's guard.
-	res, _ = h.chat(agentTurns(t, 0, nil), map[string]string{HeaderSession: "s2"})
+	res, _ = h.chat(agentTurns(t, 0, nil), map[string]string{tenant.HeaderSession: "s2"})
 	if res.Header.Get(HeaderGuard) != "0" {
 		t.Fatal("guard leaked into another session")
 	}
@@ -156,7 +157,7 @@ func gjsonMessages(body []byte) string {
 func TestTenantsAreIsolated(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL)
-	h.chat(agentTurns(t, 2, nil), map[string]string{HeaderWorkspace: "team-a", HeaderProject: "api"})
+	h.chat(agentTurns(t, 2, nil), map[string]string{tenant.HeaderWorkspace: "team-a", tenant.HeaderProject: "api"})
 	res := h.do(http.MethodPost, "/w/team-b/api/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
 	res.Body.Close()
 	if res.Header.Get(HeaderGuard) != "0" {
@@ -445,7 +446,7 @@ func TestGatewayKeys(t *testing.T) {
 	keyed := upstream("up", up.srv.URL)
 	keyed.APIKeyEnv = "TEST_PROVIDER_KEY"
 	h := newHarness(t, "", withProviders(keyed), withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{
+		o.GatewayKeys = []tenant.Key{
 			{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}},
 			{SHA256: sha("key-b"), Workspace: "team-b"},
 		}
@@ -460,7 +461,7 @@ func TestGatewayKeys(t *testing.T) {
 	assertOpenAIError(t, res, b, http.StatusUnauthorized)
 
 	hdr := bearer("key-a")
-	hdr[HeaderProject] = "api"
+	hdr[tenant.HeaderProject] = "api"
 	res, _ = h.chat(body, hdr)
 	if res.StatusCode != 200 {
 		t.Fatalf("valid key: %d", res.StatusCode)
@@ -472,11 +473,11 @@ func TestGatewayKeys(t *testing.T) {
 		t.Fatalf("team-a/api has %d incidents", n)
 	}
 	// The key decides the workspace: a header naming another one is refused.
-	hdr[HeaderWorkspace] = "team-b"
+	hdr[tenant.HeaderWorkspace] = "team-b"
 	res, b = h.chat(body, hdr)
 	assertOpenAIError(t, res, b, http.StatusForbidden)
 	// Project allow-list.
-	res, b = h.chat(body, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "web"})
+	res, b = h.chat(body, map[string]string{"Authorization": "Bearer key-a", tenant.HeaderProject: "web"})
 	assertOpenAIError(t, res, b, http.StatusForbidden)
 
 	// Memory API: the key reads its own workspace only; the admin token all.

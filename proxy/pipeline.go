@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -33,7 +34,7 @@ type exchange struct {
 	format wire.Format
 	start  time.Time
 	now    time.Time
-	tenant Tenant
+	tenant tenant.Tenant
 
 	// The body's buffers go back to their pool once the provider has the
 	// body (bodyDone): a stream's answer may take minutes and needs none
@@ -111,7 +112,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 	if x.chain = s.router.Route(x.format.Name(), x.info.Model); len(x.chain) == 0 {
 		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + x.format.Name() + " API (" + x.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
 	}
-	if t.Agent == "" && ValidName(x.info.User) == nil {
+	if t.Agent == "" && tenant.ValidName(x.info.User) == nil {
 		t.Agent = x.info.User
 	}
 	if t.Session == "" {

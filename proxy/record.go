@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -62,7 +63,7 @@ func (b *storeBudget) end() {
 // names nothing across them. It returns how many tool results it found
 // failed that it had not seen before (stored by this request or, as a
 // duplicate, by another), and false when the store failed.
-func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info, now time.Time) (int, bool) {
+func (s *Server) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wire.Info, now time.Time) (int, bool) {
 	n := 0
 	for i := range info.ToolResults {
 		tr := &info.ToolResults[i]
@@ -99,7 +100,7 @@ func (s *Server) recordToolErrors(budget *storeBudget, t Tenant, info *wire.Info
 }
 
 // incident builds a redacted, capped incident record.
-func (s *Server) incident(t Tenant, model, provider, typ string, status int, message string, now time.Time) *store.Incident {
+func (s *Server) incident(t tenant.Tenant, model, provider, typ string, status int, message string, now time.Time) *store.Incident {
 	txt := s.texts.of(message)
 	return &store.Incident{
 		Time: now, Workspace: t.Workspace, Project: t.Project, Session: t.Session, Agent: t.Agent,
@@ -168,7 +169,7 @@ func (tm *textMemo) of(message string) incidentText {
 // record returns true. It returns false when the store failed or is still
 // writing: the caller then answers with X-Scar-Degraded: store if the
 // headers are not sent yet.
-func (s *Server) record(ctx context.Context, t Tenant, model, provider, typ string, status int, message string) bool {
+func (s *Server) record(ctx context.Context, t tenant.Tenant, model, provider, typ string, status int, message string) bool {
 	inc := s.incident(t, model, provider, typ, status, message, s.opts.Now())
 	sctx, cancel := s.storeCtx(ctx)
 	defer cancel()
@@ -204,7 +205,7 @@ func (s *Server) storeFailed(ctx context.Context, op string, err error) {
 // that gave up after a failure is no solution). Secrets in what is stored
 // are redacted; a capture that would store what the last one of the
 // conversation stored writes nothing.
-func (s *Server) capture(t Tenant, info *wire.Info, answer string) {
+func (s *Server) capture(t tenant.Tenant, info *wire.Info, answer string) {
 	tallies := info.Tallies()
 	for _, tl := range tallies {
 		if tl.LastFailed {
@@ -292,7 +293,7 @@ func (m *captureMemo) forget(sol *store.Solution) {
 // the client still receives every byte. It runs before the answer is
 // delivered: when the store fails, the answer's headers get
 // X-Scar-Degraded: store.
-func (s *Server) recordErrorAnswer(ctx context.Context, t Tenant, model string, a *attempt) string {
+func (s *Server) recordErrorAnswer(ctx context.Context, t tenant.Tenant, model string, a *attempt) string {
 	prefix := readCapped(a.res.Body, captureErrors)
 	a.res.Body = struct {
 		io.Reader

@@ -59,6 +59,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/chat"
 	"github.com/scarproxy/scarproxy/proxy/messages"
 	"github.com/scarproxy/scarproxy/proxy/responses"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/ui"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -110,7 +111,7 @@ type Options struct {
 	DefaultWorkspace, DefaultProject string
 	// GatewayKeys, when set, make a valid key mandatory on /v1 and decide
 	// the workspace.
-	GatewayKeys []GatewayKey
+	GatewayKeys []tenant.Key
 	// AdminToken, when set, is required (as a bearer token) on /scar/v1;
 	// a gateway key may also use /scar/v1 for its own workspace.
 	AdminToken string
@@ -168,7 +169,7 @@ type Server struct {
 	store   store.Store
 	guard   *guard.Guard
 	index   *recall.Index
-	keys    *keyring
+	tenants *tenant.Policy
 	metrics *metrics
 	seen    *seenSet
 	texts   textMemo // what incidents store of recent messages
@@ -250,11 +251,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.GuardReadLimit <= 0 {
 		opts.GuardReadLimit = DefaultGuardReadLimit
 	}
-	for _, d := range []struct{ name, v string }{{"DefaultWorkspace", opts.DefaultWorkspace}, {"DefaultProject", opts.DefaultProject}} {
-		if err := ValidName(d.v); err != nil {
-			return nil, fmt.Errorf("proxy: %s: %v", d.name, err)
-		}
-	}
 	rc := recall.DefaultConfig()
 	if opts.Recall != nil {
 		rc = *opts.Recall
@@ -262,7 +258,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := rc.Validate(); err != nil {
 		return nil, err
 	}
-	kr, err := newKeyring(opts.GatewayKeys)
+	tenants, err := tenant.New(tenant.Config{DefaultWorkspace: opts.DefaultWorkspace, DefaultProject: opts.DefaultProject, Keys: opts.GatewayKeys, AdminToken: opts.AdminToken})
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +270,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		store:     opts.Store,
 		guard:     opts.Guard,
 		index:     recall.NewIndex(),
-		keys:      kr,
+		tenants:   tenants,
 		metrics:   newMetrics(),
 		seen:      newSeenSet(1 << 17),
 		loops:     newLoopTracker(1 << 14),

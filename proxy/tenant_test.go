@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 )
 
 // TestGatewayKeyFromXAPIKey: Anthropic clients send their key as x-api-key;
@@ -12,9 +14,9 @@ import (
 func TestGatewayKeyFromXAPIKey(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{{SHA256: sha("key-a"), Workspace: "team-a"}}
+		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-a"), Workspace: "team-a"}}
 	}))
-	res, b := h.chat(agentTurns(t, 1, nil), map[string]string{"X-Api-Key": "key-a", HeaderProject: "api"})
+	res, b := h.chat(agentTurns(t, 1, nil), map[string]string{"X-Api-Key": "key-a", tenant.HeaderProject: "api"})
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("x-api-key: %d %s", res.StatusCode, b)
 	}
@@ -37,7 +39,7 @@ func TestGatewayKeyFromXAPIKey(t *testing.T) {
 func TestGatewayStripsClientCredentials(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) {
-		o.GatewayKeys = []GatewayKey{{SHA256: sha("key-a"), Workspace: "team-a"}}
+		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-a"), Workspace: "team-a"}}
 	}))
 	credentials := []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"}
 	for _, tc := range []struct {

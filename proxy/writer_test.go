@@ -18,6 +18,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -432,7 +433,7 @@ func TestACaptureKeepsWhatItWasGiven(t *testing.T) {
 	st := newStuckStore(t, "PutSolution")
 	h := newHarnessOn(t, st, "http://127.0.0.1:1", withOptions(func(o *Options) { o.StoreTimeout = hungStoreBound }))
 	st.stick(t)
-	tn := Tenant{Workspace: "default", Project: "default"}
+	tn := tenant.Tenant{Workspace: "default", Project: "default"}
 	h.srv.capture(tn, &wire.Info{Key: "k1", Goal: "Rotate the signing keys", Tools: []string{"read_file"}}, "Rotated.")
 	<-st.blocked // the queue is storing the first capture
 	info := &wire.Info{Key: "k2", Goal: "Migrate the invoices table", Tools: []string{"read_file", "run_sql"}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/scarproxy/scarproxy/store"
 	"io"
 	"os"
 	"runtime"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store"
 )
 
 // report is the JSON result file.

@@ -15,6 +15,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"go.yaml.in/yaml/v3"
 )
@@ -318,10 +319,10 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("store.driver: %q is not bolt or postgres", c.Store.Driver)
 	}
-	if err := proxy.ValidName(c.Tenant.DefaultWorkspace); err != nil {
+	if err := tenant.ValidName(c.Tenant.DefaultWorkspace); err != nil {
 		return fmt.Errorf("tenant.default_workspace: %v", err)
 	}
-	if err := proxy.ValidName(c.Tenant.DefaultProject); err != nil {
+	if err := tenant.ValidName(c.Tenant.DefaultProject); err != nil {
 		return fmt.Errorf("tenant.default_project: %v", err)
 	}
 	if c.Store.RequestTimeout <= 0 {

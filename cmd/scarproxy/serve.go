@@ -18,6 +18,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -89,8 +90,8 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	}
 }
 
-func gatewayKeys(cfg Config, getenv func(string) string) ([]proxy.GatewayKey, error) {
-	var out []proxy.GatewayKey
+func gatewayKeys(cfg Config, getenv func(string) string) ([]tenant.Key, error) {
+	var out []tenant.Key
 	for i, k := range cfg.Gateway.Keys {
 		sum := strings.ToLower(strings.TrimSpace(k.KeySHA256))
 		if k.KeyEnv != "" {
@@ -101,7 +102,7 @@ func gatewayKeys(cfg Config, getenv func(string) string) ([]proxy.GatewayKey, er
 			s := sha256.Sum256([]byte(v))
 			sum = hex.EncodeToString(s[:])
 		}
-		out = append(out, proxy.GatewayKey{SHA256: sum, Workspace: k.Workspace, Projects: k.Projects})
+		out = append(out, tenant.Key{SHA256: sum, Workspace: k.Workspace, Projects: k.Projects})
 	}
 	return out, nil
 }

@@ -1,0 +1,117 @@
+package tenant
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"testing"
+)
+
+func sum(key string) string {
+	s := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(s[:])
+}
+
+func TestResolve(t *testing.T) {
+	open, err := New(Config{DefaultWorkspace: "ws", DefaultProject: "pj"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed, err := New(Config{Keys: []Key{{SHA256: sum("key-a"), Workspace: "team-a", Projects: []string{"api"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		p          *Policy
+		hdr        map[string]string
+		pathWS     string
+		pathPJ     string
+		want       Tenant
+		wantStatus int
+	}{
+		{"defaults", open, nil, "", "", Tenant{Workspace: "ws", Project: "pj"}, 0},
+		{"headers", open, map[string]string{HeaderWorkspace: "a", HeaderProject: "b", HeaderSession: "s", HeaderAgent: "g"}, "", "", Tenant{"a", "b", "s", "g"}, 0},
+		{"path over headers", open, map[string]string{HeaderWorkspace: "a"}, "p", "q", Tenant{Workspace: "p", Project: "q"}, 0},
+		{"bad session", open, map[string]string{HeaderSession: "a b"}, "", "", Tenant{}, http.StatusBadRequest},
+		{"bad path name", open, nil, "a/b", "", Tenant{}, http.StatusBadRequest},
+		{"key decides the workspace", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "api"}, "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
+		{"key as x-api-key", keyed, map[string]string{"X-Api-Key": "key-a", HeaderProject: "api"}, "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
+		{"no key", keyed, nil, "", "", Tenant{}, http.StatusUnauthorized},
+		{"wrong key", keyed, map[string]string{"Authorization": "Bearer key-b"}, "", "", Tenant{}, http.StatusUnauthorized},
+		{"other workspace named", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderWorkspace: "team-b", HeaderProject: "api"}, "", "", Tenant{}, http.StatusForbidden},
+		{"project outside the allow-list", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "web"}, "", "", Tenant{}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range tc.hdr {
+				h.Set(k, v)
+			}
+			got, aerr := tc.p.Resolve(h, tc.pathWS, tc.pathPJ)
+			if tc.wantStatus != 0 {
+				if aerr == nil || aerr.Status != tc.wantStatus {
+					t.Fatalf("Resolve = %+v, %v; want status %d", got, aerr, tc.wantStatus)
+				}
+				return
+			}
+			if aerr != nil || got != tc.want {
+				t.Fatalf("Resolve = %+v, %v; want %+v", got, aerr, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	for _, c := range []Config{
+		{DefaultWorkspace: "my team"},
+		{DefaultProject: "a/b"},
+		{Keys: []Key{{SHA256: "not hex", Workspace: "w"}}},
+		{Keys: []Key{{SHA256: sum("k"), Workspace: ""}}},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) accepted it", c)
+		}
+	}
+}
+
+func TestAuthorizeAndScope(t *testing.T) {
+	p, err := New(Config{AdminToken: "admin", Keys: []Key{{SHA256: sum("key-a"), Workspace: "team-a", Projects: []string{"api"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Open() {
+		t.Fatal("a policy with a token and keys is open")
+	}
+	bearer := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	if k, ok := p.Authorize(bearer("admin")); !ok || k != nil {
+		t.Fatalf("admin token: %v %v", k, ok)
+	}
+	k, ok := p.Authorize(bearer("key-a"))
+	if !ok || k == nil || k.Workspace != "team-a" {
+		t.Fatalf("key: %v %v", k, ok)
+	}
+	if _, ok := p.Authorize(bearer("nope")); ok {
+		t.Fatal("an unknown token passed")
+	}
+	if got := p.BySHA256(sum("key-a")); got != k {
+		t.Fatalf("BySHA256 = %v, want the key", got)
+	}
+	if tn, aerr := p.Scoped(k, "", "api", false); aerr != nil || tn.Workspace != "team-a" {
+		t.Fatalf("Scoped = %+v %v", tn, aerr)
+	}
+	if _, aerr := p.Scoped(k, "team-b", "api", false); aerr == nil || aerr.Status != http.StatusForbidden {
+		t.Fatalf("another workspace: %v", aerr)
+	}
+	if _, aerr := p.Scoped(k, "", "web", false); aerr == nil || aerr.Status != http.StatusForbidden {
+		t.Fatalf("another project: %v", aerr)
+	}
+	if aerr := ProjectScope(k, ""); aerr == nil {
+		t.Fatal("a key limited to projects reached workspace-wide solutions")
+	}
+	if tn, aerr := p.Scoped(nil, "", "", false); aerr != nil || tn != (Tenant{Workspace: DefaultName, Project: DefaultName}) {
+		t.Fatalf("admin defaults: %+v %v", tn, aerr)
+	}
+	if _, aerr := p.Scoped(nil, "", "", true); aerr == nil {
+		t.Fatal("required names missing passed")
+	}
+}
