@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"weak"
@@ -204,40 +203,6 @@ func BenchmarkChatHandler(b *testing.B) {
 // Memory held by open streams. A stream may stay open for minutes; what a
 // request keeps alive while its answer streams is multiplied by the open
 // streams. These tests pin down what the benchmarks above measure.
-
-func TestDrainReader(t *testing.T) {
-	data := []byte(strings.Repeat("0123456789", 1000))
-	tests := []struct {
-		name string
-		read func(*drainReader) ([]byte, error)
-	}{
-		{"Read", func(r *drainReader) ([]byte, error) { return io.ReadAll(r) }},
-		{"WriteTo", func(r *drainReader) ([]byte, error) {
-			var buf bytes.Buffer
-			n, err := r.WriteTo(&buf)
-			if n != int64(buf.Len()) {
-				return nil, fmt.Errorf("WriteTo returned %d, wrote %d", n, buf.Len())
-			}
-			return buf.Bytes(), err
-		}},
-		{"small reads", func(r *drainReader) ([]byte, error) { return io.ReadAll(io.LimitReader(r, 1<<20)) }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &drainReader{b: data}
-			got, err := tt.read(r)
-			if err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("read %d bytes, %v; want the %d bytes", len(got), err, len(data))
-			}
-			if r.b != nil {
-				t.Error("drainReader still references the body after reading it")
-			}
-			if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
-				t.Errorf("Read after the end = %d, %v; want 0, EOF", n, err)
-			}
-		})
-	}
-}
 
 // TestProviderRequestLetsGoOfTheBody checks that, once the provider
 // answered, the request kept by the response (for the whole stream) holds

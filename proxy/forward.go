@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
@@ -24,7 +25,7 @@ type upstreamRequest struct {
 	// body is a buffered body, replayable for fallbacks; when stream is
 	// set instead, the body is forwarded unbuffered and there is no fallback.
 	body   []byte
-	lease  *bodyLease // when body is pooled: held by each reader of it
+	lease  *body.Lease // when body is pooled: held by each reader of it
 	stream io.Reader
 	length int64 // of stream; -1 unknown
 }
@@ -142,17 +143,17 @@ func (s *Server) send(ctx context.Context, chain []*providers.Provider, ur *upst
 // ur.header becomes the request's header, which the provider adds to.
 func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamRequest) (*attempt, *failure) {
 	actx, cancel := context.WithCancelCause(ctx)
-	var body io.Reader
+	var sent io.Reader
 	length := int64(len(ur.body))
 	held := &heldBody{}
 	held.b.Store(&ur.body)
 	defer held.release() // once the provider answered, nothing replays the body
 	if ur.stream != nil {
-		body, length = ur.stream, ur.length
+		sent, length = ur.stream, ur.length
 	} else if len(ur.body) > 0 {
-		body = newDrainReader(ur.body, ur.lease)
+		sent = body.NewDrainReader(ur.body, ur.lease)
 	}
-	req, err := http.NewRequestWithContext(actx, ur.method, "http://provider", body)
+	req, err := http.NewRequestWithContext(actx, ur.method, "http://provider", sent)
 	if err != nil {
 		cancel(err)
 		return nil, &failure{http.StatusBadGateway, "upstream_unreachable", "cannot build provider request"}
@@ -173,7 +174,7 @@ func (s *Server) try(ctx context.Context, p *providers.Provider, ur *upstreamReq
 		lease := ur.lease
 		req.GetBody = func() (io.ReadCloser, error) {
 			if b := held.bytes(); b != nil {
-				return newDrainReader(b, lease), nil
+				return body.NewDrainReader(b, lease), nil
 			}
 			return http.NoBody, nil
 		}

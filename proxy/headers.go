@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 )
 
@@ -26,4 +27,14 @@ const (
 // from its headers and the route's /w/{workspace}/{project} names.
 func (s *Server) resolveTenant(c echo.Context) (tenant.Tenant, *apiError) {
 	return s.tenants.Resolve(c.Request().Header, c.Param("workspace"), c.Param("project"))
+}
+
+// readBody reads a request's body (body.Reader.Read) and logs a refusal
+// for want of room.
+func (s *Server) readBody(c echo.Context, lease *body.Lease) ([]byte, *apiError) {
+	b, aerr := s.bodies.Read(c.Response(), c.Request(), lease)
+	if aerr == body.ErrInFlight {
+		s.log.Debug("request bodies in flight past the bound; refused")
+	}
+	return b, aerr
 }

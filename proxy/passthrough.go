@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/tidwall/gjson"
 )
 
@@ -84,8 +85,8 @@ func (s *Server) passThrough(c echo.Context) error {
 	ur := &upstreamRequest{method: r.Method, path: path, query: r.URL.RawQuery, header: s.outgoingHeader(r.Header)}
 	api := apiOf(path)
 	chain := s.passThroughChain(api, "")
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		return writeError(c, errBodyTooLarge)
+	if r.ContentLength > s.bodies.MaxBytes() {
+		return writeError(c, body.ErrTooLarge)
 	}
 	switch {
 	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
@@ -99,18 +100,18 @@ func (s *Server) passThrough(c echo.Context) error {
 			chain = s.passThroughChain(api, m.Str)
 		}
 	default:
-		lb := &limitedBody{r: r.Body, left: s.opts.MaxBodyBytes}
+		lb := body.NewLimited(r.Body, s.bodies.MaxBytes())
 		ur.stream, ur.length = lb, r.ContentLength
 		defer func() {
-			if lb.tripped && !c.Response().Committed {
-				_ = writeError(c, errBodyTooLarge)
+			if lb.Tripped() && !c.Response().Committed {
+				_ = writeError(c, body.ErrTooLarge)
 			}
 		}()
 	}
 	ctx := r.Context()
 	h := c.Response().Header()
 	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
-		if lb, ok := ur.stream.(*limitedBody); ok && lb.tripped {
+		if lb, ok := ur.stream.(*body.Limited); ok && lb.Tripped() {
 			return // the client sent too much; not the provider's failure
 		}
 		if !s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message) {
@@ -123,7 +124,7 @@ func (s *Server) passThrough(c echo.Context) error {
 		}
 	}()
 	if f != nil {
-		if lb, ok := ur.stream.(*limitedBody); (ok && lb.tripped) || f.incident == "" {
+		if lb, ok := ur.stream.(*body.Limited); (ok && lb.Tripped()) || f.incident == "" {
 			return nil
 		}
 		return writeError(c, f.apiError())

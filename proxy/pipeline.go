@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -39,7 +40,7 @@ type exchange struct {
 	// The body's buffers go back to their pool once the provider has the
 	// body (bodyDone): a stream's answer may take minutes and needs none
 	// of it.
-	lease    *bodyLease
+	lease    *body.Lease
 	bodyDone func()
 	req      wire.Request
 	info     *wire.Info
@@ -61,8 +62,8 @@ type exchange struct {
 func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		x := &exchange{c: c, format: f, start: time.Now(), now: s.opts.Now()}
-		lease := newBodyLease()
-		x.lease, x.bodyDone = lease, sync.OnceFunc(lease.drop)
+		lease := body.NewLease()
+		x.lease, x.bodyDone = lease, sync.OnceFunc(lease.Drop)
 		defer x.bodyDone()
 		if aerr := s.prepare(x); aerr != nil {
 			s.count(f.Name(), aerr.Status, "")
@@ -177,7 +178,7 @@ func (s *Server) prepare(x *exchange) *apiError {
 	x.entries = entries
 	// The rewrite keeps JSON valid (each format's fuzz target); a failure
 	// forwards the original bytes.
-	dst := *x.lease.buf(len(body) + len(stopBlock.JSON) + len(guardBlock.JSON) + len(recallBlock.JSON) + 64)
+	dst := *x.lease.Buf(len(body) + len(stopBlock.JSON) + len(guardBlock.JSON) + len(recallBlock.JSON) + 64)
 	rewritten, err := x.req.Inject(dst, body, stopBlock, guardBlock, recallBlock)
 	if err == nil && x.loop.Level >= guard.LevelHardStop {
 		// The hard stop: this turn, the model must answer in words.

@@ -56,6 +56,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/chat"
 	"github.com/scarproxy/scarproxy/proxy/messages"
 	"github.com/scarproxy/scarproxy/proxy/responses"
@@ -68,7 +69,6 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultMaxBodyBytes    = 32 << 20
 	DefaultIndexPoll       = 500 * time.Millisecond
 	DefaultRetentionMaxAge = 30 * 24 * time.Hour
 	DefaultRetentionEvery  = 10 * time.Minute
@@ -104,7 +104,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 32 MiB.
+	// MaxBodyBytes bounds request bodies; larger ones get 413. Default body.DefaultMaxBytes.
 	MaxBodyBytes int64
 	// DefaultWorkspace and DefaultProject apply when neither the path nor
 	// headers name them. Default "default".
@@ -153,7 +153,7 @@ type Options struct {
 	StoreTimeout time.Duration
 	// MaxBodyBytesInFlight bounds the bytes of request bodies held at
 	// once, across requests; a request whose body would pass it gets 503
-	// with Retry-After. Default DefaultMaxBodyBytesInFlight (256 MiB).
+	// with Retry-After. Default body.DefaultMaxBytesInFlight.
 	MaxBodyBytesInFlight int64
 	// Version is the version the MCP server reports. Default "dev".
 	Version string
@@ -196,7 +196,7 @@ type Server struct {
 	syncMu sync.Mutex
 	cursor int64
 
-	bodies bodyBudget // request body bytes held (see readBody)
+	bodies *body.Reader // request bodies, bounded one by one and in all
 }
 
 // New builds a server. It loads the recall index from the store; a store
@@ -211,9 +211,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opts.DefaultWorkspace == "" {
 		opts.DefaultWorkspace = "default"
@@ -271,6 +268,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		guard:     opts.Guard,
 		index:     recall.NewIndex(),
 		tenants:   tenants,
+		bodies:    body.NewReader(opts.MaxBodyBytes, opts.MaxBodyBytesInFlight),
 		metrics:   newMetrics(),
 		seen:      newSeenSet(1 << 17),
 		loops:     newLoopTracker(1 << 14),

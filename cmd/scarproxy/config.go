@@ -15,6 +15,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"go.yaml.in/yaml/v3"
@@ -129,7 +130,7 @@ func Default() Config {
 	return Config{
 		Listen:          "127.0.0.1:8080",
 		DataDir:         "./data",
-		MaxBodyBytes:    32 << 20,
+		MaxBodyBytes:    body.DefaultMaxBytes,
 		ShutdownTimeout: 30 * time.Second,
 		Log:             LogConfig{Format: "text", Level: "info"},
 		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
@@ -147,7 +148,7 @@ func Default() Config {
 		Recall: recall.DefaultConfig(),
 		Server: ServerConfig{
 			ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: 5 * time.Minute, ReadBodyIdleTimeout: 30 * time.Second,
-			MaxBodyBytesInFlight: proxy.DefaultMaxBodyBytesInFlight,
+			MaxBodyBytesInFlight: body.DefaultMaxBytesInFlight,
 		},
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package body
 
 import (
 	"io"
@@ -67,26 +67,26 @@ func putBuf(b *[]byte) {
 	}
 }
 
-// bodyLease counts who may still read a request's pooled buffers: the
+// Lease counts who may still read a request's pooled buffers: the
 // handler, and each body reader handed to the transport. The last to let
 // go returns the buffers to their pools. A reader the transport never
 // closes only means the buffers are left to the garbage collector.
-type bodyLease struct {
+type Lease struct {
 	refs atomic.Int32
 	mu   sync.Mutex
 	bufs []*[]byte
-	held bodyHold // what readBody took from the body budget: given back on the last drop
+	held budgetHold // what readBody took from the body budget: given back on the last drop
 }
 
-// newBodyLease returns a lease held once, by the handler.
-func newBodyLease() *bodyLease {
-	l := &bodyLease{}
+// NewLease returns a lease held once, by the handler.
+func NewLease() *Lease {
+	l := &Lease{}
 	l.refs.Store(1)
 	return l
 }
 
 // buf returns a pooled buffer with room for n bytes, returned with the lease.
-func (l *bodyLease) buf(n int) *[]byte {
+func (l *Lease) Buf(n int) *[]byte {
 	b := getBuf(n)
 	l.mu.Lock()
 	l.bufs = append(l.bufs, b)
@@ -95,15 +95,15 @@ func (l *bodyLease) buf(n int) *[]byte {
 }
 
 // keep adds a buffer of the pools, got elsewhere, to those returned with the lease.
-func (l *bodyLease) keep(b *[]byte) {
+func (l *Lease) Keep(b *[]byte) {
 	l.mu.Lock()
 	l.bufs = append(l.bufs, b)
 	l.mu.Unlock()
 }
 
-func (l *bodyLease) hold() { l.refs.Add(1) }
+func (l *Lease) Hold() { l.refs.Add(1) }
 
-func (l *bodyLease) drop() {
+func (l *Lease) Drop() {
 	if l.refs.Add(-1) != 0 {
 		return
 	}
@@ -118,29 +118,29 @@ func (l *bodyLease) drop() {
 }
 
 // The request sent to a provider stays referenced by its response until the
-// answer ends; a stream can last minutes. drainReader and heldBody let go of
+// answer ends; a stream can last minutes. DrainReader and heldBody let go of
 // the request body's bytes once they are sent and the provider answered, so
 // an open stream does not keep its (rewritten) request body in memory.
 
-// drainReader reads b once, dropping it at the end. Close lets go of b and
+// DrainReader reads b once, dropping it at the end. Close lets go of b and
 // of the reader's hold on lease (nil for a body that is not pooled); a
 // read after Close finds nothing, so pooled bytes are never read once they
 // may have gone back to their pool.
-type drainReader struct {
+type DrainReader struct {
 	mu     sync.Mutex
 	b      []byte
-	lease  *bodyLease
+	lease  *Lease
 	closed bool
 }
 
-func newDrainReader(b []byte, lease *bodyLease) *drainReader {
+func NewDrainReader(b []byte, lease *Lease) *DrainReader {
 	if lease != nil {
-		lease.hold()
+		lease.Hold()
 	}
-	return &drainReader{b: b, lease: lease}
+	return &DrainReader{b: b, lease: lease}
 }
 
-func (r *drainReader) Read(p []byte) (int, error) {
+func (r *DrainReader) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.b) == 0 {
@@ -156,7 +156,7 @@ func (r *drainReader) Read(p []byte) (int, error) {
 }
 
 // WriteTo writes the rest of b in one write, as bytes.Reader does.
-func (r *drainReader) WriteTo(w io.Writer) (int64, error) {
+func (r *DrainReader) WriteTo(w io.Writer) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := r.b
@@ -165,14 +165,14 @@ func (r *drainReader) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-func (r *drainReader) Close() error {
+func (r *DrainReader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.closed {
 		r.closed = true
 		r.b = nil
 		if r.lease != nil {
-			r.lease.drop()
+			r.lease.Drop()
 		}
 	}
 	return nil

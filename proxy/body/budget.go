@@ -1,39 +1,37 @@
-package proxy
+package body
 
 import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-)
 
-// DefaultMaxBodyBytesInFlight is the default of
-// [Options.MaxBodyBytesInFlight].
-const DefaultMaxBodyBytesInFlight = 256 << 20
+	"github.com/scarproxy/scarproxy/proxy/wire"
+)
 
 // bodyRetryAfter is the Retry-After, in seconds, of a request refused for
 // want of room for its body: bodies in flight are read and sent on within
 // moments.
 const bodyRetryAfter = "1"
 
-// errBodiesInFlight answers a request whose body would take the bytes of
+// ErrInFlight answers a request whose body would take the bytes of
 // request bodies the server holds past MaxBodyBytesInFlight.
-var errBodiesInFlight = &apiError{
+var ErrInFlight = &wire.Error{
 	Status:  http.StatusServiceUnavailable,
 	Message: "The proxy is holding too many request bodies at once. Retry in a moment.",
 	Type:    "server_error",
 	Code:    "overloaded",
 }
 
-// bodyBudget counts the bytes of buffers that hold request bodies, across
+// Budget counts the bytes of buffers that hold request bodies, across
 // every request of the server, so that many large bodies arriving at once
 // (or many that announce a large size) cannot exhaust memory: a request
 // that would go past the bound is refused (503, Retry-After) instead. A
 // body takes from the budget as its buffers grow, that is as its bytes
 // arrive, never on the strength of its Content-Length alone.
-type bodyBudget struct{ held atomic.Int64 }
+type Budget struct{ held atomic.Int64 }
 
 // take reserves n bytes unless that would pass max.
-func (b *bodyBudget) take(n, max int64) bool {
+func (b *Budget) take(n, max int64) bool {
 	for {
 		held := b.held.Load()
 		if held+n > max {
@@ -45,28 +43,20 @@ func (b *bodyBudget) take(n, max int64) bool {
 	}
 }
 
-// maxBodiesInFlight is the configured bound, or its default.
-func (s *Server) maxBodiesInFlight() int64 {
-	if s.opts.MaxBodyBytesInFlight > 0 {
-		return s.opts.MaxBodyBytesInFlight
-	}
-	return DefaultMaxBodyBytesInFlight
-}
-
-// bodyHold is what one request's body took from the budget. It is given
+// budgetHold is what one request's body took from the budget. It is given
 // back once, by release, when the buffers are let go: with the body's lease
 // for a pooled body, at the end of the request otherwise. After release a
-// hold takes nothing more. Its zero value holds nothing.
-type bodyHold struct {
+// budgetHold takes nothing more. Its zero value holds nothing.
+type budgetHold struct {
 	mu       sync.Mutex
-	budget   *bodyBudget
+	budget   *Budget
 	n        int64
 	released bool
 }
 
 // take reserves n more bytes from budget, unless that would pass max or
 // the hold was released.
-func (h *bodyHold) take(budget *bodyBudget, n, max int64) bool {
+func (h *budgetHold) take(budget *Budget, n, max int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.released || !budget.take(n, max) {
@@ -78,7 +68,7 @@ func (h *bodyHold) take(budget *bodyBudget, n, max int64) bool {
 }
 
 // give gives back n of the bytes held.
-func (h *bodyHold) give(n int64) {
+func (h *budgetHold) give(n int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if n = min(n, h.n); n > 0 {
@@ -88,7 +78,7 @@ func (h *bodyHold) give(n int64) {
 }
 
 // release gives back everything held.
-func (h *bodyHold) release() {
+func (h *budgetHold) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.released = true

@@ -1,0 +1,96 @@
+package body
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestGetBufSizes(t *testing.T) {
+	for _, n := range []int{0, 1, 16 << 10, 16<<10 + 1, 100 << 10, 1 << 20, 1<<20 + 1, 5 << 20} {
+		b := getBuf(n)
+		if len(*b) != 0 || cap(*b) < n {
+			t.Errorf("getBuf(%d): len %d cap %d", n, len(*b), cap(*b))
+		}
+		pooled := cap(*b)&(cap(*b)-1) == 0 && cap(*b) <= 1<<maxPoolShift
+		if n <= 1<<maxPoolShift && !pooled {
+			t.Errorf("getBuf(%d) = cap %d, not a pooled size", n, cap(*b))
+		}
+		putBuf(b)
+	}
+	odd := make([]byte, 0, 20000)
+	putBuf(&odd) // not a class size: dropped, not pooled
+	if b := getBuf(16 << 10); cap(*b) == 20000 {
+		t.Error("a buffer of a size that is not a class came back from the pool")
+	}
+}
+
+// The lease returns its buffers only when the handler and every reader the
+// transport was given are done, and a closed reader reads nothing more.
+func TestBodyLease(t *testing.T) {
+	l := NewLease()
+	b := l.Buf(100)
+	*b = append(*b, "payload"...)
+	r1 := NewDrainReader(*b, l)
+	r2 := NewDrainReader(*b, l) // a replay (GetBody)
+	l.Drop()                    // the handler returns first
+	if got := l.refs.Load(); got != 2 {
+		t.Fatalf("refs %d after the handler let go, want 2 (two open readers)", got)
+	}
+	if p, _ := io.ReadAll(r1); string(p) != "payload" {
+		t.Fatalf("read %q", p)
+	}
+	r1.Close()
+	r1.Close() // twice is once
+	if got := l.refs.Load(); got != 1 {
+		t.Fatalf("refs %d, want 1", got)
+	}
+	r2.Close()
+	if l.refs.Load() != 0 || l.bufs != nil {
+		t.Fatalf("refs %d, %d buffers kept after the last reader closed", l.refs.Load(), len(l.bufs))
+	}
+	if n, err := r2.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Fatalf("Read after Close = %d, %v", n, err)
+	}
+	if n, _ := r2.WriteTo(io.Discard); n != 0 {
+		t.Fatalf("WriteTo after Close wrote %d bytes", n)
+	}
+}
+
+// TestDrainReader: a drain reader gives every byte once and then holds
+// none of them.
+func TestDrainReader(t *testing.T) {
+	data := []byte(strings.Repeat("0123456789", 1000))
+	tests := []struct {
+		name string
+		read func(*DrainReader) ([]byte, error)
+	}{
+		{"Read", func(r *DrainReader) ([]byte, error) { return io.ReadAll(r) }},
+		{"WriteTo", func(r *DrainReader) ([]byte, error) {
+			var buf bytes.Buffer
+			n, err := r.WriteTo(&buf)
+			if n != int64(buf.Len()) {
+				return nil, fmt.Errorf("WriteTo returned %d, wrote %d", n, buf.Len())
+			}
+			return buf.Bytes(), err
+		}},
+		{"small reads", func(r *DrainReader) ([]byte, error) { return io.ReadAll(io.LimitReader(r, 1<<20)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &DrainReader{b: data}
+			got, err := tt.read(r)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read %d bytes, %v; want the %d bytes", len(got), err, len(data))
+			}
+			if r.b != nil {
+				t.Error("the reader still references the body after reading it")
+			}
+			if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+				t.Errorf("Read after the end = %d, %v; want 0, EOF", n, err)
+			}
+		})
+	}
+}
