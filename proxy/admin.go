@@ -33,7 +33,7 @@ func (s *Server) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		k, ok := s.tenants.Authorize(c.Request().Header)
 		if !ok {
-			return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
+			return s.writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
 		}
 		if k != nil {
 			c.Set(scopeKey, k)
@@ -154,11 +154,11 @@ func incidentCode(in *incidentIn) (string, *apiError) {
 func (s *Server) postIncident(c echo.Context) error {
 	var in incidentIn
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	inc, aerr := s.recordIncident(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	return c.JSON(http.StatusCreated, inc)
 }
@@ -208,11 +208,11 @@ func (s *Server) listIncidents(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	limit, aerr := listLimit(q)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
@@ -232,7 +232,7 @@ func (s *Server) deleteIncidents(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
@@ -261,7 +261,7 @@ func (s *Server) getGuard(c echo.Context) error {
 	q := c.QueryParams()
 	v, aerr := s.previewGuard(c.Request().Context(), scopeOf(c), q.Get("workspace"), q.Get("project"), q.Get("session"))
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -353,20 +353,20 @@ func ParseConfidence(v float64) (float64, error) {
 func (s *Server) postSolution(c echo.Context) error {
 	var in solutionIn
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	if len(in.Confidence) == 0 || string(in.Confidence) == "null" {
-		return writeError(c, errBadRequest("confidence: required, a number in [0,1]"))
+		return s.writeError(c, errBadRequest("confidence: required, a number in [0,1]"))
 	}
 	var raw float64
 	if err := json.Unmarshal(in.Confidence, &raw); err != nil {
-		return writeError(c, errBadRequest("confidence: must be a number in [0,1]"))
+		return s.writeError(c, errBadRequest("confidence: must be a number in [0,1]"))
 	}
 	sol, created, aerr := s.storeSolution(c.Request().Context(), scopeOf(c), store.Solution{
 		Workspace: in.Workspace, Project: in.Project, Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: raw,
 	})
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	status := http.StatusCreated
 	if !created {
@@ -427,7 +427,7 @@ func (s *Server) storeSolution(ctx context.Context, k *tenant.Key, in store.Solu
 func (s *Server) listSolutions(c echo.Context) error {
 	ws, aerr := s.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
@@ -448,19 +448,19 @@ func (s *Server) listSolutions(c echo.Context) error {
 func (s *Server) deleteSolution(c echo.Context) error {
 	ws, aerr := s.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
 	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
 		if aerr := tenant.ProjectScope(scopeOf(c), sol.Project); aerr != nil {
-			return writeError(c, aerr)
+			return s.writeError(c, aerr)
 		}
 		err = s.store.DeleteSolution(ctx, ws, sol.ID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return s.writeError(c, &apiError{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
 	if err != nil {
 		return s.storeError(c, "delete_solution", err)
@@ -498,27 +498,27 @@ func (s *Server) recallPreview(c echo.Context) error {
 	if v := q.Get("k"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5 {
-			return writeError(c, errBadRequest("k: must be a number from 1 to 5"))
+			return s.writeError(c, errBadRequest("k: must be a number from 1 to 5"))
 		}
 		rq.K = n
 	}
 	if v := q.Get("min_similarity"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return writeError(c, errBadRequest("min_similarity: must be a number in [0,1]"))
+			return s.writeError(c, errBadRequest("min_similarity: must be a number in [0,1]"))
 		}
 		rq.MinSimilarity = &f
 	}
 	if v := q.Get("include_below"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return writeError(c, errBadRequest("include_below: must be true or false"))
+			return s.writeError(c, errBadRequest("include_below: must be true or false"))
 		}
 		rq.IncludeBelow = b
 	}
 	v, aerr := s.searchRecall(scopeOf(c), rq)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -578,14 +578,14 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 func (s *Server) deleteSolutions(c echo.Context) error {
 	k, asked := scopeOf(c), c.QueryParam("workspace")
 	if asked == "" && k == nil {
-		return writeError(c, errBadRequest("workspace: required (every solution of that workspace is deleted)"))
+		return s.writeError(c, errBadRequest("workspace: required (every solution of that workspace is deleted)"))
 	}
 	ws, aerr := s.tenants.Workspace(k, asked)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	if aerr := tenant.ProjectScope(k, ""); aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
@@ -629,7 +629,7 @@ func (s *Server) syncIndexWithin(ctx context.Context) error {
 
 // storeError answers a failed store call of the memory API.
 func (s *Server) storeError(c echo.Context, op string, err error) error {
-	return writeError(c, s.storeAPIError(c.Request().Context(), op, err))
+	return s.writeError(c, s.storeAPIError(c.Request().Context(), op, err))
 }
 
 // storeAPIError records a failed store call of the memory API or MCP
@@ -674,11 +674,11 @@ const (
 func (s *Server) postFix(c echo.Context) error {
 	var in fixIn
 	if aerr := s.decodeJSON(c, &in); aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	f, created, aerr := s.storeFix(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	status := http.StatusCreated
 	if !created {
@@ -773,11 +773,11 @@ func (s *Server) listFixes(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	limit, aerr := listLimit(q)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
@@ -795,13 +795,13 @@ func (s *Server) deleteFix(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()
 	err := s.store.DeleteFix(ctx, t.Workspace, t.Project, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) {
-		return writeError(c, &apiError{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return s.writeError(c, &apiError{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
 	if err != nil {
 		return s.storeError(c, "delete_fix", err)
@@ -815,7 +815,7 @@ func (s *Server) deleteFixes(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx, cancel := s.adminStoreCtx(c)
 	defer cancel()

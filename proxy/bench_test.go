@@ -20,6 +20,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
+	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
@@ -220,12 +221,12 @@ func TestProviderRequestLetsGoOfTheBody(t *testing.T) {
 	body := agenttest.ChatBody(true, "call_1")
 	sent := append([]byte(nil), body...)
 	bodyRef := weak.Make(&body[0])
-	ur := &upstreamRequest{method: http.MethodPost, path: "/chat/completions", header: http.Header{}, body: body}
-	a, f := h.srv.try(context.Background(), h.srv.router.Default(), ur)
+	ur := &upstream.Request{Method: http.MethodPost, Path: "/chat/completions", Header: http.Header{}, Body: body}
+	a, f := upstream.Try(context.Background(), h.srv.router.Default(), ur)
 	if f != nil {
 		t.Fatalf("try: %+v", f)
 	}
-	defer a.release()
+	defer a.Release()
 	if b := <-got; !bytes.Equal(b, sent) {
 		t.Fatalf("provider received %d bytes, want the %d sent", len(b), len(sent))
 	}
@@ -235,7 +236,7 @@ func TestProviderRequestLetsGoOfTheBody(t *testing.T) {
 	if bodyRef.Value() != nil {
 		t.Error("the request body is still reachable while the answer streams")
 	}
-	req := a.res.Request
+	req := a.Res.Request
 	if req.GetBody == nil {
 		t.Fatal("no GetBody: the transport could not replay the body on a dead connection")
 	}

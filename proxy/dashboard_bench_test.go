@@ -80,7 +80,7 @@ func benchOverview(b *testing.B, st store.Store, ws string, now time.Time) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	router, err := providers.NewRouter([]providers.Config{upstream("up", "http://127.0.0.1:9")}, func(string) string { return "" })
+	router, err := providers.NewRouter([]providers.Config{providerAt("up", "http://127.0.0.1:9")}, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}

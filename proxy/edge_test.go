@@ -70,7 +70,7 @@ func TestPassThroughPaths(t *testing.T) {
 }
 
 func TestGatewayKeyProjectAllowListOnSolutions(t *testing.T) {
-	h := newHarness(t, "", withProviders(upstream("up", "http://127.0.0.1:1")), withOptions(func(o *Options) {
+	h := newHarness(t, "", withProviders(providerAt("up", "http://127.0.0.1:1")), withOptions(func(o *Options) {
 		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-a"), Workspace: "team-a", Projects: []string{"api"}}}
 		o.AdminToken = "admin"
 	}))

@@ -222,7 +222,7 @@ func TestTimeoutsAndUnreachable(t *testing.T) {
 	ln.Close()
 
 	t.Run("no headers in time is 504", func(t *testing.T) {
-		p := upstream("slow", hang.srv.URL)
+		p := providerAt("slow", hang.srv.URL)
 		p.ResponseHeaderTimeout = 50 * time.Millisecond
 		h := newHarness(t, "", withProviders(p))
 		res, body := h.chat(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil)
@@ -233,7 +233,7 @@ func TestTimeoutsAndUnreachable(t *testing.T) {
 		}
 	})
 	t.Run("idle stream is cut and recorded as timeout", func(t *testing.T) {
-		p := upstream("idle", idle.srv.URL)
+		p := providerAt("idle", idle.srv.URL)
 		p.IdleTimeout = 50 * time.Millisecond
 		h := newHarness(t, "", withProviders(p))
 		res, body := h.chat(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
@@ -331,7 +331,7 @@ func TestModelsMergesProviders(t *testing.T) {
 	b := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"llama3","object":"model"},{"id":"shared","object":"model"}]}`)
 	})
-	h := newHarness(t, "", withProviders(upstream("a", a.srv.URL), upstream("b", b.srv.URL), providers.Config{Name: "m", Type: providers.TypeMock}))
+	h := newHarness(t, "", withProviders(providerAt("a", a.srv.URL), providerAt("b", b.srv.URL), providers.Config{Name: "m", Type: providers.TypeMock}))
 	res := h.do(http.MethodGet, "/v1/models", nil, nil)
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
@@ -353,11 +353,11 @@ func TestRoutingAndFallback(t *testing.T) {
 	})
 	backup := newRecorder(t, okCompletion)
 	local := newRecorder(t, okCompletion)
-	p1 := upstream("primary", limited.srv.URL)
+	p1 := providerAt("primary", limited.srv.URL)
 	p1.Models = []string{"gpt-*"}
 	p1.Fallbacks = []string{"backup"}
-	p2 := upstream("backup", backup.srv.URL)
-	p3 := upstream("local", local.srv.URL)
+	p2 := providerAt("backup", backup.srv.URL)
+	p3 := providerAt("local", local.srv.URL)
 	p3.Models = []string{"llama*"}
 	h := newHarness(t, "", withProviders(p1, p2, p3))
 
@@ -381,7 +381,7 @@ func TestRoutingAndFallback(t *testing.T) {
 
 func TestProviderKeyInjectionAndPassThrough(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	withKey := upstream("keyed", up.srv.URL)
+	withKey := providerAt("keyed", up.srv.URL)
 	withKey.APIKeyEnv = "TEST_PROVIDER_KEY"
 	h := newHarness(t, "", withProviders(withKey))
 	h.chat(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Authorization": "Bearer client-key"})
@@ -400,10 +400,10 @@ func TestFallbackNeverSeesThePrimaryKey(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	backup := newRecorder(t, okCompletion)
-	primary := upstream("primary", limited.srv.URL)
+	primary := providerAt("primary", limited.srv.URL)
 	primary.APIKeyEnv = "TEST_PROVIDER_KEY"
 	primary.Fallbacks = []string{"backup"}
-	h := newHarness(t, "", withProviders(primary, upstream("backup", backup.srv.URL)))
+	h := newHarness(t, "", withProviders(primary, providerAt("backup", backup.srv.URL)))
 	res, _ := h.chat(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, map[string]string{"Authorization": "Bearer client-key"})
 	if res.StatusCode != 200 || res.Header.Get(HeaderProvider) != "backup" {
 		t.Fatalf("status %d from %q", res.StatusCode, res.Header.Get(HeaderProvider))

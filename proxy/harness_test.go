@@ -115,7 +115,7 @@ func withOptions(f func(*Options)) harnessOpt {
 	return func(o *Options, _ *[]providers.Config) { f(o) }
 }
 
-func upstream(name, url string) providers.Config {
+func providerAt(name, url string) providers.Config {
 	return providers.Config{Name: name, Type: providers.TypeOpenAI, BaseURL: url}
 }
 
@@ -146,7 +146,7 @@ func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harn
 	o := Options{Store: st, Guard: g, Now: h.clock}
 	var pcs []providers.Config
 	if upstreamURL != "" {
-		pcs = []providers.Config{upstream("up", upstreamURL)}
+		pcs = []providers.Config{providerAt("up", upstreamURL)}
 	}
 	for _, f := range opts {
 		f(&o, &pcs)

@@ -38,3 +38,8 @@ func (s *Server) readBody(c echo.Context, lease *body.Lease) ([]byte, *apiError)
 	}
 	return b, aerr
 }
+
+// countFallback counts a request moving on to the next provider.
+func (s *Server) countFallback(from, to string) {
+	s.metrics.fallbacks.WithLabelValues(from, to).Inc()
+}

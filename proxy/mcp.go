@@ -171,7 +171,7 @@ func (s *Server) serveMCP(c echo.Context) error {
 	k, ok := s.tenants.Authorize(r.Header)
 	if !ok {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="scarproxy"`)
-		return writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
+		return s.writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
 	}
 	caller := mcpCaller{
 		key:       k,
@@ -181,20 +181,20 @@ func (s *Server) serveMCP(c echo.Context) error {
 	}
 	if caller.workspace != "" {
 		if _, aerr := s.tenants.Workspace(k, caller.workspace); aerr != nil {
-			return writeError(c, aerr)
+			return s.writeError(c, aerr)
 		}
 	}
 	if caller.project != "" {
 		if err := tenant.ValidName(caller.project); err != nil {
-			return writeError(c, errBadRequest("project: "+err.Error()))
+			return s.writeError(c, errBadRequest("project: "+err.Error()))
 		}
 		if aerr := tenant.ProjectScope(k, caller.project); aerr != nil {
-			return writeError(c, aerr)
+			return s.writeError(c, aerr)
 		}
 	}
 	if caller.session != "" {
 		if err := tenant.ValidName(caller.session); err != nil {
-			return writeError(c, errBadRequest("invalid "+tenant.HeaderSession+": "+err.Error()))
+			return s.writeError(c, errBadRequest("invalid "+tenant.HeaderSession+": "+err.Error()))
 		}
 	}
 	s.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))

@@ -443,7 +443,7 @@ func sha(s string) string {
 
 func TestGatewayKeys(t *testing.T) {
 	up := newRecorder(t, okCompletion)
-	keyed := upstream("up", up.srv.URL)
+	keyed := providerAt("up", up.srv.URL)
 	keyed.APIKeyEnv = "TEST_PROVIDER_KEY"
 	h := newHarness(t, "", withProviders(keyed), withOptions(func(o *Options) {
 		o.GatewayKeys = []tenant.Key{

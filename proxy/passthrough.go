@@ -9,35 +9,36 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/body"
+	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/tidwall/gjson"
 )
 
 // models answers GET /v1/models with the merged lists of every provider.
 func (s *Server) models(c echo.Context) error {
 	if _, aerr := s.resolveTenant(c); aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	ctx := c.Request().Context()
 	var data []json.RawMessage
 	seen := map[string]bool{}
-	var lastFail *failure
+	var lastFail *upstream.Failure
 	var lastStatus int
 	var lastBody []byte
 	for _, p := range s.router.Providers() {
-		hdr := s.outgoingHeader(c.Request().Header)
+		hdr := upstream.OutgoingHeader(c.Request().Header, s.tenants.Keys())
 		hdr.Del("Accept-Encoding")
-		a, f := s.try(ctx, p, &upstreamRequest{method: http.MethodGet, path: "/models", header: hdr})
+		a, f := upstream.Try(ctx, p, &upstream.Request{Method: http.MethodGet, Path: "/models", Header: hdr})
 		if f != nil {
-			if f.incident == "" {
+			if f.Incident == "" {
 				return nil
 			}
 			lastFail = f
 			continue
 		}
-		body := readCapped(a.res.Body, 16<<20)
-		a.release()
-		if a.res.StatusCode != http.StatusOK {
-			lastStatus, lastBody = a.res.StatusCode, body
+		body := upstream.ReadCapped(a.Res.Body, 16<<20)
+		a.Release()
+		if a.Res.StatusCode != http.StatusOK {
+			lastStatus, lastBody = a.Res.StatusCode, body
 			continue
 		}
 		gjson.GetBytes(body, "data").ForEach(func(_, m gjson.Result) bool {
@@ -55,7 +56,7 @@ func (s *Server) models(c echo.Context) error {
 		case lastStatus != 0:
 			return c.Blob(lastStatus, echo.MIMEApplicationJSON, lastBody)
 		case lastFail != nil:
-			return writeError(c, lastFail.apiError())
+			return s.writeError(c, lastFail.APIError())
 		}
 		data = []json.RawMessage{}
 	}
@@ -69,74 +70,74 @@ func (s *Server) models(c echo.Context) error {
 func (s *Server) passThrough(c echo.Context) error {
 	t, aerr := s.resolveTenant(c)
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
 	r := c.Request()
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		// Codex CLI tries the Responses API over a WebSocket first and
 		// falls back to HTTP at once on 426; the proxy reads and observes
 		// HTTP only.
-		return writeError(c, &apiError{Status: http.StatusUpgradeRequired, Message: "scarproxy serves this API over HTTP, not WebSocket.", Type: "invalid_request_error", Code: "websocket_not_supported"})
+		return s.writeError(c, &apiError{Status: http.StatusUpgradeRequired, Message: "scarproxy serves this API over HTTP, not WebSocket.", Type: "invalid_request_error", Code: "websocket_not_supported"})
 	}
 	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
 	if aerr != nil {
-		return writeError(c, aerr)
+		return s.writeError(c, aerr)
 	}
-	ur := &upstreamRequest{method: r.Method, path: path, query: r.URL.RawQuery, header: s.outgoingHeader(r.Header)}
+	ur := &upstream.Request{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: upstream.OutgoingHeader(r.Header, s.tenants.Keys())}
 	api := apiOf(path)
 	chain := s.passThroughChain(api, "")
 	if r.ContentLength > s.bodies.MaxBytes() {
-		return writeError(c, body.ErrTooLarge)
+		return s.writeError(c, body.ErrTooLarge)
 	}
 	switch {
 	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
 	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
 		body, aerr := s.readBody(c, nil)
 		if aerr != nil {
-			return writeError(c, aerr)
+			return s.writeError(c, aerr)
 		}
-		ur.body = body
+		ur.Body = body
 		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String {
 			chain = s.passThroughChain(api, m.Str)
 		}
 	default:
 		lb := body.NewLimited(r.Body, s.bodies.MaxBytes())
-		ur.stream, ur.length = lb, r.ContentLength
+		ur.Stream, ur.Length = lb, r.ContentLength
 		defer func() {
 			if lb.Tripped() && !c.Response().Committed {
-				_ = writeError(c, body.ErrTooLarge)
+				_ = s.writeError(c, body.ErrTooLarge)
 			}
 		}()
 	}
 	ctx := r.Context()
 	h := c.Response().Header()
-	a, f := s.send(ctx, chain, ur, func(pf providerFailure) {
-		if lb, ok := ur.stream.(*body.Limited); ok && lb.Tripped() {
+	a, f := upstream.Send(ctx, chain, ur, upstream.Hooks{Fallback: s.countFallback, Failed: func(pf upstream.ProviderFailure) {
+		if lb, ok := ur.Stream.(*body.Limited); ok && lb.Tripped() {
 			return // the client sent too much; not the provider's failure
 		}
-		if !s.record(ctx, t, "", pf.provider, pf.typ, pf.statusCode, pf.message) {
+		if !s.record(ctx, t, "", pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
 			h.Set(HeaderDegraded, "store") // nothing is sent before send returns
 		}
-	})
+	}})
 	defer func() {
 		if h.Get(HeaderDegraded) != "" {
 			s.metrics.degraded.Inc()
 		}
 	}()
 	if f != nil {
-		if lb, ok := ur.stream.(*body.Limited); (ok && lb.Tripped()) || f.incident == "" {
+		if lb, ok := ur.Stream.(*body.Limited); (ok && lb.Tripped()) || f.Incident == "" {
 			return nil
 		}
-		return writeError(c, f.apiError())
+		return s.writeError(c, f.APIError())
 	}
-	defer a.release()
-	prov := a.provider.Name()
+	defer a.Release()
+	prov := a.Provider.Name()
 	c.Response().Header().Set(HeaderProvider, prov)
-	if retryable(a.res.StatusCode) {
+	if upstream.Retryable(a.Res.StatusCode) {
 		s.recordErrorAnswer(ctx, t, "", a)
 	}
-	deliver(c, a, nil)
-	s.count("passthrough", a.res.StatusCode, prov)
+	upstream.Deliver(c.Response(), c.Request().Context(), a, nil)
+	s.count("passthrough", a.Res.StatusCode, prov)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -67,16 +68,16 @@ func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
 		defer x.bodyDone()
 		if aerr := s.prepare(x); aerr != nil {
 			s.count(f.Name(), aerr.Status, "")
-			return writeError(c, aerr)
+			return s.writeError(c, aerr)
 		}
 		a, fail := s.forward(x)
 		if fail != nil {
-			if fail.incident == "" { // the client left
+			if fail.Incident == "" { // the client left
 				return nil
 			}
-			return writeError(c, fail.apiError())
+			return s.writeError(c, fail.APIError())
 		}
-		defer a.release()
+		defer a.Release()
 		s.finish(x, a)
 		return nil
 	}
@@ -237,14 +238,14 @@ func badBody(err error) *apiError {
 // forward sends the rewritten body to the providers that serve the
 // format's API for its model, falling back on failures before any byte
 // reached the client. Every provider that failed is recorded.
-func (s *Server) forward(x *exchange) (*attempt, *failure) {
+func (s *Server) forward(x *exchange) (*upstream.Attempt, *upstream.Failure) {
 	c, f, t := x.c, x.format, x.tenant
 	ctx := c.Request().Context()
-	hdr := s.outgoingHeader(c.Request().Header)
+	hdr := upstream.OutgoingHeader(c.Request().Header, s.tenants.Keys())
 	hdr.Del("Accept-Encoding") // the answer is observed: never let it be compressed
-	ur := &upstreamRequest{
-		method: http.MethodPost, path: f.Path(), query: c.Request().URL.RawQuery,
-		header: hdr, body: x.out, lease: x.lease,
+	ur := &upstream.Request{
+		Method: http.MethodPost, Path: f.Path(), Query: c.Request().URL.RawQuery,
+		Header: hdr, Body: x.out, Lease: x.lease,
 	}
 	chain := x.chain
 	// A request the store failed on is not captured: its tool failures
@@ -253,16 +254,16 @@ func (s *Server) forward(x *exchange) (*attempt, *failure) {
 	// Last use of what the format read of the body.
 	x.req.Forwarded(!x.degraded)
 	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
-	a, fail := s.send(ctx, chain, ur, func(pf providerFailure) {
-		if !s.record(ctx, t, x.info.Model, pf.provider, pf.typ, pf.statusCode, pf.message) {
+	a, fail := upstream.Send(ctx, chain, ur, upstream.Hooks{Fallback: s.countFallback, Failed: func(pf upstream.ProviderFailure) {
+		if !s.record(ctx, t, x.info.Model, pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
 			// Nothing is sent before send returns: the answer, the
 			// provider's or the proxy's own, says the failure went unrecorded.
 			c.Response().Header().Set(HeaderDegraded, "store")
 		}
-	})
+	}})
 	x.bodyDone()
 	if fail != nil {
-		s.count(f.Name(), fail.status, chain[len(chain)-1].Name())
+		s.count(f.Name(), fail.Status, chain[len(chain)-1].Name())
 	}
 	return a, fail
 }
@@ -270,20 +271,20 @@ func (s *Server) forward(x *exchange) (*attempt, *failure) {
 // finish delivers the provider's answer and observes it as it goes
 // through: a non-2xx answer, a timeout or a stream that fails becomes an
 // incident; a final answer after tool use is captured as a solution.
-func (s *Server) finish(x *exchange, a *attempt) {
+func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 	c, f, t, info := x.c, x.format, x.tenant, x.info
 	ctx := c.Request().Context()
-	route, prov := f.Name(), a.provider.Name()
+	route, prov := f.Name(), a.Provider.Name()
 	c.Response().Header().Set(HeaderProvider, prov)
 	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(x.start).Seconds()) }()
 
-	sse := wire.IsSSE(a.res.Header)
-	if a.res.StatusCode < 200 || a.res.StatusCode > 299 {
+	sse := wire.IsSSE(a.Res.Header)
+	if a.Res.StatusCode < 200 || a.Res.StatusCode > 299 {
 		// Record the provider's error before the client sees it, so the
 		// client's next request (a retry, often at once) is guarded by it.
-		s.count(route, a.res.StatusCode, prov)
+		s.count(route, a.Res.StatusCode, prov)
 		s.recordErrorAnswer(ctx, t, info.Model, a)
-		deliver(c, a, nil)
+		upstream.Deliver(c.Response(), c.Request().Context(), a, nil)
 		return
 	}
 	keep := 0
@@ -291,45 +292,45 @@ func (s *Server) finish(x *exchange, a *attempt) {
 		keep = captureCompletion
 	}
 	obs := x.req.Observe(sse, keep)
-	readErr, gone := deliver(c, a, obs.Write)
+	readErr, gone := upstream.Deliver(c.Response(), c.Request().Context(), a, obs.Write)
 	switch {
 	case gone:
-		s.count(route, StatusClientClosed, prov)
+		s.count(route, upstream.StatusClientClosed, prov)
 		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
 		return
 	case readErr != nil:
-		fl := classify(ctx, a.ctx, readErr)
-		if fl.incident == "" {
-			s.count(route, StatusClientClosed, prov)
+		fl := upstream.Classify(ctx, a.Ctx, readErr)
+		if fl.Incident == "" {
+			s.count(route, upstream.StatusClientClosed, prov)
 			return
 		}
-		typ := fl.incident
+		typ := fl.Incident
 		if typ != store.TypeTimeout {
-			typ, fl.message = store.TypeStreamError, "provider answer cut short: "+transportMessage(readErr)
+			typ, fl.Message = store.TypeStreamError, "provider answer cut short: "+upstream.TransportMessage(readErr)
 		}
 		if sse {
 			// The client would see a stream that just stops: tell it, in
 			// its API's own event format.
-			e := fl.apiError()
+			e := fl.APIError()
 			_, _ = c.Response().Write(f.StreamError(*e))
 			c.Response().Flush()
 		}
-		s.count(route, fl.status, prov)
-		s.record(ctx, t, info.Model, prov, typ, fl.status, fl.message)
+		s.count(route, fl.Status, prov)
+		s.record(ctx, t, info.Model, prov, typ, fl.Status, fl.Message)
 		return
 	}
-	s.count(route, a.res.StatusCode, prov)
+	s.count(route, a.Res.StatusCode, prov)
 	out := obs.Outcome()
 	if out.Failure == "" {
 		s.providerAnswered(x, prov)
 	}
 	switch {
 	case out.Failure != "" && sse:
-		s.record(ctx, t, info.Model, prov, store.TypeStreamError, a.res.StatusCode, out.Failure)
+		s.record(ctx, t, info.Model, prov, store.TypeStreamError, a.Res.StatusCode, out.Failure)
 	case out.Failure != "":
 		// A 2xx answer that says it failed (a Responses API response
 		// whose status is failed or incomplete).
-		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.res.StatusCode, out.Failure)
+		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.Res.StatusCode, out.Failure)
 	case x.wantCapture && out.Final:
 		s.capture(t, info, out.Answer)
 	}

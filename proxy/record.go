@@ -14,6 +14,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -293,27 +294,27 @@ func (m *captureMemo) forget(sol *store.Solution) {
 // the client still receives every byte. It runs before the answer is
 // delivered: when the store fails, the answer's headers get
 // X-Scar-Degraded: store.
-func (s *Server) recordErrorAnswer(ctx context.Context, t tenant.Tenant, model string, a *attempt) string {
-	prefix := readCapped(a.res.Body, captureErrors)
-	a.res.Body = struct {
+func (s *Server) recordErrorAnswer(ctx context.Context, t tenant.Tenant, model string, a *upstream.Attempt) string {
+	prefix := upstream.ReadCapped(a.Res.Body, captureErrors)
+	a.Res.Body = struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(bytes.NewReader(prefix), a.res.Body), a.res.Body}
-	msg := wire.ErrorMessage(prefix, a.res.StatusCode)
-	if wire.IsSSE(a.res.Header) {
+	}{io.MultiReader(bytes.NewReader(prefix), a.Res.Body), a.Res.Body}
+	msg := wire.ErrorMessage(prefix, a.Res.StatusCode)
+	if wire.IsSSE(a.Res.Header) {
 		// An error sent as an event stream: the first error event says it.
 		found := false
 		events := wire.SSE{Data: func(event string, data []byte) {
 			if !found && wire.Valid(data) && (event == "error" || gjson.GetBytes(data, "error").Exists()) {
-				msg, found = wire.ErrorMessage(data, a.res.StatusCode), true
+				msg, found = wire.ErrorMessage(data, a.Res.StatusCode), true
 			}
 		}}
 		events.Write(prefix)
 	}
-	if !s.record(ctx, t, model, a.provider.Name(), store.TypeHTTPError, a.res.StatusCode, msg) {
+	if !s.record(ctx, t, model, a.Provider.Name(), store.TypeHTTPError, a.Res.StatusCode, msg) {
 		// deliver copies it to the client; the failure is counted in
 		// store_errors_total.
-		a.res.Header.Set(HeaderDegraded, "store")
+		a.Res.Header.Set(HeaderDegraded, "store")
 	}
 	return msg
 }

@@ -182,6 +182,7 @@ type Server struct {
 	// The wire formats of the rewritten routes; chat and responses
 	// remember conversations between turns.
 	chat, responses, messages wire.Format
+	formats                   map[string]wire.Format // by API name (providers.API*)
 	echo                      *echo.Echo
 	mcpHTTP                   http.Handler // the MCP streamable HTTP transport
 	ui                        *ui.Handler  // the dashboard under /ui/
@@ -281,6 +282,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		guardCache:  newGuardCache(1 << 17),
 		recallCache: newRecallCache(1 << 14),
 	}
+	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages}
 	if err := s.syncIndex(ctx); err != nil {
 		s.log.Warn("recall index not loaded; will retry", "err", err)
 	}
@@ -449,7 +451,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 	if status >= 500 {
 		typ = "api_error"
 	}
-	_ = writeError(c, &apiError{Status: status, Message: msg, Type: typ, Code: http.StatusText(status)})
+	_ = s.writeError(c, &apiError{Status: status, Message: msg, Type: typ, Code: http.StatusText(status)})
 }
 
 // rootText answers GET and HEAD / : what this is and where the API lives.
