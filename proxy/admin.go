@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -193,14 +194,14 @@ func (s *Server) recordIncident(ctx context.Context, k *tenant.Key, in *incident
 		}
 	}
 	t.Session, t.Agent = in.Session, in.Agent
-	inc := s.incident(t, in.Model, in.Provider, in.Type, status, in.Message, s.opts.Now())
+	inc := s.memory.Incident(t, in.Model, in.Provider, in.Type, status, in.Message, s.memory.Now())
 	inc.Code = code
 	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
 	if err := s.store.AddIncident(sctx, inc); err != nil {
 		return nil, s.storeAPIError(ctx, "add_incident", err)
 	}
-	s.countIncident(inc)
+	s.memory.CountIncident(inc)
 	return inc, nil
 }
 
@@ -275,7 +276,7 @@ func (s *Server) previewGuard(ctx context.Context, k *tenant.Key, workspace, pro
 	}
 	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
-	entries, block, loop, err := s.guardEntries(sctx, t.Workspace, t.Project, session, s.opts.Now())
+	entries, block, loop, err := s.memory.Preview(sctx, t.Workspace, t.Project, session, s.memory.Now())
 	if err != nil {
 		return guardView{}, s.storeAPIError(ctx, "list_incidents", err)
 	}
@@ -311,8 +312,8 @@ type patternsView struct {
 // activePatterns lists the enabled patterns in the order they are tried.
 // Regexes are matched case-insensitively.
 func (s *Server) activePatterns() patternsView {
-	cfg := s.guard.Config()
-	pats := s.guard.Patterns()
+	cfg := s.memory.Guard().Config()
+	pats := s.memory.Guard().Patterns()
 	out := patternsView{Patterns: make([]patternView, len(pats)), MinRepeats: cfg.MinRepeats, Window: cfg.Window.String()}
 	for i, p := range pats {
 		out.Patterns[i] = patternView{Label: p.Name, Regex: p.Regex, Exclude: p.Exclude, StatusCodes: p.StatusCodes,
@@ -404,21 +405,21 @@ func (s *Server) storeSolution(ctx context.Context, k *tenant.Key, in store.Solu
 	if err != nil {
 		return store.Solution{}, false, errBadRequest(err.Error())
 	}
-	now := s.opts.Now()
+	now := s.memory.Now()
 	sol := store.Solution{
 		Workspace: ws, Project: in.Project,
 		Goal: strings.TrimSpace(in.Goal), Approach: strings.TrimSpace(in.Approach), Outcome: strings.TrimSpace(in.Outcome),
 		Confidence: conf, Source: store.SourceAPI, Verified: true, Created: now, Updated: now,
 	}
 	// Secrets never reach the store, nor the key derived from the goal.
-	redactSolution(&sol)
+	memory.RedactSolution(&sol)
 	sol.Key = recall.GoalKey(sol.Goal)
 	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
 	if err := s.store.PutSolution(sctx, &sol); err != nil {
 		return store.Solution{}, false, s.storeAPIError(ctx, "put_solution", err)
 	}
-	if err := s.syncIndexWithin(sctx); err != nil {
+	if err := s.memory.SyncIndexWithin(sctx); err != nil {
 		s.log.Warn("recall index sync after write failed", "err", err)
 	}
 	return sol, sol.Created.Equal(sol.Updated), nil
@@ -465,7 +466,7 @@ func (s *Server) deleteSolution(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, "delete_solution", err)
 	}
-	if err := s.syncIndexWithin(ctx); err != nil {
+	if err := s.memory.SyncIndexWithin(ctx); err != nil {
 		s.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -535,14 +536,14 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 	if goal == "" {
 		return recallView{}, errBadRequest("goal: required")
 	}
-	n := s.recall.MaxResults
+	n := s.memory.Recall().MaxResults
 	if q.K != 0 {
 		if q.K < 1 || q.K > 5 {
 			return recallView{}, errBadRequest("k: must be a number from 1 to 5")
 		}
 		n = q.K
 	}
-	minSim := s.recall.MinSimilarity
+	minSim := s.memory.Recall().MinSimilarity
 	if q.MinSimilarity != nil {
 		if m := *q.MinSimilarity; !(m >= 0 && m <= 1) {
 			return recallView{}, errBadRequest("min_similarity: must be a number in [0,1]")
@@ -555,7 +556,7 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 		}
 	}
 	rq := recall.Query{Workspace: ws, Project: q.Project, Goal: goal, K: n, MinSimilarity: minSim}
-	matches := s.index.Search(rq)
+	matches := s.memory.Index().Search(rq)
 	if matches == nil {
 		matches = []recall.Match{}
 	}
@@ -563,7 +564,7 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 	if q.IncludeBelow {
 		v.Below = []recall.Match{}
 		rq.K, rq.MinSimilarity = 5, 0
-		for _, m := range s.index.Search(rq) {
+		for _, m := range s.memory.Index().Search(rq) {
 			if m.Similarity < minSim && len(v.Below) < n {
 				v.Below = append(v.Below, m)
 			}
@@ -593,7 +594,7 @@ func (s *Server) deleteSolutions(c echo.Context) error {
 	if err != nil {
 		return s.storeError(c, "delete_solutions", err)
 	}
-	if err := s.syncIndexWithin(ctx); err != nil {
+	if err := s.memory.SyncIndexWithin(ctx); err != nil {
 		s.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
@@ -608,23 +609,7 @@ func (s *Server) adminStoreCtx(c echo.Context) (context.Context, context.CancelF
 // memoryStoreCtx bounds the store calls of one memory call (a memory API
 // request, an MCP tool call) by StoreTimeout in all.
 func (s *Server) memoryStoreCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.opts.StoreTimeout)
-}
-
-// syncIndexWithin is syncIndex for a caller that must not wait past ctx:
-// the index may be held by a sync that waits on the store (Run's, which
-// has no deadline), and syncIndex waits for it without looking at ctx.
-// When ctx ends first, the sync left behind runs once the index is free
-// and returns at once (its ctx is over).
-func (s *Server) syncIndexWithin(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() { done <- s.syncIndex(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("proxy: sync recall index: %w", ctx.Err())
-	}
+	return context.WithTimeout(ctx, s.memory.StoreTimeout())
 }
 
 // storeError answers a failed store call of the memory API.
@@ -636,7 +621,7 @@ func (s *Server) storeError(c echo.Context, op string, err error) error {
 // (ctx: the caller's, not the store calls' bounded one) and returns what
 // to answer.
 func (s *Server) storeAPIError(ctx context.Context, op string, err error) *apiError {
-	s.storeFailed(ctx, op, err)
+	s.memory.StoreFailed(ctx, op, err)
 	switch {
 	case errors.Is(err, store.ErrInvalid):
 		return errBadRequest("invalid record")
@@ -732,7 +717,7 @@ func (s *Server) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.
 	if in.Failures != nil {
 		f.Failures = *in.Failures
 	}
-	s.prepareFix(&f)
+	s.memory.PrepareFix(&f)
 	sctx, cancel := s.memoryStoreCtx(ctx)
 	defer cancel()
 	if err := s.store.PutFix(sctx, &f); err != nil {

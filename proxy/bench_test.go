@@ -20,6 +20,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -154,7 +155,7 @@ func BenchmarkChatHandler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(context.Background(), Options{Router: router, Store: st, Guard: g})
+	srv, err := New(context.Background(), Options{Router: router, Options: memory.Options{Store: st, Guard: g}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func (s *Server) dashboard() (*ui.Handler, error) {
 	if s.opts.AdminToken != "" {
 		secret = []byte(s.opts.AdminToken)
 	}
-	return ui.New(ui.Options{Source: dashSource{s}, Secret: secret, Logger: s.log, Now: s.opts.Now})
+	return ui.New(ui.Options{Source: dashSource{s}, Secret: secret, Logger: s.log, Now: s.memory.Now})
 }
 
 // guardPreview returns the exact text of the blocks the next request of a
@@ -41,7 +41,7 @@ func (s *Server) dashboard() (*ui.Handler, error) {
 // would get none. The recall block depends on the request's task and is
 // not included.
 func (s *Server) guardPreview(ctx context.Context, workspace, project, conversation string, now time.Time) (string, error) {
-	_, text, _, err := s.guardEntries(ctx, workspace, project, conversation, now)
+	_, text, _, err := s.memory.Preview(ctx, workspace, project, conversation, now)
 	if err != nil {
 		return "", err
 	}
@@ -134,7 +134,7 @@ func (d dashSource) pattern(typ string, status int, message string) string {
 	if typ == store.TypeLoop {
 		return "LOOP"
 	}
-	if p, ok := d.s.guard.Classify(typ, status, message); ok {
+	if p, ok := d.s.memory.Guard().Classify(typ, status, message); ok {
 		return p
 	}
 	return guard.RepeatedPattern
@@ -145,7 +145,7 @@ func (d dashSource) Groups(ctx context.Context, workspace, project string, since
 	defer cancel()
 	gs, err := d.s.store.IncidentGroups(sctx, store.GroupQuery{Workspace: workspace, Project: project, Since: since, Until: until})
 	if err != nil {
-		d.s.storeFailed(ctx, "incident_groups", err)
+		d.s.memory.StoreFailed(ctx, "incident_groups", err)
 		return nil, err
 	}
 	out := make([]ui.Group, len(gs))
@@ -163,7 +163,7 @@ func (d dashSource) Incidents(ctx context.Context, f store.IncidentFilter) (stor
 		return store.IncidentPage{}, nil, fmt.Errorf("%w: that page link is not valid; start from the first page", ui.ErrBadInput)
 	}
 	if err != nil {
-		d.s.storeFailed(ctx, "search_incidents", err)
+		d.s.memory.StoreFailed(ctx, "search_incidents", err)
 		return store.IncidentPage{}, nil, err
 	}
 	pats := make([]string, len(page.Incidents))
@@ -185,7 +185,7 @@ func (d dashSource) Conversation(ctx context.Context, workspace, project, sessio
 	defer cancel()
 	incs, err := d.s.store.ListIncidents(sctx, store.IncidentQuery{Workspace: workspace, Project: project, Session: session, Limit: maxConversationTurns})
 	if err != nil {
-		d.s.storeFailed(ctx, "list_incidents", err)
+		d.s.memory.StoreFailed(ctx, "list_incidents", err)
 		return nil, err
 	}
 	slices.Reverse(incs)
@@ -196,7 +196,7 @@ func (d dashSource) Conversation(ctx context.Context, workspace, project, sessio
 			failures = append(failures, inc)
 		}
 		turns[i] = ui.Turn{Incident: inc, Pattern: d.pattern(inc.Type, inc.StatusCode, inc.Message),
-			Guard: guard.Block(d.s.guard.Detect(failures, inc.Time))}
+			Guard: guard.Block(d.s.memory.Guard().Detect(failures, inc.Time))}
 	}
 	return turns, nil
 }
@@ -209,9 +209,9 @@ func (d dashSource) GuardPreview(ctx context.Context, workspace, project, conver
 	}
 	sctx, cancel := d.s.memoryStoreCtx(ctx)
 	defer cancel()
-	text, err := d.s.guardPreview(sctx, workspace, project, conversation, d.s.opts.Now())
+	text, err := d.s.guardPreview(sctx, workspace, project, conversation, d.s.memory.Now())
 	if err != nil {
-		d.s.storeFailed(ctx, "list_incidents", err)
+		d.s.memory.StoreFailed(ctx, "list_incidents", err)
 		return "", err
 	}
 	return text, nil
@@ -236,7 +236,7 @@ func (d dashSource) Solutions(ctx context.Context, p ui.Principal, workspace str
 	defer cancel()
 	sols, err := d.s.store.ListSolutions(sctx, ws)
 	if err != nil {
-		d.s.storeFailed(ctx, "list_solutions", err)
+		d.s.memory.StoreFailed(ctx, "list_solutions", err)
 		return nil, err
 	}
 	visible := sols[:0]
@@ -275,7 +275,7 @@ func (d dashSource) solution(ctx context.Context, k *tenant.Key, workspace, id s
 		return store.Solution{}, ui.ErrNotFound
 	}
 	if err != nil {
-		d.s.storeFailed(ctx, "get_solution", err)
+		d.s.memory.StoreFailed(ctx, "get_solution", err)
 		return store.Solution{}, err
 	}
 	if aerr := tenant.ProjectScope(k, sol.Project); aerr != nil {
@@ -307,10 +307,10 @@ func (d dashSource) SaveSolution(ctx context.Context, p ui.Principal, in store.S
 		sctx, cancel := d.s.memoryStoreCtx(ctx)
 		defer cancel()
 		if err := d.s.store.DeleteSolution(sctx, old.Workspace, old.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			d.s.storeFailed(ctx, "delete_solution", err)
+			d.s.memory.StoreFailed(ctx, "delete_solution", err)
 			return store.Solution{}, err
 		}
-		if err := d.s.syncIndexWithin(sctx); err != nil {
+		if err := d.s.memory.SyncIndexWithin(sctx); err != nil {
 			d.s.log.Warn("recall index sync after delete failed", "err", err)
 		}
 	}
@@ -326,14 +326,14 @@ func (d dashSource) VerifySolution(ctx context.Context, p ui.Principal, workspac
 	if err != nil {
 		return err
 	}
-	sol.Verified, sol.Updated = true, d.s.opts.Now()
+	sol.Verified, sol.Updated = true, d.s.memory.Now()
 	sctx, cancel := d.s.memoryStoreCtx(ctx)
 	defer cancel()
 	if err := d.s.store.PutSolution(sctx, &sol); err != nil {
-		d.s.storeFailed(ctx, "put_solution", err)
+		d.s.memory.StoreFailed(ctx, "put_solution", err)
 		return err
 	}
-	if err := d.s.syncIndexWithin(sctx); err != nil {
+	if err := d.s.memory.SyncIndexWithin(sctx); err != nil {
 		d.s.log.Warn("recall index sync after write failed", "err", err)
 	}
 	return nil
@@ -355,10 +355,10 @@ func (d dashSource) DeleteSolution(ctx context.Context, p ui.Principal, workspac
 		return ui.ErrNotFound
 	}
 	if err != nil {
-		d.s.storeFailed(ctx, "delete_solution", err)
+		d.s.memory.StoreFailed(ctx, "delete_solution", err)
 		return err
 	}
-	if err := d.s.syncIndexWithin(sctx); err != nil {
+	if err := d.s.memory.SyncIndexWithin(sctx); err != nil {
 		d.s.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return nil
@@ -372,7 +372,7 @@ func (d dashSource) Fixes(ctx context.Context, workspace, project string) ([]sto
 	defer cancel()
 	fixes, err := d.s.store.ListFixes(sctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxFixesListed})
 	if err != nil {
-		d.s.storeFailed(ctx, "list_fixes", err)
+		d.s.memory.StoreFailed(ctx, "list_fixes", err)
 		return nil, err
 	}
 	return fixes, nil
@@ -386,7 +386,7 @@ func (d dashSource) DeleteFix(ctx context.Context, workspace, project, id string
 		return ui.ErrNotFound
 	}
 	if err != nil {
-		d.s.storeFailed(ctx, "delete_fix", err)
+		d.s.memory.StoreFailed(ctx, "delete_fix", err)
 	}
 	return err
 }

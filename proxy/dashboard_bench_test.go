@@ -16,6 +16,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -84,7 +85,7 @@ func benchOverview(b *testing.B, st store.Store, ws string, now time.Time) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(ctx, Options{Store: st, Guard: g, Router: router, Now: func() time.Time { return now }, StoreTimeout: time.Minute})
+	srv, err := New(ctx, Options{Router: router, Options: memory.Options{Store: st, Guard: g, Now: func() time.Time { return now }, StoreTimeout: time.Minute}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -187,14 +187,14 @@ func TestRetentionZeroMeansNoCap(t *testing.T) {
 	if sol.max != 0 {
 		t.Fatalf("PruneSolutions got maxPerWorkspace=%d, want 0 (no cap)", sol.max)
 	}
-	if age := start.Sub(sol.before); age > DefaultRetentionSolutionsMaxAge || age < DefaultRetentionSolutionsMaxAge-time.Minute {
-		t.Fatalf("PruneSolutions got before = now - %v, want now - %v", age, DefaultRetentionSolutionsMaxAge)
+	if age := start.Sub(sol.before); age > memory.DefaultRetentionSolutionsMaxAge || age < memory.DefaultRetentionSolutionsMaxAge-time.Minute {
+		t.Fatalf("PruneSolutions got before = now - %v, want now - %v", age, memory.DefaultRetentionSolutionsMaxAge)
 	}
 	if fix.max != 0 {
 		t.Fatalf("PruneFixes got maxPerTenant=%d, want 0 (no cap)", fix.max)
 	}
-	if age := start.Sub(fix.before); age > DefaultRetentionFixesMaxAge || age < DefaultRetentionFixesMaxAge-time.Minute {
-		t.Fatalf("PruneFixes got before = now - %v, want now - %v", age, DefaultRetentionFixesMaxAge)
+	if age := start.Sub(fix.before); age > memory.DefaultRetentionFixesMaxAge || age < memory.DefaultRetentionFixesMaxAge-time.Minute {
+		t.Fatalf("PruneFixes got before = now - %v, want now - %v", age, memory.DefaultRetentionFixesMaxAge)
 	}
 }
 
@@ -202,7 +202,7 @@ func TestNewRejectsBadDefaults(t *testing.T) {
 	bolt := tempBolt(t)
 	g, _ := guard.New(guard.DefaultConfig())
 	r, _ := providers.NewRouter([]providers.Config{{Name: "m", Type: providers.TypeMock}}, nil)
-	_, err := New(context.Background(), Options{Router: r, Store: bolt, Guard: g, DefaultWorkspace: "my team"})
+	_, err := New(context.Background(), Options{Router: r, Options: memory.Options{Store: bolt, Guard: g}, Config: tenant.Config{DefaultWorkspace: "my team"}})
 	if err == nil || !strings.Contains(err.Error(), "DefaultWorkspace") {
 		t.Fatalf("err = %v", err)
 	}
@@ -270,35 +270,6 @@ func TestRecallCacheFollowsTheIndex(t *testing.T) {
 	res.Body.Close()
 	if r := recalled(); r != "0" {
 		t.Fatalf("after deleting: recall %s (stale cache)", r)
-	}
-}
-
-func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
-	s := newSeenSet(4)
-	a := s.key("w", "p", "c", "call:1")
-	if a == s.key("w", "p2", "c", "call:1") || a == s.key("w\x00p", "", "c", "call:1") || a == s.key("w", "p", "c2", "call:1") || a != s.key("w", "p", "c", "call:1") {
-		t.Fatal("keys do not follow the tenant and dedupe key")
-	}
-	s.add(a, true)
-	if failed, ok := s.get(a); !ok || !failed {
-		t.Fatalf("get = %v, %v", failed, ok)
-	}
-	// Four more fill the current generation: a moves to the previous one
-	// and is still known; four more again and it is forgotten.
-	for i := range 4 {
-		s.add(s.key("w", "p", "", "hash:"+strconv.Itoa(i)), false)
-	}
-	if _, ok := s.get(a); !ok {
-		t.Fatal("forgotten one generation early")
-	}
-	for i := range 4 {
-		s.add(s.key("w", "p", "", "hash:x"+strconv.Itoa(i)), false)
-	}
-	if _, ok := s.get(a); ok {
-		t.Fatal("the set is not bounded")
-	}
-	if len(s.cur)+len(s.prev) > 8 {
-		t.Fatalf("%d keys held, at most 8", len(s.cur)+len(s.prev))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -143,7 +144,7 @@ func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harn
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Store: st, Guard: g, Now: h.clock}
+	o := Options{Options: memory.Options{Store: st, Guard: g, Now: h.clock}}
 	var pcs []providers.Config
 	if upstreamURL != "" {
 		pcs = []providers.Config{providerAt("up", upstreamURL)}
@@ -176,8 +177,7 @@ func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harn
 		h.inflight.Add(1)
 		defer h.inflight.Done()
 		srv.Handler().ServeHTTP(w, r)
-		srv.writer.wait()
-		srv.captures.wait()
+		srv.memory.Wait()
 	}))
 	t.Cleanup(h.http.Close)
 	return h
@@ -318,3 +318,20 @@ func systemOf(t *testing.T, body []byte) string {
 }
 
 var _ = recall.BlockStart
+
+// counter returns the value of one of the server's counters (a series
+// without labels).
+func (h *harness) counter(name string) float64 {
+	h.t.Helper()
+	families, err := h.srv.metrics.registry.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	h.t.Fatalf("no counter %s", name)
+	return 0
+}

@@ -320,7 +320,7 @@ func TestReadyzWithHungStore(t *testing.T) {
 		st.stick(t)
 		// A background sync with no deadline holds the index until the
 		// store answers (here: until the test ends).
-		go h.srv.syncIndex(context.Background())
+		go h.srv.memory.SyncIndex(context.Background())
 		<-st.blocked
 		res, b := h.doBounded(http.MethodGet, "/readyz", "")
 		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "recall index") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -168,7 +169,7 @@ func BenchmarkRecallIndexHeap(b *testing.B) {
 		b.ReportMetric(float64(n), "solutions")
 		runtime.KeepAlive(ix)
 	}
-	for _, n := range []int{DefaultRetentionSolutionsMaxPerWorkspace, 100_000} {
+	for _, n := range []int{memory.DefaultRetentionSolutionsMaxPerWorkspace, 100_000} {
 		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
 			for range b.N {
 				before := heapAlloc()
@@ -179,7 +180,7 @@ func BenchmarkRecallIndexHeap(b *testing.B) {
 	b.Run("100k-pruned-to-cap", func(b *testing.B) {
 		for range b.N {
 			before := heapAlloc()
-			const n, keep = 100_000, DefaultRetentionSolutionsMaxPerWorkspace
+			const n, keep = 100_000, memory.DefaultRetentionSolutionsMaxPerWorkspace
 			r := rand.New(rand.NewPCG(7, n))
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			ix := recall.NewIndex()

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
@@ -326,7 +327,7 @@ func (t *mcpTools) recallInfo(_ context.Context, c mcpCaller, _ struct{}) (recal
 	}
 	return recallInfoOut{
 		Name: "scarproxy", Version: t.version, Tools: t.names, Workspace: ws, Project: c.project,
-		MinSimilarity: t.s.recall.MinSimilarity, MaxResults: t.s.recall.MaxResults,
+		MinSimilarity: t.s.memory.Recall().MinSimilarity, MaxResults: t.s.memory.Recall().MaxResults,
 	}, nil
 }
 
@@ -436,8 +437,8 @@ func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (
 	out := scarFixesOut{Learned: []learnedView{}, Fixes: []fixView{}, Note: fixesNote}
 	// The error as an incident's message would be stored (redacted,
 	// capped), so its fingerprint is the one its incidents and fixes get.
-	text := redactCapped(in.Error, maxFixFailure)
-	label, ok := t.s.guard.Classify(in.Type, in.StatusCode, text)
+	text := memory.StoredMessage(in.Error)
+	label, ok := t.s.memory.Guard().Classify(in.Type, in.StatusCode, text)
 	fp := guard.Fingerprint(text)
 	sctx, cancel := t.s.memoryStoreCtx(ctx)
 	defer cancel()
@@ -449,7 +450,7 @@ func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (
 	if err != nil {
 		return scarFixesOut{}, t.s.storeAPIError(ctx, "list_fixes", err)
 	}
-	for _, f := range matchFixes(fixes, label, fp) {
+	for _, f := range memory.MatchFixes(fixes, label, fp) {
 		m := "pattern"
 		if f.Fingerprint == fp {
 			m = "fingerprint"
@@ -459,7 +460,7 @@ func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (
 	if !ok {
 		return out, nil
 	}
-	for _, p := range t.s.guard.Patterns() {
+	for _, p := range t.s.memory.Guard().Patterns() {
 		if p.Name == label {
 			out.Fixes = append(out.Fixes, fixView{Pattern: p.Name, Fix: p.Fix, Source: "pattern"})
 			break

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
@@ -328,9 +327,8 @@ func TestNoCaptureOfAFailedRun(t *testing.T) {
 	if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != 0 {
 		t.Fatalf("a failed run was captured: %+v", sols)
 	}
-	var m dto.Metric
-	if err := h.srv.metrics.captureSkipped.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
-		t.Fatalf("captures refused: %v (%v)", m.GetCounter().GetValue(), err)
+	if n := h.counter("scarproxy_captures_refused_total"); n != 1 {
+		t.Fatalf("captures refused: %v", n)
 	}
 	// The same run, fixed: captured, its secret redacted.
 	fixed := chatBody(t, nil, msg("system", "You are an agent."), msg("user", "Run the migration with password=hunter2secret"),
@@ -576,18 +574,18 @@ func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
 		put("other", "Speed up the CI cache for Go modules", false),
 	}
 	found := func(sol store.Solution) bool {
-		for _, m := range h.srv.index.Search(recall.Query{Workspace: sol.Workspace, Goal: sol.Goal, K: 5}) {
+		for _, m := range h.srv.memory.Index().Search(recall.Query{Workspace: sol.Workspace, Goal: sol.Goal, K: 5}) {
 			if m.Solution.ID == sol.ID {
 				return true
 			}
 		}
 		return false
 	}
-	if err := h.srv.syncIndex(ctx); err != nil {
+	if err := h.srv.memory.SyncIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !found(old) || !found(recent[0]) || h.srv.index.Len("w") != 6 {
-		t.Fatalf("before pruning: index holds %d solutions of w", h.srv.index.Len("w"))
+	if !found(old) || !found(recent[0]) || h.srv.memory.Index().Len("w") != 6 {
+		t.Fatalf("before pruning: index holds %d solutions of w", h.srv.memory.Index().Len("w"))
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -595,9 +593,9 @@ func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
 	go func() { h.srv.Run(runCtx); close(done) }()
 	defer func() { stop(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)
-	for h.srv.index.Len("w") != 3 {
+	for h.srv.memory.Index().Len("w") != 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("not pruned: the index holds %d solutions of w", h.srv.index.Len("w"))
+			t.Fatalf("not pruned: the index holds %d solutions of w", h.srv.memory.Index().Len("w"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -616,7 +614,7 @@ func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
 			t.Fatalf("kept solution %s %q not recalled", sol.Workspace, sol.Goal)
 		}
 	}
-	if n := h.srv.index.Len("other"); n != 2 {
+	if n := h.srv.memory.Index().Len("other"); n != 2 {
 		t.Fatalf("index holds %d solutions of other, want 2", n)
 	}
 }

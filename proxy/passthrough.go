@@ -115,7 +115,7 @@ func (s *Server) passThrough(c echo.Context) error {
 		if lb, ok := ur.Stream.(*body.Limited); ok && lb.Tripped() {
 			return // the client sent too much; not the provider's failure
 		}
-		if !s.record(ctx, t, "", pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
+		if !s.memory.Record(ctx, t, "", pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
 			h.Set(HeaderDegraded, "store") // nothing is sent before send returns
 		}
 	}})

@@ -1,10 +1,8 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,10 +12,10 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/body"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/proxy/wire"
-	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -48,11 +46,7 @@ type exchange struct {
 	chain    []*providers.Provider // the providers to try, in order
 	out      []byte                // the body forwarded
 
-	degraded bool // the store failed: forwarded unchanged, nothing captured
-	win      *guardWindow
-	entries  []guard.Entry
-	loop     guard.Loop // the conversation's loop, if any
-	matches  []recall.Match
+	turn memory.Turn // what the memory decided: the blocks, or Degraded
 
 	wantCapture bool // a final answer would be captured
 }
@@ -62,7 +56,7 @@ type exchange struct {
 // /v1/messages.
 func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		x := &exchange{c: c, format: f, start: time.Now(), now: s.opts.Now()}
+		x := &exchange{c: c, format: f, start: time.Now(), now: s.memory.Now()}
 		lease := body.NewLease()
 		x.lease, x.bodyDone = lease, sync.OnceFunc(lease.Drop)
 		defer x.bodyDone()
@@ -83,29 +77,36 @@ func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
 	}
 }
 
-// prepare resolves the tenant, reads the body, records its new tool
-// failures and rewrites its system text with the guard and recall blocks.
-// A store that fails or hangs leaves the body as it came (fail open).
+// prepare resolves the tenant, reads the body, asks the memory for the
+// request's blocks and places them. A store that fails or hangs leaves
+// the body as it came (fail open).
 func (s *Server) prepare(x *exchange) *apiError {
-	c := x.c
-	t, aerr := s.resolveTenant(c)
+	t, aerr := s.resolveTenant(x.c)
 	if aerr != nil {
 		return aerr
 	}
-	ctx := c.Request().Context()
-	// The tenant's guard window does not depend on the body: it is looked
-	// up while the body is still arriving (a Postgres round trip then costs
-	// the client nothing), and again below only if this request carries a
-	// new tool failure. The store gets a budget for that lookup and one for
-	// the calls made once the body is read.
-	gctx, cancelGuard := context.WithTimeout(ctx, s.opts.StoreTimeout)
-	win, gnow, gerr := s.requestWindow(gctx, t.Workspace, t.Project, x.now)
-	cancelGuard()
+	ctx := x.c.Request().Context()
+	early := s.memory.Early(ctx, t.Workspace, t.Project, x.now) // before the body: it does not depend on it
+	body, aerr := s.readBody(x.c, x.lease)
+	if aerr != nil {
+		return aerr
+	}
+	if aerr := s.read(x, t, body); aerr != nil {
+		return aerr
+	}
+	x.turn = s.memory.Decide(ctx, early, x.tenant, x.info, x.now)
+	x.out = body
+	if !x.turn.Degraded {
+		s.place(x, body)
+	}
+	s.setBlockHeaders(x)
+	return nil
+}
 
-	body, aerr := s.readBody(c, x.lease)
-	if aerr != nil {
-		return aerr
-	}
+// read reads the body in the request's format, finds the providers that
+// serve it, and completes the tenant with what the body says: its agent
+// (the "user" field) and its conversation, unless the client named them.
+func (s *Server) read(x *exchange, t tenant.Tenant, body []byte) *apiError {
 	req, err := x.format.Read(body, t.Workspace+"\x00"+t.Project)
 	if err != nil {
 		return badBody(err)
@@ -121,95 +122,49 @@ func (s *Server) prepare(x *exchange) *apiError {
 		t.Session = conversationOf(x.info)
 	}
 	if t.Session != "" {
-		c.Response().Header().Set(HeaderConversation, t.Session)
+		x.c.Response().Header().Set(HeaderConversation, t.Session)
 	}
 	x.tenant = t
-
-	budget := storeBudget{parent: ctx, d: s.opts.StoreTimeout}
-	defer budget.end()
-	var entries []guard.Entry
-	var guardBlock, stopBlock wire.Block
-	x.degraded = gerr != nil
-	if gerr != nil {
-		s.storeFailed(ctx, "list_incidents", gerr)
-	} else {
-		// A new failure may make a pattern repeat, whether this request
-		// stored it or another one (a retry, another replica) just did.
-		failed, ok := s.recordToolErrors(&budget, t, x.info, x.now)
-		x.degraded = !ok
-		var events []loopEvent
-		var fresh []int
-		if ok {
-			x.loop, events, fresh = s.trackLoop(t, x.info)
-			x.degraded = !s.recordLoops(&budget, t, x.info.Model, events, x.now)
-		}
-		if !x.degraded && (failed > 0 || slices.ContainsFunc(events, func(e loopEvent) bool { return e.store })) {
-			win, gnow, gerr = s.requestWindow(budget.context(), t.Workspace, t.Project, gnow)
-		}
-		tallies := x.info.Tallies()
-		if !x.degraded && gerr == nil && s.learnFixes(&budget, t, win, x.info, tallies, fresh, x.now) {
-			// The fixes changed: the window shows them.
-			win, gnow, gerr = s.requestWindow(budget.context(), t.Workspace, t.Project, gnow)
-		}
-		if !x.degraded && gerr == nil {
-			x.win = win
-			entries, guardBlock, gerr = s.guardFor(&budget, win, t.Session, tallies, gnow)
-		}
-		if gerr != nil {
-			s.storeFailed(ctx, "list_incidents", gerr)
-			x.degraded = true
-		}
-		if !x.degraded && x.loop.Level > guard.LevelNone {
-			entries, guardBlock, stopBlock = s.loops.render(convRef{t.Workspace, t.Project, t.Session}, x.loop, entries, guardBlock)
-		}
-	}
-	var recallBlock wire.Block
-	if !x.degraded && x.info.Goal != "" {
-		x.matches, recallBlock = s.recallFor(t.Workspace, t.Project, x.info.Goal, x.info.Key)
-	}
-
-	x.out = body
-	h := c.Response().Header()
-	if x.degraded {
-		x.loop = guard.Loop{} // forwarded unchanged: no escalation either
-		s.metrics.degraded.Inc()
-		h.Set(HeaderDegraded, "store")
-		return s.setBlockHeaders(x)
-	}
-	x.entries = entries
-	// The rewrite keeps JSON valid (each format's fuzz target); a failure
-	// forwards the original bytes.
-	dst := *x.lease.Buf(len(body) + len(stopBlock.JSON) + len(guardBlock.JSON) + len(recallBlock.JSON) + 64)
-	rewritten, err := x.req.Inject(dst, body, stopBlock, guardBlock, recallBlock)
-	if err == nil && x.loop.Level >= guard.LevelHardStop {
-		// The hard stop: this turn, the model must answer in words.
-		rewritten, err = wire.SetMember(rewritten, "tool_choice", x.format.NoTools())
-	}
-	if err != nil {
-		// Never forward a body we may have broken: send the original.
-		s.log.Error("rewrite failed; forwarding the original body", "format", x.format.Name(), "workspace", t.Workspace, "project", t.Project, "err", err)
-		x.entries, x.matches, x.loop = nil, nil, guard.Loop{}
-	} else {
-		x.out = rewritten
-	}
-	return s.setBlockHeaders(x)
+	return nil
 }
 
-// setBlockHeaders says what the rewrite injected.
-func (s *Server) setBlockHeaders(x *exchange) *apiError {
-	h := x.c.Response().Header()
-	h.Set(HeaderGuard, strconv.Itoa(len(x.entries)))
-	h.Set(HeaderRecall, strconv.Itoa(len(x.matches)))
-	if x.loop.Level >= guard.LevelStop {
-		h.Set(HeaderLoop, guard.LevelName(x.loop.Level))
+// place writes the turn's blocks into the body forwarded. The rewrite
+// keeps JSON valid (each format's fuzz target); a failure forwards the
+// original bytes, and the turn places nothing.
+func (s *Server) place(x *exchange, body []byte) {
+	tu := &x.turn
+	dst := *x.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + 64)
+	out, err := x.req.Inject(dst, body, tu.Stop, tu.Guard, tu.Recall)
+	if err == nil && tu.Loop.Level >= guard.LevelHardStop {
+		// The hard stop: this turn, the model must answer in words.
+		out, err = wire.SetMember(out, "tool_choice", x.format.NoTools())
 	}
-	if len(x.entries) > 0 {
+	if err != nil {
+		s.log.Error("rewrite failed; forwarding the original body", "format", x.format.Name(), "workspace", x.tenant.Workspace, "project", x.tenant.Project, "err", err)
+		tu.Entries, tu.Matches, tu.Loop = nil, nil, guard.Loop{}
+		return
+	}
+	x.out = out
+}
+
+// setBlockHeaders says what the rewrite injected, or that the store failed.
+func (s *Server) setBlockHeaders(x *exchange) {
+	h := x.c.Response().Header()
+	if x.turn.Degraded {
+		s.metrics.degraded.Inc()
+		h.Set(HeaderDegraded, "store")
+	}
+	h.Set(HeaderGuard, strconv.Itoa(len(x.turn.Entries)))
+	h.Set(HeaderRecall, strconv.Itoa(len(x.turn.Matches)))
+	if x.turn.Loop.Level >= guard.LevelStop {
+		h.Set(HeaderLoop, guard.LevelName(x.turn.Loop.Level))
+	}
+	if len(x.turn.Entries) > 0 {
 		s.metrics.injectedGuard.Inc()
 	}
-	if len(x.matches) > 0 {
+	if len(x.turn.Matches) > 0 {
 		s.metrics.injectedRecall.Inc()
 	}
-	return nil
 }
 
 // conversationOf names the conversation of a request that does not name
@@ -250,12 +205,12 @@ func (s *Server) forward(x *exchange) (*upstream.Attempt, *upstream.Failure) {
 	chain := x.chain
 	// A request the store failed on is not captured: its tool failures
 	// may not all have been counted.
-	x.wantCapture = s.recall.AutoCapture && x.info.UsedTools() && x.info.Goal != "" && !x.degraded
+	x.wantCapture = s.memory.Recall().AutoCapture && x.info.UsedTools() && x.info.Goal != "" && !x.turn.Degraded
 	// Last use of what the format read of the body.
-	x.req.Forwarded(!x.degraded)
+	x.req.Forwarded(!x.turn.Degraded)
 	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
 	a, fail := upstream.Send(ctx, chain, ur, upstream.Hooks{Fallback: s.countFallback, Failed: func(pf upstream.ProviderFailure) {
-		if !s.record(ctx, t, x.info.Model, pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
+		if !s.memory.Record(ctx, t, x.info.Model, pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
 			// Nothing is sent before send returns: the answer, the
 			// provider's or the proxy's own, says the failure went unrecorded.
 			c.Response().Header().Set(HeaderDegraded, "store")
@@ -316,22 +271,22 @@ func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 			c.Response().Flush()
 		}
 		s.count(route, fl.Status, prov)
-		s.record(ctx, t, info.Model, prov, typ, fl.Status, fl.Message)
+		s.memory.Record(ctx, t, info.Model, prov, typ, fl.Status, fl.Message)
 		return
 	}
 	s.count(route, a.Res.StatusCode, prov)
 	out := obs.Outcome()
 	if out.Failure == "" {
-		s.providerAnswered(x, prov)
+		s.memory.ProviderAnswered(&x.turn, prov)
 	}
 	switch {
 	case out.Failure != "" && sse:
-		s.record(ctx, t, info.Model, prov, store.TypeStreamError, a.Res.StatusCode, out.Failure)
+		s.memory.Record(ctx, t, info.Model, prov, store.TypeStreamError, a.Res.StatusCode, out.Failure)
 	case out.Failure != "":
 		// A 2xx answer that says it failed (a Responses API response
 		// whose status is failed or incomplete).
-		s.record(ctx, t, info.Model, prov, store.TypeHTTPError, a.Res.StatusCode, out.Failure)
+		s.memory.Record(ctx, t, info.Model, prov, store.TypeHTTPError, a.Res.StatusCode, out.Failure)
 	case x.wantCapture && out.Final:
-		s.capture(t, info, out.Answer)
+		s.memory.Capture(t, info, out.Answer)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -284,7 +285,7 @@ func cmdGuard(ctx context.Context, args []string, getenv func(string) string, st
 	now := time.Now()
 	incs, err := st.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: c.workspace, Project: c.project, Session: *session,
-		Since: now.Add(-cfg.Guard.Window), Limit: proxy.DefaultGuardReadLimit,
+		Since: now.Add(-cfg.Guard.Window), Limit: memory.DefaultGuardReadLimit,
 	})
 	if err != nil {
 		return err

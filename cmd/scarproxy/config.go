@@ -14,8 +14,8 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
-	"github.com/scarproxy/scarproxy/proxy"
 	"github.com/scarproxy/scarproxy/proxy/body"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"go.yaml.in/yaml/v3"
@@ -136,13 +136,13 @@ func Default() Config {
 		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
 		Store:           StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second, ReplicaDelay: 5 * time.Millisecond},
 		Retention: RetentionConfig{
-			MaxAge:                   proxy.DefaultRetentionMaxAge,
+			MaxAge:                   memory.DefaultRetentionMaxAge,
 			MaxPerTenant:             100_000,
-			SolutionsMaxAge:          proxy.DefaultRetentionSolutionsMaxAge,
-			SolutionsMaxPerWorkspace: proxy.DefaultRetentionSolutionsMaxPerWorkspace,
-			FixesMaxAge:              proxy.DefaultRetentionFixesMaxAge,
-			FixesMaxPerProject:       proxy.DefaultRetentionFixesMaxPerProject,
-			Every:                    proxy.DefaultRetentionEvery,
+			SolutionsMaxAge:          memory.DefaultRetentionSolutionsMaxAge,
+			SolutionsMaxPerWorkspace: memory.DefaultRetentionSolutionsMaxPerWorkspace,
+			FixesMaxAge:              memory.DefaultRetentionFixesMaxAge,
+			FixesMaxPerProject:       memory.DefaultRetentionFixesMaxPerProject,
+			Every:                    memory.DefaultRetentionEvery,
 		},
 		Guard:  guard.DefaultConfig(),
 		Recall: recall.DefaultConfig(),

@@ -18,6 +18,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -130,18 +131,23 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 	}
 	rc := cfg.Recall
 	return proxy.New(ctx, proxy.Options{
-		Router: router, Store: st, Guard: g, Recall: &rc, Logger: log,
-		MaxBodyBytes:     cfg.MaxBodyBytes,
-		DefaultWorkspace: cfg.Tenant.DefaultWorkspace, DefaultProject: cfg.Tenant.DefaultProject,
-		GatewayKeys: keys, AdminToken: adminToken,
-		RetentionMaxAge: cfg.Retention.MaxAge, RetentionMaxPerTenant: cfg.Retention.MaxPerTenant,
-		RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
-		RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
-		RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
-		RetentionFixesMaxAge:              cfg.Retention.FixesMaxAge,
-		RetentionFixesMaxPerProject:       cfg.Retention.FixesMaxPerProject,
-		MaxBodyBytesInFlight:              cfg.Server.MaxBodyBytesInFlight,
-		Version:                           version,
+		Router: router,
+		Options: memory.Options{
+			Store: st, Guard: g, Recall: &rc, Logger: log,
+			RetentionMaxAge: cfg.Retention.MaxAge, RetentionMaxPerTenant: cfg.Retention.MaxPerTenant,
+			RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
+			RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
+			RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
+			RetentionFixesMaxAge:              cfg.Retention.FixesMaxAge,
+			RetentionFixesMaxPerProject:       cfg.Retention.FixesMaxPerProject,
+		},
+		Config: tenant.Config{
+			DefaultWorkspace: cfg.Tenant.DefaultWorkspace, DefaultProject: cfg.Tenant.DefaultProject,
+			GatewayKeys: keys, AdminToken: adminToken,
+		},
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		MaxBodyBytesInFlight: cfg.Server.MaxBodyBytesInFlight,
+		Version:              version,
 	})
 }
 

@@ -75,9 +75,9 @@ type Config struct {
 	// DefaultWorkspace and DefaultProject apply when neither the path nor
 	// headers name them. Empty means [DefaultName].
 	DefaultWorkspace, DefaultProject string
-	// Keys, when set, make a valid key mandatory on the proxied routes and
+	// GatewayKeys, when set, make a valid key mandatory on the proxied routes and
 	// decide the workspace.
-	Keys []Key
+	GatewayKeys []Key
 	// AdminToken, when set, is required (as a bearer token) by the memory
 	// API, MCP and the dashboard; a gateway key may use them for its own
 	// workspace.
@@ -94,7 +94,7 @@ func New(c Config) (*Policy, error) {
 	if p.defaultProject == "" {
 		p.defaultProject = DefaultName
 	}
-	keys := c.Keys
+	keys := c.GatewayKeys
 	for _, d := range []struct{ name, v string }{{"DefaultWorkspace", p.defaultWorkspace}, {"DefaultProject", p.defaultProject}} {
 		if err := ValidName(d.v); err != nil {
 			return nil, fmt.Errorf("tenant: %s: %v", d.name, err)

@@ -17,7 +17,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyed, err := New(Config{Keys: []Key{{SHA256: sum("key-a"), Workspace: "team-a", Projects: []string{"api"}}}})
+	keyed, err := New(Config{GatewayKeys: []Key{{SHA256: sum("key-a"), Workspace: "team-a", Projects: []string{"api"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,8 @@ func TestNewRejects(t *testing.T) {
 	for _, c := range []Config{
 		{DefaultWorkspace: "my team"},
 		{DefaultProject: "a/b"},
-		{Keys: []Key{{SHA256: "not hex", Workspace: "w"}}},
-		{Keys: []Key{{SHA256: sum("k"), Workspace: ""}}},
+		{GatewayKeys: []Key{{SHA256: "not hex", Workspace: "w"}}},
+		{GatewayKeys: []Key{{SHA256: sum("k"), Workspace: ""}}},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) accepted it", c)
@@ -75,7 +75,7 @@ func TestNewRejects(t *testing.T) {
 }
 
 func TestAuthorizeAndScope(t *testing.T) {
-	p, err := New(Config{AdminToken: "admin", Keys: []Key{{SHA256: sum("key-a"), Workspace: "team-a", Projects: []string{"api"}}}})
+	p, err := New(Config{AdminToken: "admin", GatewayKeys: []Key{{SHA256: sum("key-a"), Workspace: "team-a", Projects: []string{"api"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package memory
 
 import (
 	"slices"
@@ -16,7 +16,7 @@ import (
 // Caps on the stored text of a fix (bytes, after redaction).
 const (
 	maxFixFailure     = maxIncidentMessage // the failure's example, as an incident's message
-	maxFixCall        = 2000               // the successful call's arguments
+	MaxFixCall        = 2000               // the successful call's arguments
 	maxFixExplanation = 1000               // the assistant's note with that call
 )
 
@@ -32,12 +32,12 @@ func fixKey(pattern, fingerprint, tool string) string {
 	return "f:" + tool + "|" + fingerprint
 }
 
-// matchFixes returns the fixes that apply to a failure of the given
+// MatchFixes returns the fixes that apply to a failure of the given
 // pattern and fingerprint: first those learned for the same fingerprint
 // (when fingerprint is not empty), then those learned for the same named
 // pattern (never on guard.RepeatedPattern alone), each group most recently
 // updated first (the same Updated: higher ID first), each fix once.
-func matchFixes(fixes []store.Fix, pattern, fingerprint string) []store.Fix {
+func MatchFixes(fixes []store.Fix, pattern, fingerprint string) []store.Fix {
 	named := pattern != "" && pattern != guard.RepeatedPattern
 	var byFP, byPattern []store.Fix
 	seen := make(map[string]bool)
@@ -64,18 +64,18 @@ func matchFixes(fixes []store.Fix, pattern, fingerprint string) []store.Fix {
 	return slices.Concat(byFP, byPattern)
 }
 
-// prepareFix makes f ready to store: its failure, call and explanation
+// PrepareFix makes f ready to store: its failure, call and explanation
 // redacted and capped; when not set, its Pattern classified from the
 // failure as a tool error (guard.RepeatedPattern when no pattern
 // matches), its Fingerprint that of the failure as stored (as an
 // incident's), and its Key derived by fixKey.
-func (s *Server) prepareFix(f *store.Fix) {
+func (m *Memory) PrepareFix(f *store.Fix) {
 	f.Failure = redactCapped(f.Failure, maxFixFailure)
-	f.Call = redactCapped(f.Call, maxFixCall)
+	f.Call = redactCapped(f.Call, MaxFixCall)
 	f.Explanation = redactCapped(f.Explanation, maxFixExplanation)
 	if f.Pattern == "" {
 		f.Pattern = guard.RepeatedPattern
-		if label, ok := s.guard.Classify(store.TypeToolError, 0, f.Failure); ok {
+		if label, ok := m.guard.Classify(store.TypeToolError, 0, f.Failure); ok {
 			f.Pattern = label
 		}
 	}
@@ -100,3 +100,8 @@ func redactCapped(s string, max int) string {
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
+
+// StoredMessage is what an incident stores of a failure's message: redacted,
+// capped and valid UTF-8; its fingerprint (guard.Fingerprint) is the one the
+// failure's incidents and fixes get.
+func StoredMessage(message string) string { return redactCapped(message, maxIncidentMessage) }

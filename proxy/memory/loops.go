@@ -1,4 +1,4 @@
-package proxy
+package memory
 
 import (
 	"hash/maphash"
@@ -187,14 +187,14 @@ type loopEvent struct {
 // conversation's tail and returns the conversation's loop, with the
 // events to record, and which of info.ToolResults were new to the tail.
 // Without new results the loop is the one found before.
-func (s *Server) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
+func (m *Memory) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
 	if t.Session == "" || len(info.ToolResults) == 0 {
 		if t.Session == "" {
 			return guard.Loop{}, nil, nil
 		}
-		return s.loops.peek(convRef{t.Workspace, t.Project, t.Session}), nil, nil
+		return m.loops.peek(convRef{t.Workspace, t.Project, t.Session}), nil, nil
 	}
-	c := s.loops.get(convRef{t.Workspace, t.Project, t.Session})
+	c := m.loops.get(convRef{t.Workspace, t.Project, t.Session})
 	results := info.ToolResults
 	// A body that re-sends the whole history holds the tail's results and
 	// older ones: only its latest ones can be new.
@@ -211,7 +211,7 @@ func (s *Server) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, e
 			continue
 		}
 		if !definedRead {
-			if h := maphash.Bytes(s.loops.seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
+			if h := maphash.Bytes(m.loops.seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
 				c.defsHash, c.defined = h, wire.DefinedTools(info.ToolDefs)
 			}
 			defined, definedRead = c.defined, true
@@ -220,7 +220,7 @@ func (s *Server) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, e
 		st := guard.Step{
 			Tool:   tr.Name,
 			Args:   wire.CallArgs(tr.Args),
-			Result: maphash.String(s.loops.seed, text),
+			Result: maphash.String(m.loops.seed, text),
 			Failed: tr.Failed,
 			// A request that defines no tools says nothing of which exist.
 			Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
@@ -251,7 +251,7 @@ func (s *Server) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, e
 		return c.loop, nil, nil
 	}
 	prev := c.loop
-	c.loop = s.guard.DetectLoop(c.steps)
+	c.loop = m.guard.DetectLoop(c.steps)
 	if prev.Level > guard.LevelNone && prev.Key() != c.loop.Key() {
 		events = append(events, loopEvent{loop: prev, level: "broken", store: c.levels[prev.Key()] >= firstRecorded(prev)})
 	}
@@ -282,20 +282,20 @@ func firstRecorded(l guard.Loop) int {
 // recordLoops stores a conversation's loop events as incidents of type
 // loop, each once per conversation (a retry, or another replica, does not
 // store it again), and counts them.
-func (s *Server) recordLoops(budget *storeBudget, t tenant.Tenant, model string, events []loopEvent, now time.Time) bool {
+func (m *Memory) recordLoops(budget *storeBudget, t tenant.Tenant, model string, events []loopEvent, now time.Time) bool {
 	for _, ev := range events {
-		s.metrics.loops.WithLabelValues(ev.level).Inc()
+		m.metrics.loops.WithLabelValues(ev.level).Inc()
 		if !ev.store {
 			continue
 		}
-		inc := s.incident(t, model, "", store.TypeLoop, 0, loopMessage(ev.loop), now)
+		inc := m.Incident(t, model, "", store.TypeLoop, 0, loopMessage(ev.loop), now)
 		inc.Code = ev.level
 		dedupe := "loop|" + t.Session + "|" + ev.level + "|" + ev.loop.Key()
-		if _, err := s.writeIncident(budget.context(), inc, dedupe, false); err != nil {
-			s.storeFailed(budget.parent, "add_incident", err)
+		if _, err := m.writeIncident(budget.context(), inc, dedupe, false); err != nil {
+			m.StoreFailed(budget.parent, "add_incident", err)
 			return false
 		}
-		s.log.Info("loop", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+		m.log.Info("loop", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 			"kind", ev.loop.Kind, "level", ev.level, "count", ev.loop.Count)
 	}
 	return true

@@ -1,4 +1,4 @@
-package proxy
+package memory
 
 import (
 	"slices"
@@ -21,11 +21,11 @@ import (
 // (indexes into info.ToolResults new to the conversation) and reports
 // whether it stored any. A fix already stored as it is is not written
 // again.
-func (s *Server) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow, info *wire.Info, tallies []wire.ToolTally, fresh []int, now time.Time) bool {
+func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow, info *wire.Info, tallies []wire.ToolTally, fresh []int, now time.Time) bool {
 	if t.Session == "" || len(fresh) == 0 {
 		return false
 	}
-	minRepeats := s.guard.MinRepeats()
+	minRepeats := m.guard.MinRepeats()
 	stored := false
 	done := map[string]bool{} // tools handled: the first success of each counts
 	for _, i := range fresh {
@@ -43,7 +43,7 @@ func (s *Server) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 		// Once per conversation and count of failures on this replica:
 		// the same success re-sent, or another success after no new
 		// failure, has nothing new to teach.
-		if !s.loops.firstLearn(convRef{t.Workspace, t.Project, t.Session}, tr.Name, tallies[j].Failures) {
+		if !m.loops.firstLearn(convRef{t.Workspace, t.Project, t.Session}, tr.Name, tallies[j].Failures) {
 			continue
 		}
 		var failures []store.Incident
@@ -57,7 +57,7 @@ func (s *Server) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 		}
 		call := wire.CallArgs(tr.Args)
 		note := wire.NoteText(tr.Note)
-		for _, e := range s.guard.Detect(failures, now) {
+		for _, e := range m.guard.Detect(failures, now) {
 			f := store.Fix{
 				Workspace: t.Workspace, Project: t.Project, Pattern: e.Pattern, Fingerprint: e.Fingerprint,
 				Tool: tr.Name, Failure: e.Example, Call: call, Explanation: note, Failures: e.Count, Session: t.Session,
@@ -65,19 +65,19 @@ func (s *Server) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 			if f.Failure == "" {
 				f.Failure = newestOf(failures, e).Message
 			}
-			s.prepareFix(&f)
+			m.PrepareFix(&f)
 			if i := slices.IndexFunc(w.fixes, func(o store.Fix) bool { return o.Key == f.Key }); i >= 0 {
 				o := &w.fixes[i]
 				if o.Call == f.Call && o.Explanation == f.Explanation && o.Failures == f.Failures {
 					continue // known as it is
 				}
 			}
-			if err := s.store.PutFix(budget.context(), &f); err != nil {
-				s.storeFailed(budget.parent, "put_fix", err)
+			if err := m.store.PutFix(budget.context(), &f); err != nil {
+				m.StoreFailed(budget.parent, "put_fix", err)
 				return stored
 			}
 			stored = true
-			s.log.Info("fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+			m.log.Info("fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 				"tool", tr.Name, "pattern", e.Pattern, "failures", e.Count)
 		}
 	}
@@ -106,12 +106,12 @@ func newestOf(failures []store.Incident, e guard.Entry) store.Incident {
 // repeated and those a learned fix applies to, each with its fix: the
 // newest fix of the same fingerprint, else of the same named pattern and
 // one of the entry's tools.
-func (s *Server) withFixes(entries []guard.Entry, fixes []store.Fix) []guard.Entry {
-	minRepeats := s.guard.MinRepeats()
+func (m *Memory) withFixes(entries []guard.Entry, fixes []store.Fix) []guard.Entry {
+	minRepeats := m.guard.MinRepeats()
 	out := entries[:0]
 	for _, e := range entries {
 		if e.Provider == "" && len(e.Tools) > 0 && len(fixes) > 0 {
-			for _, f := range matchFixes(fixes, e.Pattern, e.Fingerprint) {
+			for _, f := range MatchFixes(fixes, e.Pattern, e.Fingerprint) {
 				if f.Fingerprint == e.Fingerprint && e.Fingerprint != "" || slices.Contains(e.Tools, f.Tool) {
 					e.Fixed = &guard.Fixed{Tool: f.Tool, Call: f.Call, Note: f.Explanation}
 					break

@@ -1,14 +1,11 @@
-package proxy
+package memory
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/scarproxy/scarproxy/proxy/wire"
-	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -42,7 +39,7 @@ import (
 // hold before it returns.
 //
 // What a kill -9 loses: the captures still queued (at most
-// captureQueueSize), and the incidents of the batch being written and of
+// CaptureQueueSize), and the incidents of the batch being written and of
 // the queue (at most incidentQueueBound = incidentQueueSize +
 // incidentBatchMax). A failure that is lost so had its answer sent (while
 // the store was committing), or its request was still waiting. A write
@@ -57,17 +54,17 @@ import (
 // waits for is written at once.
 const incidentGather = 5 * time.Millisecond
 
-// captureSyncEvery is how often, at most, captured solutions are written
+// CaptureSyncEvery is how often, at most, captured solutions are written
 // and the recall index follows them while more keep coming (see
 // captureQueue.loop).
-const captureSyncEvery = 100 * time.Millisecond
+const CaptureSyncEvery = 100 * time.Millisecond
 
 // Queue sizes.
 const (
 	incidentQueueSize  = 4096
 	incidentBatchMax   = 256 // incidents per transaction
 	incidentQueueBound = incidentQueueSize + incidentBatchMax
-	captureQueueSize   = 4096
+	CaptureQueueSize   = 4096
 )
 
 // errWriterClosed is returned for a write submitted after Shutdown.
@@ -87,7 +84,7 @@ type pendingWrite struct {
 
 // incidentWriter stores incidents in batches, one transaction at a time.
 type incidentWriter struct {
-	s     *Server
+	m     *Memory
 	queue chan *pendingWrite
 
 	// The store's health, as the last batches saw it.
@@ -106,8 +103,8 @@ type incidentWriter struct {
 	done   chan struct{} // closed when the loop has stored everything and ended
 }
 
-func newIncidentWriter(s *Server) *incidentWriter {
-	w := &incidentWriter{s: s, queue: make(chan *pendingWrite, incidentQueueSize), done: make(chan struct{})}
+func newIncidentWriter(m *Memory) *incidentWriter {
+	w := &incidentWriter{m: m, queue: make(chan *pendingWrite, incidentQueueSize), done: make(chan struct{})}
 	w.idle = sync.NewCond(&w.countMu)
 	go w.loop()
 	return w
@@ -167,7 +164,7 @@ func (w *incidentWriter) committing() bool {
 	if w.failed || w.lastOK.IsZero() || now.Sub(w.lastOK) > healthyFor {
 		return false
 	}
-	return w.started.IsZero() || now.Sub(w.started) < w.s.opts.StoreTimeout/4
+	return w.started.IsZero() || now.Sub(w.started) < w.m.opts.StoreTimeout/4
 }
 
 // close stops new writes and waits, until ctx ends, for the queued ones to
@@ -236,19 +233,19 @@ func (w *incidentWriter) loop() {
 // what it changed, and then tells each writer the outcome: a request that
 // waited for its incident finds it in the guard.
 func (w *incidentWriter) write(batch []*pendingWrite) {
-	s := w.s
+	m := w.m
 	w.healthMu.Lock()
 	w.started = time.Now()
 	w.healthMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StoreTimeout)
 	defer cancel()
 	writes := make([]store.IncidentWrite, len(batch))
 	for i, p := range batch {
 		inc := p.inc
 		writes[i] = store.IncidentWrite{Incident: &inc, DedupeKey: p.dedupe}
 	}
-	s.guardCache.writingBatch(batch)
-	steps, err := s.store.AddIncidents(ctx, writes)
+	m.guardCache.writingBatch(batch)
+	steps, err := m.store.AddIncidents(ctx, writes)
 	w.healthMu.Lock()
 	w.started, w.failed = time.Time{}, err != nil
 	if err == nil {
@@ -258,14 +255,14 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 	for i, p := range batch {
 		p.stored, p.err = writes[i].Stored, err
 		if p.stored {
-			s.countIncident(writes[i].Incident)
+			m.CountIncident(writes[i].Incident)
 		}
 	}
 	if err != nil {
-		s.metrics.storeErrs.WithLabelValues("write_incidents").Add(float64(len(batch)))
-		s.log.Warn("storing incidents failed; they are lost", "count", len(batch), "err", err)
+		m.metrics.storeErrs.WithLabelValues("write_incidents").Add(float64(len(batch)))
+		m.log.Warn("storing incidents failed; they are lost", "count", len(batch), "err", err)
 	}
-	s.guardCache.committed(batch, writes, steps)
+	m.guardCache.committed(batch, writes, steps)
 	for _, p := range batch {
 		close(p.done)
 	}
@@ -279,10 +276,10 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 // is dated as it joins them, see guardCache.addPending), and
 // writeIncident returns once it is queued while the store is committing
 // (see the top of this file): then it reports true.
-func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
+func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
 	p := &pendingWrite{dedupe: dedupe, shown: show, done: make(chan struct{})}
 	if show {
-		if err := s.guardCache.addPending(p, inc, s.opts.Now); err != nil {
+		if err := m.guardCache.addPending(p, inc, m.opts.Now); err != nil {
 			return false, err
 		}
 	} else {
@@ -291,11 +288,11 @@ func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 		}
 		p.inc = *inc
 	}
-	wait := !show || !s.writer.committing()
+	wait := !show || !m.writer.committing()
 	p.waited = wait
-	if err := s.writer.submit(ctx, p); err != nil {
+	if err := m.writer.submit(ctx, p); err != nil {
 		if show {
-			s.guardCache.dropPending(p)
+			m.guardCache.dropPending(p)
 		}
 		return false, err
 	}
@@ -312,199 +309,23 @@ func (s *Server) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 	}
 }
 
-// solutionCapture is what a final answer says of its conversation, on
-// its way to the store: the queue builds the solution of the last capture
-// of each conversation it holds (recall.AutoSolution), not of every one.
-type solutionCapture struct {
-	conv    recall.Conversation // but Recovered, which solution derives from tallies
-	tallies []wire.ToolTally    // no tool's latest result failed
-	at      time.Time
-}
-
-// solution builds the solution c captures.
-func (c *solutionCapture) solution() store.Solution {
-	conv := c.conv
-	conv.Recovered = make(map[string]int, len(c.tallies))
-	for _, tl := range c.tallies {
-		conv.Recovered[tl.Name] = tl.Failures
-	}
-	return recall.AutoSolution(conv, c.at)
-}
-
-// captureQueue stores captured solutions in the background.
-type captureQueue struct {
-	s     *Server
-	queue chan solutionCapture
-	// The gathering's clock and timer: time.Now and time.After.
-	clock func() time.Time
-	after func(time.Duration) <-chan time.Time
-
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{} // closed by close: stop gathering, store what is left
-	done    chan struct{}
-	// Captures queued or being stored, and their cond (signalled at 0).
-	countMu sync.Mutex
-	count   int
-	idle    *sync.Cond
-}
-
-func newCaptureQueue(s *Server) *captureQueue {
-	q := &captureQueue{s: s, queue: make(chan solutionCapture, captureQueueSize), clock: time.Now, after: time.After,
-		closing: make(chan struct{}), done: make(chan struct{})}
-	q.idle = sync.NewCond(&q.countMu)
-	go q.loop()
-	return q
-}
-
-// add queues a capture; it never waits. It reports false when the capture
-// was dropped (the queue is full, or shut down).
-func (q *captureQueue) add(c solutionCapture) bool {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		return false
-	}
-	q.counted(1)
-	select {
-	case q.queue <- c:
-		return true
-	default:
-		q.counted(-1)
-		return false
-	}
-}
-
-func (q *captureQueue) counted(n int) {
-	q.countMu.Lock()
-	q.count += n
-	if q.count == 0 {
-		q.idle.Broadcast()
-	}
-	q.countMu.Unlock()
-}
-
-// wait returns once no capture is queued or being stored.
-func (q *captureQueue) wait() {
-	q.countMu.Lock()
-	for q.count > 0 {
-		q.idle.Wait()
-	}
-	q.countMu.Unlock()
-}
-
-func (q *captureQueue) close(ctx context.Context) error {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.queue)
-		close(q.closing)
-	}
-	q.mu.Unlock()
-	select {
-	case <-q.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// loop stores what the queue holds in one transaction, the last capture
-// of each conversation only, then brings the recall index up to date for
-// all it stored. Captures that come within captureSyncEvery of the last
-// write gather until then: a stream of them (a chat agent ends every
-// turn in a final answer) costs one commit and one index sync per
-// captureSyncEvery, not one per answer, and every sync, which moves the
-// index's version and with it every conversation's cached recall, comes
-// as seldom. A capture after a quiet spell is written at once.
-func (q *captureQueue) loop() {
-	defer close(q.done)
-	s := q.s
-	var batch []solutionCapture
-	var lastPut time.Time
-	for c := range q.queue {
-		if wait := captureSyncEvery - q.clock().Sub(lastPut); !lastPut.IsZero() && wait > 0 {
-			select {
-			case <-q.after(wait):
-			case <-q.closing:
-			}
-		}
-		batch = append(batch[:0], c)
-	drain:
-		for {
-			select {
-			case c, ok := <-q.queue:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, c)
-			default:
-				break drain
-			}
-		}
-		last := make(map[[3]string]int, len(batch))
-		for i := range batch {
-			cv := &batch[i].conv
-			last[[3]string{cv.Workspace, cv.Project, cv.Key}] = i
-		}
-		var put []store.Solution
-		for i := range batch {
-			c := &batch[i]
-			if last[[3]string{c.conv.Workspace, c.conv.Project, c.conv.Key}] != i {
-				continue // a later capture of the conversation says more
-			}
-			// The memo compares what the conversation said, which
-			// redaction maps to the same stored text every time.
-			if sol := c.solution(); s.captured.changed(&sol) {
-				put = append(put, sol)
-			}
-		}
-		if q.put(put) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
-			if err := s.syncIndex(ctx); err != nil {
-				s.log.Warn("recall index sync after capture failed", "err", err)
-			}
-			cancel()
-			lastPut = q.clock()
-		}
-		clear(batch)
-		q.counted(-len(batch))
-	}
-}
-
-// put redacts and stores sols in one transaction and returns how many it
-// stored: all or none.
-func (q *captureQueue) put(sols []store.Solution) int {
-	if len(sols) == 0 {
-		return 0
-	}
-	s := q.s
-	keys := slices.Clone(sols) // what the memo knows them by, before redaction
-	ptrs := make([]*store.Solution, len(sols))
-	for i := range sols {
-		redactSolution(&sols[i])
-		ptrs[i] = &sols[i]
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.StoreTimeout)
-	defer cancel()
-	if err := s.store.PutSolutions(ctx, ptrs); err != nil {
-		s.storeFailed(context.Background(), "put_solution", err)
-		for i := range keys {
-			s.captured.forget(&keys[i])
-		}
-		return 0
-	}
-	return len(sols)
-}
-
 // Shutdown stops the background writers after they stored what their
 // queues hold, or when ctx ends (then what is left is lost). Call it once
 // no request is in flight (after http.Server.Shutdown): later captures are
 // dropped and later incidents fail to record.
-func (s *Server) Shutdown(ctx context.Context) error {
+func (m *Memory) Shutdown(ctx context.Context) error {
 	var err error
-	s.shutdownOnce.Do(func() {
-		err = errors.Join(s.captures.close(ctx), s.writer.close(ctx))
+	m.shutdownOnce.Do(func() {
+		err = errors.Join(m.captures.close(ctx), m.writer.close(ctx))
 	})
 	return err
+}
+
+// Wait returns once every incident write and every capture queued so far
+// has ended (stored, or failed): what a request recorded is then in the
+// store. It never waits for a duration; it waits forever on a store that
+// hangs past its timeout only if the store ignores its context.
+func (m *Memory) Wait() {
+	m.writer.wait()
+	m.captures.wait()
 }

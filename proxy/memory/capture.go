@@ -1,0 +1,291 @@
+package memory
+
+import (
+	"context"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// Capture stores the solution of a conversation that finished well, in
+// the background (the capture queue, writer.go, builds, redacts and
+// writes it). A conversation is captured only when it ended well: a final
+// answer, and the latest result of every tool it called succeeded (a run
+// that gave up after a failure is no solution). Secrets in what is stored
+// are redacted; a capture that would store what the last one of the
+// conversation stored writes nothing.
+func (m *Memory) Capture(t tenant.Tenant, info *wire.Info, answer string) {
+	tallies := info.Tallies()
+	for _, tl := range tallies {
+		if tl.LastFailed {
+			m.metrics.captureSkipped.Inc()
+			return
+		}
+	}
+	// The queue keeps what it is given: info's slices are the request's
+	// (a format's memo may hand them to the conversation's next turn).
+	c := solutionCapture{conv: recall.Conversation{Workspace: t.Workspace, Project: t.Project, Key: info.Key,
+		Goal: info.Goal, Tools: slices.Clone(info.Tools), FinalAnswer: answer}, tallies: tallies, at: m.opts.Now()}
+	if !m.captures.add(c) {
+		m.metrics.captureDropped.Inc()
+	}
+}
+
+// RedactSolution removes secrets from every text field of a solution.
+func RedactSolution(sol *store.Solution) {
+	sol.Goal = guard.Redact(sol.Goal)
+	sol.Approach = guard.Redact(sol.Approach)
+	sol.Outcome = guard.Redact(sol.Outcome)
+}
+
+// captureMemo remembers, per tenant and conversation, a hash of the
+// solution last captured, so that the turns of a finished conversation
+// (an agent often answers again and again in words) do not rewrite the
+// same solution. It is bounded like the seen set: two generations.
+type captureMemo struct {
+	seed      maphash.Seed
+	mu        sync.Mutex
+	max       int
+	cur, prev map[uint64]uint64 // hash of (workspace, key) -> hash of the content
+}
+
+func newCaptureMemo(max int) *captureMemo {
+	return &captureMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]uint64)}
+}
+
+func (m *captureMemo) hashes(sol *store.Solution) (k, v uint64) {
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	for _, f := range []string{sol.Workspace, sol.Project, sol.Key} {
+		h.WriteString(f)
+		h.WriteByte(0)
+	}
+	k = h.Sum64()
+	for _, f := range []string{sol.Goal, sol.Approach, sol.Outcome, strconv.FormatFloat(sol.Confidence, 'g', -1, 64)} {
+		h.WriteString(f)
+		h.WriteByte(0)
+	}
+	return k, h.Sum64()
+}
+
+// changed reports whether sol differs from what was last captured under
+// its key, and remembers it.
+func (m *captureMemo) changed(sol *store.Solution) bool {
+	k, v := m.hashes(sol)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.cur[k]
+	if !ok {
+		old, ok = m.prev[k]
+	}
+	if ok && old == v {
+		return false
+	}
+	if len(m.cur) >= m.max {
+		m.prev, m.cur = m.cur, make(map[uint64]uint64, m.max)
+	}
+	m.cur[k] = v
+	return true
+}
+
+// forget drops what changed remembered of sol (its write failed).
+func (m *captureMemo) forget(sol *store.Solution) {
+	k, _ := m.hashes(sol)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.cur, k)
+	delete(m.prev, k)
+}
+
+// solutionCapture is what a final answer says of its conversation, on
+// its way to the store: the queue builds the solution of the last capture
+// of each conversation it holds (recall.AutoSolution), not of every one.
+type solutionCapture struct {
+	conv    recall.Conversation // but Recovered, which solution derives from tallies
+	tallies []wire.ToolTally    // no tool's latest result failed
+	at      time.Time
+}
+
+// solution builds the solution c captures.
+func (c *solutionCapture) solution() store.Solution {
+	conv := c.conv
+	conv.Recovered = make(map[string]int, len(c.tallies))
+	for _, tl := range c.tallies {
+		conv.Recovered[tl.Name] = tl.Failures
+	}
+	return recall.AutoSolution(conv, c.at)
+}
+
+// captureQueue stores captured solutions in the background.
+type captureQueue struct {
+	m     *Memory
+	queue chan solutionCapture
+	// The gathering's clock and timer: time.Now and time.After.
+	clock func() time.Time
+	after func(time.Duration) <-chan time.Time
+
+	mu      sync.RWMutex
+	closed  bool
+	closing chan struct{} // closed by close: stop gathering, store what is left
+	done    chan struct{}
+	// Captures queued or being stored, and their cond (signalled at 0).
+	countMu sync.Mutex
+	count   int
+	idle    *sync.Cond
+}
+
+func newCaptureQueue(m *Memory) *captureQueue {
+	q := &captureQueue{m: m, queue: make(chan solutionCapture, CaptureQueueSize), clock: time.Now, after: time.After,
+		closing: make(chan struct{}), done: make(chan struct{})}
+	q.idle = sync.NewCond(&q.countMu)
+	go q.loop()
+	return q
+}
+
+// add queues a capture; it never waits. It reports false when the capture
+// was dropped (the queue is full, or shut down).
+func (q *captureQueue) add(c solutionCapture) bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		return false
+	}
+	q.counted(1)
+	select {
+	case q.queue <- c:
+		return true
+	default:
+		q.counted(-1)
+		return false
+	}
+}
+
+func (q *captureQueue) counted(n int) {
+	q.countMu.Lock()
+	q.count += n
+	if q.count == 0 {
+		q.idle.Broadcast()
+	}
+	q.countMu.Unlock()
+}
+
+// wait returns once no capture is queued or being stored.
+func (q *captureQueue) wait() {
+	q.countMu.Lock()
+	for q.count > 0 {
+		q.idle.Wait()
+	}
+	q.countMu.Unlock()
+}
+
+func (q *captureQueue) close(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.queue)
+		close(q.closing)
+	}
+	q.mu.Unlock()
+	select {
+	case <-q.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loop stores what the queue holds in one transaction, the last capture
+// of each conversation only, then brings the recall index up to date for
+// all it stored. Captures that come within CaptureSyncEvery of the last
+// write gather until then: a stream of them (a chat agent ends every
+// turn in a final answer) costs one commit and one index sync per
+// CaptureSyncEvery, not one per answer, and every sync, which moves the
+// index's version and with it every conversation's cached recall, comes
+// as seldom. A capture after a quiet spell is written at once.
+func (q *captureQueue) loop() {
+	defer close(q.done)
+	m := q.m
+	var batch []solutionCapture
+	var lastPut time.Time
+	for c := range q.queue {
+		if wait := CaptureSyncEvery - q.clock().Sub(lastPut); !lastPut.IsZero() && wait > 0 {
+			select {
+			case <-q.after(wait):
+			case <-q.closing:
+			}
+		}
+		batch = append(batch[:0], c)
+	drain:
+		for {
+			select {
+			case c, ok := <-q.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, c)
+			default:
+				break drain
+			}
+		}
+		last := make(map[[3]string]int, len(batch))
+		for i := range batch {
+			cv := &batch[i].conv
+			last[[3]string{cv.Workspace, cv.Project, cv.Key}] = i
+		}
+		var put []store.Solution
+		for i := range batch {
+			c := &batch[i]
+			if last[[3]string{c.conv.Workspace, c.conv.Project, c.conv.Key}] != i {
+				continue // a later capture of the conversation says more
+			}
+			// The memo compares what the conversation said, which
+			// redaction maps to the same stored text every time.
+			if sol := c.solution(); m.captured.changed(&sol) {
+				put = append(put, sol)
+			}
+		}
+		if q.put(put) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), m.opts.StoreTimeout)
+			if err := m.SyncIndex(ctx); err != nil {
+				m.log.Warn("recall index sync after capture failed", "err", err)
+			}
+			cancel()
+			lastPut = q.clock()
+		}
+		clear(batch)
+		q.counted(-len(batch))
+	}
+}
+
+// put redacts and stores sols in one transaction and returns how many it
+// stored: all or none.
+func (q *captureQueue) put(sols []store.Solution) int {
+	if len(sols) == 0 {
+		return 0
+	}
+	m := q.m
+	keys := slices.Clone(sols) // what the memo knows them by, before redaction
+	ptrs := make([]*store.Solution, len(sols))
+	for i := range sols {
+		RedactSolution(&sols[i])
+		ptrs[i] = &sols[i]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StoreTimeout)
+	defer cancel()
+	if err := m.store.PutSolutions(ctx, ptrs); err != nil {
+		m.StoreFailed(context.Background(), "put_solution", err)
+		for i := range keys {
+			m.captured.forget(&keys[i])
+		}
+		return 0
+	}
+	return len(sols)
+}

@@ -1,0 +1,280 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// guardFor returns the guard of a conversation ("" for requests that
+// belong to none) in the tenant's window: its repeated failures and
+// their block, minus those the agent has since overcome (retired):
+//   - the failures of a tool whose latest result in the conversation
+//     (tallies, wire.Info.Tallies) succeeded;
+//   - a provider's failures older than its latest good answer on this
+//     replica (see providerAnswered).
+//
+// The incidents stay stored; only the guard forgets them. When the
+// window's read hit its limit, the conversation's own incidents are read
+// too, so a busy tenant does not crowd them out. That read is made within
+// budget, which starts only then.
+func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation string, tallies []wire.ToolTally, now time.Time) ([]guard.Entry, wire.Block, error) {
+	var overcome []string // tools whose latest result succeeded
+	for _, t := range tallies {
+		if !t.LastFailed && t.Name != "" {
+			overcome = append(overcome, t.Name)
+		}
+	}
+	slices.Sort(overcome)
+	gen, recovered := m.recovered.of(tenantKey{w.workspace, w.project})
+	ck := conversation + "\x00" + strings.Join(overcome, "\x00") + "\x00" + strconv.FormatInt(gen, 10)
+	w.mu.Lock()
+	r, ok := w.convs[ck]
+	w.mu.Unlock()
+	if ok {
+		return r.entries, r.block, nil
+	}
+	// The provider failures come counted with the window; the
+	// conversation's own failures are counted on top of them.
+	t := w.providerTally(m.guard, gen, recovered)
+	lo := now.Add(-m.guard.Window())
+	mine := func(in *store.Incident) bool {
+		if in.Type == store.TypeLoop || guard.ProviderFailure(in.Type) || in.Session != conversation ||
+			in.Time.Before(lo) || in.Time.After(now) {
+			return false
+		}
+		_, retired := slices.BinarySearch(overcome, guard.ToolOf(in))
+		return !retired
+	}
+	var own []*store.Incident
+	for i := 0; i < len(w.incidents) && w.others > 0; i++ {
+		if in := &w.incidents[i]; mine(in) {
+			own = append(own, in)
+		}
+	}
+	if w.full && conversation != "" {
+		read, err := m.ownIncidents(budget, w, conversation, now)
+		if err != nil {
+			return nil, wire.Block{}, err
+		}
+		seen := make(map[string]bool, len(own))
+		for _, in := range own {
+			seen[in.ID] = true
+		}
+		for i := range read {
+			if in := &read[i]; !seen[in.ID] && mine(in) {
+				own = append(own, in)
+			}
+		}
+	}
+	if len(own) > 0 {
+		t = t.Clone()
+		for _, in := range own {
+			t.Add(in)
+		}
+	}
+	entries := m.withFixes(t.Entries(1), w.fixes)
+	r = guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
+	w.mu.Lock()
+	if w.convs == nil || len(w.convs) >= m.guardCache.maxConvs {
+		w.convs = make(map[string]guardResult)
+	}
+	w.convs[ck] = r
+	w.mu.Unlock()
+	return r.entries, r.block, nil
+}
+
+// ownCache keeps, per conversation, its own incidents that are not
+// provider failures, read when its tenant's window is full (see
+// guardFor), for the windows that followed one read of the store. A step
+// adds the new tool failures of the conversations it holds; a new read of
+// the window starts a new cache. Provider failures, which guardFor takes
+// from the window, are not kept: a storm of them changes nothing here.
+type ownCache struct {
+	mu   sync.Mutex
+	m    map[string][]store.Incident // newest first
+	held int
+	adds int64 // moves with every add: a read that began before one is not kept
+}
+
+// maxOwnHeld bounds the incidents an ownCache holds in all.
+const maxOwnHeld = 1 << 16
+
+func (o *ownCache) get(conversation string) ([]store.Incident, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	incs, ok := o.m[conversation]
+	return incs, ok
+}
+
+func (o *ownCache) gen() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.adds
+}
+
+// put keeps what a read that began at gen returned, unless an add came
+// since.
+func (o *ownCache) put(conversation string, incs []store.Incident, gen int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.adds != gen {
+		return
+	}
+	if o.m == nil || o.held+len(incs) > maxOwnHeld {
+		o.m, o.held = make(map[string][]store.Incident), 0
+	}
+	o.m[conversation] = incs
+	o.held += len(incs)
+}
+
+// add puts the incidents of add that are not provider failures in front of
+// their conversation's (newest first, in add's order: add is sorted).
+func (o *ownCache) add(add []store.Incident) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(add) - 1; i >= 0; i-- {
+		in := add[i]
+		if in.Session == "" || guard.ProviderFailure(in.Type) {
+			continue
+		}
+		o.adds++
+		if old, ok := o.m[in.Session]; ok {
+			k := 0
+			for k < len(old) && old[k].Time.After(in.Time) {
+				k++
+			}
+			o.m[in.Session] = slices.Insert(slices.Clip(old), k, in)
+			o.held++
+		}
+	}
+}
+
+// ownIncidents returns a conversation's incidents that are not provider
+// failures, from the window's cache or read within budget: what guardFor
+// adds to a full window.
+func (m *Memory) ownIncidents(budget *storeBudget, w *guardWindow, conversation string, now time.Time) ([]store.Incident, error) {
+	var gen int64
+	if w.own != nil {
+		if incs, ok := w.own.get(conversation); ok {
+			return incs, nil
+		}
+		gen = w.own.gen()
+	}
+	read, err := m.store.ListIncidents(budget.context(), store.IncidentQuery{
+		Workspace: w.workspace, Project: w.project, Session: conversation,
+		Since: now.Add(-m.guard.Window()), Limit: m.opts.GuardReadLimit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	own := slices.DeleteFunc(read, func(in store.Incident) bool { return guard.ProviderFailure(in.Type) })
+	if w.own != nil {
+		w.own.put(conversation, own, gen)
+	}
+	return own, nil
+}
+
+// providerTally counts the provider failures of a window that are not
+// retired by the tenant's recoveries of generation gen.
+type providerTally struct {
+	gen       int64
+	recovered map[string]time.Time
+	t         *guard.Tally
+}
+
+// counts reports whether in is a provider failure the tally counts: one
+// newer than its provider's latest recovery.
+func (p *providerTally) counts(in *store.Incident) bool {
+	if !guard.ProviderFailure(in.Type) {
+		return false
+	}
+	at, ok := p.recovered[in.Provider]
+	return !ok || in.Time.After(at)
+}
+
+// renew finds the newest member of the groups a removal left without one,
+// among incs (those the tally counts).
+func (p *providerTally) renew(incs []store.Incident) {
+	if !p.t.Stale() {
+		return
+	}
+	p.t.Renew(func(yield func(*store.Incident) bool) {
+		for i := range incs {
+			if p.counts(&incs[i]) && !yield(&incs[i]) {
+				return
+			}
+		}
+	})
+}
+
+// providerTally returns the tally of w's provider failures that the
+// tenant's recoveries (of generation gen) leave in the guard: counted once
+// per window and generation, and carried from window to window by with.
+// A private window takes its base's and takes out what it does not hold.
+func (w *guardWindow) providerTally(g *guard.Guard, gen int64, recovered map[string]time.Time) *guard.Tally {
+	var base *guard.Tally
+	if w.base != nil {
+		base = w.base.providerTally(g, gen, recovered)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.prov != nil && w.prov.gen == gen {
+		return w.prov.t
+	}
+	p := &providerTally{gen: gen, recovered: recovered}
+	if base != nil {
+		p.t = base.Clone()
+		later := w.base.incidents[len(w.incidents):]
+		for i := range later {
+			if p.counts(&later[i]) {
+				p.t.Remove(&later[i])
+			}
+		}
+		p.renew(w.incidents)
+	} else {
+		p.t = g.NewTally()
+		for i := range w.incidents {
+			if p.counts(&w.incidents[i]) {
+				p.t.Add(&w.incidents[i])
+			}
+		}
+	}
+	w.prov = p
+	return p.t
+}
+
+// Preview returns the guard of a conversation of a tenant at now, as
+// its next request would get it: the entries and the text of the blocks
+// (the STOP block, when the conversation's loop reached that level on
+// this replica, then the guard block), and the loop.
+func (m *Memory) Preview(ctx context.Context, workspace, project, conversation string, now time.Time) ([]guard.Entry, string, guard.Loop, error) {
+	w, err := m.guardWindow(ctx, workspace, project, now)
+	if err != nil {
+		return nil, "", guard.Loop{}, err
+	}
+	budget := storeBudget{ctx: ctx}
+	entries, block, err := m.guardFor(&budget, w, conversation, nil, now)
+	if err != nil {
+		return nil, "", guard.Loop{}, err
+	}
+	var loop guard.Loop
+	if conversation != "" {
+		loop = m.loops.peek(convRef{workspace, project, conversation})
+	}
+	if loop.Level == guard.LevelNone {
+		return entries, block.Text, loop, nil
+	}
+	entries, block, stop := m.loops.render(convRef{workspace, project, conversation}, loop, entries, block)
+	return entries, stop.Text + block.Text, loop, nil
+}

@@ -1,0 +1,46 @@
+package memory
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+)
+
+// TestLoopTailFollowsALongConversation: the tail keeps the latest
+// maxSteps calls of a conversation however long it runs, a body that
+// re-sends its whole history adds nothing, and a change of the request's
+// tool definitions is seen at the next new call (a tool no longer
+// defined is unknown).
+func TestLoopTailFollowsALongConversation(t *testing.T) {
+	s := newTestMemory(t, tempBolt(t))
+	tn := tenant.Tenant{Workspace: "w", Project: "p", Session: "long"}
+	defs := []byte(`[{"type":"function","function":{"name":"read"}},{"type":"function","function":{"name":"write"}}]`)
+	var results []wire.ToolResult
+	for i := range maxSteps + 10 {
+		results = append(results, wire.ToolResult{Key: fmt.Sprint("call:", i), Name: "read",
+			Args: []byte(fmt.Sprintf(`{"path":"f%d"}`, i)), Raw: []byte(fmt.Sprint("line ", i))})
+		_, _, fresh := s.trackLoop(tn, &wire.Info{ToolResults: results, ToolDefs: defs})
+		if len(fresh) != 1 || fresh[0] != i {
+			t.Fatalf("turn %d: fresh %v, want [%d]", i, fresh, i)
+		}
+	}
+	if _, _, fresh := s.trackLoop(tn, &wire.Info{ToolResults: results, ToolDefs: defs}); len(fresh) != 0 {
+		t.Fatalf("the same history again: fresh %v", fresh)
+	}
+	c := s.loops.find(convRef{"w", "p", "long"})
+	if len(c.steps) != maxSteps || len(c.keys) != maxSteps || len(c.known) != maxSteps ||
+		c.keys[0] != fmt.Sprint("call:", 10) || c.steps[maxSteps-1].Args != `{"path":"f73"}` {
+		t.Fatalf("tail: %d steps, %d keys, %d known, first key %q", len(c.steps), len(c.keys), len(c.known), c.keys[0])
+	}
+	// "write" is no longer defined; the agent calls it anyway.
+	for i := range 3 {
+		results = append(results, wire.ToolResult{Key: fmt.Sprint("call:w", i), Name: "write", Args: []byte(`{}`), Raw: []byte("ok")})
+		loop, _, _ := s.trackLoop(tn, &wire.Info{ToolResults: results, ToolDefs: []byte(`[{"type":"function","function":{"name":"read"}}]`)})
+		if i == 1 && loop.Kind != guard.LoopUnknownTool {
+			t.Fatalf("after 2 calls of an undefined tool: loop %+v", loop)
+		}
+	}
+}

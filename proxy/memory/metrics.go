@@ -1,0 +1,46 @@
+package memory
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the memory's Prometheus series.
+type metrics struct {
+	incidents      *prometheus.CounterVec
+	storeErrs      *prometheus.CounterVec
+	loops          *prometheus.CounterVec
+	captureSkipped prometheus.Counter
+	captureDropped prometheus.Counter
+}
+
+// newMetrics makes the memory's series and registers them with reg (nil:
+// none).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		incidents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_incidents_total",
+			Help: "Incidents recorded, by type and matched pattern (none when no pattern matched).",
+		}, []string{"type", "pattern"}),
+		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_store_errors_total",
+			Help: "Store operations that failed, by operation.",
+		}, []string{"op"}),
+		loops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scarproxy_loops_total",
+			Help: "Loops by the level they reached (guard, stop, hard-stop), counted once per loop and level, and loops broken (the agent moved on).",
+		}, []string{"level"}),
+		captureSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scarproxy_captures_refused_total",
+			Help: "Final answers not captured as solutions because a tool's latest result had failed.",
+		}),
+		captureDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scarproxy_captures_dropped_total",
+			Help: "Solutions captured from final answers and dropped because the capture queue was full (or shut down).",
+		}),
+	}
+	for _, l := range []string{"guard", "stop", "hard-stop", "broken"} {
+		m.loops.WithLabelValues(l)
+	}
+	if reg != nil {
+		reg.MustRegister(m.incidents, m.storeErrs, m.loops, m.captureSkipped, m.captureDropped)
+	}
+	return m
+}

@@ -1,0 +1,241 @@
+package memory
+
+import (
+	"context"
+	"hash/maphash"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// maxIncidentMessage caps the stored text of one incident.
+const maxIncidentMessage = 2000
+
+// storeCtx bounds a store call made for a request, which may already be
+// over (the client gone), by StoreTimeout: the store never holds an answer
+// back for longer.
+func (m *Memory) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), m.opts.StoreTimeout)
+}
+
+// storeBudget is the time the store calls made for a request once its
+// body is read may take in all. It starts with the first call that needs
+// it: most requests make none. A budget made with ctx set is that context.
+type storeBudget struct {
+	parent context.Context
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (b *storeBudget) context() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(b.parent, b.d)
+	}
+	return b.ctx
+}
+
+func (b *storeBudget) end() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+// recordToolErrors stores each new failed tool result of the request once
+// per conversation (t.Session) and call id, within budget: agents number
+// their calls call_1, call_2... in every conversation, so an id alone
+// names nothing across them. It returns how many tool results it found
+// failed that it had not seen before (stored by this request or, as a
+// duplicate, by another), and false when the store failed.
+func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wire.Info, now time.Time) (int, bool) {
+	n := 0
+	for i := range info.ToolResults {
+		tr := &info.ToolResults[i]
+		seenKey := m.seen.key(t.Workspace, t.Project, t.Session, tr.Key)
+		if failed, ok := m.seen.get(seenKey); ok {
+			tr.Failed = failed
+			continue
+		}
+		text := tr.Text()
+		// The API's own error flag is authoritative; otherwise the text
+		// says whether the tool failed.
+		failed := tr.IsError || guard.ToolFailed(text)
+		tr.Failed = failed
+		if failed {
+			msg := text
+			if tr.Name != "" {
+				msg = tr.Name + ": " + msg
+			}
+			inc := m.Incident(t, info.Model, "", store.TypeToolError, 0, msg, now)
+			dedupe := tr.Key
+			if t.Session != "" {
+				dedupe = t.Session + "|" + tr.Key
+			}
+			_, err := m.writeIncident(budget.context(), inc, dedupe, false)
+			if err != nil {
+				m.StoreFailed(budget.parent, "add_incident", err)
+				return n, false
+			}
+			n++
+		}
+		m.seen.add(seenKey, failed)
+	}
+	return n, true
+}
+
+// Incident builds a redacted, capped incident record.
+func (m *Memory) Incident(t tenant.Tenant, model, provider, typ string, status int, message string, now time.Time) *store.Incident {
+	txt := m.texts.of(message)
+	return &store.Incident{
+		Time: now, Workspace: t.Workspace, Project: t.Project, Session: t.Session, Agent: t.Agent,
+		Provider: provider, Model: guard.Redact(model), Type: typ, StatusCode: status,
+		Message: txt.msg, Fingerprint: txt.fp,
+	}
+}
+
+// incidentText is what an incident stores of a failure's message: the
+// message redacted, capped and made valid UTF-8, and its fingerprint.
+type incidentText struct{ msg, fp string }
+
+func newIncidentText(message string) incidentText {
+	msg := guard.Redact(message)
+	if len(msg) > maxIncidentMessage {
+		cut := maxIncidentMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	return incidentText{msg: msg, fp: guard.Fingerprint(msg)}
+}
+
+// textMemo remembers the incident texts of recent messages: a storm of
+// failures repeats one error body thousands of times, and redacting and
+// fingerprinting it each time cost more than the rest of its record. It
+// is keyed by the whole message (what it gives depends on nothing else),
+// holds messages up to maxMemoMessage bytes, and is cleared when it holds
+// maxMemoBytes.
+type textMemo struct {
+	mu    sync.Mutex
+	m     map[string]incidentText
+	bytes int
+}
+
+const (
+	maxMemoMessage = 8 << 10
+	maxMemoBytes   = 4 << 20
+)
+
+func (tm *textMemo) of(message string) incidentText {
+	if len(message) > maxMemoMessage {
+		return newIncidentText(message)
+	}
+	tm.mu.Lock()
+	txt, ok := tm.m[message]
+	tm.mu.Unlock()
+	if ok {
+		return txt
+	}
+	txt = newIncidentText(message)
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if tm.m == nil || tm.bytes+len(message)+len(txt.msg) > maxMemoBytes {
+		tm.m, tm.bytes = make(map[string]incidentText), 0
+	}
+	tm.m[message] = txt
+	tm.bytes += len(message) + len(txt.msg) + len(txt.fp)
+	return txt
+}
+
+// Record stores a failure the proxy observed, within StoreTimeout: it is
+// in the guard of this replica's requests at once, and in the store when
+// record returns true. It returns false when the store failed or is still
+// writing: the caller then answers with X-Scar-Degraded: store if the
+// headers are not sent yet.
+func (m *Memory) Record(ctx context.Context, t tenant.Tenant, model, provider, typ string, status int, message string) bool {
+	inc := m.Incident(t, model, provider, typ, status, message, m.opts.Now())
+	sctx, cancel := m.storeCtx(ctx)
+	defer cancel()
+	if _, err := m.writeIncident(sctx, inc, "", guard.ProviderFailure(typ)); err != nil {
+		m.StoreFailed(ctx, "add_incident", err)
+		return false
+	}
+	m.log.Debug("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
+	return true
+}
+
+func (m *Memory) CountIncident(inc *store.Incident) {
+	pattern, ok := m.guard.Classify(inc.Type, inc.StatusCode, inc.Message)
+	if !ok {
+		pattern = "none"
+	}
+	m.metrics.incidents.WithLabelValues(inc.Type, pattern).Inc()
+}
+
+func (m *Memory) StoreFailed(ctx context.Context, op string, err error) {
+	if ctx.Err() != nil {
+		return // the client left; not the store's fault
+	}
+	m.metrics.storeErrs.WithLabelValues(op).Inc()
+	m.log.Warn("store failed; failing open", "op", op, "err", err)
+}
+
+// seenSet remembers tool results already processed per tenant, so a
+// history re-sent every turn is classified and stored once. It is bounded:
+// when the current generation is full it becomes the previous one. A
+// result is known by a 64-bit hash (seeded per process) of its tenant and
+// dedupe key: the set holds no pointers for the garbage collector to
+// trace, about 10 bytes a result.
+type seenSet struct {
+	seed      maphash.Seed
+	mu        sync.Mutex
+	max       int
+	cur, prev map[uint64]bool // key -> the tool failed
+}
+
+func newSeenSet(max int) *seenSet {
+	return &seenSet{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]bool)}
+}
+
+// key names the tool result with the given dedupe key in a conversation
+// of a tenant.
+func (ss *seenSet) key(workspace, project, conversation, dedupeKey string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ss.seed)
+	h.WriteString(workspace)
+	h.WriteByte(0)
+	h.WriteString(project)
+	h.WriteByte(0)
+	h.WriteString(conversation)
+	h.WriteByte(0)
+	h.WriteString(dedupeKey)
+	return h.Sum64()
+}
+
+// get reports whether k was seen and whether that tool result failed.
+func (ss *seenSet) get(k uint64) (failed, ok bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if failed, ok = ss.cur[k]; ok {
+		return failed, true
+	}
+	failed, ok = ss.prev[k]
+	return failed, ok
+}
+
+func (ss *seenSet) add(k uint64, failed bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.cur) >= ss.max {
+		ss.prev, ss.cur = ss.cur, make(map[uint64]bool, ss.max)
+	}
+	ss.cur[k] = failed
+}

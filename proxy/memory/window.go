@@ -1,0 +1,239 @@
+package memory
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// The guard of a request is computed from its tenant's incidents inside
+// the guard's window: tool failures of its own conversation, and provider
+// failures of every conversation (they hit all of them alike, and count
+// per provider). Both come from one read of the tenant's window, which
+// does not depend on the request's body: it is made while the body
+// arrives, and kept, with the store's incident version it was read at,
+// until the version moves or its oldest incident leaves the window. Every
+// request asks the store for the version (a map or primary-key lookup);
+// each conversation's entries are derived from the window once per
+// version. Windows and entries are shared: never modify them.
+//
+// The window follows this replica's own writes without reading again:
+// the incident writer (writer.go) reports the version step each batch
+// took (store.VersionStep), and a window held at the step's From gets the
+// batch's incidents and the step's To. A step from another version (a
+// write of another replica, a deletion, a prune) leaves the window behind
+// the store's version: the next request reads it again, so replicas
+// converge through the store.
+//
+// A provider failure this replica recorded is in the window from the
+// moment it was observed (the pending set), before its write commits:
+// the window holds it beside the store's incidents, and its commit only
+// moves the version. A write that fails takes it out again.
+//
+// Deriving a guard does not run guard.Detect over the window: the
+// window's provider failures, which every conversation shares, are
+// counted by a guard.Tally that follows the window from version to
+// version (a new failure in, the oldest out), and a conversation's guard
+// is that tally with the conversation's own failures added. In a storm,
+// where every failure changes every conversation's counts, a request pays
+// for the failures that are new, not for the whole window.
+
+// guardWindow is a tenant's incidents inside the guard's window, oldest
+// first, at most GuardReadLimit of them, and the tenant's pending
+// failures.
+type guardWindow struct {
+	workspace, project string
+	version            int64
+	validUntil         time.Time // when the oldest incident read leaves the window
+	// incidents may share its array with the windows that followed this
+	// one (see with): never append to it elsewhere.
+	incidents []store.Incident
+	extended  bool        // a window followed this one by appending to its array; guarded by guardCache.mu
+	others    int         // incidents that are not provider failures (at most this many, in a private window)
+	full      bool        // the read hit its limit: older incidents of a conversation may be missing
+	fixes     []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
+
+	newest  time.Time       // of the incidents
+	pending []*pendingWrite // held in incidents, not yet in the store at version
+	span    time.Duration   // the guard's window
+	limit   int             // the incidents a read returns at most (GuardReadLimit)
+	own     *ownCache       // shared by the windows that followed one read
+
+	mu    sync.Mutex
+	convs map[string]guardResult // per conversation (and retirement), derived lazily
+	prov  *providerTally         // the provider failures counted, derived lazily
+	base  *guardWindow           // of a private window: the window it is a part of
+
+	lastFailOnce sync.Once
+	lastFail     map[string]time.Time // provider -> its newest failure in the window
+}
+
+// lastFailure returns when the provider last failed in the window.
+func (w *guardWindow) lastFailure(provider string) (time.Time, bool) {
+	w.lastFailOnce.Do(func() {
+		for _, in := range w.incidents {
+			if guard.ProviderFailure(in.Type) && in.Time.After(w.lastFail[in.Provider]) {
+				if w.lastFail == nil {
+					w.lastFail = make(map[string]time.Time)
+				}
+				w.lastFail[in.Provider] = in.Time
+			}
+		}
+	})
+	t, ok := w.lastFail[provider]
+	return t, ok
+}
+
+type guardResult struct {
+	entries []guard.Entry
+	block   wire.Block
+}
+
+// with returns a new window: w's incidents and add, oldest first (add
+// after w's incidents of the same time, as the store lists a later
+// write), at most limit of them (the newest), at version, holding
+// pending. With same, w's incidents did not change: the guards derived
+// from them are kept. New incidents usually are the newest: they are
+// appended to w's array when w is the first window to follow it, so a
+// window follows a storm of failures without copying its incidents for
+// each; its provider failures' tally (see guardFor) follows them too.
+// The cache's lock must be held.
+func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
+	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
+		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, others: w.others}
+	w.mu.Lock()
+	prov := w.prov
+	if same {
+		n.convs = maps.Clone(w.convs)
+	}
+	w.mu.Unlock()
+	if same || len(add) == 0 {
+		n.prov = prov
+		return n
+	}
+	// Later in the batch is newer at the same time.
+	add = slices.Clone(add)
+	slices.SortStableFunc(add, func(a, b store.Incident) int { return a.Time.Compare(b.Time) })
+	old := w.incidents
+	var incs []store.Incident
+	switch {
+	case len(old) > 0 && add[0].Time.Before(old[len(old)-1].Time):
+		incs = make([]store.Incident, 0, len(old)+len(add))
+		i, j := 0, 0
+		for i < len(add) || j < len(old) {
+			if i == len(add) || (j < len(old) && !add[i].Time.Before(old[j].Time)) {
+				incs = append(incs, old[j])
+				j++
+			} else {
+				incs = append(incs, add[i])
+				i++
+			}
+		}
+	case !w.extended && cap(old)-len(old) >= len(add):
+		incs = append(old, add...)
+		w.extended = true
+	default:
+		incs = make([]store.Incident, len(old)+len(add), max(2*(len(old)+len(add)), 64))
+		copy(incs, old)
+		copy(incs[len(old):], add)
+	}
+	var trimmed []store.Incident
+	if drop := len(incs) - w.limit; drop > 0 {
+		trimmed, incs = incs[:drop], incs[drop:]
+		n.full = true
+	}
+	w.own.add(add)
+	n.incidents = incs
+	n.others += others(add) - others(trimmed)
+	for _, in := range add {
+		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
+			n.validUntil = u
+		}
+		if in.Time.After(n.newest) {
+			n.newest = in.Time
+		}
+	}
+	if prov != nil {
+		t := prov.t.Clone()
+		for i := range add {
+			if prov.counts(&add[i]) {
+				t.Add(&add[i])
+			}
+		}
+		for i := range trimmed {
+			if prov.counts(&trimmed[i]) {
+				t.Remove(&trimmed[i])
+			}
+		}
+		n.prov = &providerTally{gen: prov.gen, recovered: prov.recovered, t: t}
+		n.prov.renew(incs)
+	}
+	return n
+}
+
+// without returns a new window: w without p's incident.
+func (w *guardWindow) without(p *pendingWrite) *guardWindow {
+	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
+		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own,
+		pending: slices.DeleteFunc(slices.Clone(w.pending), func(q *pendingWrite) bool { return q == p })}
+	n.incidents = make([]store.Incident, 0, len(w.incidents))
+	for _, in := range w.incidents {
+		if in.ID != p.inc.ID {
+			n.incidents = append(n.incidents, in)
+		}
+	}
+	n.others = others(n.incidents)
+	return n
+}
+
+// others counts the incidents of incs that are not provider failures.
+func others(incs []store.Incident) int {
+	n := 0
+	for i := range incs {
+		if !guard.ProviderFailure(incs[i].Type) {
+			n++
+		}
+	}
+	return n
+}
+
+// validUntil is when the oldest of incs leaves the window; newer ones
+// only arrive with a new version. An incident newer than now (recorded
+// while the read went on, or dated by another replica's clock) is kept:
+// a request older than the window's newest incident derives its guard on
+// its own (see guardWindow), so it never enters a guard too early.
+func validUntil(incs []store.Incident, now time.Time, window time.Duration) time.Time {
+	until := now.Add(window)
+	for _, in := range incs {
+		if u := in.Time.Add(window); u.Before(until) {
+			until = u
+		}
+	}
+	return until
+}
+
+// private returns a window for a request older than w's newest incident
+// (recorded while its body arrived, or dated by another replica's clock):
+// w's incidents up to now, whose derived guards are its own.
+func (w *guardWindow) private(now time.Time) *guardWindow {
+	// The incidents are in time order: those up to now are a prefix.
+	k, _ := slices.BinarySearchFunc(w.incidents, now, func(in store.Incident, now time.Time) int {
+		if in.Time.After(now) {
+			return 1
+		}
+		return -1
+	})
+	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
+		validUntil: w.validUntil, incidents: w.incidents[:k:k], full: w.full, pending: w.pending,
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, others: w.others}
+	if k > 0 {
+		n.newest = w.incidents[k-1].Time
+	}
+	return n
+}

@@ -1,0 +1,331 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// guardCache keeps the windows of the tenants in use, bounded by the
+// incidents they hold in all, and the failures each tenant has pending.
+type guardCache struct {
+	mu       sync.Mutex
+	max      int // incidents held in all
+	held     int
+	m        map[tenantKey]*guardWindow
+	maxConvs int // conversations remembered per window
+
+	// pending holds the provider failures of each tenant whose write has
+	// not ended yet; never evicted (the writer's queue bounds it).
+	pending map[tenantKey][]*pendingWrite
+	// steps holds the last version steps of each tenant's writes and what
+	// they stored, so that a window read while they committed catches up.
+	steps map[tenantKey][]loggedStep
+	// writing counts, per tenant, the batches of this replica being
+	// committed: the store's version may have moved before their steps
+	// reach the window.
+	writing map[tenantKey]int
+}
+
+// loggedStep is one version step of this replica's writes and the
+// incidents it stored in its tenant.
+type loggedStep struct {
+	from, to int64
+	stored   []store.Incident
+}
+
+// maxLoggedSteps is how many steps of a tenant the cache remembers.
+const maxLoggedSteps = 64
+
+type tenantKey struct{ workspace, project string }
+
+func newGuardCache(maxIncidents int) *guardCache {
+	return &guardCache{max: maxIncidents, maxConvs: 1 << 12,
+		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite),
+		steps: make(map[tenantKey][]loggedStep), writing: make(map[tenantKey]int)}
+}
+
+func (c *guardCache) get(k tenantKey) *guardWindow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+// current returns the tenant's window if it is the one at version or a
+// later one (versions only grow: the version was read before the window
+// followed a step), or if a batch of this replica is being committed for
+// the tenant (its step brings the window to the store's version as soon
+// as the commit returns; reading the store meanwhile would only race it).
+func (c *guardCache) current(k tenantKey, version int64) *guardWindow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.m[k]
+	if w == nil || (w.version < version && c.writing[k] == 0) {
+		return nil
+	}
+	return w
+}
+
+// writingBatch notes that batch is being committed.
+func (c *guardCache) writingBatch(batch []*pendingWrite) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range batchTenants(batch) {
+		c.writing[k]++
+	}
+}
+
+func batchTenants(batch []*pendingWrite) []tenantKey {
+	var ks []tenantKey
+	for _, p := range batch {
+		k := tenantKey{p.inc.Workspace, p.inc.Project}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+func (c *guardCache) put(k tenantKey, w *guardWindow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(k, w)
+}
+
+func (c *guardCache) putLocked(k tenantKey, w *guardWindow) {
+	if old := c.m[k]; old != nil {
+		c.held -= len(old.incidents)
+	}
+	if c.held+len(w.incidents) > c.max {
+		clear(c.m) // bounded; the next requests refill what is in use
+		c.held = 0
+	}
+	c.m[k] = w
+	c.held += len(w.incidents)
+}
+
+// maxWindowFixes bounds the learned fixes a guard window holds: the most
+// recently updated ones.
+const maxWindowFixes = 500
+
+// addPending prepares inc for the store (store.PrepareIncident) as p's
+// incident and shows it in its tenant's window until its write ends. It
+// is dated now, under the cache's lock, unless it is dated later: this
+// replica's failures reach the window in the order of their dates, and
+// the window appends them instead of merging them in.
+func (c *guardCache) addPending(p *pendingWrite, inc *store.Incident, now func() time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := now(); t.After(inc.Time) {
+		inc.Time = t
+	}
+	if err := store.PrepareIncident(inc, inc.Time); err != nil {
+		return err
+	}
+	p.inc = *inc
+	k := tenantKey{p.inc.Workspace, p.inc.Project}
+	c.pending[k] = append(c.pending[k], p)
+	if w := c.m[k]; w != nil {
+		c.putLocked(k, w.with([]store.Incident{p.inc}, w.version, append(slices.Clip(w.pending), p), false))
+	}
+	return nil
+}
+
+// dropPending takes p out of the pending set and of its tenant's window
+// (its write failed, or never started).
+func (c *guardCache) dropPending(p *pendingWrite) {
+	k := tenantKey{p.inc.Workspace, p.inc.Project}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unpendLocked(k, p)
+	if w := c.m[k]; w != nil && slices.Contains(w.pending, p) {
+		c.putLocked(k, w.without(p))
+	}
+}
+
+func (c *guardCache) unpendLocked(k tenantKey, p *pendingWrite) {
+	ps := slices.DeleteFunc(c.pending[k], func(q *pendingWrite) bool { return q == p })
+	if len(ps) == 0 {
+		delete(c.pending, k)
+	} else {
+		c.pending[k] = ps
+	}
+}
+
+// committed applies one batch of the writer to the windows: writes holds
+// the batch's outcome (the records stored), steps the version steps it
+// took. A window at a step's From moves to its To with the batch's stored
+// incidents of its tenant (those it shows already stay); a failed write
+// leaves the pending set and the windows that showed it.
+func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWrite, steps []store.VersionStep) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range batchTenants(batch) {
+		if c.writing[k]--; c.writing[k] <= 0 {
+			delete(c.writing, k)
+		}
+	}
+	for _, st := range steps {
+		k := tenantKey{st.Workspace, st.Project}
+		var stored []store.Incident
+		for i := range batch {
+			if in := writes[i].Incident; writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project {
+				stored = append(stored, *in)
+			}
+		}
+		log := append(c.steps[k], loggedStep{from: st.From, to: st.To, stored: stored})
+		if len(log) > maxLoggedSteps {
+			log = slices.Delete(log, 0, len(log)-maxLoggedSteps)
+		}
+		c.steps[k] = log
+		w := c.m[k]
+		if w == nil || w.version != st.From {
+			continue
+		}
+		var add []store.Incident
+		pending := w.pending
+		for i, p := range batch {
+			if !writes[i].Stored || p.inc.Workspace != k.workspace || p.inc.Project != k.project {
+				continue
+			}
+			if slices.Contains(pending, p) {
+				pending = slices.DeleteFunc(slices.Clone(pending), func(q *pendingWrite) bool { return q == p })
+				continue
+			}
+			add = append(add, *writes[i].Incident)
+		}
+		c.putLocked(k, w.with(add, st.To, pending, len(add) == 0))
+	}
+	for i, p := range batch {
+		if !p.shown {
+			continue
+		}
+		k := tenantKey{p.inc.Workspace, p.inc.Project}
+		c.unpendLocked(k, p)
+		if w := c.m[k]; w != nil && slices.Contains(w.pending, p) {
+			if writes[i].Stored {
+				// Stored, but its step could not be applied: the window
+				// is behind the store and will be read again; until then
+				// it keeps showing the incident.
+				continue
+			}
+			c.putLocked(k, w.without(p))
+		}
+	}
+}
+
+// guardWindow returns the tenant's incidents inside the window at now,
+// from the cache when the store's version has not moved.
+func (m *Memory) guardWindow(ctx context.Context, workspace, project string, now time.Time) (*guardWindow, error) {
+	w, _, err := m.window(ctx, workspace, project, now, nil)
+	return w, err
+}
+
+// requestWindow returns the window of a request that arrived at arrived,
+// and the time its guard is derived at: arrived, or, when the window
+// holds incidents dated later (failures this replica recorded while the
+// request's body and its version read were under way: in a storm, most of
+// them), the time the window was taken. The guard a request gets is the
+// tenant's when it is derived, so it shows those failures too.
+func (m *Memory) requestWindow(ctx context.Context, workspace, project string, arrived time.Time) (*guardWindow, time.Time, error) {
+	return m.window(ctx, workspace, project, arrived, m.opts.Now)
+}
+
+// window returns the tenant's incidents inside the window at now (see
+// guardWindow), and now. With a clock, a window holding incidents newer
+// than now reads it again: the window is the one at the later time, if
+// the clock is later (see requestWindow).
+func (m *Memory) window(ctx context.Context, workspace, project string, now time.Time, clock func() time.Time) (*guardWindow, time.Time, error) {
+	version, err := m.store.IncidentVersion(ctx, workspace, project)
+	if err != nil {
+		return nil, now, err
+	}
+	// at returns w as a request at now sees it. An incident newer than
+	// now (recorded while the request's body arrived, or dated by another
+	// replica's clock) is not in its guard: what it derives from the
+	// window's incidents up to now is its own, not the window's.
+	at := func(w *guardWindow) (*guardWindow, time.Time, error) {
+		if now.Before(w.newest) && clock != nil {
+			if t := clock(); t.After(now) {
+				now, clock = t, nil
+			}
+		}
+		if now.Before(w.newest) {
+			return w.private(now), now, nil
+		}
+		return w, now, nil
+	}
+	k := tenantKey{workspace, project}
+	if w := m.guardCache.current(k, version); w != nil && now.Before(w.validUntil) {
+		if w, t, err := at(w); t.Before(w.validUntil) {
+			return w, t, err
+		}
+	}
+	window := m.guard.Window()
+	incs, err := m.store.ListIncidents(ctx, store.IncidentQuery{
+		Workspace: workspace, Project: project, Since: now.Add(-window), Limit: m.opts.GuardReadLimit,
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	slices.Reverse(incs) // oldest first
+	fixes, err := m.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
+	if err != nil {
+		return nil, now, err
+	}
+	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes, others: others(incs),
+		full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
+		span: window, limit: m.opts.GuardReadLimit, own: &ownCache{}}
+	for _, in := range incs {
+		if in.Time.After(w.newest) {
+			w.newest = in.Time
+		}
+	}
+	c := m.guardCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Steps of this replica's writes that committed from the version read
+	// on (while the read went on): the window catches up with them.
+	for caught := true; caught; {
+		caught = false
+		for _, st := range c.steps[k] {
+			if st.from != w.version {
+				continue
+			}
+			have := make(map[string]bool, len(w.incidents))
+			for _, in := range w.incidents {
+				have[in.ID] = true
+			}
+			add := slices.DeleteFunc(slices.Clone(st.stored), func(in store.Incident) bool { return have[in.ID] })
+			w = w.with(add, st.to, nil, len(add) == 0)
+			caught = true
+			break
+		}
+	}
+	if old := c.m[k]; old != nil && old.version > w.version {
+		// A window that followed newer writes stays (versions only grow).
+		return at(w)
+	}
+	if ps := c.pending[k]; len(ps) > 0 {
+		// The tenant's pending failures not in the read (their commit
+		// may have come first).
+		have := make(map[string]bool, len(incs))
+		for _, in := range incs {
+			have[in.ID] = true
+		}
+		var add []store.Incident
+		var shown []*pendingWrite
+		for _, p := range ps {
+			if !have[p.inc.ID] {
+				add = append(add, p.inc)
+				shown = append(shown, p)
+			}
+		}
+		w = w.with(add, w.version, shown, false)
+	}
+	c.putLocked(k, w)
+	return at(w)
+}

@@ -1,0 +1,136 @@
+package memory
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// heldWrites holds incident writes, once hold is called, until release:
+// a database that takes its time and does not honour cancellation.
+type heldWrites struct {
+	store.Store
+	mu      sync.Mutex
+	held    bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *heldWrites) hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held, s.entered, s.release = true, make(chan struct{}, 64), make(chan struct{})
+}
+
+func (s *heldWrites) AddIncidents(ctx context.Context, batch []store.IncidentWrite) ([]store.VersionStep, error) {
+	s.mu.Lock()
+	held, entered, release := s.held, s.entered, s.release
+	s.mu.Unlock()
+	if held {
+		entered <- struct{}{}
+		<-release
+	}
+	return s.Store.AddIncidents(context.WithoutCancel(ctx), batch)
+}
+
+// TestRecordWaitsForTheCommitOnlyWhenTheStoreLags: while the store
+// commits, a provider's failure is recorded as soon as it is queued (and
+// stored after); when the writer's batch is held past a quarter of
+// StoreTimeout, the next failure waits for its commit and Record reports
+// that it did not come (the answer then says X-Scar-Degraded: store).
+func TestRecordWaitsForTheCommitOnlyWhenTheStoreLags(t *testing.T) {
+	st := &heldWrites{Store: tempBolt(t)}
+	m := newTestMemory(t, st, func(o *Options) { o.StoreTimeout = 100 * time.Millisecond })
+	tn := tenant.Tenant{Workspace: "default", Project: "default"}
+	record := func() bool {
+		return m.Record(context.Background(), tn, "m", "up", store.TypeHTTPError, 429, "slow down")
+	}
+	if !record() {
+		t.Fatal("a committed failure was not recorded")
+	}
+	st.hold()
+	// The store committed a moment ago: recorded at once, the write held.
+	if !record() {
+		t.Fatal("a failure while the store commits was not recorded at once")
+	}
+	<-st.entered
+	// Once the held batch is older than StoreTimeout/4 the store lags.
+	for !func() bool {
+		m.writer.healthMu.Lock()
+		defer m.writer.healthMu.Unlock()
+		return !m.writer.started.IsZero() && time.Since(m.writer.started) >= m.opts.StoreTimeout/4
+	}() {
+		runtime.Gosched()
+	}
+	if record() {
+		t.Fatal("a failure while the store lags was reported stored")
+	}
+	close(st.release)
+	if err := m.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	incs, err := st.ListIncidents(context.Background(), store.IncidentQuery{Workspace: "default", Project: "default"})
+	if err != nil || len(incs) != 3 {
+		t.Fatalf("%d incidents stored (%v), want 3", len(incs), err)
+	}
+}
+
+// batchPuts records the size of each solution write.
+type batchPuts struct {
+	store.Store
+	mu      sync.Mutex
+	batches []int
+}
+
+func (s *batchPuts) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+	s.mu.Lock()
+	s.batches = append(s.batches, len(sols))
+	s.mu.Unlock()
+	return s.Store.PutSolutions(ctx, sols)
+}
+
+// TestAStreamOfCapturesGathers: a capture after a quiet spell is written
+// at once; captures that follow a write within CaptureSyncEvery gather
+// until then and share one write.
+func TestAStreamOfCapturesGathers(t *testing.T) {
+	st := &batchPuts{Store: tempBolt(t)}
+	m := newTestMemory(t, st)
+	q := m.captures
+	waited := make(chan time.Duration)
+	release := make(chan time.Time)
+	q.clock = func() time.Time { return time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) } // no time passes
+	q.after = func(d time.Duration) <-chan time.Time { waited <- d; return release }
+	tn := tenant.Tenant{Workspace: "default", Project: "default"}
+	finish := func(goal string) {
+		m.Capture(tn, &wire.Info{Key: goal, Goal: goal, Tools: []string{"read_file"}}, "Done.")
+	}
+	finish("Rotate the signing keys of the billing service")
+	q.wait()
+	finish("Migrate the invoices table to the new schema")
+	idle := make(chan struct{})
+	go func() { q.wait(); close(idle) }()
+	select {
+	case d := <-waited:
+		if d != CaptureSyncEvery {
+			t.Fatalf("the capture after a write waits %v, want %v", d, CaptureSyncEvery)
+		}
+	case <-idle:
+		t.Fatal("the capture after a write was written at once")
+	}
+	finish("Rebuild shard 7 of the search index")
+	finish("Bump the Go toolchain to the latest release")
+	close(release)
+	q.wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !slices.Equal(st.batches, []int{1, 3}) {
+		t.Fatalf("solution writes of %v solutions, want [1 3]", st.batches)
+	}
+}
