@@ -1,10 +1,16 @@
 package wire
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/scarproxy/scarproxy/providers/mock"
 	"github.com/tidwall/gjson"
 )
 
@@ -34,6 +40,44 @@ func TestContentText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestContentTextAgreesWithMock: the mock, which keeps its own reader of a
+// message's content, echoes a system message's text as ContentText reads
+// it.
+func TestContentTextAgreesWithMock(t *testing.T) {
+	for _, tc := range contentTests {
+		t.Run(tc.name, func(t *testing.T) {
+			system := `{"role":"system"}`
+			if tc.content != "" {
+				system = `{"role":"system","content":` + tc.content + `}`
+			}
+			echo := askMock(t, `{"model":"m","messages":[`+system+`,{"role":"user","content":"[[mock:echo]]"}]}`)
+			if want := ContentText(gjson.Parse(tc.content)); echo != want {
+				t.Errorf("the mock echoes %q, ContentText(%s) = %q", echo, tc.content, want)
+			}
+		})
+	}
+}
+
+// askMock sends a chat request body to the mock and returns the text it
+// answers.
+func askMock(t *testing.T, body string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://mock/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := mock.New().RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the mock answers %d: %s", res.StatusCode, b)
+	}
+	return gjson.GetBytes(b, "choices.0.message.content").String()
 }
 
 func TestStripMockDirectives(t *testing.T) {
@@ -68,7 +112,7 @@ func TestStripMockDirectives(t *testing.T) {
 // read with; on a text without braces the stripping must agree with it.
 var directiveRE = regexp.MustCompile(`\[\[mock:([a-z_]+)(?:=([^\]]*))?\]\]`)
 
-// stripSeeds are texts that seed the fuzz target.
+// stripSeeds are texts that seed both fuzz targets.
 var stripSeeds = []string{
 	"hello", "[[mock:status=429]] x", "[[mock:echo]][[mock:truncate]]", `[[mock:tool=t args={"a":["]]"]}]]`,
 	"[[mock:[[mock:echo]]", "[[mock:status=5]0]]", `[[mock:tool=t args={"a":`, "[[mock:x=]]]", "[[[mock:a]]]",
@@ -95,6 +139,39 @@ func FuzzStripMockDirectives(f *testing.F) {
 		}
 		if want := directiveRE.ReplaceAllString(text, ""); got != want {
 			t.Fatalf("strip %q = %q, the regexp gives %q", text, got, want)
+		}
+	})
+}
+
+// actingDirectives are the directives that change the mock's answer; a text
+// holding one cannot be checked against the words the mock answers.
+var actingDirectives = []string{"[[mock:status", "[[mock:delay", "[[mock:tool", "[[mock:echo", "[[mock:truncate", "[[mock:stream_error"}
+
+// FuzzTaskAgreesWithMock: the task the request path reads is the text the
+// mock answers to, directives cut out the same way (JSON values with "]"
+// included): the two read the same documented syntax with separate code.
+func FuzzTaskAgreesWithMock(f *testing.F) {
+	for _, s := range stripSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			return
+		}
+		for _, d := range actingDirectives {
+			if strings.Contains(text, d) {
+				return
+			}
+		}
+		content, _ := json.Marshal(text)
+		answer := askMock(t, `{"model":"m","messages":[{"role":"user","content":`+string(content)+`}]}`)
+
+		want := "Mock answer."
+		if task := []rune(Task(text)); len(task) > 0 {
+			want = "Mock answer to: " + string(task[:min(len(task), 200)])
+		}
+		if answer != want {
+			t.Fatalf("%q: the mock answers %q, the task gives %q", text, answer, want)
 		}
 	})
 }
