@@ -1,6 +1,7 @@
 // Package providers holds scarproxy's upstreams: an OpenAI-compatible HTTP
 // provider (OpenAI, vLLM, Ollama, OpenRouter, LM Studio...), an Anthropic
-// HTTP provider, and an offline mock provider for demos and tests.
+// HTTP provider, and the offline mock provider for demos and tests (built
+// from package providers/mock).
 //
 // # Model
 //
@@ -20,7 +21,8 @@
 //
 // # Imports
 //
-// This package must not import Echo nor any other scarproxy package.
+// This package must not import Echo nor any other scarproxy package than
+// providers/mock, which it builds for a provider of type mock.
 package providers
 
 import (
@@ -31,6 +33,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/scarproxy/scarproxy/providers/mock"
 )
 
 // Provider types.
@@ -217,7 +221,7 @@ func New(cfg Config, getenv func(string) string) (*Provider, error) {
 	}
 	switch cfg.Type {
 	case TypeMock:
-		p.rt = NewMock()
+		p.rt = mock.New()
 	case TypeOpenAI, TypeAnthropic:
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
-	"github.com/scarproxy/scarproxy/providers"
+	mockprovider "github.com/scarproxy/scarproxy/providers/mock"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -86,7 +86,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mock := &http.Client{Transport: providers.NewMock()}
+			mock := &http.Client{Transport: mockprovider.New()}
 			up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 				body, _ := io.ReadAll(r.Body)
 				req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(body))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/providers"
+	mockprovider "github.com/scarproxy/scarproxy/providers/mock"
 	"github.com/tidwall/gjson"
 )
 
@@ -111,7 +112,7 @@ func (a *loopAgent) run(t *testing.T, task string, send func(path string, body [
 func TestMockLoopBrokenByTheGuard(t *testing.T) {
 	const loop = `[[mock:tool=run_shell args={"cmd":"python3 -c \"print(1\""} until=guard]] run the script`
 	const loopFix = `[[mock:tool=run_shell args={"cmd":"python3 -c \"print(1\""} until=guard fix={"cmd":"python3 -c \"print(1)\""}]] run the script`
-	mock := &http.Client{Transport: providers.NewMock()}
+	mock := &http.Client{Transport: mockprovider.New()}
 	direct := func(t *testing.T) func(string, []byte) []byte {
 		return func(path string, body []byte) []byte {
 			res, err := mock.Post("http://mock"+strings.TrimPrefix(path, "/v1"), "application/json", bytes.NewReader(body))

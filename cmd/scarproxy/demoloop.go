@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/scarproxy/scarproxy/providers"
+	"github.com/scarproxy/scarproxy/providers/mock"
 )
 
 // The loop demo plays an agent harness around the mock's scripted model:
@@ -106,7 +106,7 @@ func demoLoop(ctx context.Context, target string, args []string, getenv func(str
 	fmt.Fprintln(out, "scarproxy's STOP block. The harness runs each call; it fails until the file is created.")
 
 	// Without scarproxy: the mock provider itself.
-	direct := &http.Client{Transport: providers.NewMock()}
+	direct := &http.Client{Transport: mock.New()}
 	send := func(ctx context.Context, body []byte) (*http.Response, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://mock/chat/completions", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

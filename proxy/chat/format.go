@@ -12,8 +12,8 @@
 //
 // # Imports
 //
-// chat imports wire, guard, recall and providers (for the text of a
-// message). It must not import Echo, proxy or a store.
+// chat imports wire and recall. It must not import Echo, proxy, providers
+// or a store.
 package chat
 
 import (

@@ -3,7 +3,6 @@ package chat
 import (
 	"hash/maphash"
 
-	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
@@ -11,7 +10,7 @@ import (
 
 // contentText decodes a message's content (a string, or text parts) as
 // text.
-func contentText(raw []byte) string { return providers.MessageText(parseRaw(raw)) }
+func contentText(raw []byte) string { return wire.ContentText(parseRaw(raw)) }
 
 // conversation is what the proxy reads of a chat request, in one pass over
 // the body (scanChat) and without decoding it whole.
@@ -151,12 +150,12 @@ func (c *conversation) read(body []byte) {
 		case m.kind == roleSystem || m.kind == roleDeveloper:
 			if c.systemAt < 0 {
 				c.systemAt = i
-				c.info.System = providers.MessageText(valueAt(body, m.content))
+				c.info.System = wire.ContentText(valueAt(body, m.content))
 			}
 		case m.kind == roleUser:
 			if !c.task.Found {
 				first := c.task.Goal == ""
-				c.task.Add(providers.MessageText(valueAt(body, m.content)), wire.Task)
+				c.task.Add(wire.ContentText(valueAt(body, m.content)), wire.Task)
 				c.info.Goal = c.task.Goal
 				if first {
 					c.provisional = c.task.Goal

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
@@ -62,10 +61,10 @@ func inspectByPath(body string) inspected {
 		case "system", "developer":
 			if !sysDone {
 				sysDone = true
-				in.system = providers.MessageText(m.Get("content"))
+				in.system = wire.ContentText(m.Get("content"))
 			}
 		case "user":
-			task.Add(providers.MessageText(m.Get("content")), wire.Task)
+			task.Add(wire.ContentText(m.Get("content")), wire.Task)
 			in.goal = task.Goal
 		case "assistant":
 			for _, call := range array(m.Get("tool_calls")) {
@@ -87,7 +86,7 @@ func inspectByPath(body string) inspected {
 				sum := sha256.Sum256([]byte(name + "\x00" + m.Get("content").Raw))
 				key = "hash:" + hex.EncodeToString(sum[:12])
 			}
-			in.results = append(in.results, key+"|"+name+"|"+providers.MessageText(m.Get("content")))
+			in.results = append(in.results, key+"|"+name+"|"+wire.ContentText(m.Get("content")))
 		}
 	}
 	return in

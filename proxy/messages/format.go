@@ -12,8 +12,8 @@
 //
 // # Imports
 //
-// messages imports wire and providers (for the text of content blocks). It
-// must not import Echo, proxy or a store.
+// messages imports wire and recall. It must not import Echo, proxy,
+// providers or a store.
 package messages
 
 import (

@@ -3,7 +3,6 @@ package messages
 import (
 	"strings"
 
-	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
@@ -33,7 +32,7 @@ func read(body []byte) (*request, error) {
 	in.Model = sp[0].Value(body).String()
 	in.Stream = sp[1].Value(body).Bool()
 	if sys := sp[2].Value(body); sys.Exists() {
-		in.System = blocksText(sys)
+		in.System = wire.ContentText(sys)
 	}
 	if md := sp[4].Value(body); md.IsObject() {
 		in.User = md.Get("user_id").String()
@@ -137,8 +136,4 @@ type call struct {
 
 // resultText is the text of a tool_result's content: a string, or the
 // text of its blocks.
-func resultText(raw []byte) string { return blocksText(gjson.ParseBytes(raw)) }
-
-// blocksText is the text of a string or of an array of content blocks,
-// joined by newlines.
-func blocksText(v gjson.Result) string { return providers.MessageText(v) }
+func resultText(raw []byte) string { return wire.ContentText(gjson.ParseBytes(raw)) }

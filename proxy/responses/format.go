@@ -20,8 +20,8 @@
 //
 // # Imports
 //
-// responses imports wire, recall and providers (for the text of content
-// parts). It must not import Echo, proxy or a store.
+// responses imports wire and recall. It must not import Echo, proxy,
+// providers or a store.
 package responses
 
 import (

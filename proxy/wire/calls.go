@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/scarproxy/scarproxy/providers"
 	"github.com/tidwall/gjson"
 )
 
@@ -140,7 +139,7 @@ func NoteText(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	return strings.TrimSpace(providers.MessageText(gjson.ParseBytes(raw)))
+	return strings.TrimSpace(ContentText(gjson.ParseBytes(raw)))
 }
 
 // DefinedTools returns the names of the tools a request defines

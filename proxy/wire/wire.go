@@ -15,9 +15,9 @@
 //
 // # Imports
 //
-// wire imports guard and recall (to strip their blocks) and providers (for
-// the mock's directives), and nothing else of scarproxy. It must not
-// import Echo or a store.
+// wire imports guard and recall (to strip their blocks), and nothing else
+// of scarproxy: it reads the mock provider's directives itself, to keep
+// them out of a task. It must not import Echo, providers or a store.
 package wire
 
 import (
@@ -25,8 +25,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
-
-	"github.com/scarproxy/scarproxy/providers"
 )
 
 // Format is one wire format.
@@ -188,7 +186,7 @@ func HashKey(name string, raw []byte) string {
 // Task is the user's task as recall searches and capture stores it: the
 // text, trimmed, without the mock provider's [[mock:...]] directives.
 func Task(text string) string {
-	return strings.TrimSpace(providers.StripMockDirectives(text))
+	return strings.TrimSpace(stripMockDirectives(text))
 }
 
 // ToolTally is what results of one tool said: how many failed, and

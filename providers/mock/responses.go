@@ -1,4 +1,4 @@
-package providers
+package mock
 
 import (
 	"encoding/hex"
@@ -9,7 +9,7 @@ import (
 )
 
 // responses answers POST /responses (OpenAI Responses).
-func (m *Mock) responses(req *http.Request, body []byte) (*http.Response, error) {
+func (m *Transport) responses(req *http.Request, body []byte) (*http.Response, error) {
 	if !gjson.ValidBytes(body) {
 		return errorResponse(req, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", ""), nil
 	}
@@ -19,7 +19,7 @@ func (m *Mock) responses(req *http.Request, body []byte) (*http.Response, error)
 	}
 	model := gjson.GetBytes(body, "model").String()
 	if model == "" {
-		model = MockModels[0]
+		model = Models[0]
 	}
 	t := responsesTurn(input)
 	t.model, t.system = model, gjson.GetBytes(body, "instructions").String()
@@ -58,7 +58,7 @@ func responsesTurn(input gjson.Result) turn {
 		if it.Get("role").Str != "user" {
 			continue
 		}
-		t := turn{user: MessageText(it.Get("content")), userLast: i == len(items)-1}
+		t := turn{user: contentText(it.Get("content")), userLast: i == len(items)-1}
 		for _, it := range items[i+1:] {
 			switch it.Get("type").Str {
 			case "function_call_output", "custom_tool_call_output":

@@ -1,4 +1,32 @@
-package providers
+// Package mock is scarproxy's offline provider: an [http.RoundTripper]
+// ([Transport], made by [New]) that answers the three APIs the proxy
+// forwards as the real providers do, without a key or a network. It backs
+// `serve --mock`, a provider of `type: mock`, the demo and the tests.
+//
+// # What it owns
+//
+//   - the APIs: OpenAI Chat Completions, OpenAI Responses and Anthropic
+//     Messages, JSON and SSE, with their usage and error bodies, and the
+//     model list at GET /models ([Models]);
+//   - the [[mock:...]] directives it reads in the last user text, whose
+//     syntax is a documented contract (README.md, "The mock provider"):
+//     status=N, delay=D, tool=NAME with args, repeat, until and fix, echo,
+//     truncate and stream_error (see [Transport]);
+//   - the scripted model behind a tool directive with repeat or until: a
+//     loop read from the conversation itself, without state.
+//
+// It is deterministic and offline: the same request gets the same answer
+// (ids derive from the request body; only timestamps follow a clock the
+// caller may fix), and nothing leaves the process.
+//
+// # Imports
+//
+// Only the standard library and gjson. It must not import proxy/*, store,
+// Echo nor any other scarproxy package, providers included: providers
+// builds a Transport for a provider of type mock, and the request path
+// keeps its own reader of the directives (proxy/wire strips them from a
+// task), so that this package stays a leaf.
+package mock
 
 import (
 	"bytes"
@@ -15,16 +43,17 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Mock is the offline provider. It speaks the three APIs the proxy forwards,
-// each with its real JSON shapes, SSE events, usage and error bodies:
+// Transport is the offline provider. It speaks the three APIs the proxy
+// forwards, each with its real JSON shapes, SSE events, usage and error
+// bodies:
 //
 //	POST /chat/completions  OpenAI Chat Completions (SSE chunks ending in "data: [DONE]")
 //	POST /responses         OpenAI Responses (named SSE events with sequence_number)
 //	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
-//	GET  /models            the models in [MockModels], OpenAI-shaped
+//	GET  /models            the models in [Models], OpenAI-shaped
 //
 // It is deterministic: the same request gets the same answer (ids derive
-// from the request body; only the timestamps follow [Mock.Now]).
+// from the request body; only the timestamps follow [Transport.Now]).
 //
 // # Directives
 //
@@ -111,21 +140,21 @@ import (
 // messages "tool_choice":{"type":"none"}) never gets a call, as from a
 // real model: a tool directive that would call answers "Mock answer:
 // tools were forbidden, so NAME was not called." (in a loop, as in 2).
-type Mock struct {
+type Transport struct {
 	// Now stamps "created" (chat) and "created_at" (responses); nil means
 	// time.Now.
 	Now func() time.Time
 }
 
-// NewMock returns the mock provider.
-func NewMock() *Mock { return &Mock{} }
+// New returns the mock provider.
+func New() *Transport { return &Transport{} }
 
-// MockModels is what the mock lists at GET /models.
-var MockModels = []string{"mock-gpt", "mock-gpt-mini"}
+// Models is what the mock lists at GET /models.
+var Models = []string{"mock-gpt", "mock-gpt-mini"}
 
 // RoundTrip answers req in-process. It returns an error only when the
 // request's context ends during a delay, or its body cannot be read.
-func (m *Mock) RoundTrip(req *http.Request) (*http.Response, error) {
+func (m *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
 		b, err := io.ReadAll(req.Body)
@@ -152,14 +181,14 @@ func (m *Mock) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-func (m *Mock) now() time.Time {
+func (m *Transport) now() time.Time {
 	if m.Now != nil {
 		return m.Now()
 	}
 	return time.Now()
 }
 
-func (m *Mock) models(req *http.Request) *http.Response {
+func (m *Transport) models(req *http.Request) *http.Response {
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -170,197 +199,34 @@ func (m *Mock) models(req *http.Request) *http.Response {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list"}
-	for _, id := range MockModels {
+	for _, id := range Models {
 		out.Data = append(out.Data, model{ID: id, Object: "model", Created: 1700000000, OwnedBy: "scarproxy-mock"})
 	}
 	b, _ := json.Marshal(out)
 	return jsonResponse(req, http.StatusOK, b)
 }
 
-// Directives.
-
-// directives are the [[mock:...]] found in a user text.
-type directives struct {
-	status      int
-	delay       time.Duration
-	tool        toolScript // tool.name is empty without a tool directive
-	echo        bool
-	truncate    bool
-	streamError bool
-}
-
-// errorStatus returns the status to answer instead of a completion, or 0.
-func (d directives) errorStatus() int {
-	if d.status != 0 && (d.status < 200 || d.status > 299) {
-		return d.status
-	}
-	return 0
-}
-
-func parseDirectives(text string) directives {
-	var d directives
-	for _, sp := range scanDirectives(text) {
-		switch sp.name {
-		case "status":
-			if n, err := strconv.Atoi(sp.value); err == nil && n >= 100 && n <= 599 {
-				d.status = n
-			}
-		case "delay":
-			if v, err := time.ParseDuration(sp.value); err == nil && v > 0 {
-				d.delay = v
-			}
-		case "tool":
-			d.tool = parseToolScript(sp.value)
-		case "echo":
-			d.echo = true
-		case "truncate":
-			d.truncate = true
-		case "stream_error":
-			d.streamError = true
-		}
-	}
-	return d
-}
-
-// span is one directive in a text: text[start:end] is "[[mock:name]]" or
-// "[[mock:name=value]]".
-type span struct {
-	start, end  int
-	name, value string
-}
-
-const directivePrefix = "[[mock:"
-
-// scanDirectives finds the directives of text, left to right, without
-// overlaps. A name is [a-z_]+. A value runs to the first "]" that closes
-// the directive; a balanced JSON object or array in the value (brackets
-// inside strings ignored) is skipped whole, so that tool arguments may
-// contain "]". Without braces it matches the regular expression
-// \[\[mock:([a-z_]+)(?:=([^\]]*))?\]\].
-func scanDirectives(text string) []span {
-	var out []span
-	for i := 0; i < len(text); {
-		j := strings.Index(text[i:], directivePrefix)
-		if j < 0 {
-			break
-		}
-		start := i + j
-		if sp, ok := matchDirective(text, start); ok {
-			out = append(out, sp)
-			i = sp.end
-		} else {
-			i = start + 1
-		}
-	}
-	return out
-}
-
-func matchDirective(text string, start int) (span, bool) {
-	k := start + len(directivePrefix)
-	n := k
-	for n < len(text) && (text[n] >= 'a' && text[n] <= 'z' || text[n] == '_') {
-		n++
-	}
-	if n == k {
-		return span{}, false
-	}
-	name := text[k:n]
-	if strings.HasPrefix(text[n:], "]]") {
-		return span{start: start, end: n + 2, name: name}, true
-	}
-	if n >= len(text) || text[n] != '=' {
-		return span{}, false
-	}
-	v := n + 1
-	e := v
-	for e < len(text) && text[e] != ']' {
-		if text[e] == '{' {
-			if end, ok := skipBalanced(text, e); ok {
-				e = end
-				continue
-			}
-		}
-		e++
-	}
-	if !strings.HasPrefix(text[e:], "]]") {
-		return span{}, false
-	}
-	return span{start: start, end: e + 2, name: name, value: text[v:e]}, true
-}
-
-// skipBalanced returns the index just after the JSON object or array that
-// opens at s[i], counting brackets outside strings; false when it does not
-// close.
-func skipBalanced(s string, i int) (int, bool) {
-	depth := 0
-	inString := false
-	for ; i < len(s); i++ {
-		c := s[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// StripMockDirectives returns text without its [[mock:...]] directives, as
-// the mock reads them (tool arguments included).
-func StripMockDirectives(text string) string {
-	spans := scanDirectives(text)
-	if len(spans) == 0 {
-		return text
-	}
-	var sb strings.Builder
-	last := 0
-	for _, sp := range spans {
-		sb.WriteString(text[last:sp.start])
-		last = sp.end
-	}
-	sb.WriteString(text[last:])
-	return sb.String()
-}
-
-// MessageText flattens a message content: a string, or the text parts of
-// an array of parts (any part with a string "text": chat text parts,
-// Responses input_text, Anthropic text blocks) joined by newlines.
-func MessageText(v gjson.Result) string {
-	switch {
-	case v.Type == gjson.String:
-		return v.Str
-	case v.IsArray():
-		var sb strings.Builder
-		v.ForEach(func(_, part gjson.Result) bool {
-			if t := part.Get("text"); t.Type == gjson.String {
-				if sb.Len() > 0 {
-					sb.WriteByte('\n')
-				}
-				sb.WriteString(t.Str)
-			}
-			return true
-		})
-		return sb.String()
-	}
-	return ""
-}
-
 // Answers, whatever the API.
+
+// contentText is the text of a message's content: a string, or the
+// string "text" members of an array's parts (chat text parts, Responses
+// input_text, Anthropic text blocks) joined by "\n", empty ones before the
+// first non-empty one left out (as the proxy reads a task).
+func contentText(content gjson.Result) string {
+	switch {
+	case content.Type == gjson.String:
+		return content.Str
+	case !content.IsArray():
+		return ""
+	}
+	var parts []string
+	for _, part := range content.Array() {
+		if t := part.Get("text"); t.Type == gjson.String && (t.Str != "" || len(parts) > 0) {
+			parts = append(parts, t.Str)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
 
 // turn is what the mock reads from a request, whatever its API.
 type turn struct {
@@ -396,8 +262,8 @@ type reply struct {
 // answer waits out any delay directive and decides the reply. It returns
 // the request context's error when it ends during the delay. The caller
 // answers d.errorStatus() instead of the reply when it is not zero.
-func (m *Mock) answer(req *http.Request, body []byte, t turn) (reply, directives, error) {
-	d := parseDirectives(t.user)
+func (m *Transport) answer(req *http.Request, body []byte, t turn) (reply, directives, error) {
+	d, rest := parseDirectives(t.user)
 	if err := sleep(req.Context(), d.delay); err != nil {
 		return reply{}, d, err
 	}
@@ -424,7 +290,7 @@ func (m *Mock) answer(req *http.Request, body []byte, t turn) (reply, directives
 		r.text = t.system
 		r.outTokens = len(strings.Fields(r.text)) + 1
 	default:
-		text := strings.TrimSpace(StripMockDirectives(t.user))
+		text := strings.TrimSpace(rest)
 		if rs := []rune(text); len(rs) > 200 {
 			text = string(rs[:200])
 		}
@@ -523,7 +389,7 @@ type script struct {
 // stream answers 200 with s's events, written one by one into the body as
 // the client reads it, shaped by the truncate and stream_error directives.
 // h holds the response headers.
-func (m *Mock) stream(req *http.Request, s script, d directives, h http.Header) *http.Response {
+func (m *Transport) stream(req *http.Request, s script, d directives, h http.Header) *http.Response {
 	events := s.events
 	if d.truncate {
 		events = events[:len(events)-s.final]
@@ -628,4 +494,4 @@ func statusResponse(req *http.Request, status int, model string) *http.Response 
 	return res
 }
 
-var _ http.RoundTripper = (*Mock)(nil)
+var _ http.RoundTripper = (*Transport)(nil)

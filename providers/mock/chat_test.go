@@ -1,4 +1,4 @@
-package providers
+package mock
 
 import (
 	"context"
@@ -21,8 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // fixedMock is a mock whose clock stands still, so that its answers can be
 // compared byte for byte.
-func fixedMock() *Mock {
-	return &Mock{Now: func() time.Time { return time.Unix(1700000000, 0) }}
+func fixedMock() *Transport {
+	return &Transport{Now: func() time.Time { return time.Unix(1700000000, 0) }}
 }
 
 // dump renders a response as its status line, its sorted headers and its body.

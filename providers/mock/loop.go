@@ -1,4 +1,4 @@
-package providers
+package mock
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 // The scripted model behind [[mock:tool=...]]: which call, how many times,
-// until what, and how a loop ends (see the Mock type's doc).
+// until what, and how a loop ends (see the Transport type's doc).
 
 // Block start lines the scripted model looks for in the system text
 // (until=guard, until=stop). They are the proxy's, written out here:
@@ -186,7 +186,7 @@ type toolNext struct {
 }
 
 // next decides the answer of the tool directive ts to turn t (see the
-// Mock type's doc, # Loops). A zero toolNext means the directive does not
+// Transport type's doc, # Loops). A zero toolNext means the directive does not
 // apply: the mock answers as without it.
 func (ts *toolScript) next(t turn) toolNext {
 	if !ts.loop() {

@@ -1,4 +1,4 @@
-package providers
+package mock
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 
 // viaMock serves an SDK client from a mock: the SDKs put /v1 in front of
 // every path, the mock's paths are relative to the API root.
-type viaMock struct{ m *Mock }
+type viaMock struct{ m *Transport }
 
 func (v viaMock) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
@@ -26,15 +26,14 @@ func (v viaMock) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func mockHTTPClient() *http.Client { return &http.Client{Transport: viaMock{fixedMock()}} }
 
-// post sends body to path on a fixed mock and returns the response with its
-// body read.
-func post(t *testing.T, path, body string) (*http.Response, string) {
+// do sends body to path on m and returns the response with its body read.
+func do(t *testing.T, m *Transport, method, path, body string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider"+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(context.Background(), method, "http://provider"+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := fixedMock().RoundTrip(req)
+	res, err := m.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +43,12 @@ func post(t *testing.T, path, body string) (*http.Response, string) {
 		t.Fatal(err)
 	}
 	return res, string(b)
+}
+
+// post sends body to path on a fixed mock.
+func post(t *testing.T, path, body string) (*http.Response, string) {
+	t.Helper()
+	return do(t, fixedMock(), http.MethodPost, path, body)
 }
 
 // parseSSE splits a stream into its events; it fails on a line that is
@@ -145,25 +150,10 @@ func TestParseDirectives(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := parseDirectives(tc.text); got != tc.want {
+			if got, _ := parseDirectives(tc.text); got != tc.want {
 				t.Errorf("parseDirectives(%q) = %+v, want %+v", tc.text, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestStripMockDirectives(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain", "plain"},
-		{"[[mock:status=429]] hi [[mock:echo]]", " hi "},
-		{`a [[mock:tool=t args={"x":["]]"]}]] b`, "a  b"},
-		{"[[mock:status=5]0]] kept", "[[mock:status=5]0]] kept"},
-		{"[[mock:[[mock:echo]]", "[[mock:"},
-	}
-	for _, tc := range tests {
-		if got := StripMockDirectives(tc.in); got != tc.want {
-			t.Errorf("StripMockDirectives(%q) = %q, want %q", tc.in, got, tc.want)
-		}
 	}
 }
 
@@ -192,7 +182,7 @@ func FuzzScanDirectives(f *testing.F) {
 			}
 			last = sp.end
 		}
-		parseDirectives(text)
+		_, rest := parseDirectives(text)
 		if strings.ContainsAny(text, "{") {
 			return
 		}
@@ -210,8 +200,8 @@ func FuzzScanDirectives(f *testing.F) {
 				t.Fatalf("%q: span %+v, the regexp finds %v", text, sp, m)
 			}
 		}
-		if got, want := StripMockDirectives(text), directiveRE.ReplaceAllString(text, ""); got != want {
-			t.Fatalf("strip %q = %q, the regexp gives %q", text, got, want)
+		if want := directiveRE.ReplaceAllString(text, ""); rest != want {
+			t.Fatalf("%q without its directives is %q, the regexp gives %q", text, rest, want)
 		}
 	})
 }
@@ -248,7 +238,7 @@ func TestMockEveryAPI(t *testing.T) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://provider"+path, strings.NewReader(body("[[mock:delay=1h]] x")))
 			done := make(chan error, 1)
 			go func() {
-				_, err := NewMock().RoundTrip(req)
+				_, err := New().RoundTrip(req)
 				done <- err
 			}()
 			cancel()
@@ -288,7 +278,7 @@ func TestMockEveryAPI(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, body := mockDo(t, context.Background(), tc.method, tc.path, "{}")
+			res, body := do(t, New(), tc.method, tc.path, "{}")
 			if res.StatusCode != tc.status || !strings.Contains(body, tc.want) {
 				t.Fatalf("%s %s: %s", tc.method, tc.path, body)
 			}
@@ -299,4 +289,90 @@ func TestMockEveryAPI(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+func chat(content string, stream bool) string {
+	b, _ := json.Marshal(map[string]any{
+		"model": "mock-gpt", "stream": stream,
+		"messages": []map[string]any{{"role": "system", "content": "SYSTEM TEXT"}, {"role": "user", "content": content}},
+	})
+	return string(b)
+}
+
+func TestMockDirectives(t *testing.T) {
+	tests := []struct {
+		name, content string
+		stream        bool
+		status        int
+		has, hasNot   []string
+	}{
+		{"plain answer", "hello there", false, 200, []string{`"object":"chat.completion"`, `"finish_reason":"stop"`, `Mock answer to: hello there`, `"usage"`}, nil},
+		{"429", "[[mock:status=429]] hi", false, 429, []string{`"code":"rate_limit_exceeded"`, "Rate limit reached for mock-gpt"}, nil},
+		{"500", "[[mock:status=500]] hi", false, 500, []string{`"type":"server_error"`}, nil},
+		{"tool call", "[[mock:tool=get_weather]] hi", false, 200, []string{`"tool_calls"`, `"name":"get_weather"`, `"finish_reason":"tool_calls"`}, nil},
+		{"echo", "[[mock:echo]] hi", false, 200, []string{`"content":"SYSTEM TEXT"`}, nil},
+		{"stream", "hello world one two three", true, 200, []string{"chat.completion.chunk", `"finish_reason":"stop"`, "data: [DONE]\n\n"}, nil},
+		{"stream tool", "[[mock:tool=ls]] x", true, 200, []string{`"name":"ls"`, `"index":0`, "data: [DONE]"}, nil},
+		{"truncate", "[[mock:truncate]] x", true, 200, []string{"chat.completion.chunk"}, []string{"[DONE]"}},
+		{"stream error", "[[mock:stream_error]] x", true, 200, []string{`"error"`, "server_error"}, []string{"[DONE]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := do(t, New(), http.MethodPost, "/chat/completions", chat(tc.content, tc.stream))
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(body, s) {
+					t.Errorf("missing %q in %s", s, body)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if strings.Contains(body, s) {
+					t.Errorf("unexpected %q in %s", s, body)
+				}
+			}
+			if tc.stream && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+				t.Errorf("content type %q", res.Header.Get("Content-Type"))
+			}
+		})
+	}
+}
+
+func TestMockIsDeterministic(t *testing.T) {
+	_, a := do(t, New(), http.MethodPost, "/chat/completions", chat("same question", false))
+	_, b := do(t, New(), http.MethodPost, "/chat/completions", chat("same question", false))
+	strip := func(s string) string { // "created" is a clock
+		var m map[string]any
+		json.Unmarshal([]byte(s), &m)
+		delete(m, "created")
+		out, _ := json.Marshal(m)
+		return string(out)
+	}
+	if strip(a) != strip(b) {
+		t.Fatalf("same request, different answers:\n%s\n%s", a, b)
+	}
+}
+
+func TestMockToolOnlyWhileUserIsLast(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"[[mock:tool=run]] go"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"run","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`
+	_, out := do(t, New(), http.MethodPost, "/chat/completions", body)
+	if strings.Contains(out, "tool_calls") || !strings.Contains(out, `"finish_reason":"stop"`) {
+		t.Fatalf("after a tool result the mock must finish: %s", out)
+	}
+}
+
+func TestMockModelsAndUnknownPath(t *testing.T) {
+	res, body := do(t, New(), http.MethodGet, "/models", "")
+	if res.StatusCode != 200 || !strings.Contains(body, `"id":"mock-gpt"`) {
+		t.Fatalf("models %d %s", res.StatusCode, body)
+	}
+	res, body = do(t, New(), http.MethodPost, "/audio/speech", "{}")
+	if res.StatusCode != 404 || !strings.Contains(body, `"error"`) {
+		t.Fatalf("unknown path %d %s", res.StatusCode, body)
+	}
+	res, body = do(t, New(), http.MethodPost, "/chat/completions", "{not json")
+	if res.StatusCode != 400 || !strings.Contains(body, "invalid_request_error") {
+		t.Fatalf("bad json %d %s", res.StatusCode, body)
+	}
 }

@@ -1,4 +1,4 @@
-package providers
+package mock
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,7 @@ import (
 )
 
 // messages answers POST /messages (Anthropic Messages).
-func (m *Mock) messages(req *http.Request, body []byte) (*http.Response, error) {
+func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, error) {
 	if !gjson.ValidBytes(body) {
 		return anthropicError(req, body, http.StatusBadRequest, "invalid_request_error", "The request body is not valid JSON."), nil
 	}
@@ -25,7 +25,7 @@ func (m *Mock) messages(req *http.Request, body []byte) (*http.Response, error) 
 	}
 	model := gjson.GetBytes(body, "model").String()
 	if model == "" {
-		model = MockModels[0]
+		model = Models[0]
 	}
 	t := messagesTurn(msgs)
 	t.model, t.system = model, systemBlocksText(gjson.GetBytes(body, "system"))
@@ -62,7 +62,7 @@ func messagesTurn(msgs gjson.Result) turn {
 		if arr[i].Get("role").Str != "user" || onlyToolResults(arr[i].Get("content")) {
 			continue
 		}
-		t := turn{user: MessageText(arr[i].Get("content")), userLast: i == last}
+		t := turn{user: contentText(arr[i].Get("content")), userLast: i == last}
 		for _, msg := range arr[i+1:] {
 			role := msg.Get("role").Str
 			msg.Get("content").ForEach(func(_, block gjson.Result) bool {

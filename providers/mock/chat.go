@@ -1,4 +1,4 @@
-package providers
+package mock
 
 import (
 	"encoding/hex"
@@ -17,7 +17,7 @@ func chatTurn(msgs gjson.Result) turn {
 		if arr[i].Get("role").String() != "user" {
 			continue
 		}
-		t := turn{user: MessageText(arr[i].Get("content")), userLast: i == len(arr)-1}
+		t := turn{user: contentText(arr[i].Get("content")), userLast: i == len(arr)-1}
 		for _, msg := range arr[i+1:] {
 			switch msg.Get("role").String() {
 			case "tool":
@@ -38,13 +38,13 @@ func systemText(msgs gjson.Result) string {
 	for _, msg := range msgs.Array() {
 		switch msg.Get("role").String() {
 		case "system", "developer":
-			return MessageText(msg.Get("content"))
+			return contentText(msg.Get("content"))
 		}
 	}
 	return ""
 }
 
-func (m *Mock) chat(req *http.Request, body []byte) (*http.Response, error) {
+func (m *Transport) chat(req *http.Request, body []byte) (*http.Response, error) {
 	if !gjson.ValidBytes(body) {
 		return errorResponse(req, http.StatusBadRequest, "We could not parse the JSON body of your request.", "invalid_request_error", ""), nil
 	}
@@ -54,7 +54,7 @@ func (m *Mock) chat(req *http.Request, body []byte) (*http.Response, error) {
 	}
 	model := gjson.GetBytes(body, "model").String()
 	if model == "" {
-		model = MockModels[0]
+		model = Models[0]
 	}
 	t := chatTurn(msgs)
 	t.model, t.system = model, systemText(msgs)

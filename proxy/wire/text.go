@@ -1,0 +1,110 @@
+package wire
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// ContentText is the text of a message content value: a string, or the
+// string "text" of each part of an array (chat text parts, Responses
+// input_text, Anthropic text blocks) joined by newlines. Any other value
+// has no text.
+func ContentText(v gjson.Result) string {
+	switch {
+	case v.Type == gjson.String:
+		return v.Str
+	case v.IsArray():
+		var sb strings.Builder
+		v.ForEach(func(_, part gjson.Result) bool {
+			if t := part.Get("text"); t.Type == gjson.String {
+				if sb.Len() > 0 {
+					sb.WriteByte('\n')
+				}
+				sb.WriteString(t.Str)
+			}
+			return true
+		})
+		return sb.String()
+	}
+	return ""
+}
+
+// mockPrefix opens a directive of the mock provider.
+const mockPrefix = "[[mock:"
+
+// stripMockDirectives returns text without the mock provider's
+// directives, cut out as the mock reads them (README.md, "The mock
+// provider"): "[[mock:", a name of [a-z_]+, and "]]", or "=" and a value
+// running to the first "]]" that no JSON object in the value holds, so
+// that tool arguments may contain "]". What only looks like a directive
+// stays.
+func stripMockDirectives(text string) string {
+	var out []byte
+	kept, from := 0, 0 // text[kept:] is not copied yet; search from text[from:]
+	for {
+		i := strings.Index(text[from:], mockPrefix)
+		if i < 0 {
+			break
+		}
+		i += from
+		if n := directiveLen(text[i:]); n > 0 {
+			out = append(out, text[kept:i]...)
+			kept, from = i+n, i+n
+		} else {
+			from = i + 1
+		}
+	}
+	if kept == 0 {
+		return text
+	}
+	return string(append(out, text[kept:]...))
+}
+
+// directiveLen returns the length of the directive d starts with ("[[mock:"
+// at d[0]), or 0 when it opens none.
+func directiveLen(d string) int {
+	i := len(mockPrefix)
+	for i < len(d) && (d[i] == '_' || 'a' <= d[i] && d[i] <= 'z') {
+		i++
+	}
+	if i == len(mockPrefix) {
+		return 0
+	}
+	if i < len(d) && d[i] == '=' {
+		for i++; i < len(d) && d[i] != ']'; i++ {
+			if d[i] == '{' {
+				if end := bracketsEnd(d, i); end > 0 {
+					i = end - 1
+				}
+			}
+		}
+	}
+	if !strings.HasPrefix(d[i:], "]]") {
+		return 0
+	}
+	return i + 2
+}
+
+// bracketsEnd returns the index just after the brackets opened at s[i]
+// close, counting "{" and "[" against "}" and "]" outside JSON strings
+// (valid JSON or not); 0 when they never close.
+func bracketsEnd(s string, i int) int {
+	depth, inString := 0, false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
