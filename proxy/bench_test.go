@@ -24,6 +24,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
 	"github.com/tidwall/gjson"
 )
 
@@ -61,7 +62,7 @@ func benchStorePath(b *testing.B) string {
 }
 
 func seedBench(path string, now time.Time) error {
-	st, err := store.OpenBolt(path, store.BoltOptions{})
+	st, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func BenchmarkChatHandler(b *testing.B) {
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
 	}
-	st, err := store.OpenBolt(benchStorePath(b), store.BoltOptions{})
+	st, err := bolt.Open(benchStorePath(b), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

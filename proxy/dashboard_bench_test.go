@@ -18,6 +18,8 @@ import (
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
+	"github.com/scarproxy/scarproxy/store/postgres"
 )
 
 // dashIncidents is the size of the tenant BenchmarkDashboardOverview
@@ -43,7 +45,7 @@ func BenchmarkDashboardOverview(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { os.RemoveAll(d) })
-		st, err := store.OpenBolt(filepath.Join(d, "scarproxy.db"), store.BoltOptions{})
+		st, err := bolt.Open(filepath.Join(d, "scarproxy.db"), bolt.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -55,7 +57,7 @@ func BenchmarkDashboardOverview(b *testing.B) {
 		if dsn == "" {
 			b.Skip("SCARPROXY_TEST_POSTGRES_DSN is not set")
 		}
-		st, err := store.OpenPostgres(context.Background(), dsn, store.PostgresOptions{})
+		st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
 )
 
 // apiCall is one memory API request of a test: its status and body.
@@ -249,7 +250,7 @@ func TestFixesAPIGatewayKeys(t *testing.T) {
 func TestRetentionPrunesFixesInTheBackground(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	clock := &tickingClock{now: time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)}
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: clock.read})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "scarproxy.db"), bolt.Options{Now: clock.read})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
 )
 
 // received is one request as an upstream saw it.
@@ -127,9 +128,9 @@ func newHarness(t *testing.T, upstreamURL string, opts ...harnessOpt) *harness {
 
 // tempBolt opens a bbolt store in a temporary directory, closed when the
 // test ends.
-func tempBolt(t *testing.T) *store.Bolt {
+func tempBolt(t *testing.T) *bolt.Store {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "scarproxy.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

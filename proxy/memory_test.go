@@ -19,6 +19,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
 )
 
 const syntaxErr = "SyntaxError: Unexpected end of input\n    at parser.js:%d:5"
@@ -540,7 +541,7 @@ func TestRetentionPrunesInTheBackground(t *testing.T) {
 func TestRetentionPrunesSolutionsInTheBackground(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	clock := &tickingClock{now: time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)}
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{Now: clock.read})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "scarproxy.db"), bolt.Options{Now: clock.read})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,16 @@
-// Package store persists scarproxy's two memories: incidents (failures),
+// Package store defines scarproxy's two memories: incidents (failures),
 // solutions (solved tasks) and learned fixes (what ended a repeated
-// failure).
+// failure). It owns their types, the [Store] interface every backend
+// implements, the errors its methods return and the incident types the
+// proxy records; it stores nothing itself.
 //
 // # Backends
 //
-// Two backends implement [Store]: bbolt, one embedded file in the data
-// directory (the default), and PostgreSQL, shared by the replicas of a team
-// gateway. Both pass one conformance suite (conformance_test.go).
+// Two packages implement [Store]: store/bolt, one embedded bbolt file in
+// the data directory (the default), and store/postgres, a PostgreSQL
+// database shared by the replicas of a team gateway. Both pass one
+// conformance suite, store/storetest. What they do alike (validation, text
+// cleaning, limits) lives in store/internal.
 //
 // # Tenancy
 //
@@ -26,8 +30,11 @@
 //
 // # Imports
 //
-// Only this package imports bbolt and pgx. It must not import Echo nor any
-// other scarproxy package.
+// This package imports the standard library and store/internal/stored
+// alone, so that a package that needs only the types (guard, recall) links
+// no database driver. It must not import bbolt, pgx, Echo nor any other
+// scarproxy package: only store/bolt imports bbolt, only store/postgres
+// imports pgx.
 package store
 
 import (
@@ -81,6 +88,11 @@ type Incident struct {
 	Fingerprint string    `json:"fingerprint,omitempty"`
 }
 
+// MaxLimit is the most records one read returns: backends cap the Limit of
+// IncidentQuery, IncidentFilter and FixQuery, and the limit of
+// SolutionChanges, at it.
+const MaxLimit = 10000
+
 // IncidentQuery selects incidents of one tenant, newest first.
 type IncidentQuery struct {
 	Workspace string // required
@@ -88,7 +100,7 @@ type IncidentQuery struct {
 	Session   string // when set, only incidents of this session
 	// Since, when non-zero, drops incidents older than it (Time < Since).
 	Since time.Time
-	// Limit caps the number returned; 0 means 100. Backends cap it at 10000.
+	// Limit caps the number returned; 0 means 100. Backends cap it at MaxLimit.
 	Limit int
 }
 
@@ -146,7 +158,7 @@ type Fix struct {
 type FixQuery struct {
 	Workspace string // required
 	Project   string // required
-	Limit     int    // 0 means 100; backends cap it at 10000
+	Limit     int    // 0 means 100; backends cap it at MaxLimit
 }
 
 // Store is the persistence both memories need. Implementations are safe for

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
+	"github.com/scarproxy/scarproxy/store/postgres"
 )
 
 // incidentSpan is how far back the seeded incidents go. With 100k of them
@@ -32,7 +34,7 @@ func seedStore(ctx context.Context, dst string, incidents, solutions int, now ti
 	if path == dst {
 		fmt.Fprintln(progress, "seeding on disk (no /dev/shm): each write is fsynced, this is slow")
 	}
-	st, err := store.OpenBolt(path, store.BoltOptions{})
+	st, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
@@ -94,7 +96,7 @@ const seedBatch = 1000
 // seedPostgres writes incidents and solutions into the PostgreSQL store at
 // dsn, whose schema should be empty.
 func seedPostgres(ctx context.Context, dsn string, incidents, solutions int, now time.Time, progress io.Writer) error {
-	st, err := store.OpenPostgres(ctx, dsn, store.PostgresOptions{})
+	st, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
@@ -126,7 +128,7 @@ func seedPostgres(ctx context.Context, dsn string, incidents, solutions int, now
 // the PostgreSQL DSN.
 func (e *benchEnv) openStore(ctx context.Context, o options) (store.Store, error) {
 	if o.postgres != "" {
-		return store.OpenPostgres(ctx, o.postgres, store.PostgresOptions{})
+		return postgres.Open(ctx, o.postgres, postgres.Options{})
 	}
-	return store.OpenBolt(e.dataFile, store.BoltOptions{})
+	return bolt.Open(e.dataFile, bolt.Options{})
 }

@@ -83,7 +83,7 @@ type StoreConfig struct {
 	// another replica may take to reach this replica's guard: a request's
 	// guard is checked against a read of the tenant's incident version
 	// begun at most this long before the request, so under load requests
-	// do not wait for the database (store.PostgresOptions.VersionMaxAge).
+	// do not wait for the database (postgres.Options.VersionMaxAge).
 	// 0: every request waits for a read begun after it arrived.
 	ReplicaDelay time.Duration `yaml:"replica_delay"`
 }

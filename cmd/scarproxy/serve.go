@@ -21,6 +21,8 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
+	"github.com/scarproxy/scarproxy/store/postgres"
 )
 
 // commonFlags are the flags every command that touches the store takes.
@@ -85,9 +87,9 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
 	switch cfg.Store.Driver {
 	case "postgres":
-		return store.OpenPostgres(ctx, cfg.Store.DSN, store.PostgresOptions{Logger: log, VersionMaxAge: cfg.Store.ReplicaDelay})
+		return postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Logger: log, VersionMaxAge: cfg.Store.ReplicaDelay})
 	default:
-		return store.OpenBolt(filepath.Join(cfg.DataDir, "scarproxy.db"), store.BoltOptions{})
+		return bolt.Open(filepath.Join(cfg.DataDir, "scarproxy.db"), bolt.Options{})
 	}
 }
 

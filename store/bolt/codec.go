@@ -1,9 +1,11 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
 	"errors"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store"
 )
 
 // Incidents are stored in bbolt in a compact hand encoding rather than JSON:
@@ -33,7 +35,7 @@ const (
 var errCorrupt = errors.New("store: corrupt record")
 
 // appendIncident appends the encoding of inc to b.
-func appendIncident(b []byte, inc *Incident) []byte {
+func appendIncident(b []byte, inc *store.Incident) []byte {
 	version := byte(incidentCodecV1)
 	if inc.Code != "" {
 		version = incidentCodecV2
@@ -56,7 +58,7 @@ func appendIncident(b []byte, inc *Incident) []byte {
 // decodeIncident decodes a record made by appendIncident. It returns
 // errCorrupt, never panics, on malformed input. The strings of inc share
 // one allocation: a copy of b.
-func decodeIncident(b []byte, inc *Incident) error {
+func decodeIncident(b []byte, inc *store.Incident) error {
 	if len(b) == 0 || b[0] != incidentCodecV1 && b[0] != incidentCodecV2 {
 		return errCorrupt
 	}

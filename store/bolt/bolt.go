@@ -1,4 +1,13 @@
-package store
+// Package bolt is the embedded [store.Store]: both memories in one bbolt
+// file in the data directory, opened by one process at a time ([Open]).
+// The layout of the file is described at the top of bolt.go, the encoding
+// of incidents in codec.go.
+//
+// # Imports
+//
+// Only this package imports bbolt. It imports store and store/internal,
+// and must not import pgx, Echo nor any other scarproxy package.
+package bolt
 
 import (
 	"bytes"
@@ -14,7 +23,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/internal/backend"
+	"github.com/scarproxy/scarproxy/store/internal/stored"
+	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -52,8 +64,8 @@ import (
 // key meets the solutions in the order retention removes them. Files made
 // before u and n existed get them when opened (see migrateSolutions).
 //
-// In a tenant's fixes, <dedupe key> is the fix's Key as dedupeKey stores
-// it, and <time> in u is the fix's Updated: a walk from the last key
+// In a tenant's fixes, <dedupe key> is the fix's Key as stored.DedupeKey
+// stores it, and <time> in u is the fix's Updated: a walk from the last key
 // lists them most recently updated first, a walk from the first meets
 // them in the order retention removes them.
 var (
@@ -73,21 +85,21 @@ var (
 	bktSolByUpd = []byte("u")
 )
 
-// boltLockTimeout bounds how long OpenBolt waits for the file lock held by
+// boltLockTimeout bounds how long Open waits for the file lock held by
 // another process.
 const boltLockTimeout = time.Second
 
-// BoltOptions configures OpenBolt. The zero value is ready to use.
-type BoltOptions struct {
+// Options configures Open. The zero value is ready to use.
+type Options struct {
 	// Now is the clock used for incident times and solution timestamps.
 	// Nil means time.Now.
 	Now func() time.Time
 }
 
-// Bolt is the embedded [Store]: one bbolt file, opened by one process at a
-// time. It is safe for concurrent use.
-type Bolt struct {
-	db     *bolt.DB
+// Store is the embedded [store.Store]: one bbolt file, opened by one
+// process at a time. It is safe for concurrent use.
+type Store struct {
+	db     *bbolt.DB
 	now    func() time.Time
 	closed atomic.Bool
 
@@ -100,24 +112,24 @@ type Bolt struct {
 	epoch    int64
 }
 
-var _ Store = (*Bolt)(nil)
+var _ store.Store = (*Store)(nil)
 
-// OpenBolt opens (or creates) the bbolt file at path, creating its parent
+// Open opens (or creates) the bbolt file at path, creating its parent
 // directory when missing. bbolt locks the file: when another process holds
-// it, OpenBolt fails after about a second with an error saying so, instead
+// it, Open fails after about a second with an error saying so, instead
 // of waiting forever.
-func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open bolt: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: boltLockTimeout})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: boltLockTimeout})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open bolt %s: file is locked by another process (waited %s): %w", path, boltLockTimeout, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open bolt %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range [][]byte{bktIncidents, bktSolutions, bktFeed, bktFixes} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -133,36 +145,36 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Bolt{db: db, now: now, versions: make(map[string]int64), epoch: time.Now().UnixNano()}, nil
+	return &Store{db: db, now: now, versions: make(map[string]int64), epoch: time.Now().UnixNano()}, nil
 }
 
 // bump records that the tenant's incidents or fixes changed.
-func (b *Bolt) bump(tenant string) {
+func (b *Store) bump(tenant string) {
 	b.verMu.Lock()
 	b.verSeq++
 	b.versions[tenant] = b.verSeq
 	b.verMu.Unlock()
 }
 
-// IncidentVersion returns the tenant's incident version; see [Store].
-func (b *Bolt) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
+// IncidentVersion returns the tenant's incident version; see [store.Store].
+func (b *Store) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
 	if b.closed.Load() {
-		return 0, fmt.Errorf("store: incident version: %w", ErrClosed)
+		return 0, fmt.Errorf("store: incident version: %w", store.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("store: incident version: %w", err)
 	}
 	b.verMu.Lock()
-	v := b.versions[string(tenantKey(cleanText(workspace), cleanText(project)))]
+	v := b.versions[string(tenantKey(stored.Text(workspace), stored.Text(project)))]
 	b.verMu.Unlock()
 	return b.epoch + v, nil
 }
 
 // Close closes the file. Later calls of any method, Close included, return
 // ErrClosed.
-func (b *Bolt) Close() error {
+func (b *Store) Close() error {
 	if b.closed.Swap(true) {
-		return fmt.Errorf("store: close: %w", ErrClosed)
+		return fmt.Errorf("store: close: %w", store.ErrClosed)
 	}
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
@@ -171,12 +183,12 @@ func (b *Bolt) Close() error {
 }
 
 // Ping reports ErrClosed after Close, and nil otherwise.
-func (b *Bolt) Ping(ctx context.Context) error {
-	return b.view(ctx, "ping", func(*bolt.Tx) error { return nil })
+func (b *Store) Ping(ctx context.Context) error {
+	return b.view(ctx, "ping", func(*bbolt.Tx) error { return nil })
 }
 
 // view runs fn in a read transaction, after checking Close and ctx.
-func (b *Bolt) view(ctx context.Context, op string, fn func(tx *bolt.Tx) error) error {
+func (b *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
 	if err := b.check(ctx); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -187,7 +199,7 @@ func (b *Bolt) view(ctx context.Context, op string, fn func(tx *bolt.Tx) error) 
 }
 
 // update runs fn in a write transaction, after checking Close and ctx.
-func (b *Bolt) update(ctx context.Context, op string, fn func(tx *bolt.Tx) error) error {
+func (b *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
 	if err := b.check(ctx); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -197,9 +209,9 @@ func (b *Bolt) update(ctx context.Context, op string, fn func(tx *bolt.Tx) error
 	return nil
 }
 
-func (b *Bolt) check(ctx context.Context) error {
+func (b *Store) check(ctx context.Context) error {
 	if b.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return ctx.Err()
 }
@@ -207,45 +219,37 @@ func (b *Bolt) check(ctx context.Context) error {
 // boltErr maps bbolt's "not open" (a Close racing a call) to ErrClosed.
 func boltErr(err error) error {
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return err
 }
 
-// AddIncident stores inc; see [Store].
-func (b *Bolt) AddIncident(ctx context.Context, inc *Incident) error {
+// AddIncident stores inc; see [store.Store].
+func (b *Store) AddIncident(ctx context.Context, inc *store.Incident) error {
 	_, err := b.addIncident(ctx, "add incident", inc, "")
 	return err
 }
 
 // AddIncidentOnce stores inc unless dedupeKey was already recorded for the
-// tenant; see [Store]. The check and the insert are one transaction. An
+// tenant; see [store.Store]. The check and the insert are one transaction. An
 // empty dedupeKey stores inc unconditionally.
-func (b *Bolt) AddIncidentOnce(ctx context.Context, inc *Incident, dedupeKey string) (bool, error) {
+func (b *Store) AddIncidentOnce(ctx context.Context, inc *store.Incident, dedupeKey string) (bool, error) {
 	return b.addIncident(ctx, "add incident once", inc, dedupeKey)
 }
 
-func (b *Bolt) addIncident(ctx context.Context, op string, inc *Incident, dkey string) (bool, error) {
-	if err := validIncident(inc); err != nil {
+func (b *Store) addIncident(ctx context.Context, op string, inc *store.Incident, dkey string) (bool, error) {
+	rec, err := backend.PrepareIncident(inc, b.now)
+	if err != nil {
 		return false, fmt.Errorf("store: %s: %w", op, err)
 	}
-	rec := *inc
-	cleanIncident(&rec)
-	if rec.Time.IsZero() {
-		rec.Time = b.now()
-	}
-	rec.Time = normTime(rec.Time)
-	if rec.ID == "" {
-		rec.ID = newID(rec.Time)
-	}
-	stored := false
-	err := b.update(ctx, op, func(tx *bolt.Tx) error {
+	added := false
+	err = b.update(ctx, op, func(tx *bbolt.Tx) error {
 		t, err := createTenant(tx, rec.Workspace, rec.Project)
 		if err != nil {
 			return err
 		}
 		if dkey != "" {
-			dk := []byte(dedupeKey(cleanText(dkey)))
+			dk := []byte(stored.DedupeKey(stored.Text(dkey)))
 			if t.d.Get(dk) != nil {
 				return nil
 			}
@@ -257,31 +261,31 @@ func (b *Bolt) addIncident(ctx context.Context, op string, inc *Incident, dkey s
 				return err
 			}
 		}
-		stored = true
+		added = true
 		return t.put(&rec)
 	})
 	if err != nil {
 		return false, err
 	}
-	if stored {
+	if added {
 		*inc = rec
 		b.bump(string(tenantKey(rec.Workspace, rec.Project)))
 	}
-	return stored, nil
+	return added, nil
 }
 
 // ListIncidents returns the tenant's incidents, newest first (incidents of
 // the same microsecond: last stored first). With a Session it walks that
 // session's index; it stops at Limit or at the first incident older than
 // Since, so its cost follows what it returns, not the tenant's size.
-func (b *Bolt) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, error) {
+func (b *Store) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {
 	if q.Workspace == "" || q.Project == "" {
-		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", ErrInvalid)
+		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", store.ErrInvalid)
 	}
-	q.Workspace, q.Project, q.Session = cleanText(q.Workspace), cleanText(q.Project), cleanText(q.Session)
-	limit := incidentLimit(q.Limit)
-	var out []Incident
-	err := b.view(ctx, "list incidents", func(tx *bolt.Tx) error {
+	q.Workspace, q.Project, q.Session = stored.Text(q.Workspace), stored.Text(q.Project), stored.Text(q.Session)
+	limit := backend.IncidentLimit(q.Limit)
+	var out []store.Incident
+	err := b.view(ctx, "list incidents", func(tx *bbolt.Tx) error {
 		t := openTenant(tx, q.Workspace, q.Project)
 		if t == nil {
 			return nil
@@ -290,7 +294,7 @@ func (b *Bolt) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, 
 		// transaction ends), then decode into a slice of the exact size.
 		var since []byte
 		if !q.Since.IsZero() {
-			since = timeKey(ceilMicro(q.Since))
+			since = timeKey(stored.CeilMicro(q.Since))
 		}
 		var vals [][]byte
 		if q.Session == "" {
@@ -322,7 +326,7 @@ func (b *Bolt) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, 
 				vals = append(vals, v)
 			}
 		}
-		out = make([]Incident, len(vals))
+		out = make([]store.Incident, len(vals))
 		for n, v := range vals {
 			if err := decodeIncident(v, &out[n]); err != nil {
 				return fmt.Errorf("incident %d of %s/%s: %w", n, q.Workspace, q.Project, err)
@@ -334,19 +338,20 @@ func (b *Bolt) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, 
 		return nil, err
 	}
 	if out == nil {
-		out = []Incident{}
+		out = []store.Incident{}
 	}
 	return out, nil
 }
 
-// DeleteIncidents removes the tenant's incidents and dedupe keys; see [Store].
-func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
+// DeleteIncidents removes the tenant's incidents and dedupe keys; see
+// [store.Store].
+func (b *Store) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
 	if workspace == "" || project == "" {
-		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", ErrInvalid)
+		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", store.ErrInvalid)
 	}
-	workspace, project = cleanText(workspace), cleanText(project)
+	workspace, project = stored.Text(workspace), stored.Text(project)
 	n := 0
-	err := b.update(ctx, "delete incidents", func(tx *bolt.Tx) error {
+	err := b.update(ctx, "delete incidents", func(tx *bbolt.Tx) error {
 		t := openTenant(tx, workspace, project)
 		if t == nil {
 			return nil
@@ -361,12 +366,12 @@ func (b *Bolt) DeleteIncidents(ctx context.Context, workspace, project string) (
 }
 
 // PruneIncidents removes incidents (and dedupe keys) older than before, then
-// the oldest incidents of each tenant beyond maxPerTenant; see [Store]. A
+// the oldest incidents of each tenant beyond maxPerTenant; see [store.Store]. A
 // zero before applies no age rule. Each tenant is pruned in its own
 // transaction, so a cancelled ctx leaves the tenants done so far pruned.
-func (b *Bolt) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+func (b *Store) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
 	cut := retentionCut(before)
-	return b.pruneBuckets(ctx, "prune incidents", bktIncidents, true, nil, func(tx *bolt.Tx, name []byte) (int, error) {
+	return b.pruneBuckets(ctx, "prune incidents", bktIncidents, true, nil, func(tx *bbolt.Tx, name []byte) (int, error) {
 		return pruneTenant(tx.Bucket(bktIncidents), name, cut, maxPerTenant)
 	})
 }
@@ -377,7 +382,7 @@ func retentionCut(before time.Time) []byte {
 	if before.IsZero() {
 		return nil
 	}
-	return timeKey(ceilMicro(before))
+	return timeKey(stored.CeilMicro(before))
 }
 
 // pruneBuckets runs retention over the sub-buckets (tenants, workspaces)
@@ -387,10 +392,10 @@ func retentionCut(before time.Time) []byte {
 // (so a cancelled ctx leaves those done so far pruned) and says how many
 // it removed. With bump, a sub-bucket that lost something moves its
 // version (an incident tenant's). It returns how many were removed.
-func (b *Bolt) pruneBuckets(ctx context.Context, op string, root []byte, bump bool,
-	due func(root *bolt.Bucket, name []byte) bool, prune func(tx *bolt.Tx, name []byte) (int, error)) (int, error) {
+func (b *Store) pruneBuckets(ctx context.Context, op string, root []byte, bump bool,
+	due func(root *bbolt.Bucket, name []byte) bool, prune func(tx *bbolt.Tx, name []byte) (int, error)) (int, error) {
 	var picked [][]byte
-	err := b.view(ctx, op, func(tx *bolt.Tx) error {
+	err := b.view(ctx, op, func(tx *bbolt.Tx) error {
 		r := tx.Bucket(root)
 		return r.ForEachBucket(func(name []byte) error {
 			if due == nil || due(r, name) {
@@ -405,7 +410,7 @@ func (b *Bolt) pruneBuckets(ctx context.Context, op string, root []byte, bump bo
 	total := 0
 	for _, name := range picked {
 		pruned := 0
-		err := b.update(ctx, op, func(tx *bolt.Tx) error {
+		err := b.update(ctx, op, func(tx *bbolt.Tx) error {
 			n, err := prune(tx, name)
 			pruned = n
 			return err
@@ -423,7 +428,7 @@ func (b *Bolt) pruneBuckets(ctx context.Context, op string, root []byte, bump bo
 
 // pruneTenant prunes one tenant bucket of root and deletes the bucket when
 // nothing is left in it.
-func pruneTenant(root *bolt.Bucket, name, cut []byte, maxPerTenant int) (int, error) {
+func pruneTenant(root *bbolt.Bucket, name, cut []byte, maxPerTenant int) (int, error) {
 	tb := root.Bucket(name)
 	if tb == nil {
 		return 0, nil
@@ -440,7 +445,7 @@ func pruneTenant(root *bolt.Bucket, name, cut []byte, maxPerTenant int) (int, er
 		}
 		doomed = append(doomed, bytes.Clone(k))
 	}
-	var inc Incident
+	var inc store.Incident
 	for _, k := range doomed {
 		if err := decodeIncident(t.i.Get(k), &inc); err != nil {
 			return 0, fmt.Errorf("incident %x: %w", k, err)
@@ -482,26 +487,22 @@ func pruneTenant(root *bolt.Bucket, name, cut []byte, maxPerTenant int) (int, er
 	return len(doomed), nil
 }
 
-// PutSolution inserts or updates s by (Workspace, Key); see [Store]. A new
-// solution gets a new ID and Created time (any ID or Created in s is
+// PutSolution inserts or updates s by (Workspace, Key); see [store.Store]. A
+// new solution gets a new ID and Created time (any ID or Created in s is
 // ignored); Updated is always set to now.
-func (b *Bolt) PutSolution(ctx context.Context, s *Solution) error {
-	return b.PutSolutions(ctx, []*Solution{s})
+func (b *Store) PutSolution(ctx context.Context, s *store.Solution) error {
+	return b.PutSolutions(ctx, []*store.Solution{s})
 }
 
 // PutSolutions stores each of sols as PutSolution does, in one
-// transaction; see [Store].
-func (b *Bolt) PutSolutions(ctx context.Context, sols []*Solution) error {
-	recs := make([]Solution, len(sols))
-	for i, s := range sols {
-		if err := validSolution(s); err != nil {
-			return fmt.Errorf("store: put solution: %w", err)
-		}
-		recs[i] = *s
-		cleanSolution(&recs[i])
+// transaction; see [store.Store].
+func (b *Store) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+	recs, err := backend.PrepareSolutions(sols)
+	if err != nil {
+		return fmt.Errorf("store: put solution: %w", err)
 	}
-	now := normTime(b.now())
-	err := b.update(ctx, "put solution", func(tx *bolt.Tx) error {
+	now := stored.Time(b.now())
+	err = b.update(ctx, "put solution", func(tx *bbolt.Tx) error {
 		for i := range recs {
 			recs[i].Updated = now
 			if err := putSolution(tx, &recs[i], now); err != nil {
@@ -521,7 +522,7 @@ func (b *Bolt) PutSolutions(ctx context.Context, sols []*Solution) error {
 
 // putSolution inserts rec, or updates the solution with its (Workspace,
 // Key), in tx; it sets rec's ID and Created.
-func putSolution(tx *bolt.Tx, rec *Solution, now time.Time) error {
+func putSolution(tx *bbolt.Tx, rec *store.Solution, now time.Time) error {
 	ws, err := createSolutionWorkspace(tx.Bucket(bktSolutions), rec.Workspace)
 	if err != nil {
 		return err
@@ -540,7 +541,7 @@ func putSolution(tx *bolt.Tx, rec *Solution, now time.Time) error {
 			return err
 		}
 	} else {
-		rec.ID, rec.Created = newID(now), now
+		rec.ID, rec.Created = stored.NewID(now), now
 		if err := ws.setCount(ws.count() + 1); err != nil {
 			return err
 		}
@@ -565,18 +566,18 @@ func putSolution(tx *bolt.Tx, rec *Solution, now time.Time) error {
 	return ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
 }
 
-// GetSolution returns one solution of the workspace; see [Store].
-func (b *Bolt) GetSolution(ctx context.Context, workspace, id string) (Solution, error) {
-	workspace, id = cleanText(workspace), cleanText(id)
-	var s Solution
-	err := b.view(ctx, "get solution", func(tx *bolt.Tx) error {
+// GetSolution returns one solution of the workspace; see [store.Store].
+func (b *Store) GetSolution(ctx context.Context, workspace, id string) (store.Solution, error) {
+	workspace, id = stored.Text(workspace), stored.Text(id)
+	var s store.Solution
+	err := b.view(ctx, "get solution", func(tx *bbolt.Tx) error {
 		ids := solutionIDs(tx, workspace)
 		if ids == nil || id == "" {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		v := ids.Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		var err error
 		s, _, err = decodeSolution(v)
@@ -586,11 +587,11 @@ func (b *Bolt) GetSolution(ctx context.Context, workspace, id string) (Solution,
 }
 
 // ListSolutions returns the workspace's solutions, most recently updated
-// first (then by ID, descending); see [Store].
-func (b *Bolt) ListSolutions(ctx context.Context, workspace string) ([]Solution, error) {
-	workspace = cleanText(workspace)
-	out := []Solution{}
-	err := b.view(ctx, "list solutions", func(tx *bolt.Tx) error {
+// first (then by ID, descending); see [store.Store].
+func (b *Store) ListSolutions(ctx context.Context, workspace string) ([]store.Solution, error) {
+	workspace = stored.Text(workspace)
+	out := []store.Solution{}
+	err := b.view(ctx, "list solutions", func(tx *bbolt.Tx) error {
 		ids := solutionIDs(tx, workspace)
 		if ids == nil {
 			return nil
@@ -613,7 +614,7 @@ func (b *Bolt) ListSolutions(ctx context.Context, workspace string) ([]Solution,
 
 // sortSolutions orders solutions most recently updated first, then by ID
 // descending, the order both backends return.
-func sortSolutions(s []Solution) {
+func sortSolutions(s []store.Solution) {
 	sort.Slice(s, func(i, j int) bool {
 		if !s[i].Updated.Equal(s[j].Updated) {
 			return s[i].Updated.After(s[j].Updated)
@@ -623,17 +624,17 @@ func sortSolutions(s []Solution) {
 }
 
 // DeleteSolution removes one solution of the workspace and records the
-// deletion in the change feed; see [Store].
-func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
-	workspace, id = cleanText(workspace), cleanText(id)
-	return b.update(ctx, "delete solution", func(tx *bolt.Tx) error {
+// deletion in the change feed; see [store.Store].
+func (b *Store) DeleteSolution(ctx context.Context, workspace, id string) error {
+	workspace, id = stored.Text(workspace), stored.Text(id)
+	return b.update(ctx, "delete solution", func(tx *bbolt.Tx) error {
 		ws := openSolutionWorkspace(tx.Bucket(bktSolutions), workspace)
 		if ws == nil || id == "" {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		v := ws.ids.Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		old, oldSeq, err := decodeSolution(v)
 		if err != nil {
@@ -645,16 +646,16 @@ func (b *Bolt) DeleteSolution(ctx context.Context, workspace, id string) error {
 
 // PruneSolutions removes unverified solutions last updated before before,
 // then the solutions of each workspace beyond maxPerWorkspace, in
-// retention order; see [Store]. A workspace is pruned in its own
+// retention order; see [store.Store]. A workspace is pruned in its own
 // transaction, and only when something in it is due: a prune that finds
 // nothing writes nothing.
-func (b *Bolt) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
+func (b *Store) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
 	cut := retentionCut(before)
-	due := func(root *bolt.Bucket, name []byte) bool {
+	due := func(root *bbolt.Bucket, name []byte) bool {
 		ws := openSolutionWorkspace(root, string(name))
 		return ws != nil && len(ws.doomed(cut, maxPerWorkspace, 1)) > 0
 	}
-	return b.pruneBuckets(ctx, "prune solutions", bktSolutions, false, due, func(tx *bolt.Tx, name []byte) (int, error) {
+	return b.pruneBuckets(ctx, "prune solutions", bktSolutions, false, due, func(tx *bbolt.Tx, name []byte) (int, error) {
 		ws := openSolutionWorkspace(tx.Bucket(bktSolutions), string(name))
 		if ws == nil {
 			return 0, nil
@@ -680,15 +681,15 @@ func (b *Bolt) PruneSolutions(ctx context.Context, before time.Time, maxPerWorks
 	})
 }
 
-// SolutionChanges returns feed entries with Seq > after; see [Store]. A
+// SolutionChanges returns feed entries with Seq > after; see [store.Store]. A
 // limit <= 0 means 1000; it is capped at 10000. The feed holds one entry
 // per live solution (its latest change) and one per deletion; deletion
 // entries are kept.
-func (b *Bolt) SolutionChanges(ctx context.Context, after int64, limit int) ([]SolutionChange, int64, error) {
-	limit = changeLimit(limit)
-	out := []SolutionChange{}
+func (b *Store) SolutionChanges(ctx context.Context, after int64, limit int) ([]store.SolutionChange, int64, error) {
+	limit = backend.ChangeLimit(limit)
+	out := []store.SolutionChange{}
 	last := after
-	err := b.view(ctx, "solution changes", func(tx *bolt.Tx) error {
+	err := b.view(ctx, "solution changes", func(tx *bbolt.Tx) error {
 		start := uint64(0)
 		if after > 0 {
 			start = uint64(after)
@@ -700,9 +701,9 @@ func (b *Bolt) SolutionChanges(ctx context.Context, after int64, limit int) ([]S
 			if err != nil {
 				return fmt.Errorf("feed entry %d: %w", seq, err)
 			}
-			ch := SolutionChange{Seq: seq, Deleted: deleted}
+			ch := store.SolutionChange{Seq: seq, Deleted: deleted}
 			if deleted {
-				ch.Solution = Solution{ID: id, Workspace: workspace}
+				ch.Solution = store.Solution{ID: id, Workspace: workspace}
 			} else {
 				ids := solutionIDs(tx, workspace)
 				var sv []byte
@@ -729,11 +730,11 @@ func (b *Bolt) SolutionChanges(ctx context.Context, after int64, limit int) ([]S
 
 // DeleteSolutions removes the workspace's solutions, each recorded as a
 // deletion in the change feed, and then the workspace's buckets, in one
-// transaction; see [Store].
-func (b *Bolt) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
-	workspace = cleanText(workspace)
+// transaction; see [store.Store].
+func (b *Store) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
+	workspace = stored.Text(workspace)
 	n := 0
-	err := b.update(ctx, "delete solutions", func(tx *bolt.Tx) error {
+	err := b.update(ctx, "delete solutions", func(tx *bbolt.Tx) error {
 		n = 0
 		ids := solutionIDs(tx, workspace)
 		if ids == nil {
@@ -768,15 +769,15 @@ func (b *Bolt) DeleteSolutions(ctx context.Context, workspace string) (int, erro
 
 // tenant holds the buckets of one (workspace, project).
 type tenant struct {
-	b, i, s, d, dt *bolt.Bucket
+	b, i, s, d, dt *bbolt.Bucket
 }
 
-func tenantOf(b *bolt.Bucket) *tenant {
+func tenantOf(b *bbolt.Bucket) *tenant {
 	return &tenant{b: b, i: b.Bucket(bktInc), s: b.Bucket(bktSess), d: b.Bucket(bktDedupe), dt: b.Bucket(bktDedupT)}
 }
 
 // openTenant returns the tenant's buckets, or nil when it has none.
-func openTenant(tx *bolt.Tx, workspace, project string) *tenant {
+func openTenant(tx *bbolt.Tx, workspace, project string) *tenant {
 	b := tx.Bucket(bktIncidents).Bucket(tenantKey(workspace, project))
 	if b == nil {
 		return nil
@@ -785,7 +786,7 @@ func openTenant(tx *bolt.Tx, workspace, project string) *tenant {
 }
 
 // createTenant returns the tenant's buckets, creating them when missing.
-func createTenant(tx *bolt.Tx, workspace, project string) (*tenant, error) {
+func createTenant(tx *bbolt.Tx, workspace, project string) (*tenant, error) {
 	b, err := tx.Bucket(bktIncidents).CreateBucketIfNotExists(tenantKey(workspace, project))
 	if err != nil {
 		return nil, err
@@ -814,7 +815,7 @@ func (t *tenant) setCount(n uint64) error {
 }
 
 // put stores rec (ID and Time already set) in the tenant.
-func (t *tenant) put(rec *Incident) error {
+func (t *tenant) put(rec *store.Incident) error {
 	seq, err := t.b.NextSequence()
 	if err != nil {
 		return err
@@ -853,7 +854,7 @@ func seqKey(seq uint64) []byte {
 }
 
 // solutionIDs returns the workspace's solution bucket, or nil.
-func solutionIDs(tx *bolt.Tx, workspace string) *bolt.Bucket {
+func solutionIDs(tx *bbolt.Tx, workspace string) *bbolt.Bucket {
 	if workspace == "" {
 		return nil
 	}
@@ -866,12 +867,12 @@ func solutionIDs(tx *bolt.Tx, workspace string) *bolt.Bucket {
 
 // solutionWorkspace holds the buckets of one workspace's solutions.
 type solutionWorkspace struct {
-	b, ids, keys, upd *bolt.Bucket
+	b, ids, keys, upd *bbolt.Bucket
 }
 
 // openSolutionWorkspace returns the workspace's buckets, or nil when it has
 // none.
-func openSolutionWorkspace(root *bolt.Bucket, workspace string) *solutionWorkspace {
+func openSolutionWorkspace(root *bbolt.Bucket, workspace string) *solutionWorkspace {
 	if workspace == "" {
 		return nil
 	}
@@ -884,7 +885,7 @@ func openSolutionWorkspace(root *bolt.Bucket, workspace string) *solutionWorkspa
 
 // createSolutionWorkspace returns the workspace's buckets, creating them
 // when missing.
-func createSolutionWorkspace(root *bolt.Bucket, workspace string) (*solutionWorkspace, error) {
+func createSolutionWorkspace(root *bbolt.Bucket, workspace string) (*solutionWorkspace, error) {
 	b, err := root.CreateBucketIfNotExists([]byte(workspace))
 	if err != nil {
 		return nil, err
@@ -911,7 +912,7 @@ func (ws *solutionWorkspace) setCount(n uint64) error {
 
 // remove deletes old (stored with feed sequence oldSeq) from the workspace
 // and records the deletion in feed.
-func (ws *solutionWorkspace) remove(feed *bolt.Bucket, workspace string, old *Solution, oldSeq uint64) error {
+func (ws *solutionWorkspace) remove(feed *bbolt.Bucket, workspace string, old *store.Solution, oldSeq uint64) error {
 	if err := feed.Delete(seqKey(oldSeq)); err != nil {
 		return err
 	}
@@ -957,7 +958,7 @@ func (ws *solutionWorkspace) doomed(cut []byte, maxPerWorkspace, limit int) [][]
 }
 
 // retentionKey is s's key in the workspace's u bucket.
-func retentionKey(s *Solution) []byte {
+func retentionKey(s *store.Solution) []byte {
 	k := make([]byte, 1, 1+8+len(s.ID))
 	if s.Verified {
 		k[0] = 1
@@ -969,7 +970,7 @@ func retentionKey(s *Solution) []byte {
 // migrateSolutions gives every workspace that lacks them (files written
 // before retention) its retention index and its count, built from its
 // solutions.
-func migrateSolutions(tx *bolt.Tx) error {
+func migrateSolutions(tx *bbolt.Tx) error {
 	root := tx.Bucket(bktSolutions)
 	var stale [][]byte
 	err := root.ForEachBucket(func(name []byte) error {
@@ -1006,7 +1007,7 @@ func migrateSolutions(tx *bolt.Tx) error {
 }
 
 // encodeSolution stores a solution as its feed sequence (8 bytes) + JSON.
-func encodeSolution(s *Solution, seq uint64) ([]byte, error) {
+func encodeSolution(s *store.Solution, seq uint64) ([]byte, error) {
 	j, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -1014,8 +1015,8 @@ func encodeSolution(s *Solution, seq uint64) ([]byte, error) {
 	return append(seqKey(seq), j...), nil
 }
 
-func decodeSolution(v []byte) (Solution, uint64, error) {
-	var s Solution
+func decodeSolution(v []byte) (store.Solution, uint64, error) {
+	var s store.Solution
 	if len(v) < 8 {
 		return s, 0, errCorrupt
 	}

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -6,12 +6,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/internal/backend"
+	"github.com/scarproxy/scarproxy/store/internal/stored"
 )
 
 const fixColumns = `id, workspace, project, key, pattern, fingerprint, tool, failure, call, explanation,
 	failures, session, created, updated`
 
-func scanFix(row pgx.Row, f *Fix) error {
+func scanFix(row pgx.Row, f *store.Fix) error {
 	if err := row.Scan(&f.ID, &f.Workspace, &f.Project, &f.Key, &f.Pattern, &f.Fingerprint, &f.Tool,
 		&f.Failure, &f.Call, &f.Explanation, &f.Failures, &f.Session, &f.Created, &f.Updated); err != nil {
 		return err
@@ -20,22 +23,21 @@ func scanFix(row pgx.Row, f *Fix) error {
 	return nil
 }
 
-// PutFix inserts or updates f by (Workspace, Project, Key) in one
-// statement; see [Store]. A new fix gets a new ID and Created time (any ID
-// or Created in f is ignored); Updated is always set to now. The triggers
-// of migration 0005 move the tenant's incident version.
-func (p *Postgres) PutFix(ctx context.Context, f *Fix) error {
-	if err := validFix(f); err != nil {
+// PutFix inserts or updates f by (Workspace, Project, Key) in one statement;
+// see [store.Store]. A new fix gets a new ID and Created time (any ID or
+// Created in f is ignored); Updated is always set to now. The triggers of
+// migration 0005 move the tenant's incident version.
+func (p *Store) PutFix(ctx context.Context, f *store.Fix) error {
+	rec, err := backend.PrepareFix(f)
+	if err != nil {
 		return fmt.Errorf("store: put fix: %w", err)
 	}
 	if err := p.use(ctx, "put fix"); err != nil {
 		return err
 	}
-	rec := *f
-	cleanFix(&rec)
 	defer p.versionMoved(rec.Workspace, rec.Project)
-	now := normTime(p.now())
-	rec.ID, rec.Created, rec.Updated = newID(now), now, now
+	now := stored.Time(p.now())
+	rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
 	row := p.pool.QueryRow(ctx, `INSERT INTO fixes (`+fixColumns+`, key_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (workspace, project, key_id) DO UPDATE SET
@@ -45,7 +47,7 @@ func (p *Postgres) PutFix(ctx context.Context, f *Fix) error {
 			updated = EXCLUDED.updated
 		RETURNING id, created`,
 		rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Pattern, rec.Fingerprint, rec.Tool, rec.Failure,
-		rec.Call, rec.Explanation, rec.Failures, rec.Session, rec.Created, rec.Updated, dedupeKey(rec.Key))
+		rec.Call, rec.Explanation, rec.Failures, rec.Session, rec.Created, rec.Updated, stored.DedupeKey(rec.Key))
 	if err := row.Scan(&rec.ID, &rec.Created); err != nil {
 		return fmt.Errorf("store: put fix: %w", err)
 	}
@@ -55,23 +57,23 @@ func (p *Postgres) PutFix(ctx context.Context, f *Fix) error {
 }
 
 // ListFixes returns the tenant's fixes, most recently updated first, from
-// the (workspace, project, updated, id) index; see [Store].
-func (p *Postgres) ListFixes(ctx context.Context, q FixQuery) ([]Fix, error) {
+// the (workspace, project, updated, id) index; see [store.Store].
+func (p *Store) ListFixes(ctx context.Context, q store.FixQuery) ([]store.Fix, error) {
 	if q.Workspace == "" || q.Project == "" {
-		return nil, fmt.Errorf("store: list fixes: %w: workspace and project are required", ErrInvalid)
+		return nil, fmt.Errorf("store: list fixes: %w: workspace and project are required", store.ErrInvalid)
 	}
 	if err := p.use(ctx, "list fixes"); err != nil {
 		return nil, err
 	}
 	rows, err := p.pool.Query(ctx, `SELECT `+fixColumns+` FROM fixes
 		WHERE workspace = $1 AND project = $2 ORDER BY updated DESC, id DESC LIMIT $3`,
-		cleanText(q.Workspace), cleanText(q.Project), fixLimit(q.Limit))
+		stored.Text(q.Workspace), stored.Text(q.Project), backend.FixLimit(q.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("store: list fixes: %w", err)
 	}
-	out := []Fix{}
+	out := []store.Fix{}
 	for rows.Next() {
-		var f Fix
+		var f store.Fix
 		if err := scanFix(rows, &f); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: list fixes: %w", err)
@@ -84,34 +86,34 @@ func (p *Postgres) ListFixes(ctx context.Context, q FixQuery) ([]Fix, error) {
 	return out, nil
 }
 
-// DeleteFix removes one fix of the tenant; see [Store].
-func (p *Postgres) DeleteFix(ctx context.Context, workspace, project, id string) error {
+// DeleteFix removes one fix of the tenant; see [store.Store].
+func (p *Store) DeleteFix(ctx context.Context, workspace, project, id string) error {
 	if err := p.use(ctx, "delete fix"); err != nil {
 		return err
 	}
-	defer p.versionMoved(cleanText(workspace), cleanText(project))
+	defer p.versionMoved(stored.Text(workspace), stored.Text(project))
 	tag, err := p.pool.Exec(ctx, `DELETE FROM fixes WHERE workspace = $1 AND project = $2 AND id = $3`,
-		cleanText(workspace), cleanText(project), cleanText(id))
+		stored.Text(workspace), stored.Text(project), stored.Text(id))
 	if err != nil {
 		return fmt.Errorf("store: delete fix: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("store: delete fix: %s: %w", id, ErrNotFound)
+		return fmt.Errorf("store: delete fix: %s: %w", id, store.ErrNotFound)
 	}
 	return nil
 }
 
-// DeleteFixes removes every fix of the tenant; see [Store].
-func (p *Postgres) DeleteFixes(ctx context.Context, workspace, project string) (int, error) {
+// DeleteFixes removes every fix of the tenant; see [store.Store].
+func (p *Store) DeleteFixes(ctx context.Context, workspace, project string) (int, error) {
 	if workspace == "" || project == "" {
-		return 0, fmt.Errorf("store: delete fixes: %w: workspace and project are required", ErrInvalid)
+		return 0, fmt.Errorf("store: delete fixes: %w: workspace and project are required", store.ErrInvalid)
 	}
 	if err := p.use(ctx, "delete fixes"); err != nil {
 		return 0, err
 	}
-	defer p.versionMoved(cleanText(workspace), cleanText(project))
+	defer p.versionMoved(stored.Text(workspace), stored.Text(project))
 	tag, err := p.pool.Exec(ctx, `DELETE FROM fixes WHERE workspace = $1 AND project = $2`,
-		cleanText(workspace), cleanText(project))
+		stored.Text(workspace), stored.Text(project))
 	if err != nil {
 		return 0, fmt.Errorf("store: delete fixes: %w", err)
 	}
@@ -120,8 +122,8 @@ func (p *Postgres) DeleteFixes(ctx context.Context, workspace, project string) (
 
 // PruneFixes removes fixes last updated before before, then the least
 // recently updated fixes of each tenant beyond maxPerTenant, in one
-// transaction; see [Store]. A zero before applies no age rule.
-func (p *Postgres) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+// transaction; see [store.Store]. A zero before applies no age rule.
+func (p *Store) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
 	if err := p.use(ctx, "prune fixes"); err != nil {
 		return 0, err
 	}
@@ -129,7 +131,7 @@ func (p *Postgres) PruneFixes(ctx context.Context, before time.Time, maxPerTenan
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if !before.IsZero() {
-			tag, err := tx.Exec(ctx, `DELETE FROM fixes WHERE updated < $1`, ceilMicro(before))
+			tag, err := tx.Exec(ctx, `DELETE FROM fixes WHERE updated < $1`, stored.CeilMicro(before))
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"context"
@@ -9,30 +9,32 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store"
 )
 
 // testIncidentBatches is the conformance suite's part for AddIncidents.
-func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
+func testIncidentBatches(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := context.Background()
 
 	t.Run("batch stores in order and dedupes", func(t *testing.T) {
 		s := open(t)
-		mustAdd(t, s, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Message: "before"})
-		if ok, err := s.AddIncidentOnce(ctx, &Incident{Time: testEpoch, Workspace: "w", Project: "p", Message: "known"}, "k0"); !ok || err != nil {
+		mustAdd(t, s, &store.Incident{Time: Epoch, Workspace: "w", Project: "p", Message: "before"})
+		if ok, err := s.AddIncidentOnce(ctx, &store.Incident{Time: Epoch, Workspace: "w", Project: "p", Message: "known"}, "k0"); !ok || err != nil {
 			t.Fatalf("AddIncidentOnce = %v, %v", ok, err)
 		}
 		v0, err := s.IncidentVersion(ctx, "w", "p")
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := testEpoch.Add(time.Minute)
-		batch := []IncidentWrite{
-			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Session: "s", Message: "a"}},
-			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Message: "b"}, DedupeKey: "k1"},
-			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Message: "dup"}, DedupeKey: "k1"},
-			{Incident: &Incident{Time: at, Workspace: "w", Project: "p", Message: "known again"}, DedupeKey: "k0"},
-			{Incident: &Incident{Time: at, Workspace: "w", Project: "q", Message: "other\x00tenant"}},
-			{Incident: &Incident{Workspace: "w", Project: "p", Message: "c"}},
+		at := Epoch.Add(time.Minute)
+		batch := []store.IncidentWrite{
+			{Incident: &store.Incident{Time: at, Workspace: "w", Project: "p", Session: "s", Message: "a"}},
+			{Incident: &store.Incident{Time: at, Workspace: "w", Project: "p", Message: "b"}, DedupeKey: "k1"},
+			{Incident: &store.Incident{Time: at, Workspace: "w", Project: "p", Message: "dup"}, DedupeKey: "k1"},
+			{Incident: &store.Incident{Time: at, Workspace: "w", Project: "p", Message: "known again"}, DedupeKey: "k0"},
+			{Incident: &store.Incident{Time: at, Workspace: "w", Project: "q", Message: "other\x00tenant"}},
+			{Incident: &store.Incident{Workspace: "w", Project: "p", Message: "c"}},
 		}
 		steps, err := s.AddIncidents(ctx, batch)
 		if err != nil {
@@ -48,20 +50,20 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		if want := []bool{true, true, false, false, true, true}; !reflect.DeepEqual(stored, want) {
 			t.Fatalf("stored %v, want %v", stored, want)
 		}
-		if got := messages(mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})); got != "c,b,a,known,before" {
+		if got := Messages(mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p"})); got != "c,b,a,known,before" {
 			t.Fatalf("listed %q", got)
 		}
-		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "q"})
+		got := mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "q"})
 		if len(got) != 1 || !reflect.DeepEqual(got[0], *batch[4].Incident) {
 			t.Fatalf("listed %+v, want the record AddIncidents returned, %+v", got, *batch[4].Incident)
 		}
 		v1, _ := s.IncidentVersion(ctx, "w", "p")
 		vq, _ := s.IncidentVersion(ctx, "w", "q")
-		if len(steps) != 2 || steps[0] != (VersionStep{"w", "p", v0, v1}) || steps[1].Workspace != "w" || steps[1].Project != "q" || steps[1].To != vq || v1 == v0 {
+		if len(steps) != 2 || steps[0] != (store.VersionStep{Workspace: "w", Project: "p", From: v0, To: v1}) || steps[1].Workspace != "w" || steps[1].Project != "q" || steps[1].To != vq || v1 == v0 {
 			t.Fatalf("steps %+v; versions p %d -> %d, q %d", steps, v0, v1, vq)
 		}
 		// A batch that stores nothing moves no version.
-		steps, err = s.AddIncidents(ctx, []IncidentWrite{{Incident: &Incident{Workspace: "w", Project: "p"}, DedupeKey: "k1"}})
+		steps, err = s.AddIncidents(ctx, []store.IncidentWrite{{Incident: &store.Incident{Workspace: "w", Project: "p"}, DedupeKey: "k1"}})
 		if v, _ := s.IncidentVersion(ctx, "w", "p"); err != nil || len(steps) != 0 || v != v1 {
 			t.Fatalf("AddIncidents of a known key: steps %+v, %v; version %d -> %d", steps, err, v1, v)
 		}
@@ -69,12 +71,12 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("runs of incidents keep batch order and every field", func(t *testing.T) {
 		s := open(t)
-		at := testEpoch.Add(time.Hour)
-		var batch []IncidentWrite
+		at := Epoch.Add(time.Hour)
+		var batch []store.IncidentWrite
 		for i, m := range []string{"p1", "p2", "d", "p3", "p4"} {
-			in := &Incident{Time: at, Workspace: "w", Project: "p", Session: "s" + m, Agent: "agent", Provider: "prov",
-				Model: "m", Type: TypeHTTPError, StatusCode: 500 + i, Code: "E" + m, Message: "msg " + m, Fingerprint: "fp" + m}
-			w := IncidentWrite{Incident: in}
+			in := &store.Incident{Time: at, Workspace: "w", Project: "p", Session: "s" + m, Agent: "agent", Provider: "prov",
+				Model: "m", Type: store.TypeHTTPError, StatusCode: 500 + i, Code: "E" + m, Message: "msg " + m, Fingerprint: "fp" + m}
+			w := store.IncidentWrite{Incident: in}
 			if m == "d" {
 				w.DedupeKey = "kd"
 			}
@@ -83,7 +85,7 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		if _, err := s.AddIncidents(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
-		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		got := mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p"})
 		if len(got) != len(batch) {
 			t.Fatalf("listed %d incidents, want %d", len(got), len(batch))
 		}
@@ -96,29 +98,29 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("invalid batch stores nothing", func(t *testing.T) {
 		s := open(t)
-		_, err := s.AddIncidents(ctx, []IncidentWrite{
-			{Incident: &Incident{Workspace: "w", Project: "p", Message: "fine"}},
-			{Incident: &Incident{Workspace: "w", Message: "no project"}},
+		_, err := s.AddIncidents(ctx, []store.IncidentWrite{
+			{Incident: &store.Incident{Workspace: "w", Project: "p", Message: "fine"}},
+			{Incident: &store.Incident{Workspace: "w", Message: "no project"}},
 		})
-		if !errors.Is(err, ErrInvalid) {
+		if !errors.Is(err, store.ErrInvalid) {
 			t.Fatalf("err = %v, want ErrInvalid", err)
 		}
-		if got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"}); len(got) != 0 {
+		if got := mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p"}); len(got) != 0 {
 			t.Fatalf("stored %d incidents of an invalid batch", len(got))
 		}
 	})
 
 	t.Run("prepared incidents read back the same", func(t *testing.T) {
 		s := open(t)
-		inc := Incident{Time: testEpoch.Add(1234 * time.Nanosecond), Workspace: "w", Project: "p", Message: "bad \xff byte"}
-		if err := PrepareIncident(&inc, time.Time{}); err != nil {
+		inc := store.Incident{Time: Epoch.Add(1234 * time.Nanosecond), Workspace: "w", Project: "p", Message: "bad \xff byte"}
+		if err := store.PrepareIncident(&inc, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		prepared := inc
-		if _, err := s.AddIncidents(ctx, []IncidentWrite{{Incident: &inc}}); err != nil {
+		if _, err := s.AddIncidents(ctx, []store.IncidentWrite{{Incident: &inc}}); err != nil {
 			t.Fatal(err)
 		}
-		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p"})
+		got := mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p"})
 		if len(got) != 1 || !reflect.DeepEqual(got[0], prepared) || !reflect.DeepEqual(inc, prepared) {
 			t.Fatalf("read back %+v, stored %+v; prepared %+v", got, inc, prepared)
 		}
@@ -142,8 +144,8 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		}
 		var mu sync.Mutex
 		type applied struct {
-			step VersionStep
-			incs []Incident
+			step store.VersionStep
+			incs []store.Incident
 		}
 		var all []applied
 		var once int
@@ -152,16 +154,16 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		for w := range writers {
 			wg.Go(func() {
 				for b := range batches {
-					var batch []IncidentWrite
+					var batch []store.IncidentWrite
 					for i := range size {
 						p := tenants[(w+b+i)%2]
-						inc := &Incident{Workspace: "w", Project: p, Session: fmt.Sprint("s", i%3), Type: TypeHTTPError,
+						inc := &store.Incident{Workspace: "w", Project: p, Session: fmt.Sprint("s", i%3), Type: store.TypeHTTPError,
 							Message: fmt.Sprint(w, "/", b, "/", i)}
 						var key string
 						if i == 0 {
 							key = fmt.Sprint("k", b) // every writer tries the same keys
 						}
-						batch = append(batch, IncidentWrite{Incident: inc, DedupeKey: key})
+						batch = append(batch, store.IncidentWrite{Incident: inc, DedupeKey: key})
 					}
 					steps, err := s.AddIncidents(ctx, batch)
 					if err != nil {
@@ -208,7 +210,7 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 				byFrom[a.step.From] = a
 			}
 			v := start[p]
-			var held []Incident
+			var held []store.Incident
 			for n := 0; n < len(byFrom); n++ {
 				a, ok := byFrom[v]
 				if !ok {
@@ -220,8 +222,8 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 			if last, _ := s.IncidentVersion(ctx, "w", p); last != v {
 				t.Fatalf("tenant %s: the chain ends at %d, the store is at %d", p, v, last)
 			}
-			got := mustList(t, s, IncidentQuery{Workspace: "w", Project: p, Limit: maxLimit})
-			ids := func(incs []Incident) []string {
+			got := mustList(t, s, store.IncidentQuery{Workspace: "w", Project: p, Limit: store.MaxLimit})
+			ids := func(incs []store.Incident) []string {
 				out := make([]string, len(incs))
 				for i, in := range incs {
 					out[i] = in.ID
@@ -247,16 +249,16 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		for range writers {
 			wg.Go(func() {
 				for i := range each {
-					if err := s.AddIncident(ctx, &Incident{Workspace: "w", Project: "p", Message: "single"}); err != nil {
+					if err := s.AddIncident(ctx, &store.Incident{Workspace: "w", Project: "p", Message: "single"}); err != nil {
 						errs <- err
 					}
-					ok, err := s.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p", Message: "once"}, fmt.Sprint("k", i))
+					ok, err := s.AddIncidentOnce(ctx, &store.Incident{Workspace: "w", Project: "p", Message: "once"}, fmt.Sprint("k", i))
 					if err != nil {
 						errs <- err
 					}
-					batch := []IncidentWrite{
-						{Incident: &Incident{Workspace: "w", Project: "p", Message: "batch"}},
-						{Incident: &Incident{Workspace: "w", Project: "p", Message: "once"}, DedupeKey: fmt.Sprint("k", each-1-i)},
+					batch := []store.IncidentWrite{
+						{Incident: &store.Incident{Workspace: "w", Project: "p", Message: "batch"}},
+						{Incident: &store.Incident{Workspace: "w", Project: "p", Message: "once"}, DedupeKey: fmt.Sprint("k", each-1-i)},
 					}
 					if _, err := s.AddIncidents(ctx, batch); err != nil {
 						errs <- err
@@ -277,7 +279,7 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) Store) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		got := mustList(t, s, IncidentQuery{Workspace: "w", Project: "p", Limit: maxLimit})
+		got := mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p", Limit: store.MaxLimit})
 		if len(got) != 2*writers*each+each || onceStored != each {
 			t.Fatalf("%d incidents, %d deduped stored; want %d and %d", len(got), onceStored, 2*writers*each+each, each)
 		}

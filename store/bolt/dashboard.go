@@ -1,24 +1,28 @@
-package store
+package bolt
 
 import (
 	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/internal/backend"
+	"github.com/scarproxy/scarproxy/store/internal/stored"
+	"go.etcd.io/bbolt"
 )
 
-// IncidentGroups counts the tenant's incidents in groups; see [Store]. It
+// IncidentGroups counts the tenant's incidents in groups; see [store.Store]. It
 // walks the tenant's time index between Since and Until once.
-func (b *Bolt) IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGroup, error) {
+func (b *Store) IncidentGroups(ctx context.Context, q store.GroupQuery) ([]store.IncidentGroup, error) {
 	if q.Workspace == "" || q.Project == "" {
-		return nil, fmt.Errorf("store: incident groups: %w: workspace and project are required", ErrInvalid)
+		return nil, fmt.Errorf("store: incident groups: %w: workspace and project are required", store.ErrInvalid)
 	}
-	q.Workspace, q.Project = cleanText(q.Workspace), cleanText(q.Project)
-	groups := make(map[groupKey]*IncidentGroup)
-	err := b.view(ctx, "incident groups", func(tx *bolt.Tx) error {
+	q.Workspace, q.Project = stored.Text(q.Workspace), stored.Text(q.Project)
+	groups := make(map[groupKey]*store.IncidentGroup)
+	err := b.view(ctx, "incident groups", func(tx *bbolt.Tx) error {
 		t := openTenant(tx, q.Workspace, q.Project)
 		if t == nil {
 			return nil
@@ -28,13 +32,13 @@ func (b *Bolt) IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGrou
 		if q.Since.IsZero() {
 			k, v = c.First()
 		} else {
-			k, v = c.Seek(timeKey(ceilMicro(q.Since)))
+			k, v = c.Seek(timeKey(stored.CeilMicro(q.Since)))
 		}
 		var until []byte
 		if !q.Until.IsZero() {
-			until = timeKey(ceilMicro(q.Until))
+			until = timeKey(stored.CeilMicro(q.Until))
 		}
-		var inc Incident
+		var inc store.Incident
 		for n := 0; k != nil; k, v = c.Next() {
 			if until != nil && bytes.Compare(k[:8], until) >= 0 {
 				break
@@ -48,7 +52,7 @@ func (b *Bolt) IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGrou
 			gk := groupKeyOf(&inc)
 			g := groups[gk]
 			if g == nil {
-				g = &IncidentGroup{Hour: time.Unix(gk.hour, 0).UTC(), Type: inc.Type, StatusCode: inc.StatusCode,
+				g = &store.IncidentGroup{Hour: time.Unix(gk.hour, 0).UTC(), Type: inc.Type, StatusCode: inc.StatusCode,
 					Code: inc.Code, Provider: inc.Provider, Fingerprint: inc.Fingerprint}
 				groups[gk] = g
 			}
@@ -62,45 +66,45 @@ func (b *Bolt) IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGrou
 	if err != nil {
 		return nil, err
 	}
-	out := make([]IncidentGroup, 0, len(groups))
+	out := make([]store.IncidentGroup, 0, len(groups))
 	for _, g := range groups {
 		out = append(out, *g)
 	}
-	sortGroups(out)
+	backend.SortGroups(out)
 	return out, nil
 }
 
 // SearchIncidents returns a page of the tenant's incidents chosen by f,
-// newest first; see [Store]. It walks the tenant's time index (or the
+// newest first; see [store.Store]. It walks the tenant's time index (or the
 // session's, with a Session) backwards from Until or the cursor, and
 // stops at a full page or at Since. The cursor is the hex of the last
 // incident's key in the time index.
-func (b *Bolt) SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentPage, error) {
+func (b *Store) SearchIncidents(ctx context.Context, f store.IncidentFilter) (store.IncidentPage, error) {
 	if f.Workspace == "" || f.Project == "" {
-		return IncidentPage{}, fmt.Errorf("store: search incidents: %w: workspace and project are required", ErrInvalid)
+		return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w: workspace and project are required", store.ErrInvalid)
 	}
-	f.clean()
-	limit := incidentLimit(f.Limit)
+	backend.CleanFilter(&f)
+	limit := backend.IncidentLimit(f.Limit)
 	var from []byte // walk keys strictly before this one
 	if f.Cursor != "" {
 		c, err := hex.DecodeString(f.Cursor)
 		if err != nil || len(c) != 16 {
-			return IncidentPage{}, fmt.Errorf("store: search incidents: %w: bad cursor", ErrInvalid)
+			return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w: bad cursor", store.ErrInvalid)
 		}
 		from = c
 	}
 	if !f.Until.IsZero() {
-		u := append(timeKey(ceilMicro(f.Until)), make([]byte, 8)...)
+		u := append(timeKey(stored.CeilMicro(f.Until)), make([]byte, 8)...)
 		if from == nil || bytes.Compare(u, from) < 0 {
 			from = u
 		}
 	}
 	var since []byte
 	if !f.Since.IsZero() {
-		since = timeKey(ceilMicro(f.Since))
+		since = timeKey(stored.CeilMicro(f.Since))
 	}
-	var page IncidentPage
-	err := b.view(ctx, "search incidents", func(tx *bolt.Tx) error {
+	var page store.IncidentPage
+	err := b.view(ctx, "search incidents", func(tx *bbolt.Tx) error {
 		t := openTenant(tx, f.Workspace, f.Project)
 		if t == nil {
 			return nil
@@ -159,7 +163,7 @@ func (b *Bolt) SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentP
 				return ik, v, nil
 			}
 		}
-		var inc Incident
+		var inc store.Incident
 		var lastKey []byte
 		for n := 0; ; n++ {
 			if n%4096 == 4095 && ctx.Err() != nil {
@@ -175,7 +179,7 @@ func (b *Bolt) SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentP
 			if err := decodeIncident(v, &inc); err != nil {
 				return fmt.Errorf("incident %x of %s/%s: %w", k, f.Workspace, f.Project, err)
 			}
-			if !f.matches(&inc) {
+			if !matches(&f, &inc) {
 				continue
 			}
 			if len(page.Incidents) == limit {
@@ -187,10 +191,45 @@ func (b *Bolt) SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentP
 		}
 	})
 	if err != nil {
-		return IncidentPage{}, err
+		return store.IncidentPage{}, err
 	}
 	if page.Incidents == nil {
-		page.Incidents = []Incident{}
+		page.Incidents = []store.Incident{}
 	}
 	return page, nil
+}
+
+// groupKey is what the incidents of one IncidentGroup share.
+type groupKey struct {
+	hour                             int64 // Unix seconds of the hour
+	typ, code, provider, fingerprint string
+	status                           int
+}
+
+func groupKeyOf(inc *store.Incident) groupKey {
+	return groupKey{hour: hourOf(inc.Time), typ: inc.Type, code: inc.Code, provider: inc.Provider,
+		fingerprint: inc.Fingerprint, status: inc.StatusCode}
+}
+
+// hourOf returns the Unix seconds of the start of t's UTC hour.
+func hourOf(t time.Time) int64 {
+	s := t.Unix()
+	h := s - s%3600
+	if s%3600 < 0 {
+		h -= 3600
+	}
+	return h
+}
+
+// matches reports whether inc passes f's field filters (the tenant and
+// the time bounds are the caller's).
+func matches(f *store.IncidentFilter, inc *store.Incident) bool {
+	switch {
+	case f.Session != "" && inc.Session != f.Session,
+		f.Type != "" && inc.Type != f.Type,
+		f.Provider != "" && inc.Provider != f.Provider,
+		f.Model != "" && inc.Model != f.Model:
+		return false
+	}
+	return len(f.Fingerprints) == 0 || slices.Contains(f.Fingerprints, inc.Fingerprint)
 }

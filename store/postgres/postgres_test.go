@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/storetest"
 )
 
 // envPostgresDSN names the variable holding the DSN of a PostgreSQL
@@ -78,19 +80,21 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // openTestPostgres opens a store on a fresh schema, closed at the end of
-// the test, and registers how to reopen it (a new pool on the same schema).
-func openTestPostgres(t *testing.T) Store { return openTestPostgresWith(t, 0) }
+// the test, and returns how to reopen it (a new pool on the same schema).
+func openTestPostgres(t *testing.T) (store.Store, func(t *testing.T) store.Store) {
+	return openTestPostgresWith(t, 0)
+}
 
 // openTestPostgresWith is openTestPostgres with a VersionMaxAge.
-func openTestPostgresWith(t *testing.T, versionMaxAge time.Duration) Store {
+func openTestPostgresWith(t *testing.T, versionMaxAge time.Duration) (store.Store, func(t *testing.T) store.Store) {
 	t.Helper()
 	dsn := freshSchema(t, testPostgresDSN(t))
-	clock := tickClock(clockEpoch, time.Millisecond)
-	open := func(t *testing.T) Store {
+	clock := storetest.TickClock(storetest.ClockEpoch, time.Millisecond)
+	open := func(t *testing.T) store.Store {
 		t.Helper()
-		p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Now: clock, Logger: testLogger(t), VersionMaxAge: versionMaxAge})
+		p, err := Open(context.Background(), dsn, Options{Now: clock, Logger: testLogger(t), VersionMaxAge: versionMaxAge})
 		if err != nil {
-			t.Fatalf("OpenPostgres: %v", err)
+			t.Fatalf("Open: %v", err)
 		}
 		t.Cleanup(func() { p.Close() })
 		if err := p.Ping(context.Background()); err != nil {
@@ -98,14 +102,13 @@ func openTestPostgresWith(t *testing.T, versionMaxAge time.Duration) Store {
 		}
 		return p
 	}
-	s := open(t)
-	registerReopen(s, open)
-	return s
+	return open(t), open
 }
 
+// TestPostgres runs the conformance suite on fresh schemas.
 func TestPostgres(t *testing.T) {
 	testPostgresDSN(t)
-	testStore(t, openTestPostgres)
+	storetest.Run(t, openTestPostgres)
 }
 
 // TestPostgresMigrateConcurrently starts several stores on one empty schema
@@ -117,7 +120,7 @@ func TestPostgresMigrateConcurrently(t *testing.T) {
 	errs := make(chan error, replicas)
 	for i := range replicas {
 		wg.Go(func() {
-			p, err := OpenPostgres(context.Background(), dsn, PostgresOptions{Logger: testLogger(t)})
+			p, err := Open(context.Background(), dsn, Options{Logger: testLogger(t)})
 			if err != nil {
 				errs <- err
 				return
@@ -127,7 +130,7 @@ func TestPostgresMigrateConcurrently(t *testing.T) {
 				errs <- err
 				return
 			}
-			errs <- p.AddIncident(context.Background(), &Incident{Workspace: "w", Project: "p", Message: fmt.Sprint(i)})
+			errs <- p.AddIncident(context.Background(), &store.Incident{Workspace: "w", Project: "p", Message: fmt.Sprint(i)})
 		})
 	}
 	wg.Wait()
@@ -164,7 +167,8 @@ func TestPostgresMigrateConcurrently(t *testing.T) {
 // TestPostgresUsesIndexes checks that the hot reads are answered from the
 // tenant indexes, not a scan of the table, and so is the age rule of fixes.
 func TestPostgresUsesIndexes(t *testing.T) {
-	s := openTestPostgres(t).(*Postgres)
+	st, _ := openTestPostgres(t)
+	s := st.(*Store)
 	ctx := context.Background()
 	if _, err := s.pool.Exec(ctx, `INSERT INTO incidents (id, workspace, project, session, ts)
 		SELECT 'i' || i, 'w' || (i % 50), 'p', 's' || (i % 7), now() - make_interval(secs => i)
@@ -217,9 +221,10 @@ func TestPostgresUsesIndexes(t *testing.T) {
 // index, and a prune larger than one batch removes everything due, each
 // removal with its tombstone.
 func TestPostgresPruneSolutions(t *testing.T) {
-	s := openTestPostgres(t).(*Postgres)
+	st, _ := openTestPostgres(t)
+	s := st.(*Store)
 	ctx := context.Background()
-	now := clockEpoch.Add(time.Hour)
+	now := storetest.ClockEpoch.Add(time.Hour)
 	// Workspace a: 6,500 solutions, the first 6,000 a year old, one in
 	// three of those verified; b: 7,000 recent ones; c: 100.
 	if _, err := s.pool.Exec(ctx, `INSERT INTO solutions
@@ -287,7 +292,7 @@ func TestPostgresPruneSolutions(t *testing.T) {
 func BenchmarkListIncidentsPostgres(b *testing.B) {
 	dsn := freshSchema(b, testPostgresDSN(b))
 	ctx := context.Background()
-	p, err := OpenPostgres(ctx, dsn, PostgresOptions{})
+	p, err := Open(ctx, dsn, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -301,14 +306,14 @@ func BenchmarkListIncidentsPostgres(b *testing.B) {
 			'agent-1', 'openai', 'gpt-4o-mini', 'tool_error',
 			'exit status 1: go test ./... failed: undefined: foo (compile error)', 'tool:go_test:undefined',
 			$1::timestamptz - make_interval(secs => $2 - 1 - i)
-		FROM generate_series(0, $2 - 1) AS i`, benchNewest, benchIncidents)
+		FROM generate_series(0, $2 - 1) AS i`, storetest.BenchNewest, storetest.BenchIncidents)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if _, err := p.pool.Exec(ctx, `VACUUM ANALYZE incidents`); err != nil {
 		b.Fatal(err)
 	}
-	benchmarkList(b, p)
+	storetest.BenchmarkList(b, p)
 }
 
 // TestPostgresIncidentCodeMigration opens a database written before
@@ -346,19 +351,19 @@ func TestPostgresIncidentCodeMigration(t *testing.T) {
 		}
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO incidents (id, workspace, project, type, status_code, message, ts)
-		VALUES ('old', 'w', 'p', 'http_error', 502, 'bad gateway', $1)`, testEpoch); err != nil {
+		VALUES ('old', 'w', 'p', 'http_error', 502, 'bad gateway', $1)`, storetest.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	p, err := OpenPostgres(ctx, dsn, PostgresOptions{Logger: testLogger(t)})
+	p, err := Open(ctx, dsn, Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	inc := Incident{Time: testEpoch.Add(time.Minute), Workspace: "w", Project: "p", Type: "network_error", Code: "ECONNRESET", Message: "socket hang up"}
+	inc := store.Incident{Time: storetest.Epoch.Add(time.Minute), Workspace: "w", Project: "p", Type: "network_error", Code: "ECONNRESET", Message: "socket hang up"}
 	if err := p.AddIncident(ctx, &inc); err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
+	got, err := p.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,5 +377,7 @@ func TestPostgresIncidentCodeMigration(t *testing.T) {
 // through the store must still move its version at once.
 func TestPostgresVersionMaxAge(t *testing.T) {
 	testPostgresDSN(t)
-	testStore(t, func(t *testing.T) Store { return openTestPostgresWith(t, time.Hour) })
+	storetest.Run(t, func(t *testing.T) (store.Store, func(t *testing.T) store.Store) {
+		return openTestPostgresWith(t, time.Hour)
+	})
 }

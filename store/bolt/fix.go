@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/internal/backend"
+	"github.com/scarproxy/scarproxy/store/internal/stored"
+	"go.etcd.io/bbolt"
 )
 
 // Buckets of a tenant's fixes (see the layout at the top of bolt.go).
@@ -20,11 +23,11 @@ var (
 
 // fixTenant holds the buckets of one tenant's fixes.
 type fixTenant struct {
-	b, ids, keys, upd *bolt.Bucket
+	b, ids, keys, upd *bbolt.Bucket
 }
 
 // openFixTenant returns the tenant's fix buckets, or nil when it has none.
-func openFixTenant(tx *bolt.Tx, workspace, project string) *fixTenant {
+func openFixTenant(tx *bbolt.Tx, workspace, project string) *fixTenant {
 	b := tx.Bucket(bktFixes).Bucket(tenantKey(workspace, project))
 	if b == nil {
 		return nil
@@ -32,13 +35,13 @@ func openFixTenant(tx *bolt.Tx, workspace, project string) *fixTenant {
 	return fixTenantOf(b)
 }
 
-func fixTenantOf(b *bolt.Bucket) *fixTenant {
+func fixTenantOf(b *bbolt.Bucket) *fixTenant {
 	return &fixTenant{b: b, ids: b.Bucket(bktFixByID), keys: b.Bucket(bktFixByKey), upd: b.Bucket(bktFixByUpd)}
 }
 
 // createFixTenant returns the tenant's fix buckets, creating them when
 // missing.
-func createFixTenant(tx *bolt.Tx, workspace, project string) (*fixTenant, error) {
+func createFixTenant(tx *bbolt.Tx, workspace, project string) (*fixTenant, error) {
 	b, err := tx.Bucket(bktFixes).CreateBucketIfNotExists(tenantKey(workspace, project))
 	if err != nil {
 		return nil, err
@@ -64,12 +67,12 @@ func (ft *fixTenant) setCount(n uint64) error {
 }
 
 // get decodes the fix stored under id, or returns nil when there is none.
-func (ft *fixTenant) get(id []byte) (*Fix, error) {
+func (ft *fixTenant) get(id []byte) (*store.Fix, error) {
 	v := ft.ids.Get(id)
 	if v == nil {
 		return nil, nil
 	}
-	var f Fix
+	var f store.Fix
 	if err := json.Unmarshal(v, &f); err != nil {
 		return nil, fmt.Errorf("fix %s: %w: %w", id, errCorrupt, err)
 	}
@@ -77,8 +80,8 @@ func (ft *fixTenant) get(id []byte) (*Fix, error) {
 }
 
 // remove deletes f from the tenant.
-func (ft *fixTenant) remove(f *Fix) error {
-	if err := ft.keys.Delete([]byte(dedupeKey(f.Key))); err != nil {
+func (ft *fixTenant) remove(f *store.Fix) error {
+	if err := ft.keys.Delete([]byte(stored.DedupeKey(f.Key))); err != nil {
 		return err
 	}
 	if err := ft.upd.Delete(fixOrderKey(f)); err != nil {
@@ -93,27 +96,26 @@ func (ft *fixTenant) remove(f *Fix) error {
 }
 
 // fixOrderKey is f's key in its tenant's u bucket.
-func fixOrderKey(f *Fix) []byte {
+func fixOrderKey(f *store.Fix) []byte {
 	return append(timeKey(f.Updated), f.ID...)
 }
 
-// PutFix inserts or updates f by (Workspace, Project, Key); see [Store]. A
-// new fix gets a new ID and Created time (any ID or Created in f is
-// ignored); Updated is always set to now.
-func (b *Bolt) PutFix(ctx context.Context, f *Fix) error {
-	if err := validFix(f); err != nil {
+// PutFix inserts or updates f by (Workspace, Project, Key); see [store.Store].
+// A new fix gets a new ID and Created time (any ID or Created in f is ignored);
+// Updated is always set to now.
+func (b *Store) PutFix(ctx context.Context, f *store.Fix) error {
+	rec, err := backend.PrepareFix(f)
+	if err != nil {
 		return fmt.Errorf("store: put fix: %w", err)
 	}
-	rec := *f
-	cleanFix(&rec)
-	now := normTime(b.now())
+	now := stored.Time(b.now())
 	rec.Updated = now
-	err := b.update(ctx, "put fix", func(tx *bolt.Tx) error {
+	err = b.update(ctx, "put fix", func(tx *bbolt.Tx) error {
 		ft, err := createFixTenant(tx, rec.Workspace, rec.Project)
 		if err != nil {
 			return err
 		}
-		dk := []byte(dedupeKey(rec.Key))
+		dk := []byte(stored.DedupeKey(rec.Key))
 		if id := ft.keys.Get(dk); id != nil {
 			old, err := ft.get(id)
 			if err != nil {
@@ -127,7 +129,7 @@ func (b *Bolt) PutFix(ctx context.Context, f *Fix) error {
 				return err
 			}
 		} else {
-			rec.ID, rec.Created = newID(now), now
+			rec.ID, rec.Created = stored.NewID(now), now
 			if err := ft.setCount(ft.count() + 1); err != nil {
 				return err
 			}
@@ -153,16 +155,16 @@ func (b *Bolt) PutFix(ctx context.Context, f *Fix) error {
 }
 
 // ListFixes returns the tenant's fixes, most recently updated first; see
-// [Store]. It walks the tenant's order index from its end and stops at the
-// limit.
-func (b *Bolt) ListFixes(ctx context.Context, q FixQuery) ([]Fix, error) {
+// [store.Store]. It walks the tenant's order index from its end and stops at
+// the limit.
+func (b *Store) ListFixes(ctx context.Context, q store.FixQuery) ([]store.Fix, error) {
 	if q.Workspace == "" || q.Project == "" {
-		return nil, fmt.Errorf("store: list fixes: %w: workspace and project are required", ErrInvalid)
+		return nil, fmt.Errorf("store: list fixes: %w: workspace and project are required", store.ErrInvalid)
 	}
-	q.Workspace, q.Project = cleanText(q.Workspace), cleanText(q.Project)
-	limit := fixLimit(q.Limit)
-	out := []Fix{}
-	err := b.view(ctx, "list fixes", func(tx *bolt.Tx) error {
+	q.Workspace, q.Project = stored.Text(q.Workspace), stored.Text(q.Project)
+	limit := backend.FixLimit(q.Limit)
+	out := []store.Fix{}
+	err := b.view(ctx, "list fixes", func(tx *bbolt.Tx) error {
 		ft := openFixTenant(tx, q.Workspace, q.Project)
 		if ft == nil {
 			return nil
@@ -189,20 +191,20 @@ func (b *Bolt) ListFixes(ctx context.Context, q FixQuery) ([]Fix, error) {
 	return out, nil
 }
 
-// DeleteFix removes one fix of the tenant; see [Store].
-func (b *Bolt) DeleteFix(ctx context.Context, workspace, project, id string) error {
-	workspace, project, id = cleanText(workspace), cleanText(project), cleanText(id)
-	err := b.update(ctx, "delete fix", func(tx *bolt.Tx) error {
+// DeleteFix removes one fix of the tenant; see [store.Store].
+func (b *Store) DeleteFix(ctx context.Context, workspace, project, id string) error {
+	workspace, project, id = stored.Text(workspace), stored.Text(project), stored.Text(id)
+	err := b.update(ctx, "delete fix", func(tx *bbolt.Tx) error {
 		ft := openFixTenant(tx, workspace, project)
 		if ft == nil || id == "" {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		f, err := ft.get([]byte(id))
 		if err != nil {
 			return err
 		}
 		if f == nil {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		return ft.remove(f)
 	})
@@ -213,14 +215,14 @@ func (b *Bolt) DeleteFix(ctx context.Context, workspace, project, id string) err
 	return nil
 }
 
-// DeleteFixes removes the tenant's fixes, and its buckets; see [Store].
-func (b *Bolt) DeleteFixes(ctx context.Context, workspace, project string) (int, error) {
+// DeleteFixes removes the tenant's fixes, and its buckets; see [store.Store].
+func (b *Store) DeleteFixes(ctx context.Context, workspace, project string) (int, error) {
 	if workspace == "" || project == "" {
-		return 0, fmt.Errorf("store: delete fixes: %w: workspace and project are required", ErrInvalid)
+		return 0, fmt.Errorf("store: delete fixes: %w: workspace and project are required", store.ErrInvalid)
 	}
-	workspace, project = cleanText(workspace), cleanText(project)
+	workspace, project = stored.Text(workspace), stored.Text(project)
 	n := 0
-	err := b.update(ctx, "delete fixes", func(tx *bolt.Tx) error {
+	err := b.update(ctx, "delete fixes", func(tx *bbolt.Tx) error {
 		n = 0
 		ft := openFixTenant(tx, workspace, project)
 		if ft == nil {
@@ -239,15 +241,15 @@ func (b *Bolt) DeleteFixes(ctx context.Context, workspace, project string) (int,
 }
 
 // PruneFixes removes fixes last updated before before, then the least
-// recently updated fixes of each tenant beyond maxPerTenant; see [Store].
+// recently updated fixes of each tenant beyond maxPerTenant; see [store.Store].
 // A tenant is pruned in its own transaction, and only when something in
 // it is due: a prune that finds nothing writes nothing.
-func (b *Bolt) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+func (b *Store) PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
 	cut := retentionCut(before)
-	due := func(root *bolt.Bucket, name []byte) bool {
+	due := func(root *bbolt.Bucket, name []byte) bool {
 		return len(fixTenantOf(root.Bucket(name)).doomed(cut, maxPerTenant, 1)) > 0
 	}
-	return b.pruneBuckets(ctx, "prune fixes", bktFixes, true, due, func(tx *bolt.Tx, name []byte) (int, error) {
+	return b.pruneBuckets(ctx, "prune fixes", bktFixes, true, due, func(tx *bbolt.Tx, name []byte) (int, error) {
 		tb := tx.Bucket(bktFixes).Bucket(name)
 		if tb == nil {
 			return 0, nil

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -6,30 +6,34 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/internal/backend"
+	"github.com/scarproxy/scarproxy/store/internal/stored"
 )
 
-// IncidentGroups counts the tenant's incidents in groups; see [Store]. One
-// aggregate over the tenant's (workspace, project, ts) index range, then
+// IncidentGroups counts the tenant's incidents in groups; see [store.Store].
+// One aggregate over the tenant's (workspace, project, ts) index range, then
 // one primary-key read of each group's sample message.
-func (p *Postgres) IncidentGroups(ctx context.Context, q GroupQuery) ([]IncidentGroup, error) {
+func (p *Store) IncidentGroups(ctx context.Context, q store.GroupQuery) ([]store.IncidentGroup, error) {
 	if q.Workspace == "" || q.Project == "" {
-		return nil, fmt.Errorf("store: incident groups: %w: workspace and project are required", ErrInvalid)
+		return nil, fmt.Errorf("store: incident groups: %w: workspace and project are required", store.ErrInvalid)
 	}
 	if err := p.use(ctx, "incident groups"); err != nil {
 		return nil, err
 	}
-	q.Workspace, q.Project = cleanText(q.Workspace), cleanText(q.Project)
+	q.Workspace, q.Project = stored.Text(q.Workspace), stored.Text(q.Project)
 	var sb strings.Builder
 	sb.WriteString(`SELECT floor(extract(epoch FROM ts) / 3600)::bigint * 3600 AS hour, type, status_code, code,
 		provider, fingerprint, count(*), max(id)
 		FROM incidents WHERE workspace = $1 AND project = $2`)
 	args := []any{q.Workspace, q.Project}
 	if !q.Since.IsZero() {
-		args = append(args, ceilMicro(q.Since))
+		args = append(args, stored.CeilMicro(q.Since))
 		fmt.Fprintf(&sb, " AND ts >= $%d", len(args))
 	}
 	if !q.Until.IsZero() {
-		args = append(args, ceilMicro(q.Until))
+		args = append(args, stored.CeilMicro(q.Until))
 		fmt.Fprintf(&sb, " AND ts < $%d", len(args))
 	}
 	sb.WriteString(" GROUP BY 1, 2, 3, 4, 5, 6")
@@ -37,9 +41,9 @@ func (p *Postgres) IncidentGroups(ctx context.Context, q GroupQuery) ([]Incident
 	if err != nil {
 		return nil, fmt.Errorf("store: incident groups: %w", err)
 	}
-	out := []IncidentGroup{}
+	out := []store.IncidentGroup{}
 	for rows.Next() {
-		var g IncidentGroup
+		var g store.IncidentGroup
 		var hour int64
 		if err := rows.Scan(&hour, &g.Type, &g.StatusCode, &g.Code, &g.Provider, &g.Fingerprint, &g.Count, &g.SampleID); err != nil {
 			rows.Close()
@@ -83,18 +87,18 @@ func (p *Postgres) IncidentGroups(ctx context.Context, q GroupQuery) ([]Incident
 	for i := range out {
 		out[i].Sample = msgs[out[i].SampleID]
 	}
-	sortGroups(out)
+	backend.SortGroups(out)
 	return out, nil
 }
 
 // SearchIncidents returns a page of the tenant's incidents chosen by f,
-// newest first; see [Store]. The cursor is the last incident's time in
+// newest first; see [store.Store]. The cursor is the last incident's time in
 // Unix microseconds and its seq, "<micros>.<seq>".
-func (p *Postgres) SearchIncidents(ctx context.Context, f IncidentFilter) (IncidentPage, error) {
+func (p *Store) SearchIncidents(ctx context.Context, f store.IncidentFilter) (store.IncidentPage, error) {
 	if f.Workspace == "" || f.Project == "" {
-		return IncidentPage{}, fmt.Errorf("store: search incidents: %w: workspace and project are required", ErrInvalid)
+		return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w: workspace and project are required", store.ErrInvalid)
 	}
-	f.clean()
+	backend.CleanFilter(&f)
 	var curTS time.Time
 	var curSeq int64
 	if f.Cursor != "" {
@@ -102,14 +106,14 @@ func (p *Postgres) SearchIncidents(ctx context.Context, f IncidentFilter) (Incid
 		us, err1 := strconv.ParseInt(a, 10, 64)
 		seq, err2 := strconv.ParseInt(b, 10, 64)
 		if !ok || err1 != nil || err2 != nil {
-			return IncidentPage{}, fmt.Errorf("store: search incidents: %w: bad cursor", ErrInvalid)
+			return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w: bad cursor", store.ErrInvalid)
 		}
 		curTS, curSeq = time.UnixMicro(us).UTC(), seq
 	}
 	if err := p.use(ctx, "search incidents"); err != nil {
-		return IncidentPage{}, err
+		return store.IncidentPage{}, err
 	}
-	limit := incidentLimit(f.Limit)
+	limit := backend.IncidentLimit(f.Limit)
 	var sb strings.Builder
 	sb.WriteString(`SELECT id, ts, seq, session, agent, provider, model, type, status_code, message, fingerprint, code
 		FROM incidents WHERE workspace = $1 AND project = $2`)
@@ -125,11 +129,11 @@ func (p *Postgres) SearchIncidents(ctx context.Context, f IncidentFilter) (Incid
 		fmt.Fprintf(&sb, " AND fingerprint = ANY($%d)", len(args))
 	}
 	if !f.Since.IsZero() {
-		args = append(args, ceilMicro(f.Since))
+		args = append(args, stored.CeilMicro(f.Since))
 		fmt.Fprintf(&sb, " AND ts >= $%d", len(args))
 	}
 	if !f.Until.IsZero() {
-		args = append(args, ceilMicro(f.Until))
+		args = append(args, stored.CeilMicro(f.Until))
 		fmt.Fprintf(&sb, " AND ts < $%d", len(args))
 	}
 	if f.Cursor != "" {
@@ -140,18 +144,18 @@ func (p *Postgres) SearchIncidents(ctx context.Context, f IncidentFilter) (Incid
 	fmt.Fprintf(&sb, " ORDER BY ts DESC, seq DESC LIMIT $%d", len(args))
 	rows, err := p.pool.Query(ctx, sb.String(), args...)
 	if err != nil {
-		return IncidentPage{}, fmt.Errorf("store: search incidents: %w", err)
+		return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w", err)
 	}
-	page := IncidentPage{Incidents: []Incident{}}
+	page := store.IncidentPage{Incidents: []store.Incident{}}
 	var lastTS time.Time
 	var lastSeq int64
 	for rows.Next() {
-		inc := Incident{Workspace: f.Workspace, Project: f.Project}
+		inc := store.Incident{Workspace: f.Workspace, Project: f.Project}
 		var seq int64
 		if err := rows.Scan(&inc.ID, &inc.Time, &seq, &inc.Session, &inc.Agent, &inc.Provider, &inc.Model,
 			&inc.Type, &inc.StatusCode, &inc.Message, &inc.Fingerprint, &inc.Code); err != nil {
 			rows.Close()
-			return IncidentPage{}, fmt.Errorf("store: search incidents: %w", err)
+			return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w", err)
 		}
 		if len(page.Incidents) == limit {
 			page.Next = strconv.FormatInt(lastTS.UnixMicro(), 10) + "." + strconv.FormatInt(lastSeq, 10)
@@ -163,7 +167,7 @@ func (p *Postgres) SearchIncidents(ctx context.Context, f IncidentFilter) (Incid
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return IncidentPage{}, fmt.Errorf("store: search incidents: %w", err)
+		return store.IncidentPage{}, fmt.Errorf("store: search incidents: %w", err)
 	}
 	return page, nil
 }

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store/storetest"
 )
 
 // TestFlightsShareReadsThatBeganAfterTheCall: callers arriving while a
@@ -116,7 +118,7 @@ func (c *manualClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); 
 // by an older read; after forget, the next caller reads, and a read begun
 // before forget does not count.
 func TestFlightsAnswerFromAYoungRead(t *testing.T) {
-	clock := &manualClock{t: clockEpoch}
+	clock := &manualClock{t: storetest.ClockEpoch}
 	f := flights{timeout: time.Minute, maxAge: 10 * time.Millisecond, now: clock.now}
 	var value atomic.Int64 // what a read sees: moves when the test says
 	var reads atomic.Int32

@@ -1,4 +1,4 @@
-package store
+package postgres
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/storetest"
 )
 
 // envPgCtl names the variable holding a command prefix that runs pg_ctl on
@@ -43,7 +46,7 @@ func freePort(t *testing.T) int {
 	return port
 }
 
-func TestOpenPostgresMalformedDSN(t *testing.T) {
+func TestOpenMalformedDSN(t *testing.T) {
 	const password = "hunter2"
 	tests := []struct {
 		name string
@@ -58,10 +61,10 @@ func TestOpenPostgresMalformedDSN(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := OpenPostgres(context.Background(), tt.dsn, PostgresOptions{})
+			p, err := Open(context.Background(), tt.dsn, Options{})
 			if err == nil {
 				p.Close()
-				t.Fatal("OpenPostgres succeeded")
+				t.Fatal("Open succeeded")
 			}
 			if !strings.Contains(err.Error(), "malformed DSN") {
 				t.Fatalf("error %q does not say the DSN is malformed", err)
@@ -73,16 +76,16 @@ func TestOpenPostgresMalformedDSN(t *testing.T) {
 	}
 }
 
-// TestOpenPostgresNothingListening: a database that is down at start is not
+// TestOpenNothingListening: a database that is down at start is not
 // an error at Open; calls fail with the reason, promptly, until it is up.
-func TestOpenPostgresNothingListening(t *testing.T) {
+func TestOpenNothingListening(t *testing.T) {
 	const password = "hunter2"
 	dsn := "postgres://scar:" + password + "@127.0.0.1:" + strconv.Itoa(freePort(t)) + "/scar?sslmode=disable&connect_timeout=5"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := OpenPostgres(ctx, dsn, PostgresOptions{Logger: testLogger(t)})
+	p, err := Open(ctx, dsn, Options{Logger: testLogger(t)})
 	if err != nil {
-		t.Fatalf("OpenPostgres with the database down: %v", err)
+		t.Fatalf("Open with the database down: %v", err)
 	}
 	defer p.Close()
 
@@ -97,16 +100,16 @@ func TestOpenPostgresNothingListening(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"AddIncident", func() error { return p.AddIncident(ctx, &Incident{Workspace: "w", Project: "p"}) }},
+		{"AddIncident", func() error { return p.AddIncident(ctx, &store.Incident{Workspace: "w", Project: "p"}) }},
 		{"AddIncidentOnce", func() error {
-			_, err := p.AddIncidentOnce(ctx, &Incident{Workspace: "w", Project: "p"}, "k")
+			_, err := p.AddIncidentOnce(ctx, &store.Incident{Workspace: "w", Project: "p"}, "k")
 			return err
 		}},
 		{"ListIncidents", func() error {
-			_, err := p.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
+			_, err := p.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p"})
 			return err
 		}},
-		{"PutSolution", func() error { return p.PutSolution(ctx, &Solution{Workspace: "w", Key: "k", Goal: "g"}) }},
+		{"PutSolution", func() error { return p.PutSolution(ctx, &store.Solution{Workspace: "w", Key: "k", Goal: "g"}) }},
 		{"SolutionChanges", func() error { _, _, err := p.SolutionChanges(ctx, 0, 10); return err }},
 	}
 	for _, c := range calls {
@@ -124,7 +127,7 @@ func TestOpenPostgresNothingListening(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := p.Ping(ctx); !errors.Is(err, ErrClosed) {
+	if err := p.Ping(ctx); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Ping after Close = %v, want ErrClosed", err)
 	}
 }
@@ -140,26 +143,26 @@ func TestPostgresAppearsLater(t *testing.T) {
 	port := freePort(t)
 	dsn := replaceHostPort(t, target.dsn, "127.0.0.1:"+strconv.Itoa(port))
 	ctx := context.Background()
-	p, err := OpenPostgres(ctx, dsn, PostgresOptions{Logger: testLogger(t)})
+	p, err := Open(ctx, dsn, Options{Logger: testLogger(t)})
 	if err != nil {
-		t.Fatalf("OpenPostgres: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	defer p.Close()
 	if err := p.Ping(ctx); err == nil {
 		t.Fatal("Ping succeeded before the database appeared")
 	}
-	if err := p.AddIncident(ctx, &Incident{Workspace: "w", Project: "p"}); err == nil {
+	if err := p.AddIncident(ctx, &store.Incident{Workspace: "w", Project: "p"}); err == nil {
 		t.Fatal("AddIncident succeeded before the database appeared")
 	}
 
 	stop := forwardTCP(t, "127.0.0.1:"+strconv.Itoa(port), target.addr)
 	defer stop()
 	waitPing(t, p)
-	inc := Incident{Workspace: "w", Project: "p", Message: "after"}
+	inc := store.Incident{Workspace: "w", Project: "p", Message: "after"}
 	if err := p.AddIncident(ctx, &inc); err != nil {
 		t.Fatalf("AddIncident after the database appeared: %v", err)
 	}
-	got, err := p.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
+	got, err := p.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p"})
 	if err != nil || len(got) != 1 || got[0].ID != inc.ID {
 		t.Fatalf("ListIncidents = %+v, %v", got, err)
 	}
@@ -179,12 +182,12 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	dsn = freshSchema(t, dsn)
 	ctx := context.Background()
-	p, err := OpenPostgres(ctx, dsn, PostgresOptions{Logger: testLogger(t)})
+	p, err := Open(ctx, dsn, Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	before := Incident{Workspace: "w", Project: "p", Message: "before"}
+	before := store.Incident{Workspace: "w", Project: "p", Message: "before"}
 	if err := p.AddIncident(ctx, &before); err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +220,14 @@ func TestPostgresOutage(t *testing.T) {
 	if err := p.Ping(down); err == nil {
 		t.Fatal("Ping succeeded with the server stopped")
 	}
-	err = p.AddIncident(down, &Incident{Workspace: "w", Project: "p", Message: "lost"})
+	err = p.AddIncident(down, &store.Incident{Workspace: "w", Project: "p", Message: "lost"})
 	if err == nil {
 		t.Fatal("AddIncident succeeded with the server stopped")
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AddIncident waited for the deadline instead of failing: %v", err)
 	}
-	if _, err := p.ListIncidents(down, IncidentQuery{Workspace: "w", Project: "p"}); err == nil {
+	if _, err := p.ListIncidents(down, store.IncidentQuery{Workspace: "w", Project: "p"}); err == nil {
 		t.Fatal("ListIncidents succeeded with the server stopped")
 	}
 
@@ -234,15 +237,15 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	restarted = true
 	waitPing(t, p)
-	after := Incident{Workspace: "w", Project: "p", Message: "after"}
+	after := store.Incident{Workspace: "w", Project: "p", Message: "after"}
 	if err := p.AddIncident(ctx, &after); err != nil {
 		t.Fatalf("AddIncident after restart: %v", err)
 	}
-	got, err := p.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
+	got, err := p.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := messages(got); m != "after,before" {
+	if m := storetest.Messages(got); m != "after,before" {
 		t.Fatalf("incidents after restart = %q, want \"after,before\"", m)
 	}
 }
@@ -259,12 +262,12 @@ func TestPostgresConnectionLost(t *testing.T) {
 	relay := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	stop := forwardTCP(t, relay, target.addr)
 	ctx := context.Background()
-	p, err := OpenPostgres(ctx, replaceHostPort(t, target.dsn, relay), PostgresOptions{Logger: testLogger(t)})
+	p, err := Open(ctx, replaceHostPort(t, target.dsn, relay), Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	before := Incident{Workspace: "w", Project: "p", Message: "before"}
+	before := store.Incident{Workspace: "w", Project: "p", Message: "before"}
 	if err := p.AddIncident(ctx, &before); err != nil {
 		t.Fatal(err)
 	}
@@ -275,20 +278,20 @@ func TestPostgresConnectionLost(t *testing.T) {
 	if err := p.Ping(down); err == nil {
 		t.Fatal("Ping succeeded with the connection cut")
 	}
-	err = p.AddIncident(down, &Incident{Workspace: "w", Project: "p", Message: "lost"})
+	err = p.AddIncident(down, &store.Incident{Workspace: "w", Project: "p", Message: "lost"})
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AddIncident with the connection cut = %v, want the connection failure", err)
 	}
 
 	defer forwardTCP(t, relay, target.addr)()
 	waitPing(t, p)
-	after := Incident{Workspace: "w", Project: "p", Message: "after"}
+	after := store.Incident{Workspace: "w", Project: "p", Message: "after"}
 	if err := p.AddIncident(ctx, &after); err != nil {
 		t.Fatalf("AddIncident after reconnect: %v", err)
 	}
-	got, err := p.ListIncidents(ctx, IncidentQuery{Workspace: "w", Project: "p"})
-	if err != nil || messages(got) != "after,before" {
-		t.Fatalf("incidents after reconnect = %q, %v; want \"after,before\"", messages(got), err)
+	got, err := p.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p"})
+	if err != nil || storetest.Messages(got) != "after,before" {
+		t.Fatalf("incidents after reconnect = %q, %v; want \"after,before\"", storetest.Messages(got), err)
 	}
 }
 
@@ -312,7 +315,7 @@ func runPgCtl(t *testing.T, prefix []string, args ...string) error {
 }
 
 // waitPing polls Ping until it succeeds or recoverDeadline passes.
-func waitPing(t *testing.T, p *Postgres) {
+func waitPing(t *testing.T, p *Store) {
 	t.Helper()
 	deadline := time.Now().Add(recoverDeadline)
 	var err error

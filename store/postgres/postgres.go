@@ -1,4 +1,15 @@
-package store
+// Package postgres is the [store.Store] shared by the replicas of a team
+// gateway: a PostgreSQL database ([Open]) whose schema is migrated on first
+// use from the files of migrations/, embedded in the binary. [Store] says
+// how it behaves while the database is down and how its solution change
+// feed stays in order; flight.go, how replicas share reads of a tenant's
+// incident version.
+//
+// # Imports
+//
+// Only this package imports pgx. It imports store and store/internal, and
+// must not import bbolt, Echo nor any other scarproxy package.
+package postgres
 
 import (
 	"context"
@@ -18,6 +29,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/internal/backend"
+	"github.com/scarproxy/scarproxy/store/internal/stored"
 )
 
 //go:embed migrations/*.sql
@@ -36,8 +50,8 @@ const (
 // instead of hanging.
 const defaultConnectTimeout = 5 * time.Second
 
-// PostgresOptions configures OpenPostgres. The zero value is ready to use.
-type PostgresOptions struct {
+// Options configures Open. The zero value is ready to use.
+type Options struct {
 	// Now is the clock used for incident times and solution timestamps.
 	// Nil means time.Now.
 	Now func() time.Time
@@ -54,12 +68,12 @@ type PostgresOptions struct {
 	VersionMaxAge time.Duration
 }
 
-// Postgres is the [Store] shared by the replicas of a team gateway. It is
+// Store is the [store.Store] shared by the replicas of a team gateway. It is
 // safe for concurrent use by many goroutines and many processes.
 //
 // # Availability
 //
-// A database that is down when OpenPostgres runs is not an error: the store
+// A database that is down when Open runs is not an error: the store
 // migrates its schema on the first call that reaches the database, and
 // every call made before that (or during a later outage) returns an error
 // wrapping the cause, bounded by its ctx and by the connect timeout (the
@@ -72,7 +86,7 @@ type PostgresOptions struct {
 // deletion leaves a tombstone with its own seq. Solution writes are
 // serialized by an advisory lock held until commit, so seqs become visible
 // in order and a reader polling SolutionChanges never skips one.
-type Postgres struct {
+type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
 	log  *slog.Logger
@@ -85,15 +99,15 @@ type Postgres struct {
 	versions flights // IncidentVersion calls of a tenant share reads
 }
 
-// versionKey is a tenant's key in Postgres.versions (workspace and
-// project cleaned).
-func versionKey(workspace, project string) string { return string(tenantKey(workspace, project)) }
+// versionKey is a tenant's key in Store.versions. Workspace and project
+// are cleaned, so neither holds the U+0000 that separates them.
+func versionKey(workspace, project string) string { return workspace + "\x00" + project }
 
 // versionMoved says that a write through p moved the tenant's incident
 // version (workspace and project cleaned) by an amount p does not know:
 // the next IncidentVersion reads it. Writes call it whether or not they
 // report success: a write may have committed and still failed.
-func (p *Postgres) versionMoved(workspace, project string) {
+func (p *Store) versionMoved(workspace, project string) {
 	p.versions.forget(versionKey(workspace, project))
 }
 
@@ -101,13 +115,13 @@ func (p *Postgres) versionMoved(workspace, project string) {
 // for it (see flights).
 const versionReadTimeout = 10 * time.Second
 
-var _ Store = (*Postgres)(nil)
+var _ store.Store = (*Store)(nil)
 
-// OpenPostgres returns a store on the database named by dsn (a URL or
+// Open returns a store on the database named by dsn (a URL or
 // keyword/value connection string, as accepted by pgx; pool_* parameters
 // included). A malformed dsn is an error; an unreachable database is not
-// (see Availability). OpenPostgres tries to migrate once, bounded by ctx.
-func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postgres, error) {
+// (see Availability). Open tries to migrate once, bounded by ctx.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, malformedDSN(err)
@@ -119,7 +133,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 	if err != nil {
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
-	p := &Postgres{
+	p := &Store{
 		pool:    pool,
 		now:     opts.Now,
 		log:     opts.Logger,
@@ -158,9 +172,9 @@ func malformedDSN(err error) error {
 
 // Close closes the pool. Later calls of any method, Close included, return
 // ErrClosed.
-func (p *Postgres) Close() error {
+func (p *Store) Close() error {
 	if p.closed.Swap(true) {
-		return fmt.Errorf("store: close: %w", ErrClosed)
+		return fmt.Errorf("store: close: %w", store.ErrClosed)
 	}
 	p.pool.Close()
 	return nil
@@ -168,7 +182,7 @@ func (p *Postgres) Close() error {
 
 // Ping migrates the schema if not done yet and checks that the database
 // answers; its error says why not.
-func (p *Postgres) Ping(ctx context.Context) error {
+func (p *Store) Ping(ctx context.Context) error {
 	if err := p.use(ctx, "ping"); err != nil {
 		return err
 	}
@@ -179,9 +193,9 @@ func (p *Postgres) Ping(ctx context.Context) error {
 }
 
 // use checks Close and makes sure the schema is migrated.
-func (p *Postgres) use(ctx context.Context, op string) error {
+func (p *Store) use(ctx context.Context, op string) error {
 	if p.closed.Load() {
-		return fmt.Errorf("store: %s: %w", op, ErrClosed)
+		return fmt.Errorf("store: %s: %w", op, store.ErrClosed)
 	}
 	if err := p.ready(ctx); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -191,7 +205,7 @@ func (p *Postgres) use(ctx context.Context, op string) error {
 
 // ready migrates the schema once. A failed attempt is retried by the next
 // call; concurrent callers wait for the attempt in progress, or their ctx.
-func (p *Postgres) ready(ctx context.Context) error {
+func (p *Store) ready(ctx context.Context) error {
 	if p.migrated.Load() {
 		return nil
 	}
@@ -221,7 +235,7 @@ func (p *Postgres) ready(ctx context.Context) error {
 // recorded in schema_migrations, in one transaction under an advisory lock
 // so that replicas starting together apply each migration once. It returns
 // the versions it applied.
-func (p *Postgres) applyMigrations(ctx context.Context) ([]string, error) {
+func (p *Store) applyMigrations(ctx context.Context) ([]string, error) {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
 		return nil, err
@@ -274,32 +288,15 @@ const insertIncident = `INSERT INTO incidents
 	(id, workspace, project, session, agent, provider, model, type, status_code, message, fingerprint, ts, code)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
-func incidentArgs(r *Incident) []any {
+func incidentArgs(r *store.Incident) []any {
 	return []any{r.ID, r.Workspace, r.Project, r.Session, r.Agent, r.Provider, r.Model, r.Type,
 		r.StatusCode, r.Message, r.Fingerprint, r.Time, r.Code}
 }
 
-// prepare validates inc and returns the record to store: Time set and
-// normalized, ID assigned.
-func (p *Postgres) prepare(inc *Incident) (Incident, error) {
-	if err := validIncident(inc); err != nil {
-		return Incident{}, err
-	}
-	rec := *inc
-	cleanIncident(&rec)
-	if rec.Time.IsZero() {
-		rec.Time = p.now()
-	}
-	rec.Time = normTime(rec.Time)
-	if rec.ID == "" {
-		rec.ID = newID(rec.Time)
-	}
-	return rec, nil
-}
-
-// AddIncident stores inc; see [Store]. A caller-supplied ID must be unique.
-func (p *Postgres) AddIncident(ctx context.Context, inc *Incident) error {
-	rec, err := p.prepare(inc)
+// AddIncident stores inc; see [store.Store]. A caller-supplied ID must be
+// unique.
+func (p *Store) AddIncident(ctx context.Context, inc *store.Incident) error {
+	rec, err := backend.PrepareIncident(inc, p.now)
 	if err != nil {
 		return fmt.Errorf("store: add incident: %w", err)
 	}
@@ -315,18 +312,18 @@ func (p *Postgres) AddIncident(ctx context.Context, inc *Incident) error {
 }
 
 // AddIncidentOnce stores inc unless dedupeKey was already recorded for the
-// tenant; see [Store]. It is a batch of one (AddIncidents): the dedupe
+// tenant; see [store.Store]. It is a batch of one (AddIncidents): the dedupe
 // insert and the incident insert are one statement, and the tenant's
 // version row is locked first, as every batch locks it, so that writers
 // never wait for each other in opposite orders. An empty dedupeKey stores
 // inc unconditionally.
-func (p *Postgres) AddIncidentOnce(ctx context.Context, inc *Incident, dkey string) (bool, error) {
+func (p *Store) AddIncidentOnce(ctx context.Context, inc *store.Incident, dkey string) (bool, error) {
 	if dkey == "" {
 		err := p.AddIncident(ctx, inc)
 		return err == nil, err
 	}
 	rec := *inc
-	batch := []IncidentWrite{{Incident: &rec, DedupeKey: dkey}}
+	batch := []store.IncidentWrite{{Incident: &rec, DedupeKey: dkey}}
 	if _, err := p.AddIncidents(ctx, batch); err != nil {
 		return false, fmt.Errorf("store: add incident once: %w", err)
 	}
@@ -338,15 +335,15 @@ func (p *Postgres) AddIncidentOnce(ctx context.Context, inc *Incident, dkey stri
 
 // ListIncidents returns the tenant's incidents, newest first (incidents of
 // the same microsecond: last stored first), from the (workspace, project,
-// ts) or (workspace, project, session, ts) index; see [Store].
-func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incident, error) {
+// ts) or (workspace, project, session, ts) index; see [store.Store].
+func (p *Store) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {
 	if q.Workspace == "" || q.Project == "" {
-		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", ErrInvalid)
+		return nil, fmt.Errorf("store: list incidents: %w: workspace and project are required", store.ErrInvalid)
 	}
 	if err := p.use(ctx, "list incidents"); err != nil {
 		return nil, err
 	}
-	q.Workspace, q.Project, q.Session = cleanText(q.Workspace), cleanText(q.Project), cleanText(q.Session)
+	q.Workspace, q.Project, q.Session = stored.Text(q.Workspace), stored.Text(q.Project), stored.Text(q.Session)
 	var sb strings.Builder
 	sb.WriteString(`SELECT id, ts, session, agent, provider, model, type, status_code, message, fingerprint, code
 		FROM incidents WHERE workspace = $1 AND project = $2`)
@@ -356,19 +353,19 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 		fmt.Fprintf(&sb, " AND session = $%d", len(args))
 	}
 	if !q.Since.IsZero() {
-		args = append(args, ceilMicro(q.Since))
+		args = append(args, stored.CeilMicro(q.Since))
 		fmt.Fprintf(&sb, " AND ts >= $%d", len(args))
 	}
-	args = append(args, incidentLimit(q.Limit))
+	args = append(args, backend.IncidentLimit(q.Limit))
 	fmt.Fprintf(&sb, " ORDER BY ts DESC, seq DESC LIMIT $%d", len(args))
 
 	rows, err := p.pool.Query(ctx, sb.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list incidents: %w", err)
 	}
-	out := []Incident{}
+	out := []store.Incident{}
 	for rows.Next() {
-		inc := Incident{Workspace: q.Workspace, Project: q.Project}
+		inc := store.Incident{Workspace: q.Workspace, Project: q.Project}
 		if err := rows.Scan(&inc.ID, &inc.Time, &inc.Session, &inc.Agent, &inc.Provider, &inc.Model,
 			&inc.Type, &inc.StatusCode, &inc.Message, &inc.Fingerprint, &inc.Code); err != nil {
 			rows.Close()
@@ -385,12 +382,12 @@ func (p *Postgres) ListIncidents(ctx context.Context, q IncidentQuery) ([]Incide
 
 // IncidentVersion returns the tenant's incident version, kept by triggers
 // on every insert and delete of incidents (migration 0002) and every
-// insert, update and delete of fixes (migration 0005); see [Store].
-func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
+// insert, update and delete of fixes (migration 0005); see [store.Store].
+func (p *Store) IncidentVersion(ctx context.Context, workspace, project string) (int64, error) {
 	if err := p.use(ctx, "incident version"); err != nil {
 		return 0, err
 	}
-	workspace, project = cleanText(workspace), cleanText(project)
+	workspace, project = stored.Text(workspace), stored.Text(project)
 	v, err := p.versions.do(ctx, versionKey(workspace, project), func(ctx context.Context) (int64, error) {
 		var v int64
 		err := p.pool.QueryRow(ctx, `SELECT version FROM incident_versions WHERE workspace = $1 AND project = $2`,
@@ -406,15 +403,16 @@ func (p *Postgres) IncidentVersion(ctx context.Context, workspace, project strin
 	return v, nil
 }
 
-// DeleteIncidents removes the tenant's incidents and dedupe keys; see [Store].
-func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
+// DeleteIncidents removes the tenant's incidents and dedupe keys; see
+// [store.Store].
+func (p *Store) DeleteIncidents(ctx context.Context, workspace, project string) (int, error) {
 	if workspace == "" || project == "" {
-		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", ErrInvalid)
+		return 0, fmt.Errorf("store: delete incidents: %w: workspace and project are required", store.ErrInvalid)
 	}
 	if err := p.use(ctx, "delete incidents"); err != nil {
 		return 0, err
 	}
-	workspace, project = cleanText(workspace), cleanText(project)
+	workspace, project = stored.Text(workspace), stored.Text(project)
 	defer p.versionMoved(workspace, project)
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
@@ -434,8 +432,8 @@ func (p *Postgres) DeleteIncidents(ctx context.Context, workspace, project strin
 
 // PruneIncidents removes incidents and dedupe keys older than before, then
 // the oldest incidents of each tenant beyond maxPerTenant, in one
-// transaction; see [Store]. A zero before applies no age rule.
-func (p *Postgres) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
+// transaction; see [store.Store]. A zero before applies no age rule.
+func (p *Store) PruneIncidents(ctx context.Context, before time.Time, maxPerTenant int) (int, error) {
 	if err := p.use(ctx, "prune incidents"); err != nil {
 		return 0, err
 	}
@@ -443,7 +441,7 @@ func (p *Postgres) PruneIncidents(ctx context.Context, before time.Time, maxPerT
 	var n int64
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if !before.IsZero() {
-			cut := ceilMicro(before)
+			cut := stored.CeilMicro(before)
 			tag, err := tx.Exec(ctx, `DELETE FROM incidents WHERE ts < $1`, cut)
 			if err != nil {
 				return err
@@ -475,7 +473,7 @@ func (p *Postgres) PruneIncidents(ctx context.Context, before time.Time, maxPerT
 
 const solutionColumns = `id, workspace, project, key, goal, approach, outcome, confidence, source, verified, created, updated`
 
-func scanSolution(row pgx.Row, s *Solution, extra ...any) error {
+func scanSolution(row pgx.Row, s *store.Solution, extra ...any) error {
 	dst := append([]any{&s.ID, &s.Workspace, &s.Project, &s.Key, &s.Goal, &s.Approach, &s.Outcome,
 		&s.Confidence, &s.Source, &s.Verified, &s.Created, &s.Updated}, extra...)
 	if err := row.Scan(dst...); err != nil {
@@ -491,35 +489,31 @@ func lockSolutionWrites(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// PutSolution inserts or updates s by (Workspace, Key); see [Store]. A new
-// solution gets a new ID and Created time (any ID or Created in s is
+// PutSolution inserts or updates s by (Workspace, Key); see [store.Store]. A
+// new solution gets a new ID and Created time (any ID or Created in s is
 // ignored); Updated is always set to now.
-func (p *Postgres) PutSolution(ctx context.Context, s *Solution) error {
-	return p.PutSolutions(ctx, []*Solution{s})
+func (p *Store) PutSolution(ctx context.Context, s *store.Solution) error {
+	return p.PutSolutions(ctx, []*store.Solution{s})
 }
 
 // PutSolutions stores each of sols as PutSolution does, in one
-// transaction; see [Store].
-func (p *Postgres) PutSolutions(ctx context.Context, sols []*Solution) error {
-	recs := make([]Solution, len(sols))
-	for i, s := range sols {
-		if err := validSolution(s); err != nil {
-			return fmt.Errorf("store: put solution: %w", err)
-		}
-		recs[i] = *s
-		cleanSolution(&recs[i])
+// transaction; see [store.Store].
+func (p *Store) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+	recs, err := backend.PrepareSolutions(sols)
+	if err != nil {
+		return fmt.Errorf("store: put solution: %w", err)
 	}
 	if err := p.use(ctx, "put solution"); err != nil {
 		return err
 	}
-	now := normTime(p.now())
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	now := stored.Time(p.now())
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if err := lockSolutionWrites(ctx, tx); err != nil {
 			return err
 		}
 		for i := range recs {
 			rec := &recs[i]
-			rec.ID, rec.Created, rec.Updated = newID(now), now, now
+			rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
 			row := tx.QueryRow(ctx, `INSERT INTO solutions (`+solutionColumns+`)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 				ON CONFLICT (workspace, key) DO UPDATE SET
@@ -545,37 +539,37 @@ func (p *Postgres) PutSolutions(ctx context.Context, sols []*Solution) error {
 	return nil
 }
 
-// GetSolution returns one solution of the workspace; see [Store].
-func (p *Postgres) GetSolution(ctx context.Context, workspace, id string) (Solution, error) {
+// GetSolution returns one solution of the workspace; see [store.Store].
+func (p *Store) GetSolution(ctx context.Context, workspace, id string) (store.Solution, error) {
 	if err := p.use(ctx, "get solution"); err != nil {
-		return Solution{}, err
+		return store.Solution{}, err
 	}
-	var s Solution
+	var s store.Solution
 	err := scanSolution(p.pool.QueryRow(ctx, `SELECT `+solutionColumns+`
-		FROM solutions WHERE workspace = $1 AND id = $2`, cleanText(workspace), cleanText(id)), &s)
+		FROM solutions WHERE workspace = $1 AND id = $2`, stored.Text(workspace), stored.Text(id)), &s)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Solution{}, fmt.Errorf("store: get solution: %s: %w", id, ErrNotFound)
+		return store.Solution{}, fmt.Errorf("store: get solution: %s: %w", id, store.ErrNotFound)
 	}
 	if err != nil {
-		return Solution{}, fmt.Errorf("store: get solution: %w", err)
+		return store.Solution{}, fmt.Errorf("store: get solution: %w", err)
 	}
 	return s, nil
 }
 
 // ListSolutions returns the workspace's solutions, most recently updated
-// first (then by ID, descending); see [Store].
-func (p *Postgres) ListSolutions(ctx context.Context, workspace string) ([]Solution, error) {
+// first (then by ID, descending); see [store.Store].
+func (p *Store) ListSolutions(ctx context.Context, workspace string) ([]store.Solution, error) {
 	if err := p.use(ctx, "list solutions"); err != nil {
 		return nil, err
 	}
 	rows, err := p.pool.Query(ctx, `SELECT `+solutionColumns+`
-		FROM solutions WHERE workspace = $1 ORDER BY updated DESC, id DESC`, cleanText(workspace))
+		FROM solutions WHERE workspace = $1 ORDER BY updated DESC, id DESC`, stored.Text(workspace))
 	if err != nil {
 		return nil, fmt.Errorf("store: list solutions: %w", err)
 	}
-	out := []Solution{}
+	out := []store.Solution{}
 	for rows.Next() {
-		var s Solution
+		var s store.Solution
 		if err := scanSolution(rows, &s); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: list solutions: %w", err)
@@ -589,8 +583,8 @@ func (p *Postgres) ListSolutions(ctx context.Context, workspace string) ([]Solut
 }
 
 // DeleteSolutions removes every solution of the workspace, leaving a
-// tombstone for each, in one transaction; see [Store].
-func (p *Postgres) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
+// tombstone for each, in one transaction; see [store.Store].
+func (p *Store) DeleteSolutions(ctx context.Context, workspace string) (int, error) {
 	if err := p.use(ctx, "delete solutions"); err != nil {
 		return 0, err
 	}
@@ -602,7 +596,7 @@ func (p *Postgres) DeleteSolutions(ctx context.Context, workspace string) (int, 
 		tag, err := tx.Exec(ctx, `WITH doomed AS (
 				DELETE FROM solutions WHERE workspace = $1 RETURNING workspace, id)
 			INSERT INTO solution_tombstones (workspace, id)
-			SELECT workspace, id FROM doomed ORDER BY id`, cleanText(workspace))
+			SELECT workspace, id FROM doomed ORDER BY id`, stored.Text(workspace))
 		n = tag.RowsAffected()
 		return err
 	})
@@ -613,12 +607,12 @@ func (p *Postgres) DeleteSolutions(ctx context.Context, workspace string) (int, 
 }
 
 // DeleteSolution removes one solution of the workspace and leaves a
-// tombstone in the change feed; see [Store].
-func (p *Postgres) DeleteSolution(ctx context.Context, workspace, id string) error {
+// tombstone in the change feed; see [store.Store].
+func (p *Store) DeleteSolution(ctx context.Context, workspace, id string) error {
 	if err := p.use(ctx, "delete solution"); err != nil {
 		return err
 	}
-	workspace, id = cleanText(workspace), cleanText(id)
+	workspace, id = stored.Text(workspace), stored.Text(id)
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		if err := lockSolutionWrites(ctx, tx); err != nil {
 			return err
@@ -628,7 +622,7 @@ func (p *Postgres) DeleteSolution(ctx context.Context, workspace, id string) err
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO solution_tombstones (workspace, id) VALUES ($1, $2)`, workspace, id)
 		return err
@@ -646,11 +640,11 @@ const pruneBatch = 5000
 
 // PruneSolutions removes unverified solutions last updated before before,
 // then the solutions of each workspace beyond maxPerWorkspace, in
-// retention order, leaving a tombstone for each; see [Store]. Each
+// retention order, leaving a tombstone for each; see [store.Store]. Each
 // transaction removes at most pruneBatch solutions, under the lock of
 // solution writes (see Change feed); the age rule reads the partial index
 // of migration 0003.
-func (p *Postgres) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
+func (p *Store) PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error) {
 	if err := p.use(ctx, "prune solutions"); err != nil {
 		return 0, err
 	}
@@ -681,7 +675,7 @@ func (p *Postgres) PruneSolutions(ctx context.Context, before time.Time, maxPerW
 	if !before.IsZero() {
 		for {
 			n, err := removeBatch(`SELECT id FROM solutions WHERE NOT verified AND updated < $1
-				ORDER BY updated, id LIMIT $2`, ceilMicro(before), pruneBatch)
+				ORDER BY updated, id LIMIT $2`, stored.CeilMicro(before), pruneBatch)
 			if err != nil {
 				return total, err
 			}
@@ -720,10 +714,10 @@ func (p *Postgres) PruneSolutions(ctx context.Context, before time.Time, maxPerW
 	return total, nil
 }
 
-// SolutionChanges returns live solutions and tombstones with seq > after,
-// in seq order; see [Store]. A limit <= 0 means 1000; it is capped at 10000.
+// SolutionChanges returns live solutions and tombstones with seq > after, in
+// seq order; see [store.Store]. A limit <= 0 means 1000; it is capped at 10000.
 // Tombstones are kept.
-func (p *Postgres) SolutionChanges(ctx context.Context, after int64, limit int) ([]SolutionChange, int64, error) {
+func (p *Store) SolutionChanges(ctx context.Context, after int64, limit int) ([]store.SolutionChange, int64, error) {
 	if err := p.use(ctx, "solution changes"); err != nil {
 		return nil, after, err
 	}
@@ -732,20 +726,20 @@ func (p *Postgres) SolutionChanges(ctx context.Context, after int64, limit int) 
 		UNION ALL
 		SELECT id, workspace, '', '', '', '', '', 0, '', false, ts, ts, seq, true
 			FROM solution_tombstones WHERE seq > $1
-		ORDER BY seq LIMIT $2`, after, changeLimit(limit))
+		ORDER BY seq LIMIT $2`, after, backend.ChangeLimit(limit))
 	if err != nil {
 		return nil, after, fmt.Errorf("store: solution changes: %w", err)
 	}
-	out := []SolutionChange{}
+	out := []store.SolutionChange{}
 	last := after
 	for rows.Next() {
-		var ch SolutionChange
+		var ch store.SolutionChange
 		if err := scanSolution(rows, &ch.Solution, &ch.Seq, &ch.Deleted); err != nil {
 			rows.Close()
 			return nil, after, fmt.Errorf("store: solution changes: %w", err)
 		}
 		if ch.Deleted {
-			ch.Solution = Solution{ID: ch.Solution.ID, Workspace: ch.Solution.Workspace}
+			ch.Solution = store.Solution{ID: ch.Solution.ID, Workspace: ch.Solution.Workspace}
 		}
 		out = append(out, ch)
 		last = ch.Seq
