@@ -338,7 +338,9 @@ func TestDashboardViews(t *testing.T) {
 	// The conversation's guard after each failure is the one the request
 	// path gives: the same text as GET /scar/v1/guard.
 	res := h.do(http.MethodGet, "/scar/v1/guard?session=conv-1", nil, nil)
-	var g guardView
+	var g struct {
+		Block string `json:"block"`
+	}
 	json.NewDecoder(res.Body).Decode(&g)
 	res.Body.Close()
 	if _, body, _ := u.get("/ui/guard?conversation=conv-1"); !strings.Contains(body, strings.TrimSpace(htmlEscape(g.Block))) {

@@ -18,7 +18,6 @@ type metrics struct {
 	injectedGuard, injectedRecall prometheus.Counter
 	fallbacks                     *prometheus.CounterVec
 	degraded                      prometheus.Counter
-	mcpCalls                      *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -51,14 +50,10 @@ func newMetrics() *metrics {
 			Help: "Rewritten requests forwarded unchanged because the store failed.",
 		}),
 	}
-	m.mcpCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "scarproxy_mcp_calls_total",
-		Help: "MCP tool calls, by tool and outcome (ok, error).",
-	}, []string{"tool", "outcome"})
 	m.injectedGuard = m.injected.WithLabelValues("guard")
 	m.injectedRecall = m.injected.WithLabelValues("recall")
 	m.registry.MustRegister(m.requests, m.latency, m.overhead, m.injected,
-		m.fallbacks, m.degraded, m.mcpCalls,
+		m.fallbacks, m.degraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

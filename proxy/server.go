@@ -42,11 +42,13 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/chat"
 	"github.com/scarproxy/scarproxy/proxy/memory"
+	"github.com/scarproxy/scarproxy/proxy/memoryapi"
 	"github.com/scarproxy/scarproxy/proxy/messages"
 	"github.com/scarproxy/scarproxy/proxy/responses"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
@@ -91,8 +93,8 @@ type Server struct {
 	chat, responses, messages wire.Format
 	formats                   map[string]wire.Format // by API name (providers.API*)
 	echo                      *echo.Echo
-	mcpHTTP                   http.Handler // the MCP streamable HTTP transport
-	ui                        *ui.Handler  // the dashboard under /ui/
+	api                       *memoryapi.API // /scar/v1, /mcp and the dashboard's data
+	ui                        *ui.Handler    // the dashboard under /ui/
 }
 
 // New builds a server. It loads the recall index from the store; a store
@@ -125,8 +127,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.memory, err = memory.New(ctx, opts.Options, s.metrics.registry); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	s.mcpHTTP = s.mcpHTTPHandler()
-	if s.ui, err = s.dashboard(); err != nil {
+	s.api, err = memoryapi.New(memoryapi.Options{Memory: s.memory, Tenants: tenants, Bodies: s.bodies, WriteError: s.writeError,
+		AdminToken: opts.AdminToken, FixesLimit: opts.RetentionFixesMaxPerProject, Version: opts.Version, Logger: s.log,
+		Registerer: s.metrics.registry})
+	if err != nil {
+		return nil, err
+	}
+	if s.ui, err = s.api.Dashboard(); err != nil {
 		return nil, err
 	}
 	s.echo = s.routes()
@@ -181,29 +188,11 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
 
-	a := e.Group("/scar/v1", s.adminAuth)
-	a.POST("/incidents", s.postIncident)
-	a.GET("/incidents", s.listIncidents)
-	a.DELETE("/incidents", s.deleteIncidents)
-	a.GET("/guard", s.getGuard)
-	a.GET("/patterns", s.listPatterns)
-	a.POST("/solutions", s.postSolution)
-	a.GET("/solutions", s.listSolutions)
-	a.DELETE("/solutions", s.deleteSolutions)
-	a.DELETE("/solutions/:id", s.deleteSolution)
-	a.GET("/recall", s.recallPreview)
-	a.POST("/fixes", s.postFix)
-	a.GET("/fixes", s.listFixes)
-	a.DELETE("/fixes", s.deleteFixes)
-	a.DELETE("/fixes/:id", s.deleteFix)
+	s.api.Register(e)
 
 	// The dashboard checks its own sessions (proxy/ui, dashboard.go).
 	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
 	e.Any("/ui/*", echo.WrapHandler(s.ui))
-
-	// MCP (streamable HTTP); the handler checks the memory API's credentials.
-	e.Any("/mcp", s.serveMCP)
-	e.Any("/w/:workspace/:project/mcp", s.serveMCP)
 	return e
 }
 
@@ -247,4 +236,11 @@ func (s *Server) readyz(c echo.Context) error {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "recall index not loaded: " + err.Error()})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// ServeMCP runs the memory's MCP tools on transport t (such as
+// &mcp.StdioTransport{}) until ctx ends or the client disconnects; see
+// memoryapi.API.ServeMCP.
+func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport, workspace, project string) error {
+	return s.api.ServeMCP(ctx, t, workspace, project)
 }

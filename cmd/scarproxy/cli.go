@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
-	"github.com/scarproxy/scarproxy/proxy"
 	"github.com/scarproxy/scarproxy/proxy/memory"
+	"github.com/scarproxy/scarproxy/proxy/memoryapi"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -149,7 +149,7 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 				return usageError{"solutions add: " + f.name + " is required"}
 			}
 		}
-		conf, err := proxy.ParseConfidence(confidence)
+		conf, err := memoryapi.ParseConfidence(confidence)
 		if err != nil {
 			return usageError{"solutions add: --" + err.Error()}
 		}

@@ -7,12 +7,13 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/scarproxy/scarproxy/store/bolt"
 )
 
 // tempBolt opens a real bbolt store in the test's temporary directory.
-func tempBolt(t *testing.T) *store.Bolt {
+func tempBolt(t *testing.T) *bolt.Store {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "scarproxy.db"), store.BoltOptions{})
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "scarproxy.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package memoryapi
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -30,11 +31,11 @@ const scopeKey = "scar.scope"
 // adminAuth guards /scar/v1: with an admin token or gateway keys
 // configured, a request needs the admin token (every workspace) or a
 // gateway key (its own workspace only).
-func (s *Server) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
+func (a *API) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		k, ok := s.tenants.Authorize(c.Request().Header)
+		k, ok := a.tenants.Authorize(c.Request().Header)
 		if !ok {
-			return s.writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
+			return a.writeError(c, &wire.Error{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
 		}
 		if k != nil {
 			c.Set(scopeKey, k)
@@ -51,19 +52,19 @@ func scopeOf(c echo.Context) *tenant.Key {
 }
 
 // workspaceFor resolves the workspace an admin request acts on.
-func (s *Server) workspaceFor(c echo.Context, asked string) (string, *apiError) {
-	return s.tenants.Workspace(scopeOf(c), asked)
+func (a *API) workspaceFor(c echo.Context, asked string) (string, *wire.Error) {
+	return a.tenants.Workspace(scopeOf(c), asked)
 }
 
 // tenantFor resolves (workspace, project) for an admin request.
-func (s *Server) tenantFor(c echo.Context, workspace, project string, required bool) (tenant.Tenant, *apiError) {
-	return s.tenants.Scoped(scopeOf(c), workspace, project, required)
+func (a *API) tenantFor(c echo.Context, workspace, project string, required bool) (tenant.Tenant, *wire.Error) {
+	return a.tenants.Scoped(scopeOf(c), workspace, project, required)
 }
 
 // decodeJSON decodes a request body strictly: unknown fields, wrong types
 // and trailing data are errors that name the field.
-func (s *Server) decodeJSON(c echo.Context, v any) *apiError {
-	body, aerr := s.readBody(c, nil)
+func (a *API) decodeJSON(c echo.Context, v any) *wire.Error {
+	body, aerr := a.opts.Bodies.Read(c.Response(), c.Request(), nil)
 	if aerr != nil {
 		return aerr
 	}
@@ -74,17 +75,17 @@ func (s *Server) decodeJSON(c echo.Context, v any) *apiError {
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &te):
-			return errBadRequest(fmt.Sprintf("%s: must be a %s", te.Field, te.Type.String()))
+			return wire.BadRequest(fmt.Sprintf("%s: must be a %s", te.Field, te.Type.String()))
 		case errors.As(err, &se), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return errBadRequest("body is not valid JSON")
+			return wire.BadRequest("body is not valid JSON")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return errBadRequest(strings.TrimPrefix(err.Error(), "json: ") + " (not part of this API)")
+			return wire.BadRequest(strings.TrimPrefix(err.Error(), "json: ") + " (not part of this API)")
 		default:
-			return errBadRequest("body: " + err.Error())
+			return wire.BadRequest("body: " + err.Error())
 		}
 	}
 	if dec.More() {
-		return errBadRequest("body holds more than one JSON value")
+		return wire.BadRequest("body holds more than one JSON value")
 	}
 	return nil
 }
@@ -136,51 +137,51 @@ const maxCodeRunes = 64
 
 // incidentCode returns the code of a posted incident, from code or from a
 // status_code that is not a number.
-func incidentCode(in *incidentIn) (string, *apiError) {
+func incidentCode(in *incidentIn) (string, *wire.Error) {
 	code, alt := strings.TrimSpace(in.Code), strings.TrimSpace(in.StatusCode.code)
 	switch {
 	case code == "":
 		code = alt
 	case alt != "" && alt != code:
-		return "", errBadRequest("code: differs from the code given as status_code")
+		return "", wire.BadRequest("code: differs from the code given as status_code")
 	}
 	if utf8.RuneCountInString(code) > maxCodeRunes || strings.IndexFunc(code, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
 	}) >= 0 {
-		return "", errBadRequest(fmt.Sprintf("code: must be at most %d characters without spaces (e.g. ECONNRESET)", maxCodeRunes))
+		return "", wire.BadRequest(fmt.Sprintf("code: must be at most %d characters without spaces (e.g. ECONNRESET)", maxCodeRunes))
 	}
 	return code, nil
 }
 
-func (s *Server) postIncident(c echo.Context) error {
+func (a *API) postIncident(c echo.Context) error {
 	var in incidentIn
-	if aerr := s.decodeJSON(c, &in); aerr != nil {
-		return s.writeError(c, aerr)
+	if aerr := a.decodeJSON(c, &in); aerr != nil {
+		return a.writeError(c, aerr)
 	}
-	inc, aerr := s.recordIncident(c.Request().Context(), scopeOf(c), &in)
+	inc, aerr := a.recordIncident(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	return c.JSON(http.StatusCreated, inc)
 }
 
 // recordIncident validates and stores an incident posted by gateway key k
 // (nil: none), through the memory API or the scar_record tool.
-func (s *Server) recordIncident(ctx context.Context, k *tenant.Key, in *incidentIn) (*store.Incident, *apiError) {
-	t, aerr := s.tenants.Scoped(k, in.Workspace, in.Project, false)
+func (a *API) recordIncident(ctx context.Context, k *tenant.Key, in *incidentIn) (*store.Incident, *wire.Error) {
+	t, aerr := a.tenants.Scoped(k, in.Workspace, in.Project, false)
 	if aerr != nil {
 		return nil, aerr
 	}
 	status := in.StatusCode.status
 	switch {
 	case strings.TrimSpace(in.Message) == "":
-		return nil, errBadRequest("message: required")
+		return nil, wire.BadRequest("message: required")
 	case in.Type == "":
-		return nil, errBadRequest("type: required (e.g. test_failure, lint_error, tool_error)")
+		return nil, wire.BadRequest("type: required (e.g. test_failure, lint_error, tool_error)")
 	case tenant.ValidName(in.Type) != nil:
-		return nil, errBadRequest("type: " + tenant.ValidName(in.Type).Error())
+		return nil, wire.BadRequest("type: " + tenant.ValidName(in.Type).Error())
 	case status != 0 && (status < 100 || status > 599):
-		return nil, errBadRequest("status_code: must be an HTTP status (100-599), an error code string, or omitted")
+		return nil, wire.BadRequest("status_code: must be an HTTP status (100-599), an error code string, or omitted")
 	}
 	code, aerr := incidentCode(in)
 	if aerr != nil {
@@ -189,39 +190,39 @@ func (s *Server) recordIncident(ctx context.Context, k *tenant.Key, in *incident
 	for _, f := range []struct{ name, v string }{{"session", in.Session}, {"agent", in.Agent}} {
 		if f.v != "" {
 			if err := tenant.ValidName(f.v); err != nil {
-				return nil, errBadRequest(f.name + ": " + err.Error())
+				return nil, wire.BadRequest(f.name + ": " + err.Error())
 			}
 		}
 	}
 	t.Session, t.Agent = in.Session, in.Agent
-	inc := s.memory.Incident(t, in.Model, in.Provider, in.Type, status, in.Message, s.memory.Now())
+	inc := a.memory.Incident(t, in.Model, in.Provider, in.Type, status, in.Message, a.memory.Now())
 	inc.Code = code
-	sctx, cancel := s.memoryStoreCtx(ctx)
+	sctx, cancel := a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := s.store.AddIncident(sctx, inc); err != nil {
-		return nil, s.storeAPIError(ctx, "add_incident", err)
+	if err := a.store.AddIncident(sctx, inc); err != nil {
+		return nil, a.storeAPIError(ctx, "add_incident", err)
 	}
-	s.memory.CountIncident(inc)
+	a.memory.CountIncident(inc)
 	return inc, nil
 }
 
-func (s *Server) listIncidents(c echo.Context) error {
+func (a *API) listIncidents(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	limit, aerr := listLimit(q)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	incs, err := s.store.ListIncidents(ctx, store.IncidentQuery{
+	incs, err := a.store.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: t.Workspace, Project: t.Project, Session: q.Get("session"), Limit: limit,
 	})
 	if err != nil {
-		return s.storeError(c, "list_incidents", err)
+		return a.storeError(c, "list_incidents", err)
 	}
 	if incs == nil {
 		incs = []store.Incident{}
@@ -229,17 +230,17 @@ func (s *Server) listIncidents(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"incidents": incs})
 }
 
-func (s *Server) deleteIncidents(c echo.Context) error {
+func (a *API) deleteIncidents(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
+	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	n, err := s.store.DeleteIncidents(ctx, t.Workspace, t.Project)
+	n, err := a.store.DeleteIncidents(ctx, t.Workspace, t.Project)
 	if err != nil {
-		return s.storeError(c, "delete_incidents", err)
+		return a.storeError(c, "delete_incidents", err)
 	}
 	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
 }
@@ -258,27 +259,27 @@ type loopView struct {
 	Level string `json:"level"` // guard, stop, hard-stop
 }
 
-func (s *Server) getGuard(c echo.Context) error {
+func (a *API) getGuard(c echo.Context) error {
 	q := c.QueryParams()
-	v, aerr := s.previewGuard(c.Request().Context(), scopeOf(c), q.Get("workspace"), q.Get("project"), q.Get("session"))
+	v, aerr := a.previewGuard(c.Request().Context(), scopeOf(c), q.Get("workspace"), q.Get("project"), q.Get("session"))
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	return c.JSON(http.StatusOK, v)
 }
 
 // previewGuard returns the guard the next request of a conversation
 // (session; "" for a request of none) of a tenant would get.
-func (s *Server) previewGuard(ctx context.Context, k *tenant.Key, workspace, project, session string) (guardView, *apiError) {
-	t, aerr := s.tenants.Scoped(k, workspace, project, false)
+func (a *API) previewGuard(ctx context.Context, k *tenant.Key, workspace, project, session string) (guardView, *wire.Error) {
+	t, aerr := a.tenants.Scoped(k, workspace, project, false)
 	if aerr != nil {
 		return guardView{}, aerr
 	}
-	sctx, cancel := s.memoryStoreCtx(ctx)
+	sctx, cancel := a.memoryStoreCtx(ctx)
 	defer cancel()
-	entries, block, loop, err := s.memory.Preview(sctx, t.Workspace, t.Project, session, s.memory.Now())
+	entries, block, loop, err := a.memory.Preview(sctx, t.Workspace, t.Project, session, a.memory.Now())
 	if err != nil {
-		return guardView{}, s.storeAPIError(ctx, "list_incidents", err)
+		return guardView{}, a.storeAPIError(ctx, "list_incidents", err)
 	}
 	if entries == nil {
 		entries = []guard.Entry{}
@@ -311,9 +312,9 @@ type patternsView struct {
 
 // activePatterns lists the enabled patterns in the order they are tried.
 // Regexes are matched case-insensitively.
-func (s *Server) activePatterns() patternsView {
-	cfg := s.memory.Guard().Config()
-	pats := s.memory.Guard().Patterns()
+func (a *API) activePatterns() patternsView {
+	cfg := a.memory.Guard().Config()
+	pats := a.memory.Guard().Patterns()
 	out := patternsView{Patterns: make([]patternView, len(pats)), MinRepeats: cfg.MinRepeats, Window: cfg.Window.String()}
 	for i, p := range pats {
 		out.Patterns[i] = patternView{Label: p.Name, Regex: p.Regex, Exclude: p.Exclude, StatusCodes: p.StatusCodes,
@@ -322,8 +323,8 @@ func (s *Server) activePatterns() patternsView {
 	return out
 }
 
-func (s *Server) listPatterns(c echo.Context) error {
-	return c.JSON(http.StatusOK, s.activePatterns())
+func (a *API) listPatterns(c echo.Context) error {
+	return c.JSON(http.StatusOK, a.activePatterns())
 }
 
 // solutionIn is the body of POST /scar/v1/solutions. Confidence is a raw
@@ -351,23 +352,23 @@ func ParseConfidence(v float64) (float64, error) {
 	return 0, errors.New("confidence: must be in [0,1] (or a percentage up to 100)")
 }
 
-func (s *Server) postSolution(c echo.Context) error {
+func (a *API) postSolution(c echo.Context) error {
 	var in solutionIn
-	if aerr := s.decodeJSON(c, &in); aerr != nil {
-		return s.writeError(c, aerr)
+	if aerr := a.decodeJSON(c, &in); aerr != nil {
+		return a.writeError(c, aerr)
 	}
 	if len(in.Confidence) == 0 || string(in.Confidence) == "null" {
-		return s.writeError(c, errBadRequest("confidence: required, a number in [0,1]"))
+		return a.writeError(c, wire.BadRequest("confidence: required, a number in [0,1]"))
 	}
 	var raw float64
 	if err := json.Unmarshal(in.Confidence, &raw); err != nil {
-		return s.writeError(c, errBadRequest("confidence: must be a number in [0,1]"))
+		return a.writeError(c, wire.BadRequest("confidence: must be a number in [0,1]"))
 	}
-	sol, created, aerr := s.storeSolution(c.Request().Context(), scopeOf(c), store.Solution{
+	sol, created, aerr := a.storeSolution(c.Request().Context(), scopeOf(c), store.Solution{
 		Workspace: in.Workspace, Project: in.Project, Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: raw,
 	})
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	status := http.StatusCreated
 	if !created {
@@ -380,14 +381,14 @@ func (s *Server) postSolution(c echo.Context) error {
 // (nil: none) through the memory API or the recall_store tool: in.Workspace
 // as asked, in.Confidence as given (see ParseConfidence). It reports
 // whether the solution is new (false: the same goal was updated).
-func (s *Server) storeSolution(ctx context.Context, k *tenant.Key, in store.Solution) (store.Solution, bool, *apiError) {
-	ws, aerr := s.tenants.Workspace(k, in.Workspace)
+func (a *API) storeSolution(ctx context.Context, k *tenant.Key, in store.Solution) (store.Solution, bool, *wire.Error) {
+	ws, aerr := a.tenants.Workspace(k, in.Workspace)
 	if aerr != nil {
 		return store.Solution{}, false, aerr
 	}
 	if in.Project != "" {
 		if err := tenant.ValidName(in.Project); err != nil {
-			return store.Solution{}, false, errBadRequest("project: " + err.Error())
+			return store.Solution{}, false, wire.BadRequest("project: " + err.Error())
 		}
 	}
 	if aerr := tenant.ProjectScope(k, in.Project); aerr != nil {
@@ -395,17 +396,17 @@ func (s *Server) storeSolution(ctx context.Context, k *tenant.Key, in store.Solu
 	}
 	for _, f := range []struct{ name, v string }{{"goal", in.Goal}, {"approach", in.Approach}, {"outcome", in.Outcome}} {
 		if strings.TrimSpace(f.v) == "" {
-			return store.Solution{}, false, errBadRequest(f.name + ": required")
+			return store.Solution{}, false, wire.BadRequest(f.name + ": required")
 		}
 		if len(f.v) > 16<<10 {
-			return store.Solution{}, false, errBadRequest(f.name + ": longer than 16 KiB")
+			return store.Solution{}, false, wire.BadRequest(f.name + ": longer than 16 KiB")
 		}
 	}
 	conf, err := ParseConfidence(in.Confidence)
 	if err != nil {
-		return store.Solution{}, false, errBadRequest(err.Error())
+		return store.Solution{}, false, wire.BadRequest(err.Error())
 	}
-	now := s.memory.Now()
+	now := a.memory.Now()
 	sol := store.Solution{
 		Workspace: ws, Project: in.Project,
 		Goal: strings.TrimSpace(in.Goal), Approach: strings.TrimSpace(in.Approach), Outcome: strings.TrimSpace(in.Outcome),
@@ -414,27 +415,27 @@ func (s *Server) storeSolution(ctx context.Context, k *tenant.Key, in store.Solu
 	// Secrets never reach the store, nor the key derived from the goal.
 	memory.RedactSolution(&sol)
 	sol.Key = recall.GoalKey(sol.Goal)
-	sctx, cancel := s.memoryStoreCtx(ctx)
+	sctx, cancel := a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := s.store.PutSolution(sctx, &sol); err != nil {
-		return store.Solution{}, false, s.storeAPIError(ctx, "put_solution", err)
+	if err := a.store.PutSolution(sctx, &sol); err != nil {
+		return store.Solution{}, false, a.storeAPIError(ctx, "put_solution", err)
 	}
-	if err := s.memory.SyncIndexWithin(sctx); err != nil {
-		s.log.Warn("recall index sync after write failed", "err", err)
+	if err := a.memory.SyncIndexWithin(sctx); err != nil {
+		a.log.Warn("recall index sync after write failed", "err", err)
 	}
 	return sol, sol.Created.Equal(sol.Updated), nil
 }
 
-func (s *Server) listSolutions(c echo.Context) error {
-	ws, aerr := s.workspaceFor(c, c.QueryParam("workspace"))
+func (a *API) listSolutions(c echo.Context) error {
+	ws, aerr := a.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	sols, err := s.store.ListSolutions(ctx, ws)
+	sols, err := a.store.ListSolutions(ctx, ws)
 	if err != nil {
-		return s.storeError(c, "list_solutions", err)
+		return a.storeError(c, "list_solutions", err)
 	}
 	visible := make([]store.Solution, 0, len(sols))
 	for _, sol := range sols {
@@ -446,28 +447,28 @@ func (s *Server) listSolutions(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"solutions": sols})
 }
 
-func (s *Server) deleteSolution(c echo.Context) error {
-	ws, aerr := s.workspaceFor(c, c.QueryParam("workspace"))
+func (a *API) deleteSolution(c echo.Context) error {
+	ws, aerr := a.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	sol, err := s.store.GetSolution(ctx, ws, c.Param("id"))
+	sol, err := a.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
 		if aerr := tenant.ProjectScope(scopeOf(c), sol.Project); aerr != nil {
-			return s.writeError(c, aerr)
+			return a.writeError(c, aerr)
 		}
-		err = s.store.DeleteSolution(ctx, ws, sol.ID)
+		err = a.store.DeleteSolution(ctx, ws, sol.ID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return s.writeError(c, &apiError{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return a.writeError(c, &wire.Error{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
 	if err != nil {
-		return s.storeError(c, "delete_solution", err)
+		return a.storeError(c, "delete_solution", err)
 	}
-	if err := s.memory.SyncIndexWithin(ctx); err != nil {
-		s.log.Warn("recall index sync after delete failed", "err", err)
+	if err := a.memory.SyncIndexWithin(ctx); err != nil {
+		a.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -493,33 +494,33 @@ type recallQuery struct {
 	IncludeBelow bool
 }
 
-func (s *Server) recallPreview(c echo.Context) error {
+func (a *API) recallPreview(c echo.Context) error {
 	q := c.QueryParams()
 	rq := recallQuery{Workspace: q.Get("workspace"), Project: q.Get("project"), Goal: q.Get("goal")}
 	if v := q.Get("k"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5 {
-			return s.writeError(c, errBadRequest("k: must be a number from 1 to 5"))
+			return a.writeError(c, wire.BadRequest("k: must be a number from 1 to 5"))
 		}
 		rq.K = n
 	}
 	if v := q.Get("min_similarity"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return s.writeError(c, errBadRequest("min_similarity: must be a number in [0,1]"))
+			return a.writeError(c, wire.BadRequest("min_similarity: must be a number in [0,1]"))
 		}
 		rq.MinSimilarity = &f
 	}
 	if v := q.Get("include_below"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return s.writeError(c, errBadRequest("include_below: must be true or false"))
+			return a.writeError(c, wire.BadRequest("include_below: must be true or false"))
 		}
 		rq.IncludeBelow = b
 	}
-	v, aerr := s.searchRecall(scopeOf(c), rq)
+	v, aerr := a.searchRecall(scopeOf(c), rq)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -527,26 +528,26 @@ func (s *Server) recallPreview(c echo.Context) error {
 // searchRecall answers a recall asked by gateway key k (nil: none). The
 // near misses are the solutions under the threshold among the five most
 // similar, at most q.K of them.
-func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiError) {
-	ws, aerr := s.tenants.Workspace(k, q.Workspace)
+func (a *API) searchRecall(k *tenant.Key, q recallQuery) (recallView, *wire.Error) {
+	ws, aerr := a.tenants.Workspace(k, q.Workspace)
 	if aerr != nil {
 		return recallView{}, aerr
 	}
 	goal := strings.TrimSpace(q.Goal)
 	if goal == "" {
-		return recallView{}, errBadRequest("goal: required")
+		return recallView{}, wire.BadRequest("goal: required")
 	}
-	n := s.memory.Recall().MaxResults
+	n := a.memory.Recall().MaxResults
 	if q.K != 0 {
 		if q.K < 1 || q.K > 5 {
-			return recallView{}, errBadRequest("k: must be a number from 1 to 5")
+			return recallView{}, wire.BadRequest("k: must be a number from 1 to 5")
 		}
 		n = q.K
 	}
-	minSim := s.memory.Recall().MinSimilarity
+	minSim := a.memory.Recall().MinSimilarity
 	if q.MinSimilarity != nil {
 		if m := *q.MinSimilarity; !(m >= 0 && m <= 1) {
-			return recallView{}, errBadRequest("min_similarity: must be a number in [0,1]")
+			return recallView{}, wire.BadRequest("min_similarity: must be a number in [0,1]")
 		}
 		minSim = *q.MinSimilarity
 	}
@@ -556,7 +557,7 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 		}
 	}
 	rq := recall.Query{Workspace: ws, Project: q.Project, Goal: goal, K: n, MinSimilarity: minSim}
-	matches := s.memory.Index().Search(rq)
+	matches := a.memory.Index().Search(rq)
 	if matches == nil {
 		matches = []recall.Match{}
 	}
@@ -564,7 +565,7 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 	if q.IncludeBelow {
 		v.Below = []recall.Match{}
 		rq.K, rq.MinSimilarity = 5, 0
-		for _, m := range s.memory.Index().Search(rq) {
+		for _, m := range a.memory.Index().Search(rq) {
 			if m.Similarity < minSim && len(v.Below) < n {
 				v.Below = append(v.Below, m)
 			}
@@ -576,59 +577,59 @@ func (s *Server) searchRecall(k *tenant.Key, q recallQuery) (recallView, *apiErr
 // deleteSolutions removes every solution of one workspace: the admin
 // token names it, a gateway key may name its own (or none). A key limited
 // to some projects may not: the workspace holds other projects' solutions.
-func (s *Server) deleteSolutions(c echo.Context) error {
+func (a *API) deleteSolutions(c echo.Context) error {
 	k, asked := scopeOf(c), c.QueryParam("workspace")
 	if asked == "" && k == nil {
-		return s.writeError(c, errBadRequest("workspace: required (every solution of that workspace is deleted)"))
+		return a.writeError(c, wire.BadRequest("workspace: required (every solution of that workspace is deleted)"))
 	}
-	ws, aerr := s.tenants.Workspace(k, asked)
+	ws, aerr := a.tenants.Workspace(k, asked)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	if aerr := tenant.ProjectScope(k, ""); aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	n, err := s.store.DeleteSolutions(ctx, ws)
+	n, err := a.store.DeleteSolutions(ctx, ws)
 	if err != nil {
-		return s.storeError(c, "delete_solutions", err)
+		return a.storeError(c, "delete_solutions", err)
 	}
-	if err := s.memory.SyncIndexWithin(ctx); err != nil {
-		s.log.Warn("recall index sync after delete failed", "err", err)
+	if err := a.memory.SyncIndexWithin(ctx); err != nil {
+		a.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
 }
 
 // adminStoreCtx bounds the store calls of one memory API request by
 // StoreTimeout in all: a store that hangs gets a 503, not a hung client.
-func (s *Server) adminStoreCtx(c echo.Context) (context.Context, context.CancelFunc) {
-	return s.memoryStoreCtx(c.Request().Context())
+func (a *API) adminStoreCtx(c echo.Context) (context.Context, context.CancelFunc) {
+	return a.memoryStoreCtx(c.Request().Context())
 }
 
 // memoryStoreCtx bounds the store calls of one memory call (a memory API
 // request, an MCP tool call) by StoreTimeout in all.
-func (s *Server) memoryStoreCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.memory.StoreTimeout())
+func (a *API) memoryStoreCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.memory.StoreTimeout())
 }
 
 // storeError answers a failed store call of the memory API.
-func (s *Server) storeError(c echo.Context, op string, err error) error {
-	return s.writeError(c, s.storeAPIError(c.Request().Context(), op, err))
+func (a *API) storeError(c echo.Context, op string, err error) error {
+	return a.writeError(c, a.storeAPIError(c.Request().Context(), op, err))
 }
 
 // storeAPIError records a failed store call of the memory API or MCP
 // (ctx: the caller's, not the store calls' bounded one) and returns what
 // to answer.
-func (s *Server) storeAPIError(ctx context.Context, op string, err error) *apiError {
-	s.memory.StoreFailed(ctx, op, err)
+func (a *API) storeAPIError(ctx context.Context, op string, err error) *wire.Error {
+	a.memory.StoreFailed(ctx, op, err)
 	switch {
 	case errors.Is(err, store.ErrInvalid):
-		return errBadRequest("invalid record")
+		return wire.BadRequest("invalid record")
 	case errors.Is(err, context.DeadlineExceeded):
-		return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"}
+		return &wire.Error{Status: http.StatusServiceUnavailable, Message: "The memory store did not answer in time; a change asked for may or may not have been made.", Type: "api_error", Code: "store_unavailable"}
 	}
-	return &apiError{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"}
+	return &wire.Error{Status: http.StatusServiceUnavailable, Message: "The memory store is unavailable; nothing was changed.", Type: "api_error", Code: "store_unavailable"}
 }
 
 // fixIn is the body of POST /scar/v1/fixes: a learned fix stored by hand
@@ -656,14 +657,14 @@ const (
 	maxFixPattern   = 80 // runes, as a guard pattern's name
 )
 
-func (s *Server) postFix(c echo.Context) error {
+func (a *API) postFix(c echo.Context) error {
 	var in fixIn
-	if aerr := s.decodeJSON(c, &in); aerr != nil {
-		return s.writeError(c, aerr)
+	if aerr := a.decodeJSON(c, &in); aerr != nil {
+		return a.writeError(c, aerr)
 	}
-	f, created, aerr := s.storeFix(c.Request().Context(), scopeOf(c), &in)
+	f, created, aerr := a.storeFix(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	status := http.StatusCreated
 	if !created {
@@ -676,8 +677,8 @@ func (s *Server) postFix(c echo.Context) error {
 // redacted and capped, with the pattern, fingerprint and key derived from
 // the failure when not given (see prepareFix). It reports whether the fix
 // is new (false: the fix of the same key was updated).
-func (s *Server) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.Fix, bool, *apiError) {
-	t, aerr := s.tenants.Scoped(k, in.Workspace, in.Project, false)
+func (a *API) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.Fix, bool, *wire.Error) {
+	t, aerr := a.tenants.Scoped(k, in.Workspace, in.Project, false)
 	if aerr != nil {
 		return store.Fix{}, false, aerr
 	}
@@ -687,25 +688,25 @@ func (s *Server) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.
 	tool := strings.TrimSpace(in.Tool)
 	switch {
 	case tool == "":
-		return store.Fix{}, false, errBadRequest("tool: required, the tool that failed, then succeeded")
+		return store.Fix{}, false, wire.BadRequest("tool: required, the tool that failed, then succeeded")
 	case len(tool) > maxFixToolBytes || !oneLine(tool):
-		return store.Fix{}, false, errBadRequest(fmt.Sprintf("tool: must be one line of at most %d bytes", maxFixToolBytes))
+		return store.Fix{}, false, wire.BadRequest(fmt.Sprintf("tool: must be one line of at most %d bytes", maxFixToolBytes))
 	case strings.TrimSpace(in.Failure) == "":
-		return store.Fix{}, false, errBadRequest("failure: required, the error the fix ended")
+		return store.Fix{}, false, wire.BadRequest("failure: required, the error the fix ended")
 	case strings.TrimSpace(in.Call) == "":
-		return store.Fix{}, false, errBadRequest("call: required, the arguments of the call that succeeded")
+		return store.Fix{}, false, wire.BadRequest("call: required, the arguments of the call that succeeded")
 	case len(in.Key) > maxFixKeyBytes || !oneLine(in.Key):
-		return store.Fix{}, false, errBadRequest(fmt.Sprintf("key: must be one line of at most %d bytes", maxFixKeyBytes))
+		return store.Fix{}, false, wire.BadRequest(fmt.Sprintf("key: must be one line of at most %d bytes", maxFixKeyBytes))
 	case utf8.RuneCountInString(in.Pattern) > maxFixPattern || !oneLine(in.Pattern) || strings.Contains(in.Pattern, "###"):
-		return store.Fix{}, false, errBadRequest(fmt.Sprintf("pattern: must be one line of at most %d characters without \"###\"", maxFixPattern))
+		return store.Fix{}, false, wire.BadRequest(fmt.Sprintf("pattern: must be one line of at most %d characters without \"###\"", maxFixPattern))
 	case in.Fingerprint != "" && !isFingerprint(in.Fingerprint):
-		return store.Fix{}, false, errBadRequest("fingerprint: must be 16 lower-case hex digits, as the guard computes them")
+		return store.Fix{}, false, wire.BadRequest("fingerprint: must be 16 lower-case hex digits, as the guard computes them")
 	case in.Failures != nil && *in.Failures < 0:
-		return store.Fix{}, false, errBadRequest("failures: must not be negative")
+		return store.Fix{}, false, wire.BadRequest("failures: must not be negative")
 	}
 	if in.Session != "" {
 		if err := tenant.ValidName(in.Session); err != nil {
-			return store.Fix{}, false, errBadRequest("session: " + err.Error())
+			return store.Fix{}, false, wire.BadRequest("session: " + err.Error())
 		}
 	}
 	f := store.Fix{
@@ -717,11 +718,11 @@ func (s *Server) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.
 	if in.Failures != nil {
 		f.Failures = *in.Failures
 	}
-	s.memory.PrepareFix(&f)
-	sctx, cancel := s.memoryStoreCtx(ctx)
+	a.memory.PrepareFix(&f)
+	sctx, cancel := a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := s.store.PutFix(sctx, &f); err != nil {
-		return store.Fix{}, false, s.storeAPIError(ctx, "put_fix", err)
+	if err := a.store.PutFix(sctx, &f); err != nil {
+		return store.Fix{}, false, a.storeAPIError(ctx, "put_fix", err)
 	}
 	return f, f.Created.Equal(f.Updated), nil
 }
@@ -742,33 +743,33 @@ func isFingerprint(v string) bool {
 
 // listLimit reads the limit query parameter of a list: 1 to 10000,
 // default 100.
-func listLimit(q url.Values) (int, *apiError) {
+func listLimit(q url.Values) (int, *wire.Error) {
 	v := q.Get("limit")
 	if v == "" {
 		return 100, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > 10000 {
-		return 0, errBadRequest("limit: must be a number from 1 to 10000")
+		return 0, wire.BadRequest("limit: must be a number from 1 to 10000")
 	}
 	return n, nil
 }
 
-func (s *Server) listFixes(c echo.Context) error {
+func (a *API) listFixes(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
 	limit, aerr := listLimit(q)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	fixes, err := s.store.ListFixes(ctx, store.FixQuery{Workspace: t.Workspace, Project: t.Project, Limit: limit})
+	fixes, err := a.store.ListFixes(ctx, store.FixQuery{Workspace: t.Workspace, Project: t.Project, Limit: limit})
 	if err != nil {
-		return s.storeError(c, "list_fixes", err)
+		return a.storeError(c, "list_fixes", err)
 	}
 	if fixes == nil {
 		fixes = []store.Fix{}
@@ -776,37 +777,37 @@ func (s *Server) listFixes(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"fixes": fixes})
 }
 
-func (s *Server) deleteFix(c echo.Context) error {
+func (a *API) deleteFix(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
+	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	err := s.store.DeleteFix(ctx, t.Workspace, t.Project, c.Param("id"))
+	err := a.store.DeleteFix(ctx, t.Workspace, t.Project, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) {
-		return s.writeError(c, &apiError{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return a.writeError(c, &wire.Error{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
 	}
 	if err != nil {
-		return s.storeError(c, "delete_fix", err)
+		return a.storeError(c, "delete_fix", err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 // deleteFixes removes every fix of one tenant, named as DELETE
 // /scar/v1/incidents names it.
-func (s *Server) deleteFixes(c echo.Context) error {
+func (a *API) deleteFixes(c echo.Context) error {
 	q := c.QueryParams()
-	t, aerr := s.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
+	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
-		return s.writeError(c, aerr)
+		return a.writeError(c, aerr)
 	}
-	ctx, cancel := s.adminStoreCtx(c)
+	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
-	n, err := s.store.DeleteFixes(ctx, t.Workspace, t.Project)
+	n, err := a.store.DeleteFixes(ctx, t.Workspace, t.Project)
 	if err != nil {
-		return s.storeError(c, "delete_fixes", err)
+		return a.storeError(c, "delete_fixes", err)
 	}
 	return c.JSON(http.StatusOK, map[string]int{"deleted": n})
 }

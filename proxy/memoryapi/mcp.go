@@ -1,4 +1,4 @@
-package proxy
+package memoryapi
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -48,14 +49,14 @@ const mcpInstructions = `scarproxy's memory of this workspace. Before starting a
 
 // newMCPServer builds the MCP server whose tools act for the caller
 // callerOf returns.
-func (s *Server) newMCPServer(callerOf func(context.Context) mcpCaller) *mcp.Server {
-	version := s.opts.Version
+func (a *API) newMCPServer(callerOf func(context.Context) mcpCaller) *mcp.Server {
+	version := a.opts.Version
 	if version == "" {
 		version = "dev"
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "scarproxy", Title: "scarproxy memory", Version: version},
 		&mcp.ServerOptions{Instructions: mcpInstructions})
-	t := &mcpTools{s: s, callerOf: callerOf, version: version}
+	t := &mcpTools{a: a, callerOf: callerOf, version: version}
 	no := new(bool)
 	addTool(t, srv, &mcp.Tool{
 		Name: "recall_store",
@@ -110,16 +111,16 @@ func (s *Server) newMCPServer(callerOf func(context.Context) mcpCaller) *mcp.Ser
 
 // addTool registers a tool whose handler returns the memory API's errors,
 // and counts its calls.
-func addTool[In, Out any](t *mcpTools, srv *mcp.Server, tool *mcp.Tool, h func(context.Context, mcpCaller, In) (Out, *apiError)) {
+func addTool[In, Out any](t *mcpTools, srv *mcp.Server, tool *mcp.Tool, h func(context.Context, mcpCaller, In) (Out, *wire.Error)) {
 	t.names = append(t.names, tool.Name)
 	mcp.AddTool(srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		out, aerr := h(ctx, t.callerOf(ctx), in)
 		if aerr != nil {
-			t.s.metrics.mcpCalls.WithLabelValues(tool.Name, "error").Inc()
+			t.a.mcpCalls.WithLabelValues(tool.Name, "error").Inc()
 			var zero Out
 			return nil, zero, errors.New(aerr.Message)
 		}
-		t.s.metrics.mcpCalls.WithLabelValues(tool.Name, "ok").Inc()
+		t.a.mcpCalls.WithLabelValues(tool.Name, "ok").Inc()
 		return nil, out, nil
 	})
 }
@@ -130,7 +131,7 @@ func addTool[In, Out any](t *mcpTools, srv *mcp.Server, tool *mcp.Tool, h func(c
 // the store. Calls that name no workspace or project default to workspace
 // and project ("" for the configured defaults; with no project, recall
 // searches every project and solutions belong to the whole workspace).
-func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport, workspace, project string) error {
+func (a *API) ServeMCP(ctx context.Context, t mcp.Transport, workspace, project string) error {
 	for _, f := range []struct{ name, v string }{{"workspace", workspace}, {"project", project}} {
 		if f.v != "" {
 			if err := tenant.ValidName(f.v); err != nil {
@@ -139,27 +140,27 @@ func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport, workspace, proje
 		}
 	}
 	caller := mcpCaller{workspace: workspace, project: project}
-	return s.newMCPServer(func(context.Context) mcpCaller { return caller }).Run(ctx, t)
+	return a.newMCPServer(func(context.Context) mcpCaller { return caller }).Run(ctx, t)
 }
 
 // mcpHTTPHandler serves the MCP streamable HTTP transport, statelessly,
 // with the caller that serveMCP put in the request's context.
-func (s *Server) mcpHTTPHandler() http.Handler {
-	srv := s.newMCPServer(func(ctx context.Context) mcpCaller {
+func (a *API) mcpHTTPHandler() http.Handler {
+	srv := a.newMCPServer(func(ctx context.Context) mcpCaller {
 		c, _ := ctx.Value(mcpCallerKey{}).(mcpCaller)
 		return c
 	})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              s.log,
+		Logger:              a.log,
 		MaxRequestBodyBytes: mcpMaxBody,
 		// On a loopback address the SDK refuses a Host header that is not
 		// loopback: a web page's script, through DNS rebinding, must not
 		// reach an open memory. With credentials required it could not
 		// call anything anyway, and a reverse proxy on the same host must
 		// keep its public name.
-		DisableLocalhostProtection: s.opts.AdminToken != "" || s.tenants.Keys(),
+		DisableLocalhostProtection: a.opts.AdminToken != "" || a.tenants.Keys(),
 	})
 }
 
@@ -167,12 +168,12 @@ func (s *Server) mcpHTTPHandler() http.Handler {
 // credentials, then the tenant the calls default to (the path, else the
 // X-Scar-Workspace and X-Scar-Project headers; a gateway key only reaches
 // its own workspace), then the MCP transport.
-func (s *Server) serveMCP(c echo.Context) error {
+func (a *API) serveMCP(c echo.Context) error {
 	r := c.Request()
-	k, ok := s.tenants.Authorize(r.Header)
+	k, ok := a.tenants.Authorize(r.Header)
 	if !ok {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="scarproxy"`)
-		return s.writeError(c, &apiError{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
+		return a.writeError(c, &wire.Error{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
 	}
 	caller := mcpCaller{
 		key:       k,
@@ -181,30 +182,30 @@ func (s *Server) serveMCP(c echo.Context) error {
 		session:   r.Header.Get(tenant.HeaderSession),
 	}
 	if caller.workspace != "" {
-		if _, aerr := s.tenants.Workspace(k, caller.workspace); aerr != nil {
-			return s.writeError(c, aerr)
+		if _, aerr := a.tenants.Workspace(k, caller.workspace); aerr != nil {
+			return a.writeError(c, aerr)
 		}
 	}
 	if caller.project != "" {
 		if err := tenant.ValidName(caller.project); err != nil {
-			return s.writeError(c, errBadRequest("project: "+err.Error()))
+			return a.writeError(c, wire.BadRequest("project: "+err.Error()))
 		}
 		if aerr := tenant.ProjectScope(k, caller.project); aerr != nil {
-			return s.writeError(c, aerr)
+			return a.writeError(c, aerr)
 		}
 	}
 	if caller.session != "" {
 		if err := tenant.ValidName(caller.session); err != nil {
-			return s.writeError(c, errBadRequest("invalid "+tenant.HeaderSession+": "+err.Error()))
+			return a.writeError(c, wire.BadRequest("invalid "+tenant.HeaderSession+": "+err.Error()))
 		}
 	}
-	s.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
+	a.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
 	return nil
 }
 
 // mcpTools holds the tool handlers.
 type mcpTools struct {
-	s        *Server
+	a        *API
 	callerOf func(context.Context) mcpCaller
 	version  string
 	names    []string
@@ -228,12 +229,12 @@ type recallStoreOut struct {
 	Solution store.Solution `json:"solution"`
 }
 
-func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreIn) (recallStoreOut, *apiError) {
+func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreIn) (recallStoreOut, *wire.Error) {
 	conf := 1.0 // the original library's default
 	if in.Confidence != nil {
 		conf = *in.Confidence
 	}
-	sol, created, aerr := t.s.storeSolution(ctx, c.key, store.Solution{
+	sol, created, aerr := t.a.storeSolution(ctx, c.key, store.Solution{
 		Workspace: tenant.FirstNonEmpty(in.Workspace, c.workspace), Project: tenant.FirstNonEmpty(in.Project, c.project),
 		Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: conf,
 	})
@@ -263,10 +264,10 @@ type recallSimilarOut struct {
 	Below      []recall.Match  `json:"below,omitzero"`
 }
 
-func (t *mcpTools) recallSimilar(_ context.Context, c mcpCaller, in recallSimilarIn) (recallSimilarOut, *apiError) {
+func (t *mcpTools) recallSimilar(_ context.Context, c mcpCaller, in recallSimilarIn) (recallSimilarOut, *wire.Error) {
 	q := t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K)
 	q.MinSimilarity, q.IncludeBelow = in.Threshold, in.IncludeBelow
-	v, aerr := t.s.searchRecall(c.key, q)
+	v, aerr := t.a.searchRecall(c.key, q)
 	if aerr != nil {
 		return recallSimilarOut{}, aerr
 	}
@@ -279,7 +280,7 @@ func (t *mcpTools) recallSimilar(_ context.Context, c mcpCaller, in recallSimila
 	// original library does.
 	zero := 0.0
 	q.K, q.MinSimilarity, q.IncludeBelow = 1, &zero, false
-	if best, aerr := t.s.searchRecall(c.key, q); aerr == nil && len(best.Matches) > 0 {
+	if best, aerr := t.a.searchRecall(c.key, q); aerr == nil && len(best.Matches) > 0 {
 		out.Similarity = best.Matches[0].Similarity
 	}
 	return out, nil
@@ -297,8 +298,8 @@ type recallContextOut struct {
 	Context string `json:"context"`
 }
 
-func (t *mcpTools) recallContext(_ context.Context, c mcpCaller, in recallContextIn) (recallContextOut, *apiError) {
-	v, aerr := t.s.searchRecall(c.key, t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K))
+func (t *mcpTools) recallContext(_ context.Context, c mcpCaller, in recallContextIn) (recallContextOut, *wire.Error) {
+	v, aerr := t.a.searchRecall(c.key, t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K))
 	if aerr != nil {
 		return recallContextOut{}, aerr
 	}
@@ -320,14 +321,14 @@ type recallInfoOut struct {
 	MaxResults    int      `json:"max_results"`
 }
 
-func (t *mcpTools) recallInfo(_ context.Context, c mcpCaller, _ struct{}) (recallInfoOut, *apiError) {
-	ws, aerr := t.s.tenants.Workspace(c.key, c.workspace)
+func (t *mcpTools) recallInfo(_ context.Context, c mcpCaller, _ struct{}) (recallInfoOut, *wire.Error) {
+	ws, aerr := t.a.tenants.Workspace(c.key, c.workspace)
 	if aerr != nil {
 		return recallInfoOut{}, aerr
 	}
 	return recallInfoOut{
 		Name: "scarproxy", Version: t.version, Tools: t.names, Workspace: ws, Project: c.project,
-		MinSimilarity: t.s.memory.Recall().MinSimilarity, MaxResults: t.s.memory.Recall().MaxResults,
+		MinSimilarity: t.a.memory.Recall().MinSimilarity, MaxResults: t.a.memory.Recall().MaxResults,
 	}, nil
 }
 
@@ -350,8 +351,8 @@ type scarRecordOut struct {
 	Incident store.Incident `json:"incident"`
 }
 
-func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn) (scarRecordOut, *apiError) {
-	inc, aerr := t.s.recordIncident(ctx, c.key, &incidentIn{
+func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn) (scarRecordOut, *wire.Error) {
+	inc, aerr := t.a.recordIncident(ctx, c.key, &incidentIn{
 		Workspace: tenant.FirstNonEmpty(in.Workspace, c.workspace), Project: tenant.FirstNonEmpty(in.Project, c.project),
 		Session: tenant.FirstNonEmpty(in.Session, c.session), Type: in.Type, Agent: in.Agent, Provider: in.Provider,
 		Model: in.Model, StatusCode: statusCode{status: in.StatusCode}, Code: in.Code, Message: in.Message,
@@ -377,18 +378,18 @@ type scarGuardOut struct {
 	Window         string        `json:"window"`
 }
 
-func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (scarGuardOut, *apiError) {
+func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (scarGuardOut, *wire.Error) {
 	session := tenant.FirstNonEmpty(in.Session, c.session)
 	if session != "" {
 		if err := tenant.ValidName(session); err != nil {
-			return scarGuardOut{}, errBadRequest("session: " + err.Error())
+			return scarGuardOut{}, wire.BadRequest("session: " + err.Error())
 		}
 	}
-	v, aerr := t.s.previewGuard(ctx, c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), session)
+	v, aerr := t.a.previewGuard(ctx, c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), session)
 	if aerr != nil {
 		return scarGuardOut{}, aerr
 	}
-	p := t.s.activePatterns()
+	p := t.a.activePatterns()
 	return scarGuardOut{Patterns: v.Patterns, Block: v.Block, ActivePatterns: p.Patterns, MinRepeats: p.MinRepeats, Window: p.Window}, nil
 }
 
@@ -426,29 +427,29 @@ type scarFixesOut struct {
 const fixesNote = "learned: what ended this failure before in this project (the same error first, then the same guard pattern), " +
 	"most recent first; fixes: the fix instruction of the guard pattern this error matches."
 
-func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *apiError) {
-	tn, aerr := t.s.tenants.Scoped(c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), false)
+func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *wire.Error) {
+	tn, aerr := t.a.tenants.Scoped(c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), false)
 	if aerr != nil {
 		return scarFixesOut{}, aerr
 	}
 	if strings.TrimSpace(in.Error) == "" {
-		return scarFixesOut{}, errBadRequest("error: required, the error text")
+		return scarFixesOut{}, wire.BadRequest("error: required, the error text")
 	}
 	out := scarFixesOut{Learned: []learnedView{}, Fixes: []fixView{}, Note: fixesNote}
 	// The error as an incident's message would be stored (redacted,
 	// capped), so its fingerprint is the one its incidents and fixes get.
 	text := memory.StoredMessage(in.Error)
-	label, ok := t.s.memory.Guard().Classify(in.Type, in.StatusCode, text)
+	label, ok := t.a.memory.Guard().Classify(in.Type, in.StatusCode, text)
 	fp := guard.Fingerprint(text)
-	sctx, cancel := t.s.memoryStoreCtx(ctx)
+	sctx, cancel := t.a.memoryStoreCtx(ctx)
 	defer cancel()
-	limit := t.s.opts.RetentionFixesMaxPerProject
+	limit := t.a.opts.FixesLimit
 	if limit <= 0 {
 		limit = 10000
 	}
-	fixes, err := t.s.store.ListFixes(sctx, store.FixQuery{Workspace: tn.Workspace, Project: tn.Project, Limit: limit})
+	fixes, err := t.a.store.ListFixes(sctx, store.FixQuery{Workspace: tn.Workspace, Project: tn.Project, Limit: limit})
 	if err != nil {
-		return scarFixesOut{}, t.s.storeAPIError(ctx, "list_fixes", err)
+		return scarFixesOut{}, t.a.storeAPIError(ctx, "list_fixes", err)
 	}
 	for _, f := range memory.MatchFixes(fixes, label, fp) {
 		m := "pattern"
@@ -460,7 +461,7 @@ func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (
 	if !ok {
 		return out, nil
 	}
-	for _, p := range t.s.memory.Guard().Patterns() {
+	for _, p := range t.a.memory.Guard().Patterns() {
 		if p.Name == label {
 			out.Fixes = append(out.Fixes, fixView{Pattern: p.Name, Fix: p.Fix, Source: "pattern"})
 			break

@@ -1,4 +1,4 @@
-package proxy
+package memoryapi
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/ui"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -23,25 +24,14 @@ import (
 // projects (tenant.Policy), and every store call is bounded
 // by StoreTimeout.
 
-// dashboard builds the /ui/ handler. Its sessions are signed with a key
-// derived from the admin token, so that every replica accepts them; with
-// gateway keys and no admin token, each process signs with its own.
-func (s *Server) dashboard() (*ui.Handler, error) {
-	var secret []byte
-	if s.opts.AdminToken != "" {
-		secret = []byte(s.opts.AdminToken)
-	}
-	return ui.New(ui.Options{Source: dashSource{s}, Secret: secret, Logger: s.log, Now: s.memory.Now})
-}
-
 // guardPreview returns the exact text of the blocks the next request of a
 // conversation ("" for none) of a tenant would get at now, in the order
 // they would open its system text (the STOP block when its loop reached
 // that level, then the guard block with its learned fixes); "" when it
 // would get none. The recall block depends on the request's task and is
 // not included.
-func (s *Server) guardPreview(ctx context.Context, workspace, project, conversation string, now time.Time) (string, error) {
-	_, text, _, err := s.memory.Preview(ctx, workspace, project, conversation, now)
+func (a *API) guardPreview(ctx context.Context, workspace, project, conversation string, now time.Time) (string, error) {
+	_, text, _, err := a.memory.Preview(ctx, workspace, project, conversation, now)
 	if err != nil {
 		return "", err
 	}
@@ -53,15 +43,15 @@ func (s *Server) guardPreview(ctx context.Context, workspace, project, conversat
 const maxConversationTurns = 500
 
 // dashSource implements ui.Source for a Server.
-type dashSource struct{ s *Server }
+type dashSource struct{ a *API }
 
 var _ ui.Source = dashSource{}
 
-func (d dashSource) Open() bool { return d.s.tenants.Open() }
+func (d dashSource) Open() bool { return d.a.tenants.Open() }
 
 func (d dashSource) Login(token string) (ui.Principal, bool) {
 	h := http.Header{"Authorization": {"Bearer " + token}}
-	k, ok := d.s.tenants.Authorize(h)
+	k, ok := d.a.tenants.Authorize(h)
 	if !ok || token == "" {
 		return ui.Principal{}, false
 	}
@@ -74,7 +64,7 @@ func (d dashSource) Login(token string) (ui.Principal, bool) {
 
 func (d dashSource) Refresh(p ui.Principal) (ui.Principal, bool) {
 	if p.Admin {
-		return p, d.s.opts.AdminToken != ""
+		return p, d.a.opts.AdminToken != ""
 	}
 	k := d.keyOf(p)
 	if k == nil {
@@ -87,10 +77,10 @@ func (d dashSource) Refresh(p ui.Principal) (ui.Principal, bool) {
 // keyOf returns the gateway key of a principal, nil for the admin (or
 // for a key no longer configured: callers check Refresh first).
 func (d dashSource) keyOf(p ui.Principal) *tenant.Key {
-	if p.Admin || !d.s.tenants.Keys() {
+	if p.Admin || !d.a.tenants.Keys() {
 		return nil
 	}
-	return d.s.tenants.BySHA256(p.KeySHA256)
+	return d.a.tenants.BySHA256(p.KeySHA256)
 }
 
 // scope returns the key a non-admin principal acts with, or an error
@@ -104,7 +94,7 @@ func (d dashSource) scope(p ui.Principal) (*tenant.Key, error) {
 }
 
 // uiError maps a memory API error to the dashboard's.
-func uiError(aerr *apiError) error {
+func uiError(aerr *wire.Error) error {
 	switch aerr.Status {
 	case http.StatusForbidden, http.StatusUnauthorized:
 		return fmt.Errorf("%w: %s", ui.ErrForbidden, aerr.Message)
@@ -121,7 +111,7 @@ func (d dashSource) Tenant(p ui.Principal, workspace, project string) (string, s
 	if err != nil {
 		return "", "", err
 	}
-	t, aerr := d.s.tenants.Scoped(k, workspace, project, false)
+	t, aerr := d.a.tenants.Scoped(k, workspace, project, false)
 	if aerr != nil {
 		return "", "", uiError(aerr)
 	}
@@ -134,18 +124,18 @@ func (d dashSource) pattern(typ string, status int, message string) string {
 	if typ == store.TypeLoop {
 		return "LOOP"
 	}
-	if p, ok := d.s.memory.Guard().Classify(typ, status, message); ok {
+	if p, ok := d.a.memory.Guard().Classify(typ, status, message); ok {
 		return p
 	}
 	return guard.RepeatedPattern
 }
 
 func (d dashSource) Groups(ctx context.Context, workspace, project string, since, until time.Time) ([]ui.Group, error) {
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	gs, err := d.s.store.IncidentGroups(sctx, store.GroupQuery{Workspace: workspace, Project: project, Since: since, Until: until})
+	gs, err := d.a.store.IncidentGroups(sctx, store.GroupQuery{Workspace: workspace, Project: project, Since: since, Until: until})
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "incident_groups", err)
+		d.a.memory.StoreFailed(ctx, "incident_groups", err)
 		return nil, err
 	}
 	out := make([]ui.Group, len(gs))
@@ -156,14 +146,14 @@ func (d dashSource) Groups(ctx context.Context, workspace, project string, since
 }
 
 func (d dashSource) Incidents(ctx context.Context, f store.IncidentFilter) (store.IncidentPage, []string, error) {
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	page, err := d.s.store.SearchIncidents(sctx, f)
+	page, err := d.a.store.SearchIncidents(sctx, f)
 	if errors.Is(err, store.ErrInvalid) {
 		return store.IncidentPage{}, nil, fmt.Errorf("%w: that page link is not valid; start from the first page", ui.ErrBadInput)
 	}
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "search_incidents", err)
+		d.a.memory.StoreFailed(ctx, "search_incidents", err)
 		return store.IncidentPage{}, nil, err
 	}
 	pats := make([]string, len(page.Incidents))
@@ -181,11 +171,11 @@ func (d dashSource) Conversation(ctx context.Context, workspace, project, sessio
 	if err := tenant.ValidName(session); err != nil {
 		return nil, fmt.Errorf("%w: conversation: %v", ui.ErrBadInput, err)
 	}
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	incs, err := d.s.store.ListIncidents(sctx, store.IncidentQuery{Workspace: workspace, Project: project, Session: session, Limit: maxConversationTurns})
+	incs, err := d.a.store.ListIncidents(sctx, store.IncidentQuery{Workspace: workspace, Project: project, Session: session, Limit: maxConversationTurns})
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "list_incidents", err)
+		d.a.memory.StoreFailed(ctx, "list_incidents", err)
 		return nil, err
 	}
 	slices.Reverse(incs)
@@ -196,7 +186,7 @@ func (d dashSource) Conversation(ctx context.Context, workspace, project, sessio
 			failures = append(failures, inc)
 		}
 		turns[i] = ui.Turn{Incident: inc, Pattern: d.pattern(inc.Type, inc.StatusCode, inc.Message),
-			Guard: guard.Block(d.s.memory.Guard().Detect(failures, inc.Time))}
+			Guard: guard.Block(d.a.memory.Guard().Detect(failures, inc.Time))}
 	}
 	return turns, nil
 }
@@ -207,20 +197,20 @@ func (d dashSource) GuardPreview(ctx context.Context, workspace, project, conver
 			return "", fmt.Errorf("%w: conversation: %v", ui.ErrBadInput, err)
 		}
 	}
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	text, err := d.s.guardPreview(sctx, workspace, project, conversation, d.s.memory.Now())
+	text, err := d.a.guardPreview(sctx, workspace, project, conversation, d.a.memory.Now())
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "list_incidents", err)
+		d.a.memory.StoreFailed(ctx, "list_incidents", err)
 		return "", err
 	}
 	return text, nil
 }
 
 func (d dashSource) Version(ctx context.Context, workspace, project string) (int64, error) {
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	return d.s.store.IncidentVersion(sctx, workspace, project)
+	return d.a.store.IncidentVersion(sctx, workspace, project)
 }
 
 func (d dashSource) Solutions(ctx context.Context, p ui.Principal, workspace string) ([]store.Solution, error) {
@@ -228,15 +218,15 @@ func (d dashSource) Solutions(ctx context.Context, p ui.Principal, workspace str
 	if err != nil {
 		return nil, err
 	}
-	ws, aerr := d.s.tenants.Workspace(k, workspace)
+	ws, aerr := d.a.tenants.Workspace(k, workspace)
 	if aerr != nil {
 		return nil, uiError(aerr)
 	}
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	sols, err := d.s.store.ListSolutions(sctx, ws)
+	sols, err := d.a.store.ListSolutions(sctx, ws)
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "list_solutions", err)
+		d.a.memory.StoreFailed(ctx, "list_solutions", err)
 		return nil, err
 	}
 	visible := sols[:0]
@@ -255,7 +245,7 @@ func (d dashSource) SearchSolutions(ctx context.Context, p ui.Principal, workspa
 	if err != nil {
 		return nil, 0, err
 	}
-	v, aerr := d.s.searchRecall(k, recallQuery{Workspace: workspace, Project: project, Goal: goal, K: 5, IncludeBelow: true})
+	v, aerr := d.a.searchRecall(k, recallQuery{Workspace: workspace, Project: project, Goal: goal, K: 5, IncludeBelow: true})
 	if aerr != nil {
 		return nil, 0, uiError(aerr)
 	}
@@ -264,18 +254,18 @@ func (d dashSource) SearchSolutions(ctx context.Context, p ui.Principal, workspa
 
 // solution returns a solution p may change.
 func (d dashSource) solution(ctx context.Context, k *tenant.Key, workspace, id string) (store.Solution, error) {
-	ws, aerr := d.s.tenants.Workspace(k, workspace)
+	ws, aerr := d.a.tenants.Workspace(k, workspace)
 	if aerr != nil {
 		return store.Solution{}, uiError(aerr)
 	}
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	sol, err := d.s.store.GetSolution(sctx, ws, id)
+	sol, err := d.a.store.GetSolution(sctx, ws, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Solution{}, ui.ErrNotFound
 	}
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "get_solution", err)
+		d.a.memory.StoreFailed(ctx, "get_solution", err)
 		return store.Solution{}, err
 	}
 	if aerr := tenant.ProjectScope(k, sol.Project); aerr != nil {
@@ -298,20 +288,20 @@ func (d dashSource) SaveSolution(ctx context.Context, p ui.Principal, in store.S
 			return store.Solution{}, err
 		}
 	}
-	sol, _, aerr := d.s.storeSolution(ctx, k, store.Solution{Workspace: in.Workspace, Project: in.Project,
+	sol, _, aerr := d.a.storeSolution(ctx, k, store.Solution{Workspace: in.Workspace, Project: in.Project,
 		Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: in.Confidence})
 	if aerr != nil {
 		return store.Solution{}, uiError(aerr)
 	}
 	if old.ID != "" && old.ID != sol.ID {
-		sctx, cancel := d.s.memoryStoreCtx(ctx)
+		sctx, cancel := d.a.memoryStoreCtx(ctx)
 		defer cancel()
-		if err := d.s.store.DeleteSolution(sctx, old.Workspace, old.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			d.s.memory.StoreFailed(ctx, "delete_solution", err)
+		if err := d.a.store.DeleteSolution(sctx, old.Workspace, old.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.a.memory.StoreFailed(ctx, "delete_solution", err)
 			return store.Solution{}, err
 		}
-		if err := d.s.memory.SyncIndexWithin(sctx); err != nil {
-			d.s.log.Warn("recall index sync after delete failed", "err", err)
+		if err := d.a.memory.SyncIndexWithin(sctx); err != nil {
+			d.a.log.Warn("recall index sync after delete failed", "err", err)
 		}
 	}
 	return sol, nil
@@ -326,15 +316,15 @@ func (d dashSource) VerifySolution(ctx context.Context, p ui.Principal, workspac
 	if err != nil {
 		return err
 	}
-	sol.Verified, sol.Updated = true, d.s.memory.Now()
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sol.Verified, sol.Updated = true, d.a.memory.Now()
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := d.s.store.PutSolution(sctx, &sol); err != nil {
-		d.s.memory.StoreFailed(ctx, "put_solution", err)
+	if err := d.a.store.PutSolution(sctx, &sol); err != nil {
+		d.a.memory.StoreFailed(ctx, "put_solution", err)
 		return err
 	}
-	if err := d.s.memory.SyncIndexWithin(sctx); err != nil {
-		d.s.log.Warn("recall index sync after write failed", "err", err)
+	if err := d.a.memory.SyncIndexWithin(sctx); err != nil {
+		d.a.log.Warn("recall index sync after write failed", "err", err)
 	}
 	return nil
 }
@@ -348,18 +338,18 @@ func (d dashSource) DeleteSolution(ctx context.Context, p ui.Principal, workspac
 	if err != nil {
 		return err
 	}
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	err = d.s.store.DeleteSolution(sctx, sol.Workspace, sol.ID)
+	err = d.a.store.DeleteSolution(sctx, sol.Workspace, sol.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return ui.ErrNotFound
 	}
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "delete_solution", err)
+		d.a.memory.StoreFailed(ctx, "delete_solution", err)
 		return err
 	}
-	if err := d.s.memory.SyncIndexWithin(sctx); err != nil {
-		d.s.log.Warn("recall index sync after delete failed", "err", err)
+	if err := d.a.memory.SyncIndexWithin(sctx); err != nil {
+		d.a.log.Warn("recall index sync after delete failed", "err", err)
 	}
 	return nil
 }
@@ -368,25 +358,25 @@ func (d dashSource) DeleteSolution(ctx context.Context, p ui.Principal, workspac
 const maxFixesListed = 1000
 
 func (d dashSource) Fixes(ctx context.Context, workspace, project string) ([]store.Fix, error) {
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	fixes, err := d.s.store.ListFixes(sctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxFixesListed})
+	fixes, err := d.a.store.ListFixes(sctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxFixesListed})
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "list_fixes", err)
+		d.a.memory.StoreFailed(ctx, "list_fixes", err)
 		return nil, err
 	}
 	return fixes, nil
 }
 
 func (d dashSource) DeleteFix(ctx context.Context, workspace, project, id string) error {
-	sctx, cancel := d.s.memoryStoreCtx(ctx)
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	err := d.s.store.DeleteFix(sctx, workspace, project, id)
+	err := d.a.store.DeleteFix(sctx, workspace, project, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return ui.ErrNotFound
 	}
 	if err != nil {
-		d.s.memory.StoreFailed(ctx, "delete_fix", err)
+		d.a.memory.StoreFailed(ctx, "delete_fix", err)
 	}
 	return err
 }
