@@ -72,51 +72,24 @@ func (s *Server) passThrough(c echo.Context) error {
 	if aerr != nil {
 		return s.writeError(c, aerr)
 	}
-	r := c.Request()
-	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		// Codex CLI tries the Responses API over a WebSocket first and
-		// falls back to HTTP at once on 426; the proxy reads and observes
-		// HTTP only.
-		return s.writeError(c, &apiError{Status: http.StatusUpgradeRequired, Message: "scarproxy serves this API over HTTP, not WebSocket.", Type: "invalid_request_error", Code: "websocket_not_supported"})
-	}
-	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
+	ur, chain, aerr := s.passThroughRequest(c)
 	if aerr != nil {
 		return s.writeError(c, aerr)
 	}
-	ur := &upstream.Request{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: upstream.OutgoingHeader(r.Header, s.tenants.Keys())}
-	api := apiOf(path)
-	chain := s.passThroughChain(api, "")
-	if r.ContentLength > s.bodies.MaxBytes() {
-		return s.writeError(c, body.ErrTooLarge)
-	}
-	switch {
-	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
-	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
-		body, aerr := s.readBody(c, nil)
-		if aerr != nil {
-			return s.writeError(c, aerr)
+	// A streamed body past the bound is the client's fault, not the
+	// provider's: answered 413, recorded nowhere.
+	limited, _ := ur.Stream.(*body.Limited)
+	tooLarge := func() bool { return limited != nil && limited.Tripped() }
+	defer func() {
+		if tooLarge() && !c.Response().Committed {
+			_ = s.writeError(c, body.ErrTooLarge)
 		}
-		ur.Body = body
-		if m := gjson.GetBytes(body, "model"); m.Type == gjson.String {
-			chain = s.passThroughChain(api, m.Str)
-		}
-	default:
-		lb := body.NewLimited(r.Body, s.bodies.MaxBytes())
-		ur.Stream, ur.Length = lb, r.ContentLength
-		defer func() {
-			if lb.Tripped() && !c.Response().Committed {
-				_ = s.writeError(c, body.ErrTooLarge)
-			}
-		}()
-	}
-	ctx := r.Context()
+	}()
+	ctx := c.Request().Context()
 	h := c.Response().Header()
 	a, f := upstream.Send(ctx, chain, ur, upstream.Hooks{Fallback: s.countFallback, Failed: func(pf upstream.ProviderFailure) {
-		if lb, ok := ur.Stream.(*body.Limited); ok && lb.Tripped() {
-			return // the client sent too much; not the provider's failure
-		}
-		if !s.memory.Record(ctx, t, "", pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
-			h.Set(HeaderDegraded, "store") // nothing is sent before send returns
+		if !tooLarge() && !s.memory.Record(ctx, t, "", pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
+			h.Set(HeaderDegraded, "store") // nothing is sent before Send returns
 		}
 	}})
 	defer func() {
@@ -125,20 +98,57 @@ func (s *Server) passThrough(c echo.Context) error {
 		}
 	}()
 	if f != nil {
-		if lb, ok := ur.Stream.(*body.Limited); (ok && lb.Tripped()) || f.Incident == "" {
+		if tooLarge() || f.Incident == "" {
 			return nil
 		}
 		return s.writeError(c, f.APIError())
 	}
 	defer a.Release()
 	prov := a.Provider.Name()
-	c.Response().Header().Set(HeaderProvider, prov)
+	h.Set(HeaderProvider, prov)
 	if upstream.Retryable(a.Res.StatusCode) {
 		s.recordErrorAnswer(ctx, t, "", a)
 	}
-	upstream.Deliver(c.Response(), c.Request().Context(), a, nil)
+	upstream.Deliver(c.Response(), ctx, a, nil)
 	s.count("passthrough", a.Res.StatusCode, prov)
 	return nil
+}
+
+// passThroughRequest builds what a pass-through request sends, and the
+// provider it goes to: a JSON body is read (bounded) to route by its
+// "model"; any other body streams, bounded.
+func (s *Server) passThroughRequest(c echo.Context) (*upstream.Request, []*providers.Provider, *apiError) {
+	r := c.Request()
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		// Codex CLI tries the Responses API over a WebSocket first and
+		// falls back to HTTP at once on 426; the proxy reads and observes
+		// HTTP only.
+		return nil, nil, &apiError{Status: http.StatusUpgradeRequired, Message: "scarproxy serves this API over HTTP, not WebSocket.", Type: "invalid_request_error", Code: "websocket_not_supported"}
+	}
+	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	ur := &upstream.Request{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: upstream.OutgoingHeader(r.Header, s.tenants.Keys())}
+	api := apiOf(path)
+	if r.ContentLength > s.bodies.MaxBytes() {
+		return nil, nil, body.ErrTooLarge
+	}
+	switch {
+	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
+	case strings.HasPrefix(r.Header.Get("Content-Type"), "application/json"):
+		b, aerr := s.readBody(c, nil)
+		if aerr != nil {
+			return nil, nil, aerr
+		}
+		ur.Body = b
+		if m := gjson.GetBytes(b, "model"); m.Type == gjson.String {
+			return ur, s.passThroughChain(api, m.Str), nil
+		}
+	default:
+		ur.Stream, ur.Length = body.NewLimited(r.Body, s.bodies.MaxBytes()), r.ContentLength
+	}
+	return ur, s.passThroughChain(api, ""), nil
 }
 
 // apiOf returns the API a path below the API root belongs to.

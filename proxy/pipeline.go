@@ -227,58 +227,38 @@ func (s *Server) forward(x *exchange) (*upstream.Attempt, *upstream.Failure) {
 // through: a non-2xx answer, a timeout or a stream that fails becomes an
 // incident; a final answer after tool use is captured as a solution.
 func (s *Server) finish(x *exchange, a *upstream.Attempt) {
-	c, f, t, info := x.c, x.format, x.tenant, x.info
+	c, t, info := x.c, x.tenant, x.info
 	ctx := c.Request().Context()
-	route, prov := f.Name(), a.Provider.Name()
+	route, prov := x.format.Name(), a.Provider.Name()
 	c.Response().Header().Set(HeaderProvider, prov)
 	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(x.start).Seconds()) }()
 
-	sse := wire.IsSSE(a.Res.Header)
 	if a.Res.StatusCode < 200 || a.Res.StatusCode > 299 {
 		// Record the provider's error before the client sees it, so the
 		// client's next request (a retry, often at once) is guarded by it.
 		s.count(route, a.Res.StatusCode, prov)
 		s.recordErrorAnswer(ctx, t, info.Model, a)
-		upstream.Deliver(c.Response(), c.Request().Context(), a, nil)
+		upstream.Deliver(c.Response(), ctx, a, nil)
 		return
 	}
 	keep := 0
 	if x.wantCapture {
 		keep = captureCompletion
 	}
+	sse := wire.IsSSE(a.Res.Header)
 	obs := x.req.Observe(sse, keep)
-	readErr, gone := upstream.Deliver(c.Response(), c.Request().Context(), a, obs.Write)
+	readErr, gone := upstream.Deliver(c.Response(), ctx, a, obs.Write)
 	switch {
 	case gone:
 		s.count(route, upstream.StatusClientClosed, prov)
 		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
 		return
 	case readErr != nil:
-		fl := upstream.Classify(ctx, a.Ctx, readErr)
-		if fl.Incident == "" {
-			s.count(route, upstream.StatusClientClosed, prov)
-			return
-		}
-		typ := fl.Incident
-		if typ != store.TypeTimeout {
-			typ, fl.Message = store.TypeStreamError, "provider answer cut short: "+upstream.TransportMessage(readErr)
-		}
-		if sse {
-			// The client would see a stream that just stops: tell it, in
-			// its API's own event format.
-			e := fl.APIError()
-			_, _ = c.Response().Write(f.StreamError(*e))
-			c.Response().Flush()
-		}
-		s.count(route, fl.Status, prov)
-		s.memory.Record(ctx, t, info.Model, prov, typ, fl.Status, fl.Message)
+		s.cutShort(x, a, sse, readErr)
 		return
 	}
 	s.count(route, a.Res.StatusCode, prov)
 	out := obs.Outcome()
-	if out.Failure == "" {
-		s.memory.ProviderAnswered(&x.turn, prov)
-	}
 	switch {
 	case out.Failure != "" && sse:
 		s.memory.Record(ctx, t, info.Model, prov, store.TypeStreamError, a.Res.StatusCode, out.Failure)
@@ -286,7 +266,34 @@ func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 		// A 2xx answer that says it failed (a Responses API response
 		// whose status is failed or incomplete).
 		s.memory.Record(ctx, t, info.Model, prov, store.TypeHTTPError, a.Res.StatusCode, out.Failure)
-	case x.wantCapture && out.Final:
-		s.memory.Capture(t, info, out.Answer)
+	default:
+		s.memory.ProviderAnswered(&x.turn, prov)
+		if x.wantCapture && out.Final {
+			s.memory.Capture(t, info, out.Answer)
+		}
 	}
+}
+
+// cutShort records an answer the provider cut short (a timeout between
+// chunks, a broken connection) and tells a streaming client so in its
+// API's own event format: it would otherwise see a stream that just
+// stops. A client that left is no incident.
+func (s *Server) cutShort(x *exchange, a *upstream.Attempt, sse bool, readErr error) {
+	ctx := x.c.Request().Context()
+	route, prov := x.format.Name(), a.Provider.Name()
+	fl := upstream.Classify(ctx, a.Ctx, readErr)
+	if fl.Incident == "" {
+		s.count(route, upstream.StatusClientClosed, prov)
+		return
+	}
+	typ := fl.Incident
+	if typ != store.TypeTimeout {
+		typ, fl.Message = store.TypeStreamError, "provider answer cut short: "+upstream.TransportMessage(readErr)
+	}
+	if sse {
+		_, _ = x.c.Response().Write(x.format.StreamError(*fl.APIError()))
+		x.c.Response().Flush()
+	}
+	s.count(route, fl.Status, prov)
+	s.memory.Record(ctx, x.tenant, x.info.Model, prov, typ, fl.Status, fl.Message)
 }

@@ -19,31 +19,57 @@ import (
 //   - the failures of a tool whose latest result in the conversation
 //     (tallies, wire.Info.Tallies) succeeded;
 //   - a provider's failures older than its latest good answer on this
-//     replica (see providerAnswered).
+//     replica (see ProviderAnswered).
 //
 // The incidents stay stored; only the guard forgets them. When the
 // window's read hit its limit, the conversation's own incidents are read
 // too, so a busy tenant does not crowd them out. That read is made within
 // budget, which starts only then.
 func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation string, tallies []wire.ToolTally, now time.Time) ([]guard.Entry, wire.Block, error) {
-	var overcome []string // tools whose latest result succeeded
+	overcome := overcomeTools(tallies)
+	gen, recovered := m.recovered.of(tenantKey{w.workspace, w.project})
+	ck := conversation + "\x00" + strings.Join(overcome, "\x00") + "\x00" + strconv.FormatInt(gen, 10)
+	if r, ok := w.derived(ck); ok {
+		return r.entries, r.block, nil
+	}
+	own, err := m.ownFailures(budget, w, conversation, overcome, now)
+	if err != nil {
+		return nil, wire.Block{}, err
+	}
+	// The provider failures come counted with the window; the
+	// conversation's own failures are counted on top of them.
+	t := w.providerTally(m.guard, gen, recovered)
+	if len(own) > 0 {
+		t = t.Clone()
+		for _, in := range own {
+			t.Add(in)
+		}
+	}
+	entries := m.withFixes(t.Entries(1), w.fixes)
+	r := guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
+	w.keepDerived(ck, r, m.guardCache.maxConvs)
+	return r.entries, r.block, nil
+}
+
+// overcomeTools returns, sorted, the tools whose latest result in the
+// conversation succeeded.
+func overcomeTools(tallies []wire.ToolTally) []string {
+	var overcome []string
 	for _, t := range tallies {
 		if !t.LastFailed && t.Name != "" {
 			overcome = append(overcome, t.Name)
 		}
 	}
 	slices.Sort(overcome)
-	gen, recovered := m.recovered.of(tenantKey{w.workspace, w.project})
-	ck := conversation + "\x00" + strings.Join(overcome, "\x00") + "\x00" + strconv.FormatInt(gen, 10)
-	w.mu.Lock()
-	r, ok := w.convs[ck]
-	w.mu.Unlock()
-	if ok {
-		return r.entries, r.block, nil
-	}
-	// The provider failures come counted with the window; the
-	// conversation's own failures are counted on top of them.
-	t := w.providerTally(m.guard, gen, recovered)
+	return overcome
+}
+
+// ownFailures returns the failures of a conversation in w that count for
+// its guard at now: its own (not provider failures, not loops), inside
+// the guard's window, of tools not overcome (sorted). When the window's
+// read hit its limit, the conversation's own incidents are read too
+// (ownIncidents), so a busy tenant does not crowd them out.
+func (m *Memory) ownFailures(budget *storeBudget, w *guardWindow, conversation string, overcome []string, now time.Time) ([]*store.Incident, error) {
 	lo := now.Add(-m.guard.Window())
 	mine := func(in *store.Incident) bool {
 		if in.Type == store.TypeLoop || guard.ProviderFailure(in.Type) || in.Session != conversation ||
@@ -59,36 +85,42 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 			own = append(own, in)
 		}
 	}
-	if w.full && conversation != "" {
-		read, err := m.ownIncidents(budget, w, conversation, now)
-		if err != nil {
-			return nil, wire.Block{}, err
-		}
-		seen := make(map[string]bool, len(own))
-		for _, in := range own {
-			seen[in.ID] = true
-		}
-		for i := range read {
-			if in := &read[i]; !seen[in.ID] && mine(in) {
-				own = append(own, in)
-			}
+	if !w.full || conversation == "" {
+		return own, nil
+	}
+	read, err := m.ownIncidents(budget, w, conversation, now)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(own))
+	for _, in := range own {
+		seen[in.ID] = true
+	}
+	for i := range read {
+		if in := &read[i]; !seen[in.ID] && mine(in) {
+			own = append(own, in)
 		}
 	}
-	if len(own) > 0 {
-		t = t.Clone()
-		for _, in := range own {
-			t.Add(in)
-		}
-	}
-	entries := m.withFixes(t.Entries(1), w.fixes)
-	r = guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
+	return own, nil
+}
+
+// derived returns the guard derived from w under key ck, if it was.
+func (w *guardWindow) derived(ck string) (guardResult, bool) {
 	w.mu.Lock()
-	if w.convs == nil || len(w.convs) >= m.guardCache.maxConvs {
+	defer w.mu.Unlock()
+	r, ok := w.convs[ck]
+	return r, ok
+}
+
+// keepDerived keeps the guard derived from w under key ck, with at most
+// max of them.
+func (w *guardWindow) keepDerived(ck string, r guardResult, max int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.convs == nil || len(w.convs) >= max {
 		w.convs = make(map[string]guardResult)
 	}
 	w.convs[ck] = r
-	w.mu.Unlock()
-	return r.entries, r.block, nil
 }
 
 // ownCache keeps, per conversation, its own incidents that are not
@@ -201,6 +233,25 @@ func (p *providerTally) counts(in *store.Incident) bool {
 	}
 	at, ok := p.recovered[in.Provider]
 	return !ok || in.Time.After(at)
+}
+
+// followed returns the tally of a window that followed p's: added and
+// trimmed are the incidents that came and left, incs the new window's.
+func (p *providerTally) followed(added, trimmed, incs []store.Incident) *providerTally {
+	t := p.t.Clone()
+	for i := range added {
+		if p.counts(&added[i]) {
+			t.Add(&added[i])
+		}
+	}
+	for i := range trimmed {
+		if p.counts(&trimmed[i]) {
+			t.Remove(&trimmed[i])
+		}
+	}
+	n := &providerTally{gen: p.gen, recovered: p.recovered, t: t}
+	n.renew(incs)
+	return n
 }
 
 // renew finds the newest member of the groups a removal left without one,

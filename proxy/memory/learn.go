@@ -25,7 +25,6 @@ func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 	if t.Session == "" || len(fresh) == 0 {
 		return false
 	}
-	minRepeats := m.guard.MinRepeats()
 	stored := false
 	done := map[string]bool{} // tools handled: the first success of each counts
 	for _, i := range fresh {
@@ -34,54 +33,64 @@ func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 			continue
 		}
 		done[tr.Name] = true
-		// The conversation's results say whether the tool failed often
-		// enough to have made an entry; most successes end here.
-		j := slices.IndexFunc(tallies, func(tt wire.ToolTally) bool { return tt.Name == tr.Name })
-		if j < 0 || tallies[j].Failures < minRepeats {
-			continue
-		}
-		// Once per conversation and count of failures on this replica:
-		// the same success re-sent, or another success after no new
-		// failure, has nothing new to teach.
-		if !m.loops.firstLearn(convRef{t.Workspace, t.Project, t.Session}, tr.Name, tallies[j].Failures) {
-			continue
-		}
-		var failures []store.Incident
-		for _, in := range w.incidents {
-			if in.Session == t.Session && guard.ToolOf(&in) == tr.Name {
-				failures = append(failures, in)
-			}
-		}
-		if len(failures) < minRepeats {
-			continue // nothing repeated
-		}
-		call := wire.CallArgs(tr.Args)
-		note := wire.NoteText(tr.Note)
-		for _, e := range m.guard.Detect(failures, now) {
-			f := store.Fix{
-				Workspace: t.Workspace, Project: t.Project, Pattern: e.Pattern, Fingerprint: e.Fingerprint,
-				Tool: tr.Name, Failure: e.Example, Call: call, Explanation: note, Failures: e.Count, Session: t.Session,
-			}
-			if f.Failure == "" {
-				f.Failure = newestOf(failures, e).Message
-			}
-			m.PrepareFix(&f)
-			if i := slices.IndexFunc(w.fixes, func(o store.Fix) bool { return o.Key == f.Key }); i >= 0 {
-				o := &w.fixes[i]
-				if o.Call == f.Call && o.Explanation == f.Explanation && o.Failures == f.Failures {
-					continue // known as it is
-				}
-			}
+		for _, f := range m.fixesShownBy(t, w, tr, tallies, now) {
 			if err := m.store.PutFix(budget.context(), &f); err != nil {
 				m.StoreFailed(budget.parent, "put_fix", err)
 				return stored
 			}
 			stored = true
 			m.log.Info("fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
-				"tool", tr.Name, "pattern", e.Pattern, "failures", e.Count)
+				"tool", tr.Name, "pattern", f.Pattern, "failures", f.Failures)
 		}
 	}
 	return stored
+}
+
+// fixesShownBy returns the fixes a successful result tr of a tool shows,
+// ready to store: one for each repeated failure of the tool in the
+// conversation (in w), unless known as it is.
+func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResult, tallies []wire.ToolTally, now time.Time) []store.Fix {
+	minRepeats := m.guard.MinRepeats()
+	// The conversation's results say whether the tool failed often enough
+	// to have made an entry; most successes end here.
+	j := slices.IndexFunc(tallies, func(tt wire.ToolTally) bool { return tt.Name == tr.Name })
+	if j < 0 || tallies[j].Failures < minRepeats {
+		return nil
+	}
+	// Once per conversation and count of failures on this replica: the
+	// same success re-sent, or another success after no new failure, has
+	// nothing new to teach.
+	if !m.loops.firstLearn(convRef{t.Workspace, t.Project, t.Session}, tr.Name, tallies[j].Failures) {
+		return nil
+	}
+	var failures []store.Incident
+	for _, in := range w.incidents {
+		if in.Session == t.Session && guard.ToolOf(&in) == tr.Name {
+			failures = append(failures, in)
+		}
+	}
+	if len(failures) < minRepeats {
+		return nil // nothing repeated
+	}
+	call, note := wire.CallArgs(tr.Args), wire.NoteText(tr.Note)
+	var fixes []store.Fix
+	for _, e := range m.guard.Detect(failures, now) {
+		f := store.Fix{
+			Workspace: t.Workspace, Project: t.Project, Pattern: e.Pattern, Fingerprint: e.Fingerprint,
+			Tool: tr.Name, Failure: e.Example, Call: call, Explanation: note, Failures: e.Count, Session: t.Session,
+		}
+		if f.Failure == "" {
+			f.Failure = newestOf(failures, e).Message
+		}
+		m.PrepareFix(&f)
+		if i := slices.IndexFunc(w.fixes, func(o store.Fix) bool { return o.Key == f.Key }); i >= 0 {
+			if o := &w.fixes[i]; o.Call == f.Call && o.Explanation == f.Explanation && o.Failures == f.Failures {
+				continue // known as it is
+			}
+		}
+		fixes = append(fixes, f)
+	}
+	return fixes
 }
 
 // newestOf returns the newest of failures that make entry e: those of its

@@ -188,70 +188,95 @@ type loopEvent struct {
 // events to record, and which of info.ToolResults were new to the tail.
 // Without new results the loop is the one found before.
 func (m *Memory) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, events []loopEvent, fresh []int) {
-	if t.Session == "" || len(info.ToolResults) == 0 {
-		if t.Session == "" {
-			return guard.Loop{}, nil, nil
-		}
-		return m.loops.peek(convRef{t.Workspace, t.Project, t.Session}), nil, nil
+	if t.Session == "" {
+		return guard.Loop{}, nil, nil
 	}
-	c := m.loops.get(convRef{t.Workspace, t.Project, t.Session})
+	k := convRef{t.Workspace, t.Project, t.Session}
+	if len(info.ToolResults) == 0 {
+		return m.loops.peek(k), nil, nil
+	}
+	c := m.loops.get(k)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fresh = c.addSteps(m.loops.seed, info); len(fresh) == 0 {
+		return c.loop, nil, nil
+	}
+	prev := c.loop
+	c.loop = m.guard.DetectLoop(c.steps)
+	return c.loop, c.events(prev), fresh
+}
+
+// addSteps adds the request's tool results that are new to the tail, in
+// order, and returns their indexes in info.ToolResults. A body that
+// re-sends the whole history holds the tail's results and older ones:
+// only its latest ones can be new. c's lock must be held.
+func (c *convSteps) addSteps(seed maphash.Seed, info *wire.Info) (fresh []int) {
 	results := info.ToolResults
-	// A body that re-sends the whole history holds the tail's results and
-	// older ones: only its latest ones can be new.
 	skipped := max(0, len(results)-maxSteps)
 	results = results[skipped:]
 	var defined []string
 	definedRead := false
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := range results {
 		tr := &results[i]
 		if _, ok := c.known[tr.Key]; ok {
 			continue
 		}
 		if !definedRead {
-			if h := maphash.Bytes(m.loops.seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
+			if h := maphash.Bytes(seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
 				c.defsHash, c.defined = h, wire.DefinedTools(info.ToolDefs)
 			}
 			defined, definedRead = c.defined, true
 		}
-		text := tr.Text()
-		st := guard.Step{
-			Tool:   tr.Name,
-			Args:   wire.CallArgs(tr.Args),
-			Result: maphash.String(m.loops.seed, text),
-			Failed: tr.Failed,
-			// A request that defines no tools says nothing of which exist.
-			Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
-			Output:  head(text, maxStepOutput),
-		}
-		if n := len(c.steps); n > 0 && c.steps[n-1].Args == st.Args {
-			// A call repeated shares its arguments' string with the one
-			// before: the loop detector compares them over the whole tail
-			// on every new step, and equal strings at one address compare
-			// at once.
-			st.Args = c.steps[n-1].Args
-		}
-		if len(c.steps) == maxSteps {
-			// The oldest step leaves; append moves the rest to a new
-			// array once in a while.
-			delete(c.known, c.keys[0])
-			c.steps, c.keys = c.steps[1:], c.keys[1:]
-		}
-		c.steps = append(c.steps, st)
-		c.keys = append(c.keys, tr.Key)
-		if c.known == nil {
-			c.known = make(map[string]struct{}, maxSteps)
-		}
-		c.known[tr.Key] = struct{}{}
+		c.push(tr.Key, stepOf(seed, tr, defined))
 		fresh = append(fresh, skipped+i)
 	}
-	if len(fresh) == 0 {
-		return c.loop, nil, nil
+	return fresh
+}
+
+// stepOf is the step of one tool result (its verdict set), given the
+// tools the request defines.
+func stepOf(seed maphash.Seed, tr *wire.ToolResult, defined []string) guard.Step {
+	text := tr.Text()
+	return guard.Step{
+		Tool:   tr.Name,
+		Args:   wire.CallArgs(tr.Args),
+		Result: maphash.String(seed, text),
+		Failed: tr.Failed,
+		// A request that defines no tools says nothing of which exist.
+		Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
+		Output:  head(text, maxStepOutput),
 	}
-	prev := c.loop
-	c.loop = m.guard.DetectLoop(c.steps)
+}
+
+// push appends a step to the tail, the oldest leaving a full one. c's
+// lock must be held.
+func (c *convSteps) push(key string, st guard.Step) {
+	if n := len(c.steps); n > 0 && c.steps[n-1].Args == st.Args {
+		// A call repeated shares its arguments' string with the one
+		// before: the loop detector compares them over the whole tail
+		// on every new step, and equal strings at one address compare
+		// at once.
+		st.Args = c.steps[n-1].Args
+	}
+	if len(c.steps) == maxSteps {
+		// The oldest step leaves; append moves the rest to a new
+		// array once in a while.
+		delete(c.known, c.keys[0])
+		c.steps, c.keys = c.steps[1:], c.keys[1:]
+	}
+	c.steps = append(c.steps, st)
+	c.keys = append(c.keys, key)
+	if c.known == nil {
+		c.known = make(map[string]struct{}, maxSteps)
+	}
+	c.known[key] = struct{}{}
+}
+
+// events returns the changes worth recording from the loop prev to the
+// one found now: prev broken, and each level the current loop reached for
+// the first time. c's lock must be held.
+func (c *convSteps) events(prev guard.Loop) []loopEvent {
+	var events []loopEvent
 	if prev.Level > guard.LevelNone && prev.Key() != c.loop.Key() {
 		events = append(events, loopEvent{loop: prev, level: "broken", store: c.levels[prev.Key()] >= firstRecorded(prev)})
 	}
@@ -265,7 +290,7 @@ func (m *Memory) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, e
 		}
 		c.levels[key] = max(c.levels[key], l.Level)
 	}
-	return c.loop, events, fresh
+	return events
 }
 
 // firstRecorded is the first level of a loop worth a record of its own: a

@@ -120,29 +120,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	// Later in the batch is newer at the same time.
 	add = slices.Clone(add)
 	slices.SortStableFunc(add, func(a, b store.Incident) int { return a.Time.Compare(b.Time) })
-	old := w.incidents
-	var incs []store.Incident
-	switch {
-	case len(old) > 0 && add[0].Time.Before(old[len(old)-1].Time):
-		incs = make([]store.Incident, 0, len(old)+len(add))
-		i, j := 0, 0
-		for i < len(add) || j < len(old) {
-			if i == len(add) || (j < len(old) && !add[i].Time.Before(old[j].Time)) {
-				incs = append(incs, old[j])
-				j++
-			} else {
-				incs = append(incs, add[i])
-				i++
-			}
-		}
-	case !w.extended && cap(old)-len(old) >= len(add):
-		incs = append(old, add...)
-		w.extended = true
-	default:
-		incs = make([]store.Incident, len(old)+len(add), max(2*(len(old)+len(add)), 64))
-		copy(incs, old)
-		copy(incs[len(old):], add)
-	}
+	incs := w.joined(add)
 	var trimmed []store.Incident
 	if drop := len(incs) - w.limit; drop > 0 {
 		trimmed, incs = incs[:drop], incs[drop:]
@@ -160,21 +138,40 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		}
 	}
 	if prov != nil {
-		t := prov.t.Clone()
-		for i := range add {
-			if prov.counts(&add[i]) {
-				t.Add(&add[i])
-			}
-		}
-		for i := range trimmed {
-			if prov.counts(&trimmed[i]) {
-				t.Remove(&trimmed[i])
-			}
-		}
-		n.prov = &providerTally{gen: prov.gen, recovered: prov.recovered, t: t}
-		n.prov.renew(incs)
+		n.prov = prov.followed(add, trimmed, incs)
 	}
 	return n
+}
+
+// joined returns w's incidents and add (sorted), oldest first: add
+// appended to w's array when w is the first window to extend it and it
+// has room, merged in when add holds incidents older than w's newest,
+// copied to a new array otherwise.
+func (w *guardWindow) joined(add []store.Incident) []store.Incident {
+	old := w.incidents
+	switch {
+	case len(old) > 0 && add[0].Time.Before(old[len(old)-1].Time):
+		incs := make([]store.Incident, 0, len(old)+len(add))
+		i, j := 0, 0
+		for i < len(add) || j < len(old) {
+			if i == len(add) || (j < len(old) && !add[i].Time.Before(old[j].Time)) {
+				incs = append(incs, old[j])
+				j++
+			} else {
+				incs = append(incs, add[i])
+				i++
+			}
+		}
+		return incs
+	case !w.extended && cap(old)-len(old) >= len(add):
+		w.extended = true
+		return append(old, add...)
+	default:
+		incs := make([]store.Incident, len(old)+len(add), max(2*(len(old)+len(add)), 64))
+		copy(incs, old)
+		copy(incs[len(old):], add)
+		return incs
+	}
 }
 
 // without returns a new window: w without p's incident.

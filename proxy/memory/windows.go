@@ -137,13 +137,9 @@ func (c *guardCache) addPending(p *pendingWrite, inc *store.Incident, now func()
 // dropPending takes p out of the pending set and of its tenant's window
 // (its write failed, or never started).
 func (c *guardCache) dropPending(p *pendingWrite) {
-	k := tenantKey{p.inc.Workspace, p.inc.Project}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.unpendLocked(k, p)
-	if w := c.m[k]; w != nil && slices.Contains(w.pending, p) {
-		c.putLocked(k, w.without(p))
-	}
+	c.endPendingLocked(p, false)
 }
 
 func (c *guardCache) unpendLocked(k tenantKey, p *pendingWrite) {
@@ -169,52 +165,62 @@ func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWri
 		}
 	}
 	for _, st := range steps {
-		k := tenantKey{st.Workspace, st.Project}
-		var stored []store.Incident
-		for i := range batch {
-			if in := writes[i].Incident; writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project {
-				stored = append(stored, *in)
-			}
-		}
-		log := append(c.steps[k], loggedStep{from: st.From, to: st.To, stored: stored})
-		if len(log) > maxLoggedSteps {
-			log = slices.Delete(log, 0, len(log)-maxLoggedSteps)
-		}
-		c.steps[k] = log
-		w := c.m[k]
-		if w == nil || w.version != st.From {
-			continue
-		}
-		var add []store.Incident
-		pending := w.pending
-		for i, p := range batch {
-			if !writes[i].Stored || p.inc.Workspace != k.workspace || p.inc.Project != k.project {
-				continue
-			}
-			if slices.Contains(pending, p) {
-				pending = slices.DeleteFunc(slices.Clone(pending), func(q *pendingWrite) bool { return q == p })
-				continue
-			}
-			add = append(add, *writes[i].Incident)
-		}
-		c.putLocked(k, w.with(add, st.To, pending, len(add) == 0))
+		c.stepLocked(tenantKey{st.Workspace, st.Project}, st, batch, writes)
 	}
 	for i, p := range batch {
-		if !p.shown {
-			continue
-		}
-		k := tenantKey{p.inc.Workspace, p.inc.Project}
-		c.unpendLocked(k, p)
-		if w := c.m[k]; w != nil && slices.Contains(w.pending, p) {
-			if writes[i].Stored {
-				// Stored, but its step could not be applied: the window
-				// is behind the store and will be read again; until then
-				// it keeps showing the incident.
-				continue
-			}
-			c.putLocked(k, w.without(p))
+		if p.shown {
+			c.endPendingLocked(p, writes[i].Stored)
 		}
 	}
+}
+
+// stepLocked logs one version step of a batch of this replica's writes,
+// with what the batch stored in its tenant, and moves the tenant's window
+// with it if the window is at the step's From.
+func (c *guardCache) stepLocked(k tenantKey, st store.VersionStep, batch []*pendingWrite, writes []store.IncidentWrite) {
+	var stored []store.Incident
+	for i := range batch {
+		if in := writes[i].Incident; writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project {
+			stored = append(stored, *in)
+		}
+	}
+	log := append(c.steps[k], loggedStep{from: st.From, to: st.To, stored: stored})
+	if len(log) > maxLoggedSteps {
+		log = slices.Delete(log, 0, len(log)-maxLoggedSteps)
+	}
+	c.steps[k] = log
+	w := c.m[k]
+	if w == nil || w.version != st.From {
+		return
+	}
+	// The window's incidents at To: those it shows already (pending)
+	// stay, the others stored join.
+	var add []store.Incident
+	pending := w.pending
+	for i, p := range batch {
+		if !writes[i].Stored || p.inc.Workspace != k.workspace || p.inc.Project != k.project {
+			continue
+		}
+		if slices.Contains(pending, p) {
+			pending = slices.DeleteFunc(slices.Clone(pending), func(q *pendingWrite) bool { return q == p })
+			continue
+		}
+		add = append(add, *writes[i].Incident)
+	}
+	c.putLocked(k, w.with(add, st.To, pending, len(add) == 0))
+}
+
+// endPendingLocked takes a shown failure whose write ended out of the
+// pending set, and out of its tenant's window if its write failed.
+func (c *guardCache) endPendingLocked(p *pendingWrite, stored bool) {
+	k := tenantKey{p.inc.Workspace, p.inc.Project}
+	c.unpendLocked(k, p)
+	if w := c.m[k]; w != nil && slices.Contains(w.pending, p) && !stored {
+		c.putLocked(k, w.without(p))
+	}
+	// Stored, but its step could not be applied: the window is behind
+	// the store and will be read again; until then it keeps showing the
+	// incident.
 }
 
 // guardWindow returns the tenant's incidents inside the window at now,
@@ -243,89 +249,126 @@ func (m *Memory) window(ctx context.Context, workspace, project string, now time
 	if err != nil {
 		return nil, now, err
 	}
-	// at returns w as a request at now sees it. An incident newer than
-	// now (recorded while the request's body arrived, or dated by another
-	// replica's clock) is not in its guard: what it derives from the
-	// window's incidents up to now is its own, not the window's.
-	at := func(w *guardWindow) (*guardWindow, time.Time, error) {
-		if now.Before(w.newest) && clock != nil {
-			if t := clock(); t.After(now) {
-				now, clock = t, nil
-			}
-		}
-		if now.Before(w.newest) {
-			return w.private(now), now, nil
-		}
-		return w, now, nil
-	}
+	v := viewer{now: now, clock: clock}
 	k := tenantKey{workspace, project}
-	if w := m.guardCache.current(k, version); w != nil && now.Before(w.validUntil) {
-		if w, t, err := at(w); t.Before(w.validUntil) {
-			return w, t, err
+	if w := m.guardCache.current(k, version); w != nil && v.now.Before(w.validUntil) {
+		if seen := v.see(w); v.now.Before(seen.validUntil) {
+			return seen, v.now, nil
 		}
 	}
-	window := m.guard.Window()
+	w, err := m.readWindow(ctx, k, version, v.now)
+	if err != nil {
+		return nil, v.now, err
+	}
+	w = m.guardCache.adopt(k, w)
+	return v.see(w), v.now, nil
+}
+
+// viewer is how a request at now sees windows. An incident newer than now
+// (recorded while the request's body arrived, or dated by another
+// replica's clock) is not in its guard: what it derives from the window's
+// incidents up to now is its own, not the window's. With a clock, the
+// first window holding such incidents moves now to the clock's reading,
+// once.
+type viewer struct {
+	now   time.Time
+	clock func() time.Time
+}
+
+func (v *viewer) see(w *guardWindow) *guardWindow {
+	if v.now.Before(w.newest) && v.clock != nil {
+		if t := v.clock(); t.After(v.now) {
+			v.now, v.clock = t, nil
+		}
+	}
+	if v.now.Before(w.newest) {
+		return w.private(v.now)
+	}
+	return w
+}
+
+// readWindow reads a tenant's window at version from the store: its
+// incidents inside the guard's window at now (the newest GuardReadLimit)
+// and its learned fixes.
+func (m *Memory) readWindow(ctx context.Context, k tenantKey, version int64, now time.Time) (*guardWindow, error) {
+	span := m.guard.Window()
 	incs, err := m.store.ListIncidents(ctx, store.IncidentQuery{
-		Workspace: workspace, Project: project, Since: now.Add(-window), Limit: m.opts.GuardReadLimit,
+		Workspace: k.workspace, Project: k.project, Since: now.Add(-span), Limit: m.opts.GuardReadLimit,
 	})
 	if err != nil {
-		return nil, now, err
+		return nil, err
 	}
 	slices.Reverse(incs) // oldest first
-	fixes, err := m.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
+	fixes, err := m.store.ListFixes(ctx, store.FixQuery{Workspace: k.workspace, Project: k.project, Limit: maxWindowFixes})
 	if err != nil {
-		return nil, now, err
+		return nil, err
 	}
-	w := &guardWindow{workspace: workspace, project: project, version: version, incidents: incs, fixes: fixes, others: others(incs),
-		full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, window),
-		span: window, limit: m.opts.GuardReadLimit, own: &ownCache{}}
+	w := &guardWindow{workspace: k.workspace, project: k.project, version: version, incidents: incs, fixes: fixes,
+		others: others(incs), full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, span),
+		span: span, limit: m.opts.GuardReadLimit, own: &ownCache{}}
 	for _, in := range incs {
 		if in.Time.After(w.newest) {
 			w.newest = in.Time
 		}
 	}
-	c := m.guardCache
+	return w, nil
+}
+
+// adopt makes w, just read from the store, the tenant's window: caught up
+// with this replica's writes that committed while it was read, and
+// showing the tenant's pending failures; unless the cache holds a window
+// that followed newer writes (versions only grow), which stays. It
+// returns the window a request should use.
+func (c *guardCache) adopt(k tenantKey, w *guardWindow) *guardWindow {
+	read := w.incidents
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Steps of this replica's writes that committed from the version read
-	// on (while the read went on): the window catches up with them.
-	for caught := true; caught; {
-		caught = false
-		for _, st := range c.steps[k] {
-			if st.from != w.version {
-				continue
-			}
-			have := make(map[string]bool, len(w.incidents))
-			for _, in := range w.incidents {
-				have[in.ID] = true
-			}
-			add := slices.DeleteFunc(slices.Clone(st.stored), func(in store.Incident) bool { return have[in.ID] })
-			w = w.with(add, st.to, nil, len(add) == 0)
-			caught = true
-			break
-		}
-	}
+	w = c.catchUpLocked(k, w)
 	if old := c.m[k]; old != nil && old.version > w.version {
-		// A window that followed newer writes stays (versions only grow).
-		return at(w)
+		return w
 	}
-	if ps := c.pending[k]; len(ps) > 0 {
-		// The tenant's pending failures not in the read (their commit
-		// may have come first).
-		have := make(map[string]bool, len(incs))
-		for _, in := range incs {
+	w = c.withPendingLocked(k, w, read)
+	c.putLocked(k, w)
+	return w
+}
+
+// catchUpLocked applies to w the logged steps of this replica's writes
+// that committed from w's version on.
+func (c *guardCache) catchUpLocked(k tenantKey, w *guardWindow) *guardWindow {
+	for {
+		i := slices.IndexFunc(c.steps[k], func(st loggedStep) bool { return st.from == w.version })
+		if i < 0 {
+			return w
+		}
+		st := c.steps[k][i]
+		have := make(map[string]bool, len(w.incidents))
+		for _, in := range w.incidents {
 			have[in.ID] = true
 		}
-		var add []store.Incident
-		var shown []*pendingWrite
-		for _, p := range ps {
-			if !have[p.inc.ID] {
-				add = append(add, p.inc)
-				shown = append(shown, p)
-			}
-		}
-		w = w.with(add, w.version, shown, false)
+		add := slices.DeleteFunc(slices.Clone(st.stored), func(in store.Incident) bool { return have[in.ID] })
+		w = w.with(add, st.to, nil, len(add) == 0)
 	}
-	c.putLocked(k, w)
-	return at(w)
+}
+
+// withPendingLocked returns w holding the tenant's pending failures that
+// are not among read, the incidents read from the store (their commit may
+// have come first).
+func (c *guardCache) withPendingLocked(k tenantKey, w *guardWindow, read []store.Incident) *guardWindow {
+	ps := c.pending[k]
+	if len(ps) == 0 {
+		return w
+	}
+	have := make(map[string]bool, len(read))
+	for _, in := range read {
+		have[in.ID] = true
+	}
+	var add []store.Incident
+	var shown []*pendingWrite
+	for _, p := range ps {
+		if !have[p.inc.ID] {
+			add = append(add, p.inc)
+			shown = append(shown, p)
+		}
+	}
+	return w.with(add, w.version, shown, false)
 }
