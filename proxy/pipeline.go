@@ -51,20 +51,20 @@ type exchange struct {
 	wantCapture bool // a final answer would be captured
 }
 
-// rewritten serves a route whose requests are read, rewritten and
+// pipeline serves a route whose requests are read, rewritten and
 // observed in format f: POST /v1/chat/completions, /v1/responses and
 // /v1/messages.
-func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
+func (s *Server) pipeline(f wire.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		x := &exchange{c: c, format: f, start: time.Now(), now: s.memory.Now()}
+		ex := &exchange{c: c, format: f, start: time.Now(), now: s.memory.Now()}
 		lease := body.NewLease()
-		x.lease, x.bodyDone = lease, sync.OnceFunc(lease.Drop)
-		defer x.bodyDone()
-		if aerr := s.prepare(x); aerr != nil {
+		ex.lease, ex.bodyDone = lease, sync.OnceFunc(lease.Drop)
+		defer ex.bodyDone()
+		if aerr := s.prepare(ex); aerr != nil {
 			s.count(f.Name(), aerr.Status, "")
 			return s.writeError(c, aerr)
 		}
-		a, fail := s.forward(x)
+		a, fail := s.forward(ex)
 		if fail != nil {
 			if fail.Incident == "" { // the client left
 				return nil
@@ -72,7 +72,7 @@ func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
 			return s.writeError(c, fail.APIError())
 		}
 		defer a.Release()
-		s.finish(x, a)
+		s.finish(ex, a)
 		return nil
 	}
 }
@@ -80,89 +80,89 @@ func (s *Server) rewritten(f wire.Format) echo.HandlerFunc {
 // prepare resolves the tenant, reads the body, asks the memory for the
 // request's blocks and places them. A store that fails or hangs leaves
 // the body as it came (fail open).
-func (s *Server) prepare(x *exchange) *apiError {
-	t, aerr := s.resolveTenant(x.c)
+func (s *Server) prepare(ex *exchange) *apiError {
+	t, aerr := s.resolveTenant(ex.c)
 	if aerr != nil {
 		return aerr
 	}
-	ctx := x.c.Request().Context()
-	early := s.memory.Early(ctx, t.Workspace, t.Project, x.now) // before the body: it does not depend on it
-	body, aerr := s.readBody(x.c, x.lease)
+	ctx := ex.c.Request().Context()
+	early := s.memory.Early(ctx, t.Workspace, t.Project, ex.now) // before the body: it does not depend on it
+	body, aerr := s.readBody(ex.c, ex.lease)
 	if aerr != nil {
 		return aerr
 	}
-	if aerr := s.read(x, t, body); aerr != nil {
+	if aerr := s.read(ex, t, body); aerr != nil {
 		return aerr
 	}
-	x.turn = s.memory.Decide(ctx, early, x.tenant, x.info, x.now)
-	x.out = body
-	if !x.turn.Degraded {
-		s.place(x, body)
+	ex.turn = s.memory.Decide(ctx, early, ex.tenant, ex.info, ex.now)
+	ex.out = body
+	if !ex.turn.Degraded {
+		s.place(ex, body)
 	}
-	s.setBlockHeaders(x)
+	s.setBlockHeaders(ex)
 	return nil
 }
 
 // read reads the body in the request's format, finds the providers that
 // serve it, and completes the tenant with what the body says: its agent
 // (the "user" field) and its conversation, unless the client named them.
-func (s *Server) read(x *exchange, t tenant.Tenant, body []byte) *apiError {
-	req, err := x.format.Read(body, t.Workspace+"\x00"+t.Project)
+func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
+	req, err := ex.format.Read(body, t.Workspace+"\x00"+t.Project)
 	if err != nil {
 		return badBody(err)
 	}
-	x.req, x.info = req, req.Info()
-	if x.chain = s.router.Route(x.format.Name(), x.info.Model); len(x.chain) == 0 {
-		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + x.format.Name() + " API (" + x.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
+	ex.req, ex.info = req, req.Info()
+	if ex.chain = s.router.Route(ex.format.Name(), ex.info.Model); len(ex.chain) == 0 {
+		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + ex.format.Name() + " API (" + ex.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
 	}
-	if t.Agent == "" && tenant.ValidName(x.info.User) == nil {
-		t.Agent = x.info.User
+	if t.Agent == "" && tenant.ValidName(ex.info.User) == nil {
+		t.Agent = ex.info.User
 	}
 	if t.Session == "" {
-		t.Session = conversationOf(x.info)
+		t.Session = conversationOf(ex.info)
 	}
 	if t.Session != "" {
-		x.c.Response().Header().Set(HeaderConversation, t.Session)
+		ex.c.Response().Header().Set(HeaderConversation, t.Session)
 	}
-	x.tenant = t
+	ex.tenant = t
 	return nil
 }
 
 // place writes the turn's blocks into the body forwarded. The rewrite
 // keeps JSON valid (each format's fuzz target); a failure forwards the
 // original bytes, and the turn places nothing.
-func (s *Server) place(x *exchange, body []byte) {
-	tu := &x.turn
-	dst := *x.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + 64)
-	out, err := x.req.Inject(dst, body, tu.Stop, tu.Guard, tu.Recall)
+func (s *Server) place(ex *exchange, body []byte) {
+	tu := &ex.turn
+	dst := *ex.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + 64)
+	out, err := ex.req.Inject(dst, body, tu.Stop, tu.Guard, tu.Recall)
 	if err == nil && tu.Loop.Level >= guard.LevelHardStop {
 		// The hard stop: this turn, the model must answer in words.
-		out, err = wire.SetMember(out, "tool_choice", x.format.NoTools())
+		out, err = wire.SetMember(out, "tool_choice", ex.format.NoTools())
 	}
 	if err != nil {
-		s.log.Error("rewrite failed; forwarding the original body", "format", x.format.Name(), "workspace", x.tenant.Workspace, "project", x.tenant.Project, "err", err)
+		s.log.Error("rewrite failed; forwarding the original body", "format", ex.format.Name(), "workspace", ex.tenant.Workspace, "project", ex.tenant.Project, "err", err)
 		tu.Entries, tu.Matches, tu.Loop = nil, nil, guard.Loop{}
 		return
 	}
-	x.out = out
+	ex.out = out
 }
 
 // setBlockHeaders says what the rewrite injected, or that the store failed.
-func (s *Server) setBlockHeaders(x *exchange) {
-	h := x.c.Response().Header()
-	if x.turn.Degraded {
+func (s *Server) setBlockHeaders(ex *exchange) {
+	h := ex.c.Response().Header()
+	if ex.turn.Degraded {
 		s.metrics.degraded.Inc()
 		h.Set(HeaderDegraded, "store")
 	}
-	h.Set(HeaderGuard, strconv.Itoa(len(x.turn.Entries)))
-	h.Set(HeaderRecall, strconv.Itoa(len(x.turn.Matches)))
-	if x.turn.Loop.Level >= guard.LevelStop {
-		h.Set(HeaderLoop, guard.LevelName(x.turn.Loop.Level))
+	h.Set(HeaderGuard, strconv.Itoa(len(ex.turn.Entries)))
+	h.Set(HeaderRecall, strconv.Itoa(len(ex.turn.Matches)))
+	if ex.turn.Loop.Level >= guard.LevelStop {
+		h.Set(HeaderLoop, guard.LevelName(ex.turn.Loop.Level))
 	}
-	if len(x.turn.Entries) > 0 {
+	if len(ex.turn.Entries) > 0 {
 		s.metrics.injectedGuard.Inc()
 	}
-	if len(x.turn.Matches) > 0 {
+	if len(ex.turn.Matches) > 0 {
 		s.metrics.injectedRecall.Inc()
 	}
 }
@@ -193,30 +193,30 @@ func badBody(err error) *apiError {
 // forward sends the rewritten body to the providers that serve the
 // format's API for its model, falling back on failures before any byte
 // reached the client. Every provider that failed is recorded.
-func (s *Server) forward(x *exchange) (*upstream.Attempt, *upstream.Failure) {
-	c, f, t := x.c, x.format, x.tenant
+func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
+	c, f, t := ex.c, ex.format, ex.tenant
 	ctx := c.Request().Context()
 	hdr := upstream.OutgoingHeader(c.Request().Header, s.tenants.Keys())
 	hdr.Del("Accept-Encoding") // the answer is observed: never let it be compressed
 	ur := &upstream.Request{
 		Method: http.MethodPost, Path: f.Path(), Query: c.Request().URL.RawQuery,
-		Header: hdr, Body: x.out, Lease: x.lease,
+		Header: hdr, Body: ex.out, Lease: ex.lease,
 	}
-	chain := x.chain
+	chain := ex.chain
 	// A request the store failed on is not captured: its tool failures
 	// may not all have been counted.
-	x.wantCapture = s.memory.Recall().AutoCapture && x.info.UsedTools() && x.info.Goal != "" && !x.turn.Degraded
+	ex.wantCapture = s.memory.Recall().AutoCapture && ex.info.UsedTools() && ex.info.Goal != "" && !ex.turn.Degraded
 	// Last use of what the format read of the body.
-	x.req.Forwarded(!x.turn.Degraded)
-	s.metrics.overhead.Observe(time.Since(x.start).Seconds())
+	ex.req.Forwarded(!ex.turn.Degraded)
+	s.metrics.overhead.Observe(time.Since(ex.start).Seconds())
 	a, fail := upstream.Send(ctx, chain, ur, upstream.Hooks{Fallback: s.countFallback, Failed: func(pf upstream.ProviderFailure) {
-		if !s.memory.Record(ctx, t, x.info.Model, pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
+		if !s.memory.Record(ctx, t, ex.info.Model, pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
 			// Nothing is sent before send returns: the answer, the
 			// provider's or the proxy's own, says the failure went unrecorded.
 			c.Response().Header().Set(HeaderDegraded, "store")
 		}
 	}})
-	x.bodyDone()
+	ex.bodyDone()
 	if fail != nil {
 		s.count(f.Name(), fail.Status, chain[len(chain)-1].Name())
 	}
@@ -226,12 +226,12 @@ func (s *Server) forward(x *exchange) (*upstream.Attempt, *upstream.Failure) {
 // finish delivers the provider's answer and observes it as it goes
 // through: a non-2xx answer, a timeout or a stream that fails becomes an
 // incident; a final answer after tool use is captured as a solution.
-func (s *Server) finish(x *exchange, a *upstream.Attempt) {
-	c, t, info := x.c, x.tenant, x.info
+func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
+	c, t, info := ex.c, ex.tenant, ex.info
 	ctx := c.Request().Context()
-	route, prov := x.format.Name(), a.Provider.Name()
+	route, prov := ex.format.Name(), a.Provider.Name()
 	c.Response().Header().Set(HeaderProvider, prov)
-	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(x.start).Seconds()) }()
+	defer func() { s.metrics.latency.WithLabelValues(route).Observe(time.Since(ex.start).Seconds()) }()
 
 	if a.Res.StatusCode < 200 || a.Res.StatusCode > 299 {
 		// Record the provider's error before the client sees it, so the
@@ -242,11 +242,11 @@ func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 		return
 	}
 	keep := 0
-	if x.wantCapture {
+	if ex.wantCapture {
 		keep = captureCompletion
 	}
 	sse := wire.IsSSE(a.Res.Header)
-	obs := x.req.Observe(sse, keep)
+	obs := ex.req.Observe(sse, keep)
 	readErr, gone := upstream.Deliver(c.Response(), ctx, a, obs.Write)
 	switch {
 	case gone:
@@ -254,7 +254,7 @@ func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
 		return
 	case readErr != nil:
-		s.cutShort(x, a, sse, readErr)
+		s.cutShort(ex, a, sse, readErr)
 		return
 	}
 	s.count(route, a.Res.StatusCode, prov)
@@ -267,8 +267,8 @@ func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 		// whose status is failed or incomplete).
 		s.memory.Record(ctx, t, info.Model, prov, store.TypeHTTPError, a.Res.StatusCode, out.Failure)
 	default:
-		s.memory.ProviderAnswered(&x.turn, prov)
-		if x.wantCapture && out.Final {
+		s.memory.ProviderAnswered(&ex.turn, prov)
+		if ex.wantCapture && out.Final {
 			s.memory.Capture(t, info, out.Answer)
 		}
 	}
@@ -278,9 +278,9 @@ func (s *Server) finish(x *exchange, a *upstream.Attempt) {
 // chunks, a broken connection) and tells a streaming client so in its
 // API's own event format: it would otherwise see a stream that just
 // stops. A client that left is no incident.
-func (s *Server) cutShort(x *exchange, a *upstream.Attempt, sse bool, readErr error) {
-	ctx := x.c.Request().Context()
-	route, prov := x.format.Name(), a.Provider.Name()
+func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr error) {
+	ctx := ex.c.Request().Context()
+	route, prov := ex.format.Name(), a.Provider.Name()
 	fl := upstream.Classify(ctx, a.Ctx, readErr)
 	if fl.Incident == "" {
 		s.count(route, upstream.StatusClientClosed, prov)
@@ -291,9 +291,9 @@ func (s *Server) cutShort(x *exchange, a *upstream.Attempt, sse bool, readErr er
 		typ, fl.Message = store.TypeStreamError, "provider answer cut short: "+upstream.TransportMessage(readErr)
 	}
 	if sse {
-		_, _ = x.c.Response().Write(x.format.StreamError(*fl.APIError()))
-		x.c.Response().Flush()
+		_, _ = ex.c.Response().Write(ex.format.StreamError(*fl.APIError()))
+		ex.c.Response().Flush()
 	}
 	s.count(route, fl.Status, prov)
-	s.memory.Record(ctx, x.tenant, x.info.Model, prov, typ, fl.Status, fl.Message)
+	s.memory.Record(ctx, ex.tenant, ex.info.Model, prov, typ, fl.Status, fl.Message)
 }

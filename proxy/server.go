@@ -175,9 +175,9 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.httpError
 
 	for _, prefix := range []string{"/v1", "/w/:workspace/:project/v1"} {
-		e.POST(prefix+"/chat/completions", s.rewritten(s.chat))
-		e.POST(prefix+"/responses", s.rewritten(s.responses))
-		e.POST(prefix+"/messages", s.rewritten(s.messages))
+		e.POST(prefix+"/chat/completions", s.pipeline(s.chat))
+		e.POST(prefix+"/responses", s.pipeline(s.responses))
+		e.POST(prefix+"/messages", s.pipeline(s.messages))
 		e.GET(prefix+"/models", s.models)
 		e.Any(prefix+"/*", s.passThrough)
 	}

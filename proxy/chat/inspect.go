@@ -46,8 +46,8 @@ type conversation struct {
 	from    int
 	hash    maphash.Hash // memo hash of the tenant and the body up to hashed
 	hashed  int
-	prior   *memoEntry // the conversation's remembered turn, if any
-	spare   *spare     // where the working slices came from (see giveBack)
+	prior   *memoEntry  // the conversation's remembered turn, if any
+	work    *workSlices // where the working slices came from (see giveBack)
 	// The memo hash of the bytes after the messages array, when the memo
 	// knew them.
 	tailSum   uint64
@@ -108,7 +108,7 @@ func valueAt(body []byte, sp span) gjson.Result {
 // read again (see convMemo).
 func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) {
 	c := &conversation{systemAt: -1, taskAt: -1, body: body, memo: memo}
-	c.takeSpare()
+	c.takeWorkSlices()
 	cs := &c.scan
 	s := scanner{Scanner: wire.Scanner{B: body}}
 	if memo != nil {

@@ -139,7 +139,7 @@ func (s *scanner) chat(cs *chatScan) error {
 			if s.Peek() == '[' {
 				// About one message per 512 bytes of an agent's body: one
 				// allocation for most requests, none when cs.msgs has the
-				// room already (a spare, see takeSpare).
+				// room already (see takeWorkSlices).
 				if n := min(max(len(s.B)/512, 8), 256); cap(cs.msgs) >= n {
 					cs.msgs = cs.msgs[:0]
 				} else {

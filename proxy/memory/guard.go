@@ -80,7 +80,7 @@ func (m *Memory) ownFailures(budget *storeBudget, w *guardWindow, conversation s
 		return !retired
 	}
 	var own []*store.Incident
-	for i := 0; i < len(w.incidents) && w.others > 0; i++ {
+	for i := 0; i < len(w.incidents) && w.convIncidents > 0; i++ {
 		if in := &w.incidents[i]; mine(in) {
 			own = append(own, in)
 		}

@@ -31,8 +31,8 @@ const (
 	maxStepOutput = 1 << 10
 )
 
-// head returns at most the first n bytes of s, cut on a rune boundary.
-func head(s string, n int) string {
+// truncate returns at most the first n bytes of s, cut on a rune boundary.
+func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -244,7 +244,7 @@ func stepOf(seed maphash.Seed, tr *wire.ToolResult, defined []string) guard.Step
 		Failed: tr.Failed,
 		// A request that defines no tools says nothing of which exist.
 		Unknown: len(defined) > 0 && tr.Name != "" && !tr.Builtin && !slices.Contains(defined, tr.Name),
-		Output:  head(text, maxStepOutput),
+		Output:  truncate(text, maxStepOutput),
 	}
 }
 

@@ -52,11 +52,11 @@ type guardWindow struct {
 	validUntil         time.Time // when the oldest incident read leaves the window
 	// incidents may share its array with the windows that followed this
 	// one (see with): never append to it elsewhere.
-	incidents []store.Incident
-	extended  bool        // a window followed this one by appending to its array; guarded by guardCache.mu
-	others    int         // incidents that are not provider failures (at most this many, in a private window)
-	full      bool        // the read hit its limit: older incidents of a conversation may be missing
-	fixes     []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
+	incidents     []store.Incident
+	extended      bool        // a window followed this one by appending to its array; guarded by guardCache.mu
+	convIncidents int         // incidents of conversations, not provider failures (at most this many, in a private window)
+	full          bool        // the read hit its limit: older incidents of a conversation may be missing
+	fixes         []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
 
 	newest  time.Time       // of the incidents
 	pending []*pendingWrite // held in incidents, not yet in the store at version
@@ -106,7 +106,7 @@ type guardResult struct {
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, others: w.others}
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, convIncidents: w.convIncidents}
 	w.mu.Lock()
 	prov := w.prov
 	if same {
@@ -128,7 +128,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	}
 	w.own.add(add)
 	n.incidents = incs
-	n.others += others(add) - others(trimmed)
+	n.convIncidents += countConvIncidents(add) - countConvIncidents(trimmed)
 	for _, in := range add {
 		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
 			n.validUntil = u
@@ -185,12 +185,12 @@ func (w *guardWindow) without(p *pendingWrite) *guardWindow {
 			n.incidents = append(n.incidents, in)
 		}
 	}
-	n.others = others(n.incidents)
+	n.convIncidents = countConvIncidents(n.incidents)
 	return n
 }
 
-// others counts the incidents of incs that are not provider failures.
-func others(incs []store.Incident) int {
+// countConvIncidents counts the incidents of incs that are not provider failures.
+func countConvIncidents(incs []store.Incident) int {
 	n := 0
 	for i := range incs {
 		if !guard.ProviderFailure(incs[i].Type) {
@@ -228,7 +228,7 @@ func (w *guardWindow) private(now time.Time) *guardWindow {
 	})
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
 		validUntil: w.validUntil, incidents: w.incidents[:k:k], full: w.full, pending: w.pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, others: w.others}
+		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, convIncidents: w.convIncidents}
 	if k > 0 {
 		n.newest = w.incidents[k-1].Time
 	}

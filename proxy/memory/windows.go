@@ -304,7 +304,7 @@ func (m *Memory) readWindow(ctx context.Context, k tenantKey, version int64, now
 		return nil, err
 	}
 	w := &guardWindow{workspace: k.workspace, project: k.project, version: version, incidents: incs, fixes: fixes,
-		others: others(incs), full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, span),
+		convIncidents: countConvIncidents(incs), full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, span),
 		span: span, limit: m.opts.GuardReadLimit, own: &ownCache{}}
 	for _, in := range incs {
 		if in.Time.After(w.newest) {

@@ -8,41 +8,41 @@ import "sync"
 // when it remembers the turn. When it does not (a turn that repeats the
 // remembered one, such as a retry or every request of a rate-limit storm,
 // or a read that is not remembered), the next request reuses them.
-type spare struct {
+type workSlices struct {
 	msgs  []msgSpans
 	calls []callSpans
 	marks []mark
 	named []callName
 }
 
-// spares holds the slices of reads done with them. sync.Pool drops what
+// workSlicePool holds the slices of reads done with them. sync.Pool drops what
 // stays unused across garbage collections.
-var spares = sync.Pool{New: func() any { return new(spare) }}
+var workSlicePool = sync.Pool{New: func() any { return new(workSlices) }}
 
-// maxSpare bounds the slices kept for reuse: those of a longer
+// maxWorkSlices bounds the slices kept for reuse: those of a longer
 // conversation are left to the garbage collector.
-const maxSpare = 4096
+const maxWorkSlices = 4096
 
-// takeSpare gives c the slices of an earlier read to work in.
-func (c *conversation) takeSpare() {
-	sp := spares.Get().(*spare)
-	c.spare = sp
+// takeWorkSlices gives c the slices of an earlier read to work in.
+func (c *conversation) takeWorkSlices() {
+	sp := workSlicePool.Get().(*workSlices)
+	c.work = sp
 	c.scan.msgs, c.scan.calls, c.marks, c.calls = sp.msgs[:0], sp.calls[:0], sp.marks[:0], sp.named[:0]
 }
 
 // giveBack hands c's slices to the next read. c must not use them
 // afterwards (release drops them).
 func (c *conversation) giveBack() {
-	sp := c.spare
+	sp := c.work
 	if sp == nil {
 		return
 	}
-	c.spare = nil
-	if cap(c.scan.msgs) > maxSpare || cap(c.scan.calls) > maxSpare || cap(c.marks) > maxSpare || cap(c.calls) > maxSpare {
+	c.work = nil
+	if cap(c.scan.msgs) > maxWorkSlices || cap(c.scan.calls) > maxWorkSlices || cap(c.marks) > maxWorkSlices || cap(c.calls) > maxWorkSlices {
 		return
 	}
-	// Clear the call names: a spare must not keep strings of a request.
+	// Clear the call names: working slices must not keep strings of a request.
 	clear(c.calls[:cap(c.calls)])
 	sp.msgs, sp.calls, sp.marks, sp.named = c.scan.msgs[:0], c.scan.calls[:0], c.marks[:0], c.calls[:0]
-	spares.Put(sp)
+	workSlicePool.Put(sp)
 }
