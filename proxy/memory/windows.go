@@ -48,12 +48,6 @@ func newGuardCache(maxIncidents int) *guardCache {
 		steps: make(map[tenantKey][]loggedStep), writing: make(map[tenantKey]int)}
 }
 
-func (c *guardCache) get(k tenantKey) *guardWindow {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[k]
-}
-
 // current returns the tenant's window if it is the one at version or a
 // later one (versions only grow: the version was read before the window
 // followed a step), or if a batch of this replica is being committed for
@@ -87,12 +81,6 @@ func batchTenants(batch []*pendingWrite) []tenantKey {
 		}
 	}
 	return ks
-}
-
-func (c *guardCache) put(k tenantKey, w *guardWindow) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.putLocked(k, w)
 }
 
 func (c *guardCache) putLocked(k tenantKey, w *guardWindow) {
