@@ -91,8 +91,8 @@ type Match struct {
 // is computed for at most 32 candidates per result asked (those with the
 // best BM25 bounds), and solutions that share no term with the goal are
 // looked up by trigram only when fewer than q.K results were found,
-// reading at most 4096 trigram postings. A search of 100k solutions takes
-// well under a millisecond (BenchmarkSearch100k).
+// reading at most 4096 trigram postings: the work of a search does not
+// grow with the solutions that cannot match (BENCHMARKS.md measures it).
 func (ix *Index) Search(q Query) []Match {
 	s := ix.prepare(q)
 	if s == nil {

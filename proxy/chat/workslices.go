@@ -4,7 +4,7 @@ import "sync"
 
 // A request's read works in slices as long as its conversation: where
 // its messages and calls are, what was read up to each message, the calls
-// with an id (about 9 KB for a 20 KB agent request). The memo keeps them
+// with an id: about half the size of the request. The memo keeps them
 // when it remembers the turn. When it does not (a turn that repeats the
 // remembered one, such as a retry or every request of a rate-limit storm,
 // or a read that is not remembered), the next request reuses them.

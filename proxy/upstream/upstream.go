@@ -349,9 +349,9 @@ func Deliver(w ResponseWriter, clientCtx context.Context, a *Attempt, observe fu
 }
 
 // Copy buffers of Deliver. A stream holds its buffer for as long as it is
-// open, and its events arrive a few hundred bytes at a time: a 4 KiB buffer
-// (the transport's own read buffer size) keeps a thousand open streams
-// 28 MB smaller than 32 KiB buffers would; a larger event takes more reads.
+// open, and its events arrive a few hundred bytes at a time: a buffer the
+// size of the transport's own read buffer keeps open streams small, at
+// the cost of more reads for a larger event.
 var (
 	copyBufs   = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 	streamBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}

@@ -10,8 +10,8 @@ import (
 
 // Incidents are stored in bbolt in a compact hand encoding rather than JSON:
 // ListIncidents decodes every record it returns on the hot path of each
-// proxied request, and this form decodes several times faster
-// (BenchmarkIncidentCodec).
+// proxied request, and this form decodes with far less work than JSON
+// (BENCHMARKS.md measures it).
 //
 // Layout, version 1:
 //
