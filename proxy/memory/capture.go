@@ -34,7 +34,7 @@ func (m *Memory) Capture(t tenant.Tenant, info *wire.Info, answer string) {
 	// (a format's memo may hand them to the conversation's next turn).
 	c := solutionCapture{conv: recall.Conversation{Workspace: t.Workspace, Project: t.Project, Key: info.Key,
 		Goal: info.Goal, Tools: slices.Clone(info.Tools), FinalAnswer: answer}, tallies: tallies, at: m.opts.Now()}
-	if !m.captures.add(c) {
+	if !m.captures.offer(c) {
 		m.metrics.captureDropped.Inc()
 	}
 }
@@ -126,80 +126,17 @@ func (c *solutionCapture) solution() store.Solution {
 
 // captureQueue stores captured solutions in the background.
 type captureQueue struct {
-	m     *Memory
-	queue chan solutionCapture
+	m *Memory
+	*queue[solutionCapture]
 	// The gathering's clock and timer: time.Now and time.After.
 	clock func() time.Time
 	after func(time.Duration) <-chan time.Time
-
-	mu      sync.RWMutex
-	closed  bool
-	closing chan struct{} // closed by close: stop gathering, store what is left
-	done    chan struct{}
-	// Captures queued or being stored, and their cond (signalled at 0).
-	countMu sync.Mutex
-	count   int
-	idle    *sync.Cond
 }
 
 func newCaptureQueue(m *Memory) *captureQueue {
-	q := &captureQueue{m: m, queue: make(chan solutionCapture, CaptureQueueSize), clock: time.Now, after: time.After,
-		closing: make(chan struct{}), done: make(chan struct{})}
-	q.idle = sync.NewCond(&q.countMu)
+	q := &captureQueue{m: m, queue: newQueue[solutionCapture](CaptureQueueSize), clock: time.Now, after: time.After}
 	go q.loop()
 	return q
-}
-
-// add queues a capture; it never waits. It reports false when the capture
-// was dropped (the queue is full, or shut down).
-func (q *captureQueue) add(c solutionCapture) bool {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		return false
-	}
-	q.counted(1)
-	select {
-	case q.queue <- c:
-		return true
-	default:
-		q.counted(-1)
-		return false
-	}
-}
-
-func (q *captureQueue) counted(n int) {
-	q.countMu.Lock()
-	q.count += n
-	if q.count == 0 {
-		q.idle.Broadcast()
-	}
-	q.countMu.Unlock()
-}
-
-// wait returns once no capture is queued or being stored.
-func (q *captureQueue) wait() {
-	q.countMu.Lock()
-	for q.count > 0 {
-		q.idle.Wait()
-	}
-	q.countMu.Unlock()
-}
-
-func (q *captureQueue) close(ctx context.Context) error {
-	q.mu.Lock()
-	if !q.closed {
-		q.closed = true
-		close(q.queue)
-		close(q.closing)
-	}
-	q.mu.Unlock()
-	select {
-	case <-q.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // loop stores what the queue holds in one transaction, the last capture
@@ -215,7 +152,7 @@ func (q *captureQueue) loop() {
 	m := q.m
 	var batch []solutionCapture
 	var lastPut time.Time
-	for c := range q.queue {
+	for c := range q.ch {
 		if wait := CaptureSyncEvery - q.clock().Sub(lastPut); !lastPut.IsZero() && wait > 0 {
 			select {
 			case <-q.after(wait):
@@ -226,7 +163,7 @@ func (q *captureQueue) loop() {
 	drain:
 		for {
 			select {
-			case c, ok := <-q.queue:
+			case c, ok := <-q.ch:
 				if !ok {
 					break drain
 				}
@@ -261,7 +198,7 @@ func (q *captureQueue) loop() {
 			lastPut = q.clock()
 		}
 		clear(batch)
-		q.counted(-len(batch))
+		q.ended(len(batch))
 	}
 }
 

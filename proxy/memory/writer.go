@@ -67,9 +67,6 @@ const (
 	CaptureQueueSize   = 4096
 )
 
-// errWriterClosed is returned for a write submitted after Shutdown.
-var errWriterClosed = errors.New("proxy: the incident writer is shut down")
-
 // pendingWrite is one incident on its way to the store.
 type pendingWrite struct {
 	inc    store.Incident // prepared (store.PrepareIncident): what the store will read back
@@ -84,70 +81,20 @@ type pendingWrite struct {
 
 // incidentWriter stores incidents in batches, one transaction at a time.
 type incidentWriter struct {
-	m     *Memory
-	queue chan *pendingWrite
+	m *Memory
+	*queue[*pendingWrite]
 
 	// The store's health, as the last batches saw it.
 	healthMu sync.Mutex
 	lastOK   time.Time // when the last batch that committed ended
 	failed   bool      // the last batch failed
 	started  time.Time // when the batch being written began (zero: none)
-
-	// Writes submitted and not ended, and their cond (signalled at 0).
-	countMu sync.Mutex
-	count   int
-	idle    *sync.Cond
-
-	mu     sync.RWMutex // read: submitting; write: closing the queue
-	closed bool
-	done   chan struct{} // closed when the loop has stored everything and ended
 }
 
 func newIncidentWriter(m *Memory) *incidentWriter {
-	w := &incidentWriter{m: m, queue: make(chan *pendingWrite, incidentQueueSize), done: make(chan struct{})}
-	w.idle = sync.NewCond(&w.countMu)
+	w := &incidentWriter{m: m, queue: newQueue[*pendingWrite](incidentQueueSize)}
 	go w.loop()
 	return w
-}
-
-// submit queues p, waiting for room until ctx ends.
-func (w *incidentWriter) submit(ctx context.Context, p *pendingWrite) error {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
-		return errWriterClosed
-	}
-	w.counted(1)
-	select {
-	case w.queue <- p:
-		return nil
-	default:
-	}
-	select {
-	case w.queue <- p:
-		return nil
-	case <-ctx.Done():
-		w.counted(-1)
-		return ctx.Err()
-	}
-}
-
-func (w *incidentWriter) counted(n int) {
-	w.countMu.Lock()
-	w.count += n
-	if w.count == 0 {
-		w.idle.Broadcast()
-	}
-	w.countMu.Unlock()
-}
-
-// wait returns once every submitted write has ended.
-func (w *incidentWriter) wait() {
-	w.countMu.Lock()
-	for w.count > 0 {
-		w.idle.Wait()
-	}
-	w.countMu.Unlock()
 }
 
 // Health: how recent a commit must be, and how old the batch being
@@ -167,35 +114,18 @@ func (w *incidentWriter) committing() bool {
 	return w.started.IsZero() || now.Sub(w.started) < w.m.opts.StoreTimeout/4
 }
 
-// close stops new writes and waits, until ctx ends, for the queued ones to
-// be stored.
-func (w *incidentWriter) close(ctx context.Context) error {
-	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.queue)
-	}
-	w.mu.Unlock()
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 func (w *incidentWriter) loop() {
 	defer close(w.done)
 	batch := make([]*pendingWrite, 0, incidentBatchMax)
 	timer := time.NewTimer(incidentGather)
 	timer.Stop()
-	for p := range w.queue {
+	for p := range w.ch {
 		batch = append(batch[:0], p)
 		waited := p.waited
 	drain:
 		for len(batch) < incidentBatchMax {
 			select {
-			case p, ok := <-w.queue:
+			case p, ok := <-w.ch:
 				if !ok {
 					break drain
 				}
@@ -210,7 +140,7 @@ func (w *incidentWriter) loop() {
 		gather:
 			for len(batch) < incidentBatchMax {
 				select {
-				case p, ok := <-w.queue:
+				case p, ok := <-w.ch:
 					if !ok {
 						break gather
 					}
@@ -266,7 +196,7 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 	for _, p := range batch {
 		close(p.done)
 	}
-	w.counted(-len(batch))
+	w.ended(len(batch))
 }
 
 // writeIncident stores inc (with a dedupe key: once per key) through the
@@ -290,7 +220,7 @@ func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 	}
 	wait := !show || !m.writer.committing()
 	p.waited = wait
-	if err := m.writer.submit(ctx, p); err != nil {
+	if err := m.writer.push(ctx, p); err != nil {
 		if show {
 			m.guardCache.dropPending(p)
 		}
