@@ -182,8 +182,12 @@ func (s *Server) routes() *echo.Echo {
 		e.Any(prefix+"/*", s.passThrough)
 	}
 
-	e.GET("/", s.root)
-	e.HEAD("/", s.root)
+	for _, root := range []string{"/", "/w/:workspace/:project", "/w/:workspace/:project/"} {
+		// Clients such as Claude Code probe their base URL, which may be
+		// a tenant's root.
+		e.GET(root, s.root)
+		e.HEAD(root, s.root)
+	}
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))

@@ -252,17 +252,20 @@ func TestMessagesWithTheAnthropicSDK(t *testing.T) {
 			t.Fatalf("%d %s", res.StatusCode, b)
 		}
 	})
+	// Claude Code probes its base URL, which may be a tenant's root.
 	t.Run("HEAD and GET /", func(t *testing.T) {
-		for _, m := range []string{http.MethodHead, http.MethodGet} {
-			req, _ := http.NewRequest(m, in.BaseURL+"/", nil)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != 200 || (m == http.MethodGet && !strings.Contains(string(b), "/v1/messages")) {
-				t.Fatalf("%s /: %d %s", m, res.StatusCode, b)
+		for _, root := range []string{"/", "/w/team-a/api", "/w/team-a/api/"} {
+			for _, m := range []string{http.MethodHead, http.MethodGet} {
+				req, _ := http.NewRequest(m, in.BaseURL+root, nil)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 || (m == http.MethodGet && !strings.Contains(string(b), "/v1/messages")) {
+					t.Fatalf("%s %s: %d %s", m, root, res.StatusCode, b)
+				}
 			}
 		}
 	})
