@@ -194,7 +194,7 @@ func (s *Server) routes() *echo.Echo {
 
 	s.api.Register(e)
 
-	// The dashboard checks its own sessions (proxy/ui, dashboard.go).
+	// The dashboard checks its own sessions (proxy/ui, proxy/memoryapi).
 	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
 	e.Any("/ui/*", echo.WrapHandler(s.ui))
 	return e

@@ -16,7 +16,7 @@ import (
 )
 
 // Capture stores the solution of a conversation that finished well, in
-// the background (the capture queue, writer.go, builds, redacts and
+// the background (the capture queue, capture.go, builds, redacts and
 // writes it). A conversation is captured only when it ended well: a final
 // answer, and the latest result of every tool it called succeeded (a run
 // that gave up after a failure is no solution). Secrets in what is stored

@@ -18,7 +18,7 @@ import (
 // A batch no request waits for gathers for up to incidentGather first.
 //
 // A provider's failure is shown at once to the guard of every request
-// through this replica (the pending set, guardcache.go) until its write
+// through this replica (the pending set, windows.go) until its write
 // commits or fails, so its answer need not wait for the write: while the
 // store commits (the last batch committed within the last second, and the
 // batch being written, if any, began less than StoreTimeout/4 ago), the
