@@ -6,8 +6,11 @@ import (
 	"sync"
 )
 
-// errQueueClosed is returned by a push after the queue's close.
-var errQueueClosed = errors.New("memory: the queue is shut down")
+// Errors of a queue's put.
+var (
+	errQueueClosed = errors.New("memory: the queue is shut down")
+	errQueueFull   = errors.New("memory: the queue is full")
+)
 
 // queue hands work to one background goroutine and counts the work pushed
 // and not yet ended, so that a caller can wait for none (wait) and a
@@ -33,7 +36,14 @@ func newQueue[T any](size int) *queue[T] {
 }
 
 // push queues v, waiting for room until ctx ends.
-func (q *queue[T]) push(ctx context.Context, v T) error {
+func (q *queue[T]) push(ctx context.Context, v T) error { return q.put(ctx, v) }
+
+// offer queues v if there is room; it never waits. It reports false when
+// v was dropped (the queue is full, or shut down).
+func (q *queue[T]) offer(v T) bool { return q.put(nil, v) == nil }
+
+// put queues v; with a ctx it waits for room until ctx ends.
+func (q *queue[T]) put(ctx context.Context, v T) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
@@ -45,31 +55,17 @@ func (q *queue[T]) push(ctx context.Context, v T) error {
 		return nil
 	default:
 	}
-	select {
-	case q.ch <- v:
-		return nil
-	case <-ctx.Done():
-		q.adjust(-1)
-		return ctx.Err()
+	err := errQueueFull
+	if ctx != nil {
+		select {
+		case q.ch <- v:
+			return nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
-}
-
-// offer queues v if there is room; it never waits. It reports false when
-// v was dropped (the queue is full, or shut down).
-func (q *queue[T]) offer(v T) bool {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		return false
-	}
-	q.adjust(1)
-	select {
-	case q.ch <- v:
-		return true
-	default:
-		q.adjust(-1)
-		return false
-	}
+	q.adjust(-1)
+	return err
 }
 
 // ended notes that n items the consumer took have ended (stored, or
