@@ -6,11 +6,8 @@ import (
 	"sync"
 )
 
-// Errors of a queue's put.
-var (
-	errQueueClosed = errors.New("memory: the queue is shut down")
-	errQueueFull   = errors.New("memory: the queue is full")
-)
+// errQueueClosed is returned by a push after the queue's close.
+var errQueueClosed = errors.New("memory: the queue is shut down")
 
 // queue hands work to one background goroutine and counts the work pushed
 // and not yet ended, so that a caller can wait for none (wait) and a
@@ -36,36 +33,49 @@ func newQueue[T any](size int) *queue[T] {
 }
 
 // push queues v, waiting for room until ctx ends.
-func (q *queue[T]) push(ctx context.Context, v T) error { return q.put(ctx, v) }
+func (q *queue[T]) push(ctx context.Context, v T) error {
+	if !q.put(v, ctx.Done()) {
+		if q.isClosed() {
+			return errQueueClosed
+		}
+		return ctx.Err()
+	}
+	return nil
+}
 
 // offer queues v if there is room; it never waits. It reports false when
 // v was dropped (the queue is full, or shut down).
-func (q *queue[T]) offer(v T) bool { return q.put(nil, v) == nil }
+func (q *queue[T]) offer(v T) bool { return q.put(v, nil) }
 
-// put queues v; with a ctx it waits for room until ctx ends.
-func (q *queue[T]) put(ctx context.Context, v T) error {
+// put queues v, waiting for room until giveUp is closed (nil: not at
+// all). It reports whether v was queued.
+func (q *queue[T]) put(v T, giveUp <-chan struct{}) bool {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
-		return errQueueClosed
+		return false
 	}
 	q.adjust(1)
 	select {
 	case q.ch <- v:
-		return nil
+		return true
 	default:
 	}
-	err := errQueueFull
-	if ctx != nil {
+	if giveUp != nil {
 		select {
 		case q.ch <- v:
-			return nil
-		case <-ctx.Done():
-			err = ctx.Err()
+			return true
+		case <-giveUp:
 		}
 	}
 	q.adjust(-1)
-	return err
+	return false
+}
+
+func (q *queue[T]) isClosed() bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.closed
 }
 
 // ended notes that n items the consumer took have ended (stored, or
