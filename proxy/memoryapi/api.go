@@ -35,7 +35,7 @@ func (a *API) adminAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		k, ok := a.tenants.Authorize(c.Request().Header)
 		if !ok {
-			return a.writeError(c, &wire.Error{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"})
+			return &wire.Error{Status: http.StatusUnauthorized, Message: "The memory API needs the admin token or a gateway key.", Type: "invalid_request_error", Code: "unauthorized"}
 		}
 		if k != nil {
 			c.Set(scopeKey, k)
@@ -156,11 +156,11 @@ func incidentCode(in *incidentIn) (string, *wire.Error) {
 func (a *API) postIncident(c echo.Context) error {
 	var in incidentIn
 	if aerr := a.decodeJSON(c, &in); aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	inc, aerr := a.recordIncident(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	return c.JSON(http.StatusCreated, inc)
 }
@@ -210,11 +210,11 @@ func (a *API) listIncidents(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	limit, aerr := listLimit(q)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
@@ -234,7 +234,7 @@ func (a *API) deleteIncidents(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
@@ -263,7 +263,7 @@ func (a *API) getGuard(c echo.Context) error {
 	q := c.QueryParams()
 	v, aerr := a.previewGuard(c.Request().Context(), scopeOf(c), q.Get("workspace"), q.Get("project"), q.Get("session"))
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -355,20 +355,20 @@ func ParseConfidence(v float64) (float64, error) {
 func (a *API) postSolution(c echo.Context) error {
 	var in solutionIn
 	if aerr := a.decodeJSON(c, &in); aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	if len(in.Confidence) == 0 || string(in.Confidence) == "null" {
-		return a.writeError(c, wire.BadRequest("confidence: required, a number in [0,1]"))
+		return wire.BadRequest("confidence: required, a number in [0,1]")
 	}
 	var raw float64
 	if err := json.Unmarshal(in.Confidence, &raw); err != nil {
-		return a.writeError(c, wire.BadRequest("confidence: must be a number in [0,1]"))
+		return wire.BadRequest("confidence: must be a number in [0,1]")
 	}
 	sol, created, aerr := a.storeSolution(c.Request().Context(), scopeOf(c), store.Solution{
 		Workspace: in.Workspace, Project: in.Project, Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: raw,
 	})
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	status := http.StatusCreated
 	if !created {
@@ -429,7 +429,7 @@ func (a *API) storeSolution(ctx context.Context, k *tenant.Key, in store.Solutio
 func (a *API) listSolutions(c echo.Context) error {
 	ws, aerr := a.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
@@ -450,19 +450,19 @@ func (a *API) listSolutions(c echo.Context) error {
 func (a *API) deleteSolution(c echo.Context) error {
 	ws, aerr := a.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
 	sol, err := a.store.GetSolution(ctx, ws, c.Param("id"))
 	if err == nil {
 		if aerr := tenant.ProjectScope(scopeOf(c), sol.Project); aerr != nil {
-			return a.writeError(c, aerr)
+			return aerr
 		}
 		err = a.store.DeleteSolution(ctx, ws, sol.ID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return a.writeError(c, &wire.Error{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return &wire.Error{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"}
 	}
 	if err != nil {
 		return a.storeError(c, "delete_solution", err)
@@ -500,27 +500,27 @@ func (a *API) recallPreview(c echo.Context) error {
 	if v := q.Get("k"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5 {
-			return a.writeError(c, wire.BadRequest("k: must be a number from 1 to 5"))
+			return wire.BadRequest("k: must be a number from 1 to 5")
 		}
 		rq.K = n
 	}
 	if v := q.Get("min_similarity"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return a.writeError(c, wire.BadRequest("min_similarity: must be a number in [0,1]"))
+			return wire.BadRequest("min_similarity: must be a number in [0,1]")
 		}
 		rq.MinSimilarity = &f
 	}
 	if v := q.Get("include_below"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return a.writeError(c, wire.BadRequest("include_below: must be true or false"))
+			return wire.BadRequest("include_below: must be true or false")
 		}
 		rq.IncludeBelow = b
 	}
 	v, aerr := a.searchRecall(scopeOf(c), rq)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -580,14 +580,14 @@ func (a *API) searchRecall(k *tenant.Key, q recallQuery) (recallView, *wire.Erro
 func (a *API) deleteSolutions(c echo.Context) error {
 	k, asked := scopeOf(c), c.QueryParam("workspace")
 	if asked == "" && k == nil {
-		return a.writeError(c, wire.BadRequest("workspace: required (every solution of that workspace is deleted)"))
+		return wire.BadRequest("workspace: required (every solution of that workspace is deleted)")
 	}
 	ws, aerr := a.tenants.Workspace(k, asked)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	if aerr := tenant.ProjectScope(k, ""); aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
@@ -615,7 +615,7 @@ func (a *API) memoryStoreCtx(ctx context.Context) (context.Context, context.Canc
 
 // storeError answers a failed store call of the memory API.
 func (a *API) storeError(c echo.Context, op string, err error) error {
-	return a.writeError(c, a.storeAPIError(c.Request().Context(), op, err))
+	return a.storeAPIError(c.Request().Context(), op, err)
 }
 
 // storeAPIError records a failed store call of the memory API or MCP
@@ -660,11 +660,11 @@ const (
 func (a *API) postFix(c echo.Context) error {
 	var in fixIn
 	if aerr := a.decodeJSON(c, &in); aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	f, created, aerr := a.storeFix(c.Request().Context(), scopeOf(c), &in)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	status := http.StatusCreated
 	if !created {
@@ -759,11 +759,11 @@ func (a *API) listFixes(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	limit, aerr := listLimit(q)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
@@ -781,13 +781,13 @@ func (a *API) deleteFix(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), false)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
 	err := a.store.DeleteFix(ctx, t.Workspace, t.Project, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) {
-		return a.writeError(c, &wire.Error{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"})
+		return &wire.Error{Status: http.StatusNotFound, Message: "No fix with that id in workspace " + tenant.Quote(t.Workspace) + ", project " + tenant.Quote(t.Project) + ".", Type: "invalid_request_error", Code: "not_found"}
 	}
 	if err != nil {
 		return a.storeError(c, "delete_fix", err)
@@ -801,7 +801,7 @@ func (a *API) deleteFixes(c echo.Context) error {
 	q := c.QueryParams()
 	t, aerr := a.tenantFor(c, q.Get("workspace"), q.Get("project"), true)
 	if aerr != nil {
-		return a.writeError(c, aerr)
+		return aerr
 	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()

@@ -173,7 +173,7 @@ func (a *API) serveMCP(c echo.Context) error {
 	k, ok := a.tenants.Authorize(r.Header)
 	if !ok {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="scarproxy"`)
-		return a.writeError(c, &wire.Error{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"})
+		return &wire.Error{Status: http.StatusUnauthorized, Message: "MCP needs the admin token or a gateway key (Authorization: Bearer KEY).", Type: "invalid_request_error", Code: "unauthorized"}
 	}
 	caller := mcpCaller{
 		key:       k,
@@ -183,20 +183,20 @@ func (a *API) serveMCP(c echo.Context) error {
 	}
 	if caller.workspace != "" {
 		if _, aerr := a.tenants.Workspace(k, caller.workspace); aerr != nil {
-			return a.writeError(c, aerr)
+			return aerr
 		}
 	}
 	if caller.project != "" {
 		if err := tenant.ValidName(caller.project); err != nil {
-			return a.writeError(c, wire.BadRequest("project: "+err.Error()))
+			return wire.BadRequest("project: "+err.Error())
 		}
 		if aerr := tenant.ProjectScope(k, caller.project); aerr != nil {
-			return a.writeError(c, aerr)
+			return aerr
 		}
 	}
 	if caller.session != "" {
 		if err := tenant.ValidName(caller.session); err != nil {
-			return a.writeError(c, wire.BadRequest("invalid "+tenant.HeaderSession+": "+err.Error()))
+			return wire.BadRequest("invalid "+tenant.HeaderSession+": "+err.Error())
 		}
 	}
 	a.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))

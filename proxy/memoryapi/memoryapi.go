@@ -91,7 +91,7 @@ func New(opts Options) (*API, error) {
 // Register adds the API's routes to e: /scar/v1, and MCP at /mcp and
 // /w/{workspace}/{project}/mcp.
 func (a *API) Register(e *echo.Echo) {
-	g := e.Group("/scar/v1", a.adminAuth)
+	g := e.Group("/scar/v1", a.answerErrors, a.adminAuth)
 	g.POST("/incidents", a.postIncident)
 	g.GET("/incidents", a.listIncidents)
 	g.DELETE("/incidents", a.deleteIncidents)
@@ -108,8 +108,8 @@ func (a *API) Register(e *echo.Echo) {
 	g.DELETE("/fixes/:id", a.deleteFix)
 
 	// MCP (streamable HTTP); the handler checks the memory API's credentials.
-	e.Any("/mcp", a.serveMCP)
-	e.Any("/w/:workspace/:project/mcp", a.serveMCP)
+	e.Any("/mcp", a.serveMCP, a.answerErrors)
+	e.Any("/w/:workspace/:project/mcp", a.serveMCP, a.answerErrors)
 }
 
 // Dashboard returns the dashboard's handler, on the API as its source.
@@ -121,4 +121,15 @@ func (a *API) Dashboard() (*ui.Handler, error) {
 	return ui.New(ui.Options{Source: dashSource{a}, Secret: secret, Logger: a.log, Now: a.memory.Now})
 }
 
-func (a *API) writeError(c echo.Context, e *wire.Error) error { return a.opts.WriteError(c, e) }
+// answerErrors gives every handler of the API one shape: it returns a
+// *wire.Error for what it refuses or fails, answered here in the server's
+// error shape; any other error goes on to Echo's error handler.
+func (a *API) answerErrors(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if e, ok := err.(*wire.Error); ok && e != nil {
+			return a.opts.WriteError(c, e)
+		}
+		return err
+	}
+}
