@@ -188,7 +188,7 @@ func (a *API) serveMCP(c echo.Context) error {
 	}
 	if caller.project != "" {
 		if err := tenant.ValidName(caller.project); err != nil {
-			return wire.BadRequest("project: "+err.Error())
+			return wire.BadRequest("project: " + err.Error())
 		}
 		if aerr := tenant.ProjectScope(k, caller.project); aerr != nil {
 			return aerr
@@ -196,7 +196,7 @@ func (a *API) serveMCP(c echo.Context) error {
 	}
 	if caller.session != "" {
 		if err := tenant.ValidName(caller.session); err != nil {
-			return wire.BadRequest("invalid "+tenant.HeaderSession+": "+err.Error())
+			return wire.BadRequest("invalid " + tenant.HeaderSession + ": " + err.Error())
 		}
 	}
 	a.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
