@@ -93,7 +93,22 @@ type Config struct {
 	// HardStopAfter is how many repeats trigger the hard stop. 0 means
 	// StopAfter+2; below StopAfter it counts as StopAfter.
 	HardStopAfter int `yaml:"hard_stop_after"`
+
+	// Placement says where the proxy puts the blocks. PlacementTurn (the
+	// default; "" means it) puts the blocks that change during a
+	// conversation (STOP, guard, learned fixes) at the end of its newest
+	// turn and its recall block in its first user turn, so that no byte a
+	// provider caches changes. PlacementSystem puts every block in front
+	// of the system text: the whole conversation is then read again, and
+	// billed as uncached, on every turn whose blocks change.
+	Placement string `yaml:"placement"`
 }
+
+// Values of [Config.Placement].
+const (
+	PlacementTurn   = "turn"
+	PlacementSystem = "system"
+)
 
 // PatternConfig is one failure pattern.
 //
@@ -376,6 +391,9 @@ func (c Config) compile() ([]pattern, error) {
 	}
 	if c.Window < 0 {
 		bad("window", "must not be negative, got %s (0 means %s)", c.Window, DefaultWindow)
+	}
+	if c.Placement != "" && c.Placement != PlacementTurn && c.Placement != PlacementSystem {
+		bad("placement", "must be %q or %q, got %q", PlacementTurn, PlacementSystem, c.Placement)
 	}
 	if c.StopAfter < 0 {
 		bad("stop_after", "must not be negative, got %d (0 means %d)", c.StopAfter, DefaultStopAfter)

@@ -247,28 +247,33 @@ func TestGuardCacheFollowsStoreAndWindow(t *testing.T) {
 	}
 }
 
-// TestRecallCacheFollowsTheIndex: a conversation's recall is cached between
-// turns, and a deleted (or new) solution shows on the next turn.
-func TestRecallCacheFollowsTheIndex(t *testing.T) {
+// TestRecallIsFrozenPerConversation: a conversation's recall is decided
+// on its first request and re-sent unchanged: a solution stored meanwhile
+// does not change it (a new conversation gets it), and a solution deleted
+// meanwhile leaves it.
+func TestRecallIsFrozenPerConversation(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL)
-	body := `{"model":"m","messages":[{"role":"user","content":"rotate the TLS certificates of the ingress"}]}`
-	recalled := func() string {
-		res, _ := h.chat(body, nil)
+	recalled := func(task string) string {
+		res, _ := h.chat(`{"model":"m","messages":[{"role":"user","content":"`+task+`"}]}`, nil)
 		return res.Header.Get(HeaderRecall)
 	}
-	if r := recalled(); r != "0" {
+	const running, next = "rotate the TLS certificates of the ingress", "rotate the TLS certificates of the ingress controller"
+	if r := recalled(running); r != "0" {
 		t.Fatalf("empty memory: recall %s", r)
 	}
 	res := h.do("POST", "/scar/v1/solutions", []byte(`{"goal":"Rotate the ingress TLS certificates","approach":"cert-manager renew","outcome":"ok","confidence":0.9}`), nil)
 	res.Body.Close()
-	if r := recalled(); r != "1" {
-		t.Fatalf("after storing: recall %s (stale cache)", r)
+	if r := recalled(running); r != "0" {
+		t.Fatalf("a solution stored during the conversation changed its recall: %s", r)
+	}
+	if r := recalled(next); r != "1" {
+		t.Fatalf("a new conversation: recall %s", r)
 	}
 	sols, _ := h.store.ListSolutions(context.Background(), "default")
 	res = h.do("DELETE", "/scar/v1/solutions/"+sols[0].ID, nil, nil)
 	res.Body.Close()
-	if r := recalled(); r != "0" {
+	if r := recalled(next); r != "0" {
 		t.Fatalf("after deleting: recall %s (stale cache)", r)
 	}
 }

@@ -133,8 +133,9 @@ func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
 // original bytes, and the turn places nothing.
 func (s *Server) place(ex *exchange, body []byte) {
 	tu := &ex.turn
-	dst := *ex.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + 64)
-	out, err := ex.req.Inject(dst, body, tu.Stop, tu.Guard, tu.Recall)
+	p := wire.Placement{Turn: []wire.Block{tu.Stop, tu.Guard}, Recall: tu.Recall, System: s.placeInSystem}
+	dst := *ex.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + 256)
+	out, err := ex.req.Inject(dst, body, p)
 	if err == nil && tu.Loop.Level >= guard.LevelHardStop {
 		// The hard stop: this turn, the model must answer in words.
 		out, err = wire.SetMember(out, "tool_choice", ex.format.NoTools())

@@ -44,6 +44,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/chat"
@@ -92,6 +93,7 @@ type Server struct {
 	// remember conversations between turns.
 	chat, responses, messages wire.Format
 	formats                   map[string]wire.Format // by API name (providers.API*)
+	placeInSystem             bool                   // guard.placement: system
 	echo                      *echo.Echo
 	api                       *memoryapi.API // /scar/v1, /mcp and the dashboard's data
 	ui                        *ui.Handler    // the dashboard under /ui/
@@ -122,6 +124,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		chat:      chat.New(),
 		responses: responses.New(),
 		messages:  messages.New(),
+
+		placeInSystem: opts.Guard != nil && opts.Guard.Config().Placement == guard.PlacementSystem,
 	}
 	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages}
 	if s.memory, err = memory.New(ctx, opts.Options, s.metrics.registry); err != nil {

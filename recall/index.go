@@ -144,6 +144,19 @@ func (ix *Index) Delete(workspace, id string) {
 	}
 }
 
+// Has reports whether the workspace's index holds the solution with the
+// given ID.
+func (ix *Index) Has(workspace, id string) bool {
+	ws := ix.workspace(workspace, false)
+	if ws == nil {
+		return false
+	}
+	ws.mu.RLock()
+	defer ws.mu.RUnlock()
+	_, ok := ws.byID[id]
+	return ok
+}
+
 // Len returns the number of solutions indexed for the workspace.
 func (ix *Index) Len(workspace string) int {
 	ws := ix.workspace(workspace, false)

@@ -56,7 +56,8 @@ func (*Format) StreamError(e wire.Error) []byte { return wire.Event("", wire.Ope
 func (c *conversation) Info() *wire.Info { return &c.info }
 
 // Inject implements [wire.Request].
-func (c *conversation) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error) {
+func (c *conversation) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
+	blocks := p.Blocks()
 	return injectSystem(dst, body, c, blocks...)
 }
 

@@ -1,15 +1,21 @@
 package memory
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 )
 
-// recallCache keeps the recall of each (tenant, goal, conversation) with
-// the recall index version it was computed from: the query of a
-// conversation is its first user message, the same on every turn.
+// recallCache keeps the recall of each conversation, decided once, on
+// its first request: the block is in the conversation's first user turn
+// (or its system text), which the provider caches, so it is re-sent byte
+// for byte on every later turn. Solutions stored meanwhile do not change a
+// running conversation; a solution deleted meanwhile (wrong, or pruned)
+// leaves it. The cache is bounded: a conversation it forgot, like one
+// whose first request another replica or process saw, recalls nothing
+// from then on.
 type recallCache struct {
 	mu  sync.Mutex
 	max int
@@ -21,7 +27,7 @@ type recallCache struct {
 type recallKey struct{ workspace, project, conversation string }
 
 type recallResult struct {
-	version int64
+	version int64 // of the recall index, when the matches were last checked
 	matches []recall.Match
 	block   wire.Block
 }
@@ -32,21 +38,28 @@ func newRecallCache(max int) *recallCache {
 
 // recallFor returns the matches of a conversation's goal and their block;
 // conversation is its key (recall.ConversationKey), never recalled itself.
-func (m *Memory) recallFor(workspace, project, goal, conversation string) ([]recall.Match, wire.Block) {
+// later says the request is not the conversation's first (wire.Info.Later).
+func (m *Memory) recallFor(workspace, project, goal, conversation string, later bool) ([]recall.Match, wire.Block) {
 	version := m.indexVersion.Load()
 	k := recallKey{workspace, project, conversation}
 	c := m.recallCache
 	c.mu.Lock()
 	r, ok := c.m[k]
 	c.mu.Unlock()
-	if ok && r.version == version {
+	switch {
+	case ok && r.version == version:
 		return r.matches, r.block
+	case ok:
+		r = m.withoutDeleted(r, version)
+	case later:
+		r = recallResult{version: version} // decided on a request this replica did not see
+	default:
+		matches := m.index.Search(recall.Query{
+			Workspace: workspace, Project: project, Goal: goal,
+			K: m.recall.MaxResults, MinSimilarity: m.recall.MinSimilarity, ExcludeKey: conversation,
+		})
+		r = recallResult{version: version, matches: matches, block: wire.NewBlock(recall.Block(matches))}
 	}
-	matches := m.index.Search(recall.Query{
-		Workspace: workspace, Project: project, Goal: goal,
-		K: m.recall.MaxResults, MinSimilarity: m.recall.MinSimilarity, ExcludeKey: conversation,
-	})
-	r = recallResult{version: version, matches: matches, block: wire.NewBlock(recall.Block(matches))}
 	c.mu.Lock()
 	if len(c.m) >= c.max {
 		clear(c.m)
@@ -54,4 +67,18 @@ func (m *Memory) recallFor(workspace, project, goal, conversation string) ([]rec
 	c.m[k] = r
 	c.mu.Unlock()
 	return r.matches, r.block
+}
+
+// withoutDeleted returns r checked against the index at version: the
+// matches whose solution is no longer there leave, and the block changes
+// only then.
+func (m *Memory) withoutDeleted(r recallResult, version int64) recallResult {
+	kept := slices.DeleteFunc(slices.Clone(r.matches), func(mt recall.Match) bool {
+		return !m.index.Has(mt.Solution.Workspace, mt.Solution.ID)
+	})
+	if len(kept) < len(r.matches) {
+		r.matches, r.block = kept, wire.NewBlock(recall.Block(kept))
+	}
+	r.version = version
+	return r
 }

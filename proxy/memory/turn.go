@@ -144,10 +144,11 @@ func (d *decision) deriveGuard() error {
 	return nil
 }
 
-// recall finds the solutions of tasks like the conversation's.
+// recall finds the solutions of tasks like the conversation's, once per
+// conversation (see recallCache).
 func (d *decision) recall() {
 	if d.info.Goal != "" {
-		d.turn.Matches, d.turn.Recall = d.m.recallFor(d.t.Workspace, d.t.Project, d.info.Goal, d.info.Key)
+		d.turn.Matches, d.turn.Recall = d.m.recallFor(d.t.Workspace, d.t.Project, d.info.Goal, d.info.Key, d.info.Later)
 	}
 }
 

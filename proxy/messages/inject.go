@@ -20,7 +20,8 @@ func (r *request) Forwarded(bool) {}
 
 // Inject implements [wire.Request]: the blocks go in front of the
 // top-level system text, which is created when absent.
-func (r *request) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error) {
+func (r *request) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
+	blocks := p.Blocks()
 	if out, done := wire.InjectMember(dst, body, r.system, "system", blocks); done {
 		return out, nil
 	}

@@ -100,7 +100,7 @@ func inject(t *testing.T, body string, blocks ...wire.Block) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.Inject(nil, []byte(body), blocks...)
+	out, err := r.Inject(nil, []byte(body), wire.Placement{Turn: blocks, System: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func FuzzInject(f *testing.F) {
 		if withBlocks {
 			blocks = agenttest.Blocks()
 		}
-		out, err := r.Inject(nil, []byte(body), blocks...)
+		out, err := r.Inject(nil, []byte(body), wire.Placement{Turn: blocks, System: true})
 		if err != nil {
 			return // the proxy then forwards the original bytes
 		}
@@ -343,7 +343,7 @@ func TestClaudeCodeRequests(t *testing.T) {
 		if n != failed || in.ToolCount != failed {
 			t.Fatalf("%s: %d failed Bash results of %d, want %d", name, n, in.ToolCount, failed)
 		}
-		out, err := r.Inject(nil, body, agenttest.Blocks()...)
+		out, err := r.Inject(nil, body, wire.Placement{Turn: agenttest.Blocks(), System: true})
 		if err != nil {
 			t.Fatal(err)
 		}

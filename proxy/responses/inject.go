@@ -13,7 +13,7 @@ func (r *request) Forwarded(bool) {}
 // Inject implements [wire.Request]: the blocks go in front of the
 // instructions, which are created when absent. Instructions of a type the
 // API does not define are left as the client sent them.
-func (r *request) Inject(dst, body []byte, blocks ...wire.Block) ([]byte, error) {
-	out, _ := wire.InjectMember(dst, body, r.instructions, "instructions", blocks)
+func (r *request) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
+	out, _ := wire.InjectMember(dst, body, r.instructions, "instructions", p.Blocks())
 	return out, nil
 }

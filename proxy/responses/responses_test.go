@@ -192,7 +192,7 @@ func inject(t *testing.T, body string, blocks ...wire.Block) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.Inject(nil, []byte(body), blocks...)
+	out, err := r.Inject(nil, []byte(body), wire.Placement{Turn: blocks, System: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func FuzzInject(f *testing.F) {
 		if withBlocks {
 			blocks = agenttest.Blocks()
 		}
-		out, err := r.Inject(nil, []byte(body), blocks...)
+		out, err := r.Inject(nil, []byte(body), wire.Placement{Turn: blocks, System: true})
 		if err != nil {
 			return
 		}
@@ -327,7 +327,7 @@ func TestCodexRequests(t *testing.T) {
 		if n != tc.failed || in.ToolCount != tc.failed {
 			t.Fatalf("%s: %d failed results of %d, want %d", tc.name, n, in.ToolCount, tc.failed)
 		}
-		out, err := r.Inject(nil, body, agenttest.Blocks()...)
+		out, err := r.Inject(nil, body, wire.Placement{Turn: agenttest.Blocks(), System: true})
 		if err != nil {
 			t.Fatal(err)
 		}

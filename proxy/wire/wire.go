@@ -57,12 +57,12 @@ type Request interface {
 	// Info is what was read. The pipeline sets the verdicts of the tool
 	// results.
 	Info() *Info
-	// Inject returns the body with blocks in front of its system text,
-	// after stripping the blocks an earlier turn may have left there. When
-	// nothing changes it returns body itself, so the provider receives the
-	// client's exact bytes. A new body is appended to dst[:0] (dst may be
-	// nil). body is the body Read was given.
-	Inject(dst, body []byte, blocks ...Block) ([]byte, error)
+	// Inject returns the body with the blocks placed as p says, after
+	// stripping the blocks an earlier turn may have left where they go.
+	// When nothing changes it returns body itself, so the provider
+	// receives the client's exact bytes. A new body is appended to dst[:0]
+	// (dst may be nil). body is the body Read was given.
+	Inject(dst, body []byte, p Placement) ([]byte, error)
 	// Forwarded is called once, just before the body goes to the
 	// provider; the request must not refer to the body afterwards.
 	// remember reports that the reading is complete (every tool result
@@ -82,6 +82,10 @@ type Info struct {
 	System string // the system text received, with any earlier blocks
 	Goal   string // the user's task: what recall searches and capture stores
 	Key    string // the conversation's recall key (recall.ConversationKey)
+	// Later says the request holds an earlier answer of the model (an
+	// assistant turn, or a previous_response_id): it is not its
+	// conversation's first.
+	Later bool
 
 	Tools     []string // names of the tools the assistant called, in order
 	ToolCount int      // tool results in the conversation

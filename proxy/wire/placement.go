@@ -1,0 +1,87 @@
+package wire
+
+import "strings"
+
+// Placement says which blocks a request gets and where they go. A byte a
+// provider caches is not the proxy's to change: by default the blocks
+// that change during a conversation go into its newest turn, and the
+// conversation's recall block, the same on every turn, into its first user
+// turn; nothing before them changes.
+type Placement struct {
+	// Turn holds the blocks that change during a conversation, in order:
+	// the STOP block, then the guard block with its learned fixes.
+	Turn []Block
+	// Recall is the conversation's recall block: decided once, the same
+	// bytes on every turn.
+	Recall Block
+	// System puts every block in front of the system text (Turn, then
+	// Recall), as guard.placement: system asks, at the cost of the cached
+	// prefix. Otherwise Turn goes at the end of the newest turn and Recall
+	// at the end of the conversation's first user turn, each framed (see
+	// Framed) in the API's own idiom.
+	System bool
+}
+
+// Blocks returns the blocks in the order they open the system text:
+// Turn, then Recall.
+func (p Placement) Blocks() []Block {
+	out := make([]Block, 0, len(p.Turn)+1)
+	out = append(out, p.Turn...)
+	return append(out, p.Recall)
+}
+
+// Empty reports whether p places no block.
+func (p Placement) Empty() bool { return Empty(p.Turn) && len(p.Recall.JSON) == 0 }
+
+// The frame of blocks placed in a conversation's turns: the model reads
+// them as a note from the system, not as the user's words (the form
+// Claude Code itself uses for its reminders in user turns). What is
+// inside keeps the blocks' own markers and wording.
+const (
+	FrameStart = "<system-reminder>"
+	FrameNote  = "Note from scarproxy, the proxy between this agent and its model provider (not from the user):"
+	FrameEnd   = "</system-reminder>"
+)
+
+// Framed returns one block holding blocks inside the frame, or an empty
+// block when none has text.
+func Framed(blocks ...Block) Block {
+	inner := JoinBlocks(blocks)
+	if inner == "" {
+		return Block{}
+	}
+	return NewBlock(FrameStart + "\n" + FrameNote + "\n\n" + inner + "\n" + FrameEnd)
+}
+
+// StripFramed removes from text every frame that holds nothing but
+// blocks (Strip removes those) and the blank line before it: what is left
+// is what the client wrote.
+func StripFramed(text string) string {
+	if !strings.Contains(text, FrameStart) {
+		return Strip(text)
+	}
+	open := FrameStart + "\n" + FrameNote + "\n"
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, open)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], FrameEnd)
+		if j < 0 {
+			break
+		}
+		inner := rest[i+len(open) : i+j]
+		if strings.TrimSpace(Strip(inner)) != "" {
+			// Not only blocks: text of someone else's, kept as it is.
+			b.WriteString(rest[:i+j+len(FrameEnd)])
+			rest = rest[i+j+len(FrameEnd):]
+			continue
+		}
+		b.WriteString(strings.TrimRight(rest[:i], "\n"))
+		rest = rest[i+j+len(FrameEnd):]
+	}
+	b.WriteString(rest)
+	return Strip(b.String())
+}
