@@ -48,7 +48,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 	}{
 		{
 			name: "claude code", path: "/v1/messages?beta=true", dir: "messages/testdata/agents/claude",
-			system: "system.1.text", // after Claude Code's billing header block
+			system: newestMessagesBlock, // framed: see unframed
 			tool:   "Bash",
 			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
 				`"description":"Create settings"}`,
@@ -145,6 +145,9 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 			// The turn with four failures of the same call.
 			res, _, got := send("stop")
 			sys := gjson.GetBytes(got.Body, tt.system).Str
+			if tt.system == newestMessagesBlock {
+				sys = unframed(sys)
+			}
 			if l, g := res.Header.Get(HeaderLoop), res.Header.Get(HeaderGuard); l != "stop" || g != "1" {
 				t.Fatalf("stop turn: X-Scar-Loop %q, X-Scar-Guard %q", l, g)
 			}

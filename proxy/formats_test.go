@@ -14,6 +14,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -25,7 +26,8 @@ type wireFormat struct {
 	// turn is a request whose history holds n failed calls of run_shell,
 	// each answered by the same syntax error.
 	turn func(n int) string
-	// system is the system text of a request as forwarded.
+	// system is what the proxy told the model in a request as forwarded:
+	// the system text, or the blocks it placed in the newest turn.
 	system func(body []byte) string
 	// answer is the provider's final answer in the API's shape.
 	answer string
@@ -81,9 +83,24 @@ var wireFormats = []wireFormat{
 			}
 			return `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],"messages":[` + strings.Join(msgs, ",") + `]}`
 		},
-		system: func(b []byte) string { return gjson.GetBytes(b, "system.0.text").String() },
+		system: func(b []byte) string { return unframed(gjson.GetBytes(b, newestMessagesBlock).Str) },
 		answer: `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn"}`,
 	},
+}
+
+// newestMessagesBlock is the path of the text of the last block of the
+// last message of a Messages body, where the proxy places the blocks of
+// the turn (guard.placement: turn).
+const newestMessagesBlock = "messages.@reverse.0.content.@reverse.0.text"
+
+// unframed returns the blocks inside text when it is a frame the proxy
+// placed in a turn (wire.Framed), else "".
+func unframed(text string) string {
+	inner, ok := strings.CutPrefix(text, wire.FrameStart+"\n"+wire.FrameNote+"\n\n")
+	if inner, found := strings.CutSuffix(inner, "\n"+wire.FrameEnd); ok && found {
+		return inner
+	}
+	return ""
 }
 
 // allAPIs is an upstream that serves the three APIs, answering each in its

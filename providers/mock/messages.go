@@ -28,7 +28,7 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 		model = Models[0]
 	}
 	t := messagesTurn(msgs)
-	t.model, t.system = model, systemBlocksText(gjson.GetBytes(body, "system"))
+	t.model, t.system = model, joinNonEmpty(systemBlocksText(gjson.GetBytes(body, "system")), framedBlocks(msgs))
 	t.toolsForbidden = gjson.GetBytes(body, "tool_choice.type").String() == "none"
 	r, d, err := m.answer(req, body, t)
 	if err != nil {
@@ -51,7 +51,8 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 // conversation's last message (system messages after it do not count:
 // Claude Code puts one after the user's message, listing its agents or
 // skills), and the tool calls (tool_use blocks) and results (tool_result
-// blocks) after it.
+// blocks) after it. Text blocks the proxy framed are not the user's (see
+// framedBlocks).
 func messagesTurn(msgs gjson.Result) turn {
 	arr := msgs.Array()
 	last := len(arr) - 1
@@ -62,7 +63,7 @@ func messagesTurn(msgs gjson.Result) turn {
 		if arr[i].Get("role").Str != "user" || onlyToolResults(arr[i].Get("content")) {
 			continue
 		}
-		t := turn{user: contentText(arr[i].Get("content")), userLast: i == last}
+		t := turn{user: contentText(withoutFrames(arr[i].Get("content"))), userLast: i == last}
 		for _, msg := range arr[i+1:] {
 			role := msg.Get("role").Str
 			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
@@ -86,6 +87,9 @@ func onlyToolResults(content gjson.Result) bool {
 	}
 	n, results := 0, 0
 	content.ForEach(func(_, block gjson.Result) bool {
+		if framed(block) != "" {
+			return true
+		}
 		n++
 		if block.Get("type").Str == "tool_result" {
 			results++
@@ -93,6 +97,68 @@ func onlyToolResults(content gjson.Result) bool {
 		return true
 	})
 	return n > 0 && n == results
+}
+
+// The frame in which scarproxy places its blocks in a conversation's turns
+// (proxy/wire: FrameStart, FrameNote, FrameEnd), copied here: this
+// package imports no other of scarproxy.
+const (
+	frameOpen = "<system-reminder>\nNote from scarproxy, the proxy between this agent and its model provider (not from the user):\n"
+	frameEnd  = "\n</system-reminder>"
+)
+
+// framed returns the blocks inside block when it is a text block the proxy
+// framed, else "".
+func framed(block gjson.Result) string {
+	t := block.Get("text")
+	if block.Get("type").Str != "text" || !strings.HasPrefix(t.Str, frameOpen) || !strings.HasSuffix(t.Str, frameEnd) {
+		return ""
+	}
+	return strings.TrimSpace(t.Str[len(frameOpen) : len(t.Str)-len(frameEnd)])
+}
+
+// framedBlocks returns what [[mock:echo]] adds to the system text: the
+// blocks the proxy framed in the messages, in order, joined by a blank
+// line.
+func framedBlocks(msgs gjson.Result) string {
+	var blocks []string
+	msgs.ForEach(func(_, msg gjson.Result) bool {
+		msg.Get("content").ForEach(func(_, block gjson.Result) bool {
+			if f := framed(block); f != "" {
+				blocks = append(blocks, f)
+			}
+			return true
+		})
+		return true
+	})
+	return strings.Join(blocks, "\n\n")
+}
+
+// joinNonEmpty joins the texts that are not empty with a blank line.
+func joinNonEmpty(texts ...string) string {
+	kept := texts[:0]
+	for _, t := range texts {
+		if t != "" {
+			kept = append(kept, t)
+		}
+	}
+	return strings.Join(kept, "\n\n")
+}
+
+// withoutFrames returns an array content without the text blocks the
+// proxy framed.
+func withoutFrames(content gjson.Result) gjson.Result {
+	if !content.IsArray() {
+		return content
+	}
+	var kept []string
+	content.ForEach(func(_, block gjson.Result) bool {
+		if framed(block) == "" {
+			kept = append(kept, block.Raw)
+		}
+		return true
+	})
+	return gjson.Parse("[" + strings.Join(kept, ",") + "]")
 }
 
 // systemBlocksText returns the text [[mock:echo]] answers for a Messages

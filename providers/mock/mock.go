@@ -79,7 +79,9 @@ import (
 //	                      first system or developer message (array parts joined
 //	                      by "\n"); responses, the instructions string;
 //	                      messages, the top-level system string, or the text of
-//	                      its text blocks joined by "\n\n" (a blank line)
+//	                      its text blocks joined by "\n\n" (a blank line),
+//	                      followed by the blocks the proxy framed in the
+//	                      messages, each after a blank line
 //	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
 //	                      responses response.completed, messages message_stop)
 //	[[mock:stream_error]] stream: send the API's error event after the first

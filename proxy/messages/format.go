@@ -1,8 +1,15 @@
 // Package messages is the Anthropic Messages API wire format
 // (POST /v1/messages): the format of Claude Code and the Anthropic SDKs.
 //
-// Blocks go into the top-level "system": in front of a string, or as a
-// text block of their own in front of an array of blocks, whose
+// By default (guard.placement: turn) blocks go where they cost no cached
+// prefix: the turn's blocks (STOP, guard) as a text block at the end of the
+// last user message, after its tool_result blocks; the conversation's
+// recall block as a text block at the end of the first user message; each
+// framed as a note from the proxy (wire.Framed), and a string content
+// becomes an array of its text and the frame, the form Claude Code sends
+// its own reminders in. With guard.placement: system they go into the
+// top-level "system": in front of a string, or as a text block of their
+// own in front of an array of blocks. Either way the client's
 // cache_control markers are left where they are (the proxy adds none, so
 // it never takes a request past Anthropic's four cache breakpoints). Tool
 // results are the tool_result blocks of user messages; is_error: true is

@@ -2,9 +2,11 @@ package messages
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -18,10 +20,23 @@ func (r *request) Info() *wire.Info { return &r.info }
 // Forwarded implements [wire.Request]: nothing refers to the body.
 func (r *request) Forwarded(bool) {}
 
-// Inject implements [wire.Request]: the blocks go in front of the
-// top-level system text, which is created when absent.
+// Inject implements [wire.Request]. With p.System the blocks go in front
+// of the top-level system text, which is created when absent. Otherwise
+// earlier blocks are only stripped from the system text, the recall block
+// goes, framed, as a text block at the end of the first user message, and
+// the turn's blocks, framed, as a text block at the end of the last user
+// message (after its tool_result blocks, which Anthropic wants first): no
+// byte before them changes, and the client's cache_control markers stay on
+// the client's blocks.
 func (r *request) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
-	blocks := p.Blocks()
+	if p.System {
+		return r.injectSystem(dst, body, p.Blocks())
+	}
+	return r.injectTurns(dst, body, p)
+}
+
+// injectSystem puts blocks in front of the system text.
+func (r *request) injectSystem(dst, body []byte, blocks []wire.Block) ([]byte, error) {
 	if out, done := wire.InjectMember(dst, body, r.system, "system", blocks); done {
 		return out, nil
 	}
@@ -37,6 +52,122 @@ func (r *request) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
 	return body, nil
 }
 
+// edit replaces body[from:to] with val.
+type edit struct {
+	from, to int
+	val      []byte
+}
+
+// injectTurns places p's blocks in the conversation's turns: the body is
+// copied once, with at most three edits (the system text stripped, the
+// first user message, the last one).
+func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error) {
+	edits := make([]edit, 0, 3)
+	if sys, changed, err := r.strippedSystem(body); err != nil {
+		return body, err
+	} else if changed {
+		edits = append(edits, edit{r.system.Start, r.system.End, sys})
+	}
+	recall, turn := wire.Framed(p.Recall), wire.Framed(p.Turn...)
+	if r.first == r.newest {
+		edits = r.first.place(edits, body, recall, turn)
+	} else {
+		edits = r.first.place(edits, body, recall)
+		edits = r.newest.place(edits, body, turn)
+	}
+	if len(edits) == 0 {
+		return body, nil
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.from - b.from })
+	out, at := dst[:0], 0
+	for _, e := range edits {
+		out = append(out, body[at:e.from]...)
+		out = append(out, e.val...)
+		at = e.to
+	}
+	return append(out, body[at:]...), nil
+}
+
+// strippedSystem returns the system value without earlier blocks, and
+// whether that changed it. A value that holds no block's opening line is
+// not decoded: the proxy escapes none of its bytes.
+func (r *request) strippedSystem(body []byte) ([]byte, bool, error) {
+	raw := r.system.Raw(body)
+	if raw == nil || !bytes.Contains(raw, []byte(guardOpen)) && !bytes.Contains(raw, []byte(recall.BlockStart)) {
+		return nil, false, nil
+	}
+	switch raw[0] {
+	case '"':
+		old := gjson.ParseBytes(raw).Str
+		if text := wire.Strip(old); text != old {
+			return wire.AppendJSONString(nil, text), true, nil
+		}
+	case '[':
+		return rewriteBlocks(gjson.ParseBytes(raw), nil)
+	}
+	return nil, false, nil
+}
+
+// guardOpen opens every guard and STOP block (what guard.Strip looks for).
+const guardOpen = "### !!! "
+
+// place appends to edits the edit that ends the content c with blocks,
+// each a text block of its own (after the frames of an earlier injection
+// are taken out). A string content becomes an array of its text and the
+// blocks, as Claude Code sends a user message with reminders: the API
+// reads a string as that one text block. Content of another type is left
+// as it is.
+func (c content) place(edits []edit, body []byte, blocks ...wire.Block) []edit {
+	if !c.at.OK() {
+		return edits
+	}
+	switch body[c.at.Start] {
+	case '[':
+		if c.keep == c.end && wire.Empty(blocks) {
+			return edits
+		}
+		return append(edits, edit{c.keep, c.end, appendTextBlocks(nil, c.elems, blocks)})
+	case '"':
+		if wire.Empty(blocks) {
+			return edits
+		}
+		raw := c.at.Raw(body)
+		val := []byte{'['}
+		if len(raw) > 2 { // an empty text block is refused
+			val = append(val, `{"type":"text","text":`...)
+			val = append(val, raw...)
+			val = append(val, '}')
+		}
+		val = appendTextBlocks(val, len(raw) > 2, blocks)
+		return append(edits, edit{c.at.Start, c.at.End, append(val, ']')})
+	}
+	return edits
+}
+
+// canMark reports whether a block of a system array can take a
+// cache_control: an object without one.
+func canMark(block []byte) bool {
+	return len(block) > 0 && block[0] == '{' && !gjson.GetBytes(block, "cache_control").Exists()
+}
+
+// appendTextBlocks appends a text block for each block with text, each
+// after a comma when elems says an element comes before.
+func appendTextBlocks(dst []byte, elems bool, blocks []wire.Block) []byte {
+	for _, b := range blocks {
+		if len(b.JSON) == 0 {
+			continue
+		}
+		if elems {
+			dst = append(dst, ',')
+		}
+		elems = true
+		dst = append(dst, `{"type":"text","text":"`...)
+		dst = append(dst, b.JSON...)
+		dst = append(dst, `"}`...)
+	}
+	return dst
+}
+
 // rewriteBlocks handles a system given as an array of content blocks: the
 // new blocks become a text block of their own, first (after a leading
 // billing header, which Claude Code sends as a text block of its own and
@@ -44,8 +175,10 @@ func (r *request) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
 // stripped from every text block. A text block that held only earlier
 // blocks is dropped; its cache_control, if it had one, moves to the new
 // text block, so the request keeps its cache breakpoints (never more).
-// Every other block keeps its bytes. It returns the new array and whether
-// it changed.
+// Without new blocks it moves to the block before (the cached prefix then
+// ends on the same text), or else to the next block without one. Every
+// other block keeps its bytes. It returns the new array and whether it
+// changed.
 func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) {
 	changed := !wire.Empty(blocks)
 	var lead, kept [][]byte
@@ -62,7 +195,22 @@ func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) 
 				changed = true
 				stripped = string(bytes.TrimLeft([]byte(stripped), "\n"))
 				if stripped == "" {
-					if cc := b.Get("cache_control"); cc.Exists() && moved == nil {
+					cc := b.Get("cache_control")
+					switch {
+					case !cc.Exists() || moved != nil:
+					case wire.Empty(blocks) && len(kept)+len(lead) > 0:
+						var prev *[]byte
+						if len(kept) > 0 {
+							prev = &kept[len(kept)-1]
+						} else {
+							prev = &lead[0]
+						}
+						if canMark(*prev) {
+							*prev, err = sjson.SetRawBytes(*prev, "cache_control", []byte(cc.Raw))
+							return err == nil
+						}
+						fallthrough
+					default:
 						moved = []byte(cc.Raw)
 					}
 					return true
@@ -71,6 +219,12 @@ func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) 
 					return false
 				}
 			}
+		}
+		if moved != nil && wire.Empty(blocks) && canMark(raw) {
+			if raw, err = sjson.SetRawBytes(raw, "cache_control", moved); err != nil {
+				return false
+			}
+			moved = nil
 		}
 		kept = append(kept, raw)
 		return true

@@ -177,14 +177,19 @@ func jsonString(s string) string {
 }
 
 // FuzzInject: whatever the (valid JSON) body, the rewritten body is valid
-// JSON, keeps every member but system byte for byte, and its system text
-// opens with the blocks, once.
+// JSON. In the system text: every member but system keeps its bytes, and
+// the system text opens with the blocks, once. In the turns: the blocks go
+// where a plain reference puts them (placeRef: the client's bytes around
+// them kept), every member but messages keeps its bytes, and nothing
+// placed gives the body itself.
 func FuzzInject(f *testing.F) {
 	f.Add(claudeTurn, true)
 	f.Add(`{"system":"x"}`, true)
 	f.Add(`{"system":[{"type":"text","text":"a"},{"type":"image"}],"messages":[]}`, false)
 	f.Add(`{ }`, true)
 	f.Add(`{"system":null}`, true)
+	f.Add(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"{"}]}`, true)
+	f.Add(`{"messages":[{"role":"user","content":[ ]},{"role":"user","content":""}]}`, true)
 	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
 		r, err := read([]byte(body))
 		if err != nil {
@@ -195,22 +200,45 @@ func FuzzInject(f *testing.F) {
 			blocks = agenttest.Blocks()
 		}
 		out, err := r.Inject(nil, []byte(body), wire.Placement{Turn: blocks, System: true})
+		if err == nil {
+			if !json.Valid(out) {
+				t.Fatalf("invalid JSON from %q: %q", body, out)
+			}
+			if !gjson.Parse(body).IsObject() {
+				if string(out) != body {
+					t.Fatalf("a body that is not an object changed: %q", out)
+				}
+			} else {
+				agenttest.SameMembers(t, []byte(body), out, "system")
+				if n := strings.Count(string(out), jsonEscaped(guard.BlockStart)); withBlocks && !bytes.Equal(out, []byte(body)) && n != 1 {
+					t.Fatalf("the guard appears %d times: %s", n, out)
+				}
+			}
+		}
+
+		p := wire.Placement{}
+		if withBlocks {
+			p = turnPlacement()
+		}
+		in := []byte(body)
+		out, err = r.Inject(nil, in, p)
 		if err != nil {
 			return // the proxy then forwards the original bytes
 		}
 		if !json.Valid(out) {
-			t.Fatalf("invalid JSON from %q: %q", body, out)
+			t.Fatalf("turn: invalid JSON from %q: %q", body, out)
 		}
-		in := gjson.Parse(body)
-		if !in.IsObject() {
-			if string(out) != body {
-				t.Fatalf("a body that is not an object changed: %q", out)
-			}
-			return
+		if placedByProxy(body) {
+			return // the reference strips nothing
 		}
-		agenttest.SameMembers(t, []byte(body), out, "system")
-		if n := strings.Count(string(out), jsonEscaped(guard.BlockStart)); withBlocks && !bytes.Equal(out, []byte(body)) && n != 1 {
-			t.Fatalf("the guard appears %d times: %s", n, out)
+		if want := placeRef(in, p); !bytes.Equal(out, want) {
+			t.Fatalf("turn: from %q\n got %q\nwant %q", body, out, want)
+		}
+		if p.Empty() && len(in) > 0 && &out[0] != &in[0] {
+			t.Fatalf("turn: nothing placed, and not the body itself")
+		}
+		if !bytes.Equal(out, in) {
+			agenttest.SameMembers(t, in, out, "messages")
 		}
 	})
 }
@@ -386,5 +414,37 @@ func BenchmarkRead(b *testing.B) {
 		if _, err := read(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkInject places the blocks into Claude Code's third turn as
+// captured, in each placement.
+func BenchmarkInject(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "claude-turn3.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, rc := agenttest.BlockParts()
+	r, err := read(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pl := range []struct {
+		name string
+		p    wire.Placement
+	}{
+		{"system", wire.Placement{Turn: []wire.Block{wire.NewBlock(g)}, Recall: wire.NewBlock(rc), System: true}},
+		{"turn", wire.Placement{Turn: []wire.Block{wire.NewBlock(g)}, Recall: wire.NewBlock(rc)}},
+	} {
+		b.Run(pl.name, func(b *testing.B) {
+			dst := make([]byte, 0, 2*len(body))
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Inject(dst, body, pl.p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

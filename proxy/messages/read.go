@@ -13,6 +13,21 @@ type request struct {
 	info   wire.Info
 	system wire.Span // the top-level "system" value; absent when none
 	task   recall.TaskFinder
+	// first and newest are the contents of the first and the last user
+	// message, where the recall block and the turn's blocks go.
+	first, newest content
+}
+
+// content is where a user message's content is in the body, as the
+// placement of blocks needs it.
+type content struct {
+	at wire.Span // the content value; absent when the message has none
+	// An array's new blocks go at body[keep:end]: end is just after its
+	// last element (or its '['), keep before the frames of the proxy's
+	// that end it, if any (what an earlier injection placed there, taken
+	// out and placed anew), and elems says an element comes before keep.
+	keep, end int
+	elems     bool
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
@@ -41,11 +56,25 @@ func read(body []byte) (*request, error) {
 		in.ToolDefs = sp[5].Raw(body)
 	}
 	calls := map[string]call{} // tool_use id -> the call
-	sp[3].Value(body).ForEach(func(i, m gjson.Result) bool {
+	msgs := sp[3].Value(body)
+	base := sp[3].Start // gjson's offsets in msgs are from there
+	users, answered := 0, false
+	msgs.ForEach(func(i, m gjson.Result) bool {
+		// An assistant message followed by another is an earlier answer of
+		// the model; one that ends the messages is the client's prefill.
+		in.Later = in.Later || answered
 		switch m.Get("role").String() {
 		case "user":
-			r.readUser(m, int(i.Int()), calls)
+			c := r.readUser(m, int(i.Int()), calls, base, body)
+			if !msgs.IsArray() {
+				break // no message the API reads: none gets a block
+			}
+			if users++; users == 1 {
+				r.first = c
+			}
+			r.newest = c
 		case "assistant":
+			answered = true
 			var note string // the message's text before its tool calls
 			m.Get("content").ForEach(func(_, b gjson.Result) bool {
 				switch b.Get("type").String() {
@@ -72,18 +101,31 @@ func read(body []byte) (*request, error) {
 }
 
 // readUser reads a user message: its tool results, and, for the first
-// user message that has text of its own, the task.
-func (r *request) readUser(m gjson.Result, at int, calls map[string]call) {
+// user message that has text of its own, the task. It returns where the
+// message's content is: base is the offset in body of the messages
+// array, from which gjson counts.
+func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base int, body []byte) content {
 	in := &r.info
-	content := m.Get("content")
-	if content.Type == gjson.String {
-		r.task.Add(content.Str, wire.Task)
+	cv := m.Get("content")
+	c := content{at: spanOf(cv, base, body)}
+	if cv.Type == gjson.String {
+		r.task.Add(taskText(cv.Str), wire.Task)
 		in.Goal = r.task.Goal
-		return
+		return c
+	}
+	if c.at.OK() && cv.IsArray() {
+		c.keep, c.end = c.at.Start+1, c.at.Start+1
 	}
 	var text []gjson.Result
-	content.ForEach(func(_, b gjson.Result) bool {
-		switch b.Get("type").String() {
+	cv.ForEach(func(_, b gjson.Result) bool {
+		typ := b.Get("type").String()
+		if c.end > 0 {
+			c.end = base + b.Index + len(b.Raw)
+			if typ != "text" || !isFrame(b) {
+				c.keep, c.elems = c.end, true
+			}
+		}
+		switch typ {
 		case "text":
 			text = append(text, b)
 		case "tool_result":
@@ -124,9 +166,44 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call) {
 		for _, t := range text {
 			parts = append(parts, t.Get("text").String())
 		}
-		r.task.Add(strings.Join(parts, "\n"), wire.Task)
+		r.task.Add(taskText(strings.Join(parts, "\n")), wire.Task)
 		in.Goal = r.task.Goal
 	}
+	return c
+}
+
+// taskText is the text of a user message without the proxy's frames
+// (wire.StripFramed). Claude Code's own reminders open like a frame: only
+// a text that holds the frame's note is taken apart.
+func taskText(text string) string {
+	if !strings.Contains(text, wire.FrameNote) {
+		return wire.Strip(text)
+	}
+	return wire.StripFramed(text)
+}
+
+// spanOf is where v, read by gjson from the messages array at base in
+// body, is in body; absent when gjson does not say.
+func spanOf(v gjson.Result, base int, body []byte) wire.Span {
+	start, end := base+v.Index, base+v.Index+len(v.Raw)
+	if v.Index <= 0 || v.Raw == "" || end > len(body) || body[start] != v.Raw[0] || body[end-1] != v.Raw[len(v.Raw)-1] {
+		return wire.Span{}
+	}
+	return wire.Span{Start: start, End: end}
+}
+
+// frameOpen is how a frame of the proxy's opens in a JSON string.
+var frameOpen = strings.TrimSuffix(string(wire.AppendJSONString(nil, wire.FrameStart+"\n"+wire.FrameNote+"\n")), `"`)
+
+// isFrame reports whether b, a text block, is a frame of the proxy's that
+// holds only blocks. Only a block that holds the frame's opening is
+// decoded.
+func isFrame(b gjson.Result) bool {
+	if !strings.Contains(b.Raw, frameOpen) {
+		return false
+	}
+	t := b.Get("text")
+	return strings.HasPrefix(t.Raw, frameOpen) && strings.TrimSpace(wire.StripFramed(t.Str)) == ""
 }
 
 // call is a tool_use block read from an assistant message.
