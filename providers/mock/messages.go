@@ -29,6 +29,8 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 	}
 	t := messagesTurn(msgs)
 	t.model, t.system = model, systemBlocksText(gjson.GetBytes(body, "system"))
+	t.first, t.elsewhere = firstUserText(msgs), []gjson.Result{msgs}
+	t.prompt = promptOf(body, "tools", "system", "messages")
 	t.toolsForbidden = gjson.GetBytes(body, "tool_choice.type").String() == "none"
 	r, d, err := m.answer(req, body, t)
 	if err != nil {
@@ -37,7 +39,7 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 	if s := d.errorStatus(); s != 0 {
 		return anthropicStatus(req, body, s, model), nil
 	}
-	a := newMessagesAnswer(r)
+	a := newMessagesAnswer(r, body, t.prompt)
 	if gjson.GetBytes(body, "stream").Bool() {
 		return m.stream(req, a.script(), d, sseHeader("Request-Id", a.requestID)), nil
 	}
@@ -51,18 +53,20 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 // conversation's last message (system messages after it do not count:
 // Claude Code puts one after the user's message, listing its agents or
 // skills), and the tool calls (tool_use blocks) and results (tool_result
-// blocks) after it.
+// blocks) after it. Text blocks that hold only the proxy's blocks do not
+// count (see [placedOnly]); blocks placed in the user text are not part
+// of it.
 func messagesTurn(msgs gjson.Result) turn {
 	arr := msgs.Array()
 	last := len(arr) - 1
-	for last >= 0 && arr[last].Get("role").Str == "system" {
+	for last >= 0 && (arr[last].Get("role").Str == "system" || arr[last].Get("role").Str == "user" && noUserText(arr[last].Get("content")) && !hasToolResults(arr[last].Get("content"))) {
 		last--
 	}
 	for i := last; i >= 0; i-- {
-		if arr[i].Get("role").Str != "user" || onlyToolResults(arr[i].Get("content")) {
+		if arr[i].Get("role").Str != "user" || noUserText(arr[i].Get("content")) {
 			continue
 		}
-		t := turn{user: contentText(arr[i].Get("content")), userLast: i == last}
+		t := turn{user: withoutBlocks(contentText(arr[i].Get("content"))), userLast: i == last}
 		for _, msg := range arr[i+1:] {
 			role := msg.Get("role").Str
 			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
@@ -80,19 +84,31 @@ func messagesTurn(msgs gjson.Result) turn {
 	return turn{}
 }
 
-func onlyToolResults(content gjson.Result) bool {
+// noUserText reports whether a user message's content holds no text of
+// the agent's: it is a string or blocks, each a tool_result or holding
+// only the proxy's blocks (see [placedOnly]), and not empty.
+func noUserText(content gjson.Result) bool {
 	if !content.IsArray() {
-		return false
+		return placedOnly(content)
 	}
-	n, results := 0, 0
+	n, others := 0, 0
 	content.ForEach(func(_, block gjson.Result) bool {
 		n++
-		if block.Get("type").Str == "tool_result" {
-			results++
+		if block.Get("type").Str != "tool_result" && !(block.Get("type").Str == "text" && onlyBlocks(block.Get("text").Str)) {
+			others++
 		}
 		return true
 	})
-	return n > 0 && n == results
+	return n > 0 && others == 0
+}
+
+func hasToolResults(content gjson.Result) bool {
+	found := false
+	content.ForEach(func(_, block gjson.Result) bool {
+		found = block.Get("type").Str == "tool_result"
+		return !found
+	})
+	return found
 }
 
 // systemBlocksText returns the text [[mock:echo]] answers for a Messages
@@ -117,11 +133,14 @@ type messagesAnswer struct {
 	reply
 	id, toolID, requestID string
 	stopReason            string
+	usage                 anthUsageJSON
 }
 
-func newMessagesAnswer(r reply) *messagesAnswer {
+func newMessagesAnswer(r reply, body, prompt []byte) *messagesAnswer {
+	input, read, creation := anthropicSplit(body, prompt, r.prefix)
 	a := &messagesAnswer{
 		reply:      r,
+		usage:      anthUsageJSON{InputTokens: input, CacheCreationInputTokens: creation, CacheReadInputTokens: read, OutputTokens: r.outTokens},
 		id:         "msg_mock" + hex.EncodeToString(r.sum[:12]),
 		requestID:  "req_mock" + hex.EncodeToString(r.sum[:12]),
 		stopReason: "end_turn",
@@ -147,8 +166,10 @@ type anthMessageJSON struct {
 }
 
 type anthUsageJSON struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
 }
 
 // anthBlockJSON is a text block ({type, text}) or a tool_use block
@@ -174,11 +195,7 @@ type anthEventJSON struct {
 	Index        *int             `json:"index,omitempty"`
 	ContentBlock *anthBlockJSON   `json:"content_block,omitempty"`
 	Delta        any              `json:"delta,omitempty"`
-	Usage        *anthOutputJSON  `json:"usage,omitempty"`
-}
-
-type anthOutputJSON struct {
-	OutputTokens int `json:"output_tokens"`
+	Usage        *anthUsageJSON   `json:"usage,omitempty"`
 }
 
 type anthStopJSON struct {
@@ -208,7 +225,7 @@ func (a *messagesAnswer) message() *anthMessageJSON {
 		ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 		Content:    []anthBlockJSON{a.block(false)},
 		StopReason: &a.stopReason,
-		Usage:      anthUsageJSON{InputTokens: a.inTokens, OutputTokens: a.outTokens},
+		Usage:      a.usage,
 	}
 }
 
@@ -222,8 +239,9 @@ func (a *messagesAnswer) script() script {
 	start := &anthMessageJSON{
 		ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 		Content: []anthBlockJSON{},
-		Usage:   anthUsageJSON{InputTokens: a.inTokens, OutputTokens: 1},
+		Usage:   a.usage,
 	}
+	start.Usage.OutputTokens = 1
 	started := a.block(true)
 	add(anthEventJSON{Type: "message_start", Message: start})
 	add(anthEventJSON{Type: "content_block_start", Index: &zero, ContentBlock: &started})
@@ -238,7 +256,7 @@ func (a *messagesAnswer) script() script {
 		}
 	}
 	add(anthEventJSON{Type: "content_block_stop", Index: &zero})
-	add(anthEventJSON{Type: "message_delta", Delta: anthStopJSON{StopReason: a.stopReason}, Usage: &anthOutputJSON{OutputTokens: a.outTokens}})
+	add(anthEventJSON{Type: "message_delta", Delta: anthStopJSON{StopReason: a.stopReason}, Usage: &a.usage})
 	add(anthEventJSON{Type: "message_stop"})
 	return script{
 		events: out,

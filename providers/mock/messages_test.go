@@ -171,7 +171,7 @@ func TestMockMessagesSSE(t *testing.T) {
 				if text.String() != "Mock answer to: one two three four five six" {
 					t.Errorf("deltas add up to %q", text.String())
 				}
-				if got := string(evs[7].data); !strings.HasPrefix(got, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":`) {
+				if got := string(evs[7].data); !strings.HasPrefix(got, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":`) {
 					t.Errorf("message_delta %s", got)
 				}
 				if got := string(evs[0].data); !strings.Contains(got, `"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`) {
