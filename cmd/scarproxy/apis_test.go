@@ -224,8 +224,10 @@ func TestMessagesWithTheAnthropicSDK(t *testing.T) {
 		if got := incidentCount(t, in, ws); got != 2 {
 			t.Fatalf("%d incidents, want 2", got)
 		}
-		// The mock echoes the system text it received: the guard first.
-		if len(msg.Content) == 0 || !strings.HasPrefix(msg.Content[0].Text, guard.BlockStart) || !strings.Contains(msg.Content[0].Text, "You are Claude Code.") || hres.Header.Get("X-Scar-Guard") != "1" {
+		// The mock echoes what the proxy told the model: the system text,
+		// unchanged, then the guard it placed in the newest turn.
+		if len(msg.Content) == 0 || !strings.HasPrefix(msg.Content[0].Text, "You are Claude Code.\n\n"+guard.BlockStart) ||
+			!strings.Contains(msg.Content[0].Text, "(Failed 2 times)") || hres.Header.Get("X-Scar-Guard") != "1" {
 			t.Fatalf("system text the model got: %+v (guard header %s)", msg.Content, hres.Header.Get("X-Scar-Guard"))
 		}
 	})

@@ -11,13 +11,19 @@ import (
 // chatTurn reads the turn of a chat request: the text of the last user
 // message, whether it is the last message of the conversation, and the
 // tool calls (assistant tool_calls) and results (tool messages) after it.
+// Messages that hold only the proxy's blocks do not count (see
+// [placedOnly]); blocks placed in the user text are not part of it.
 func chatTurn(msgs gjson.Result) turn {
 	arr := msgs.Array()
-	for i := len(arr) - 1; i >= 0; i-- {
-		if arr[i].Get("role").String() != "user" {
+	last := len(arr) - 1
+	for last >= 0 && placedMessage(arr[last]) {
+		last--
+	}
+	for i := last; i >= 0; i-- {
+		if arr[i].Get("role").String() != "user" || placedMessage(arr[i]) {
 			continue
 		}
-		t := turn{user: contentText(arr[i].Get("content")), userLast: i == len(arr)-1}
+		t := turn{user: withoutBlocks(contentText(arr[i].Get("content"))), userLast: i == last}
 		for _, msg := range arr[i+1:] {
 			switch msg.Get("role").String() {
 			case "tool":
@@ -34,10 +40,27 @@ func chatTurn(msgs gjson.Result) turn {
 	return turn{}
 }
 
-func systemText(msgs gjson.Result) string {
+// chatSystem returns the system text of a chat request, the first system
+// or developer message, and the other messages: where the proxy may have
+// placed its blocks otherwise.
+func chatSystem(msgs gjson.Result) (system string, elsewhere []gjson.Result) {
+	found := false
 	for _, msg := range msgs.Array() {
-		switch msg.Get("role").String() {
-		case "system", "developer":
+		switch role := msg.Get("role").String(); {
+		case !found && (role == "system" || role == "developer"):
+			system, found = contentText(msg.Get("content")), true
+		default:
+			elsewhere = append(elsewhere, msg)
+		}
+	}
+	return system, elsewhere
+}
+
+// firstUserText is the text of the first message of role user in msgs
+// (chat and messages).
+func firstUserText(msgs gjson.Result) string {
+	for _, msg := range msgs.Array() {
+		if msg.Get("role").String() == "user" && !placedMessage(msg) {
 			return contentText(msg.Get("content"))
 		}
 	}
@@ -57,7 +80,9 @@ func (m *Transport) chat(req *http.Request, body []byte) (*http.Response, error)
 		model = Models[0]
 	}
 	t := chatTurn(msgs)
-	t.model, t.system = model, systemText(msgs)
+	t.model, t.first = model, firstUserText(msgs)
+	t.system, t.elsewhere = chatSystem(msgs)
+	t.prompt = promptOf(body, "tools", "messages")
 	t.toolsForbidden = gjson.GetBytes(body, "tool_choice").String() == "none"
 	r, d, err := m.answer(req, body, t)
 	if err != nil {
@@ -71,6 +96,7 @@ func (m *Transport) chat(req *http.Request, body []byte) (*http.Response, error)
 		id: "chatcmpl-mock" + hex.EncodeToString(r.sum[:8]), model: model, created: r.created,
 		content: r.text, finish: "stop",
 		promptTokens: r.inTokens, completionTokens: r.outTokens,
+		cachedTokens: openAICached(tokens(r.prefix)),
 	}
 	if r.tool != "" {
 		a.toolName, a.toolArgs, a.finish = r.tool, r.args, "tool_calls"
@@ -91,14 +117,18 @@ type chatAnswer struct {
 	toolName, toolID, toolArgs     string
 	finish                         string
 	promptTokens, completionTokens int
+	cachedTokens                   int
 }
 
 // The wire types below list fields in the order OpenAI sends them.
 
 type usageJSON struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 type functionJSON struct {
@@ -145,7 +175,9 @@ type completionJSON struct {
 }
 
 func (a chatAnswer) usage() *usageJSON {
-	return &usageJSON{a.promptTokens, a.completionTokens, a.promptTokens + a.completionTokens}
+	u := &usageJSON{PromptTokens: a.promptTokens, CompletionTokens: a.completionTokens, TotalTokens: a.promptTokens + a.completionTokens}
+	u.PromptTokensDetails.CachedTokens = a.cachedTokens
+	return u
 }
 
 func (a chatAnswer) toolCalls(streamed bool) []toolCallJSON {

@@ -11,14 +11,6 @@ import (
 // The scripted model behind [[mock:tool=...]]: which call, how many times,
 // until what, and how a loop ends (see the Transport type's doc).
 
-// Block start lines the scripted model looks for in the system text
-// (until=guard, until=stop). They are the proxy's, written out here:
-// providers does not import the guard.
-const (
-	guardMarker = "### !!! REPEAT FAILURE GUARD"
-	stopMarker  = "### !!! STOP — RECURSIVE ERROR LOOP !!!"
-)
-
 // Bounds of a loop: repeat's default when only until is given, and its cap.
 const (
 	defaultLoopRepeat = 10
@@ -66,7 +58,7 @@ type toolScript struct {
 	name   string
 	args   callArgs
 	repeat int    // calls answered with results before giving up; 0: not a loop
-	until  string // "guard" or "stop": stop once that block is in the system text
+	until  string // "guard" or "stop": stop once the proxy sends that block
 	fix    callArgs
 	hasFix bool
 }
@@ -209,7 +201,7 @@ func (ts *toolScript) next(t turn) toolNext {
 	if t.toolsForbidden {
 		return toolNext{text: "Mock answer: tools were forbidden, so " + ts.name + " was not called again after " + n + " calls."}
 	}
-	if block := ts.stopBlock(t.system); block != "" {
+	if block := ts.stopBlock(t); block != "" {
 		if ts.hasFix {
 			return toolNext{call: true, args: ts.fix}
 		}
@@ -221,16 +213,18 @@ func (ts *toolScript) next(t turn) toolNext {
 	return toolNext{text: "Mock answer: gave up after " + n + " calls of " + ts.name + "."}
 }
 
-// stopBlock names the block of system that ends the loop ("" when none):
-// until=stop waits for the STOP block; until=guard for the guard block, or
-// the STOP block it escalates to.
-func (ts *toolScript) stopBlock(system string) string {
-	switch {
-	case ts.until == "" || system == "":
+// stopBlock names the block of the turn that ends the loop ("" when
+// none), in what the proxy told the model ([turn.told]): until=stop
+// waits for the STOP block; until=guard for the guard block, or the STOP
+// block it escalates to.
+func (ts *toolScript) stopBlock(t turn) string {
+	if ts.until == "" {
 		return ""
-	case strings.Contains(system, stopMarker):
+	}
+	switch told := t.told(); {
+	case strings.Contains(told, stopMarkers.start):
 		return "STOP block"
-	case ts.until == "guard" && strings.Contains(system, guardMarker):
+	case ts.until == "guard" && strings.Contains(told, guardMarkers.start):
 		return "repeat-failure guard"
 	}
 	return ""

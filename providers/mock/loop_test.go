@@ -27,6 +27,11 @@ type convo struct {
 	customs    []string // Responses: tools declared as custom (freeform)
 	additional bool     // Responses: the custom tools come in a Codex additional_tools item, in a namespace
 	stream     bool
+	// placed is text the proxy placed in the newest turn, in each API's
+	// idiom: chat, a trailing user message; responses, a developer item
+	// at the end of input; messages, a text block at the end of the last
+	// user message.
+	placed string
 }
 
 func (c convo) body(t *testing.T, api string) string {
@@ -45,6 +50,9 @@ func (c convo) body(t *testing.T, api string) string {
 				map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 					"id": id, "type": "function", "function": map[string]any{"name": call.name, "arguments": call.args}}}},
 				map[string]any{"role": "tool", "tool_call_id": id, "content": "Error: exit status 1"})
+		}
+		if c.placed != "" {
+			msgs = append(msgs, map[string]any{"role": "user", "content": c.placed})
 		}
 		req["messages"] = msgs
 		req["tools"] = []any{map[string]any{"type": "function", "function": map[string]any{"name": "run", "parameters": map[string]any{}}}}
@@ -80,6 +88,9 @@ func (c convo) body(t *testing.T, api string) string {
 					map[string]any{"type": "function_call_output", "call_id": id, "output": "Error: exit status 1"})
 			}
 		}
+		if c.placed != "" {
+			msgs = append(msgs, map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": c.placed}}})
+		}
 		req["input"] = msgs
 		if c.toolsNone {
 			req["tool_choice"] = "none"
@@ -95,6 +106,14 @@ func (c convo) body(t *testing.T, api string) string {
 			msgs = append(msgs,
 				map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": call.name, "input": json.RawMessage(call.args)}}},
 				map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": "Error: exit status 1", "is_error": true}}})
+		}
+		if c.placed != "" {
+			last := msgs[len(msgs)-1].(map[string]any)
+			content, ok := last["content"].([]any)
+			if !ok {
+				content = []any{map[string]any{"type": "text", "text": last["content"]}}
+			}
+			last["content"] = append(content, map[string]any{"type": "text", "text": c.placed})
 		}
 		req["messages"] = msgs
 		req["tools"] = []any{map[string]any{"name": "run", "input_schema": map[string]any{"type": "object"}}}
@@ -129,12 +148,19 @@ var apiPaths = map[string]string{"chat": "/chat/completions", "responses": "/res
 // answer: from the JSON body, or by adding up the events of a stream.
 func ask(t *testing.T, api string, c convo) mockAnswer {
 	t.Helper()
-	res, body := post(t, apiPaths[api], c.body(t, api))
+	return askBody(t, api, c.body(t, api), c.stream)
+}
+
+// askBody sends a request body to a fixed mock in one API and reads its
+// answer, as ask does.
+func askBody(t *testing.T, api, request string, stream bool) mockAnswer {
+	t.Helper()
+	res, body := post(t, apiPaths[api], request)
 	if res.StatusCode != 200 {
 		t.Fatalf("%s: status %d: %s", api, res.StatusCode, body)
 	}
 	var a mockAnswer
-	if !c.stream {
+	if !stream {
 		j := gjson.Parse(body)
 		switch api {
 		case "chat":
@@ -232,11 +258,7 @@ func TestMockLoops(t *testing.T) {
 	const fixArgs = `{"cmd":"make -j1"}`
 	call := func(a string) mockAnswer { return mockAnswer{Tool: "run", Args: a} }
 	text := func(s string) mockAnswer { return mockAnswer{Text: s} }
-	tests := []struct {
-		name string
-		c    convo
-		want mockAnswer
-	}{
+	tests := []convoCase{
 		{"repeat: first call", convo{user: `[[mock:tool=run args={"cmd": "make"} repeat=3]] build it`}, call(args)},
 		{"repeat: after one result", convo{user: `[[mock:tool=run args={"cmd": "make"} repeat=3]] build it`, calls: failedCalls(1, args)}, call(args)},
 		{"repeat: after two results", convo{user: `[[mock:tool=run args={"cmd": "make"} repeat=3]] build it`, calls: failedCalls(2, args)}, call(args)},
@@ -277,6 +299,20 @@ func TestMockLoops(t *testing.T) {
 		{"tools forbidden: the fixed call is not made", convo{system: guardBlock, user: `[[mock:tool=run args={"cmd":"make"} until=guard fix={"cmd":"make -j1"}]]`, calls: failedCalls(2, args), toolsNone: true},
 			text("Mock answer: tools were forbidden, so run was not called again after 2 calls.")},
 	}
+	askEveryAPI(t, tests)
+}
+
+// convoCase is a conversation and the answer the mock must give it.
+type convoCase struct {
+	name string
+	c    convo
+	want mockAnswer
+}
+
+// askEveryAPI asks each case's conversation in the three APIs, streaming
+// and not, and checks the answer.
+func askEveryAPI(t *testing.T, tests []convoCase) {
+	t.Helper()
 	for _, api := range []string{"chat", "responses", "messages"} {
 		for _, stream := range []bool{false, true} {
 			for _, tc := range tests {
@@ -313,11 +349,7 @@ func TestMockResponsesCustomToolCall(t *testing.T) {
 	const patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch"
 	const js = `const r = await tools.exec_command({ cmd: "python3 -c \"print(1\"" }); text([r]);`
 	customCall := func(name, input string) mockAnswer { return mockAnswer{Tool: name, Args: input, Custom: true} }
-	tests := []struct {
-		name string
-		c    convo
-		want mockAnswer
-	}{
+	tests := []convoCase{
 		{"string input", convo{user: `[[mock:tool=apply_patch args="*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch"]]`, customs: []string{"apply_patch"}},
 			customCall("apply_patch", patch)},
 		{"input object, in a Codex namespace", convo{user: `[[mock:tool=exec args={"input": "const r = await tools.exec_command({ cmd: \"python3 -c \\\"print(1\\\"\" }); text([r]);"}]]`,

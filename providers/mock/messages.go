@@ -28,7 +28,9 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 		model = Models[0]
 	}
 	t := messagesTurn(msgs)
-	t.model, t.system = model, joinNonEmpty(systemBlocksText(gjson.GetBytes(body, "system")), framedBlocks(msgs))
+	t.model, t.system = model, systemBlocksText(gjson.GetBytes(body, "system"))
+	t.first, t.elsewhere = firstUserText(msgs), []gjson.Result{msgs}
+	t.prompt = promptOf(body, "tools", "system", "messages")
 	t.toolsForbidden = gjson.GetBytes(body, "tool_choice.type").String() == "none"
 	r, d, err := m.answer(req, body, t)
 	if err != nil {
@@ -37,7 +39,7 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 	if s := d.errorStatus(); s != 0 {
 		return anthropicStatus(req, body, s, model), nil
 	}
-	a := newMessagesAnswer(r)
+	a := newMessagesAnswer(r, body, t.prompt)
 	if gjson.GetBytes(body, "stream").Bool() {
 		return m.stream(req, a.script(), d, sseHeader("Request-Id", a.requestID)), nil
 	}
@@ -51,19 +53,20 @@ func (m *Transport) messages(req *http.Request, body []byte) (*http.Response, er
 // conversation's last message (system messages after it do not count:
 // Claude Code puts one after the user's message, listing its agents or
 // skills), and the tool calls (tool_use blocks) and results (tool_result
-// blocks) after it. Text blocks the proxy framed are not the user's (see
-// framedBlocks).
+// blocks) after it. Text blocks that hold only the proxy's blocks do not
+// count (see [placedOnly]); blocks placed in the user text are not part
+// of it.
 func messagesTurn(msgs gjson.Result) turn {
 	arr := msgs.Array()
 	last := len(arr) - 1
-	for last >= 0 && arr[last].Get("role").Str == "system" {
+	for last >= 0 && (arr[last].Get("role").Str == "system" || arr[last].Get("role").Str == "user" && noUserText(arr[last].Get("content")) && !hasToolResults(arr[last].Get("content"))) {
 		last--
 	}
 	for i := last; i >= 0; i-- {
-		if arr[i].Get("role").Str != "user" || onlyToolResults(arr[i].Get("content")) {
+		if arr[i].Get("role").Str != "user" || noUserText(arr[i].Get("content")) {
 			continue
 		}
-		t := turn{user: contentText(withoutFrames(arr[i].Get("content"))), userLast: i == last}
+		t := turn{user: withoutBlocks(contentText(arr[i].Get("content"))), userLast: i == last}
 		for _, msg := range arr[i+1:] {
 			role := msg.Get("role").Str
 			msg.Get("content").ForEach(func(_, block gjson.Result) bool {
@@ -81,84 +84,31 @@ func messagesTurn(msgs gjson.Result) turn {
 	return turn{}
 }
 
-func onlyToolResults(content gjson.Result) bool {
+// noUserText reports whether a user message's content holds no text of
+// the agent's: it is a string or blocks, each a tool_result or holding
+// only the proxy's blocks (see [placedOnly]), and not empty.
+func noUserText(content gjson.Result) bool {
 	if !content.IsArray() {
-		return false
+		return placedOnly(content)
 	}
-	n, results := 0, 0
+	n, others := 0, 0
 	content.ForEach(func(_, block gjson.Result) bool {
-		if framed(block) != "" {
-			return true
-		}
 		n++
-		if block.Get("type").Str == "tool_result" {
-			results++
+		if block.Get("type").Str != "tool_result" && !(block.Get("type").Str == "text" && onlyBlocks(block.Get("text").Str)) {
+			others++
 		}
 		return true
 	})
-	return n > 0 && n == results
+	return n > 0 && others == 0
 }
 
-// The frame in which scarproxy places its blocks in a conversation's turns
-// (proxy/wire: FrameStart, FrameNote, FrameEnd), copied here: this
-// package imports no other of scarproxy.
-const (
-	frameOpen = "<system-reminder>\nNote from scarproxy, the proxy between this agent and its model provider (not from the user):\n"
-	frameEnd  = "\n</system-reminder>"
-)
-
-// framed returns the blocks inside block when it is a text block the proxy
-// framed, else "".
-func framed(block gjson.Result) string {
-	t := block.Get("text")
-	if block.Get("type").Str != "text" || !strings.HasPrefix(t.Str, frameOpen) || !strings.HasSuffix(t.Str, frameEnd) {
-		return ""
-	}
-	return strings.TrimSpace(t.Str[len(frameOpen) : len(t.Str)-len(frameEnd)])
-}
-
-// framedBlocks returns what [[mock:echo]] adds to the system text: the
-// blocks the proxy framed in the messages, in order, joined by a blank
-// line.
-func framedBlocks(msgs gjson.Result) string {
-	var blocks []string
-	msgs.ForEach(func(_, msg gjson.Result) bool {
-		msg.Get("content").ForEach(func(_, block gjson.Result) bool {
-			if f := framed(block); f != "" {
-				blocks = append(blocks, f)
-			}
-			return true
-		})
-		return true
-	})
-	return strings.Join(blocks, "\n\n")
-}
-
-// joinNonEmpty joins the texts that are not empty with a blank line.
-func joinNonEmpty(texts ...string) string {
-	kept := texts[:0]
-	for _, t := range texts {
-		if t != "" {
-			kept = append(kept, t)
-		}
-	}
-	return strings.Join(kept, "\n\n")
-}
-
-// withoutFrames returns an array content without the text blocks the
-// proxy framed.
-func withoutFrames(content gjson.Result) gjson.Result {
-	if !content.IsArray() {
-		return content
-	}
-	var kept []string
+func hasToolResults(content gjson.Result) bool {
+	found := false
 	content.ForEach(func(_, block gjson.Result) bool {
-		if framed(block) == "" {
-			kept = append(kept, block.Raw)
-		}
-		return true
+		found = block.Get("type").Str == "tool_result"
+		return !found
 	})
-	return gjson.Parse("[" + strings.Join(kept, ",") + "]")
+	return found
 }
 
 // systemBlocksText returns the text [[mock:echo]] answers for a Messages
@@ -183,11 +133,14 @@ type messagesAnswer struct {
 	reply
 	id, toolID, requestID string
 	stopReason            string
+	usage                 anthUsageJSON
 }
 
-func newMessagesAnswer(r reply) *messagesAnswer {
+func newMessagesAnswer(r reply, body, prompt []byte) *messagesAnswer {
+	input, read, creation := anthropicSplit(body, prompt, r.prefix)
 	a := &messagesAnswer{
 		reply:      r,
+		usage:      anthUsageJSON{InputTokens: input, CacheCreationInputTokens: creation, CacheReadInputTokens: read, OutputTokens: r.outTokens},
 		id:         "msg_mock" + hex.EncodeToString(r.sum[:12]),
 		requestID:  "req_mock" + hex.EncodeToString(r.sum[:12]),
 		stopReason: "end_turn",
@@ -213,8 +166,10 @@ type anthMessageJSON struct {
 }
 
 type anthUsageJSON struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
 }
 
 // anthBlockJSON is a text block ({type, text}) or a tool_use block
@@ -240,11 +195,7 @@ type anthEventJSON struct {
 	Index        *int             `json:"index,omitempty"`
 	ContentBlock *anthBlockJSON   `json:"content_block,omitempty"`
 	Delta        any              `json:"delta,omitempty"`
-	Usage        *anthOutputJSON  `json:"usage,omitempty"`
-}
-
-type anthOutputJSON struct {
-	OutputTokens int `json:"output_tokens"`
+	Usage        *anthUsageJSON   `json:"usage,omitempty"`
 }
 
 type anthStopJSON struct {
@@ -274,7 +225,7 @@ func (a *messagesAnswer) message() *anthMessageJSON {
 		ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 		Content:    []anthBlockJSON{a.block(false)},
 		StopReason: &a.stopReason,
-		Usage:      anthUsageJSON{InputTokens: a.inTokens, OutputTokens: a.outTokens},
+		Usage:      a.usage,
 	}
 }
 
@@ -288,8 +239,9 @@ func (a *messagesAnswer) script() script {
 	start := &anthMessageJSON{
 		ID: a.id, Type: "message", Role: "assistant", Model: a.model,
 		Content: []anthBlockJSON{},
-		Usage:   anthUsageJSON{InputTokens: a.inTokens, OutputTokens: 1},
+		Usage:   a.usage,
 	}
+	start.Usage.OutputTokens = 1
 	started := a.block(true)
 	add(anthEventJSON{Type: "message_start", Message: start})
 	add(anthEventJSON{Type: "content_block_start", Index: &zero, ContentBlock: &started})
@@ -304,7 +256,7 @@ func (a *messagesAnswer) script() script {
 		}
 	}
 	add(anthEventJSON{Type: "content_block_stop", Index: &zero})
-	add(anthEventJSON{Type: "message_delta", Delta: anthStopJSON{StopReason: a.stopReason}, Usage: &anthOutputJSON{OutputTokens: a.outTokens}})
+	add(anthEventJSON{Type: "message_delta", Delta: anthStopJSON{StopReason: a.stopReason}, Usage: &a.usage})
 	add(anthEventJSON{Type: "message_stop"})
 	return script{
 		events: out,

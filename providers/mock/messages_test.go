@@ -88,14 +88,6 @@ func TestMockMessagesJSON(t *testing.T) {
 			has: []string{`"text":"THE SYSTEM\n"`},
 		},
 		{
-			// The proxy frames its blocks at the end of user messages
-			// (guard.placement: turn): echo shows them after the system
-			// text, and they are not the user's text.
-			name: "echo shows the blocks framed in turns", body: `{"model":"m","max_tokens":5,"system":"SYS","messages":[{"role":"user","content":[{"type":"text","text":"[[mock:echo]]"},{"type":"text","text":` + strconv.Quote(frameOpen+"\n### RECALL\n"+frameEnd) + `}]},` +
-				`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"run","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"},{"type":"text","text":` + strconv.Quote(frameOpen+"\n### !!! GUARD\n"+frameEnd) + `}]}]}`, status: 200,
-			has: []string{`"text":"SYS\n\n### RECALL\n\n### !!! GUARD"`},
-		},
-		{
 			name: "echo without system", body: `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"[[mock:echo]]"}]}`, status: 200,
 			has: []string{`"content":[{"type":"text","text":""}]`},
 		},
@@ -179,7 +171,7 @@ func TestMockMessagesSSE(t *testing.T) {
 				if text.String() != "Mock answer to: one two three four five six" {
 					t.Errorf("deltas add up to %q", text.String())
 				}
-				if got := string(evs[7].data); !strings.HasPrefix(got, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":`) {
+				if got := string(evs[7].data); !strings.HasPrefix(got, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":`) {
 					t.Errorf("message_delta %s", got)
 				}
 				if got := string(evs[0].data); !strings.Contains(got, `"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`) {

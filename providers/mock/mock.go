@@ -13,11 +13,15 @@
 //     status=N, delay=D, tool=NAME with args, repeat, until and fix, echo,
 //     truncate and stream_error (see [Transport]);
 //   - the scripted model behind a tool directive with repeat or until: a
-//     loop read from the conversation itself, without state.
+//     loop read from the conversation itself, without state;
+//   - usage with prompt-cache fields, from the one piece of state it
+//     keeps: the previous request of each conversation (see [Transport],
+//     # Usage).
 //
-// It is deterministic and offline: the same request gets the same answer
-// (ids derive from the request body; only timestamps follow a clock the
-// caller may fix), and nothing leaves the process.
+// It is deterministic and offline: the same sequence of requests gets the
+// same answers (ids derive from the request body; only timestamps follow
+// a clock the caller may fix; cached tokens follow the requests that came
+// before in the same conversation), and nothing leaves the process.
 //
 // # Imports
 //
@@ -52,15 +56,18 @@ import (
 //	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
 //	GET  /models            the models in [Models], OpenAI-shaped
 //
-// It is deterministic: the same request gets the same answer (ids derive
-// from the request body; only the timestamps follow [Transport.Now]).
+// It is deterministic: the same sequence of requests gets the same
+// answers (ids derive from the request body; only the timestamps follow
+// [Transport.Now], and the cached tokens the conversation's previous
+// request, see # Usage).
 //
 // # Directives
 //
 // Directives in the last user text make it misbehave on purpose. The last
 // user text is the last message of role user (chat); the input string, or
 // the last input item of role user (responses); the last message of role
-// user that is not only tool_result blocks (messages). Without directives
+// user that is not only tool_result blocks (messages). Text the proxy
+// placed in a turn is not user text (see # Blocks). Without directives
 // the answer is "Mock answer to: " followed by the user text (directives
 // removed, at most 200 characters), or "Mock answer." when nothing is left.
 //
@@ -75,13 +82,14 @@ import (
 //	                      sent compact as the call's arguments
 //	[[mock:tool=NAME args=JSON repeat=N until=guard|stop fix=JSON]]
 //	                      a scripted loop (see # Loops)
-//	[[mock:echo]]         answer with the exact system text received: chat, the
-//	                      first system or developer message (array parts joined
-//	                      by "\n"); responses, the instructions string;
-//	                      messages, the top-level system string, or the text of
-//	                      its text blocks joined by "\n\n" (a blank line),
-//	                      followed by the blocks the proxy framed in the
-//	                      messages, each after a blank line
+//	[[mock:echo]]         answer with everything the proxy told the model: the
+//	                      exact system text received (chat, the first system or
+//	                      developer message, array parts joined by "\n";
+//	                      responses, the instructions string; messages, the
+//	                      top-level system string, or the text of its text
+//	                      blocks joined by "\n\n"), then each scarproxy block
+//	                      found elsewhere in the request, in order, each after
+//	                      a blank line (see # Blocks)
 //	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
 //	                      responses response.completed, messages message_stop)
 //	[[mock:stream_error]] stream: send the API's error event after the first
@@ -99,11 +107,12 @@ import (
 //	args=JSON      the call's arguments: a JSON object (white space and "]"
 //	               inside allowed), or a JSON string (without "{", "}" or "]")
 //	repeat=N       a loop of at most N calls (N >= 1, at most 1000)
-//	until=guard    a loop that ends once the system text holds the guard
-//	               block's start line "### !!! REPEAT FAILURE GUARD", or the
-//	               STOP block's, which the guard escalates to
-//	until=stop     a loop that ends once the system text holds the STOP
-//	               block's start line "### !!! STOP — RECURSIVE ERROR LOOP !!!"
+//	until=guard    a loop that ends once the proxy sends the guard block
+//	               (start line "### !!! REPEAT FAILURE GUARD — DO NOT REPEAT
+//	               THESE ERRORS !!!"), or the STOP block, which the guard
+//	               escalates to, in the system text or in a turn
+//	until=stop     a loop that ends once the proxy sends the STOP block
+//	               (start line "### !!! STOP — RECURSIVE ERROR LOOP !!!")
 //	fix=JSON       with until: the arguments of one last, fixed call (as args)
 //
 // A function tool gets the JSON object as its arguments ({} when args is
@@ -128,8 +137,8 @@ import (
 //     call of NAME with the fix arguments was made after the user text;
 //  2. with words "Mock answer: tools were forbidden, so NAME was not called
 //     again after N calls." when the request forbids tools;
-//  3. once the until block is in the system text (what [[mock:echo]]
-//     reads): with the fixed call when fix is given, else with words
+//  3. once the until block is in what the proxy told the model (what
+//     [[mock:echo]] answers): with the fixed call when fix is given, else with words
 //     "Mock answer: stopped calling NAME after N calls: the repeat-failure
 //     guard appeared." (or "the STOP block appeared.");
 //  4. with the same call (same name, same arguments) while N < repeat;
@@ -142,10 +151,69 @@ import (
 // messages "tool_choice":{"type":"none"}) never gets a call, as from a
 // real model: a tool directive that would call answers "Mock answer:
 // tools were forbidden, so NAME was not called." (in a loop, as in 2).
+//
+// # Blocks
+//
+// The proxy places its blocks (the repeat-failure guard, the STOP block,
+// the recall block) in the system text, or in the conversation's turns:
+// its newest turn and its first user turn, often inside a
+// <system-reminder> frame. The mock knows a block by its first and last
+// lines (the markers), and nothing else of the proxy's. A block found
+// outside the system text is part of what [[mock:echo]] answers and of
+// what until= waits for, so that both read the same whatever the
+// placement. A message that holds nothing but blocks (a chat user
+// message, a Responses developer item, a Messages text block) is the
+// proxy's: it is not the last user text, nor what makes a user text not
+// the conversation's last message; blocks placed in a user text are cut
+// from it, with their frame.
+//
+// # Usage
+//
+// Every answer reports usage in its API's own fields: chat
+// usage.prompt_tokens_details.cached_tokens (in a stream, in the chunk
+// before "data: [DONE]" when stream_options.include_usage asks for it);
+// responses usage.input_tokens_details.cached_tokens (also in
+// response.completed); messages usage.cache_read_input_tokens and
+// cache_creation_input_tokens (also in message_start and message_delta).
+// Input tokens are a quarter of the request body's bytes, rounded up;
+// output tokens follow the answer's words, or a quarter of a call's
+// arguments.
+//
+// A provider's prompt cache makes a request cheaper when it begins with
+// the bytes of one made before; that saving is what the proxy's choice of
+// where to place its blocks is about, so the mock shows it. It remembers,
+// per conversation (the model and the text of the first user message,
+// without any block placed in it), the body of the last request it
+// answered with a 2xx: this is the one piece of state it keeps, and its
+// answers stay deterministic for a given sequence of requests. What it
+// keeps and compares is the request's prompt, the bytes a provider caches
+// in the order it reads them, whatever the order of the JSON members:
+// chat tools then messages; responses tools, instructions, then input;
+// messages tools, system, then messages. The cached prefix of a request
+// is the longest run of leading prompt bytes it shares with that previous
+// request (none for a conversation's first request):
+//
+//   - chat and responses report it as cached_tokens as OpenAI does: none
+//     below 1024 tokens, then in whole blocks of 128 tokens;
+//   - messages reports it as cache_read_input_tokens; the tokens after it
+//     up to the end of the last object holding a "cache_control" member
+//     (a marked block, or the request's top-level marker) as
+//     cache_creation_input_tokens, 0 without a marker; input_tokens is
+//     the rest, so that the three add up to the request's tokens, as
+//     Anthropic counts them. A marker is bytes like any other: one that
+//     moves to a newer block ends the shared prefix where it was.
+//
+// The memory is bounded: at most 4096 conversations and 64 MiB of
+// prompts, the conversation used least recently forgotten first; a prompt
+// larger than that is not remembered. A Transport is safe for
+// concurrent use; two requests of one conversation that race are
+// compared in the order the mock takes them.
 type Transport struct {
 	// Now stamps "created" (chat) and "created_at" (responses); nil means
 	// time.Now.
 	Now func() time.Time
+
+	prefixes prefixMemory // the previous request of each conversation (# Usage)
 }
 
 // New returns the mock provider.
@@ -235,7 +303,15 @@ type turn struct {
 	model    string
 	user     string // the last user text, directives included
 	userLast bool   // that text is the conversation's last message: a tool call is allowed
-	system   string // what [[mock:echo]] answers
+	system   string // the system text
+	// elsewhere is the rest of the request where the proxy may place its
+	// blocks: the messages or input items that are not the system text.
+	elsewhere []gjson.Result
+	// first is the text of the conversation's first user message: with
+	// the model, it names the conversation whose prefix the mock remembers.
+	first string
+	// prompt is what a provider's cache compares (see promptOf).
+	prompt []byte
 	// results counts the tool results after the last user text, and
 	// calls lists the tool calls made after it, in order.
 	results int
@@ -246,6 +322,11 @@ type turn struct {
 	// (freeform) tool; nil: none is.
 	custom func(name string) bool
 }
+
+// told is everything the proxy told the model: the system text, then
+// each scarproxy block found elsewhere in the request. It is what
+// [[mock:echo]] answers and where a loop's until looks.
+func (t *turn) told() string { return echoText(t.system, blocksIn(t.elsewhere)) }
 
 // reply is the mock's answer to a turn before any API gives it its shape:
 // text, or one tool call.
@@ -259,6 +340,9 @@ type reply struct {
 	custom    bool   // the tool is a custom (freeform) tool: args is its input
 	inTokens  int
 	outTokens int
+	// prefix is how many leading bytes of the request's prompt are those
+	// of the previous request of its conversation (see [Transport]).
+	prefix int
 }
 
 // answer waits out any delay directive and decides the reply. It returns
@@ -269,10 +353,11 @@ func (m *Transport) answer(req *http.Request, body []byte, t turn) (reply, direc
 	if err := sleep(req.Context(), d.delay); err != nil {
 		return reply{}, d, err
 	}
-	r := reply{sum: sha256.Sum256(body), model: t.model, inTokens: len(body)/4 + 1}
+	r := reply{sum: sha256.Sum256(body), model: t.model, inTokens: tokens(len(body))}
 	if d.errorStatus() != 0 {
 		return r, d, nil
 	}
+	r.prefix = m.prefixes.share(conversationKey(t.model, t.first), t.prompt)
 	r.created = m.now().Unix()
 	var next toolNext
 	if d.tool.name != "" {
@@ -289,7 +374,7 @@ func (m *Transport) answer(req *http.Request, body []byte, t turn) (reply, direc
 		r.text = next.text
 		r.outTokens = len(strings.Fields(r.text)) + 1
 	case d.echo:
-		r.text = t.system
+		r.text = t.told()
 		r.outTokens = len(strings.Fields(r.text)) + 1
 	default:
 		text := strings.TrimSpace(rest)

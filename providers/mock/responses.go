@@ -23,6 +23,8 @@ func (m *Transport) responses(req *http.Request, body []byte) (*http.Response, e
 	}
 	t := responsesTurn(input)
 	t.model, t.system = model, gjson.GetBytes(body, "instructions").String()
+	t.first, t.elsewhere = responsesFirstUserText(input), []gjson.Result{input}
+	t.prompt = promptOf(body, "tools", "instructions", "input")
 	t.toolsForbidden = gjson.GetBytes(body, "tool_choice").String() == "none"
 	t.custom = func(name string) bool { return isCustomTool(body, name) }
 	r, d, err := m.answer(req, body, t)
@@ -44,21 +46,27 @@ func (m *Transport) responses(req *http.Request, body []byte) (*http.Response, e
 // responsesTurn reads the turn of a Responses input: the text of the last
 // user message (a string is one user message), whether it is the last
 // item, and the tool calls (function_call, custom_tool_call) and results
-// (function_call_output, custom_tool_call_output) after it.
+// (function_call_output, custom_tool_call_output) after it. Message items
+// that hold only the proxy's blocks do not count (see [placedOnly]);
+// blocks placed in the user text are not part of it.
 func responsesTurn(input gjson.Result) turn {
 	if input.Type == gjson.String {
-		return turn{user: input.Str, userLast: true}
+		return turn{user: withoutBlocks(input.Str), userLast: true}
 	}
 	items := input.Array()
-	for i := len(items) - 1; i >= 0; i-- {
+	last := len(items) - 1
+	for last >= 0 && placedMessage(items[last]) {
+		last--
+	}
+	for i := last; i >= 0; i-- {
 		it := items[i]
 		if typ := it.Get("type").Str; typ != "" && typ != "message" {
 			continue
 		}
-		if it.Get("role").Str != "user" {
+		if it.Get("role").Str != "user" || placedMessage(it) {
 			continue
 		}
-		t := turn{user: contentText(it.Get("content")), userLast: i == len(items)-1}
+		t := turn{user: withoutBlocks(contentText(it.Get("content"))), userLast: i == last}
 		for _, it := range items[i+1:] {
 			switch it.Get("type").Str {
 			case "function_call_output", "custom_tool_call_output":
@@ -72,6 +80,21 @@ func responsesTurn(input gjson.Result) turn {
 		return t
 	}
 	return turn{}
+}
+
+// responsesFirstUserText is the text of the first user message of a
+// Responses input: the input string, or the first message item of role
+// user.
+func responsesFirstUserText(input gjson.Result) string {
+	if input.Type == gjson.String {
+		return input.Str
+	}
+	for _, it := range input.Array() {
+		if typ := it.Get("type").Str; (typ == "" || typ == "message") && it.Get("role").Str == "user" && !placedMessage(it) {
+			return contentText(it.Get("content"))
+		}
+	}
+	return ""
 }
 
 // isCustomTool reports whether the request declares the tool name as a
@@ -301,7 +324,9 @@ type respEventJSON struct {
 }
 
 func (a *responsesAnswer) usage() *respUsageJSON {
-	return &respUsageJSON{InputTokens: a.inTokens, OutputTokens: a.outTokens, TotalTokens: a.inTokens + a.outTokens}
+	u := &respUsageJSON{InputTokens: a.inTokens, OutputTokens: a.outTokens, TotalTokens: a.inTokens + a.outTokens}
+	u.InputTokensDetails.CachedTokens = openAICached(tokens(a.prefix))
+	return u
 }
 
 func (a *responsesAnswer) response(status string, output []any, usage *respUsageJSON) *responseJSON {
