@@ -14,6 +14,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -25,13 +26,24 @@ type wireFormat struct {
 	// turn is a request whose history holds n failed calls of run_shell,
 	// each answered by the same syntax error.
 	turn func(n int) string
-	// system is the system text of a request as forwarded.
+	// system is the system text of a request as forwarded, or the text
+	// inside the frame of the blocks placed in its newest turn.
 	system func(body []byte) string
 	// answer is the provider's final answer in the API's shape.
 	answer string
 }
 
 const syntaxError = "  File \"hello.py\", line 1\n    print(1\n         ^\nSyntaxError: '(' was never closed"
+
+// unframed is the text inside the frame of blocks placed in a turn, ""
+// when text is no such frame.
+func unframed(text string) string {
+	inner, ok := strings.CutPrefix(text, wire.FrameStart+"\n"+wire.FrameNote+"\n\n")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSuffix(inner, "\n"+wire.FrameEnd)
+}
 
 func jsonText(s string) string {
 	b, _ := json.Marshal(s)
@@ -66,7 +78,8 @@ var wireFormats = []wireFormat{
 			}
 			return `{"model":"m","instructions":"You are Codex.","input":[` + strings.Join(items, ",") + `]}`
 		},
-		system: func(b []byte) string { return gjson.GetBytes(b, "instructions").String() },
+		// The blocks go into a developer message at the end of the input.
+		system: func(b []byte) string { return unframed(gjson.GetBytes(b, "input|@reverse|0.content.0.text").String()) },
 		answer: `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}]}`,
 	},
 	{

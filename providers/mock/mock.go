@@ -77,9 +77,11 @@ import (
 //	                      a scripted loop (see # Loops)
 //	[[mock:echo]]         answer with the exact system text received: chat, the
 //	                      first system or developer message (array parts joined
-//	                      by "\n"); responses, the instructions string;
-//	                      messages, the top-level system string, or the text of
-//	                      its text blocks joined by "\n\n" (a blank line)
+//	                      by "\n"); responses, the instructions string, then
+//	                      the blocks the proxy framed in input messages (each
+//	                      after a blank line); messages, the top-level system
+//	                      string, or the text of its text blocks joined by
+//	                      "\n\n" (a blank line)
 //	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
 //	                      responses response.completed, messages message_stop)
 //	[[mock:stream_error]] stream: send the API's error event after the first

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -22,7 +23,7 @@ func (m *Transport) responses(req *http.Request, body []byte) (*http.Response, e
 		model = Models[0]
 	}
 	t := responsesTurn(input)
-	t.model, t.system = model, gjson.GetBytes(body, "instructions").String()
+	t.model, t.system = model, withFramedBlocks(gjson.GetBytes(body, "instructions").String(), input)
 	t.toolsForbidden = gjson.GetBytes(body, "tool_choice").String() == "none"
 	t.custom = func(name string) bool { return isCustomTool(body, name) }
 	r, d, err := m.answer(req, body, t)
@@ -43,22 +44,25 @@ func (m *Transport) responses(req *http.Request, body []byte) (*http.Response, e
 
 // responsesTurn reads the turn of a Responses input: the text of the last
 // user message (a string is one user message), whether it is the last
-// item, and the tool calls (function_call, custom_tool_call) and results
-// (function_call_output, custom_tool_call_output) after it.
+// item (developer and system messages after it do not count: the proxy
+// puts its blocks in one), and the tool calls (function_call,
+// custom_tool_call) and results (function_call_output,
+// custom_tool_call_output) after it.
 func responsesTurn(input gjson.Result) turn {
 	if input.Type == gjson.String {
 		return turn{user: input.Str, userLast: true}
 	}
 	items := input.Array()
-	for i := len(items) - 1; i >= 0; i-- {
+	last := len(items) - 1
+	for last >= 0 && isMessage(items[last]) && items[last].Get("role").Str != "user" && items[last].Get("role").Str != "assistant" {
+		last--
+	}
+	for i := last; i >= 0; i-- {
 		it := items[i]
-		if typ := it.Get("type").Str; typ != "" && typ != "message" {
+		if !isMessage(it) || it.Get("role").Str != "user" {
 			continue
 		}
-		if it.Get("role").Str != "user" {
-			continue
-		}
-		t := turn{user: contentText(it.Get("content")), userLast: i == len(items)-1}
+		t := turn{user: contentText(it.Get("content")), userLast: i == last}
 		for _, it := range items[i+1:] {
 			switch it.Get("type").Str {
 			case "function_call_output", "custom_tool_call_output":
@@ -72,6 +76,58 @@ func responsesTurn(input gjson.Result) turn {
 		return t
 	}
 	return turn{}
+}
+
+func isMessage(it gjson.Result) bool {
+	typ := it.Get("type").Str
+	return typ == "" || typ == "message"
+}
+
+// frameOpen opens the frame the proxy puts the blocks it places in a
+// conversation's turns in (its wire.FrameStart and wire.FrameNote),
+// frameClose closes it. Written out here: providers does not import the
+// proxy.
+const (
+	frameOpen  = "<system-reminder>\nNote from scarproxy, "
+	frameClose = "</system-reminder>"
+)
+
+// withFramedBlocks returns the instructions followed by the blocks the
+// proxy framed in the messages of input (the text inside each frame, its
+// note line left out), separated by blank lines: everything the proxy told
+// the model, what [[mock:echo]] answers and a scripted loop looks in.
+func withFramedBlocks(instructions string, input gjson.Result) string {
+	texts := []string{instructions}
+	if instructions == "" {
+		texts = nil
+	}
+	add := func(text string) {
+		for {
+			i := strings.Index(text, frameOpen)
+			if i < 0 {
+				return
+			}
+			text = text[i+len(frameOpen):]
+			j := strings.Index(text, frameClose)
+			if j < 0 {
+				return
+			}
+			if _, inner, ok := strings.Cut(text[:j], "\n"); ok {
+				texts = append(texts, strings.TrimSpace(inner))
+			}
+			text = text[j+len(frameClose):]
+		}
+	}
+	if input.Type == gjson.String {
+		add(input.Str)
+	}
+	input.ForEach(func(_, it gjson.Result) bool {
+		if isMessage(it) {
+			add(contentText(it.Get("content")))
+		}
+		return true
+	})
+	return strings.Join(texts, "\n\n")
 }
 
 // isCustomTool reports whether the request declares the tool name as a
