@@ -214,8 +214,9 @@ func (at *places) placeRecall(eds *edits, rc wire.Block) {
 	case !sp.OK():
 	case at.userArray:
 		at.parts.setLast(eds, sp.End, at.partOurs, at.partText == rc.Text, textPart(rc))
+	case at.userText != "" && at.endsWith(rc):
 	case at.userText != "":
-		// Blocks in the string already (sent back): its text is rewritten.
+		// Other blocks in the string (sent back): its text is rewritten.
 		text := at.userClean
 		if rc.Text != "" {
 			if text = strings.TrimRight(text, "\n"); text != "" {
@@ -232,6 +233,17 @@ func (at *places) placeRecall(eds *edits, rc wire.Block) {
 	default: // the blank line and the block go before the closing quote
 		eds.add(sp.End-1, sp.End-1, append([]byte(`\n\n`), rc.JSON...))
 	}
+}
+
+// endsWith reports whether the first user message's string is one the
+// proxy gave the recall block rc: the client's text without blocks, then
+// rc after a blank line (or rc alone).
+func (at *places) endsWith(rc wire.Block) bool {
+	before, ok := strings.CutSuffix(at.userText, rc.Text)
+	if !ok || rc.Text == "" || before != "" && !strings.HasSuffix(before, "\n\n") {
+		return false
+	}
+	return wire.StripFramed(before) == before
 }
 
 // textPart is the input_text part of a framed block, nil for none.
