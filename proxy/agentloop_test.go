@@ -62,13 +62,13 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 		},
 		{
 			name: "codex gpt-5.5 exec_command", path: "/v1/responses", dir: "responses/testdata/agents/codex-gpt-5.5",
-			system:  "instructions", // Codex sends none: the proxy adds it
+			system:  "input|@reverse|0.content.0.text", // a developer message after Codex's items
 			tool:    "exec_command",
 			fixCall: `{"cmd":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json"}`,
 		},
 		{
 			name: "codex gpt-5.5 exec_command, chunk ids of every kind", path: "/v1/responses", dir: "responses/testdata/agents/codex-gpt-5.5",
-			system:  "instructions",
+			system:  "input|@reverse|0.content.0.text",
 			tool:    "exec_command",
 			fixCall: `{"cmd":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json"}`,
 			replace: strings.NewReplacer("Chunk ID: 29d910", "Chunk ID: 123456", "Chunk ID: f7e94e", "Chunk ID: 64577d",
@@ -76,7 +76,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 		},
 		{
 			name: "codex code mode exec", path: "/v1/responses", dir: "responses/testdata/agents/codex",
-			system: "instructions",
+			system: "input|@reverse|0.content.0.text",
 			tool:   "exec",
 			fixArgs: "const r = await tools.exec_command({ cmd: \"mkdir -p config && echo '{\\\"port\\\":8080}' > config/settings.json\" });\n" +
 				"text(r);\n",
@@ -145,8 +145,8 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 			// The turn with four failures of the same call.
 			res, _, got := send("stop")
 			sys := gjson.GetBytes(got.Body, tt.system).Str
-			if tt.system == newestMessagesBlock {
-				sys = unframed(sys)
+			if inner := unframed(sys); inner != "" {
+				sys = inner
 			}
 			if l, g := res.Header.Get(HeaderLoop), res.Header.Get(HeaderGuard); l != "stop" || g != "1" {
 				t.Fatalf("stop turn: X-Scar-Loop %q, X-Scar-Guard %q", l, g)

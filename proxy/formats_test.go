@@ -68,7 +68,8 @@ var wireFormats = []wireFormat{
 			}
 			return `{"model":"m","instructions":"You are Codex.","input":[` + strings.Join(items, ",") + `]}`
 		},
-		system: func(b []byte) string { return gjson.GetBytes(b, "instructions").String() },
+		// The blocks go into a developer message at the end of the input.
+		system: func(b []byte) string { return unframed(gjson.GetBytes(b, "input|@reverse|0.content.0.text").String()) },
 		answer: `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}]}`,
 	},
 	{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -139,6 +140,13 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	}
 	fmt.Fprintf(w, "%s API (POST /v1%s), %d clients, %s, %s per run after %s warm-up, %d rounds, request body %d bytes\n",
 		e.api.name, e.api.path, o.conc, mode, o.dur, o.warmup, o.rounds, len(e.convs[0].requestBody(nil, 0, 0, false)))
+	// Every conversation starts as an agent's does, with its first
+	// request: the proxy decides its recall there, once.
+	for _, t := range targets {
+		if err := startConversations(ctx, t, wl); err != nil {
+			return err
+		}
+	}
 	for r := range o.rounds {
 		var runs []runResult
 		for i := range targets {
@@ -239,6 +247,18 @@ func countCheck(ctx context.Context, e *benchEnv, o options, wl *workload) (*sto
 // each: with many clients on a busy disk no request may complete within d.
 // Then it goes on, up to a minute, until one does; a request that fails
 // ends it.
+// startConversations sends each client's first request to t.
+func startConversations(ctx context.Context, t target, wl *workload) error {
+	hdr := wl.api.header.Clone()
+	hdr.Del(headerFinal)
+	for c := range wl.convs {
+		if _, err := once(ctx, t.client, t.base+wl.api.path, hdr, wl.convs[c].first, make([]byte, 32<<10), wl.streamEnd(), http.StatusOK); err != nil {
+			return fmt.Errorf("%s: the first request of conversation %d: %w", t.name, c, err)
+		}
+	}
+	return nil
+}
+
 func warmUp(ctx context.Context, t target, wl *workload, d time.Duration) error {
 	if d <= 0 {
 		return nil

@@ -138,6 +138,19 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 type conversation struct {
 	template []byte // the body, with sentinels where the newest round goes
 	goal     string
+	// first is the conversation's first request, as an agent sends it
+	// (the system prompt, the tools and the task, no history): the proxy
+	// decides a conversation's recall on it.
+	first []byte
+}
+
+// firstRequest marshals a conversation's first request.
+func firstRequest(body any) []byte {
+	b, err := json.Marshal(body)
+	if err != nil {
+		panic(err) // static data
+	}
+	return b
 }
 
 // clientGoal is client c's task: a reworded goal of one of the seeded
@@ -197,7 +210,10 @@ func newConversation(c int, stream bool, solutions []store.Solution) conversatio
 		"tools":       toolDefs,
 		"messages":    msgs,
 	}
-	return conversation{template: template(body, "call_new_"), goal: goal}
+	cv := conversation{template: template(body, "call_new_"), goal: goal}
+	body["messages"] = msgs[:2]
+	cv.first = firstRequest(body)
+	return cv
 }
 
 // template marshals a request body whose newest round is marked with

@@ -123,11 +123,12 @@ func TestResponsesWithTheOpenAISDK(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// The mock echoes the instructions it received: the guard opens them.
+		// The mock echoes the instructions it received, then the blocks
+		// the proxy placed in the input: the guard follows them.
 		if got := incidentCount(t, in, ws); got != 2 {
 			t.Fatalf("%d incidents, want 2", got)
 		}
-		if !strings.HasPrefix(res.OutputText(), guard.BlockStart) || !strings.Contains(res.OutputText(), "You are a coding agent.") || hres.Header.Get("X-Scar-Guard") != "1" {
+		if !strings.HasPrefix(res.OutputText(), "You are a coding agent.\n\n"+guard.BlockStart) || hres.Header.Get("X-Scar-Guard") != "1" {
 			t.Fatalf("instructions the model got: %q (guard header %s)", res.OutputText(), hres.Header.Get("X-Scar-Guard"))
 		}
 	})

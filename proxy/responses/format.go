@@ -1,7 +1,11 @@
 // Package responses is the OpenAI Responses API wire format
 // (POST /v1/responses): the format of Codex CLI and the OpenAI Agents SDK.
 //
-// Blocks go into "instructions" (created when absent). Tool results are
+// By default the turn's blocks go, framed, into a developer message
+// appended to "input", and the recall block into the conversation's first
+// user message, so that the prefix a provider caches stays as the client
+// sent it (see Inject); with guard.placement: system they open
+// "instructions" (created when absent). Tool results are
 // the input items of the kinds function_call_output,
 // custom_tool_call_output, local_shell_call_output, computer_call_output,
 // shell_call_output and apply_patch_call_output, and an mcp_call that

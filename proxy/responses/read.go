@@ -22,6 +22,8 @@ type request struct {
 
 	systemSeen bool // a developer or system message was read as the system text
 	task       recall.TaskFinder
+
+	at places // where the blocks of a turn go (see place)
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
@@ -48,7 +50,11 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 	if id := sp[6].Value(body).String(); id != "" {
 		in.User = id
 	}
+	r.at.input = sp[3]
 	if prev := sp[4].Value(body).String(); prev != "" {
+		// The earlier items, the first user message among them, live on
+		// the provider.
+		in.Later, r.at.continued = true, true
 		if st := ch.get(tenant, prev); st != nil {
 			r.task = recall.TaskFinder{Goal: st.goal, Found: st.found}
 			in.Goal, in.Key = st.goal, st.key
@@ -59,16 +65,18 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 	}
 	input := sp[3].Value(body)
 	if input.Type == gjson.String {
-		r.task.Add(input.Str, wire.Task)
+		// A one-shot request: the input is its first user message.
+		r.task.Add(r.firstUser(sp[3].Start, input), wire.Task)
 		in.Goal = r.task.Goal
 	} else {
 		input.ForEach(func(i, item gjson.Result) bool {
+			r.at.item(sp[3].Start, item)
 			r.readItem(item, int(i.Int()))
 			return true
 		})
 	}
 	if in.Goal != "" && in.Key == "" {
-		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
+		in.Key = recall.ConversationKey(wire.StripFramed(in.System), in.Goal)
 	}
 	return r, nil
 }
@@ -80,20 +88,44 @@ func (r *request) readItem(item gjson.Result, at int) {
 	typ := item.Get("type").String()
 	switch {
 	case typ == "message" || typ == "" && item.Get("role").Exists():
-		switch item.Get("role").String() {
+		switch role := item.Get("role").String(); role {
 		case "user":
-			r.task.Add(partsText(item.Get("content")), wire.Task)
+			content, at := item.Get("content"), -1
+			if content.Index > 0 {
+				at = r.at.input.Start + content.Index
+			}
+			r.task.Add(r.firstUser(at, content), wire.Task)
 			in.Goal = r.task.Goal
 		case "assistant":
+			in.Later = true
 			r.note = item.Get("content").Raw
 		case "developer", "system":
+			content := item.Get("content")
+			if text, ok := ourItem(role, content); ok {
+				// Blocks the proxy placed, sent back: not the client's.
+				r.at.ours, r.at.ourText = true, text
+				break
+			}
 			// Without instructions (Codex sends none), the system text is
 			// the first developer or system message.
 			if !r.instructions.OK() && !r.systemSeen {
 				r.systemSeen = true
-				in.System = partsText(item.Get("content"))
+				in.System = partsText(content)
 			}
 		}
+	case typ != "" && typ != "additional_tools":
+		// Any other kind is the model's output or answers it (calls and
+		// their outputs, reasoning, item references...); Codex's
+		// additional_tools item is its first request's own.
+		in.Later = true
+		r.readOutput(typ, item, at)
+	}
+}
+
+// readOutput reads an input item of a kind the model made or that answers
+// it: a tool call or a tool call's output.
+func (r *request) readOutput(typ string, item gjson.Result, at int) {
+	switch {
 	case typ == "mcp_call":
 		// A call and its result in one item.
 		name := item.Get("name").String()

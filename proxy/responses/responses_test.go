@@ -237,23 +237,33 @@ func TestInjectGolden(t *testing.T) {
 	}
 }
 
-// FuzzInject: the rewritten body is valid JSON, keeps every member but
+// FuzzInject: the rewritten body is valid JSON and keeps the client's
+// bytes. With the system placement it keeps every member but
 // instructions byte for byte, and its instructions open with the blocks.
+// With the turn placement, a body that holds no earlier block is returned
+// as is when there is nothing to place, and otherwise only gains the
+// inserted blocks (a string input aside, which becomes an array), and
+// placing again changes nothing.
 func FuzzInject(f *testing.F) {
-	f.Add(codexTurn, true)
-	f.Add(`{"instructions":"x"}`, true)
-	f.Add(`{"instructions":null}`, false)
-	f.Add(`{}`, true)
-	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
+	f.Add(codexTurn, true, false)
+	f.Add(codexTurn, true, true)
+	f.Add(`{"instructions":"x"}`, true, false)
+	f.Add(`{"instructions":null}`, false, false)
+	f.Add(`{}`, true, true)
+	f.Add(`{"input":"hi"}`, true, true)
+	f.Add(`{"input":[{"role":"user","content":[]}, {"role":"user","content":"x"}]}`, true, true)
+	f.Add(`{"previous_response_id":"r","input":[{"role":"user","content":""}]}`, true, true)
+	f.Fuzz(func(t *testing.T, body string, withBlocks, turn bool) {
 		r, err := read([]byte(body), "t", nil)
 		if err != nil {
 			return
 		}
-		var blocks []wire.Block
+		p := wire.Placement{System: !turn}
 		if withBlocks {
-			blocks = agenttest.Blocks()
+			p = turnPlacement()
+			p.System = !turn
 		}
-		out, err := r.Inject(nil, []byte(body), wire.Placement{Turn: blocks, System: true})
+		out, err := r.Inject(nil, []byte(body), p)
 		if err != nil {
 			return
 		}
@@ -267,12 +277,77 @@ func FuzzInject(f *testing.F) {
 			}
 			return
 		}
+		if turn {
+			checkTurnPlacement(t, body, out, p)
+			return
+		}
 		agenttest.SameMembers(t, []byte(body), out, "instructions")
 		ins := gjson.GetBytes(out, "instructions")
-		if withBlocks && ins.Type == gjson.String && !strings.HasPrefix(ins.Str, guard.BlockStart) {
+		if withBlocks && ins.Type == gjson.String && !strings.HasPrefix(ins.Str, guard.StopStart) {
 			t.Fatalf("instructions %q", ins.Str)
 		}
 	})
+}
+
+// checkTurnPlacement checks a turn placement's rewrite out of body.
+func checkTurnPlacement(t *testing.T, body string, out []byte, p wire.Placement) {
+	agenttest.SameMembers(t, []byte(body), out, "input")
+	r, err := read(out, "t", nil)
+	if err != nil {
+		t.Fatalf("the rewrite does not read: %v\n%s", err, out)
+	}
+	if again, _ := r.Inject(nil, out, p); !bytes.Equal(again, out) {
+		t.Fatalf("placing again changed\n%s\ninto\n%s", out, again)
+	}
+	if strings.Contains(body, "###") || strings.Contains(body, wire.FrameStart) || strings.Contains(body, "\\u") {
+		return // earlier blocks, or text they may hide in, are rewritten
+	}
+	if p.Empty() {
+		if string(out) != body {
+			t.Fatalf("nothing to place, yet\n%s\nbecame\n%s", body, out)
+		}
+		return
+	}
+	if gjson.Get(body, "input").Type == gjson.String {
+		return
+	}
+	// Without the developer message, what is left is the body with at
+	// most one insertion: the recall block.
+	rest := out
+	if item := developerItem(p); bytes.Contains(rest, item) {
+		at := bytes.Index(rest, item)
+		from := at
+		if from > 0 && rest[from-1] == ',' {
+			from--
+		}
+		rest = append(append([]byte(nil), rest[:from]...), rest[at+len(item):]...)
+		if !gjson.Get(body, "input").Exists() {
+			// An absent input is added as the last member.
+			end := bytes.LastIndex(rest, []byte(`"input":[]`))
+			from := end
+			if rest[from-1] == ',' {
+				from--
+			}
+			rest = append(rest[:from], rest[end+len(`"input":[]`):]...)
+		}
+	}
+	if len(rest) < len(body) {
+		t.Fatalf("bytes of the client went:\n%s\n%s", body, out)
+	}
+	common := 0
+	for common < len(body) && body[common] == rest[common] {
+		common++
+	}
+	tailLen := 0
+	for tailLen < len(body)-common && body[len(body)-1-tailLen] == rest[len(rest)-1-tailLen] {
+		tailLen++
+	}
+	if common+tailLen < len(body) {
+		t.Fatalf("bytes of the client changed:\n%s\n%s", body, out)
+	}
+	if inserted := string(rest[common : len(rest)-tailLen]); inserted != "" && !strings.Contains(inserted, "RECALL") && len(rest) != len(body) {
+		t.Fatalf("inserted %q", inserted)
+	}
 }
 
 func TestStreamErrorIsReadAsAFailure(t *testing.T) {
@@ -366,5 +441,35 @@ func BenchmarkRead(b *testing.B) {
 		if _, err := read(body, "t", nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkInject places a guard, a STOP and a recall block in Codex CLI's
+// third turn as captured (gpt-5.5, 39 KB), in both placements.
+func BenchmarkInject(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "codex-gpt-5.5-turn3.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := read(body, "t", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	blocks := agenttest.Blocks()
+	stopBlock := wire.NewBlock(guard.StopBlock(guard.Loop{Kind: guard.LoopFailing, Count: 3, Level: guard.LevelStop,
+		Calls: []guard.Step{{Tool: "exec_command", Args: `{"cmd":"python3 hello.py"}`, Output: "SyntaxError: '(' was never closed"}}}))
+	for _, system := range []bool{false, true} {
+		name := map[bool]string{false: "turn", true: "system"}[system]
+		p := wire.Placement{Turn: []wire.Block{stopBlock, blocks[0]}, Recall: blocks[1], System: system}
+		b.Run(name, func(b *testing.B) {
+			dst := make([]byte, 0, len(body)+8192)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if dst, err = r.Inject(dst, body, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
