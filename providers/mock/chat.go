@@ -34,14 +34,21 @@ func chatTurn(msgs gjson.Result) turn {
 	return turn{}
 }
 
+// systemText returns what the proxy told the model in a chat request: the
+// text of the first system or developer message, then the frames of blocks
+// in the other messages (see told).
 func systemText(msgs gjson.Result) string {
+	system, seen := "", false
+	var texts []string
 	for _, msg := range msgs.Array() {
-		switch msg.Get("role").String() {
-		case "system", "developer":
-			return contentText(msg.Get("content"))
+		switch role := msg.Get("role").String(); {
+		case !seen && (role == "system" || role == "developer"):
+			system, seen = contentText(msg.Get("content")), true
+		default:
+			texts = append(texts, contentText(msg.Get("content")))
 		}
 	}
-	return ""
+	return told(system, texts...)
 }
 
 func (m *Transport) chat(req *http.Request, body []byte) (*http.Response, error) {

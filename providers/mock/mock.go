@@ -77,7 +77,10 @@ import (
 //	                      a scripted loop (see # Loops)
 //	[[mock:echo]]         answer with the exact system text received: chat, the
 //	                      first system or developer message (array parts joined
-//	                      by "\n"); responses, the instructions string;
+//	                      by "\n"), then each frame of blocks the proxy placed
+//	                      in the other messages ("<system-reminder>\nNote from
+//	                      scarproxy" to "</system-reminder>") after a blank
+//	                      line; responses, the instructions string;
 //	                      messages, the top-level system string, or the text of
 //	                      its text blocks joined by "\n\n" (a blank line)
 //	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
