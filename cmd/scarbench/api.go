@@ -132,7 +132,10 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution) co
 		Stream: stream, Include: []string{"reasoning.encrypted_content"},
 		PromptCacheKey: fmt.Sprintf("bench-conversation-%d", c),
 	}
-	return conversation{template: template(body, "call_new_"), goal: goal}
+	conv := conversation{template: template(body, "call_new_"), goal: goal}
+	body.Input = input[:1]
+	conv.first = mustMarshal(body)
+	return conv
 }
 
 // newMessagesConversation builds client c's request to the Messages API,
@@ -214,7 +217,10 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution) con
 		Metadata: map[string]string{"user_id": fmt.Sprintf(`{"device_id":"%064x","account_uuid":"","session_id":"bench-session-%d"}`, c+1, c)},
 		Stream:   stream,
 	}
-	return conversation{template: template(body, "toolu_new_"), goal: goal}
+	conv := conversation{template: template(body, "toolu_new_"), goal: goal}
+	body.Messages = msgs[:1]
+	conv.first = mustMarshal(body)
+	return conv
 }
 
 // answers are the fake upstream's answers in one API's shape: a tool call

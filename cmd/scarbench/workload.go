@@ -138,6 +138,10 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 type conversation struct {
 	template []byte // the body, with sentinels where the newest round goes
 	goal     string
+	// first is the conversation's first request: the system prompt and
+	// the task, no history. The proxy decides a conversation's recall on
+	// it, and re-sends that on every later turn.
+	first []byte
 }
 
 // clientGoal is client c's task: a reworded goal of one of the seeded
@@ -197,7 +201,19 @@ func newConversation(c int, stream bool, solutions []store.Solution) conversatio
 		"tools":       toolDefs,
 		"messages":    msgs,
 	}
-	return conversation{template: template(body, "call_new_"), goal: goal}
+	conv := conversation{template: template(body, "call_new_"), goal: goal}
+	body["messages"] = msgs[:2]
+	conv.first = mustMarshal(body)
+	return conv
+}
+
+// mustMarshal marshals static data.
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // template marshals a request body whose newest round is marked with
