@@ -11,6 +11,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	mockprovider "github.com/scarproxy/scarproxy/providers/mock"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/tidwall/gjson"
 )
@@ -55,7 +56,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 		},
 		{
 			name: "qwen code", path: "/v1/chat/completions", dir: "chat/testdata/agents/qwen",
-			system: "messages.0.content",
+			system: "messages.@reverse.0.content.@reverse.0.text", // a part after the newest tool result's
 			tool:   "run_shell_command",
 			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
 				`"description":"Create settings"}`,
@@ -145,6 +146,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 			// The turn with four failures of the same call.
 			res, _, got := send("stop")
 			sys := gjson.GetBytes(got.Body, tt.system).Str
+			sys = strings.TrimPrefix(sys, wire.FrameStart+"\n"+wire.FrameNote+"\n\n") // placed in a turn, framed
 			if l, g := res.Header.Get(HeaderLoop), res.Header.Get(HeaderGuard); l != "stop" || g != "1" {
 				t.Fatalf("stop turn: X-Scar-Loop %q, X-Scar-Guard %q", l, g)
 			}
