@@ -55,7 +55,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 		},
 		{
 			name: "qwen code", path: "/v1/chat/completions", dir: "chat/testdata/agents/qwen",
-			system: "messages.0.content",
+			system: "messages.@reverse.0.content.@reverse.0.text", // a part after the newest tool result's
 			tool:   "run_shell_command",
 			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
 				`"description":"Create settings"}`,

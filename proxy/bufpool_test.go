@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -28,7 +29,8 @@ func TestPooledBodiesAreNeverMixedUp(t *testing.T) {
 		}
 		tag := r.Header.Get("X-Test-Tag")
 		mu.Lock()
-		got[tag] = gjson.GetBytes(b, "messages.#(role==\"user\").content").String()
+		// The user's text, without the blocks placed after it.
+		got[tag] = wire.StripFramed(gjson.GetBytes(b, "messages.#(role==\"user\").content").String())
 		mu.Unlock()
 		okCompletion(w, r)
 	})

@@ -19,8 +19,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// wireFormat builds requests of one API and reads the system text the
-// provider received.
+// wireFormat builds requests of one API and reads what the provider
+// received of the proxy's.
 type wireFormat struct {
 	name, path string
 	// turn is a request whose history holds n failed calls of run_shell,
@@ -53,7 +53,7 @@ var wireFormats = []wireFormat{
 			}
 			return `{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`
 		},
-		system: func(b []byte) string { return gjson.GetBytes(b, "messages.0.content").String() },
+		system: chatTold,
 		answer: `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}`,
 	},
 	{
@@ -123,8 +123,7 @@ func answerByPath(w http.ResponseWriter, r *http.Request) {
 
 // TestEveryFormatRecordsOnceAndGuardsTheNextTurn: in each wire format, a
 // failed tool result is recorded once however often the history is
-// re-sent, and once the failure repeats the guard opens the system text
-// the provider receives.
+// re-sent, and once the failure repeats the provider receives the guard.
 func TestEveryFormatRecordsOnceAndGuardsTheNextTurn(t *testing.T) {
 	for _, f := range wireFormats {
 		t.Run(f.name, func(t *testing.T) {
@@ -160,12 +159,12 @@ func TestEveryFormatRecordsOnceAndGuardsTheNextTurn(t *testing.T) {
 			if len(incs) != 2 || incs[0].Type != store.TypeToolError {
 				t.Fatalf("turn 3: %d incidents %+v", len(incs), incs)
 			}
-			if res.Header.Get(HeaderGuard) != "1" || !strings.HasPrefix(f.system(got.Body), guard.BlockStart) {
+			if res.Header.Get(HeaderGuard) != "1" || !strings.Contains(f.system(got.Body), guard.BlockStart) {
 				t.Fatalf("turn 3: guard header %s, system text %q", res.Header.Get(HeaderGuard), f.system(got.Body))
 			}
 			// And the next turn, which re-sends both, is guarded too.
 			res, got = send(2)
-			if n := len(h.incidents(ws, "default")); n != 2 || res.Header.Get(HeaderGuard) != "1" || !strings.HasPrefix(f.system(got.Body), guard.BlockStart) {
+			if n := len(h.incidents(ws, "default")); n != 2 || res.Header.Get(HeaderGuard) != "1" || !strings.Contains(f.system(got.Body), guard.BlockStart) {
 				t.Fatalf("turn 4: %d incidents, guard %s", n, res.Header.Get(HeaderGuard))
 			}
 		})

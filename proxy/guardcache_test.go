@@ -88,7 +88,7 @@ func TestARequestIsGuardedByFailuresWhileItWaited(t *testing.T) {
 	}
 	close(st.release)
 	a := <-done
-	if sys := systemOf(t, a.body); a.guard != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
+	if sys := toldOf(t, a.body); a.guard != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
 		t.Fatalf("guard %q, system text:\n%s", a.guard, sys)
 	}
 	// At the request's arrival there was no failure yet.

@@ -16,9 +16,11 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/memory"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/scarproxy/scarproxy/store/bolt"
+	"github.com/tidwall/gjson"
 )
 
 // received is one request as an upstream saw it.
@@ -286,36 +288,39 @@ func toolResultMsg(id, content string) map[string]any {
 	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}
 }
 
-// systemOf returns the system message text of a request body the upstream saw.
-func systemOf(t *testing.T, body []byte) string {
+// toldOf returns what the proxy told the model in a chat request body the
+// upstream saw: its system message's text, then each frame of blocks
+// placed in its other messages (guard.placement: turn), after a blank
+// line.
+func toldOf(t *testing.T, body []byte) string {
 	t.Helper()
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+	if !json.Valid(body) {
+		t.Fatalf("upstream body is not JSON: %q", body)
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatalf("upstream body is not JSON: %v", err)
-	}
-	for _, m := range req.Messages {
-		if m.Role == "system" || m.Role == "developer" {
-			var s string
-			if json.Unmarshal(m.Content, &s) == nil {
-				return s
-			}
-			var parts []struct {
-				Text string `json:"text"`
-			}
-			json.Unmarshal(m.Content, &parts)
-			var out []string
-			for _, p := range parts {
-				out = append(out, p.Text)
-			}
-			return strings.Join(out, "\n")
+	return chatTold(body)
+}
+
+// chatTold is toldOf for a body known to be JSON.
+func chatTold(body []byte) string {
+	var told []string
+	system := true
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		text := wire.ContentText(m.Get("content"))
+		if r := m.Get("role").String(); system && (r == "system" || r == "developer") {
+			told, system = append(told, text), false
+			return true
 		}
-	}
-	return ""
+		for {
+			i := strings.Index(text, wire.FrameStart+"\n"+wire.FrameNote)
+			j := strings.Index(text[max(i, 0):], wire.FrameEnd)
+			if i < 0 || j < 0 {
+				return true
+			}
+			told = append(told, text[i:i+j+len(wire.FrameEnd)])
+			text = text[i+j+len(wire.FrameEnd):]
+		}
+	})
+	return strings.Join(told, "\n\n")
 }
 
 var _ = recall.BlockStart

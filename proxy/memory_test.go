@@ -17,6 +17,7 @@ import (
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/scarproxy/scarproxy/store/bolt"
@@ -68,7 +69,7 @@ func TestGuardInjectedAfterSecondFailureInSameRequest(t *testing.T) {
 	if res.Header.Get(HeaderGuard) != "0" {
 		t.Fatalf("guard after one failure: %s", res.Header.Get(HeaderGuard))
 	}
-	if sys := systemOf(t, up.last(t).Body); strings.Contains(sys, guard.BlockStart) {
+	if sys := toldOf(t, up.last(t).Body); strings.Contains(sys, guard.BlockStart) {
 		t.Fatal("guard injected after one failure")
 	}
 	// The second failure arrives in this request and counts for it.
@@ -76,14 +77,15 @@ func TestGuardInjectedAfterSecondFailureInSameRequest(t *testing.T) {
 	if res.Header.Get(HeaderGuard) != "1" {
 		t.Fatalf("X-Scar-Guard = %q, want 1", res.Header.Get(HeaderGuard))
 	}
-	sys := systemOf(t, up.last(t).Body)
-	if !strings.HasPrefix(sys, guard.BlockStart) || !strings.Contains(sys, "SYNTAX COMPLIANCE ERROR (Failed 2 times)") ||
-		!strings.HasSuffix(sys, "You are a coding agent.") {
-		t.Fatalf("system message the model saw:\n%s", sys)
+	// The system message as the agent sent it, the guard framed in the
+	// newest turn.
+	sys := toldOf(t, up.last(t).Body)
+	if !strings.HasPrefix(sys, "You are a coding agent.\n\n"+wire.FrameStart) || !strings.Contains(sys, "SYNTAX COMPLIANCE ERROR (Failed 2 times)") {
+		t.Fatalf("what the model was told:\n%s", sys)
 	}
 	// A third turn: one guard, not two.
 	h.chat(agentTurns(t, 3, nil), map[string]string{tenant.HeaderSession: "s1"})
-	sys = systemOf(t, up.last(t).Body)
+	sys = toldOf(t, up.last(t).Body)
 	if c := strings.Count(sys, guard.BlockStart); c != 1 || !strings.Contains(sys, "(Failed 3 times)") {
 		t.Fatalf("%d guard blocks:\n%s", c, sys)
 	}
@@ -119,26 +121,26 @@ func TestRepeated429sBecomeARateLimitGuard(t *testing.T) {
 		}
 	}
 	res, _ := h.chat(`{"model":"m","messages":[{"role":"user","content":"go"}]}`, nil)
-	sys := systemOf(t, up.last(t).Body)
+	sys := toldOf(t, up.last(t).Body)
 	if res.Header.Get(HeaderGuard) != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
 		t.Fatalf("guard %s, system:\n%s", res.Header.Get(HeaderGuard), sys)
 	}
 	var msgs []map[string]any
 	json.Unmarshal([]byte(gjsonMessages(up.last(t).Body)), &msgs)
-	if len(msgs) != 2 || msgs[0]["role"] != "system" {
-		t.Fatalf("a system message was not inserted first: %v", msgs)
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0]["content"].(string), "go\n\n"+wire.FrameStart) {
+		t.Fatalf("the guard is not after the user's text: %v", msgs)
 	}
 	// The provider answered well: its failures leave the guard (they stay
 	// stored), and new ones count from there.
 	res, _ = h.chat(`{"model":"m","messages":[{"role":"user","content":"go"}]}`, nil)
-	if res.Header.Get(HeaderGuard) != "0" || strings.Contains(systemOf(t, up.last(t).Body), guard.BlockStart) {
+	if res.Header.Get(HeaderGuard) != "0" || strings.Contains(toldOf(t, up.last(t).Body), guard.BlockStart) {
 		t.Fatalf("after a good answer the guard still shows the provider's failures: guard %s", res.Header.Get(HeaderGuard))
 	}
 	for range 2 {
 		h.chat(`{"model":"m","messages":[{"role":"user","content":"fail"}]}`, nil)
 	}
 	res, _ = h.chat(`{"model":"m","messages":[{"role":"user","content":"go"}]}`, nil)
-	if sys := systemOf(t, up.last(t).Body); res.Header.Get(HeaderGuard) != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
+	if sys := toldOf(t, up.last(t).Body); res.Header.Get(HeaderGuard) != "1" || !strings.Contains(sys, "API RATE LIMIT TRIGGER (Failed 2 times)") {
 		t.Fatalf("after new failures: guard %s, system:\n%s", res.Header.Get(HeaderGuard), sys)
 	}
 	if n := len(h.incidents("default", "default")); n != 4 {
@@ -305,8 +307,8 @@ func TestAutoCaptureAndRecall(t *testing.T) {
 			}
 			// A new conversation with a similar goal recalls it.
 			res, _ = h.chat(chatBody(t, nil, msg("system", "Other agent."), msg("user", "parse the yaml config files, rejecting unknown keys")), nil)
-			sys := systemOf(t, up.last(t).Body)
-			if res.Header.Get(HeaderRecall) != "1" || !strings.HasPrefix(sys, recall.BlockStart) || !strings.HasSuffix(sys, "Other agent.") {
+			sys := toldOf(t, up.last(t).Body)
+			if res.Header.Get(HeaderRecall) != "1" || !strings.HasPrefix(sys, "Other agent.\n\n"+wire.FrameStart) || !strings.Contains(sys, recall.BlockStart) {
 				t.Fatalf("recall %s, system:\n%s", res.Header.Get(HeaderRecall), sys)
 			}
 		})

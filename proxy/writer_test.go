@@ -60,8 +60,8 @@ func TestPendingFailureGuardsTheNextRequest(t *testing.T) {
 		t.Fatalf("%d incidents stored while the write is held, want 2", n)
 	}
 	rec := send()
-	if rec.Header().Get(HeaderGuard) != "1" || !strings.Contains(systemOf(t, up.last(t).Body), "Failed 3 times") {
-		t.Fatalf("next request: X-Scar-Guard %q, system:\n%s", rec.Header().Get(HeaderGuard), systemOf(t, up.last(t).Body))
+	if rec.Header().Get(HeaderGuard) != "1" || !strings.Contains(toldOf(t, up.last(t).Body), "Failed 3 times") {
+		t.Fatalf("next request: X-Scar-Guard %q, system:\n%s", rec.Header().Get(HeaderGuard), toldOf(t, up.last(t).Body))
 	}
 	st.unstick()
 	if err := h.srv.Shutdown(context.Background()); err != nil {

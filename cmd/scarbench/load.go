@@ -164,6 +164,11 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 				hdr.Set(headerStatus, strconv.Itoa(http.StatusTooManyRequests))
 				want = http.StatusTooManyRequests
 			}
+			if !wl.storm && len(conv.first) > 0 {
+				// The conversation's first request, unmeasured: the
+				// proxy decides its recall there, as for an agent.
+				once(ctx, t.client, url, hdr, conv.first, rbuf, wl.streamEnd(), want)
+			}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				wl.seqs[c]++
 				seq := wl.seqs[c]

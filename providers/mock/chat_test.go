@@ -272,3 +272,47 @@ func TestMockChatSDK(t *testing.T) {
 		}
 	})
 }
+
+// TestChatEchoTellsTheFramesInTurns: the blocks the proxy places in a
+// conversation's turns, framed, are echoed after the system text, and a
+// loop until=guard ends when the guard arrives in a tool result.
+func TestChatEchoTellsTheFramesInTurns(t *testing.T) {
+	frame := func(block string) string {
+		return "<system-reminder>\nNote from scarproxy, the proxy between this agent and its model provider (not from the user):\n\n" + block + "\n</system-reminder>"
+	}
+	recallBlock := "### RECALL: Similar Task Found in Memory\nPrior Goal: x\n### END RECALL"
+	guardBlock := "### !!! REPEAT FAILURE GUARD — DO NOT REPEAT THESE ERRORS !!!\n▶ Pattern: X\n### !!! END REPEAT FAILURE GUARD !!!"
+	recallFrame, guardFrame := frame(recallBlock), frame(guardBlock)
+	body, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]any{
+		{"role": "system", "content": "SYSTEM TEXT"},
+		{"role": "user", "content": []map[string]any{{"type": "text", "text": "[[mock:echo]] hi"}, {"type": "text", "text": recallFrame}}},
+		{"role": "assistant", "content": "ok"},
+		{"role": "tool", "tool_call_id": "a", "content": "failed\n\n" + guardFrame},
+		{"role": "user", "content": "<system-reminder>\nthe client's own\n</system-reminder>\n[[mock:echo]]"},
+	}})
+	_, out := do(t, New(), http.MethodPost, "/chat/completions", string(body))
+	var res struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Choices) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := "SYSTEM TEXT\n\n" + recallBlock + "\n\n" + guardBlock; res.Choices[0].Message.Content != want {
+		t.Fatalf("echo %q\nwant %q", res.Choices[0].Message.Content, want)
+	}
+
+	loop := func(tool string) string {
+		b, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]any{
+			{"role": "user", "content": `[[mock:tool=sh args={"c":1} until=guard]]`},
+			{"role": "assistant", "tool_calls": []map[string]any{{"id": "a", "type": "function", "function": map[string]any{"name": "sh", "arguments": `{"c":1}`}}}},
+			{"role": "tool", "tool_call_id": "a", "content": tool},
+		}})
+		return string(b)
+	}
+	if _, out := do(t, New(), http.MethodPost, "/chat/completions", loop("failed")); !strings.Contains(out, `"tool_calls"`) {
+		t.Fatalf("no guard yet, no call: %s", out)
+	}
+	if _, out := do(t, New(), http.MethodPost, "/chat/completions", loop("failed\n\n"+guardFrame)); !strings.Contains(out, "the repeat-failure guard appeared") {
+		t.Fatalf("the guard in a tool result did not end the loop: %s", out)
+	}
+}

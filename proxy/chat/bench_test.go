@@ -115,6 +115,31 @@ func BenchmarkInjectSystem(b *testing.B) {
 	}
 }
 
+// BenchmarkInjectTurns places the same blocks as BenchmarkInjectSystem in
+// the same body's turns: the guard at the end of its newest tool result,
+// the recall at the end of its first user message.
+func BenchmarkInjectTurns(b *testing.B) {
+	blocks := agenttest.Blocks()
+	p := wire.Placement{Turn: blocks[:1], Recall: blocks[1]}
+	body := agenttest.ChatBody(false, "call_new")
+	conv, err := inspect(body, nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := conv.Inject(nil, body, p)
+	if err != nil || !gjson.ValidBytes(out) || bytes.Count(out, []byte(guard.BlockStart)) != 1 {
+		b.Fatalf("injectTurns: %v", err)
+	}
+	if c := gjson.GetBytes(out, "messages.@reverse.0.content").Str; !strings.HasSuffix(c, wire.FrameEnd) {
+		b.Fatalf("the newest tool result does not end with the guard: %.100q", c)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, _ = conv.Inject(out, body, p)
+	}
+}
+
 func BenchmarkObserverSSE(b *testing.B) {
 	reads := agenttest.ChatStream(300, "stop")
 	total := 0

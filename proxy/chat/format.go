@@ -3,8 +3,10 @@
 // Aider and most SDKs.
 //
 // A request is read in one pass (scanChat) that checks the body is JSON
-// and notes where its values are; blocks go into the first system or
-// developer message (one is inserted when there is none); answers are
+// and notes where its values are; blocks go at the end of the newest turn
+// and of the first user message (place.go), or with guard.placement:
+// system into the first system or developer message (one is inserted when
+// there is none); answers are
 // observed as JSON or as SSE chunks ending in data: [DONE]. Agents resend
 // their whole conversation every turn: a per-conversation memo (convMemo)
 // lets the scan skip what the previous turn already read. The scanner and
@@ -55,10 +57,14 @@ func (*Format) StreamError(e wire.Error) []byte { return wire.Event("", wire.Ope
 // Info implements [wire.Request].
 func (c *conversation) Info() *wire.Info { return &c.info }
 
-// Inject implements [wire.Request].
+// Inject implements [wire.Request]: with p.System every block goes in
+// front of the system text (injectSystem), else the blocks go into the
+// conversation's turns (injectTurns).
 func (c *conversation) Inject(dst, body []byte, p wire.Placement) ([]byte, error) {
-	blocks := p.Blocks()
-	return injectSystem(dst, body, c, blocks...)
+	if p.System {
+		return injectSystem(dst, body, c, p.Blocks()...)
+	}
+	return injectTurns(dst, body, c, p)
 }
 
 // Forwarded implements [wire.Request]: the memo takes over what the scan

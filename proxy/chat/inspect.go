@@ -131,9 +131,30 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 		c.info.ToolDefs = body[cs.tools.start:cs.tools.end]
 	}
 	if c.info.Goal != "" && c.info.Key == "" {
-		c.info.Key = recall.ConversationKey(wire.Strip(c.info.System), c.info.Goal)
+		c.info.Key = recall.ConversationKey(wire.StripFramed(c.info.System), c.info.Goal)
 	}
+	c.info.Later = c.answered()
 	return c, nil
+}
+
+// answered reports whether an assistant message follows the user message
+// the goal was read from (the task's, else the first): the model answered
+// the conversation before, this request is not its first (wire.Info.Later).
+// An assistant message before it is the client's own: qwen-code opens
+// every conversation with a context message, a made-up "Got it. Thanks
+// for the context!", then the task.
+func (c *conversation) answered() bool {
+	msgs := c.scan.msgs
+	from := c.taskAt
+	if from < 0 {
+		from = firstUser(msgs)
+	}
+	for i := len(msgs) - 1; i > from; i-- {
+		if msgs[i].kind == roleAssistant {
+			return true
+		}
+	}
+	return false
 }
 
 // read reads the messages of c.scan from c.from on.
@@ -155,7 +176,9 @@ func (c *conversation) read(body []byte) {
 		case m.kind == roleUser:
 			if !c.task.Found {
 				first := c.task.Goal == ""
-				c.task.Add(wire.ContentText(valueAt(body, m.content)), wire.Task)
+				// A frame of the proxy's is not the user's words (a client
+				// may send back what it was sent).
+				c.task.Add(wire.StripFramed(wire.ContentText(valueAt(body, m.content))), wire.Task)
 				c.info.Goal = c.task.Goal
 				if first {
 					c.provisional = c.task.Goal

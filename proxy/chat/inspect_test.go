@@ -21,12 +21,13 @@ type inspected struct {
 	stream      bool
 	system      string
 	goal        string
+	later       bool
 	tools       []string
 	results     []string // dedupe key, tool name and text of each tool result
 }
 
 func summarize(c *conversation) inspected {
-	in := inspected{model: c.info.Model, user: c.info.User, stream: c.info.Stream, system: c.info.System, goal: c.info.Goal, tools: c.info.Tools}
+	in := inspected{model: c.info.Model, user: c.info.User, stream: c.info.Stream, system: c.info.System, goal: c.info.Goal, later: c.info.Later, tools: c.info.Tools}
 	for _, tr := range c.info.ToolResults {
 		in.results = append(in.results, tr.Key+"|"+tr.Name+"|"+tr.Text())
 	}
@@ -45,6 +46,7 @@ func inspectByPath(body string) inspected {
 	names := map[string]string{}
 	var sysDone bool
 	var task recall.TaskFinder
+	firstUser, taskAt, lastAssistant := -1, -1, -1
 	// Only arrays count: gjson's Array() would make any other value a
 	// list of one.
 	array := func(v gjson.Result) []gjson.Result {
@@ -53,7 +55,7 @@ func inspectByPath(body string) inspected {
 		}
 		return v.Array()
 	}
-	for _, m := range array(doc.Get("messages")) {
+	for i, m := range array(doc.Get("messages")) {
 		if !m.IsObject() {
 			continue
 		}
@@ -64,9 +66,17 @@ func inspectByPath(body string) inspected {
 				in.system = wire.ContentText(m.Get("content"))
 			}
 		case "user":
-			task.Add(wire.ContentText(m.Get("content")), wire.Task)
+			if firstUser < 0 {
+				firstUser = i
+			}
+			found := task.Found
+			task.Add(wire.StripFramed(wire.ContentText(m.Get("content"))), wire.Task)
 			in.goal = task.Goal
+			if task.Found && !found {
+				taskAt = i
+			}
 		case "assistant":
+			lastAssistant = i
 			for _, call := range array(m.Get("tool_calls")) {
 				if name := call.Get("function.name").String(); name != "" {
 					in.tools = append(in.tools, name)
@@ -89,12 +99,17 @@ func inspectByPath(body string) inspected {
 			in.results = append(in.results, key+"|"+name+"|"+wire.ContentText(m.Get("content")))
 		}
 	}
+	// Later: the model answered after the message the goal came from.
+	if taskAt < 0 {
+		taskAt = firstUser
+	}
+	in.later = lastAssistant > taskAt
 	return in
 }
 
 func equalInspected(a, b inspected) bool {
 	return a.model == b.model && a.user == b.user && a.stream == b.stream && a.system == b.system &&
-		a.goal == b.goal && slices.Equal(a.tools, b.tools) && slices.Equal(a.results, b.results)
+		a.goal == b.goal && a.later == b.later && slices.Equal(a.tools, b.tools) && slices.Equal(a.results, b.results)
 }
 
 // longToolConversation has more tool calls than callOf searches before it
@@ -142,7 +157,7 @@ func TestInspect(t *testing.T) {
 			{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"run_tests","arguments":"{}"}}]},
 			{"role":"tool","tool_call_id":"c1","content":"FAIL\n"},
 			{"role":"user","content":"not the goal"}]}`,
-			inspected{model: "gpt-4o", user: "bob", stream: true, system: "Be terse.", goal: "Fix the build",
+			inspected{model: "gpt-4o", user: "bob", stream: true, system: "Be terse.", goal: "Fix the build", later: true,
 				tools: []string{"run_tests"}, results: []string{"call:c1|run_tests|FAIL\n"}}},
 		{"developer message and parts", `{"messages":[{"role":"developer","content":[{"type":"text","text":"A"},{"type":"text","text":"B"}]},{"role":"user","content":[{"type":"text","text":"goal"}]}]}`,
 			inspected{system: "A\nB", goal: "goal"}},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // agentTurn renders turn n of an agent's conversation: the system prompt,
@@ -286,12 +288,21 @@ func FuzzInspectMemo(f *testing.F) {
 	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`, "")
 	f.Fuzz(func(t *testing.T, first, added, tail string) {
 		memo := newConvMemo(4)
-		c1, err := inspect([]byte(first), memo, "t")
+		body := []byte(first)
+		c1, err := inspect(body, memo, "t")
 		if err != nil || len(c1.scan.msgs) == 0 {
 			return
 		}
 		judge(c1)
-		memo.remember(c1, []byte(first))
+		// The proxy places its blocks in the turn it forwards, a copy: the
+		// memo remembers the client's bytes, which the next turn repeats.
+		if out, err := c1.Inject(nil, body, turnPlacement(2)); err == nil && !gjson.ValidBytes(out) {
+			t.Fatalf("turn placement: invalid JSON %q", out)
+		}
+		if string(body) != first {
+			t.Fatal("the turn placement changed the client's body")
+		}
+		memo.remember(c1, body)
 		end := c1.scan.msgs[len(c1.scan.msgs)-1].end
 		rest := first[end:]
 		if tail != "" && c1.scan.messages.ok() {
@@ -332,7 +343,7 @@ func FuzzInspectMemo(f *testing.F) {
 		if got.from == len(c1.scan.msgs) && len(all)-len(got.info.ToolResults) != c1.info.ToolCount {
 			t.Fatalf("skipped %d tool results, the remembered turn had %d", len(all)-len(got.info.ToolResults), c1.info.ToolCount)
 		}
-		if got.info.Model != want.info.Model || got.info.User != want.info.User || got.info.Stream != want.info.Stream || got.info.Key != want.info.Key ||
+		if got.info.Model != want.info.Model || got.info.User != want.info.User || got.info.Stream != want.info.Stream || got.info.Key != want.info.Key || got.info.Later != want.info.Later ||
 			got.info.System != want.info.System || got.info.Goal != want.info.Goal || got.info.ToolCount != want.info.ToolCount || !slices.Equal(got.info.Tools, want.info.Tools) {
 			t.Fatalf("with memo %+v\nin full %+v", summarize(got), summarize(want))
 		}
@@ -357,7 +368,7 @@ func FuzzInspectMemo(f *testing.F) {
 			t.Fatalf("the same body again was read from message %d of %d", again.from, len(msgs))
 		}
 		if again.info.ToolCount != want.info.ToolCount || !slices.Equal(again.info.Tools, want.info.Tools) || again.info.Goal != want.info.Goal || again.info.System != want.info.System ||
-			again.info.Model != want.info.Model || again.info.User != want.info.User || again.info.Stream != want.info.Stream {
+			again.info.Model != want.info.Model || again.info.User != want.info.User || again.info.Stream != want.info.Stream || again.info.Later != want.info.Later {
 			t.Fatalf("third read %+v\nin full %+v", summarize(again), summarize(want))
 		}
 		if again.scan.model != want.scan.model || again.scan.user != want.scan.user || again.scan.stream != want.scan.stream || again.scan.messages != want.scan.messages {

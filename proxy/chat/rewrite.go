@@ -82,9 +82,10 @@ func injectSystem(dst, body []byte, conv *conversation, parts ...wire.Block) ([]
 	return body, nil
 }
 
-// rewriteParts handles content given as an array of parts: earlier blocks
-// are stripped from every text part and the new blocks become a text part
-// of their own, first. It returns the new array and whether it changed.
+// rewriteParts handles content given as an array of parts: earlier blocks,
+// framed or not, are stripped from every text part and the new blocks
+// become a text part of their own, first. It returns the new array and
+// whether it changed.
 func rewriteParts(parts gjson.Result, blocks string) ([]byte, bool, error) {
 	changed := blocks != ""
 	var out bytes.Buffer
@@ -99,7 +100,7 @@ func rewriteParts(parts gjson.Result, blocks string) ([]byte, bool, error) {
 	parts.ForEach(func(_, part gjson.Result) bool {
 		raw := []byte(part.Raw)
 		if t := part.Get("text"); t.Type == gjson.String {
-			if stripped := wire.Strip(t.Str); stripped != t.Str {
+			if stripped := wire.StripFramed(t.Str); stripped != t.Str {
 				changed = true
 				stripped = strings.TrimLeft(stripped, "\n")
 				if stripped == "" {

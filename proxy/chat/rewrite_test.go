@@ -100,18 +100,38 @@ func TestInjectNothingKeepsBytes(t *testing.T) {
 // FuzzInject: whatever the (valid JSON) body, the rewritten body is valid
 // JSON, keeps every original message (same count, plus at most the inserted
 // system message, every non-system message byte-identical) and every
-// top-level field.
+// top-level field. Every body is placed in turns too (checkTurnPlacement).
 func FuzzInject(f *testing.F) {
 	f.Add(`{"model":"m","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`, true)
 	f.Add(`{"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]}`, false)
 	f.Add(`{"messages":[{"role":"user","content":"\u0000\ud83d\ude00"}],"n":1}`, true)
 	f.Add(`{"messages":[ ]}`, true)
 	f.Add(`{"messages":[{"role":"system","content":"### !!! REPEAT FAILURE GUARD — DO NOT REPEAT THESE ERRORS !!!\nold\n### !!! END REPEAT FAILURE GUARD !!!\n\nkeep"}]}`, false)
+	// The forms of the newest turn.
+	f.Add(`{"messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"sh"}}]},{"role":"tool","tool_call_id":"a","content":"failed\n"}]}`, true)
+	f.Add(`{"messages":[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"tool","content":[ ]}],"model":"m"}`, true)
+	f.Add(`{"messages":[{"role":"user"},{"role":"function","content":null},{"role":"assistant","content":"prefill"}]}`, true)
+	f.Add(`{"messages":[{"role":"system","content":"s"},{"role":"assistant"}, 7]}`, true)
+	f.Add(`{"messages":[{"role":"user","content":"go"},{"role":"tool","content":{"x":1}}]}`, true)
+	f.Add(`{"messages":[{"role":"user","content":"go\n\n<system-reminder>\nNote from scarproxy, the proxy between this agent and its model provider (not from the user):\n\n### RECALL: Similar Task Found in Memory\nold\n### END RECALL\n</system-reminder>"}]}`, true)
 	g, r := testBlockParts()
 	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
 		if !gjson.Valid(body) || !gjson.Get(body, "messages").IsArray() {
 			return
 		}
+		var p wire.Placement
+		if withBlocks {
+			// Both, the recall alone, the newest turn's alone.
+			switch len(body) % 3 {
+			case 0:
+				p = wire.Placement{Turn: []wire.Block{wire.NewBlock(g)}, Recall: wire.NewBlock(r)}
+			case 1:
+				p = wire.Placement{Recall: wire.NewBlock(r)}
+			case 2:
+				p = wire.Placement{Turn: []wire.Block{{}, wire.NewBlock(g)}}
+			}
+		}
+		checkTurnPlacement(t, []byte(body), p)
 		// The handler passes the guard and recall blocks one by one.
 		var parts []string
 		if withBlocks {

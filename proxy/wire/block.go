@@ -147,13 +147,14 @@ func AppendJSONString(dst []byte, s string) []byte {
 }
 
 // InjectString puts blocks in front of a JSON string value of body at sp,
-// whose text is old, after stripping earlier blocks from it. When there
+// whose text is old, after stripping earlier blocks, framed or not, from
+// it (StripFramed). When there
 // is nothing to strip only the blocks and a blank line are inserted after
 // the opening quote: the text keeps its bytes as they came. It returns
 // body itself when nothing changes; a new body is appended to dst[:0].
 func InjectString(dst, body []byte, sp Span, old string, blocks []Block) []byte {
 	raw := body[sp.Start:sp.End]
-	stripped := Strip(old)
+	stripped := StripFramed(old)
 	if stripped == old { // no earlier block to take out
 		if Empty(blocks) {
 			return body

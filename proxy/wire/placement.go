@@ -79,9 +79,20 @@ func StripFramed(text string) string {
 			rest = rest[i+j+len(FrameEnd):]
 			continue
 		}
-		b.WriteString(strings.TrimRight(rest[:i], "\n"))
+		b.WriteString(trimSeparator(rest[:i]))
 		rest = rest[i+j+len(FrameEnd):]
 	}
 	b.WriteString(rest)
 	return Strip(b.String())
+}
+
+// trimSeparator removes from the end of text the blank line that
+// separates a frame from what comes before it ("\n" when text ends a
+// line, as the lines of text parts are joined), and nothing more: a
+// newline that ended the client's text stays.
+func trimSeparator(text string) string {
+	if t, ok := strings.CutSuffix(text, "\n\n"); ok {
+		return t
+	}
+	return strings.TrimSuffix(text, "\n")
 }

@@ -1,0 +1,42 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
+)
+
+// TestStripFramedTakesOutWhatWasAdded: text, a blank line and a frame of
+// blocks, once or twice, give back the text byte for byte, its own
+// trailing newlines and frame-like tags included.
+func TestStripFramedTakesOutWhatWasAdded(t *testing.T) {
+	g := NewBlock(guard.Block([]guard.Entry{{Pattern: "SYNTAX COMPLIANCE ERROR", Count: 2, Hint: "Output must be valid syntax."}}))
+	frame := strings.TrimRight(Framed(g).Text, "\n")
+	for _, text := range []string{
+		"do it",
+		"SyntaxError: '(' was never closed\n",
+		"two\n\n",
+		"<system-reminder>\nthe client's own\n</system-reminder>",
+		"",
+	} {
+		for _, added := range []string{frame, frame + "\n\n" + frame} {
+			in := added
+			if text != "" {
+				in = text + "\n\n" + added
+			}
+			if got := StripFramed(in); got != text {
+				t.Errorf("StripFramed(%q) = %q, want %q", in, got, text)
+			}
+		}
+	}
+	// The lines of text parts are joined by one newline.
+	if got := StripFramed("do it\n" + frame); got != "do it" {
+		t.Errorf("a frame in a part of its own: %q", got)
+	}
+	// A frame holding text of someone else's stays, whole.
+	other := FrameStart + "\n" + FrameNote + "\n\nnot a block\n" + FrameEnd
+	if got := StripFramed("x\n\n" + other); got != "x\n\n"+other {
+		t.Errorf("a frame holding other text: %q", got)
+	}
+}
