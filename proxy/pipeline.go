@@ -128,13 +128,18 @@ func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
 	return nil
 }
 
+// placedOverhead bounds the bytes a placement adds besides the blocks'
+// own: two frames (see wire.Framed) and the JSON around each (a text part,
+// a message or an input item).
+const placedOverhead = 2 * (len(wire.FrameStart) + len(wire.FrameNote) + len(wire.FrameEnd) + 128)
+
 // place writes the turn's blocks into the body forwarded. The rewrite
 // keeps JSON valid (each format's fuzz target); a failure forwards the
 // original bytes, and the turn places nothing.
 func (s *Server) place(ex *exchange, body []byte) {
 	tu := &ex.turn
 	p := wire.Placement{Turn: []wire.Block{tu.Stop, tu.Guard}, Recall: tu.Recall, System: s.placeInSystem}
-	dst := *ex.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + 256)
+	dst := *ex.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + placedOverhead)
 	out, err := ex.req.Inject(dst, body, p)
 	if err == nil && tu.Loop.Level >= guard.LevelHardStop {
 		// The hard stop: this turn, the model must answer in words.
