@@ -194,7 +194,7 @@ func demoLoop(ctx context.Context, target string, args []string, getenv func(str
 	if err := json.Unmarshal(b, &echo); err != nil || len(echo.Choices) == 0 {
 		return fmt.Errorf("new conversation: unexpected answer: %s", b)
 	}
-	fmt.Fprintf(out, "\nA new conversation fails the same way once; X-Scar-Guard: %s. The system prompt it got:\n", res.Header.Get("X-Scar-Guard"))
+	fmt.Fprintf(out, "\nA new conversation fails the same way once; X-Scar-Guard: %s. What the model was told (its system prompt, then the blocks placed in its newest turn):\n", res.Header.Get("X-Scar-Guard"))
 	fmt.Fprintln(out, indent(echo.Choices[0].Message.Content))
 	dashboardHint(out, target, in.BaseURL)
 	return nil
