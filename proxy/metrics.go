@@ -39,7 +39,7 @@ func newMetrics() *metrics {
 		}),
 		injected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scarproxy_blocks_injected_total",
-			Help: "Guard and recall blocks injected into system text.",
+			Help: "Requests that carried a guard or a recall block, by block.",
 		}, []string{"block"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scarproxy_fallbacks_total",

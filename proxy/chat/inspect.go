@@ -174,58 +174,77 @@ func (c *conversation) read(body []byte) {
 				c.info.System = wire.ContentText(valueAt(body, m.content))
 			}
 		case m.kind == roleUser:
-			if !c.task.Found {
-				first := c.task.Goal == ""
-				// A frame of the proxy's is not the user's words (a client
-				// may send back what it was sent).
-				c.task.Add(wire.StripFramed(wire.ContentText(valueAt(body, m.content))), wire.Task)
-				c.info.Goal = c.task.Goal
-				if first {
-					c.provisional = c.task.Goal
-				}
-				if c.task.Found {
-					c.taskAt = i
-				}
-			}
+			c.readUser(body, i, m)
 		case m.kind == roleAssistant:
-			for ; call < len(cs.calls) && cs.calls[call].msg == i; call++ {
-				cl := &cs.calls[call]
-				name := valueAt(body, cl.name).String()
-				if name == "" {
-					continue
-				}
-				c.info.Tools = append(c.info.Tools, name)
-				if id := valueAt(body, cl.id).String(); id != "" {
-					c.calls = append(c.calls, callName{id: id, name: name, msg: i, args: cl.args})
-				}
-			}
+			call = c.readCalls(body, i, call)
 		case m.kind == roleTool || m.kind == roleFunction:
-			tr := wire.ToolResult{Name: valueAt(body, m.name).String(), At: i, Decode: contentText}
-			if m.content.ok() {
-				tr.Raw = body[m.content.start:m.content.end]
-			}
-			if id := valueAt(body, m.toolCallID).String(); id != "" {
-				tr.Key = "call:" + id
-				if cl := c.callOf(id); cl != nil {
-					tr.Name = cl.name
-					if cl.args.ok() {
-						tr.Args = body[cl.args.start:cl.args.end]
-					}
-					if cm := &cs.msgs[cl.msg]; cm.content.ok() {
-						tr.Note = body[cm.content.start:cm.content.end]
-					}
-				}
-			} else {
-				tr.Key = wire.HashKey(tr.Name, tr.Raw)
-			}
-			c.info.ToolResults = append(c.info.ToolResults, tr)
-			c.info.ToolCount++
+			c.readResult(body, i, m)
 		}
 		for call < len(cs.calls) && cs.calls[call].msg <= i {
 			call++ // the calls of a message that is not the assistant's
 		}
 		c.marks = append(c.marks, mark{tools: len(c.info.Tools), calls: len(c.calls), scanCalls: call, toolCount: c.info.ToolCount})
 	}
+}
+
+// readUser reads user message i: the task, until it is found.
+func (c *conversation) readUser(body []byte, i int, m *msgSpans) {
+	if c.task.Found {
+		return
+	}
+	first := c.task.Goal == ""
+	// A frame of the proxy's is not the user's words (a client may send
+	// back what it was sent).
+	c.task.Add(wire.StripFramed(wire.ContentText(valueAt(body, m.content))), wire.Task)
+	c.info.Goal = c.task.Goal
+	if first {
+		c.provisional = c.task.Goal
+	}
+	if c.task.Found {
+		c.taskAt = i
+	}
+}
+
+// readCalls reads the tool calls of assistant message i, from cs.calls[call]
+// on, and returns the index of the first call of a later message.
+func (c *conversation) readCalls(body []byte, i, call int) int {
+	cs := &c.scan
+	for ; call < len(cs.calls) && cs.calls[call].msg == i; call++ {
+		cl := &cs.calls[call]
+		name := valueAt(body, cl.name).String()
+		if name == "" {
+			continue
+		}
+		c.info.Tools = append(c.info.Tools, name)
+		if id := valueAt(body, cl.id).String(); id != "" {
+			c.calls = append(c.calls, callName{id: id, name: name, msg: i, args: cl.args})
+		}
+	}
+	return call
+}
+
+// readResult reads tool message i: its result, tied to its call by id.
+func (c *conversation) readResult(body []byte, i int, m *msgSpans) {
+	tr := wire.ToolResult{Name: valueAt(body, m.name).String(), At: i, Decode: contentText}
+	if m.content.ok() {
+		tr.Raw = body[m.content.start:m.content.end]
+	}
+	if id := valueAt(body, m.toolCallID).String(); id != "" {
+		tr.Key = "call:" + id
+		if cl := c.callOf(id); cl != nil {
+			tr.Name = cl.name
+			if cl.args.ok() {
+				tr.Args = body[cl.args.start:cl.args.end]
+			}
+			if cm := &c.scan.msgs[cl.msg]; cm.content.ok() {
+				tr.Note = body[cm.content.start:cm.content.end]
+			}
+		}
+	} else {
+		tr.Key = wire.HashKey(tr.Name, tr.Raw)
+	}
+	c.info.ToolResults = append(c.info.ToolResults, tr)
+	c.info.ToolCount++
 }
 
 // callOf returns the latest call read with the given id, or nil. A tool
