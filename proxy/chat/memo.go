@@ -132,6 +132,18 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	if probe >= len(e.msgs) {
 		return -1
 	}
+	last, at := c.repeated(e, body, probe)
+	if last < 0 {
+		return -1 // nothing after the first user message to skip
+	}
+	c.hashed, c.hash = e.msgs[last].end, at
+	c.resumeFrom(e, last)
+	return e.msgs[last].end
+}
+
+// repeated returns the last message of e after probe that body repeats
+// byte for byte (-1 for none) and the hash of body up to its end.
+func (c *conversation) repeated(e *memoEntry, body []byte, probe int) (int, maphash.Hash) {
 	h := c.hash // the hash of the head: the name
 	last, pos := -1, c.hashed
 	var at maphash.Hash // h as it was at the end of message last
@@ -151,10 +163,11 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 			last, at = i, h
 		}
 	}
-	if last < 0 {
-		return -1 // nothing after the first user message to skip
-	}
-	c.hashed, c.hash = e.msgs[last].end, at
+	return last, at
+}
+
+// resumeFrom fills c and c.scan with what e found up to message last.
+func (c *conversation) resumeFrom(e *memoEntry, last int) {
 	mk := e.marks[last]
 	cs := &c.scan
 	cs.msgs = append(cs.msgs[:0], e.msgs[:last+1]...)
@@ -188,7 +201,6 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 		}
 	}
 	c.info.Goal = c.task.Goal
-	return e.msgs[last].end
 }
 
 // resumeTail is called by the scan of body once its messages array,
@@ -266,21 +278,49 @@ func into[T any](dst, src []T, n int) []T {
 // request of a rate-limit storm), is not kept: the next turn resumes from
 // the remembered one as far, or two messages short.
 func (m *convMemo) remember(c *conversation, body []byte) bool {
-	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated {
+	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated || m.repeatsCurrent(c) {
 		return false
 	}
-	if p := c.prior; p != nil && c.tailKnown && len(c.scan.msgs) <= len(p.msgs) && c.from >= len(c.scan.msgs)-2 {
-		m.mu.Lock()
-		current := m.cur[c.memoKey] == p
-		m.mu.Unlock()
-		if current {
-			return false
-		}
+	c.hashMessages(body)
+	e := m.entryOf(c, body)
+	size := e.size()
+	if size > memoBytes/4 {
+		return false
 	}
-	// The body is hashed up to c.hashed (the head, or the messages resume
-	// skipped, whose marks are kept): go on from there. The messages
-	// before the first user message are part of the name: their sums are
-	// not used.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.cur[c.memoKey]
+	if ok {
+		m.curBytes -= old.size()
+	}
+	if !ok && len(m.cur) >= m.max || m.curBytes+size > memoBytes {
+		m.prev, m.cur, m.curBytes = m.cur, make(map[uint64]*memoEntry, m.max), 0
+	}
+	m.cur[c.memoKey] = e
+	m.curBytes += size
+	return true
+}
+
+// repeatsCurrent reports whether c repeats the turn the memo holds for
+// its conversation but for its last message or two (a retry, a replaced
+// step, every request of a storm), with the same bytes after them: it is
+// not remembered again.
+func (m *convMemo) repeatsCurrent(c *conversation) bool {
+	p := c.prior
+	if p == nil || !c.tailKnown || len(c.scan.msgs) > len(p.msgs) || c.from < len(c.scan.msgs)-2 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur[c.memoKey] == p
+}
+
+// hashMessages sums the body up to the end of each message read. The
+// body is hashed up to c.hashed (the head, or the messages resume
+// skipped, whose marks are kept): it goes on from there. The messages
+// before the first user message are part of the name: their sums are not
+// used.
+func (c *conversation) hashMessages(body []byte) {
 	h, pos := &c.hash, c.hashed
 	for i := c.from; i < len(c.marks); i++ {
 		end := c.scan.msgs[i].end
@@ -291,6 +331,10 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 		pos = end
 		c.marks[i].sum = h.Sum64()
 	}
+}
+
+// entryOf is what the memo keeps of c's turn.
+func (m *convMemo) entryOf(c *conversation, body []byte) *memoEntry {
 	cs := &c.scan
 	end := cs.messages.end
 	tailSum := c.tailSum
@@ -305,11 +349,11 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 		}
 		verdicts, msgs = append(verdicts, t), append(msgs, tr.At)
 	}
-	e := &memoEntry{
+	return &memoEntry{
 		verdicts:    verdicts,
 		verdictMsgs: msgs,
-		msgs:        fit(c.scan.msgs),
-		calls:       fit(c.scan.calls),
+		msgs:        fit(cs.msgs),
+		calls:       fit(cs.calls),
 		marks:       fit(c.marks),
 		tools:       fit(c.info.Tools),
 		named:       fit(c.calls),
@@ -327,20 +371,4 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 		tailStream: relativeTo(cs.stream, end),
 		tailTools:  relativeTo(cs.tools, end),
 	}
-	size := e.size()
-	if size > memoBytes/4 {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old, ok := m.cur[c.memoKey]
-	if ok {
-		m.curBytes -= old.size()
-	}
-	if !ok && len(m.cur) >= m.max || m.curBytes+size > memoBytes {
-		m.prev, m.cur, m.curBytes = m.cur, make(map[uint64]*memoEntry, m.max), 0
-	}
-	m.cur[c.memoKey] = e
-	m.curBytes += size
-	return true
 }
