@@ -156,48 +156,13 @@ func injectTurns(dst, body []byte, conv *conversation, p wire.Placement) ([]byte
 	if !cs.messages.ok() || body[cs.messages.start] != '[' {
 		return body, nil
 	}
-	// Earlier blocks in the system message go, none comes: rare, so a
-	// copy of its own, and the positions after the system content move.
-	src, moved, by := body, len(body), 0
-	if conv.systemAt >= 0 && wire.StripFramed(conv.info.System) != conv.info.System {
-		stripped, err := injectSystem(nil, body, conv)
-		if err != nil {
-			return body, err
-		}
-		src, moved, by = stripped, cs.msgs[conv.systemAt].content.start, len(stripped)-len(body)
-	}
-	at := func(pos int) int {
-		if pos > moved {
-			return pos + by
-		}
-		return pos
+	src, at, err := withoutSystemBlocks(body, conv)
+	if err != nil {
+		return body, err
 	}
 	msgs := cs.msgs
-	// The newest turn's place: in message last, or (own false) in a user
-	// message of the proxy's own right after it. Past the scan's caps the
-	// last message is unknown: the newest turn gets nothing.
-	var turn edit
-	last, own, known := -1, false, len(msgs) > 0 && !cs.truncated
-	if known {
-		last = len(msgs) - 1
-		for last >= 0 && msgs[last].obj && msgs[last].kind == roleAssistant {
-			last-- // a prefill
-		}
-		if last >= 0 && msgs[last].obj {
-			switch msgs[last].kind {
-			case roleUser, roleTool, roleFunction:
-				turn, own = contentEdit(src, &msgs[last], at)
-			}
-		}
-		if !own {
-			turn = edit{form: formMessage, at: at(cs.messages.start + 1), empty: true}
-			if last >= 0 {
-				turn = edit{form: formMessage, at: at(msgs[last].end)}
-			}
-			turn.to = turn.at
-		}
-		turn.turn = !wire.Empty(p.Turn)
-	}
+	turn, last, own, known := newestTurnEdit(src, cs, at)
+	turn.turn = known && !wire.Empty(p.Turn)
 	// The recall's place: the first user message, else with the newest
 	// turn's blocks, first.
 	var recall edit
@@ -228,6 +193,58 @@ func injectTurns(dst, body []byte, conv *conversation, p wire.Placement) ([]byte
 		pos = e.to
 	}
 	return append(out, src[pos:]...), nil
+}
+
+// withoutSystemBlocks returns body without the blocks an earlier turn
+// left in its system message (none come there), and where a position of
+// body is in it. That is rare: a copy of its own, and the positions after
+// the system content move.
+func withoutSystemBlocks(body []byte, conv *conversation) ([]byte, func(int) int, error) {
+	same := func(pos int) int { return pos }
+	if conv.systemAt < 0 || wire.StripFramed(conv.info.System) == conv.info.System {
+		return body, same, nil
+	}
+	stripped, err := injectSystem(nil, body, conv)
+	if err != nil {
+		return body, same, err
+	}
+	moved, by := conv.scan.msgs[conv.systemAt].content.start, len(stripped)-len(body)
+	return stripped, func(pos int) int {
+		if pos > moved {
+			return pos + by
+		}
+		return pos
+	}, nil
+}
+
+// newestTurnEdit finds the newest turn's place: in message last (own
+// true), or in a user message of the proxy's own right after it. Past the
+// scan's caps the last message is unknown (known false): the newest turn
+// gets nothing.
+func newestTurnEdit(src []byte, cs *chatScan, at func(int) int) (turn edit, last int, own, known bool) {
+	msgs := cs.msgs
+	last, known = -1, len(msgs) > 0 && !cs.truncated
+	if !known {
+		return turn, last, false, false
+	}
+	last = len(msgs) - 1
+	for last >= 0 && msgs[last].obj && msgs[last].kind == roleAssistant {
+		last-- // a prefill
+	}
+	if last >= 0 && msgs[last].obj {
+		switch msgs[last].kind {
+		case roleUser, roleTool, roleFunction:
+			turn, own = contentEdit(src, &msgs[last], at)
+		}
+	}
+	if !own {
+		turn = edit{form: formMessage, at: at(cs.messages.start + 1), empty: true}
+		if last >= 0 {
+			turn = edit{form: formMessage, at: at(msgs[last].end)}
+		}
+		turn.to = turn.at
+	}
+	return turn, last, own, true
 }
 
 // firstUser returns the index of the first user message, or -1.
