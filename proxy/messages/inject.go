@@ -232,6 +232,13 @@ func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) 
 	if err != nil || !changed {
 		return nil, false, err
 	}
+	return systemArray(lead, kept, blocks, moved), true, nil
+}
+
+// systemArray is the rewritten system array: the leading billing header,
+// then the blocks as a text block of their own (carrying moved, the
+// cache_control of a dropped block, if any), then the blocks kept.
+func systemArray(lead, kept [][]byte, blocks []wire.Block, moved []byte) []byte {
 	out := []byte{'['}
 	if len(lead) > 0 {
 		out = append(out, lead[0]...)
@@ -252,5 +259,5 @@ func rewriteBlocks(arr gjson.Result, blocks []wire.Block) ([]byte, bool, error) 
 	}
 	out = append(out, bytes.Join(kept, []byte{','})...)
 	out = bytes.TrimSuffix(out, []byte{','})
-	return append(out, ']'), true, nil
+	return append(out, ']')
 }

@@ -75,22 +75,7 @@ func read(body []byte) (*request, error) {
 			r.newest = c
 		case "assistant":
 			answered = true
-			var note string // the message's text before its tool calls
-			m.Get("content").ForEach(func(_, b gjson.Result) bool {
-				switch b.Get("type").String() {
-				case "text":
-					if t := b.Get("text"); t.Type == gjson.String && note == "" {
-						note = t.Raw
-					}
-				case "tool_use":
-					name := b.Get("name").String()
-					if name != "" {
-						in.Tools = append(in.Tools, name)
-						calls[b.Get("id").String()] = call{name: name, args: b.Get("input").Raw, note: note}
-					}
-				}
-				return true
-			})
+			r.readAssistant(m, calls)
 		}
 		return true
 	})
@@ -98,6 +83,27 @@ func read(body []byte) (*request, error) {
 		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
 	}
 	return r, nil
+}
+
+// readAssistant reads an assistant message's tool calls, each with the
+// message's text before it (its note).
+func (r *request) readAssistant(m gjson.Result, calls map[string]call) {
+	var note string
+	m.Get("content").ForEach(func(_, b gjson.Result) bool {
+		switch b.Get("type").String() {
+		case "text":
+			if t := b.Get("text"); t.Type == gjson.String && note == "" {
+				note = t.Raw
+			}
+		case "tool_use":
+			name := b.Get("name").String()
+			if name != "" {
+				r.info.Tools = append(r.info.Tools, name)
+				calls[b.Get("id").String()] = call{name: name, args: b.Get("input").Raw, note: note}
+			}
+		}
+		return true
+	})
 }
 
 // readUser reads a user message: its tool results, and, for the first
@@ -129,35 +135,10 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 		case "text":
 			text = append(text, b)
 		case "tool_result":
-			// One pass over the block's members: its content, often the
-			// largest value of the request, is located, not unescaped.
-			raw := []byte(b.Raw)
-			sp, err := wire.Members(raw, "tool_use_id", "is_error", "content")
-			if err != nil {
-				return true
+			if tr, ok := toolResult(b, at, calls); ok {
+				in.ToolResults = append(in.ToolResults, tr)
+				in.ToolCount++
 			}
-			id := sp[0].Value(raw).String()
-			cl := calls[id]
-			tr := wire.ToolResult{
-				Name:    cl.name,
-				IsError: sp[1].Value(raw).Bool(),
-				At:      at,
-				Raw:     sp[2].Raw(raw),
-				Decode:  resultText,
-			}
-			if cl.args != "" {
-				tr.Args = []byte(cl.args)
-			}
-			if cl.note != "" {
-				tr.Note = []byte(cl.note)
-			}
-			if id != "" {
-				tr.Key = "call:" + id
-			} else {
-				tr.Key = wire.HashKey(tr.Name, tr.Raw)
-			}
-			in.ToolResults = append(in.ToolResults, tr)
-			in.ToolCount++
 		}
 		return true
 	})
@@ -170,6 +151,38 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 		in.Goal = r.task.Goal
 	}
 	return c
+}
+
+// toolResult reads a tool_result block of the user message at in one
+// pass over its members: its content, often the largest value of the
+// request, is located, not unescaped.
+func toolResult(b gjson.Result, at int, calls map[string]call) (wire.ToolResult, bool) {
+	raw := []byte(b.Raw)
+	sp, err := wire.Members(raw, "tool_use_id", "is_error", "content")
+	if err != nil {
+		return wire.ToolResult{}, false
+	}
+	id := sp[0].Value(raw).String()
+	cl := calls[id]
+	tr := wire.ToolResult{
+		Name:    cl.name,
+		IsError: sp[1].Value(raw).Bool(),
+		At:      at,
+		Raw:     sp[2].Raw(raw),
+		Decode:  resultText,
+	}
+	if cl.args != "" {
+		tr.Args = []byte(cl.args)
+	}
+	if cl.note != "" {
+		tr.Note = []byte(cl.note)
+	}
+	if id != "" {
+		tr.Key = "call:" + id
+	} else {
+		tr.Key = wire.HashKey(tr.Name, tr.Raw)
+	}
+	return tr, true
 }
 
 // taskText is the text of a user message without the proxy's frames
