@@ -8,21 +8,11 @@ import (
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 )
-
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
 
 // prefixSlack is how many bytes of the previous turn's newest message the
 // proxy's placement may cost past what a bare proxy keeps: the JSON that
@@ -103,8 +93,8 @@ func TestPlacementKeepsTheCachedPrefix(t *testing.T) {
 				}
 				lost := 0 // turns whose cached prefix a bare proxy would keep and this one lost
 				for n := 1; n < len(received); n++ {
-					bare := commonPrefix(sent[n], sent[n-1])
-					through := commonPrefix(received[n], received[n-1])
+					bare := agenttest.CommonPrefix(sent[n], sent[n-1])
+					through := agenttest.CommonPrefix(received[n], received[n-1])
 					if through+prefixSlack < bare {
 						lost++
 						if placement == guard.PlacementTurn {

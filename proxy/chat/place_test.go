@@ -262,17 +262,6 @@ func loopTurns(t testing.TB, n int) [][]byte {
 	return turns
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
 // TestTurnPlacementKeepsThePrefix: in an 8-turn loop of qwen-code whose
 // guard changes every turn, everything a provider's prompt cache kept of a
 // turn is sent again, byte for byte, on the next: the longest common
@@ -318,7 +307,7 @@ func TestTurnPlacementKeepsThePrefix(t *testing.T) {
 		if !bytes.Equal(body, client) {
 			t.Fatalf("turn %d: the client's body changed", k)
 		}
-		at := commonPrefix(body, recallOnly)
+		at := agenttest.CommonPrefix(body, recallOnly)
 		rec := recallOnly[at : at+len(recallOnly)-len(body)]
 		if !bytes.Contains(rec, p.Recall.JSON) {
 			t.Fatalf("turn %d: the recall block is not where the body first changes: %.200s", k, rec)
@@ -328,12 +317,12 @@ func TestTurnPlacementKeepsThePrefix(t *testing.T) {
 		} else if !bytes.Equal(rec, recallBytes) {
 			t.Errorf("turn %d: the recall block's bytes changed:\n%s\n%s", k, rec, recallBytes)
 		}
-		start := commonPrefix(recallOnly, out)
+		start := agenttest.CommonPrefix(recallOnly, out)
 		if !bytes.Contains(out[start:], p.Turn[1].JSON) {
 			t.Fatalf("turn %d: the guard block is not after offset %d", k, start)
 		}
 		if k > 1 {
-			if lcp := commonPrefix(prevOut, out); lcp < prevStart {
+			if lcp := agenttest.CommonPrefix(prevOut, out); lcp < prevStart {
 				t.Errorf("turn %d: the prefix shared with turn %d ends at byte %d, before byte %d where the newest turn's blocks started (%q | %q)",
 					k, k-1, lcp, prevStart, prevOut[max(lcp-40, 0):lcp+40], out[max(lcp-40, 0):lcp+40])
 			}

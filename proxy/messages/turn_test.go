@@ -219,15 +219,6 @@ func loopTurn(t testing.TB, k int, moving bool) []byte {
 	return wire.Splice(body, sp[0].End-1, sp[0].End-1, []byte(rounds.String()))
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
 // markers returns where the cache_control markers of body are (gjson
 // paths in order), read through the client's structure.
 func markers(body []byte) []string {
@@ -303,7 +294,7 @@ func TestTurnPlacementKeepsTheCachedPrefix(t *testing.T) {
 						a, b = noMarkers(a), noMarkers(b)
 						prevAt = len(noMarkers(prev[:prevAt]))
 					}
-					if n := commonPrefix(a, b); n < prevAt {
+					if n := agenttest.CommonPrefix(a, b); n < prevAt {
 						t.Fatalf("turn %d: %d bytes in common with turn %d, whose newest turn's blocks start at %d:\n%.200q\n%.200q", k, n, k-1, prevAt, a[n:], b[n:])
 					}
 				}

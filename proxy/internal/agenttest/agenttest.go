@@ -184,3 +184,15 @@ func SameMembers(t testing.TB, in, out []byte, except string) {
 		}
 	}
 }
+
+// CommonPrefix is the length of the longest common prefix of a and b: how
+// much of one request a provider's prefix cache keeps for the next.
+func CommonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
