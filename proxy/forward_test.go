@@ -442,3 +442,58 @@ func TestMockThroughProxy(t *testing.T) {
 		t.Fatalf("incident types %v, want %v (newest first)", types, want)
 	}
 }
+
+// TestAClientThatLeavesAfterTheLastEventGotTheAnswer: Codex CLI closes the
+// connection as soon as it reads response.completed, while the provider's
+// stream is still open. The answer was whole: it counts as answered and
+// its conversation is captured, not as a client that left (499). A client
+// that leaves before the last event still is one.
+func TestAClientThatLeavesAfterTheLastEventGotTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		complete bool
+	}{{"after response.completed", true}, {"before it", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := make(chan struct{})
+			up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Parser fixed.\"}\n\n")
+				if tc.complete {
+					io.WriteString(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\","+
+						"\"output\":[{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Parser fixed.\"}]}]}}\n\n")
+				}
+				w.(http.Flusher).Flush()
+				close(sent)
+				<-r.Context().Done() // the provider keeps the stream open
+			})
+			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+			body := `{"model":"m","stream":true,"instructions":"You are Codex.","input":[` +
+				`{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the YAML parser of the config loader"}]},` +
+				`{"type":"function_call","name":"run_tests","arguments":"{}","call_id":"c1"},` +
+				`{"type":"function_call_output","call_id":"c1","output":"ok  \tgithub.com/acme/app\t0.4s"}]}`
+			res := h.do(http.MethodPost, "/v1/responses", []byte(body), nil)
+			<-sent
+			buf := make([]byte, 4096)
+			for got := ""; tc.complete && !strings.Contains(got, "response.completed"); {
+				n, err := res.Body.Read(buf)
+				if err != nil {
+					t.Fatalf("stream ended before response.completed: %v", err)
+				}
+				got += string(buf[:n])
+			}
+			res.Body.Close() // as Codex does
+			h.inflight.Wait()
+			sols, err := h.store.ListSolutions(context.Background(), "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered, left := h.requests("responses", "200"), h.requests("responses", "499")
+			if tc.complete && (len(sols) != 1 || answered != 1 || left != 0) {
+				t.Fatalf("%d solutions captured; %v answered, %v left", len(sols), answered, left)
+			}
+			if !tc.complete && (len(sols) != 0 || answered != 0 || left != 1) {
+				t.Fatalf("%d solutions captured; %v answered, %v left", len(sols), answered, left)
+			}
+		})
+	}
+}

@@ -341,3 +341,29 @@ func (h *harness) counter(name string) float64 {
 	h.t.Fatalf("no counter %s", name)
 	return 0
 }
+
+// requests returns scarproxy_requests_total of a route and status, over
+// every provider.
+func (h *harness) requests(route, status string) float64 {
+	h.t.Helper()
+	families, err := h.srv.metrics.registry.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "scarproxy_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["route"] == route && labels["status"] == status {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}

@@ -254,17 +254,20 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 	sse := wire.IsSSE(a.Res.Header)
 	obs := ex.req.Observe(sse, keep)
 	readErr, gone := upstream.Deliver(c.Response(), ctx, a, obs.Write)
-	switch {
-	case gone:
-		s.count(route, upstream.StatusClientClosed, prov)
-		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
-		return
-	case readErr != nil:
+	if readErr != nil && !gone {
 		s.cutShort(ex, a, sse, readErr)
 		return
 	}
-	s.count(route, a.Res.StatusCode, prov)
 	out := obs.Outcome()
+	if gone && (!sse || out.Failure != "") {
+		// The client left before the answer was complete: no incident.
+		// One that leaves once a stream's last event arrived (Codex CLI
+		// closes on response.completed) got the whole answer.
+		s.count(route, upstream.StatusClientClosed, prov)
+		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
+		return
+	}
+	s.count(route, a.Res.StatusCode, prov)
 	switch {
 	case out.Failure != "" && sse:
 		s.memory.Record(ctx, t, info.Model, prov, store.TypeStreamError, a.Res.StatusCode, out.Failure)
