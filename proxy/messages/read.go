@@ -115,7 +115,7 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 	cv := m.Get("content")
 	c := content{at: spanOf(cv, base, body)}
 	if cv.Type == gjson.String {
-		r.task.Add(taskText(cv.Str), wire.Task)
+		r.task.Add(wire.StripFramed(cv.Str), wire.Task)
 		in.Goal = r.task.Goal
 		return c
 	}
@@ -147,7 +147,7 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 		for _, t := range text {
 			parts = append(parts, t.Get("text").String())
 		}
-		r.task.Add(taskText(strings.Join(parts, "\n")), wire.Task)
+		r.task.Add(wire.StripFramed(strings.Join(parts, "\n")), wire.Task)
 		in.Goal = r.task.Goal
 	}
 	return c
@@ -183,16 +183,6 @@ func toolResult(b gjson.Result, at int, calls map[string]call) (wire.ToolResult,
 		tr.Key = wire.HashKey(tr.Name, tr.Raw)
 	}
 	return tr, true
-}
-
-// taskText is the text of a user message without the proxy's frames
-// (wire.StripFramed). Claude Code's own reminders open like a frame: only
-// a text that holds the frame's note is taken apart.
-func taskText(text string) string {
-	if !strings.Contains(text, wire.FrameNote) {
-		return wire.Strip(text)
-	}
-	return wire.StripFramed(text)
 }
 
 // spanOf is where v, read by gjson from the messages array at base in

@@ -57,7 +57,9 @@ func Framed(blocks ...Block) Block {
 // blocks (Strip removes those) and the blank line before it: what is left
 // is what the client wrote.
 func StripFramed(text string) string {
-	if !strings.Contains(text, FrameStart) {
+	if !strings.Contains(text, FrameNote) {
+		// No frame of the proxy's (a client's own <system-reminder>s
+		// hold no note of scarproxy's): nothing to scan for.
 		return Strip(text)
 	}
 	open := FrameStart + "\n" + FrameNote + "\n"
