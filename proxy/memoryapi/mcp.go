@@ -1,6 +1,7 @@
 package memoryapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -177,8 +178,8 @@ func (a *API) serveMCP(c echo.Context) error {
 	}
 	caller := mcpCaller{
 		key:       k,
-		workspace: tenant.FirstNonEmpty(c.Param("workspace"), r.Header.Get(tenant.HeaderWorkspace)),
-		project:   tenant.FirstNonEmpty(c.Param("project"), r.Header.Get(tenant.HeaderProject)),
+		workspace: cmp.Or(c.Param("workspace"), r.Header.Get(tenant.HeaderWorkspace)),
+		project:   cmp.Or(c.Param("project"), r.Header.Get(tenant.HeaderProject)),
 		session:   r.Header.Get(tenant.HeaderSession),
 	}
 	if caller.workspace != "" {
@@ -235,7 +236,7 @@ func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreI
 		conf = *in.Confidence
 	}
 	sol, created, aerr := t.a.storeSolution(ctx, c.key, store.Solution{
-		Workspace: tenant.FirstNonEmpty(in.Workspace, c.workspace), Project: tenant.FirstNonEmpty(in.Project, c.project),
+		Workspace: cmp.Or(in.Workspace, c.workspace), Project: cmp.Or(in.Project, c.project),
 		Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome, Confidence: conf,
 	})
 	if aerr != nil {
@@ -308,7 +309,7 @@ func (t *mcpTools) recallContext(_ context.Context, c mcpCaller, in recallContex
 
 // recallQuery fills the tenant of a recall from the caller's defaults.
 func (t *mcpTools) recallQuery(c mcpCaller, goal, workspace, project string, k int) recallQuery {
-	return recallQuery{Workspace: tenant.FirstNonEmpty(workspace, c.workspace), Project: tenant.FirstNonEmpty(project, c.project), Goal: goal, K: k}
+	return recallQuery{Workspace: cmp.Or(workspace, c.workspace), Project: cmp.Or(project, c.project), Goal: goal, K: k}
 }
 
 type recallInfoOut struct {
@@ -353,8 +354,8 @@ type scarRecordOut struct {
 
 func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn) (scarRecordOut, *wire.Error) {
 	inc, aerr := t.a.recordIncident(ctx, c.key, &incidentIn{
-		Workspace: tenant.FirstNonEmpty(in.Workspace, c.workspace), Project: tenant.FirstNonEmpty(in.Project, c.project),
-		Session: tenant.FirstNonEmpty(in.Session, c.session), Type: in.Type, Agent: in.Agent, Provider: in.Provider,
+		Workspace: cmp.Or(in.Workspace, c.workspace), Project: cmp.Or(in.Project, c.project),
+		Session: cmp.Or(in.Session, c.session), Type: in.Type, Agent: in.Agent, Provider: in.Provider,
 		Model: in.Model, StatusCode: statusCode{status: in.StatusCode}, Code: in.Code, Message: in.Message,
 	})
 	if aerr != nil {
@@ -379,13 +380,13 @@ type scarGuardOut struct {
 }
 
 func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (scarGuardOut, *wire.Error) {
-	session := tenant.FirstNonEmpty(in.Session, c.session)
+	session := cmp.Or(in.Session, c.session)
 	if session != "" {
 		if err := tenant.ValidName(session); err != nil {
 			return scarGuardOut{}, wire.BadRequest("session: " + err.Error())
 		}
 	}
-	v, aerr := t.a.previewGuard(ctx, c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), session)
+	v, aerr := t.a.previewGuard(ctx, c.key, cmp.Or(in.Workspace, c.workspace), cmp.Or(in.Project, c.project), session)
 	if aerr != nil {
 		return scarGuardOut{}, aerr
 	}
@@ -428,7 +429,7 @@ const fixesNote = "learned: what ended this failure before in this project (the 
 	"most recent first; fixes: the fix instruction of the guard pattern this error matches."
 
 func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *wire.Error) {
-	tn, aerr := t.a.tenants.Scoped(c.key, tenant.FirstNonEmpty(in.Workspace, c.workspace), tenant.FirstNonEmpty(in.Project, c.project), false)
+	tn, aerr := t.a.tenants.Scoped(c.key, cmp.Or(in.Workspace, c.workspace), cmp.Or(in.Project, c.project), false)
 	if aerr != nil {
 		return scarFixesOut{}, aerr
 	}

@@ -11,6 +11,7 @@
 package tenant
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -223,8 +224,8 @@ func ValidName(s string) error {
 // ignored, so a misconfigured client notices.
 func (p *Policy) Resolve(h http.Header, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
 	t := Tenant{
-		Workspace: FirstNonEmpty(pathWorkspace, h.Get(HeaderWorkspace), p.defaultWorkspace),
-		Project:   FirstNonEmpty(pathProject, h.Get(HeaderProject), p.defaultProject),
+		Workspace: cmp.Or(pathWorkspace, h.Get(HeaderWorkspace), p.defaultWorkspace),
+		Project:   cmp.Or(pathProject, h.Get(HeaderProject), p.defaultProject),
 		Session:   h.Get(HeaderSession),
 		Agent:     h.Get(HeaderAgent),
 	}
@@ -233,7 +234,7 @@ func (p *Policy) Resolve(h http.Header, pathWorkspace, pathProject string) (Tena
 		if k == nil {
 			return t, &wire.Error{Status: http.StatusUnauthorized, Message: "Invalid or missing gateway key. Use your team's scarproxy key as the API key.", Type: "invalid_request_error", Code: "invalid_api_key"}
 		}
-		if named := FirstNonEmpty(pathWorkspace, h.Get(HeaderWorkspace)); named != "" && named != k.Workspace {
+		if named := cmp.Or(pathWorkspace, h.Get(HeaderWorkspace)); named != "" && named != k.Workspace {
 			return t, workspaceForbidden(named)
 		}
 		t.Workspace = k.Workspace
@@ -318,16 +319,6 @@ func Quote(s string) string {
 		s = s[:64]
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-// FirstNonEmpty returns the first of vs that is not empty.
-func FirstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func workspaceForbidden(name string) *wire.Error {
