@@ -46,3 +46,8 @@ func (s *Server) recordErrorAnswer(ctx context.Context, t tenant.Tenant, model s
 	}
 	return msg
 }
+
+// countFallback counts a request moving on to the next provider.
+func (s *Server) countFallback(from, to string) {
+	s.metrics.fallbacks.WithLabelValues(from, to).Inc()
+}

@@ -306,3 +306,19 @@ func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr e
 	s.count(route, fl.Status, prov)
 	s.memory.Record(ctx, ex.tenant, ex.info.Model, prov, typ, fl.Status, fl.Message)
 }
+
+// resolveTenant decides the tenant of a proxied request (tenant.Policy.Resolve)
+// from its headers and the route's /w/{workspace}/{project} names.
+func (s *Server) resolveTenant(c echo.Context) (tenant.Tenant, *apiError) {
+	return s.tenants.Resolve(c.Request().Header, c.Param("workspace"), c.Param("project"))
+}
+
+// readBody reads a request's body (body.Reader.Read) and logs a refusal
+// for want of room.
+func (s *Server) readBody(c echo.Context, lease *body.Lease) ([]byte, *apiError) {
+	b, aerr := s.bodies.Read(c.Response(), c.Request(), lease)
+	if aerr == body.ErrInFlight {
+		s.log.Debug("request bodies in flight past the bound; refused")
+	}
+	return b, aerr
+}

@@ -55,7 +55,6 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/ui"
 	"github.com/scarproxy/scarproxy/proxy/wire"
-	"github.com/scarproxy/scarproxy/store"
 )
 
 // Options configure a [Server]. Router, Store and Guard are required.
@@ -84,7 +83,6 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	router  *providers.Router
-	store   store.Store
 	memory  *memory.Memory
 	tenants *tenant.Policy
 	bodies  *body.Reader // request bodies, bounded one by one and in all
@@ -117,7 +115,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts:      opts,
 		log:       opts.Logger,
 		router:    opts.Router,
-		store:     opts.Store,
 		tenants:   tenants,
 		bodies:    body.NewReader(opts.MaxBodyBytes, opts.MaxBodyBytesInFlight),
 		metrics:   newMetrics(),
@@ -237,7 +234,7 @@ func (s *Server) root(c echo.Context) error {
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.memory.StoreTimeout())
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.memory.Store().Ping(ctx); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "store unavailable: " + err.Error()})
 	}
 	if err := s.memory.SyncIndexWithin(ctx); err != nil {
