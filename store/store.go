@@ -274,6 +274,22 @@ type Store interface {
 	// Updated: lower ID first). It returns how many it removed.
 	PruneFixes(ctx context.Context, before time.Time, maxPerTenant int) (int, error)
 
+	// AddUsage adds the counts of each record of batch to the stored
+	// record with the same Workspace, Project, Conversation, Provider,
+	// Model and Hour (truncated to its UTC hour), creating it at zero when
+	// there is none: replicas add to the same records. The batch is
+	// stored whole or not at all. It returns ErrInvalid when a record
+	// names no workspace or project, or holds a negative count.
+	AddUsage(ctx context.Context, batch []Usage) error
+	// ListUsage returns the tenant's usage records that q selects, newest
+	// Hour first (the same Hour: by Conversation, Provider, then Model),
+	// at most q.Limit of them. It returns ErrInvalid when q names no
+	// workspace or project, or an unknown By.
+	ListUsage(ctx context.Context, q UsageQuery) ([]Usage, error)
+	// PruneUsage removes the usage records of hours that started before
+	// before and returns how many it removed.
+	PruneUsage(ctx context.Context, before time.Time) (int, error)
+
 	// Ping reports whether the store can serve requests.
 	Ping(ctx context.Context) error
 	// Close releases the store. Methods called after Close return ErrClosed.

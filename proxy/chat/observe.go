@@ -18,6 +18,7 @@ type observer struct {
 	errMsg  string // message of an error event
 	finish  string // last finish_reason seen
 	excerpt wire.Excerpt
+	usage   wire.Usage // of the chunk that carries it (stream_options.include_usage)
 }
 
 func newObserver(sse bool, keep int) *observer {
@@ -43,31 +44,36 @@ func (o *observer) data(event string, data []byte) {
 		}
 		return
 	}
-	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content")
+	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content", "usage")
 	if f := res[0]; f.Type == gjson.String && f.Str != "" {
 		o.finish = f.Str
 	}
 	if c := res[1]; c.Type == gjson.String {
 		o.excerpt.Add(c.Str)
 	}
+	if u := res[2]; u.IsObject() {
+		o.usage = wire.OpenAIUsage(u)
+	}
 }
 
 // Outcome says how the completion ended: an error event, a stream cut
-// before data: [DONE], or a final answer (finish_reason "stop").
+// before data: [DONE], or a final answer (finish_reason "stop"); and its
+// usage, when the provider said it.
 func (o *observer) Outcome() wire.Outcome {
 	if o.Stream {
 		switch {
 		case o.errMsg != "":
-			return wire.Outcome{Failure: o.errMsg}
+			return wire.Outcome{Failure: o.errMsg, Usage: o.usage}
 		case !o.done:
-			return wire.Outcome{Failure: "stream ended before data: [DONE]"}
+			return wire.Outcome{Failure: "stream ended before data: [DONE]", Usage: o.usage}
 		}
-		return wire.Outcome{Final: o.finish == "stop", Answer: string(o.excerpt)}
+		return wire.Outcome{Final: o.finish == "stop", Answer: string(o.excerpt), Usage: o.usage}
 	}
 	b := o.Capture.Whole()
+	usage := wire.OpenAIUsage(o.Member(b, "usage"))
 	if b == nil {
-		return wire.Outcome{}
+		return wire.Outcome{Usage: usage}
 	}
 	res := gjson.GetManyBytes(b, "choices.0.finish_reason", "choices.0.message.content")
-	return wire.Outcome{Final: res[0].String() == "stop", Answer: res[1].String()}
+	return wire.Outcome{Final: res[0].String() == "stop", Answer: res[1].String(), Usage: usage}
 }

@@ -23,6 +23,7 @@ type observer struct {
 	errMsg  string // message of an error event
 	reason  string // stop_reason
 	excerpt wire.Excerpt
+	counts  wire.AnthropicCounts // of message_start, then message_delta
 }
 
 func (o *observer) data(event string, data []byte) {
@@ -40,10 +41,14 @@ func (o *observer) data(event string, data []byte) {
 		}
 	case "message_stop":
 		o.stopped = true
+	case "message_start":
+		o.counts.Read(gjson.GetBytes(data, "message.usage"))
 	case "message_delta":
-		if r := gjson.GetBytes(data, "delta.stop_reason"); r.Type == gjson.String {
+		res := gjson.GetManyBytes(data, "delta.stop_reason", "usage")
+		if r := res[0]; r.Type == gjson.String {
 			o.reason = r.Str
 		}
+		o.counts.Read(res[1])
 	case "content_block_delta":
 		if d := gjson.GetBytes(data, "delta"); d.Get("type").String() == "text_delta" {
 			o.excerpt.Add(d.Get("text").String())
@@ -53,20 +58,23 @@ func (o *observer) data(event string, data []byte) {
 
 // Outcome implements [wire.Observer]: an error event or a stream that
 // ended before message_stop is a failure; stop_reason end_turn is a
-// final answer (tool_use is not).
+// final answer (tool_use is not). The usage is the provider's, when it
+// said it.
 func (o *observer) Outcome() wire.Outcome {
 	if o.Stream {
+		usage := o.counts.Usage()
 		switch {
 		case o.errMsg != "":
-			return wire.Outcome{Failure: o.errMsg}
+			return wire.Outcome{Failure: o.errMsg, Usage: usage}
 		case !o.stopped:
-			return wire.Outcome{Failure: "stream ended before message_stop"}
+			return wire.Outcome{Failure: "stream ended before message_stop", Usage: usage}
 		}
-		return wire.Outcome{Final: o.reason == "end_turn", Answer: string(o.excerpt)}
+		return wire.Outcome{Final: o.reason == "end_turn", Answer: string(o.excerpt), Usage: usage}
 	}
 	b := o.Capture.Whole()
+	usage := wire.AnthropicUsage(o.Member(b, "usage"))
 	if b == nil {
-		return wire.Outcome{}
+		return wire.Outcome{Usage: usage}
 	}
 	var text wire.Excerpt
 	gjson.GetBytes(b, "content").ForEach(func(_, c gjson.Result) bool {
@@ -75,5 +83,5 @@ func (o *observer) Outcome() wire.Outcome {
 		}
 		return true
 	})
-	return wire.Outcome{Final: gjson.GetBytes(b, "stop_reason").String() == "end_turn", Answer: string(text)}
+	return wire.Outcome{Final: gjson.GetBytes(b, "stop_reason").String() == "end_turn", Answer: string(text), Usage: usage}
 }

@@ -32,6 +32,7 @@ type observer struct {
 	calls   map[string]string // call id -> name of the tool calls in the answer
 	called  []string
 	excerpt wire.Excerpt
+	usage   wire.Usage
 }
 
 func (o *observer) data(event string, data []byte) {
@@ -88,6 +89,9 @@ func (o *observer) response(res gjson.Result) {
 	if id := res.Get("id").String(); id != "" {
 		o.id = id
 	}
+	if u := res.Get("usage"); u.IsObject() {
+		o.usage = wire.OpenAIUsage(u)
+	}
 	switch res.Get("status").String() {
 	case "failed":
 		msg := res.Get("error.message").String()
@@ -119,7 +123,7 @@ func (o *observer) Outcome() wire.Outcome {
 	} else {
 		b := o.Capture.Whole()
 		if b == nil {
-			return wire.Outcome{}
+			return wire.Outcome{Usage: wire.OpenAIUsage(o.Member(nil, "usage"))}
 		}
 		res := gjson.ParseBytes(b)
 		o.response(res)
@@ -133,10 +137,10 @@ func (o *observer) Outcome() wire.Outcome {
 		answer = string(text)
 	}
 	if o.failure != "" {
-		return wire.Outcome{Failure: o.failure}
+		return wire.Outcome{Failure: o.failure, Usage: o.usage}
 	}
 	o.remember()
-	return wire.Outcome{Final: len(o.called) == 0, Answer: answer}
+	return wire.Outcome{Final: len(o.called) == 0, Answer: answer, Usage: o.usage}
 }
 
 // remember keeps the conversation's state after this response.

@@ -140,12 +140,13 @@ func ErrorMessage(body []byte, status int) string {
 }
 
 // Tap is what an observer reads an answer with: the event splitter of a
-// stream, or the first bytes of any other body. Set Events.Data before
-// the first Write.
+// stream, or the first and the last bytes of any other body. Set
+// Events.Data before the first Write.
 type Tap struct {
 	Stream  bool
 	Events  SSE
 	Capture Capture
+	Tail    Tail
 }
 
 // NewTap returns a tap of a stream (sse) or of a body of which the first
@@ -158,6 +159,7 @@ func (t *Tap) Write(p []byte) {
 		t.Events.Write(p)
 	} else {
 		t.Capture.Write(p)
+		t.Tail.Write(p)
 	}
 }
 

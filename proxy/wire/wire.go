@@ -159,6 +159,9 @@ type Outcome struct {
 	Final bool
 	// Answer is a bounded excerpt of the final answer's text.
 	Answer string
+	// Usage is what the provider said the answer cost, zero when it did
+	// not say.
+	Usage Usage
 }
 
 // Error is an error the proxy answers itself. Type and Code follow
