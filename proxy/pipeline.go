@@ -254,11 +254,13 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 	sse := wire.IsSSE(a.Res.Header)
 	obs := ex.req.Observe(sse, keep)
 	readErr, gone := upstream.Deliver(c.Response(), ctx, a, obs.Write)
+	out := obs.Outcome()
+	// What the provider said it billed counts, whoever cut the answer.
+	s.memory.CountUsage(t, prov, info.Model, out.Usage)
 	if readErr != nil && !gone {
 		s.cutShort(ex, a, sse, readErr)
 		return
 	}
-	out := obs.Outcome()
 	if gone && (!sse || out.Failure != "") {
 		// The client left before the answer was complete: no incident.
 		// One that leaves once a stream's last event arrived (Codex CLI

@@ -51,3 +51,21 @@ type UsageQuery struct {
 	// MaxLimit.
 	Limit int
 }
+
+// CacheHitRatio is the share of the input read from the prompt cache, in
+// [0,1]; 0 when there was no input.
+func (u Usage) CacheHitRatio() float64 {
+	if u.Input <= 0 {
+		return 0
+	}
+	return min(float64(u.CacheRead)/float64(u.Input), 1)
+}
+
+// Add adds v's counts to u's.
+func (u *Usage) Add(v Usage) {
+	u.Requests += v.Requests
+	u.Input += v.Input
+	u.Output += v.Output
+	u.CacheRead += v.CacheRead
+	u.CacheWrite += v.CacheWrite
+}

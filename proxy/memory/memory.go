@@ -46,6 +46,7 @@ const (
 	DefaultRetentionEvery  = 10 * time.Minute
 	DefaultGuardReadLimit  = 1000
 	DefaultStoreTimeout    = 2 * time.Second
+	DefaultUsageFlush      = 10 * time.Second
 
 	// DefaultRetentionSolutionsMaxAge: an auto-captured solution nobody
 	// captured again in a quarter describes code and tools that moved on.
@@ -111,6 +112,9 @@ type Options struct {
 	// X-Scar-Degraded: store); each memory API call and /readyz (503).
 	// Default 2s.
 	StoreTimeout time.Duration
+	// UsageFlush is how often the token usage summed in memory is added
+	// to the store (see [Memory.CountUsage]). Default 10s.
+	UsageFlush time.Duration
 }
 
 // withDefaults returns o with its zero values set to their defaults, or
@@ -137,7 +141,8 @@ func (o Options) withDefaults() (Options, error) {
 		v   *time.Duration
 		def time.Duration
 	}{{&o.IndexPoll, DefaultIndexPoll}, {&o.RetentionMaxAge, DefaultRetentionMaxAge}, {&o.RetentionSolutionsMaxAge, DefaultRetentionSolutionsMaxAge},
-		{&o.RetentionFixesMaxAge, DefaultRetentionFixesMaxAge}, {&o.RetentionEvery, DefaultRetentionEvery}, {&o.StoreTimeout, DefaultStoreTimeout}} {
+		{&o.RetentionFixesMaxAge, DefaultRetentionFixesMaxAge}, {&o.RetentionEvery, DefaultRetentionEvery}, {&o.StoreTimeout, DefaultStoreTimeout},
+		{&o.UsageFlush, DefaultUsageFlush}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -173,6 +178,7 @@ type Memory struct {
 	recovered *recoveries
 	// captured remembers what auto-capture last stored per conversation.
 	captured *captureMemo
+	usage    *usageBook // token usage not yet in the store
 
 	guardCache   *guardCache
 	recallCache  *recallCache
@@ -205,6 +211,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		loops:     newLoopTracker(1 << 14),
 		recovered: newRecoveries(),
 		captured:  newCaptureMemo(1 << 14),
+		usage:     newUsageBook(),
 
 		guardCache:  newGuardCache(1 << 17),
 		recallCache: newRecallCache(1 << 14),
@@ -238,14 +245,17 @@ func (m *Memory) Now() time.Time { return m.opts.Now() }
 func (m *Memory) StoreTimeout() time.Duration { return m.opts.StoreTimeout }
 
 // Run does the server's background work until ctx ends: following the
-// store's solution change feed, and pruning incidents, solutions and
-// learned fixes (see the Retention options), once at start and then every
-// RetentionEvery.
+// store's solution change feed; adding the token usage summed in memory
+// to the store every UsageFlush; and pruning incidents, solutions,
+// learned fixes and usage (see the Retention options), once at start and
+// then every RetentionEvery.
 func (m *Memory) Run(ctx context.Context) {
 	poll := time.NewTicker(m.opts.IndexPoll)
 	defer poll.Stop()
 	prune := time.NewTicker(m.opts.RetentionEvery)
 	defer prune.Stop()
+	flush := time.NewTicker(m.opts.UsageFlush)
+	defer flush.Stop()
 	m.prune(ctx)
 	for {
 		select {
@@ -255,6 +265,8 @@ func (m *Memory) Run(ctx context.Context) {
 			if err := m.SyncIndex(ctx); err != nil && ctx.Err() == nil {
 				m.log.Debug("recall index sync failed", "err", err)
 			}
+		case <-flush.C:
+			m.flushUsage(ctx)
 		case <-prune.C:
 			m.prune(ctx)
 		}
@@ -262,7 +274,7 @@ func (m *Memory) Run(ctx context.Context) {
 }
 
 // prune applies retention: incidents, then solutions, then learned fixes,
-// each within a minute. The solutions it removes leave this replica's
+// then token usage (kept as long as incidents), each within a minute. The solutions it removes leave this replica's
 // recall index at once (the other replicas' at their next sync).
 func (m *Memory) prune(ctx context.Context) {
 	now := m.opts.Now()
@@ -279,6 +291,9 @@ func (m *Memory) prune(ctx context.Context) {
 	}
 	m.pruneOne(ctx, "fixes", "prune_fixes", func(ctx context.Context) (int, error) {
 		return m.store.PruneFixes(ctx, now.Add(-m.opts.RetentionFixesMaxAge), m.opts.RetentionFixesMaxPerProject)
+	})
+	m.pruneOne(ctx, "token usage", "prune_usage", func(ctx context.Context) (int, error) {
+		return m.store.PruneUsage(ctx, now.Add(-m.opts.RetentionMaxAge))
 	})
 }
 

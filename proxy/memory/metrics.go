@@ -9,6 +9,8 @@ type metrics struct {
 	loops          *prometheus.CounterVec
 	captureSkipped prometheus.Counter
 	captureDropped prometheus.Counter
+	tokens         *prometheus.CounterVec
+	usageDropped   prometheus.Counter
 }
 
 // newMetrics makes the memory's series and registers them with reg (nil:
@@ -36,11 +38,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Solutions captured from final answers and dropped because the capture queue was full (or shut down).",
 		}),
 	}
+	m.tokens, m.usageDropped = usageMetrics()
 	for _, l := range []string{"guard", "stop", "hard-stop", "broken"} {
 		m.loops.WithLabelValues(l)
 	}
 	if reg != nil {
-		reg.MustRegister(m.incidents, m.storeErrs, m.loops, m.captureSkipped, m.captureDropped)
+		reg.MustRegister(m.incidents, m.storeErrs, m.loops, m.captureSkipped, m.captureDropped, m.tokens, m.usageDropped)
 	}
 	return m
 }

@@ -240,22 +240,25 @@ func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 }
 
 // Shutdown stops the background writers after they stored what their
-// queues hold, or when ctx ends (then what is left is lost). Call it once
+// queues hold, and adds the token usage not yet in the store, or stops
+// when ctx ends (then what is left is lost). Call it once
 // no request is in flight (after http.Server.Shutdown): later captures are
 // dropped and later incidents fail to record.
 func (m *Memory) Shutdown(ctx context.Context) error {
 	var err error
 	m.shutdownOnce.Do(func() {
-		err = errors.Join(m.captures.close(ctx), m.writer.close(ctx))
+		err = errors.Join(m.captures.close(ctx), m.writer.close(ctx), m.FlushUsage(ctx))
 	})
 	return err
 }
 
 // Wait returns once every incident write and every capture queued so far
-// has ended (stored, or failed): what a request recorded is then in the
-// store. It never waits for a duration; it waits forever on a store that
-// hangs past its timeout only if the store ignores its context.
+// has ended (stored, or failed), and the token usage counted so far was
+// added to the store (or failed to be): what a request recorded is then
+// in the store. It never waits for a duration; it waits forever on a store
+// that hangs past its timeout only if the store ignores its context.
 func (m *Memory) Wait() {
 	m.writer.wait()
 	m.captures.wait()
+	_ = m.FlushUsage(context.Background()) // a failure is counted in store_errors_total
 }

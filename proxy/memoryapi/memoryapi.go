@@ -106,6 +106,7 @@ func (a *API) Register(e *echo.Echo) {
 	g.GET("/fixes", a.listFixes)
 	g.DELETE("/fixes", a.deleteFixes)
 	g.DELETE("/fixes/:id", a.deleteFix)
+	g.GET("/usage", a.listUsage)
 
 	// MCP (streamable HTTP); the handler checks the memory API's credentials.
 	e.Any("/mcp", a.serveMCP, a.answerErrors)

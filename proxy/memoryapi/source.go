@@ -368,6 +368,17 @@ func (d dashSource) Fixes(ctx context.Context, workspace, project string) ([]sto
 	return fixes, nil
 }
 
+func (d dashSource) Usage(ctx context.Context, q store.UsageQuery) ([]store.Usage, error) {
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
+	defer cancel()
+	recs, err := d.a.store.ListUsage(sctx, q)
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "list_usage", err)
+		return nil, err
+	}
+	return recs, nil
+}
+
 func (d dashSource) DeleteFix(ctx context.Context, workspace, project, id string) error {
 	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()

@@ -56,6 +56,7 @@ type overviewData struct {
 	Solutions    solutionStats
 	Recent       []store.Incident
 	RecentPat    []string
+	Usage        store.Usage // the range's token usage, summed
 }
 
 type patternRow struct {
@@ -237,6 +238,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session, p
 		return
 	}
 	d.Recent, d.RecentPat = page.Incidents, pats2
+	hoursUsed, err := h.src.Usage(ctx, store.UsageQuery{Workspace: p.WS, Project: p.Proj, Since: since, Until: until, By: store.UsageByHour, Limit: store.MaxLimit})
+	if err != nil {
+		h.fail(w, r, p, err)
+		return
+	}
+	d.Usage, _ = usageBuckets(hoursUsed, sp.Bucket)
 	p.Title = "Overview"
 	p.Data = d
 	h.render(w, http.StatusOK, "overview", p)

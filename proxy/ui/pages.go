@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ var funcs = template.FuncMap{
 		return guard.Sanitize(guard.Redact(s), n)
 	},
 	"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"num":   thousands,
 	"q":     url.QueryEscape,
 	"p":     url.PathEscape,
 	"rowOf": func(r incidentRow, t template.URL) rowView { return rowView{r, t} },
@@ -46,6 +48,24 @@ var funcs = template.FuncMap{
 		return tableView{rows(incs, pats), t}
 	},
 	"solOf": func(s store.Solution, csrf string, t template.URL) solView { return solView{s, csrf, t} },
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // The data of the shared templates (partials.html, solutions.html).
@@ -195,6 +215,7 @@ func (h *Handler) routes() *http.ServeMux {
 	m.HandleFunc("POST /ui/solutions/{id}/delete", h.page("solutions", h.deleteSolution))
 	m.HandleFunc("GET /ui/fixes", h.page("fixes", h.fixes))
 	m.HandleFunc("POST /ui/fixes/{id}/delete", h.page("fixes", h.deleteFix))
+	m.HandleFunc("GET /ui/usage", h.page("usage", h.usage))
 	m.HandleFunc("GET /ui/live", h.page("live", h.live))
 	m.HandleFunc("GET /ui/live/events", h.page("live", h.liveEvents))
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

@@ -147,6 +147,10 @@ type Source interface {
 	// DeleteSolution removes a solution.
 	DeleteSolution(ctx context.Context, p Principal, workspace, id string) error
 
+	// Usage returns the tenant's token usage records that q selects (its
+	// Workspace and Project are the page's).
+	Usage(ctx context.Context, q store.UsageQuery) ([]store.Usage, error)
+
 	// Fixes lists the tenant's learned fixes, most recently updated first.
 	Fixes(ctx context.Context, workspace, project string) ([]store.Fix, error)
 	// DeleteFix removes a learned fix.

@@ -184,6 +184,7 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request, s *session, p *p
 type conversationData struct {
 	Session string
 	Turns   []turnRow
+	Usage   store.Usage // the conversation's token usage (Requests 0: none reported)
 }
 
 type turnRow struct {
@@ -201,6 +202,14 @@ func (h *Handler) conversation(w http.ResponseWriter, r *http.Request, s *sessio
 		return
 	}
 	d := conversationData{Session: sess}
+	usage, err := h.src.Usage(r.Context(), store.UsageQuery{Workspace: p.WS, Project: p.Proj, Conversation: sess, By: store.UsageByConversation})
+	if err != nil {
+		h.fail(w, r, p, err)
+		return
+	}
+	if len(usage) > 0 {
+		d.Usage = usage[0]
+	}
 	prev := ""
 	for _, t := range turns {
 		d.Turns = append(d.Turns, turnRow{Turn: t, Changed: t.Guard != prev})
