@@ -1,8 +1,9 @@
 // Package store defines scarproxy's two memories: incidents (failures),
 // solutions (solved tasks) and learned fixes (what ended a repeated
-// failure). It owns their types, the [Store] interface every backend
-// implements, the errors its methods return and the incident types the
-// proxy records; it stores nothing itself.
+// failure), and the token usage of the answers (usage.go). It owns their
+// types, the [Store] interface every backend implements, the errors its
+// methods return and the incident types the proxy records; it stores
+// nothing itself.
 //
 // # Backends
 //
