@@ -200,6 +200,20 @@ func (s *stuckStore) SolutionChanges(ctx context.Context, after int64, limit int
 	return s.Store.SolutionChanges(ctx, after, limit)
 }
 
+func (s *stuckStore) AddUsage(ctx context.Context, batch []store.Usage) error {
+	if err := s.wait(ctx, "AddUsage"); err != nil {
+		return err
+	}
+	return s.Store.AddUsage(ctx, batch)
+}
+
+func (s *stuckStore) ListUsage(ctx context.Context, q store.UsageQuery) ([]store.Usage, error) {
+	if err := s.wait(ctx, "ListUsage"); err != nil {
+		return nil, err
+	}
+	return s.Store.ListUsage(ctx, q)
+}
+
 func (s *stuckStore) Ping(ctx context.Context) error {
 	if err := s.wait(ctx, "Ping"); err != nil {
 		return err

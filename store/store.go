@@ -1,8 +1,9 @@
 // Package store defines scarproxy's two memories: incidents (failures),
 // solutions (solved tasks) and learned fixes (what ended a repeated
-// failure). It owns their types, the [Store] interface every backend
-// implements, the errors its methods return and the incident types the
-// proxy records; it stores nothing itself.
+// failure), and the token usage of the answers (usage.go). It owns their
+// types, the [Store] interface every backend implements, the errors its
+// methods return and the incident types the proxy records; it stores
+// nothing itself.
 //
 // # Backends
 //
@@ -14,8 +15,8 @@
 //
 // # Tenancy
 //
-// Incidents and fixes belong to a (workspace, project) pair and solutions
-// to a workspace (with an optional project). Every read names its tenant
+// Incidents, fixes and usage records belong to a (workspace, project)
+// pair and solutions to a workspace (with an optional project). Every read names its tenant
 // and is answered from an index of that tenant alone: no read scans other
 // tenants.
 //
@@ -52,7 +53,8 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrInvalid is returned when a record misses a required field
 	// (workspace, project for incidents, goal for solutions, key and tool
-	// for fixes).
+	// for fixes, workspace and project for usage) or holds a value out of
+	// range (a negative count).
 	ErrInvalid = errors.New("store: invalid record")
 )
 
@@ -279,7 +281,8 @@ type Store interface {
 	// Model and Hour (truncated to its UTC hour), creating it at zero when
 	// there is none: replicas add to the same records. The batch is
 	// stored whole or not at all. It returns ErrInvalid when a record
-	// names no workspace or project, or holds a negative count.
+	// names no workspace or project, or holds a negative count, or when a
+	// sum would not fit an int64.
 	AddUsage(ctx context.Context, batch []Usage) error
 	// ListUsage returns the tenant's usage records that q selects, newest
 	// Hour first (the same Hour: by Conversation, Provider, then Model),

@@ -1,7 +1,7 @@
 // Package bolt is the embedded [store.Store]: both memories in one bbolt
 // file in the data directory, opened by one process at a time ([Open]).
 // The layout of the file is described at the top of bolt.go, the encoding
-// of incidents in codec.go.
+// of incidents in codec.go, that of usage records in usage.go.
 //
 // # Imports
 //
@@ -52,6 +52,10 @@ import (
 //	    id/  <id>  -> JSON fix
 //	    key/ <dedupe key> -> <id>
 //	    u/   <time><id> -> empty: listing and retention order
+//	usage/
+//	  <tenant>/                 as in incidents
+//	    h/   <hour><conversation><provider><model> -> counts (usage.go)
+//	    c/   <conversation><hour><provider><model> -> empty: per-conversation index into h
 //
 // <time> is 8 bytes: Unix microseconds, sign bit flipped, big-endian, so keys
 // sort by time; <seq> is the tenant bucket's 8-byte big-endian sequence, so
@@ -68,11 +72,20 @@ import (
 // stores it, and <time> in u is the fix's Updated: a walk from the last key
 // lists them most recently updated first, a walk from the first meets
 // them in the order retention removes them.
+//
+// In a tenant's usage, <hour> is the record's Hour as a <time>, and
+// <conversation> and <provider> are length-prefixed (uvarint) as the parts
+// of a tenant's name are, the <model> taking the rest of the key: no two
+// records share a key, and a walk of h meets them hour by hour, so reads
+// walk back from Until and prunes forward from the first key. c holds the
+// records of a conversation (none for those of no conversation), so that
+// a read of one conversation walks its range alone.
 var (
 	bktIncidents = []byte("incidents")
 	bktSolutions = []byte("solutions")
 	bktFeed      = []byte("feed")
 	bktFixes     = []byte("fixes")
+	bktUsage     = []byte("usage")
 
 	keyCount  = []byte("n")
 	bktInc    = []byte("i")
@@ -130,7 +143,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open bolt %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bktIncidents, bktSolutions, bktFeed, bktFixes} {
+		for _, name := range [][]byte{bktIncidents, bktSolutions, bktFeed, bktFixes, bktUsage} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -111,6 +111,13 @@ func TestOpenNothingListening(t *testing.T) {
 		}},
 		{"PutSolution", func() error { return p.PutSolution(ctx, &store.Solution{Workspace: "w", Key: "k", Goal: "g"}) }},
 		{"SolutionChanges", func() error { _, _, err := p.SolutionChanges(ctx, 0, 10); return err }},
+		{"AddUsage", func() error {
+			return p.AddUsage(ctx, []store.Usage{{Workspace: "w", Project: "p", Hour: time.Now(), Requests: 1}})
+		}},
+		{"ListUsage", func() error {
+			_, err := p.ListUsage(ctx, store.UsageQuery{Workspace: "w", Project: "p"})
+			return err
+		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,9 +7,10 @@
 // The suite is split by what it checks: incidents.go, solutions.go (and
 // the change feed), fixes.go, records.go (required fields, any text, not
 // found), retention.go, versions.go, lifecycle.go (Close, cancelled
-// contexts, reopening, concurrent writers), batches.go (AddIncidents) and
-// dashboard.go (groups and searches). bench.go holds the list benchmarks
-// both backends run.
+// contexts, reopening, concurrent writers), batches.go (AddIncidents),
+// dashboard.go (groups and searches) and usage.go (token usage: adding up,
+// reading, grouping, pruning). bench.go holds the list benchmarks both
+// backends run.
 //
 // # Imports
 //
@@ -50,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 	testLifecycle(t, open)
 	testIncidentBatches(t, fresh)
 	testDashboard(t, fresh)
+	testUsage(t, open)
 }
 
 // TickClock returns a clock that starts at start and advances by step on
