@@ -2,8 +2,10 @@ package memory
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
@@ -23,9 +25,10 @@ import (
 // (scarproxy_usage_dropped_total).
 const maxUsageRecords = 1 << 14
 
-// maxUsageSeries bounds the label sets of scarproxy_tokens_total: past
-// it, a new tenant or model is counted under "_other" (the provider is
-// kept: the configuration bounds it).
+// maxUsageSeries bounds the label sets of scarproxy_tokens_total (a
+// client chooses the model, and on an open gateway the tenant): past it,
+// a new tenant or model is counted under "_other" (the provider is kept:
+// the configuration bounds it).
 const maxUsageSeries = 2000
 
 // maxModelName bounds the model name a record keeps: a client chooses it.
@@ -41,11 +44,11 @@ type usageKey struct {
 type usageBook struct {
 	mu     sync.Mutex
 	recs   map[usageKey]*store.Usage
-	series map[[4]string]bool // label sets of the tokens counter in use
+	series map[[4]string]*tokenCounters // label sets of the tokens counter in use
 }
 
 func newUsageBook() *usageBook {
-	return &usageBook{recs: map[usageKey]*store.Usage{}, series: map[[4]string]bool{}}
+	return &usageBook{recs: map[usageKey]*store.Usage{}, series: map[[4]string]*tokenCounters{}}
 }
 
 // add sums one answer's usage into its record. It reports false when the
@@ -102,21 +105,41 @@ func (b *usageBook) putBack(batch []store.Usage) int {
 	return dropped
 }
 
-// labels returns the tokens counter's labels for a tenant, provider and
-// model: themselves while the counter has room for a new label set, else
-// "_other" for all but the provider.
-func (b *usageBook) labels(workspace, project, provider, model string) [4]string {
+// tokenCounters are the series of scarproxy_tokens_total of one label
+// set, by kind: input, output, cache_read, cache_write.
+type tokenCounters [4]prometheus.Counter
+
+// add counts u.
+func (c *tokenCounters) add(u wire.Usage) {
+	for i, n := range [4]int64{u.Input, u.Output, u.CacheRead, u.CacheWrite} {
+		if n > 0 {
+			c[i].Add(float64(n))
+		}
+	}
+}
+
+// counters returns the series of the tokens counter for a tenant,
+// provider and model: their own while the counter has room for a new
+// label set, else those of "_other" for all but the provider.
+func (b *usageBook) counters(vec *prometheus.CounterVec, workspace, project, provider, model string) *tokenCounters {
 	l := [4]string{workspace, project, provider, model}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.series[l] {
-		return l
+	if c := b.series[l]; c != nil {
+		return c
 	}
 	if len(b.series) >= maxUsageSeries {
-		return [4]string{"_other", "_other", provider, "_other"}
+		l = [4]string{"_other", "_other", provider, "_other"}
+		if c := b.series[l]; c != nil {
+			return c
+		}
 	}
-	b.series[l] = true
-	return l
+	c := new(tokenCounters)
+	for i, kind := range [4]string{"input", "output", "cache_read", "cache_write"} {
+		c[i] = vec.WithLabelValues(l[0], l[1], l[2], l[3], kind)
+	}
+	b.series[l] = c
+	return c
 }
 
 // CountUsage counts the usage a provider reported for one answer to a
@@ -126,22 +149,24 @@ func (m *Memory) CountUsage(t tenant.Tenant, provider, model string, u wire.Usag
 	if u.Zero() {
 		return
 	}
-	if len(model) > maxModelName {
-		model = model[:maxModelName]
-	}
-	l := m.usage.labels(t.Workspace, t.Project, provider, model)
-	for _, c := range []struct {
-		kind string
-		n    int64
-	}{{"input", u.Input}, {"output", u.Output}, {"cache_read", u.CacheRead}, {"cache_write", u.CacheWrite}} {
-		if c.n > 0 {
-			m.metrics.tokens.WithLabelValues(l[0], l[1], l[2], l[3], c.kind).Add(float64(c.n))
-		}
-	}
+	model = modelName(model)
+	m.usage.counters(m.metrics.tokens, t.Workspace, t.Project, provider, model).add(u)
 	hour := m.opts.Now().UTC().Truncate(time.Hour).Unix()
 	if !m.usage.add(usageKey{t.Workspace, t.Project, t.Session, provider, model, hour}, u) {
 		m.metrics.usageDropped.Inc()
 	}
+}
+
+// modelName is the model a request names as usage records and labels
+// keep it: valid UTF-8 (a metric's label must be), at most maxModelName
+// bytes.
+func modelName(model string) string {
+	model = strings.ToValidUTF8(model, "\uFFFD")
+	for len(model) > maxModelName {
+		_, size := utf8.DecodeLastRuneInString(model)
+		model = model[:len(model)-size]
+	}
+	return model
 }
 
 // FlushUsage adds the usage summed since the last flush to the store,

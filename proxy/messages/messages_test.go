@@ -250,7 +250,7 @@ func jsonEscaped(s string) string {
 
 // stream is an Anthropic event stream: a text answer, or a tool call.
 func stream(stop string) string {
-	s := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null}}\n\n" +
+	s := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":1200,\"output_tokens\":1}}}\n\n" +
 		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
 		"event: ping\ndata: {\"type\": \"ping\"}\n\n" +
 		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello \"}}\n\n" +
@@ -272,19 +272,24 @@ func observe(sse bool, keep int, chunks ...[]byte) wire.Outcome {
 func TestObserve(t *testing.T) {
 	errEvent := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
 	full := stream("end_turn")
+	// message_start says the input and the cache, message_delta the
+	// output.
+	used := wire.Usage{Input: 1225, Output: 2, CacheRead: 1200}
+	started := wire.Usage{Input: 1225, Output: 1, CacheRead: 1200}
 	tests := []struct {
 		name   string
 		sse    bool
 		answer string
 		want   wire.Outcome
 	}{
-		{"final answer", true, full, wire.Outcome{Final: true, Answer: "Hello world"}},
-		{"tool use is not final", true, stream("tool_use"), wire.Outcome{Answer: "Hello world"}},
-		{"max tokens is not final", true, stream("max_tokens"), wire.Outcome{Answer: "Hello world"}},
-		{"cut before message_stop", true, full[:strings.Index(full, "event: message_stop")], wire.Outcome{Failure: "stream ended before message_stop"}},
-		{"error event", true, full[:200] + "\n\n" + errEvent, wire.Outcome{Failure: "Overloaded"}},
-		{"CRLF lines", true, strings.ReplaceAll(full, "\n", "\r\n"), wire.Outcome{Final: true, Answer: "Hello world"}},
-		{"JSON final", false, `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn"}`, wire.Outcome{Final: true, Answer: "Done."}},
+		{"final answer", true, full, wire.Outcome{Final: true, Answer: "Hello world", Usage: used}},
+		{"tool use is not final", true, stream("tool_use"), wire.Outcome{Answer: "Hello world", Usage: used}},
+		{"max tokens is not final", true, stream("max_tokens"), wire.Outcome{Answer: "Hello world", Usage: used}},
+		{"cut before message_stop", true, full[:strings.Index(full, "event: message_stop")], wire.Outcome{Failure: "stream ended before message_stop", Usage: used}},
+		{"error event", true, full[:strings.Index(full, "event: content_block_start")] + errEvent, wire.Outcome{Failure: "Overloaded", Usage: started}},
+		{"CRLF lines", true, strings.ReplaceAll(full, "\n", "\r\n"), wire.Outcome{Final: true, Answer: "Hello world", Usage: used}},
+		{"JSON final", false, `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"cache_creation_input_tokens":400,"cache_read_input_tokens":0,"output_tokens":9}}`,
+			wire.Outcome{Final: true, Answer: "Done.", Usage: wire.Usage{Input: 403, Output: 9, CacheWrite: 400}}},
 		{"JSON tool use", false, `{"type":"message","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}],"stop_reason":"tool_use"}`, wire.Outcome{}},
 	}
 	for _, tt := range tests {
