@@ -11,23 +11,25 @@ import (
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
-	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/memoryapi"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 )
 
-// storeCmd parses the flags of a store command and opens the store.
+// storeCmd parses the flags of a store command and opens the memory:
+// the store of the configuration, or a running proxy's memory API (--url).
 type storeCmd struct {
+	name      string // "fixes rm"
 	fs        *flag.FlagSet
 	common    commonFlags
-	workspace string // the flag, else tenant.default_workspace
+	workspace string // the flag, else tenant.default_workspace (--url: the proxy's)
 	project   string // the flag, else as projectFlag says
+	url       string // --url: the proxy whose memory API to use
 	asJSON    bool
 	args      []string // positional arguments
 	projects  projectFlag
 	// checkArgs, when set, checks the positional arguments before the
-	// store is opened.
+	// memory is opened.
 	checkArgs func(pos []string) error
 }
 
@@ -41,9 +43,12 @@ const (
 	anyProject                        // absent: "" (every project, or workspace-wide)
 )
 
-func newStoreCmd(name string, stderr io.Writer, projects projectFlag) *storeCmd {
-	c := &storeCmd{fs: flag.NewFlagSet(name, flag.ContinueOnError), projects: projects}
-	c.fs.SetOutput(stderr)
+// adminTokenEnv is the variable the store commands read the memory API's
+// credential from with --url (else the one admin.token_env names).
+const adminTokenEnv = "SCARPROXY_ADMIN_TOKEN"
+
+func newStoreCmd(name string, projects projectFlag) *storeCmd {
+	c := &storeCmd{name: name, fs: newFlagSet(name), projects: projects}
 	c.common.register(c.fs, false)
 	c.fs.StringVar(&c.workspace, "workspace", "", "workspace (default: tenant.default_workspace of the configuration)")
 	switch projects {
@@ -52,6 +57,8 @@ func newStoreCmd(name string, stderr io.Writer, projects projectFlag) *storeCmd 
 	case anyProject:
 		c.fs.StringVar(&c.project, "project", "", "project (default: none)")
 	}
+	c.fs.StringVar(&c.url, "url", "", "act through the memory API of the proxy at this address (e.g. http://127.0.0.1:8080) instead of opening the store; "+
+		"the admin token or a gateway key comes from "+adminTokenEnv+", else from the variable admin.token_env names")
 	c.fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	return c
 }
@@ -73,20 +80,25 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func (c *storeCmd) open(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) (Config, store.Store, error) {
+// open parses args and opens the memory the command acts on.
+func (c *storeCmd) open(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (memoryAccess, error) {
 	pos, err := parseInterspersed(c.fs, args)
 	if err != nil {
-		return Config{}, nil, usageError{err.Error()}
+		return nil, parseError(err, c.name, c.fs, stdout)
 	}
 	c.args = pos
 	if c.checkArgs != nil {
 		if err := c.checkArgs(pos); err != nil {
-			return Config{}, nil, err
+			return nil, err
 		}
 	}
 	cfg, err := c.common.load(c.fs, getenv)
 	if err != nil {
-		return cfg, nil, err
+		return nil, err
+	}
+	if c.url != "" {
+		// The proxy applies its own defaults to what is not named.
+		return newAPIAccess(c.url, apiToken(cfg, getenv))
 	}
 	if c.workspace == "" {
 		c.workspace = cfg.Tenant.DefaultWorkspace
@@ -96,13 +108,37 @@ func (c *storeCmd) open(ctx context.Context, args []string, getenv func(string) 
 	}
 	cfg.Mock = true // store commands never talk to providers
 	if err := cfg.Validate(); err != nil {
-		return cfg, nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	st, err := openStore(ctx, cfg, newLogger(cfg, stderr))
 	if err != nil {
-		return cfg, nil, fmt.Errorf("%w (a running scarproxy holds the data directory; stop it or use the HTTP API at /scar/v1)", err)
+		return nil, fmt.Errorf("%w (a running scarproxy holds the data directory; stop it or use --url with its address)", err)
 	}
-	return cfg, st, nil
+	return &storeAccess{st: st, cfg: cfg}, nil
+}
+
+// apiToken returns the credential for the memory API: SCARPROXY_ADMIN_TOKEN,
+// else the variable the configuration's admin.token_env names.
+func apiToken(cfg Config, getenv func(string) string) string {
+	if tok := getenv(adminTokenEnv); tok != "" {
+		return tok
+	}
+	if cfg.Admin.TokenEnv != "" {
+		return getenv(cfg.Admin.TokenEnv)
+	}
+	return ""
+}
+
+// subcommand splits a command's arguments into its subcommand and the
+// rest. No subcommand, or one of -h and --help, prints the command's usage.
+func subcommand(command string, args []string, stdout io.Writer, want string) (string, []string, error) {
+	if len(args) == 0 {
+		return "", nil, usageError{command + ": want " + want + " (see scarproxy " + command + " --help)"}
+	}
+	if isHelp(args[0]) {
+		return "", nil, printHelp(stdout, command, nil)
+	}
+	return args[0], args[1:], nil
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -120,105 +156,108 @@ func oneLine(s string, max int) string {
 }
 
 func cmdSolutions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"solutions: want add, list or rm"}
+	sub, args, err := subcommand("solutions", args, stdout, "add, list or rm")
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
+	if sub != "add" && sub != "list" && sub != "rm" {
+		return usageError{fmt.Sprintf("solutions: unknown subcommand %q (want add, list or rm)", sub)}
+	}
 	projects := noProject
 	if sub == "add" {
 		projects = anyProject // none: a solution of the whole workspace
 	}
-	c := newStoreCmd("solutions "+sub, stderr, projects)
-	var goal, approach, outcome string
-	var confidence float64
+	c := newStoreCmd("solutions "+sub, projects)
+	var in solutionIn
 	if sub == "add" {
-		c.fs.StringVar(&goal, "goal", "", "what was asked (required)")
-		c.fs.StringVar(&approach, "approach", "", "how it was solved (required)")
-		c.fs.StringVar(&outcome, "outcome", "", "how it ended (required)")
-		c.fs.Float64Var(&confidence, "confidence", 0.9, "confidence in [0,1], or a percentage up to 100")
+		c.fs.StringVar(&in.Goal, "goal", "", "what was asked (required)")
+		c.fs.StringVar(&in.Approach, "approach", "", "how it was solved (required)")
+		c.fs.StringVar(&in.Outcome, "outcome", "", "how it ended (required)")
+		c.fs.Float64Var(&in.Confidence, "confidence", 0.9, "confidence in [0,1], or a percentage up to 100")
 	}
-	_, st, err := c.open(ctx, args, getenv, stderr)
+	c.checkArgs = func(pos []string) error {
+		if sub == "rm" && len(pos) != 1 {
+			return usageError{"solutions rm: want exactly one ID"}
+		}
+		return nil
+	}
+	m, err := c.open(ctx, args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer m.Close()
 	switch sub {
 	case "add":
-		for _, f := range []struct{ name, v string }{{"--goal", goal}, {"--approach", approach}, {"--outcome", outcome}} {
-			if strings.TrimSpace(f.v) == "" {
-				return usageError{"solutions add: " + f.name + " is required"}
-			}
-		}
-		conf, err := memoryapi.ParseConfidence(confidence)
-		if err != nil {
-			return usageError{"solutions add: --" + err.Error()}
-		}
-		now := time.Now()
-		sol := store.Solution{
-			Workspace: c.workspace, Project: c.project, Key: recall.GoalKey(goal),
-			Goal: strings.TrimSpace(goal), Approach: strings.TrimSpace(approach), Outcome: strings.TrimSpace(outcome),
-			Confidence: conf, Source: store.SourceAPI, Verified: true, Created: now, Updated: now,
-		}
-		if err := st.PutSolution(ctx, &sol); err != nil {
-			return err
-		}
-		if c.asJSON {
-			return printJSON(stdout, sol)
-		}
-		fmt.Fprintln(stdout, sol.ID)
-		return nil
+		return addSolution(ctx, m, c, in, stdout)
 	case "list":
-		sols, err := st.ListSolutions(ctx, c.workspace)
-		if err != nil {
-			return err
-		}
-		if c.asJSON {
-			if sols == nil {
-				sols = []store.Solution{}
-			}
-			return printJSON(stdout, map[string]any{"solutions": sols})
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSOURCE\tCONF\tGOAL")
-		for _, s := range sols {
-			fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\n", s.ID, s.Source, s.Confidence*100, oneLine(s.Goal, 70))
-		}
-		return tw.Flush()
-	case "rm":
-		if len(c.args) != 1 {
-			return usageError{"solutions rm: want exactly one ID"}
-		}
-		if err := st.DeleteSolution(ctx, c.workspace, c.args[0]); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "deleted", c.args[0])
-		return nil
+		return listSolutions(ctx, m, c, stdout)
 	}
-	return usageError{fmt.Sprintf("solutions: unknown subcommand %q (want add, list or rm)", sub)}
+	if err := m.DeleteSolution(ctx, c.workspace, c.args[0]); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "deleted", c.args[0])
+	return nil
+}
+
+func addSolution(ctx context.Context, m memoryAccess, c *storeCmd, in solutionIn, stdout io.Writer) error {
+	for _, f := range []struct{ name, v string }{{"--goal", in.Goal}, {"--approach", in.Approach}, {"--outcome", in.Outcome}} {
+		if strings.TrimSpace(f.v) == "" {
+			return usageError{"solutions add: " + f.name + " is required"}
+		}
+	}
+	conf, err := memoryapi.ParseConfidence(in.Confidence)
+	if err != nil {
+		return usageError{"solutions add: --" + err.Error()}
+	}
+	in.Workspace, in.Project, in.Confidence = c.workspace, c.project, conf
+	in.Goal, in.Approach, in.Outcome = strings.TrimSpace(in.Goal), strings.TrimSpace(in.Approach), strings.TrimSpace(in.Outcome)
+	sol, err := m.AddSolution(ctx, in)
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		return printJSON(stdout, sol)
+	}
+	fmt.Fprintln(stdout, sol.ID)
+	return nil
+}
+
+func listSolutions(ctx context.Context, m memoryAccess, c *storeCmd, stdout io.Writer) error {
+	sols, err := m.ListSolutions(ctx, c.workspace)
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		if sols == nil {
+			sols = []store.Solution{}
+		}
+		return printJSON(stdout, map[string]any{"solutions": sols})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSOURCE\tCONF\tGOAL")
+	for _, s := range sols {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\n", s.ID, s.Source, s.Confidence*100, oneLine(s.Goal, 70))
+	}
+	return tw.Flush()
 }
 
 func cmdRecall(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c := newStoreCmd("recall", stderr, anyProject)
+	c := newStoreCmd("recall", anyProject)
 	k := c.fs.Int("k", 0, "number of matches (1-5; default recall.max_results)")
-	cfg, st, err := c.open(ctx, args, getenv, stderr)
+	m, err := c.open(ctx, args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer m.Close()
 	goal := strings.Join(c.args, " ")
 	if strings.TrimSpace(goal) == "" {
 		return usageError{`recall: give the goal text, e.g. scarproxy recall "parse the config file"`}
 	}
-	ix := recall.NewIndex()
-	if _, _, err := ix.Follow(ctx, st, 0); err != nil {
+	// No --project: solutions of every project, as GET /scar/v1/recall.
+	matches, minSim, err := m.Recall(ctx, recall.Query{Workspace: c.workspace, Project: c.project, Goal: goal, K: *k})
+	if err != nil {
 		return err
 	}
-	n := cfg.Recall.MaxResults
-	if *k > 0 {
-		n = *k
-	}
-	// No --project: solutions of every project, as GET /scar/v1/recall.
-	matches := ix.Search(recall.Query{Workspace: c.workspace, Project: c.project, Goal: goal, K: n, MinSimilarity: cfg.Recall.MinSimilarity})
 	if c.asJSON {
 		if matches == nil {
 			matches = []recall.Match{}
@@ -226,7 +265,7 @@ func cmdRecall(ctx context.Context, args []string, getenv func(string) string, s
 		return printJSON(stdout, map[string]any{"matches": matches, "block": recall.Block(matches)})
 	}
 	if len(matches) == 0 {
-		fmt.Fprintln(stdout, "no similar solution (threshold", cfg.Recall.MinSimilarity, ")")
+		fmt.Fprintln(stdout, "no similar solution (threshold", minSim, ")")
 		return nil
 	}
 	fmt.Fprintln(stdout, recall.Block(matches))
@@ -234,18 +273,22 @@ func cmdRecall(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func cmdIncidents(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "list" {
-		return usageError{"incidents: want list"}
-	}
-	c := newStoreCmd("incidents list", stderr, defaultProject)
-	session := c.fs.String("session", "", "only this session")
-	limit := c.fs.Int("limit", 50, "how many, newest first")
-	_, st, err := c.open(ctx, args[1:], getenv, stderr)
+	sub, args, err := subcommand("incidents", args, stdout, "list")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	incs, err := st.ListIncidents(ctx, store.IncidentQuery{Workspace: c.workspace, Project: c.project, Session: *session, Limit: *limit})
+	if sub != "list" {
+		return usageError{fmt.Sprintf("incidents: unknown subcommand %q (want list)", sub)}
+	}
+	c := newStoreCmd("incidents list", defaultProject)
+	session := c.fs.String("session", "", "only this session")
+	limit := c.fs.Int("limit", 50, "how many, newest first")
+	m, err := c.open(ctx, args, getenv, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	incs, err := m.ListIncidents(ctx, store.IncidentQuery{Workspace: c.workspace, Project: c.project, Session: *session, Limit: *limit})
 	if err != nil {
 		return err
 	}
@@ -268,52 +311,50 @@ func cmdIncidents(ctx context.Context, args []string, getenv func(string) string
 }
 
 func cmdGuard(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "show" {
-		return usageError{"guard: want show"}
-	}
-	c := newStoreCmd("guard show", stderr, defaultProject)
-	session := c.fs.String("session", "", "narrow to one session")
-	cfg, st, err := c.open(ctx, args[1:], getenv, stderr)
+	sub, args, err := subcommand("guard", args, stdout, "show")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	g, err := guard.New(cfg.Guard)
+	if sub != "show" {
+		return usageError{fmt.Sprintf("guard: unknown subcommand %q (want show)", sub)}
+	}
+	c := newStoreCmd("guard show", defaultProject)
+	session := c.fs.String("session", "", "narrow to one session (--url: the guard of that conversation's next request)")
+	m, err := c.open(ctx, args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	incs, err := st.ListIncidents(ctx, store.IncidentQuery{
-		Workspace: c.workspace, Project: c.project, Session: *session,
-		Since: now.Add(-cfg.Guard.Window), Limit: memory.DefaultGuardReadLimit,
-	})
+	defer m.Close()
+	g, err := m.Guard(ctx, c.workspace, c.project, *session)
 	if err != nil {
 		return err
 	}
-	entries := g.Detect(incs, now)
 	if c.asJSON {
-		if entries == nil {
-			entries = []guard.Entry{}
+		if g.Patterns == nil {
+			g.Patterns = []guard.Entry{}
 		}
-		return printJSON(stdout, map[string]any{"patterns": entries, "block": guard.Block(entries)})
+		return printJSON(stdout, map[string]any{"patterns": g.Patterns, "block": g.Block})
 	}
-	if len(entries) == 0 {
-		fmt.Fprintf(stdout, "no repeated failure in the last %s (%d incidents)\n", cfg.Guard.Window, len(incs))
-		return nil
+	switch {
+	case len(g.Patterns) > 0:
+		fmt.Fprintln(stdout, g.Block)
+	case g.Incidents >= 0:
+		fmt.Fprintf(stdout, "no repeated failure in the last %s (%d incidents)\n", g.Window, g.Incidents)
+	default:
+		fmt.Fprintf(stdout, "no repeated failure in the last %s\n", g.Window)
 	}
-	fmt.Fprintln(stdout, guard.Block(entries))
 	return nil
 }
 
 func cmdFixes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"fixes: want list or rm"}
+	sub, args, err := subcommand("fixes", args, stdout, "list or rm")
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
 	if sub != "list" && sub != "rm" {
 		return usageError{fmt.Sprintf("fixes: unknown subcommand %q (want list or rm)", sub)}
 	}
-	c := newStoreCmd("fixes "+sub, stderr, defaultProject)
+	c := newStoreCmd("fixes "+sub, defaultProject)
 	var limit *int
 	if sub == "list" {
 		limit = c.fs.Int("limit", 100, "how many, most recently updated first")
@@ -327,19 +368,19 @@ func cmdFixes(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return nil
 	}
-	_, st, err := c.open(ctx, args, getenv, stderr)
+	m, err := c.open(ctx, args, getenv, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer m.Close()
 	if sub == "rm" {
-		if err := st.DeleteFix(ctx, c.workspace, c.project, c.args[0]); err != nil {
+		if err := m.DeleteFix(ctx, c.workspace, c.project, c.args[0]); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "deleted", c.args[0])
 		return nil
 	}
-	fixes, err := st.ListFixes(ctx, store.FixQuery{Workspace: c.workspace, Project: c.project, Limit: *limit})
+	fixes, err := m.ListFixes(ctx, store.FixQuery{Workspace: c.workspace, Project: c.project, Limit: *limit})
 	if err != nil {
 		return err
 	}

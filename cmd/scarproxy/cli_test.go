@@ -189,3 +189,154 @@ func TestStoreCommandsUseConfiguredDefaultTenant(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestStoreCommandsThroughURL: with --url the store commands act through
+// a running proxy's memory API, while serve holds the bbolt store, with
+// the admin token from SCARPROXY_ADMIN_TOKEN or from the variable the
+// configuration's admin.token_env names.
+func TestStoreCommandsThroughURL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("mock: true\ndata_dir: "+dir+"\nadmin:\n  token_env: TEAM_ADMIN\n"), 0o644)
+	serverEnv := func(k string) string {
+		if k == "TEAM_ADMIN" {
+			return "s3cret"
+		}
+		return ""
+	}
+	in, err := startServe(context.Background(), []string{"--config", cfg}, serverEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Stop() })
+	hdr := map[string]string{"X-Scar-Workspace": "acme", "X-Scar-Project": "api", "X-Scar-Session": "s1"}
+	for i := 0; i < 2; i++ {
+		do(t, "POST", in.BaseURL+"/v1/chat/completions", fmt.Sprintf(failingTurn, fmt.Sprint("c", i), fmt.Sprint("c", i), 10+i), hdr)
+	}
+
+	withToken := func(k string) string {
+		if k == "SCARPROXY_ADMIN_TOKEN" {
+			return "s3cret"
+		}
+		return ""
+	}
+	remote := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(context.Background(), append(args, "--url", in.BaseURL), withToken, &out, io.Discard); err != nil {
+			t.Fatalf("scarproxy %s --url: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+
+	// Without a credential: the memory API's 401, and what to set.
+	_, err = cli(t, "incidents", "list", "--url", in.BaseURL)
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "SCARPROXY_ADMIN_TOKEN") {
+		t.Fatalf("without a token: %v", err)
+	}
+	// The store is held by serve: opening it fails and points at --url.
+	if _, err := cli(t, "incidents", "list", "--data", dir); err == nil || !strings.Contains(err.Error(), "--url") {
+		t.Fatalf("opening a held store: %v", err)
+	}
+
+	out := remote("incidents", "list", "--workspace", "acme", "--project", "api")
+	if strings.Count(out, "tool_error") != 2 || !strings.Contains(out, "Cannot find module") {
+		t.Fatalf("incidents list:\n%s", out)
+	}
+	out = remote("incidents", "list", "--json", "--workspace", "acme", "--project", "api", "--limit", "1")
+	if strings.Count(out, `"type": "tool_error"`) != 1 {
+		t.Fatalf("incidents list --json --limit 1:\n%s", out)
+	}
+	out = remote("guard", "show", "--workspace", "acme", "--project", "api", "--session", "s1")
+	if !strings.Contains(out, "REPEAT FAILURE GUARD") || !strings.Contains(out, "(Failed 2 times)") {
+		t.Fatalf("guard show:\n%s", out)
+	}
+	if out = remote("guard", "show", "--workspace", "acme", "--project", "web"); !strings.Contains(out, "no repeated failure in the last 1h0m0s") {
+		t.Fatalf("guard show of a quiet project:\n%s", out)
+	}
+
+	id := strings.TrimSpace(remote("solutions", "add", "--workspace", "acme", "--goal", "Migrate the users table to UUID primary keys",
+		"--approach", "add uuid column, backfill, swap constraints in one transaction", "--outcome", "done", "--confidence", "90"))
+	if id == "" {
+		t.Fatal("solutions add printed no id")
+	}
+	if out = remote("solutions", "list", "--workspace", "acme"); !strings.Contains(out, id) || !strings.Contains(out, "90%") {
+		t.Fatalf("solutions list:\n%s", out)
+	}
+	out = remote("recall", "--workspace", "acme", "migrating", "user", "tables", "to", "uuid", "keys")
+	if !strings.Contains(out, "### RECALL") || !strings.Contains(out, "backfill") {
+		t.Fatalf("recall:\n%s", out)
+	}
+	remote("solutions", "rm", id, "--workspace", "acme")
+	if out = remote("recall", "--workspace", "acme", "migrate users table to uuid"); !strings.Contains(out, "no similar solution") {
+		t.Fatalf("deleted solution recalled:\n%s", out)
+	}
+
+	r := do(t, "POST", in.BaseURL+"/scar/v1/fixes", `{"workspace":"acme","project":"api","tool":"build",
+		"failure":"build: Error: Cannot find module 'left-pad'","call":"{\"cmd\":\"npm install left-pad\"}","failures":2}`,
+		map[string]string{"Authorization": "Bearer s3cret"})
+	var fix struct{ ID string }
+	if err := json.Unmarshal([]byte(r.body), &fix); err != nil || fix.ID == "" {
+		t.Fatalf("posted fix: %d %s", r.status, r.body)
+	}
+	if out = remote("fixes", "list", "--workspace", "acme", "--project", "api"); !strings.Contains(out, fix.ID) || !strings.Contains(out, "npm install left-pad") {
+		t.Fatalf("fixes list:\n%s", out)
+	}
+	remote("fixes", "rm", fix.ID, "--workspace", "acme", "--project", "api")
+	var buf bytes.Buffer
+	err = run(context.Background(), []string{"fixes", "rm", fix.ID, "--workspace", "acme", "--project", "api", "--url", in.BaseURL}, withToken, &buf, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("removing a missing fix: %v", err)
+	}
+
+	// The token from the variable the configuration names.
+	configEnv := func(k string) string { return serverEnv(k) }
+	buf.Reset()
+	if err := run(context.Background(), []string{"incidents", "list", "--config", cfg, "--workspace", "acme", "--project", "api", "--url", in.BaseURL + "/"},
+		configEnv, &buf, io.Discard); err != nil || strings.Count(buf.String(), "tool_error") != 2 {
+		t.Fatalf("with admin.token_env: %v\n%s", err, buf.String())
+	}
+	if _, err := cli(t, "incidents", "list", "--url", "127.0.0.1:8080"); err == nil || !strings.Contains(err.Error(), "want the proxy's address") {
+		t.Fatalf("a URL without a scheme: %v", err)
+	}
+}
+
+// TestHelp: -h and --help print a command's usage on stdout, and exit 0.
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"scarproxy serve", "scarproxy fixes rm ID", "--url URL"}},
+		{[]string{"help", "fixes"}, []string{"scarproxy fixes list", "scarproxy fixes rm"}},
+		{[]string{"serve", "--help"}, []string{"scarproxy serve", "-listen"}},
+		{[]string{"serve", "-h"}, []string{"scarproxy serve", "-mock"}},
+		{[]string{"demo", "--help"}, []string{"scarproxy demo guard|persist|recall|loop", "-url"}},
+		{[]string{"demo", "guard", "-h"}, []string{"scarproxy demo", "-url"}},
+		{[]string{"solutions", "--help"}, []string{"solutions add", "solutions list", "solutions rm"}},
+		{[]string{"solutions", "add", "--help"}, []string{"solutions add --goal", "-confidence", "-url"}},
+		{[]string{"solutions", "rm", "-h"}, []string{"solutions rm ID", "-workspace"}},
+		{[]string{"recall", "--help"}, []string{"scarproxy recall", "-k"}},
+		{[]string{"incidents", "-h"}, []string{"incidents list"}},
+		{[]string{"incidents", "list", "--help"}, []string{"incidents list", "-session", "-limit"}},
+		{[]string{"guard", "--help"}, []string{"guard show"}},
+		{[]string{"guard", "show", "-h"}, []string{"guard show", "-session"}},
+		{[]string{"fixes", "list", "--help"}, []string{"fixes list", "-limit"}},
+		{[]string{"mcp", "--help"}, []string{"scarproxy mcp", "-workspace"}},
+		{[]string{"version", "--help"}, []string{"scarproxy version"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), tc.args, noEnv, &stdout, &stderr); err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%v: usage lacks %q:\n%s", tc.args, w, stdout.String())
+			}
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("%v: wrote to stderr: %s", tc.args, stderr.String())
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -163,12 +162,14 @@ func cmdDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if len(args) == 0 {
 		return usageError{"demo: want guard, persist, recall or loop"}
 	}
-	fs := flag.NewFlagSet("demo "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo")
 	data := fs.String("data", "", "data directory (default: a temporary one, removed afterwards)")
 	target := fs.String("url", "", "run against this running `scarproxy serve --mock` (e.g. http://127.0.0.1:8080) instead of starting one: its dashboard (/ui/) then shows what the demo did (not persist)")
+	if isHelp(args[0]) {
+		return printHelp(stdout, "demo", fs)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
-		return usageError{err.Error()}
+		return parseError(err, "demo", fs, stdout)
 	}
 	if *target != "" && args[0] == "persist" {
 		return usageError{"demo persist restarts its own proxy: --url does not apply"}

@@ -14,21 +14,21 @@
 //	scarproxy mcp [--config FILE] [--workspace W] [--project P]
 //	scarproxy version
 //
+// Every command prints its usage with -h or --help.
+//
 // main is thin: it calls run, which end-to-end tests call in-process.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -50,35 +50,21 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-const usage = `scarproxy — an OpenAI-compatible proxy with failure and success memory
-
-Usage:
-  scarproxy serve [--config FILE] [--listen ADDR] [--data DIR] [--mock]
-  scarproxy demo guard|persist|recall|loop
-  scarproxy solutions add --goal G --approach A --outcome O [--confidence C] [--workspace W] [--project P]
-  scarproxy solutions list [--workspace W]
-  scarproxy solutions rm ID [--workspace W]
-  scarproxy recall [--workspace W] [--project P] [-k N] "goal text"
-  scarproxy incidents list [--workspace W] [--project P] [--session S] [--limit N]
-  scarproxy guard show [--workspace W] [--project P] [--session S]
-  scarproxy fixes list [--workspace W] [--project P] [--limit N]
-  scarproxy fixes rm ID [--workspace W] [--project P]
-  scarproxy mcp [--config FILE] [--data DIR] [--workspace W] [--project P]
-  scarproxy version
-
-Store commands (solutions, recall, incidents, guard, fixes, mcp) accept --config,
---data and the SCARPROXY_* variables like serve, and work on bbolt and
-PostgreSQL. mcp serves the memory's MCP tools on stdin and stdout, for MCP
-clients that launch a command (serve has them at /mcp).
---workspace and --project default to tenant.default_workspace and
-tenant.default_project of the configuration; without --project, recall
-searches every project and solutions add stores for the whole workspace.
-`
-
-// run is the whole program. ctx ends it (SIGINT/SIGTERM in main).
+// run is the whole program. ctx ends it (SIGINT/SIGTERM in main). A
+// command asked for its usage (-h, --help) prints it on stdout and
+// returns nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, getenv, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return usageError{"no command given"}
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
@@ -99,13 +85,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "mcp":
 		return cmdMCP(ctx, rest, getenv, os.Stdin, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "scarproxy", version)
+		if len(rest) > 0 && isHelp(rest[0]) {
+			return printHelp(stdout, "version", nil)
+		}
+		fmt.Fprintln(stdout, versionLine(buildInfo))
 		return nil
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, usage)
+	case "help", "--help", "-h", "-help":
+		if len(rest) > 0 && len(synopsisOf(rest[0])) > 0 {
+			return printHelp(stdout, rest[0], nil)
+		}
+		fmt.Fprint(stdout, usage())
 		return nil
 	default:
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return usageError{fmt.Sprintf("unknown command %q", cmd)}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -15,14 +14,13 @@ import (
 // name no workspace or project defaulting to --workspace and --project.
 // Logs go to stderr; stdout carries the protocol only.
 func cmdMCP(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mcp")
 	var f commonFlags
 	f.register(fs, false)
 	workspace := fs.String("workspace", "", "workspace of calls that name none (default: tenant.default_workspace)")
 	project := fs.String("project", "", "project of calls that name none (default: none; incidents and the guard use tenant.default_project)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+		return parseError(err, "mcp", fs, stdout)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("mcp: unexpected argument %q", fs.Arg(0))}

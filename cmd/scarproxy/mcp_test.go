@@ -180,7 +180,7 @@ func TestMCPStdio(t *testing.T) {
 	if r = tool(t, cs, "recall_similar", map[string]any{"goal": "OAuth token refresh keeps failing on expiry", "workspace": "team-a"}); r["found"] != false {
 		t.Fatalf("another workspace: %v", r)
 	}
-	if r = tool(t, cs, "recall_info", nil); r["name"] != "scarproxy" || r["version"] != version || r["workspace"] != "team-b" {
+	if r = tool(t, cs, "recall_info", nil); r["name"] != "scarproxy" || r["version"] != moduleVersion(buildInfo) || r["workspace"] != "team-b" {
 		t.Fatalf("recall_info: %v", r)
 	}
 	for i := range 2 {

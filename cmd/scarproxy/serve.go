@@ -149,12 +149,12 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		},
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxBodyBytesInFlight: cfg.Server.MaxBodyBytesInFlight,
-		Version:              version,
+		Version:              moduleVersion(buildInfo),
 	})
 }
 
 func newServeFlags() (*flag.FlagSet, *commonFlags) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlagSet("serve")
 	f := &commonFlags{}
 	f.register(fs, true)
 	return fs, f
@@ -162,9 +162,8 @@ func newServeFlags() (*flag.FlagSet, *commonFlags) {
 
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs, f := newServeFlags()
-	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+		return parseError(err, "serve", fs, stdout)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("serve: unexpected argument %q", fs.Arg(0))}
