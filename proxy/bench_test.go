@@ -224,7 +224,7 @@ func TestProviderRequestLetsGoOfTheBody(t *testing.T) {
 	sent := append([]byte(nil), body...)
 	bodyRef := weak.Make(&body[0])
 	ur := &upstream.Request{Method: http.MethodPost, Path: "/chat/completions", Header: http.Header{}, Body: body}
-	a, f := upstream.Try(context.Background(), h.srv.router.Default(), ur)
+	a, f := upstream.Try(context.Background(), h.srv.providers().Default(), ur)
 	if f != nil {
 		t.Fatalf("try: %+v", f)
 	}

@@ -24,7 +24,7 @@ func (s *Server) models(c echo.Context) error {
 	var lastFail *upstream.Failure
 	var lastStatus int
 	var lastBody []byte
-	for _, p := range s.router.Providers() {
+	for _, p := range s.providers().Providers() {
 		hdr := upstream.OutgoingHeader(c.Request().Header, s.tenants.Keys())
 		hdr.Del("Accept-Encoding")
 		a, f := upstream.Try(ctx, p, &upstream.Request{Method: http.MethodGet, Path: "/models", Header: hdr})
@@ -164,10 +164,11 @@ func apiOf(path string) string {
 // passThroughChain is the one provider a pass-through request goes to: the
 // first that serves its API for model, else the default provider.
 func (s *Server) passThroughChain(api, model string) []*providers.Provider {
-	if chain := s.router.Route(api, model); len(chain) > 0 {
+	r := s.providers()
+	if chain := r.Route(api, model); len(chain) > 0 {
 		return chain[:1]
 	}
-	return []*providers.Provider{s.router.Default()}
+	return []*providers.Provider{r.Default()}
 }
 
 // passThroughPath returns the escaped path below the API root of a

@@ -112,7 +112,7 @@ func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
 		return badBody(err)
 	}
 	ex.req, ex.info = req, req.Info()
-	if ex.chain = s.router.Route(ex.format.Name(), ex.info.Model); len(ex.chain) == 0 {
+	if ex.chain = s.providers().Route(ex.format.Name(), ex.info.Model); len(ex.chain) == 0 {
 		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + ex.format.Name() + " API (" + ex.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
 	}
 	if t.Agent == "" && tenant.ValidName(ex.info.User) == nil {
@@ -138,7 +138,7 @@ const placedOverhead = 2 * (len(wire.FrameStart) + len(wire.FrameNote) + len(wir
 // original bytes, and the turn places nothing.
 func (s *Server) place(ex *exchange, body []byte) {
 	tu := &ex.turn
-	p := wire.Placement{Turn: []wire.Block{tu.Stop, tu.Guard}, Recall: tu.Recall, System: s.placeInSystem}
+	p := wire.Placement{Turn: []wire.Block{tu.Stop, tu.Guard}, Recall: tu.Recall, System: s.placeInSystem()}
 	dst := *ex.lease.Buf(len(body) + len(tu.Stop.JSON) + len(tu.Guard.JSON) + len(tu.Recall.JSON) + placedOverhead)
 	out, err := ex.req.Inject(dst, body, p)
 	if err == nil && tu.Loop.Level >= guard.LevelHardStop {

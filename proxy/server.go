@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +56,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/proxy/ui"
 	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
 )
 
 // Options configure a [Server]. Router, Store and Guard are required.
@@ -75,6 +77,13 @@ type Options struct {
 	MaxBodyBytesInFlight int64
 	// Version is the version the MCP server reports. Default "dev".
 	Version string
+	// CloseOpenMemory makes the memory API, MCP and the dashboard answer
+	// 403, saying what to configure, while they would be open to anyone
+	// who can reach the server (neither an admin token nor gateway keys;
+	// see tenant.Policy.Open). Set it when the server listens on an
+	// address other than loopback and an open memory is not meant. The
+	// proxied APIs are served either way.
+	CloseOpenMemory bool
 }
 
 // Server is the proxy. Build it with [New], serve [Server.Handler], run
@@ -82,16 +91,15 @@ type Options struct {
 type Server struct {
 	opts    Options
 	log     *slog.Logger
-	router  *providers.Router
+	router  atomic.Pointer[providers.Router] // replaced by Reload
 	memory  *memory.Memory
-	tenants *tenant.Policy
-	bodies  *body.Reader // request bodies, bounded one by one and in all
+	tenants *tenant.Policy // updated by Reload
+	bodies  *body.Reader   // request bodies, bounded one by one and in all
 	metrics *metrics
 	// The wire formats of the rewritten routes; chat and responses
 	// remember conversations between turns.
 	chat, responses, messages wire.Format
 	formats                   map[string]wire.Format // by API name (providers.API*)
-	placeInSystem             bool                   // guard.placement: system
 	echo                      *echo.Echo
 	api                       *memoryapi.API // /scar/v1, /mcp and the dashboard's data
 	ui                        *ui.Handler    // the dashboard under /ui/
@@ -114,16 +122,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{
 		opts:      opts,
 		log:       opts.Logger,
-		router:    opts.Router,
 		tenants:   tenants,
 		bodies:    body.NewReader(opts.MaxBodyBytes, opts.MaxBodyBytesInFlight),
 		metrics:   newMetrics(),
 		chat:      chat.New(),
 		responses: responses.New(),
 		messages:  messages.New(),
-
-		placeInSystem: opts.Guard != nil && opts.Guard.Config().Placement == guard.PlacementSystem,
 	}
+	s.router.Store(opts.Router)
 	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages}
 	if s.memory, err = memory.New(ctx, opts.Options, s.metrics.registry); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -144,6 +150,50 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // Handler returns the HTTP handler serving every route.
 func (s *Server) Handler() http.Handler { return s.echo }
 
+// providers returns the providers requests go to now.
+func (s *Server) providers() *providers.Router { return s.router.Load() }
+
+// placeInSystem reports whether the blocks go into the system text
+// (guard.placement: system) rather than the newest turn.
+func (s *Server) placeInSystem() bool {
+	return s.memory.Guard().Config().Placement == guard.PlacementSystem
+}
+
+// Reload makes the settings of opts that a running server can take anew
+// those of the requests that follow: the providers (Router), tenancy
+// (the default workspace and project, the gateway keys), the guard and
+// recall. It checks them all first: when one is invalid it changes
+// nothing and says why. Requests under way finish with the settings they
+// started with. Every other option (the store, the admin token, which
+// signs the dashboard's sessions, limits, retention) is the server's for
+// life: a change to it needs a new server.
+func (s *Server) Reload(opts Options) error {
+	if opts.Router == nil || opts.Guard == nil {
+		return errors.New("proxy: Reload: Router and Guard are required")
+	}
+	rc := recall.DefaultConfig()
+	if opts.Recall != nil {
+		rc = *opts.Recall
+	}
+	if err := rc.Validate(); err != nil {
+		return err
+	}
+	tc := opts.Config
+	tc.AdminToken = s.opts.AdminToken
+	if _, err := tenant.New(tc); err != nil {
+		return err
+	}
+	if err := s.memory.Reconfigure(opts.Guard, rc); err != nil {
+		return err
+	}
+	if err := s.tenants.Update(tc); err != nil {
+		return err // checked above: not reached
+	}
+	// The old providers' requests under way keep their connections.
+	s.router.Swap(opts.Router).CloseIdleConnections()
+	return nil
+}
+
 // Run does the server's background work until ctx ends (the memory's:
 // following the store's solution change feed, and retention).
 func (s *Server) Run(ctx context.Context) { s.memory.Run(ctx) }
@@ -159,7 +209,7 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.memory.Shutdown(
 // The store belongs to the caller: close it after.
 func (s *Server) Close() error {
 	err := s.Shutdown(context.Background())
-	s.router.CloseIdleConnections()
+	s.providers().CloseIdleConnections()
 	s.ui.Close()
 	return err
 }
@@ -193,12 +243,33 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
 
-	s.api.Register(e)
+	s.api.Register(e, s.memoryGate)
 
 	// The dashboard checks its own sessions (proxy/ui, proxy/memoryapi).
-	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
-	e.Any("/ui/*", echo.WrapHandler(s.ui))
+	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") }, s.memoryGate)
+	e.Any("/ui/*", echo.WrapHandler(s.ui), s.memoryGate)
 	return e
+}
+
+// errMemoryClosed answers the memory API, MCP and the dashboard of a
+// server that closes an open memory (Options.CloseOpenMemory).
+var errMemoryClosed = &apiError{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "memory_closed",
+	Message: "The memory API, MCP and the dashboard are closed: this proxy listens on an address other than loopback " +
+		"and has neither an admin token nor gateway keys, so anyone who can reach it could read and delete every workspace's memory. " +
+		"Set admin.token_env (and that variable) or gateway.keys in its configuration; or admin.open: true " +
+		"(env SCARPROXY_ADMIN_OPEN=true) if an open memory is meant."}
+
+// memoryGate answers 403 (errMemoryClosed) on the routes of the memory
+// API, MCP and the dashboard while they are open to anyone and the server
+// closes an open memory (Options.CloseOpenMemory). A reload that
+// configures gateway keys opens them.
+func (s *Server) memoryGate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.opts.CloseOpenMemory && s.tenants.Open() {
+			return s.writeError(c, errMemoryClosed)
+		}
+		return next(c)
+	}
 }
 
 // httpError answers Echo's own errors (404, 405) in OpenAI's shape.

@@ -378,19 +378,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// checkExposure refuses to serve an open memory API (no admin token, no
-// gateway keys) on a listen address other than loopback, unless admin.open
-// says it is meant: anyone who can reach the port could read and delete
-// every tenant's memory. Only serve checks it; the store commands listen
-// on nothing.
-func (c *Config) checkExposure() error {
-	if c.Admin.TokenEnv != "" || len(c.Gateway.Keys) > 0 || c.Admin.Open || loopbackListen(c.Listen) {
-		return nil
-	}
-	return fmt.Errorf("listen %s is not a loopback address, and the memory API (/scar/v1) has neither an admin token "+
-		"nor gateway keys: anyone who can reach the port could read and delete every workspace's memory. "+
-		"Set admin.token_env (and that variable), or gateway.keys; or, if an open memory API is meant, "+
-		"admin.open: true (env SCARPROXY_ADMIN_OPEN=true); or listen on 127.0.0.1", c.Listen)
+// closesOpenMemory reports whether serve closes an open memory (the
+// memory API, MCP and the dashboard without an admin token nor gateway
+// keys: proxy.Options.CloseOpenMemory): on a listen address other than
+// loopback, unless admin.open says an open memory is meant, since anyone
+// who can reach the port could read and delete every tenant's memory.
+func (c *Config) closesOpenMemory() bool {
+	return !c.Admin.Open && !loopbackListen(c.Listen)
+}
+
+// openMemory reports whether the memory API, MCP and the dashboard
+// require no credential: neither an admin token nor gateway keys.
+func (c *Config) openMemory() bool {
+	return c.Admin.TokenEnv == "" && len(c.Gateway.Keys) == 0
 }
 
 // loopbackListen reports whether a listen address only accepts local

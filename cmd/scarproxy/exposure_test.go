@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,10 +33,12 @@ func TestLoopbackListen(t *testing.T) {
 	}
 }
 
-// TestOpenMemoryAPIOnlyOnLoopback: without admin token or gateway keys,
-// serve refuses a listen address other than loopback unless admin.open
-// says an open memory API is meant.
-func TestOpenMemoryAPIOnlyOnLoopback(t *testing.T) {
+// TestOpenMemoryClosedBeyondLoopback: without admin token or gateway
+// keys, serve on an address other than loopback starts and serves the
+// proxied APIs, while the memory API, MCP and the dashboard answer 403
+// saying what to set, and a WARN line says so at start-up; admin.open
+// opens them, credentials guard them.
+func TestOpenMemoryClosedBeyondLoopback(t *testing.T) {
 	dir := t.TempDir()
 	conf := func(name, yaml string) string {
 		p := filepath.Join(dir, name+".yaml")
@@ -53,45 +56,76 @@ func TestOpenMemoryAPIOnlyOnLoopback(t *testing.T) {
 		}
 	}
 	const anywhere = "0.0.0.0:0"
+	const closed, open, unauthorized = 403, 200, 401
 	for _, tc := range []struct {
 		name   string
 		listen string
 		config string
 		getenv func(string) string
-		ok     bool
+		memory int // what /scar/v1 answers without credentials
 	}{
-		{"loopback", "127.0.0.1:0", "", noEnv, true},
-		{"localhost", "localhost:0", "", noEnv, true},
-		{"every interface", anywhere, "", noEnv, false},
-		{"every interface, admin.open", anywhere, "admin:\n  open: true\n", noEnv, true},
-		{"every interface, SCARPROXY_ADMIN_OPEN", anywhere, "", env("SCARPROXY_ADMIN_OPEN", "true"), true},
-		{"every interface, admin token", anywhere, "admin:\n  token_env: ADMIN\n", env("ADMIN", "s3cret"), true},
-		{"every interface, gateway keys", anywhere, "gateway:\n  keys:\n    - key_env: TEAM\n      workspace: team\n", env("TEAM", "k"), true},
+		{"loopback", "127.0.0.1:0", "", noEnv, open},
+		{"localhost", "localhost:0", "", noEnv, open},
+		{"every interface", anywhere, "", noEnv, closed},
+		{"every interface, admin.open", anywhere, "admin:\n  open: true\n", noEnv, open},
+		{"every interface, SCARPROXY_ADMIN_OPEN", anywhere, "", env("SCARPROXY_ADMIN_OPEN", "true"), open},
+		{"every interface, admin token", anywhere, "admin:\n  token_env: ADMIN\n", env("ADMIN", "s3cret"), unauthorized},
+		{"every interface, gateway keys", anywhere, "gateway:\n  keys:\n    - key_env: TEAM\n      workspace: team\n", env("TEAM", "k"), unauthorized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := conf(strings.ReplaceAll(tc.name, " ", "_"), tc.config)
-			if !tc.ok {
-				// Cancelled: a serve that starts anyway returns at once.
-				ctx, cancel := context.WithCancel(context.Background())
-				cancel()
-				var stdout strings.Builder
-				err := run(ctx, []string{"serve", "--config", cfg, "--listen", tc.listen}, tc.getenv, &stdout, io.Discard)
-				if err == nil || !strings.Contains(err.Error(), "admin.open: true") || !strings.Contains(err.Error(), "admin.token_env") ||
-					!strings.Contains(err.Error(), "SCARPROXY_ADMIN_OPEN") {
-					t.Fatalf("serve on %s with an open memory API: err = %v", tc.listen, err)
-				}
-				if strings.Contains(stdout.String(), "listening") {
-					t.Fatalf("it listened: %s", stdout.String())
-				}
-				return
-			}
-			in, err := startServe(context.Background(), []string{"--config", cfg, "--listen", tc.listen}, tc.getenv, io.Discard)
+			var logs syncBuffer
+			in, err := startServe(context.Background(), []string{"--config", cfg, "--listen", tc.listen}, tc.getenv, &logs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := in.Stop(); err != nil {
-				t.Fatal(err)
+			defer in.Stop()
+			base := strings.Replace(in.BaseURL, "0.0.0.0", "127.0.0.1", 1)
+			base = strings.Replace(base, "[::]", "127.0.0.1", 1)
+			hdr := map[string]string{"Authorization": "Bearer k"}
+			if r := do(t, "POST", base+"/v1/chat/completions", `{"model":"mock-gpt","messages":[{"role":"user","content":"hi"}]}`, hdr); r.status != 200 {
+				t.Fatalf("the proxied API: %d %s", r.status, r.body)
+			}
+			for _, path := range []string{"/scar/v1/incidents", "/mcp", "/ui/", "/ui", "/w/a/b/mcp"} {
+				method := "GET"
+				if strings.HasSuffix(path, "mcp") {
+					method = "POST"
+				}
+				r := do(t, method, base+path, "", nil)
+				switch {
+				case tc.memory == closed && (r.status != 403 || !strings.Contains(r.body, "admin.token_env") ||
+					!strings.Contains(r.body, "gateway.keys") || !strings.Contains(r.body, "admin.open: true")):
+					t.Errorf("%s %s: %d %s, want 403 saying what to set", method, path, r.status, r.body)
+				case tc.memory != closed && r.status == 403:
+					t.Errorf("%s %s: %d %s", method, path, r.status, r.body)
+				}
+			}
+			if r := do(t, "GET", base+"/scar/v1/incidents", "", nil); r.status != tc.memory {
+				t.Errorf("memory API: %d, want %d: %s", r.status, tc.memory, r.body)
+			}
+			warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "answer 403")
+			if warned != (tc.memory == closed) {
+				t.Errorf("WARN at start-up: %v, want %v:\n%s", warned, tc.memory == closed, logs.String())
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer that a server's logger and a test may use
+// at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -24,6 +24,17 @@ import (
 
 func noEnv(string) string { return "" }
 
+// TestMain runs the program itself instead of the tests when
+// SCARPROXY_TEST_MAIN=1: tests start it as a subprocess of the test
+// binary (os.Args[0]) with the program's arguments.
+func TestMain(m *testing.M) {
+	if os.Getenv("SCARPROXY_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // start runs the real program in-process and stops it when the test ends.
 func start(t *testing.T, args ...string) *instance {
 	t.Helper()

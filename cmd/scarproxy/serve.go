@@ -112,27 +112,37 @@ func gatewayKeys(cfg Config, getenv func(string) string) ([]tenant.Key, error) {
 
 // buildServer wires the proxy from a validated configuration.
 func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(string) string, log *slog.Logger) (*proxy.Server, error) {
-	router, err := providers.NewRouter(cfg.providerConfigs(), getenv)
+	opts, err := serverOptions(cfg, st, getenv, log)
 	if err != nil {
 		return nil, err
+	}
+	return proxy.New(ctx, opts)
+}
+
+// serverOptions builds the proxy's options from a validated
+// configuration: its providers, guard, keys and the rest.
+func serverOptions(cfg Config, st store.Store, getenv func(string) string, log *slog.Logger) (proxy.Options, error) {
+	router, err := providers.NewRouter(cfg.providerConfigs(), getenv)
+	if err != nil {
+		return proxy.Options{}, err
 	}
 	g, err := guard.New(cfg.Guard)
 	if err != nil {
-		return nil, err
+		return proxy.Options{}, err
 	}
 	keys, err := gatewayKeys(cfg, getenv)
 	if err != nil {
-		return nil, err
+		return proxy.Options{}, err
 	}
 	var adminToken string
 	if cfg.Admin.TokenEnv != "" {
 		adminToken = getenv(cfg.Admin.TokenEnv)
 		if adminToken == "" {
-			return nil, fmt.Errorf("admin.token_env: %s is not set", cfg.Admin.TokenEnv)
+			return proxy.Options{}, fmt.Errorf("admin.token_env: %s is not set", cfg.Admin.TokenEnv)
 		}
 	}
 	rc := cfg.Recall
-	return proxy.New(ctx, proxy.Options{
+	return proxy.Options{
 		Router: router,
 		Options: memory.Options{
 			Store: st, Guard: g, Recall: &rc, Logger: log,
@@ -150,7 +160,8 @@ func buildServer(ctx context.Context, cfg Config, st store.Store, getenv func(st
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxBodyBytesInFlight: cfg.Server.MaxBodyBytesInFlight,
 		Version:              moduleVersion(buildInfo),
-	})
+		CloseOpenMemory:      cfg.closesOpenMemory(),
+	}, nil
 }
 
 func newServeFlags() (*flag.FlagSet, *commonFlags) {
@@ -175,13 +186,8 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if err := cfg.checkExposure(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
 	log := newLogger(cfg, stderr)
-	if cfg.Admin.TokenEnv == "" && len(cfg.Gateway.Keys) == 0 && !loopbackListen(cfg.Listen) {
-		log.Warn("the memory API (/scar/v1) is open to anyone who can reach the listen address (admin.open)", "listen", cfg.Listen)
-	}
+	warnExposure(cfg, log)
 
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -207,6 +213,8 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	go srv.Run(bg)
+	reloadOnHangup(bg, &reloader{load: func() (Config, error) { return f.load(fs, getenv) },
+		getenv: getenv, srv: srv, st: st, log: log, started: cfg})
 
 	names := make([]string, 0, len(cfg.providerConfigs()))
 	for _, p := range cfg.providerConfigs() {
@@ -300,4 +308,19 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// warnExposure says at start-up, and after a reload, when the memory API,
+// MCP and the dashboard are closed (403) or open to anyone beyond
+// loopback, and what to set.
+func warnExposure(cfg Config, log *slog.Logger) {
+	switch {
+	case !cfg.openMemory() || loopbackListen(cfg.Listen):
+	case cfg.closesOpenMemory():
+		log.Warn("the memory API (/scar/v1), MCP and the dashboard answer 403: this listen address is not loopback, and "+
+			"neither admin.token_env nor gateway.keys is set; set one of them, or admin.open: true if an open memory is meant "+
+			"(the proxied APIs are served)", "listen", cfg.Listen)
+	default:
+		log.Warn("the memory API (/scar/v1), MCP and the dashboard are open to anyone who can reach the listen address (admin.open)", "listen", cfg.Listen)
+	}
 }

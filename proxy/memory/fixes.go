@@ -75,7 +75,7 @@ func (m *Memory) PrepareFix(f *store.Fix) {
 	f.Explanation = redactCapped(f.Explanation, maxFixExplanation)
 	if f.Pattern == "" {
 		f.Pattern = guard.RepeatedPattern
-		if label, ok := m.guard.Classify(store.TypeToolError, 0, f.Failure); ok {
+		if label, ok := m.Guard().Classify(store.TypeToolError, 0, f.Failure); ok {
 			f.Pattern = label
 		}
 	}

@@ -38,7 +38,7 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 	}
 	// The provider failures come counted with the window; the
 	// conversation's own failures are counted on top of them.
-	t := w.providerTally(m.guard, gen, recovered)
+	t := w.providerTally(w.g, gen, recovered)
 	if len(own) > 0 {
 		t = t.Clone()
 		for _, in := range own {
@@ -70,7 +70,7 @@ func overcomeTools(tallies []wire.ToolTally) []string {
 // read hit its limit, the conversation's own incidents are read too
 // (ownIncidents), so a busy tenant does not crowd them out.
 func (m *Memory) ownFailures(budget *storeBudget, w *guardWindow, conversation string, overcome []string, now time.Time) ([]*store.Incident, error) {
-	lo := now.Add(-m.guard.Window())
+	lo := now.Add(-w.span)
 	mine := func(in *store.Incident) bool {
 		if in.Type == store.TypeLoop || guard.ProviderFailure(in.Type) || in.Session != conversation ||
 			in.Time.Before(lo) || in.Time.After(now) {
@@ -205,7 +205,7 @@ func (m *Memory) ownIncidents(budget *storeBudget, w *guardWindow, conversation 
 	}
 	read, err := m.store.ListIncidents(budget.context(), store.IncidentQuery{
 		Workspace: w.workspace, Project: w.project, Session: conversation,
-		Since: now.Add(-m.guard.Window()), Limit: m.opts.GuardReadLimit,
+		Since: now.Add(-w.span), Limit: m.opts.GuardReadLimit,
 	})
 	if err != nil {
 		return nil, err

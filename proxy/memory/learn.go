@@ -50,7 +50,7 @@ func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 // ready to store: one for each repeated failure of the tool in the
 // conversation (in w), unless known as it is.
 func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResult, tallies []wire.ToolTally, now time.Time) []store.Fix {
-	minRepeats := m.guard.MinRepeats()
+	minRepeats := m.Guard().MinRepeats()
 	// The conversation's results say whether the tool failed often enough
 	// to have made an entry; most successes end here.
 	j := slices.IndexFunc(tallies, func(tt wire.ToolTally) bool { return tt.Name == tr.Name })
@@ -74,7 +74,7 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	}
 	call, note := wire.CallArgs(tr.Args), wire.NoteText(tr.Note)
 	var fixes []store.Fix
-	for _, e := range m.guard.Detect(failures, now) {
+	for _, e := range m.Guard().Detect(failures, now) {
 		f := store.Fix{
 			Workspace: t.Workspace, Project: t.Project, Pattern: e.Pattern, Fingerprint: e.Fingerprint,
 			Tool: tr.Name, Failure: e.Example, Call: call, Explanation: note, Failures: e.Count, Session: t.Session,
@@ -116,7 +116,7 @@ func newestOf(failures []store.Incident, e guard.Entry) store.Incident {
 // newest fix of the same fingerprint, else of the same named pattern and
 // one of the entry's tools.
 func (m *Memory) withFixes(entries []guard.Entry, fixes []store.Fix) []guard.Entry {
-	minRepeats := m.guard.MinRepeats()
+	minRepeats := m.Guard().MinRepeats()
 	out := entries[:0]
 	for _, e := range entries {
 		if e.Provider == "" && len(e.Tools) > 0 && len(fixes) > 0 {

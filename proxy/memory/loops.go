@@ -202,7 +202,7 @@ func (m *Memory) trackLoop(t tenant.Tenant, info *wire.Info) (loop guard.Loop, e
 		return c.loop, nil, nil
 	}
 	prev := c.loop
-	c.loop = m.guard.DetectLoop(c.steps)
+	c.loop = m.Guard().DetectLoop(c.steps)
 	return c.loop, c.events(prev), fresh
 }
 

@@ -163,11 +163,12 @@ func (o Options) withDefaults() (Options, error) {
 // Memory is a replica's memory. Build it with [New], run [Memory.Run] for
 // its background work, and [Memory.Shutdown] it.
 type Memory struct {
-	opts    Options
-	log     *slog.Logger
-	recall  recall.Config
-	store   store.Store
-	guard   *guard.Guard
+	opts  Options
+	log   *slog.Logger
+	store store.Store
+	// guard and recall are replaced as a whole by Reconfigure.
+	guard   atomic.Pointer[guard.Guard]
+	recall  atomic.Pointer[recall.Config]
 	index   *recall.Index
 	metrics *metrics
 	seen    *seenSet
@@ -202,9 +203,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	m := &Memory{
 		opts:      opts,
 		log:       opts.Logger,
-		recall:    *opts.Recall,
 		store:     opts.Store,
-		guard:     opts.Guard,
 		index:     recall.NewIndex(),
 		metrics:   newMetrics(reg),
 		seen:      newSeenSet(1 << 17),
@@ -216,6 +215,9 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		guardCache:  newGuardCache(1 << 17),
 		recallCache: newRecallCache(1 << 14),
 	}
+	m.guard.Store(opts.Guard)
+	rc := *opts.Recall
+	m.recall.Store(&rc)
 	if err := m.SyncIndex(ctx); err != nil {
 		m.log.Warn("recall index not loaded; will retry", "err", err)
 	}
@@ -228,14 +230,32 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 func (m *Memory) Store() store.Store { return m.store }
 
 // Guard returns the guard the memory derives its blocks with.
-func (m *Memory) Guard() *guard.Guard { return m.guard }
+func (m *Memory) Guard() *guard.Guard { return m.guard.Load() }
 
 // Index returns the recall index. Read it only: [Memory.SyncIndex] and
 // the capture queue change it.
 func (m *Memory) Index() *recall.Index { return m.index }
 
 // Recall returns the recall configuration.
-func (m *Memory) Recall() recall.Config { return m.recall }
+func (m *Memory) Recall() recall.Config { return *m.recall.Load() }
+
+// Reconfigure makes g the guard and rc the recall configuration of the
+// requests that follow (a configuration reload); an invalid rc changes
+// nothing. Guards are derived anew under g: the windows read under the
+// old guard are read again. A conversation keeps the recall block it was
+// given on its first request (the provider caches it); new conversations
+// are recalled with rc.
+func (m *Memory) Reconfigure(g *guard.Guard, rc recall.Config) error {
+	if g == nil {
+		return errors.New("memory: Reconfigure: nil guard")
+	}
+	if err := rc.Validate(); err != nil {
+		return err
+	}
+	m.guard.Store(g)
+	m.recall.Store(&rc)
+	return nil
+}
 
 // Now reads the memory's clock.
 func (m *Memory) Now() time.Time { return m.opts.Now() }

@@ -54,9 +54,10 @@ func (m *Memory) recallFor(workspace, project, goal, conversation string, later 
 	case later:
 		r = recallResult{version: version} // decided on a request this replica did not see
 	default:
+		rc := m.recall.Load()
 		matches := m.index.Search(recall.Query{
 			Workspace: workspace, Project: project, Goal: goal,
-			K: m.recall.MaxResults, MinSimilarity: m.recall.MinSimilarity, ExcludeKey: conversation,
+			K: rc.MaxResults, MinSimilarity: rc.MinSimilarity, ExcludeKey: conversation,
 		})
 		r = recallResult{version: version, matches: matches, block: wire.NewBlock(recall.Block(matches))}
 	}

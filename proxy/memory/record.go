@@ -173,7 +173,7 @@ func (m *Memory) Record(ctx context.Context, t tenant.Tenant, model, provider, t
 }
 
 func (m *Memory) CountIncident(inc *store.Incident) {
-	pattern, ok := m.guard.Classify(inc.Type, inc.StatusCode, inc.Message)
+	pattern, ok := m.Guard().Classify(inc.Type, inc.StatusCode, inc.Message)
 	if !ok {
 		pattern = "none"
 	}

@@ -109,7 +109,7 @@ func TestShutdownFlushesUsage(t *testing.T) {
 func TestUsageBounds(t *testing.T) {
 	st := tempBolt(t)
 	reg := prometheus.NewRegistry()
-	g := newTestMemory(t, st).guard
+	g := newTestMemory(t, st).Guard()
 	m, err := New(context.Background(), Options{Store: st, Guard: g}, reg)
 	if err != nil {
 		t.Fatal(err)

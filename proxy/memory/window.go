@@ -60,7 +60,8 @@ type guardWindow struct {
 
 	newest  time.Time       // of the incidents
 	pending []*pendingWrite // held in incidents, not yet in the store at version
-	span    time.Duration   // the guard's window
+	g       *guard.Guard    // the guard the window was read under, that derives its guards
+	span    time.Duration   // g's window
 	limit   int             // the incidents a read returns at most (GuardReadLimit)
 	own     *ownCache       // shared by the windows that followed one read
 
@@ -106,7 +107,7 @@ type guardResult struct {
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, convIncidents: w.convIncidents}
+		g: w.g, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, convIncidents: w.convIncidents}
 	w.mu.Lock()
 	prov := w.prov
 	if same {
@@ -177,7 +178,7 @@ func (w *guardWindow) joined(add []store.Incident) []store.Incident {
 // without returns a new window: w without p's incident.
 func (w *guardWindow) without(p *pendingWrite) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
-		validUntil: w.validUntil, full: w.full, newest: w.newest, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own,
+		validUntil: w.validUntil, full: w.full, newest: w.newest, g: w.g, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own,
 		pending: slices.DeleteFunc(slices.Clone(w.pending), func(q *pendingWrite) bool { return q == p })}
 	n.incidents = make([]store.Incident, 0, len(w.incidents))
 	for _, in := range w.incidents {
@@ -228,7 +229,7 @@ func (w *guardWindow) private(now time.Time) *guardWindow {
 	})
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: w.version,
 		validUntil: w.validUntil, incidents: w.incidents[:k:k], full: w.full, pending: w.pending,
-		span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, convIncidents: w.convIncidents}
+		g: w.g, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, base: w, convIncidents: w.convIncidents}
 	if k > 0 {
 		n.newest = w.incidents[k-1].Time
 	}

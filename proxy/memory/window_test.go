@@ -35,11 +35,11 @@ func TestWindowFollowsWithoutCopying(t *testing.T) {
 		validUntil: t0.Add(time.Hour), newest: t0, own: &ownCache{}}
 	check := func(w *guardWindow) {
 		t.Helper()
-		got := w.providerTally(s.guard, 0, nil)
+		got := w.providerTally(s.Guard(), 0, nil)
 		if got.Stale() {
 			t.Fatal("stale tally")
 		}
-		if want := s.guard.DetectAll(w.incidents, w.newest); !reflect.DeepEqual(got.Entries(1), want) {
+		if want := s.Guard().DetectAll(w.incidents, w.newest); !reflect.DeepEqual(got.Entries(1), want) {
 			t.Fatalf("tally %+v\nDetect %+v", got.Entries(1), want)
 		}
 	}
@@ -63,7 +63,7 @@ func TestWindowFollowsWithoutCopying(t *testing.T) {
 		t.Fatalf("window %+v", ids(w3.incidents))
 	}
 	check(w3)
-	if e := w3.providerTally(s.guard, 0, nil).Entries(1); len(e) != 2 || e[1].Example != "shard 9 is rebuilding" {
+	if e := w3.providerTally(s.Guard(), 0, nil).Entries(1); len(e) != 2 || e[1].Example != "shard 9 is rebuilding" {
 		t.Fatalf("entries %+v", e)
 	}
 	// Older than the newest: merged in order; the oldest leaves.
@@ -190,7 +190,7 @@ func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
 func fullGuard(t *testing.T, s *Memory, st store.Store, conv string, now time.Time, limit int, at map[string]time.Time) []guard.Entry {
 	t.Helper()
 	ctx := context.Background()
-	lo := now.Add(-s.guard.Config().Window)
+	lo := now.Add(-s.Guard().Config().Window)
 	read, err := st.ListIncidents(ctx, store.IncidentQuery{Workspace: "w", Project: "p", Since: lo, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
@@ -224,5 +224,5 @@ func fullGuard(t *testing.T, s *Memory, st store.Store, conv string, now time.Ti
 			}
 		}
 	}
-	return s.withFixes(s.guard.DetectAll(incs, now), nil)
+	return s.withFixes(s.Guard().DetectAll(incs, now), nil)
 }

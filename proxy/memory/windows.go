@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -48,16 +49,17 @@ func newGuardCache(maxIncidents int) *guardCache {
 		steps: make(map[tenantKey][]loggedStep), writing: make(map[tenantKey]int)}
 }
 
-// current returns the tenant's window if it is the one at version or a
-// later one (versions only grow: the version was read before the window
+// current returns the tenant's window if it was read under guard g (a
+// window read under another guard counted by other rules) and is the one
+// at version or a later one (versions only grow: the version was read before the window
 // followed a step), or if a batch of this replica is being committed for
 // the tenant (its step brings the window to the store's version as soon
 // as the commit returns; reading the store meanwhile would only race it).
-func (c *guardCache) current(k tenantKey, version int64) *guardWindow {
+func (c *guardCache) current(k tenantKey, version int64, g *guard.Guard) *guardWindow {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.m[k]
-	if w == nil || (w.version < version && c.writing[k] == 0) {
+	if w == nil || w.g != g || (w.version < version && c.writing[k] == 0) {
 		return nil
 	}
 	return w
@@ -239,7 +241,7 @@ func (m *Memory) window(ctx context.Context, workspace, project string, now time
 	}
 	v := viewer{now: now, clock: clock}
 	k := tenantKey{workspace, project}
-	if w := m.guardCache.current(k, version); w != nil && v.now.Before(w.validUntil) {
+	if w := m.guardCache.current(k, version, m.Guard()); w != nil && v.now.Before(w.validUntil) {
 		if seen := v.see(w); v.now.Before(seen.validUntil) {
 			return seen, v.now, nil
 		}
@@ -279,7 +281,8 @@ func (v *viewer) see(w *guardWindow) *guardWindow {
 // incidents inside the guard's window at now (the newest GuardReadLimit)
 // and its learned fixes.
 func (m *Memory) readWindow(ctx context.Context, k tenantKey, version int64, now time.Time) (*guardWindow, error) {
-	span := m.guard.Window()
+	g := m.Guard()
+	span := g.Window()
 	incs, err := m.store.ListIncidents(ctx, store.IncidentQuery{
 		Workspace: k.workspace, Project: k.project, Since: now.Add(-span), Limit: m.opts.GuardReadLimit,
 	})
@@ -293,7 +296,7 @@ func (m *Memory) readWindow(ctx context.Context, k tenantKey, version int64, now
 	}
 	w := &guardWindow{workspace: k.workspace, project: k.project, version: version, incidents: incs, fixes: fixes,
 		convIncidents: countConvIncidents(incs), full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, span),
-		span: span, limit: m.opts.GuardReadLimit, own: &ownCache{}}
+		g: g, span: span, limit: m.opts.GuardReadLimit, own: &ownCache{}}
 	for _, in := range incs {
 		if in.Time.After(w.newest) {
 			w.newest = in.Time

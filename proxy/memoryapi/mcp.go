@@ -144,25 +144,29 @@ func (a *API) ServeMCP(ctx context.Context, t mcp.Transport, workspace, project 
 	return a.newMCPServer(func(context.Context) mcpCaller { return caller }).Run(ctx, t)
 }
 
-// mcpHTTPHandler serves the MCP streamable HTTP transport, statelessly,
-// with the caller that serveMCP put in the request's context.
-func (a *API) mcpHTTPHandler() http.Handler {
+// mcpHTTPHandlers serve the MCP streamable HTTP transport, statelessly,
+// with the caller that serveMCP put in the request's context: open for
+// an open memory, closed when credentials are required.
+//
+// On a loopback address the open one refuses a Host header that is not
+// loopback: a web page's script, through DNS rebinding, must not reach an
+// open memory. With credentials required it could not call anything
+// anyway, and a reverse proxy on the same host must keep its public name.
+func (a *API) mcpHTTPHandlers() (open, closed http.Handler) {
 	srv := a.newMCPServer(func(ctx context.Context) mcpCaller {
 		c, _ := ctx.Value(mcpCallerKey{}).(mcpCaller)
 		return c
 	})
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
-		Logger:              a.log,
-		MaxRequestBodyBytes: mcpMaxBody,
-		// On a loopback address the SDK refuses a Host header that is not
-		// loopback: a web page's script, through DNS rebinding, must not
-		// reach an open memory. With credentials required it could not
-		// call anything anyway, and a reverse proxy on the same host must
-		// keep its public name.
-		DisableLocalhostProtection: a.opts.AdminToken != "" || a.tenants.Keys(),
-	})
+	handler := func(closed bool) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless:                  true,
+			JSONResponse:               true,
+			Logger:                     a.log,
+			MaxRequestBodyBytes:        mcpMaxBody,
+			DisableLocalhostProtection: closed,
+		})
+	}
+	return handler(false), handler(true)
 }
 
 // serveMCP answers /mcp and /w/{workspace}/{project}/mcp: the memory API's
@@ -200,7 +204,11 @@ func (a *API) serveMCP(c echo.Context) error {
 			return wire.BadRequest("invalid " + tenant.HeaderSession + ": " + err.Error())
 		}
 	}
-	a.mcpHTTP.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
+	h := a.mcpClosed
+	if a.tenants.Open() {
+		h = a.mcpOpen
+	}
+	h.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpCallerKey{}, caller)))
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,13 +57,16 @@ type Options struct {
 
 // API is the memory API, its MCP tools and the dashboard's source.
 type API struct {
-	opts     Options
-	log      *slog.Logger
-	memory   *memory.Memory
-	store    store.Store
-	tenants  *tenant.Policy
-	mcpHTTP  http.Handler // the MCP streamable HTTP transport
-	mcpCalls *prometheus.CounterVec
+	opts    Options
+	log     *slog.Logger
+	memory  *memory.Memory
+	store   store.Store
+	tenants *tenant.Policy
+	// The MCP streamable HTTP transport, for an open memory and for one
+	// that requires credentials (tenant.Policy.Open, which a reload may
+	// change).
+	mcpOpen, mcpClosed http.Handler
+	mcpCalls           *prometheus.CounterVec
 }
 
 // New builds the API.
@@ -84,14 +88,14 @@ func New(opts Options) (*API, error) {
 	if opts.Registerer != nil {
 		opts.Registerer.MustRegister(a.mcpCalls)
 	}
-	a.mcpHTTP = a.mcpHTTPHandler()
+	a.mcpOpen, a.mcpClosed = a.mcpHTTPHandlers()
 	return a, nil
 }
 
 // Register adds the API's routes to e: /scar/v1, and MCP at /mcp and
-// /w/{workspace}/{project}/mcp.
-func (a *API) Register(e *echo.Echo) {
-	g := e.Group("/scar/v1", a.answerErrors, a.adminAuth)
+// /w/{workspace}/{project}/mcp, each behind the middleware mw first.
+func (a *API) Register(e *echo.Echo, mw ...echo.MiddlewareFunc) {
+	g := e.Group("/scar/v1", append(slices.Clip(mw), a.answerErrors, a.adminAuth)...)
 	g.POST("/incidents", a.postIncident)
 	g.GET("/incidents", a.listIncidents)
 	g.DELETE("/incidents", a.deleteIncidents)
@@ -109,8 +113,9 @@ func (a *API) Register(e *echo.Echo) {
 	g.GET("/usage", a.listUsage)
 
 	// MCP (streamable HTTP); the handler checks the memory API's credentials.
-	e.Any("/mcp", a.serveMCP, a.answerErrors)
-	e.Any("/w/:workspace/:project/mcp", a.serveMCP, a.answerErrors)
+	mcpMW := append(slices.Clip(mw), a.answerErrors)
+	e.Any("/mcp", a.serveMCP, mcpMW...)
+	e.Any("/w/:workspace/:project/mcp", a.serveMCP, mcpMW...)
 }
 
 // Dashboard returns the dashboard's handler, on the API as its source.

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
@@ -59,8 +60,15 @@ func (k *Key) AllowsProject(project string) bool {
 }
 
 // Policy resolves tenants and checks credentials. Build it with [New];
-// it is safe for concurrent use and never changes.
+// it is safe for concurrent use. [Policy.Update] replaces its whole
+// configuration at once (a configuration reload): each call sees either
+// the old one or the new one.
 type Policy struct {
+	state atomic.Pointer[policyState]
+}
+
+// policyState is one configuration of a Policy, never changed once built.
+type policyState struct {
 	defaultWorkspace, defaultProject string
 	adminToken                       string
 	keys                             []keyEntry
@@ -88,7 +96,30 @@ type Config struct {
 // New builds a policy. A default that is not a valid name, or a key whose
 // hash or workspace is malformed, is an error naming the setting at fault.
 func New(c Config) (*Policy, error) {
-	p := &Policy{defaultWorkspace: c.DefaultWorkspace, defaultProject: c.DefaultProject, adminToken: c.AdminToken}
+	st, err := newState(c)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{}
+	p.state.Store(st)
+	return p, nil
+}
+
+// Update makes c the policy of the calls that follow; those under way
+// finish with the old one. An invalid c (see [New]) changes nothing. The
+// keys the old policy returned stay valid: a caller holding one acts as
+// that key allowed when it was looked up.
+func (p *Policy) Update(c Config) error {
+	st, err := newState(c)
+	if err != nil {
+		return err
+	}
+	p.state.Store(st)
+	return nil
+}
+
+func newState(c Config) (*policyState, error) {
+	p := &policyState{defaultWorkspace: c.DefaultWorkspace, defaultProject: c.DefaultProject, adminToken: c.AdminToken}
 	if p.defaultWorkspace == "" {
 		p.defaultWorkspace = DefaultName
 	}
@@ -118,20 +149,27 @@ func New(c Config) (*Policy, error) {
 
 // Keys reports whether gateway keys are configured: then every proxied
 // request needs one, and no client credential reaches a provider.
-func (p *Policy) Keys() bool { return len(p.keys) > 0 }
+func (p *Policy) Keys() bool { return p.state.Load().hasKeys() }
+
+func (p *policyState) hasKeys() bool { return len(p.keys) > 0 }
 
 // Open reports whether the memory API and the dashboard are open: neither
 // an admin token nor gateway keys are configured.
-func (p *Policy) Open() bool { return p.adminToken == "" && !p.Keys() }
+func (p *Policy) Open() bool { return p.state.Load().open() }
+
+func (p *policyState) open() bool { return p.adminToken == "" && !p.hasKeys() }
 
 // Defaults returns the default workspace and project.
 func (p *Policy) Defaults() (workspace, project string) {
-	return p.defaultWorkspace, p.defaultProject
+	st := p.state.Load()
+	return st.defaultWorkspace, st.defaultProject
 }
 
 // Lookup returns the key a client presents, or nil. It takes the same
 // time whichever key matches.
-func (p *Policy) Lookup(key string) *Key {
+func (p *Policy) Lookup(key string) *Key { return p.state.Load().lookup(key) }
+
+func (p *policyState) lookup(key string) *Key {
 	if key == "" {
 		return nil
 	}
@@ -146,10 +184,10 @@ func (p *Policy) BySHA256(sum string) *Key {
 	if err != nil || len(raw) != sha256.Size {
 		return nil
 	}
-	return p.bySum([sha256.Size]byte(raw))
+	return p.state.Load().bySum([sha256.Size]byte(raw))
 }
 
-func (p *Policy) bySum(sum [sha256.Size]byte) *Key {
+func (p *policyState) bySum(sum [sha256.Size]byte) *Key {
 	var found *Key
 	for i := range p.keys {
 		if subtle.ConstantTimeCompare(sum[:], p.keys[i].sum[:]) == 1 {
@@ -160,7 +198,9 @@ func (p *Policy) bySum(sum [sha256.Size]byte) *Key {
 }
 
 // AdminToken reports whether tok is the configured admin token.
-func (p *Policy) AdminToken(tok string) bool {
+func (p *Policy) AdminToken(tok string) bool { return p.state.Load().isAdmin(tok) }
+
+func (p *policyState) isAdmin(tok string) bool {
 	return p.adminToken != "" && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(p.adminToken)) == 1
 }
 
@@ -184,14 +224,15 @@ func Credential(h http.Header) string {
 // token passes for every workspace (k nil) and a gateway key for its own
 // workspace only (k is the key).
 func (p *Policy) Authorize(h http.Header) (k *Key, ok bool) {
-	if p.Open() {
+	st := p.state.Load()
+	if st.open() {
 		return nil, true
 	}
 	tok := Credential(h)
-	if p.AdminToken(tok) {
+	if st.isAdmin(tok) {
 		return nil, true
 	}
-	if k := p.Lookup(tok); k != nil {
+	if k := st.lookup(tok); k != nil {
 		return k, true
 	}
 	return nil, false
@@ -223,14 +264,18 @@ func ValidName(s string) error {
 // workspace; a header naming another workspace is refused rather than
 // ignored, so a misconfigured client notices.
 func (p *Policy) Resolve(h http.Header, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
+	return p.state.Load().resolve(h, pathWorkspace, pathProject)
+}
+
+func (p *policyState) resolve(h http.Header, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
 	t := Tenant{
 		Workspace: cmp.Or(pathWorkspace, h.Get(HeaderWorkspace), p.defaultWorkspace),
 		Project:   cmp.Or(pathProject, h.Get(HeaderProject), p.defaultProject),
 		Session:   h.Get(HeaderSession),
 		Agent:     h.Get(HeaderAgent),
 	}
-	if p.Keys() {
-		k := p.Lookup(Credential(h))
+	if p.hasKeys() {
+		k := p.lookup(Credential(h))
 		if k == nil {
 			return t, &wire.Error{Status: http.StatusUnauthorized, Message: "Invalid or missing gateway key. Use your team's scarproxy key as the API key.", Type: "invalid_request_error", Code: "invalid_api_key"}
 		}
@@ -261,6 +306,10 @@ func (p *Policy) Resolve(h http.Header, pathWorkspace, pathProject string) (Tena
 // else the default; a gateway key k (nil: the admin, or an open policy)
 // may only name its own.
 func (p *Policy) Workspace(k *Key, asked string) (string, *wire.Error) {
+	return p.state.Load().workspace(k, asked)
+}
+
+func (p *policyState) workspace(k *Key, asked string) (string, *wire.Error) {
 	if k == nil {
 		if asked == "" {
 			asked = p.defaultWorkspace
@@ -297,12 +346,13 @@ func (p *Policy) Scoped(k *Key, workspace, project string, required bool) (Tenan
 	if required && (workspace == "" && k == nil || project == "") {
 		return Tenant{}, wire.BadRequest("workspace and project are required")
 	}
-	ws, aerr := p.Workspace(k, workspace)
+	st := p.state.Load()
+	ws, aerr := st.workspace(k, workspace)
 	if aerr != nil {
 		return Tenant{}, aerr
 	}
 	if project == "" {
-		project = p.defaultProject
+		project = st.defaultProject
 	}
 	if err := ValidName(project); err != nil {
 		return Tenant{}, wire.BadRequest("project: " + err.Error())

@@ -115,3 +115,34 @@ func TestAuthorizeAndScope(t *testing.T) {
 		t.Fatal("required names missing passed")
 	}
 }
+
+// TestUpdate: an update replaces the whole policy; an invalid one changes
+// nothing; a key looked up before stays usable.
+func TestUpdate(t *testing.T) {
+	p, err := New(Config{GatewayKeys: []Key{{SHA256: sum("key-a"), Workspace: "team-a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := p.Lookup("key-a")
+	if err := p.Update(Config{DefaultProject: "bad name"}); err == nil {
+		t.Fatal("an invalid update was accepted")
+	}
+	if p.Lookup("key-a") == nil || !p.Keys() {
+		t.Fatal("an invalid update changed the policy")
+	}
+	if err := p.Update(Config{DefaultWorkspace: "ws", GatewayKeys: []Key{{SHA256: sum("key-b"), Workspace: "team-b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Lookup("key-a") != nil || p.Lookup("key-b") == nil {
+		t.Fatal("the update did not replace the keys")
+	}
+	if ws, _ := p.Defaults(); ws != "ws" {
+		t.Fatalf("default workspace %q after the update", ws)
+	}
+	if held.Workspace != "team-a" {
+		t.Fatalf("a key held across the update changed: %+v", held)
+	}
+	if err := p.Update(Config{}); err != nil || !p.Open() {
+		t.Fatalf("an update without keys: %v, open %v", err, p.Open())
+	}
+}
