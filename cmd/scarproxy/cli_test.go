@@ -21,6 +21,14 @@ func cli(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// cliEnv runs one command line with the variables of getenv.
+func cliEnv(t *testing.T, getenv func(string) string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, getenv, &out, io.Discard)
+	return out.String(), err
+}
+
 func mustCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := cli(t, args...)
