@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/scarproxy/scarproxy/providers"
@@ -68,10 +69,13 @@ func (s *Server) models(c echo.Context) error {
 // goes where /messages goes). A JSON body is read (bounded) to route by
 // its "model"; any other body streams.
 func (s *Server) passThrough(c echo.Context) error {
+	start := time.Now()
 	t, aerr := s.resolveTenant(c)
 	if aerr != nil {
 		return s.writeError(c, aerr)
 	}
+	var prov string
+	defer func() { s.logPassThrough(c, t, prov, start) }()
 	ur, chain, aerr := s.passThroughRequest(c)
 	if aerr != nil {
 		return s.writeError(c, aerr)
@@ -98,13 +102,14 @@ func (s *Server) passThrough(c echo.Context) error {
 		}
 	}()
 	if f != nil {
+		prov = chain[len(chain)-1].Name()
 		if tooLarge() || f.Incident == "" {
 			return nil
 		}
 		return s.writeError(c, f.APIError())
 	}
 	defer a.Release()
-	prov := a.Provider.Name()
+	prov = a.Provider.Name()
 	h.Set(HeaderProvider, prov)
 	if upstream.Retryable(a.Res.StatusCode) {
 		s.recordErrorAnswer(ctx, t, "", a)

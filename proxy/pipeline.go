@@ -49,6 +49,11 @@ type exchange struct {
 	turn memory.Turn // what the memory decided: the blocks, or Degraded
 
 	wantCapture bool // a final answer would be captured
+
+	// For the access line (access.go): the body's size, and the provider
+	// that answered (or failed last) with its request id.
+	bytesIn                     int
+	provider, providerRequestID string
 }
 
 // pipeline serves a route whose requests are read, rewritten and
@@ -60,6 +65,7 @@ func (s *Server) pipeline(f wire.Format) echo.HandlerFunc {
 		lease := body.NewLease()
 		ex.lease, ex.bodyDone = lease, sync.OnceFunc(lease.Drop)
 		defer ex.bodyDone()
+		defer s.logAccess(ex)
 		if aerr := s.prepare(ex); aerr != nil {
 			s.count(f.Name(), aerr.Status, "")
 			return s.writeError(c, aerr)
@@ -91,6 +97,7 @@ func (s *Server) prepare(ex *exchange) *apiError {
 	if aerr != nil {
 		return aerr
 	}
+	ex.bytesIn = len(body)
 	if aerr := s.read(ex, t, body); aerr != nil {
 		return aerr
 	}
@@ -171,6 +178,7 @@ func (s *Server) setBlockHeaders(ex *exchange) {
 	if len(ex.turn.Matches) > 0 {
 		s.metrics.injectedRecall.Inc()
 	}
+	s.logBlocks(ex)
 }
 
 // conversationOf names the conversation of a request that does not name
@@ -224,7 +232,10 @@ func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
 	}})
 	ex.bodyDone()
 	if fail != nil {
-		s.count(f.Name(), fail.Status, chain[len(chain)-1].Name())
+		ex.provider = chain[len(chain)-1].Name()
+		s.count(f.Name(), fail.Status, ex.provider)
+	} else {
+		ex.provider, ex.providerRequestID = a.Provider.Name(), a.Res.Header.Get(HeaderRequestID)
 	}
 	return a, fail
 }

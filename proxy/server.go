@@ -115,6 +115,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every line logged with a request's context says its id.
+	opts.Logger = withRequestIDs(opts.Logger)
 	tenants, err := tenant.New(opts.Config)
 	if err != nil {
 		return nil, err
@@ -224,6 +226,7 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
+	e.Use(requestID)
 
 	for _, prefix := range []string{"/v1", "/w/:workspace/:project/v1"} {
 		e.POST(prefix+"/chat/completions", s.pipeline(s.chat))
@@ -280,7 +283,7 @@ func (s *Server) httpError(err error, c echo.Context) {
 		status = he.Code
 		msg = fmt.Sprint(he.Message)
 	} else {
-		s.log.Error("request failed", "path", c.Path(), "err", err)
+		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Path(), "err", err)
 	}
 	typ := "invalid_request_error"
 	if status >= 500 {

@@ -39,7 +39,7 @@ func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 				return stored
 			}
 			stored = true
-			m.log.Info("fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+			m.log.InfoContext(budget.parent, "fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 				"tool", tr.Name, "pattern", f.Pattern, "failures", f.Failures)
 		}
 	}

@@ -320,7 +320,7 @@ func (m *Memory) recordLoops(budget *storeBudget, t tenant.Tenant, model string,
 			m.StoreFailed(budget.parent, "add_incident", err)
 			return false
 		}
-		m.log.Info("loop", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
+		m.log.InfoContext(budget.parent, "loop", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 			"kind", ev.loop.Kind, "level", ev.level, "count", ev.loop.Count)
 	}
 	return true

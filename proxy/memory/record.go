@@ -167,8 +167,6 @@ func (m *Memory) Record(ctx context.Context, t tenant.Tenant, model, provider, t
 		m.StoreFailed(ctx, "add_incident", err)
 		return false
 	}
-	m.log.Debug("incident", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
-		"provider", provider, "type", typ, "status", status, "bytes", len(inc.Message))
 	return true
 }
 
@@ -185,7 +183,7 @@ func (m *Memory) StoreFailed(ctx context.Context, op string, err error) {
 		return // the client left; not the store's fault
 	}
 	m.metrics.storeErrs.WithLabelValues(op).Inc()
-	m.log.Warn("store failed; failing open", "op", op, "err", err)
+	m.log.WarnContext(ctx, "store failed; failing open", "op", op, "err", err)
 }
 
 // seenSet remembers tool results already processed per tenant, so a

@@ -205,8 +205,20 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 // until its write commits (then it is read from the store) or fails (it
 // is dated as it joins them, see guardCache.addPending), and
 // writeIncident returns once it is queued while the store is committing
-// (see the top of this file): then it reports true.
+// (see the top of this file): then it reports true. It logs, at debug,
+// each incident it recorded (not one its dedupe key had recorded before).
 func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
+	stored, err := m.queueIncident(ctx, inc, dedupe, show)
+	if stored {
+		m.log.DebugContext(ctx, "incident recorded", "workspace", inc.Workspace, "project", inc.Project,
+			"conversation", inc.Session, "type", inc.Type, "provider", inc.Provider, "status", inc.StatusCode,
+			"code", inc.Code, "fingerprint", inc.Fingerprint, "bytes", len(inc.Message))
+	}
+	return stored, err
+}
+
+// queueIncident is writeIncident without its log line.
+func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
 	p := &pendingWrite{dedupe: dedupe, shown: show, done: make(chan struct{})}
 	if show {
 		if err := m.guardCache.addPending(p, inc, m.opts.Now); err != nil {

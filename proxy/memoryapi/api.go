@@ -203,6 +203,9 @@ func (a *API) recordIncident(ctx context.Context, k *tenant.Key, in *incidentIn)
 		return nil, a.storeAPIError(ctx, "add_incident", err)
 	}
 	a.memory.CountIncident(inc)
+	a.log.DebugContext(ctx, "incident recorded", "workspace", inc.Workspace, "project", inc.Project,
+		"conversation", inc.Session, "type", inc.Type, "status", inc.StatusCode, "code", inc.Code,
+		"fingerprint", inc.Fingerprint, "bytes", len(inc.Message))
 	return inc, nil
 }
 

@@ -286,10 +286,12 @@ type ResponseWriter interface {
 	http.Flusher
 }
 
-// responseHeaderSkip lists provider response headers the proxy drops.
+// responseHeaderSkip lists provider response headers the proxy drops:
+// hop-by-hop headers, and X-Request-Id, which names the request as the
+// proxy knows it (the proxy sets its own).
 var responseHeaderSkip = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Te": true,
-	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "X-Request-Id": true,
 }
 
 // Deliver copies the provider's answer to the client. A stream (SSE, or
