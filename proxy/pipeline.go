@@ -17,6 +17,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The copies of an answer kept to read it: the start of an error answer,
@@ -50,10 +51,13 @@ type exchange struct {
 
 	wantCapture bool // a final answer would be captured
 
-	// For the access line (access.go): the body's size, and the provider
-	// that answered (or failed last) with its request id.
-	bytesIn                     int
-	provider, providerRequestID string
+	// For the access line (access.go) and the spans (trace.go): the
+	// body's size, the provider that answered (or failed last) with its
+	// type and request id, and the usage its answer reported.
+	bytesIn                                   int
+	provider, providerType, providerRequestID string
+	usage                                     wire.Usage
+	span, upstreamSpan                        trace.Span // nil without tracing
 }
 
 // pipeline serves a route whose requests are read, rewritten and
@@ -66,6 +70,8 @@ func (s *Server) pipeline(f wire.Format) echo.HandlerFunc {
 		ex.lease, ex.bodyDone = lease, sync.OnceFunc(lease.Drop)
 		defer ex.bodyDone()
 		defer s.logAccess(ex)
+		s.startTrace(ex)
+		defer s.endTrace(ex)
 		if aerr := s.prepare(ex); aerr != nil {
 			s.count(f.Name(), aerr.Status, "")
 			return s.writeError(c, aerr)
@@ -223,6 +229,7 @@ func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
 	// Last use of what the format read of the body.
 	ex.req.Forwarded(!ex.turn.Degraded)
 	s.metrics.overhead.Observe(time.Since(ex.start).Seconds())
+	s.startUpstreamSpan(ex)
 	a, fail := upstream.Send(ctx, chain, ur, upstream.Hooks{Fallback: s.countFallback, Failed: func(pf upstream.ProviderFailure) {
 		if !s.memory.Record(ctx, t, ex.info.Model, pf.Provider, pf.Type, pf.StatusCode, pf.Message) {
 			// Nothing is sent before send returns: the answer, the
@@ -232,10 +239,11 @@ func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
 	}})
 	ex.bodyDone()
 	if fail != nil {
-		ex.provider = chain[len(chain)-1].Name()
+		last := chain[len(chain)-1]
+		ex.provider, ex.providerType = last.Name(), last.Config().Type
 		s.count(f.Name(), fail.Status, ex.provider)
 	} else {
-		ex.provider, ex.providerRequestID = a.Provider.Name(), a.Res.Header.Get(HeaderRequestID)
+		ex.provider, ex.providerType, ex.providerRequestID = a.Provider.Name(), a.Provider.Config().Type, a.Res.Header.Get(HeaderRequestID)
 	}
 	return a, fail
 }
@@ -268,6 +276,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 	out := obs.Outcome()
 	// What the provider said it billed counts, whoever cut the answer.
 	s.memory.CountUsage(t, prov, info.Model, out.Usage)
+	ex.usage = out.Usage
 	if readErr != nil && !gone {
 		s.cutShort(ex, a, sse, readErr)
 		return

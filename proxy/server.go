@@ -57,6 +57,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/ui"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a [Server]. Router, Store and Guard are required.
@@ -84,6 +85,9 @@ type Options struct {
 	// address other than loopback and an open memory is not meant. The
 	// proxied APIs are served either way.
 	CloseOpenMemory bool
+	// TracerProvider receives a span per request of a rewritten route and
+	// one per provider call (see trace.go); nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the proxy. Build it with [New], serve [Server.Handler], run
@@ -103,6 +107,7 @@ type Server struct {
 	echo                      *echo.Echo
 	api                       *memoryapi.API // /scar/v1, /mcp and the dashboard's data
 	ui                        *ui.Handler    // the dashboard under /ui/
+	tracer                    trace.Tracer   // nil without Options.TracerProvider
 }
 
 // New builds a server. It loads the recall index from the store; a store
@@ -132,6 +137,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		messages:  messages.New(),
 	}
 	s.router.Store(opts.Router)
+	if opts.TracerProvider != nil {
+		s.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
+	}
 	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages}
 	if s.memory, err = memory.New(ctx, opts.Options, s.metrics.registry); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)

@@ -39,6 +39,7 @@ type Config struct {
 	Recall          recall.Config      `yaml:"recall"`
 	Gateway         GatewayConfig      `yaml:"gateway"`
 	Admin           AdminConfig        `yaml:"admin"`
+	Tracing         TracingConfig      `yaml:"tracing"`
 }
 
 // ServerConfig is the `server:` section: how long a client may take to
@@ -366,6 +367,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Recall.Validate(); err != nil {
 		return err
+	}
+	if c.Tracing.OTLPEndpoint != "" {
+		if _, err := c.Tracing.tracesURL(); err != nil {
+			return err
+		}
 	}
 	for i, k := range c.Gateway.Keys {
 		if (k.KeySHA256 == "") == (k.KeyEnv == "") {

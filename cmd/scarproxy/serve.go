@@ -194,7 +194,21 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer st.Close()
-	srv, err := buildServer(ctx, cfg, st, getenv, log)
+	tp, err := newTracerProvider(ctx, cfg.Tracing, moduleVersion(buildInfo))
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		defer shutdownTracing(tp, cfg.ShutdownTimeout, log)
+	}
+	opts, err := serverOptions(cfg, st, getenv, log)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		opts.TracerProvider = tp
+	}
+	srv, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err
 	}
