@@ -28,6 +28,13 @@
 // When the store fails the request is still forwarded, unchanged, with the
 // header X-Scar-Degraded: store.
 //
+// # Logs, traces and reloads
+//
+// Every request has an id (requestid.go), in its answer and in each line
+// it logs; each proxied request makes one access line (access.go) and,
+// with a tracer provider, its spans (trace.go). [Server.Reload] gives a
+// running server new providers, tenancy, guard and recall.
+//
 // # Imports
 //
 // Only this package, proxy/memoryapi and cmd import Echo. It must not

@@ -122,7 +122,7 @@ type GatewayKeyConfig struct {
 type AdminConfig struct {
 	TokenEnv string `yaml:"token_env"`
 	// Open says that a memory API without admin token nor gateway keys is
-	// meant on a listen address other than loopback (see checkExposure).
+	// meant on a listen address other than loopback (see closesOpenMemory).
 	Open bool `yaml:"open"`
 }
 

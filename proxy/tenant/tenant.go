@@ -219,8 +219,9 @@ func Credential(h http.Header) string {
 }
 
 // Authorize checks the credentials of a memory API or MCP request. With
-// the policy open every request passes (serve refuses that on an address
-// other than loopback unless admin.open says so). Otherwise the admin
+// the policy open every request passes (on an address other than
+// loopback, serve closes the memory in front of it unless admin.open says
+// so: proxy.Options.CloseOpenMemory). Otherwise the admin
 // token passes for every workspace (k nil) and a gateway key for its own
 // workspace only (k is the key).
 func (p *Policy) Authorize(h http.Header) (k *Key, ok bool) {
