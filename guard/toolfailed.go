@@ -241,7 +241,8 @@ func (r *toolRule) check(afterAny bool) error {
 }
 
 // ToolFailed reports whether the content of a role:"tool" message says the
-// tool failed. JSON objects fail on a non-empty "error" or "errors", on
+// tool failed. A JSON array of objects (Cline's command results, MCP
+// content parts) fails when one of them does. JSON objects fail on a non-empty "error" or "errors", on
 // "is_error"/"isError": true, "status": "error"/"failed", "success" or "ok":
 // false, a non-zero "exit_code"/"exitCode"/"returncode" (also inside a
 // "metadata" object), or an HTTP "status_code" of 400 or more. An exit code
@@ -259,20 +260,66 @@ func ToolFailed(content string) bool {
 	if s == "" {
 		return false
 	}
-	if s[0] == '{' {
+	switch s[0] {
+	case '{':
 		if fields, ok := jsonObject(s); ok {
 			if failed, decided := jsonVerdict(fields); decided {
 				return failed
 			}
 			return ToolFailed(jsonText(fields))
 		}
-	} else if s[0] == '"' {
+	case '[':
+		if items, ok := jsonObjects(s); ok {
+			return arrayFailed(items)
+		}
+	case '"':
 		var inner string
 		if json.Unmarshal([]byte(strings.TrimSpace(s)), &inner) == nil {
 			return ToolFailed(inner)
 		}
 	}
 	return textFailed(s)
+}
+
+// jsonObjects decodes a JSON array whose elements are all objects.
+func jsonObjects(s string) ([]map[string]json.RawMessage, bool) {
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &items); err != nil || len(items) == 0 {
+		return nil, false
+	}
+	for _, it := range items {
+		if it == nil {
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// arrayFailed judges a JSON array of objects, as Cline sends the results
+// of its commands ({"query", "result", "error", "success"} each) and MCP
+// servers their content parts: it failed when one of its objects says so
+// by its fields; the text of those whose fields say nothing (and the
+// "text" of content parts) is judged as one output.
+func arrayFailed(items []map[string]json.RawMessage) bool {
+	var texts []string
+	for _, it := range items {
+		if failed, decided := jsonVerdict(it); decided {
+			if failed {
+				return true
+			}
+			continue
+		}
+		if raw, ok := it["text"]; ok {
+			var s string
+			if json.Unmarshal(raw, &s) == nil && s != "" {
+				texts = append(texts, s)
+			}
+		}
+		if t := jsonText(it); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	return len(texts) > 0 && ToolFailed(strings.Join(texts, "\n"))
 }
 
 func jsonObject(s string) (map[string]json.RawMessage, bool) {
