@@ -173,3 +173,50 @@ func FuzzToolFailed(f *testing.F) {
 		}
 	})
 }
+
+// TestToolSucceeded: a success is only what shows one; an output that
+// cannot be judged (empty, or speaking of errors in no known shape) is
+// none, and no failure of the corpus is one.
+func TestToolSucceeded(t *testing.T) {
+	tests := []struct {
+		name, content string
+		want          bool
+	}{
+		{"exit code 0 outranks error words", "Exit code: 0\nerror: none found", true},
+		{"structured success", `{"success": true, "output": "Error: deprecated flag"}`, true},
+		{"cline success", `[{"query":"ls","result":"hello.py","success":true}]`, true},
+		{"passing test run", "collected 3 items\n\n3 passed in 0.04s", true},
+		{"plain output", "wrote hello.py (12 lines)", true},
+		{"file contents", "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\"\n}", true},
+		{"empty", "", false},
+		{"blank", " \n ", false},
+		{"bare missing operand", "mkdir: missing operand\nTry 'mkdir --help' for more information.", false},
+		{"bare permission denied", "bash: ./run.sh: Permission denied", false},
+		{"bare no such file", "cat: config/missing.json: No such file or directory", false},
+		{"a script's own failure message", "deploy failed: cluster unreachable", false},
+		{"bare SQL error", `relation "users" does not exist`, false},
+		{"bare docker daemon down", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", false},
+		{"failed exit code", "Process exited with code 2\nok", false},
+		{"cline failure", `[{"query":"make","result":"","error":"Command exited with code 2","success":false}]`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ToolSucceeded(tc.content); got != tc.want {
+				t.Errorf("ToolSucceeded(%q) = %v, want %v", tc.content, got, tc.want)
+			}
+		})
+	}
+	var oks, judged int
+	for _, f := range parseTxtar(t, "testdata/tool_outputs.txtar") {
+		switch {
+		case strings.HasPrefix(f.name, "fail/") && ToolSucceeded(f.data):
+			t.Errorf("%s: a failure of the corpus reads as a success", f.name)
+		case strings.HasPrefix(f.name, "ok/"):
+			oks++
+			if ToolSucceeded(f.data) {
+				judged++
+			}
+		}
+	}
+	t.Logf("successes of the corpus shown as such: %d of %d (the rest cannot be judged: no fix is learned from them)", judged, oks)
+}

@@ -186,9 +186,11 @@ func toolResult(b gjson.Result, at int, calls map[string]call) (wire.ToolResult,
 	}
 	id := sp[0].Value(raw).String()
 	cl := calls[id]
+	isErr := sp[1].Value(raw)
 	tr := wire.ToolResult{
 		Name:    cl.name,
-		IsError: sp[1].Value(raw).Bool(),
+		IsError: isErr.Bool(),
+		OK:      isErr.Type == gjson.False,
 		At:      at,
 		Raw:     sp[2].Raw(raw),
 		Decode:  resultText,

@@ -145,6 +145,7 @@ type ToolResult struct {
 	Key     string // names the result for deduplication: "call:" + call id, or "hash:" + a content hash
 	Name    string // the tool's name, when known
 	IsError bool   // the API itself marks the result as an error (Anthropic's is_error, an MCP call's error)
+	OK      bool   // the API itself marks the result as a success (Anthropic's is_error: false)
 	Failed  bool   // the verdict, set by the pipeline
 	At      int    // where the result is in the request, in the format's own terms
 	// Raw is the result's content as it stands in the body, decoded by
