@@ -346,6 +346,32 @@ func TestNoCaptureOfAFailedRun(t *testing.T) {
 	}
 }
 
+// TestNoCaptureOfAnAnswerThatSaysItFailed: every tool's latest call
+// succeeded, but the final answer says the task did not: no solution.
+func TestNoCaptureOfAnAnswerThatSaysItFailed(t *testing.T) {
+	for _, c := range []struct {
+		answer string
+		stored int
+	}{
+		{"I was unable to run the migration: the database refuses the connection.", 0},
+		{"Migrated 3 tables; the app starts.", 1},
+	} {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":`+jsonText(c.answer)+`},"finish_reason":"stop"}]}`)
+		})
+		h := newHarness(t, up.srv.URL)
+		h.chat(chatBody(t, nil, msg("system", "You are an agent."), msg("user", "Run the migration"),
+			toolCall("a", "run_shell"), toolResultMsg("a", "Exit code: 0\nconnecting...")), nil)
+		if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != c.stored {
+			t.Fatalf("answer %q: %d solutions stored, want %d", c.answer, len(sols), c.stored)
+		}
+		if n := h.counter("scarproxy_captures_refused_total"); n != float64(1-c.stored) {
+			t.Fatalf("answer %q: captures refused %v", c.answer, n)
+		}
+	}
+}
+
 func TestNoCaptureWithoutToolsOrStop(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL)
