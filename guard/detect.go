@@ -202,19 +202,33 @@ func Block(entries []Entry) string {
 		t := entryTextOf(e)
 		b.WriteString("\n▶ Pattern: ")
 		b.WriteString(t.label)
-		b.WriteString(" (Failed ")
-		b.WriteString(strconv.Itoa(e.Count))
-		if e.Count == 1 {
-			b.WriteString(" time)\n")
-		} else {
-			b.WriteString(" times)\n")
-		}
+		b.WriteString(" (")
+		b.WriteString(countText(e))
+		b.WriteString(")\n")
 		b.WriteString(t.body)
 	}
 	b.WriteString("\n")
 	b.WriteString(BlockEnd)
 	b.WriteString("\n\n")
 	return b.String()
+}
+
+// countText says how often an entry's failure happened: "Failed 2
+// times"; a loop of calls that did not fail says what they did instead
+// ("Repeated 3 times with the same result", "Called 3 times").
+func countText(e Entry) string {
+	n := strconv.Itoa(e.Count)
+	times := " times"
+	if e.Count == 1 {
+		times = " time"
+	}
+	switch e.Pattern {
+	case labelNoProgress, labelAlternating:
+		return "Repeated " + n + times + " with the same result"
+	case labelUnknownTool:
+		return "Called " + n + times
+	}
+	return "Failed " + n + times
 }
 
 // entryText is an entry's text in a block but its count: its label and

@@ -241,7 +241,8 @@ func (r *toolRule) check(afterAny bool) error {
 }
 
 // ToolFailed reports whether the content of a role:"tool" message says the
-// tool failed. JSON objects fail on a non-empty "error" or "errors", on
+// tool failed. A JSON array of objects (Cline's command results, MCP
+// content parts) fails when one of them does. JSON objects fail on a non-empty "error" or "errors", on
 // "is_error"/"isError": true, "status": "error"/"failed", "success" or "ok":
 // false, a non-zero "exit_code"/"exitCode"/"returncode" (also inside a
 // "metadata" object), or an HTTP "status_code" of 400 or more. An exit code
@@ -255,24 +256,111 @@ func (r *toolRule) check(afterAny bool) error {
 // a failed test, an SQL error. Successful output that merely contains
 // "error" does not count, nor does text inside fenced code blocks.
 func ToolFailed(content string) bool {
+	failed, _ := toolVerdict(content)
+	return failed
+}
+
+// ToolSucceeded reports whether the content of a tool result shows that
+// the tool succeeded, rather than only not showing that it failed: an
+// exit status of 0, a structured success ("success": true, an exit code
+// of 0...), a test runner's or build tool's passing verdict, or, when
+// nothing of the kind decides, output with no word of failure in it. An
+// empty output, or one that speaks of errors without a shape the rules
+// know, cannot be judged: it is no success. What the proxy learns as the
+// fix of a failure must have succeeded.
+func ToolSucceeded(content string) bool {
+	failed, decided := toolVerdict(content)
+	switch {
+	case failed:
+		return false
+	case decided:
+		return true
+	}
+	s := strings.TrimSpace(content)
+	if len(s) > maxScan {
+		s = s[:maxScan/2] + "\n" + s[len(s)-maxScan/2:]
+	}
+	return s != "" && !failureWords.MatchString(s)
+}
+
+// failureWords are words only an output that speaks of a failure holds,
+// for an output no rule decides. A success that happens to hold one is
+// left unjudged, which costs nothing but a fix not learned.
+var failureWords = regexp.MustCompile(`(?i)\b(?:errors?|fail(?:s|ed|ure)?|fatal|exception|traceback|panic|denied|not found|no such|cannot|can't|could ?n[o']t|unable|invalid|missing|refused|timed out|abort(?:ed)?|segmentation|undefined|unknown|usage:|not recognized|not permitted|not allowed|(?:does|do|did)(?: not|n't) exist|unreachable|rejected|violat\w*|syntax)\b`)
+
+// toolVerdict judges a tool result: failed, and whether a rule decided
+// (false when none matched: the result then reads as a success only for
+// want of a failure).
+func toolVerdict(content string) (failed, decided bool) {
 	s := strings.TrimLeft(content, " \t\r\n\ufeff")
 	if s == "" {
-		return false
+		return false, false
 	}
-	if s[0] == '{' {
+	switch s[0] {
+	case '{':
 		if fields, ok := jsonObject(s); ok {
 			if failed, decided := jsonVerdict(fields); decided {
-				return failed
+				return failed, true
 			}
-			return ToolFailed(jsonText(fields))
+			return toolVerdict(jsonText(fields))
 		}
-	} else if s[0] == '"' {
+	case '[':
+		if items, ok := jsonObjects(s); ok {
+			return arrayVerdict(items)
+		}
+	case '"':
 		var inner string
 		if json.Unmarshal([]byte(strings.TrimSpace(s)), &inner) == nil {
-			return ToolFailed(inner)
+			return toolVerdict(inner)
 		}
 	}
-	return textFailed(s)
+	return textVerdict(s)
+}
+
+// jsonObjects decodes a JSON array whose elements are all objects.
+func jsonObjects(s string) ([]map[string]json.RawMessage, bool) {
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &items); err != nil || len(items) == 0 {
+		return nil, false
+	}
+	for _, it := range items {
+		if it == nil {
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// arrayVerdict judges a JSON array of objects, as Cline sends the
+// results of its commands ({"query", "result", "error", "success"} each)
+// and MCP servers their content parts: it failed when one of its objects
+// says so by its fields; the text of those whose fields say nothing (and
+// the "text" of content parts) is judged as one output.
+func arrayVerdict(items []map[string]json.RawMessage) (failed, decided bool) {
+	var texts []string
+	for _, it := range items {
+		if failed, ok := jsonVerdict(it); ok {
+			if failed {
+				return true, true
+			}
+			decided = true
+			continue
+		}
+		if raw, ok := it["text"]; ok {
+			var s string
+			if json.Unmarshal(raw, &s) == nil && s != "" {
+				texts = append(texts, s)
+			}
+		}
+		if t := jsonText(it); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	if len(texts) == 0 {
+		return false, decided
+	}
+	failed, textDecided := toolVerdict(strings.Join(texts, "\n"))
+	return failed, decided || textDecided
 }
 
 func jsonObject(s string) (map[string]json.RawMessage, bool) {
@@ -346,7 +434,9 @@ type textLine struct {
 	indented bool   // the line starts with white space
 }
 
-func textFailed(s string) bool {
+// textVerdict judges a tool output that is text by the rules; decided is
+// false when none matched.
+func textVerdict(s string) (failed, decided bool) {
 	var headBuf [headCount]textLine
 	var tailBuf [tailLines]textLine
 	head, tail := lines(s, headBuf[:0], tailBuf[:0])
@@ -377,13 +467,14 @@ func textFailed(s string) bool {
 				}
 			}
 		case anyLine:
-			return anyLineFailed(s)
+			failed := anyLineFailed(s)
+			return failed, failed
 		}
 		if matched {
-			return failed
+			return failed, true
 		}
 	}
-	return false
+	return false, false
 }
 
 // match reports whether l, followed by the text rest, matches r, and if so

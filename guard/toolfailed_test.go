@@ -107,6 +107,13 @@ func TestToolFailedEdges(t *testing.T) {
 		{"json output field fine", `{"output": "3 files written"}`, false},
 		{"json exit code outranks output", `{"exit_code": 0, "output": "Error: but it worked"}`, false},
 		{"mcp text without isError", `{"content":[{"type":"text","text":"Error: repository not found"}]}`, true},
+		{"cline command failed", `[{"query":"python3 hello.py","result":"Traceback (most recent call last):\n  File \"hello.py\", line 1\nSyntaxError: '(' was never closed","error":"Command exited with code 1","success":false}]`, true},
+		{"cline command succeeded", `[{"query":"ls","result":"hello.py\nREADME.md","success":true}]`, false},
+		{"cline second command failed", `[{"query":"ls","result":"a","success":true},{"query":"make","result":"","error":"make: *** No rule to make target 'x'.  Stop.","success":false}]`, true},
+		{"content parts with a traceback", `[{"type":"text","text":"Traceback (most recent call last):\n  File \"a.py\", line 3\nKeyError: 'k'"}]`, true},
+		{"content parts fine", `[{"type":"text","text":"3 files written"}]`, false},
+		{"an array of numbers is text", `[1, 2, 3]`, false},
+		{"a JSON array listing error words", `[{"name":"error.go"},{"name":"errors_test.go"}]`, false},
 		{"http status code 404", `{"status_code": 404}`, true},
 		{"http status code 200", `{"status_code": 200, "body": "error: none"}`, false},
 		{"embedded exec result", "Script completed\nOutput:\n{\"exit_code\":3,\"output\":\"\"}", true},
@@ -165,4 +172,51 @@ func FuzzToolFailed(f *testing.F) {
 			t.Fatalf("ToolFailed(%q) = %v but with leading white space %v", s, got, indented)
 		}
 	})
+}
+
+// TestToolSucceeded: a success is only what shows one; an output that
+// cannot be judged (empty, or speaking of errors in no known shape) is
+// none, and no failure of the corpus is one.
+func TestToolSucceeded(t *testing.T) {
+	tests := []struct {
+		name, content string
+		want          bool
+	}{
+		{"exit code 0 outranks error words", "Exit code: 0\nerror: none found", true},
+		{"structured success", `{"success": true, "output": "Error: deprecated flag"}`, true},
+		{"cline success", `[{"query":"ls","result":"hello.py","success":true}]`, true},
+		{"passing test run", "collected 3 items\n\n3 passed in 0.04s", true},
+		{"plain output", "wrote hello.py (12 lines)", true},
+		{"file contents", "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\"\n}", true},
+		{"empty", "", false},
+		{"blank", " \n ", false},
+		{"bare missing operand", "mkdir: missing operand\nTry 'mkdir --help' for more information.", false},
+		{"bare permission denied", "bash: ./run.sh: Permission denied", false},
+		{"bare no such file", "cat: config/missing.json: No such file or directory", false},
+		{"a script's own failure message", "deploy failed: cluster unreachable", false},
+		{"bare SQL error", `relation "users" does not exist`, false},
+		{"bare docker daemon down", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", false},
+		{"failed exit code", "Process exited with code 2\nok", false},
+		{"cline failure", `[{"query":"make","result":"","error":"Command exited with code 2","success":false}]`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ToolSucceeded(tc.content); got != tc.want {
+				t.Errorf("ToolSucceeded(%q) = %v, want %v", tc.content, got, tc.want)
+			}
+		})
+	}
+	var oks, judged int
+	for _, f := range parseTxtar(t, "testdata/tool_outputs.txtar") {
+		switch {
+		case strings.HasPrefix(f.name, "fail/") && ToolSucceeded(f.data):
+			t.Errorf("%s: a failure of the corpus reads as a success", f.name)
+		case strings.HasPrefix(f.name, "ok/"):
+			oks++
+			if ToolSucceeded(f.data) {
+				judged++
+			}
+		}
+	}
+	t.Logf("successes of the corpus shown as such: %d of %d (the rest cannot be judged: no fix is learned from them)", judged, oks)
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -210,4 +211,52 @@ func streamText(sse []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// TestClineIsSeen: Cline sends each command's result as a JSON array of
+// {"query", "result", "error", "success"}; its captured requests, sent
+// turn by turn, record each failure once, with the command and its error
+// as the message, and get the guard from the second.
+func TestClineIsSeen(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	send := func(turn int) *http.Response {
+		t.Helper()
+		body, err := os.ReadFile(fmt.Sprintf("chat/testdata/agents/cline-turn%d.json", turn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := h.do(http.MethodPost, "/v1/chat/completions", body, nil)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		h.inflight.Wait()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("turn %d: %d", turn, res.StatusCode)
+		}
+		return res
+	}
+	if g := send(1).Header.Get(HeaderGuard); g != "0" {
+		t.Fatalf("first request: guard %s", g)
+	}
+	if g := send(2).Header.Get(HeaderGuard); g != "1" {
+		t.Fatalf("after two failed commands: guard %s", g)
+	}
+	send(3) // two more failures, then the fixed command
+	var tools []store.Incident
+	for _, in := range h.incidents("default", "default") {
+		if in.Type == store.TypeToolError {
+			tools = append(tools, in)
+		}
+	}
+	if len(tools) != 4 {
+		t.Fatalf("%d tool failures recorded, want 4", len(tools))
+	}
+	for _, in := range tools {
+		if !strings.HasPrefix(in.Message, "run_commands: cat config/settings.json\nCommand exited with code 1") || strings.Contains(in.Message, `"success"`) {
+			t.Fatalf("message %q", in.Message)
+		}
+	}
+	if fixes, _ := h.store.ListFixes(t.Context(), store.FixQuery{Workspace: "default", Project: "default"}); len(fixes) != 1 || fixes[0].Tool != "run_commands" {
+		t.Fatalf("fixes %+v", fixes)
+	}
 }

@@ -34,7 +34,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		o.AdminToken = "admin-secret"
 		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-b"), Workspace: "team-b"}}
 	}))
-	seedDashboard(t, h)
+	usage := seedDashboard(t, h)
 
 	// Chromium's helper processes may still write the profile as the
 	// browser exits: remove it best effort, not with t.TempDir's check.
@@ -161,6 +161,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	run("fixes", chromedp.Navigate(base+"/ui/fixes"), chromedp.WaitVisible(`main h1`, chromedp.ByQuery))
 	shot("fixes")
 
+	// Usage: the prompt cache's hit ratio over time and per conversation,
+	// each conversation a link to its page, which shows its own.
+	run("usage", chromedp.Navigate(base+"/ui/usage"), chromedp.WaitVisible(`#conv-h`, chromedp.ByQuery))
+	var in, read, answers int64
+	for _, u := range usage {
+		in, read = in+u.Input, read+u.CacheRead
+		if u.Conversation == "agent-run-2" {
+			answers += u.Requests
+		}
+	}
+	pct := fmt.Sprintf("%d%%", (100*read+in/2)/in)
+	if got := text(`section.cards`); !strings.Contains(got, pct+" cache hit ratio") {
+		t.Fatalf("usage totals: %q, want the ratio %s", got, pct)
+	}
+	shot("usage")
+	run("usage conversation",
+		chromedp.Click(`a[href^="/ui/conversations/agent-run-2"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`p.cache meter`, chromedp.ByQuery))
+	if got := text(`p.cache`); !strings.Contains(got, "Prompt cache:") || !strings.Contains(got, fmt.Sprintf("over %d answers", answers)) {
+		t.Fatalf("conversation's cache: %q", got)
+	}
+
 	// Live: an incident recorded while the page is open appears in it.
 	run("live", chromedp.Navigate(base+"/ui/live"), chromedp.WaitVisible(`body[data-live=on]`, chromedp.ByQuery))
 	res := h.do(http.MethodPost, "/scar/v1/incidents", []byte(`{"type":"tool_error","session":"agent-run-2","message":"ENOENT: no such file or directory, open 'config.yml'"}`),
@@ -196,8 +218,9 @@ func TestDashboardInBrowser(t *testing.T) {
 }
 
 // seedDashboard records what an agent session and the demos leave: a
-// conversation repeating a syntax error, rate limits, a loop, solutions.
-func seedDashboard(t *testing.T, h *harness) {
+// conversation repeating a syntax error, rate limits, a loop, solutions,
+// token usage (which it returns).
+func seedDashboard(t *testing.T, h *harness) []store.Usage {
 	t.Helper()
 	post := func(path, body string) {
 		t.Helper()
@@ -234,6 +257,22 @@ func seedDashboard(t *testing.T, h *harness) {
 	if err := h.store.PutFix(ctx, &fix); err != nil {
 		t.Fatal(err)
 	}
+	// Token usage as a provider reports it: each run's first request
+	// fills the prompt cache, the later ones read from it.
+	var usage []store.Usage
+	for i := range 30 {
+		conv := fmt.Sprintf("agent-run-%d", 1+i%3)
+		input := int64(18000 + 900*i)
+		u := store.Usage{Workspace: "default", Project: "default", Conversation: conv, Provider: "anthropic", Model: "claude-sonnet-4-5",
+			Hour: h.now.Add(-time.Duration(i%12) * time.Hour), Requests: 1, Input: input, Output: int64(120 + 7*i), CacheRead: input - 900}
+		if i < 3 {
+			u.CacheRead, u.CacheWrite = 0, input
+		}
+		usage = append(usage, u)
+	}
+	if err := h.store.AddUsage(ctx, usage); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{
 		`{"goal":"Download a web page and extract all links from the HTML","approach":"http.Get the URL, parse with golang.org/x/net/html, walk <a href> nodes, resolve relative URLs","outcome":"Links extracted","confidence":0.9}`,
 		`{"goal":"Fix the flaky TestServerShutdown test","approach":"Replaced time.Sleep with a channel closed by the handler","outcome":"Passed 1000 runs with -race","confidence":0.95}`,
@@ -241,4 +280,5 @@ func seedDashboard(t *testing.T, h *harness) {
 	} {
 		post("/scar/v1/solutions", s)
 	}
+	return usage
 }

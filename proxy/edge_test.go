@@ -249,31 +249,41 @@ func TestGuardCacheFollowsStoreAndWindow(t *testing.T) {
 
 // TestRecallIsFrozenPerConversation: a conversation's recall is decided
 // on its first request and re-sent unchanged: a solution stored meanwhile
-// does not change it (a new conversation gets it), and a solution deleted
-// meanwhile leaves it.
+// does not change it (a new conversation, or the task run again, gets
+// it), and a solution deleted meanwhile leaves it.
 func TestRecallIsFrozenPerConversation(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL)
-	recalled := func(task string) string {
-		res, _ := h.chat(`{"model":"m","messages":[{"role":"user","content":"`+task+`"}]}`, nil)
+	// turn sends a turn of a conversation of task: its first (no
+	// history), or a later one (the model answered once).
+	turn := func(task string, later bool) string {
+		msgs := `{"role":"user","content":"` + task + `"}`
+		if later {
+			msgs += `,{"role":"assistant","content":"Which cluster?"},{"role":"user","content":"prod"}`
+		}
+		res, _ := h.chat(`{"model":"m","messages":[`+msgs+`]}`, nil)
 		return res.Header.Get(HeaderRecall)
 	}
+	recalled := func(task string) string { return turn(task, false) }
 	const running, next = "rotate the TLS certificates of the ingress", "rotate the TLS certificates of the ingress controller"
 	if r := recalled(running); r != "0" {
 		t.Fatalf("empty memory: recall %s", r)
 	}
 	res := h.do("POST", "/scar/v1/solutions", []byte(`{"goal":"Rotate the ingress TLS certificates","approach":"cert-manager renew","outcome":"ok","confidence":0.9}`), nil)
 	res.Body.Close()
-	if r := recalled(running); r != "0" {
+	if r := turn(running, true); r != "0" {
 		t.Fatalf("a solution stored during the conversation changed its recall: %s", r)
 	}
 	if r := recalled(next); r != "1" {
 		t.Fatalf("a new conversation: recall %s", r)
 	}
+	if r := recalled(running); r != "1" {
+		t.Fatalf("the running task run again: recall %s", r)
+	}
 	sols, _ := h.store.ListSolutions(context.Background(), "default")
 	res = h.do("DELETE", "/scar/v1/solutions/"+sols[0].ID, nil, nil)
 	res.Body.Close()
-	if r := recalled(next); r != "0" {
+	if r := turn(next, true); r != "0" {
 		t.Fatalf("after deleting: recall %s (stale cache)", r)
 	}
 }

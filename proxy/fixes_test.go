@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -361,5 +362,45 @@ func TestMCPScarFixesLearned(t *testing.T) {
 	toolError(t, cs, "scar_fixes", map[string]any{"error": "SyntaxError: Unexpected end of input"}, "store")
 	if _, err := h.store.ListFixes(ctx, store.FixQuery{Workspace: "default", Project: "default"}); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("store still open: %v", err)
+	}
+}
+
+// TestFixesFoundByThePlainError: a fix learned from an agent's wrapped
+// output ("Bash: Exit code 1" and then the error) is found by the error
+// line alone, through scar_fixes and GET /scar/v1/fixes?failure=, after
+// those of the same error; an unrelated error finds nothing.
+func TestFixesFoundByThePlainError(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	put := func(failure, call string) store.Fix {
+		t.Helper()
+		f := store.Fix{Workspace: "default", Project: "default", Tool: "Bash", Failure: failure, Call: call, Failures: 3}
+		h.srv.memory.PrepareFix(&f)
+		if err := h.store.PutFix(t.Context(), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	wrapped := put("Bash: Exit code 1\ncat: config/settings.json: No such file or directory", `{"command":"mkdir -p config"}`)
+	const plain = "cat: config/local.json: No such file or directory"
+
+	cs := h.mustMCP("/mcp", nil)
+	r := mustTool(t, cs, "scar_fixes", map[string]any{"error": plain})
+	learned, _ := r["learned"].([]any)
+	if len(learned) != 1 || learned[0].(map[string]any)["id"] != wrapped.ID || learned[0].(map[string]any)["match"] != "error" {
+		t.Fatalf("scar_fixes of the plain error: %v", r)
+	}
+	status, b := h.apiCall(http.MethodGet, "/scar/v1/fixes?failure="+url.QueryEscape(plain), "", nil)
+	var got struct {
+		Fixes []struct {
+			ID, Match string
+		}
+	}
+	if status != http.StatusOK || json.Unmarshal(b, &got) != nil || len(got.Fixes) != 1 || got.Fixes[0].ID != wrapped.ID || got.Fixes[0].Match != "error" {
+		t.Fatalf("GET /scar/v1/fixes?failure=: %d %s", status, b)
+	}
+	status, b = h.apiCall(http.MethodGet, "/scar/v1/fixes?failure="+url.QueryEscape("npm ERR! code E404 Not Found - GET https://registry.npmjs.org/left-pad2"), "", nil)
+	if status != http.StatusOK || !strings.Contains(string(b), `"fixes":[]`) {
+		t.Fatalf("an unrelated error: %d %s", status, b)
 	}
 }

@@ -16,3 +16,8 @@ const (
 	// with tools forbidden. Absent otherwise.
 	HeaderLoop = "X-Scar-Loop"
 )
+
+// HeaderAgentSession is the header in which an agent names its own
+// session (opencode): the run a request belongs to, when the client
+// names no X-Scar-Session and the body none (see runOf).
+const HeaderAgentSession = "X-Session-Id"

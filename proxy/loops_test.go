@@ -18,6 +18,9 @@ type call struct {
 	tool, args, output string // args: a JSON object
 	failed             bool
 	note               string // the assistant's text beside the call
+	// unflagged leaves out Anthropic's is_error (an agent that marks
+	// nothing), which otherwise says failed.
+	unflagged bool
 }
 
 const (
@@ -73,9 +76,13 @@ func conversationOn(format, task string, calls []call) string {
 			if c.note != "" {
 				text = `{"type":"text","text":` + jsonText(c.note) + `},`
 			}
+			flag := fmt.Sprintf(`"is_error":%v,`, c.failed)
+			if c.unflagged {
+				flag = ""
+			}
 			items = append(items,
 				`{"role":"assistant","content":[`+text+`{"type":"tool_use","id":"`+id+`","name":"`+c.tool+`","input":`+c.args+`}]}`,
-				fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"%s","is_error":%v,"content":%s}]}`, id, c.failed, jsonText(c.output)))
+				fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"%s",%s"content":%s}]}`, id, flag, jsonText(c.output)))
 		}
 		return `{"model":"claude","max_tokens":100,"system":"You are Claude Code.","messages":[` + strings.Join(items, ",") + `],"tools":[{"name":"run_shell","input_schema":{}},{"name":"read_file","input_schema":{}}]}`
 	}
@@ -273,6 +280,44 @@ func TestLoopsWithoutFailures(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNoFixFromAnUnprovenSuccess: after a repeated failure, a call whose
+// result shows no success (bare output that speaks of an error in a shape
+// no rule knows, or nothing at all) is not learned as the fix; the next
+// call that shows one is.
+func TestNoFixFromAnUnprovenSuccess(t *testing.T) {
+	for _, f := range wireFormats {
+		t.Run(f.name, func(t *testing.T) {
+			r := newLoopRun(t, f, guard.Config{})
+			bad := failing(`{"cmd":"cat config/settings.json"}`)
+			unproven := []call{
+				{tool: "run_shell", args: `{"cmd":"mkdir"}`, output: "mkdir: missing operand\nTry 'mkdir --help' for more information.", unflagged: true},
+				{tool: "run_shell", args: `{"cmd":"touch config/settings.json"}`, output: "", unflagged: true},
+			}
+			fix := call{tool: "run_shell", args: `{"cmd":"mkdir -p config && cp settings.example.json config/settings.json"}`, output: okOutput}
+			fixes := func() []store.Fix {
+				t.Helper()
+				got, err := r.h.store.ListFixes(t.Context(), store.FixQuery{Workspace: r.ws, Project: "default"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			calls := repeat(bad, 2)
+			for _, u := range unproven {
+				calls = append(calls, u)
+				r.send(calls)
+				if got := fixes(); len(got) != 0 {
+					t.Fatalf("learned %q as the fix: %+v", u.output, got)
+				}
+			}
+			r.send(append(calls, fix))
+			if got := fixes(); len(got) != 1 || got[0].Call != `{"cmd":"mkdir -p config && cp settings.example.json config/settings.json"}` {
+				t.Fatalf("fixes %+v", got)
+			}
+		})
 	}
 }
 

@@ -160,23 +160,25 @@ func TestTenantsAreIsolated(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	h := newHarness(t, up.srv.URL)
 	h.chat(agentTurns(t, 2, nil), map[string]string{tenant.HeaderWorkspace: "team-a", tenant.HeaderProject: "api"})
-	res := h.do(http.MethodPost, "/w/team-b/api/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
+	// The same run in other tenants: one failure of their own, below the
+	// guard's two, unless team-a's leaked in.
+	res := h.do(http.MethodPost, "/w/team-b/api/v1/chat/completions", []byte(agentTurns(t, 1, nil)), nil)
 	res.Body.Close()
 	if res.Header.Get(HeaderGuard) != "0" {
 		t.Fatal("team-b saw team-a's guard")
 	}
-	res = h.do(http.MethodPost, "/w/team-a/web/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
+	res = h.do(http.MethodPost, "/w/team-a/web/v1/chat/completions", []byte(agentTurns(t, 1, nil)), nil)
 	res.Body.Close()
 	if res.Header.Get(HeaderGuard) != "0" {
 		t.Fatal("project web saw project api's guard")
 	}
-	res = h.do(http.MethodPost, "/w/team-a/api/v1/chat/completions", []byte(agentTurns(t, 0, nil)), nil)
+	res = h.do(http.MethodPost, "/w/team-a/api/v1/chat/completions", []byte(agentTurns(t, 2, nil)), nil)
 	res.Body.Close()
 	if res.Header.Get(HeaderGuard) != "1" {
 		t.Fatal("team-a/api lost its guard")
 	}
-	if n := len(h.incidents("team-b", "api")); n != 0 {
-		t.Fatalf("team-b holds %d incidents", n)
+	if n := len(h.incidents("team-b", "api")); n != 1 {
+		t.Fatalf("team-b holds %d incidents, want its own one", n)
 	}
 }
 
@@ -341,6 +343,32 @@ func TestNoCaptureOfAFailedRun(t *testing.T) {
 	sols, _ := h.store.ListSolutions(context.Background(), "default")
 	if len(sols) != 1 || strings.Contains(sols[0].Goal, "hunter2") || !strings.Contains(sols[0].Outcome, "recovered from 1 failure of run_shell") {
 		t.Fatalf("captured %+v", sols)
+	}
+}
+
+// TestNoCaptureOfAnAnswerThatSaysItFailed: every tool's latest call
+// succeeded, but the final answer says the task did not: no solution.
+func TestNoCaptureOfAnAnswerThatSaysItFailed(t *testing.T) {
+	for _, c := range []struct {
+		answer string
+		stored int
+	}{
+		{"I was unable to run the migration: the database refuses the connection.", 0},
+		{"Migrated 3 tables; the app starts.", 1},
+	} {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":`+jsonText(c.answer)+`},"finish_reason":"stop"}]}`)
+		})
+		h := newHarness(t, up.srv.URL)
+		h.chat(chatBody(t, nil, msg("system", "You are an agent."), msg("user", "Run the migration"),
+			toolCall("a", "run_shell"), toolResultMsg("a", "Exit code: 0\nconnecting...")), nil)
+		if sols, _ := h.store.ListSolutions(context.Background(), "default"); len(sols) != c.stored {
+			t.Fatalf("answer %q: %d solutions stored, want %d", c.answer, len(sols), c.stored)
+		}
+		if n := h.counter("scarproxy_captures_refused_total"); n != float64(1-c.stored) {
+			t.Fatalf("answer %q: captures refused %v", c.answer, n)
+		}
 	}
 }
 

@@ -50,6 +50,9 @@ type exchange struct {
 	turn memory.Turn // what the memory decided: the blocks, or Degraded
 
 	wantCapture bool // a final answer would be captured
+	// unnamedRun says the request is the first of a run that names itself
+	// nowhere: the answer's first tool call names it (wire.Info.Origin).
+	unnamedRun bool
 
 	// For the access line (access.go) and the spans (trace.go): the
 	// body's size, the provider that answered (or failed last) with its
@@ -131,6 +134,11 @@ func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
 	if t.Agent == "" && tenant.ValidName(ex.info.User) == nil {
 		t.Agent = ex.info.User
 	}
+	run := runOf(t, ex.info, ex.c.Request().Header)
+	ex.info.RunKey = wire.RunKey(ex.info.Key, run)
+	// A run's first request that names no run: its answer's first tool
+	// call will (see finish).
+	ex.unnamedRun = run == "" && !ex.info.Later
 	if t.Session == "" {
 		t.Session = conversationOf(ex.info)
 	}
@@ -189,13 +197,34 @@ func (s *Server) setBlockHeaders(ex *exchange) {
 
 // conversationOf names the conversation of a request that does not name
 // its own (X-Scar-Session): a hash of its start (system text and task,
-// the conversation's recall key), the same on every turn. A request
-// without a task belongs to none ("").
+// the conversation's recall key) and of its run (see runOf), the same on
+// every turn of the run. A request without a task belongs to none ("").
 func conversationOf(in *wire.Info) string {
-	if k, ok := strings.CutPrefix(in.Key, "conv:"); ok && k != "" {
+	if k, ok := strings.CutPrefix(in.ConversationKey(), "conv:"); ok && k != "" {
 		return "c:" + k
 	}
 	return ""
+}
+
+// runOf names the run of the agent a request belongs to, so that two runs
+// of one task (an agent run again with the same prompt) are two
+// conversations: the session the client names (X-Scar-Session), else the
+// one the agent says in its body (wire.Info.Run) or in X-Session-Id
+// (opencode), else the run's first tool call (wire.Info.Origin). A run's
+// first request of an agent that names none has no call yet: it belongs
+// to the task's conversation, whose recall the run's later requests take
+// on (see memory.Memory.Decide).
+func runOf(t tenant.Tenant, in *wire.Info, h http.Header) string {
+	if t.Session != "" {
+		return t.Session
+	}
+	if in.Run != "" {
+		return in.Run
+	}
+	if v := h.Get(HeaderAgentSession); tenant.ValidName(v) == nil {
+		return v
+	}
+	return in.Origin
 }
 
 // badBody is the answer to a body its format refused.
@@ -267,13 +296,18 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 		return
 	}
 	keep := 0
-	if ex.wantCapture {
+	if ex.wantCapture || ex.unnamedRun {
 		keep = captureCompletion
 	}
 	sse := wire.IsSSE(a.Res.Header)
 	obs := ex.req.Observe(sse, keep)
 	readErr, gone := upstream.Deliver(c.Response(), ctx, a, obs.Write)
 	out := obs.Outcome()
+	if ex.unnamedRun && out.FirstCall != "" && ex.tenant.Session == conversationOf(info) {
+		// What follows belongs to the run the answer started.
+		info.RunKey = wire.RunKey(info.Key, out.FirstCall)
+		t.Session = conversationOf(info)
+	}
 	// What the provider said it billed counts, whoever cut the answer.
 	s.memory.CountUsage(t, prov, info.Model, out.Usage)
 	ex.usage = out.Usage
@@ -286,7 +320,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 		// One that leaves once a stream's last event arrived (Codex CLI
 		// closes on response.completed) got the whole answer.
 		s.count(route, upstream.StatusClientClosed, prov)
-		s.log.Debug("client closed the request", "workspace", t.Workspace, "provider", prov)
+		s.log.DebugContext(ctx, "client closed the request", "workspace", t.Workspace, "provider", prov)
 		return
 	}
 	s.count(route, a.Res.StatusCode, prov)
@@ -340,7 +374,7 @@ func (s *Server) resolveTenant(c echo.Context) (tenant.Tenant, *apiError) {
 func (s *Server) readBody(c echo.Context, lease *body.Lease) ([]byte, *apiError) {
 	b, aerr := s.bodies.Read(c.Response(), c.Request(), lease)
 	if aerr == body.ErrInFlight {
-		s.log.Debug("request bodies in flight past the bound; refused")
+		s.log.DebugContext(c.Request().Context(), "request bodies in flight past the bound; refused")
 	}
 	return b, aerr
 }

@@ -135,7 +135,9 @@ func TestUsageOfEveryAPI(t *testing.T) {
 				mock := &http.Client{Transport: mockprovider.New()}
 				for n := 0; n <= 5; n++ {
 					body := withTools(t, f.name, []byte(f.turn(n)), stream)
-					res := h.do(http.MethodPost, f.path, body, nil)
+					// The turns are made up, not the mock's answers: the
+					// run is named the way opencode names its own.
+					res := h.do(http.MethodPost, f.path, body, map[string]string{HeaderAgentSession: "ses_usage"})
 					b, _ := io.ReadAll(res.Body)
 					res.Body.Close()
 					h.inflight.Wait()

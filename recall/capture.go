@@ -3,6 +3,7 @@ package recall
 import (
 	"cmp"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,4 +204,23 @@ func singleSpaced(s string) bool {
 		i += size
 	}
 	return !prevSpace || s == ""
+}
+
+// failureReport matches what an agent's final answer says when the task
+// did not succeed: it could not, was unable to, failed to, gave up, still
+// fails. Read in the answer's first and last sentences.
+var failureReport = regexp.MustCompile(`(?i)\b(?:(?:i|we)(?:'ve| have)? (?:was |were |am |are )?(?:unable|not able|could ?n[o']t|cannot|can't|did ?n[o']t manage|failed)\b|(?:failed|unable|was not able|were not able) to (?:fix|complete|resolve|finish|run|build|install|get|make|pass|apply|create|find)\b|gave up\b|giving up\b|(?:still|keeps?) (?:fail(?:s|ing)?|broken|erroring|crash(?:es|ing)?)\b|(?:was|is) not successful\b|without success\b|(?:did|does) not succeed\b)`)
+
+// reportSpan is how much of the start and of the end of a final answer
+// ReportsFailure reads: where an agent says how the task ended.
+const reportSpan = 600
+
+// ReportsFailure reports whether a final answer says the task failed
+// ("I was unable to fix…", "the build still fails", "gave up after…"):
+// such a conversation is no solution, whatever its tools last returned.
+func ReportsFailure(answer string) bool {
+	if len(answer) > 2*reportSpan {
+		answer = answer[:reportSpan] + "\n" + answer[len(answer)-reportSpan:]
+	}
+	return failureReport.MatchString(answer)
 }

@@ -135,3 +135,27 @@ func FuzzJoinFields(f *testing.F) {
 		}
 	})
 }
+
+func TestReportsFailure(t *testing.T) {
+	tests := []struct {
+		answer string
+		want   bool
+	}{
+		{"I was unable to fix the failing test: the fixture server never starts.", true},
+		{"I couldn't get the build to pass; the linker still fails on libssl.", true},
+		{"We failed to install the dependency behind the proxy.", true},
+		{"Mock answer: gave up after 10 calls of run_shell.", true},
+		{"The migration ran, but the integration tests still fail on CI.", true},
+		{"Unfortunately the deploy was not successful.", true},
+		{strings.Repeat("Looked at the logs. ", 100) + "In the end I could not reproduce the crash.", true},
+		{"Fixed: the config directory was missing; I created it and the tests pass.", false},
+		{"Done. hello.py prints 'hello' and exits 0.", false},
+		{"The error handling now returns a 404 when the user is not found.", false},
+		{"Renamed FailedLogin to LoginFailure and updated the 3 callers.", false},
+	}
+	for _, tc := range tests {
+		if got := ReportsFailure(tc.answer); got != tc.want {
+			t.Errorf("ReportsFailure(%.80q) = %v, want %v", tc.answer, got, tc.want)
+		}
+	}
+}

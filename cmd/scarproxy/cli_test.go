@@ -161,6 +161,16 @@ func TestDemosRun(t *testing.T) {
 	// after the fourth with it, the fix learned and shown to a new
 	// conversation.
 	out := mustCLI(t, "demo", "loop")
+	// The prompt cache: the proxy's turns read from it nearly as much as
+	// the bare loop's (they re-read the blocks of the turn before, a large
+	// share of this small prompt).
+	var with, without int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "after the first turn, "):], "after the first turn, %d%% of the input was read\nfrom the cache with scarproxy, %d%% without", &with, &without); err != nil {
+		t.Fatalf("demo loop output lacks the cache line (%v):\n%s", err, out)
+	}
+	if without < 80 || with < without-15 {
+		t.Fatalf("prompt cache: %d%% with scarproxy, %d%% without", with, without)
+	}
 	for _, want := range []string{
 		"Without scarproxy: 12 failed calls, 13 turns",
 		"X-Scar-Guard: 1, X-Scar-Loop: stop",

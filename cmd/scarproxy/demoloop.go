@@ -37,13 +37,72 @@ type loopTurn struct {
 	call   string // the tool call's arguments; "" for a final answer
 	text   string // the final answer
 	header http.Header
+	// input and cached are the answer's usage: its input tokens, and
+	// those the provider read from its prompt cache.
+	input, cached int
 }
+
+// cacheTally adds up the usage of a run's turns after its first (which
+// fills the provider's cache): what the prompt cache served.
+type cacheTally struct{ input, cached int }
+
+func (c *cacheTally) add(n int, t loopTurn) {
+	if n > 1 {
+		c.input += t.input
+		c.cached += t.cached
+	}
+}
+
+func (c cacheTally) percent() int {
+	if c.input == 0 {
+		return 0
+	}
+	return (100*c.cached + c.input/2) / c.input
+}
+
+// demoSystemPrompt is the demo agent's system prompt, as long as a small
+// agent's: a provider caches a prompt from 1,024 tokens on.
+const demoSystemPrompt = `You are a coding agent working in a Git repository on the user's machine. Use run_shell to work in the repository: read files, run the build and the tests, and change files with the usual command-line tools.
+
+Working rules:
+- Before changing anything, read the files involved and the project's README, Makefile or equivalent, so that the change follows the project's conventions for layout, naming, error handling and tests.
+- Prefer small, reviewable changes. Do not reformat code you do not otherwise touch, do not rename things for taste, and do not add dependencies unless the task needs one and the project already manages its dependencies in a way you can follow.
+- Run the narrowest command that checks your change first (one test, one package), then the wider suite before you finish. When a command fails, read its whole output: the first error is usually the cause and the rest follows from it.
+- When the same command fails twice the same way, do not run it a third time unchanged. Find out why it fails: read the file it names, list the directory, check the configuration, and change the call or fix the cause.
+- Never print or write secrets: API keys, tokens, passwords and private keys stay where they are. If a command needs one, say which and stop.
+- Keep the user's work safe: do not delete files you did not create, do not reset or rebase branches, and do not force-push. Ask before any operation you cannot undo.
+- When the task is done, say in a few lines what you changed, how you checked it, and anything left for the user to decide.
+
+About the environment:
+- The shell is bash on Linux. Commands run in the repository's root unless you cd; each call starts a new shell, so environment changes do not persist between calls.
+- Network access may be limited to the package registries the project uses. If a download fails, say so rather than retrying in a loop.
+- Long-running processes (servers, watchers) must be started in the background with their output sent to a file, and stopped when you are done with them.
+- Files you create for scratch work go under a temporary directory, not in the repository.
+
+About answers:
+- Quote file paths and commands exactly. Show only the relevant lines of long outputs.
+- If the task is ambiguous, state the interpretation you chose and why, then proceed.
+- If you cannot finish, say what you tried, what failed, and what you would try next.
+
+Project notes (from the repository's CONTRIBUTING file):
+- The service reads its settings from config/settings.json at start-up; config/settings.example.json documents every key with its default. The settings file is not committed: each developer creates it from the example.
+- The port, the log level and the database URL can also be set from the environment (SERVICE_PORT, SERVICE_LOG_LEVEL, DATABASE_URL); the environment wins over the file.
+- make build compiles the service into bin/; make test runs the unit tests; make check runs the linters and the tests, and is what CI runs on every pull request.
+- Integration tests need a database: make db-up starts one in the background on port 5433, make db-down stops it. Tests that need it are skipped when DATABASE_URL is not set.
+- Migrations live in migrations/, one file per change, numbered; never edit a migration that has been merged, add a new one.
+- Logs are structured (JSON lines on standard error). Every request logs one line at info with its method, path, status and duration.
+- Errors returned to clients never include internal details; they are logged with the request id instead.
+- New endpoints need a test of their success path and of each error they return, and an entry in docs/api.md.
+- Dependencies are pinned in the lock file; update them with the package manager's own command, never by hand, and say why in the commit message.
+- Commit messages say what changed and why, in the imperative, with the subject under 72 characters.
+
+Tool: run_shell runs one shell command and returns what it printed (standard output and standard error, interleaved) and its exit status. Use it for reading files (cat, sed -n, head), listing (ls, find), searching (grep -rn), building and testing (make, go test, npm test, pytest), and editing (sed -i, or a here-document written with cat). Keep each command short enough to read; chain with && when a step depends on the one before.`
 
 // loopAgent runs the harness: it sends the conversation, runs each call,
 // and stops at the final answer. send posts a chat request body.
 func loopAgent(ctx context.Context, task string, send func(ctx context.Context, body []byte) (*http.Response, error), each func(n int, t loopTurn, result string)) (int, error) {
 	msgs := []chatMsg{
-		{"role": "system", "content": "You are a coding agent. Use run_shell to work in the repository."},
+		{"role": "system", "content": demoSystemPrompt},
 		{"role": "user", "content": task},
 	}
 	fixed := false
@@ -60,6 +119,12 @@ func loopAgent(ctx context.Context, task string, send func(ctx context.Context, 
 			return n, fmt.Errorf("HTTP %d: %s", res.StatusCode, b)
 		}
 		var out struct {
+			Usage struct {
+				PromptTokens        int `json:"prompt_tokens"`
+				PromptTokensDetails struct {
+					CachedTokens int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			} `json:"usage"`
 			Choices []struct {
 				Message struct {
 					Content   string `json:"content"`
@@ -77,8 +142,9 @@ func loopAgent(ctx context.Context, task string, send func(ctx context.Context, 
 			return n, fmt.Errorf("unexpected answer: %s", b)
 		}
 		m := out.Choices[0].Message
+		turn := loopTurn{text: m.Content, header: res.Header, input: out.Usage.PromptTokens, cached: out.Usage.PromptTokensDetails.CachedTokens}
 		if len(m.ToolCalls) == 0 {
-			each(n, loopTurn{text: m.Content, header: res.Header}, "")
+			each(n, turn, "")
 			return n, nil
 		}
 		tc := m.ToolCalls[0]
@@ -88,7 +154,8 @@ func loopAgent(ctx context.Context, task string, send func(ctx context.Context, 
 		} else if fixed {
 			result = "port: 8080"
 		}
-		each(n, loopTurn{call: tc.Function.Arguments, header: res.Header}, result)
+		turn.call, turn.text = tc.Function.Arguments, ""
+		each(n, turn, result)
 		msgs = append(msgs,
 			chatMsg{"role": "assistant", "content": nil, "tool_calls": []chatMsg{{"id": tc.ID, "type": "function",
 				"function": chatMsg{"name": tc.Function.Name, "arguments": tc.Function.Arguments}}}},
@@ -113,7 +180,9 @@ func demoLoop(ctx context.Context, target string, args []string, getenv func(str
 		return direct.Do(req)
 	}
 	failures := 0
-	without, err := loopAgent(ctx, loopTask(), send, func(_ int, t loopTurn, result string) {
+	var bare cacheTally
+	without, err := loopAgent(ctx, loopTask(), send, func(n int, t loopTurn, result string) {
+		bare.add(n, t)
 		if result == loopFailure {
 			failures++
 		}
@@ -135,7 +204,9 @@ func demoLoop(ctx context.Context, target string, args []string, getenv func(str
 		return http.DefaultClient.Do(req)
 	}
 	failures = 0
+	var through cacheTally
 	with, err := loopAgent(ctx, loopTask(), proxied, func(n int, t loopTurn, result string) {
+		through.add(n, t)
 		escalation := ""
 		if l := t.header.Get("X-Scar-Loop"); l != "" {
 			escalation = ", X-Scar-Loop: " + l
@@ -154,6 +225,9 @@ func demoLoop(ctx context.Context, target string, args []string, getenv func(str
 		return fmt.Errorf("with scarproxy: %w", err)
 	}
 	fmt.Fprintf(out, "\nWith scarproxy: %d failed calls, %d turns: the STOP block broke the loop.\n", failures, with)
+	fmt.Fprintf(out, "Prompt cache (the usage in the mock provider's answers): after the first turn, %d%% of the input was read\n", through.percent())
+	fmt.Fprintf(out, "from the cache with scarproxy, %d%% without. Its blocks go into the newest turn: a turn re-reads the\n", bare.percent())
+	fmt.Fprintln(out, "blocks of the turn before, never the conversation (GET /scar/v1/usage, the dashboard's Usage page).")
 
 	c := &demoClient{base: in.BaseURL}
 	var fixes struct {

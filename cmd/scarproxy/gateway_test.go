@@ -105,7 +105,12 @@ func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool
 	return time.Since(start)
 }
 
+// failingTurn is a turn of one run of an agent (its first call, an ls,
+// names the run) whose latest build failed; fill in the failed call's id
+// twice and a line number.
 const failingTurn = `{"model":"mock-gpt","messages":[{"role":"user","content":"build it"},
+ {"role":"assistant","tool_calls":[{"id":"call_ls","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+ {"role":"tool","tool_call_id":"call_ls","content":"package.json src"},
  {"role":"assistant","tool_calls":[{"id":"%s","type":"function","function":{"name":"build","arguments":"{}"}}]},
  {"role":"tool","tool_call_id":"%s","content":"Error: Cannot find module 'left-pad' (required from /app/src/index.js:%d)"}]}`
 

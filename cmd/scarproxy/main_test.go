@@ -367,7 +367,9 @@ func TestMemorySurvivesRestart(t *testing.T) {
 	}
 	again := start(t, "--mock", "--data", dir)
 	// The failing conversation goes on: its guard is still there.
-	r := do(t, "POST", again.BaseURL+"/v1/chat/completions", `{"model":"mock-gpt","messages":[{"role":"user","content":"build it"},{"role":"user","content":"[[mock:echo]] and now?"}]}`, nil)
+	r := do(t, "POST", again.BaseURL+"/v1/chat/completions", `{"model":"mock-gpt","messages":[{"role":"user","content":"build it"},
+ {"role":"assistant","tool_calls":[{"id":"call_ls","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+ {"role":"tool","tool_call_id":"call_ls","content":"package.json src"},{"role":"user","content":"[[mock:echo]] and now?"}]}`, nil)
 	if r.header.Get("X-Scar-Guard") != "1" || !strings.Contains(r.body, "REPEAT FAILURE GUARD") {
 		t.Fatalf("after restart: guard %s\n%s", r.header.Get("X-Scar-Guard"), r.body)
 	}

@@ -15,6 +15,8 @@ func TestNULBytesOnPostgres(t *testing.T) {
 	hdr := map[string]string{"X-Scar-Workspace": "team", "X-Scar-Project": "api"}
 
 	turn := `{"model":"mock-gpt","messages":[{"role":"user","content":"build it"},
+ {"role":"assistant","tool_calls":[{"id":"call_ls","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+ {"role":"tool","tool_call_id":"call_ls","content":"package.json src"},
  {"role":"assistant","tool_calls":[{"id":"c\u0000%d","type":"function","function":{"name":"build","arguments":"{}"}}]},
  {"role":"tool","tool_call_id":"c\u0000%d","content":"Error: Cannot find module 'left\u0000pad' (%d)"}]}`
 	var conv string

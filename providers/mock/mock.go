@@ -18,10 +18,12 @@
 //     keeps: the previous request of each conversation (see [Transport],
 //     # Usage).
 //
-// It is deterministic and offline: the same sequence of requests gets the
-// same answers (ids derive from the request body; only timestamps follow
-// a clock the caller may fix; cached tokens follow the requests that came
-// before in the same conversation), and nothing leaves the process.
+// It is deterministic and offline: the same sequence of requests at the
+// same times gets the same answers (ids derive from the request body and
+// its time, timestamps from a clock the caller may fix, cached tokens from
+// the requests that came before in the same conversation), and nothing
+// leaves the process. A request sent again later gets the same words with
+// other ids, as from a provider.
 //
 // # Imports
 //
@@ -36,6 +38,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,10 +59,12 @@ import (
 //	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
 //	GET  /models            the models in [Models], OpenAI-shaped
 //
-// It is deterministic: the same sequence of requests gets the same
-// answers (ids derive from the request body; only the timestamps follow
-// [Transport.Now], and the cached tokens the conversation's previous
-// request, see # Usage).
+// It is deterministic: the same sequence of requests at the same times
+// gets the same answers (ids derive from the request body and
+// [Transport.Now]'s time, as the timestamps do, and the cached tokens
+// from the conversation's previous request, see # Usage). A request sent
+// again later gets the same words with other ids: an agent run twice with
+// one prompt makes two runs, as with a provider.
 //
 // # Directives
 //
@@ -328,10 +333,25 @@ type turn struct {
 // [[mock:echo]] answers and where a loop's until looks.
 func (t *turn) told() string { return echoText(t.system, blocksIn(t.elsewhere)) }
 
+// replySum is what a reply's ids derive from: the request body and when
+// it arrived, so that the same request sent again (an agent run twice
+// with one prompt) gets other ids, as from a provider, while a fixed
+// clock (Transport.Now) keeps them the same.
+func replySum(body []byte, now time.Time) [32]byte {
+	h := sha256.New()
+	h.Write(body)
+	var t [8]byte
+	binary.BigEndian.PutUint64(t[:], uint64(now.UnixNano()))
+	h.Write(t[:])
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
 // reply is the mock's answer to a turn before any API gives it its shape:
 // text, or one tool call.
 type reply struct {
-	sum       [32]byte // of the request body: ids derive from it
+	sum       [32]byte // of the request body and its time: ids derive from it (replySum)
 	created   int64
 	model     string
 	text      string
@@ -353,7 +373,7 @@ func (m *Transport) answer(req *http.Request, body []byte, t turn) (reply, direc
 	if err := sleep(req.Context(), d.delay); err != nil {
 		return reply{}, d, err
 	}
-	r := reply{sum: sha256.Sum256(body), model: t.model, inTokens: tokens(len(body))}
+	r := reply{sum: replySum(body, m.now()), model: t.model, inTokens: tokens(len(body))}
 	if d.errorStatus() != 0 {
 		return r, d, nil
 	}

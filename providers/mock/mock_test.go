@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // viaMock serves an SDK client from a mock: the SDKs put /v1 in front of
@@ -339,18 +341,27 @@ func TestMockDirectives(t *testing.T) {
 	}
 }
 
+// The same request at the same time gets the same answer, byte for byte;
+// at another time, the same words with other ids, as from a provider: an
+// agent run twice with one prompt makes two runs.
 func TestMockIsDeterministic(t *testing.T) {
-	_, a := do(t, New(), http.MethodPost, "/chat/completions", chat("same question", false))
-	_, b := do(t, New(), http.MethodPost, "/chat/completions", chat("same question", false))
-	strip := func(s string) string { // "created" is a clock
-		var m map[string]any
-		json.Unmarshal([]byte(s), &m)
-		delete(m, "created")
-		out, _ := json.Marshal(m)
-		return string(out)
+	at := func(sec int64) *Transport { return &Transport{Now: func() time.Time { return time.Unix(sec, 0) }} }
+	req := chat("[[mock:tool=run_shell]] same question", false)
+	_, a := do(t, at(1700000000), http.MethodPost, "/chat/completions", req)
+	_, b := do(t, at(1700000000), http.MethodPost, "/chat/completions", req)
+	if a != b {
+		t.Fatalf("same request, same time, different answers:\n%s\n%s", a, b)
 	}
-	if strip(a) != strip(b) {
-		t.Fatalf("same request, different answers:\n%s\n%s", a, b)
+	_, c := do(t, at(1700000001), http.MethodPost, "/chat/completions", req)
+	ids := func(s string) []string {
+		return []string{gjson.Get(s, "id").String(), gjson.Get(s, "choices.0.message.tool_calls.0.id").String()}
+	}
+	if ia, ic := ids(a), ids(c); ia[0] == ic[0] || ia[1] == ic[1] || ia[1] == "" {
+		t.Fatalf("the same request a second later has ids %v, as before: %v", ic, ia)
+	}
+	words := func(s string) string { return gjson.Get(s, "choices.0.message.tool_calls.0.function").Raw }
+	if words(a) != words(c) {
+		t.Fatalf("the same request a second later got another call: %s, then %s", words(a), words(c))
 	}
 }
 

@@ -134,6 +134,9 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 		c.info.Key = recall.ConversationKey(wire.StripFramed(c.info.System), c.info.Goal)
 	}
 	c.info.Later = c.answered()
+	if cs := &c.scan; len(cs.calls) > 0 {
+		c.info.Origin = valueAt(body, cs.calls[0].id).String()
+	}
 	return c, nil
 }
 

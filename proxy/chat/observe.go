@@ -19,6 +19,7 @@ type observer struct {
 	finish  string // last finish_reason seen
 	excerpt wire.Excerpt
 	usage   wire.Usage // of the chunk that carries it (stream_options.include_usage)
+	call    string     // id of the first tool call
 }
 
 func newObserver(sse bool, keep int) *observer {
@@ -44,7 +45,7 @@ func (o *observer) data(event string, data []byte) {
 		}
 		return
 	}
-	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content", "usage")
+	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content", "usage", "choices.0.delta.tool_calls.0.id")
 	if f := res[0]; f.Type == gjson.String && f.Str != "" {
 		o.finish = f.Str
 	}
@@ -53,6 +54,9 @@ func (o *observer) data(event string, data []byte) {
 	}
 	if u := res[2]; u.IsObject() {
 		o.usage = wire.OpenAIUsage(u)
+	}
+	if id := res[3]; o.call == "" && id.Type == gjson.String {
+		o.call = id.Str
 	}
 }
 
@@ -67,13 +71,13 @@ func (o *observer) Outcome() wire.Outcome {
 		case !o.done:
 			return wire.Outcome{Failure: "stream ended before data: [DONE]", Usage: o.usage}
 		}
-		return wire.Outcome{Final: o.finish == "stop", Answer: string(o.excerpt), Usage: o.usage}
+		return wire.Outcome{Final: o.finish == "stop", Answer: string(o.excerpt), Usage: o.usage, FirstCall: o.call}
 	}
 	b := o.Capture.Whole()
 	usage := wire.OpenAIUsage(o.Member(b, "usage"))
 	if b == nil {
 		return wire.Outcome{Usage: usage}
 	}
-	res := gjson.GetManyBytes(b, "choices.0.finish_reason", "choices.0.message.content")
-	return wire.Outcome{Final: res[0].String() == "stop", Answer: res[1].String(), Usage: usage}
+	res := gjson.GetManyBytes(b, "choices.0.finish_reason", "choices.0.message.content", "choices.0.message.tool_calls.0.id")
+	return wire.Outcome{Final: res[0].String() == "stop", Answer: res[1].String(), Usage: usage, FirstCall: res[2].String()}
 }

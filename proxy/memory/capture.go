@@ -18,8 +18,9 @@ import (
 // Capture stores the solution of a conversation that finished well, in
 // the background (the capture queue, capture.go, builds, redacts and
 // writes it). A conversation is captured only when it ended well: a final
-// answer, and the latest result of every tool it called succeeded (a run
-// that gave up after a failure is no solution). Secrets in what is stored
+// answer that does not say the task failed, and the latest result of
+// every tool it called succeeded (a run that gave up after a failure is
+// no solution). Secrets in what is stored
 // are redacted; a capture that would store what the last one of the
 // conversation stored writes nothing.
 func (m *Memory) Capture(t tenant.Tenant, info *wire.Info, answer string) {
@@ -29,6 +30,10 @@ func (m *Memory) Capture(t tenant.Tenant, info *wire.Info, answer string) {
 			m.metrics.captureSkipped.Inc()
 			return
 		}
+	}
+	if recall.ReportsFailure(answer) {
+		m.metrics.captureSkipped.Inc()
+		return
 	}
 	// The queue keeps what it is given: info's slices are the request's
 	// (a format's memo may hand them to the conversation's next turn).

@@ -53,15 +53,71 @@ func MatchFixes(fixes []store.Fix, pattern, fingerprint string) []store.Fix {
 			byPattern = append(byPattern, f)
 		}
 	}
-	newestFirst := func(a, b store.Fix) int {
-		if c := b.Updated.Compare(a.Updated); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	}
 	slices.SortStableFunc(byFP, newestFirst)
 	slices.SortStableFunc(byPattern, newestFirst)
 	return slices.Concat(byFP, byPattern)
+}
+
+// newestFirst orders fixes most recently updated first (the same
+// Updated: higher ID first).
+func newestFirst(a, b store.Fix) int {
+	if c := b.Updated.Compare(a.Updated); c != 0 {
+		return c
+	}
+	return strings.Compare(b.ID, a.ID)
+}
+
+// minErrorTemplate is the shortest error template matched inside a fix's
+// failure: shorter ones ("Error: <STR>") say too little.
+const minErrorTemplate = 16
+
+// Fix matches, from the best: the same error, the error found inside the
+// failure a fix ended, the same guard pattern.
+const (
+	MatchFingerprint = "fingerprint"
+	MatchError       = "error"
+	MatchPattern     = "pattern"
+)
+
+// FixMatch is a fix that applies to an error, and how.
+type FixMatch struct {
+	store.Fix
+	Match string // MatchFingerprint, MatchError or MatchPattern
+}
+
+// MatchFixesOf returns the fixes that apply to an error as a person or an
+// agent gives it, which need not be worded as the proxy stored it: the
+// same fingerprint first, then the fixes whose failure holds the error
+// (its template: numbers, paths and ids masked), so that the plain error
+// line finds a fix learned from an agent's wrapped output ("Bash: Exit
+// code 1" and then the error); then those of the same named pattern.
+// Each group most recently updated first, each fix once.
+func MatchFixesOf(fixes []store.Fix, pattern, fingerprint, text string) []FixMatch {
+	var out []FixMatch
+	taken := map[string]bool{}
+	for _, f := range MatchFixes(fixes, "", fingerprint) {
+		out, taken[f.ID] = append(out, FixMatch{f, MatchFingerprint}), true
+	}
+	if tpl := strings.TrimSpace(guard.Template(text)); len(tpl) >= minErrorTemplate {
+		var inside []store.Fix
+		for _, f := range fixes {
+			if !taken[f.ID] && strings.Contains(guard.Template(f.Failure), tpl) {
+				inside = append(inside, f)
+			}
+		}
+		slices.SortStableFunc(inside, newestFirst)
+		for _, f := range inside {
+			if !taken[f.ID] {
+				out, taken[f.ID] = append(out, FixMatch{f, MatchError}), true
+			}
+		}
+	}
+	for _, f := range MatchFixes(fixes, pattern, "") {
+		if !taken[f.ID] {
+			out, taken[f.ID] = append(out, FixMatch{f, MatchPattern}), true
+		}
+	}
+	return out
 }
 
 // PrepareFix makes f ready to store: its failure, call and explanation

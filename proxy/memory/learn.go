@@ -46,8 +46,9 @@ func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 	return stored
 }
 
-// fixesShownBy returns the fixes a successful result tr of a tool shows,
-// ready to store: one for each repeated failure of the tool in the
+// fixesShownBy returns the fixes a successful result tr of a tool shows
+// (one the API marks as a success, or whose content shows one: see
+// guard.ToolSucceeded), ready to store: one for each repeated failure of the tool in the
 // conversation (in w), unless known as it is.
 func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResult, tallies []wire.ToolTally, now time.Time) []store.Fix {
 	minRepeats := m.Guard().MinRepeats()
@@ -55,6 +56,12 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	// to have made an entry; most successes end here.
 	j := slices.IndexFunc(tallies, func(tt wire.ToolTally) bool { return tt.Name == tr.Name })
 	if j < 0 || tallies[j].Failures < minRepeats {
+		return nil
+	}
+	// Only a call known to have succeeded is a fix: a failure the rules
+	// missed (an output with no exit status) must not be taught as one.
+	if !tr.OK && !guard.ToolSucceeded(tr.Text()) {
+		m.log.Debug("no fix learned: the call's result shows no success", "workspace", t.Workspace, "project", t.Project, "session", t.Session, "tool", tr.Name)
 		return nil
 	}
 	// Once per conversation and count of failures on this replica: the

@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"level"}),
 		captureSkipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "scarproxy_captures_refused_total",
-			Help: "Final answers not captured as solutions because a tool's latest result had failed.",
+			Help: "Final answers not captured as solutions because a tool's latest result had failed or the answer says the task failed.",
 		}),
 		captureDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "scarproxy_captures_dropped_total",

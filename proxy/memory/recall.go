@@ -36,28 +36,45 @@ func newRecallCache(max int) *recallCache {
 	return &recallCache{max: max, m: make(map[recallKey]recallResult)}
 }
 
-// recallFor returns the matches of a conversation's goal and their block;
-// conversation is its key (recall.ConversationKey), never recalled itself.
-// later says the request is not the conversation's first (wire.Info.Later).
-func (m *Memory) recallFor(workspace, project, goal, conversation string, later bool) ([]recall.Match, wire.Block) {
+// recallFor returns the matches of a conversation's goal and their block.
+// conversation is its key (wire.Info.ConversationKey); later says the
+// request is not the conversation's first (wire.Info.Later). A first
+// request is a new run of its task: recall is decided for it afresh, so
+// that a task run again recalls what its earlier runs stored. A later
+// request gets the block decided on its conversation's first request.
+// task is the key of the conversation's task alone (wire.Info.Key): a run
+// named only by its history (wire.Info.Origin) had its first request
+// under it, and takes on the recall decided there.
+func (m *Memory) recallFor(workspace, project, goal, conversation, task string, later bool) ([]recall.Match, wire.Block) {
 	version := m.indexVersion.Load()
 	k := recallKey{workspace, project, conversation}
 	c := m.recallCache
-	c.mu.Lock()
-	r, ok := c.m[k]
-	c.mu.Unlock()
+	var r recallResult
+	own, ok := false, false
+	if later {
+		c.mu.Lock()
+		r, ok = c.m[k]
+		own = ok
+		if !ok && task != conversation {
+			r, ok = c.m[recallKey{workspace, project, task}]
+		}
+		c.mu.Unlock()
+	}
 	switch {
-	case ok && r.version == version:
+	case own && r.version == version:
 		return r.matches, r.block
+	case ok && r.version == version:
 	case ok:
 		r = m.withoutDeleted(r, version)
 	case later:
 		r = recallResult{version: version} // decided on a request this replica did not see
 	default:
+		// Nothing of this run is stored yet: what an earlier run of the
+		// task stored (under the task's key) is what it should recall.
 		rc := m.recall.Load()
 		matches := m.index.Search(recall.Query{
 			Workspace: workspace, Project: project, Goal: goal,
-			K: rc.MaxResults, MinSimilarity: rc.MinSimilarity, ExcludeKey: conversation,
+			K: rc.MaxResults, MinSimilarity: rc.MinSimilarity,
 		})
 		r = recallResult{version: version, matches: matches, block: wire.NewBlock(recall.Block(matches))}
 	}

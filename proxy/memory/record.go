@@ -68,7 +68,7 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wi
 		failed := tr.IsError || guard.ToolFailed(text)
 		tr.Failed = failed
 		if failed {
-			msg := text
+			msg := guard.FailureText(text)
 			if tr.Name != "" {
 				msg = tr.Name + ": " + msg
 			}

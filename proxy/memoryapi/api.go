@@ -768,6 +768,14 @@ func (a *API) listFixes(c echo.Context) error {
 	if aerr != nil {
 		return aerr
 	}
+	if failure := q.Get("failure"); failure != "" {
+		// The fixes of one error, best match first, each with its match.
+		learned, _, _, aerr := a.fixesOf(c.Request().Context(), t, failure, q.Get("type"), 0)
+		if aerr != nil {
+			return aerr
+		}
+		return c.JSON(http.StatusOK, map[string]any{"fixes": learned[:min(len(learned), limit)]})
+	}
 	ctx, cancel := a.adminStoreCtx(c)
 	defer cancel()
 	fixes, err := a.store.ListFixes(ctx, store.FixQuery{Workspace: t.Workspace, Project: t.Project, Limit: limit})

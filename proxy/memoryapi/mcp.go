@@ -420,9 +420,35 @@ type fixView struct {
 // learnedView is one learned fix of an error, and why it applies.
 type learnedView struct {
 	store.Fix
-	// Match is "fingerprint" (the same error) or "pattern" (the same
-	// guard pattern).
+	// Match is "fingerprint" (the same error), "error" (the error is
+	// found in the failure the fix ended, an agent's wrapper around it)
+	// or "pattern" (the same guard pattern).
 	Match string `json:"match"`
+}
+
+// fixesOf returns the learned fixes of tenant tn that apply to an error
+// (see memory.MatchFixesOf), with the guard pattern the error matches
+// (ok false: none).
+func (a *API) fixesOf(ctx context.Context, tn tenant.Tenant, errText, typ string, status int) ([]learnedView, string, bool, *wire.Error) {
+	// The error as an incident's message would be stored (redacted,
+	// capped), so its fingerprint is the one its incidents and fixes get.
+	text := memory.StoredMessage(errText)
+	label, ok := a.memory.Guard().Classify(typ, status, text)
+	sctx, cancel := a.memoryStoreCtx(ctx)
+	defer cancel()
+	limit := a.opts.FixesLimit
+	if limit <= 0 {
+		limit = 10000
+	}
+	fixes, err := a.store.ListFixes(sctx, store.FixQuery{Workspace: tn.Workspace, Project: tn.Project, Limit: limit})
+	if err != nil {
+		return nil, "", false, a.storeAPIError(ctx, "list_fixes", err)
+	}
+	learned := []learnedView{}
+	for _, m := range memory.MatchFixesOf(fixes, label, guard.Fingerprint(text), text) {
+		learned = append(learned, learnedView{Fix: m.Fix, Match: m.Match})
+	}
+	return learned, label, ok, nil
 }
 
 type scarFixesOut struct {
@@ -433,7 +459,7 @@ type scarFixesOut struct {
 	Note    string        `json:"note"`
 }
 
-const fixesNote = "learned: what ended this failure before in this project (the same error first, then the same guard pattern), " +
+const fixesNote = "learned: what ended this failure before in this project (the same error first, then failures that hold it, then the same guard pattern), " +
 	"most recent first; fixes: the fix instruction of the guard pattern this error matches."
 
 func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (scarFixesOut, *wire.Error) {
@@ -445,28 +471,11 @@ func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (
 		return scarFixesOut{}, wire.BadRequest("error: required, the error text")
 	}
 	out := scarFixesOut{Learned: []learnedView{}, Fixes: []fixView{}, Note: fixesNote}
-	// The error as an incident's message would be stored (redacted,
-	// capped), so its fingerprint is the one its incidents and fixes get.
-	text := memory.StoredMessage(in.Error)
-	label, ok := t.a.memory.Guard().Classify(in.Type, in.StatusCode, text)
-	fp := guard.Fingerprint(text)
-	sctx, cancel := t.a.memoryStoreCtx(ctx)
-	defer cancel()
-	limit := t.a.opts.FixesLimit
-	if limit <= 0 {
-		limit = 10000
+	learned, label, ok, aerr := t.a.fixesOf(ctx, tn, in.Error, in.Type, in.StatusCode)
+	if aerr != nil {
+		return scarFixesOut{}, aerr
 	}
-	fixes, err := t.a.store.ListFixes(sctx, store.FixQuery{Workspace: tn.Workspace, Project: tn.Project, Limit: limit})
-	if err != nil {
-		return scarFixesOut{}, t.a.storeAPIError(ctx, "list_fixes", err)
-	}
-	for _, f := range memory.MatchFixes(fixes, label, fp) {
-		m := "pattern"
-		if f.Fingerprint == fp {
-			m = "fingerprint"
-		}
-		out.Learned = append(out.Learned, learnedView{Fix: f, Match: m})
-	}
+	out.Learned = learned
 	if !ok {
 		return out, nil
 	}

@@ -290,7 +290,9 @@ func TestObserve(t *testing.T) {
 		{"CRLF lines", true, strings.ReplaceAll(full, "\n", "\r\n"), wire.Outcome{Final: true, Answer: "Hello world", Usage: used}},
 		{"JSON final", false, `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"cache_creation_input_tokens":400,"cache_read_input_tokens":0,"output_tokens":9}}`,
 			wire.Outcome{Final: true, Answer: "Done.", Usage: wire.Usage{Input: 403, Output: 9, CacheWrite: 400}}},
-		{"JSON tool use", false, `{"type":"message","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}],"stop_reason":"tool_use"}`, wire.Outcome{}},
+		{"JSON tool use", false, `{"type":"message","content":[{"type":"text","text":"Running it."},{"type":"tool_use","id":"t","name":"Bash","input":{}},{"type":"tool_use","id":"u","name":"Bash","input":{}}],"stop_reason":"tool_use"}`, wire.Outcome{Answer: "Running it.", FirstCall: "t"}},
+		{"a streamed tool use", true, strings.Replace(stream("tool_use"), "event: content_block_stop", "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_01\",\"name\":\"Bash\",\"input\":{}}}\n\nevent: content_block_stop", 1),
+			wire.Outcome{Answer: "Hello world", Usage: used, FirstCall: "toolu_01"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

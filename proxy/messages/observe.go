@@ -24,6 +24,7 @@ type observer struct {
 	reason  string // stop_reason
 	excerpt wire.Excerpt
 	counts  wire.AnthropicCounts // of message_start, then message_delta
+	call    string               // id of the first tool_use block
 }
 
 func (o *observer) data(event string, data []byte) {
@@ -49,6 +50,10 @@ func (o *observer) data(event string, data []byte) {
 			o.reason = r.Str
 		}
 		o.counts.Read(res[1])
+	case "content_block_start":
+		if b := gjson.GetBytes(data, "content_block"); o.call == "" && b.Get("type").String() == "tool_use" {
+			o.call = b.Get("id").String()
+		}
 	case "content_block_delta":
 		if d := gjson.GetBytes(data, "delta"); d.Get("type").String() == "text_delta" {
 			o.excerpt.Add(d.Get("text").String())
@@ -69,7 +74,7 @@ func (o *observer) Outcome() wire.Outcome {
 		case !o.stopped:
 			return wire.Outcome{Failure: "stream ended before message_stop", Usage: usage}
 		}
-		return wire.Outcome{Final: o.reason == "end_turn", Answer: string(o.excerpt), Usage: usage}
+		return wire.Outcome{Final: o.reason == "end_turn", Answer: string(o.excerpt), Usage: usage, FirstCall: o.call}
 	}
 	b := o.Capture.Whole()
 	usage := wire.AnthropicUsage(o.Member(b, "usage"))
@@ -77,11 +82,17 @@ func (o *observer) Outcome() wire.Outcome {
 		return wire.Outcome{Usage: usage}
 	}
 	var text wire.Excerpt
+	call := ""
 	gjson.GetBytes(b, "content").ForEach(func(_, c gjson.Result) bool {
-		if c.Get("type").String() == "text" {
+		switch c.Get("type").String() {
+		case "text":
 			text.Add(c.Get("text").String())
+		case "tool_use":
+			if call == "" {
+				call = c.Get("id").String()
+			}
 		}
 		return true
 	})
-	return wire.Outcome{Final: gjson.GetBytes(b, "stop_reason").String() == "end_turn", Answer: string(text), Usage: usage}
+	return wire.Outcome{Final: gjson.GetBytes(b, "stop_reason").String() == "end_turn", Answer: string(text), Usage: usage, FirstCall: call}
 }

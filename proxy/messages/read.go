@@ -51,6 +51,7 @@ func read(body []byte) (*request, error) {
 	}
 	if md := sp[4].Value(body); md.IsObject() {
 		in.User = md.Get("user_id").String()
+		in.Run = claudeSession(in.User)
 	}
 	if sp[5].OK() {
 		in.ToolDefs = sp[5].Raw(body)
@@ -85,6 +86,23 @@ func read(body []byte) (*request, error) {
 	return r, nil
 }
 
+// claudeSession returns the session Claude Code names in
+// metadata.user_id: a JSON object's session_id (Claude Code 2), or what
+// follows "_session_" (earlier versions: user_…_account_…_session_…).
+// "" when it names none.
+func claudeSession(userID string) string {
+	if strings.HasPrefix(userID, "{") {
+		if wire.Valid([]byte(userID)) {
+			return gjson.Get(userID, "session_id").String()
+		}
+		return ""
+	}
+	if _, s, ok := strings.Cut(userID, "_session_"); ok {
+		return s
+	}
+	return ""
+}
+
 // readAssistant reads an assistant message's tool calls, each with the
 // message's text before it (its note).
 func (r *request) readAssistant(m gjson.Result, calls map[string]call) {
@@ -98,8 +116,12 @@ func (r *request) readAssistant(m gjson.Result, calls map[string]call) {
 		case "tool_use":
 			name := b.Get("name").String()
 			if name != "" {
+				id := b.Get("id").String()
 				r.info.Tools = append(r.info.Tools, name)
-				calls[b.Get("id").String()] = call{name: name, args: b.Get("input").Raw, note: note}
+				calls[id] = call{name: name, args: b.Get("input").Raw, note: note}
+				if r.info.Origin == "" {
+					r.info.Origin = id
+				}
 			}
 		}
 		return true
@@ -164,9 +186,11 @@ func toolResult(b gjson.Result, at int, calls map[string]call) (wire.ToolResult,
 	}
 	id := sp[0].Value(raw).String()
 	cl := calls[id]
+	isErr := sp[1].Value(raw)
 	tr := wire.ToolResult{
 		Name:    cl.name,
-		IsError: sp[1].Value(raw).Bool(),
+		IsError: isErr.Bool(),
+		OK:      isErr.Type == gjson.False,
 		At:      at,
 		Raw:     sp[2].Raw(raw),
 		Decode:  resultText,

@@ -13,12 +13,13 @@ const defaultChains = 4096
 // chainState is what a conversation had read up to one response: what a
 // request continuing from that response starts from.
 type chainState struct {
-	goal, key string
-	found     bool // goal is the user's task, not a provisional one
-	tools     []string
-	toolCount int
-	names     map[string]string // call id -> tool name, of the calls the response made
-	tallies   []wire.ToolTally
+	goal, key   string
+	run, origin string // the run's names (wire.Info.Run, Origin)
+	found       bool   // goal is the user's task, not a provisional one
+	tools       []string
+	toolCount   int
+	names       map[string]string // call id -> tool name, of the calls the response made
+	tallies     []wire.ToolTally
 }
 
 // chains remembers chain states by tenant and response id, bounded.

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -31,8 +32,11 @@ type observer struct {
 	failure string
 	calls   map[string]string // call id -> name of the tool calls in the answer
 	called  []string
-	excerpt wire.Excerpt
-	usage   wire.Usage
+	// firstCall is the id of the answer's first tool call: the run's
+	// origin when the conversation had none (see wire.Info.Origin).
+	firstCall string
+	excerpt   wire.Excerpt
+	usage     wire.Usage
 }
 
 func (o *observer) data(event string, data []byte) {
@@ -81,6 +85,9 @@ func (o *observer) item(it gjson.Result) {
 	}
 	o.calls[id] = name
 	o.called = append(o.called, name)
+	if o.firstCall == "" {
+		o.firstCall = id
+	}
 }
 
 // response reads a whole response object: the last event's, or a JSON
@@ -140,7 +147,7 @@ func (o *observer) Outcome() wire.Outcome {
 		return wire.Outcome{Failure: o.failure, Usage: o.usage}
 	}
 	o.remember()
-	return wire.Outcome{Final: len(o.called) == 0, Answer: answer, Usage: o.usage}
+	return wire.Outcome{Final: len(o.called) == 0, Answer: answer, Usage: o.usage, FirstCall: o.firstCall}
 }
 
 // remember keeps the conversation's state after this response.
@@ -157,7 +164,7 @@ func (o *observer) remember() {
 	// The request that continues from this response sends the outputs of
 	// the calls it made: their names are all it needs of them.
 	r.chains.put(r.tenant, o.id, &chainState{
-		goal: in.Goal, found: r.task.Found, key: in.Key, tools: tools,
+		goal: in.Goal, found: r.task.Found, key: in.Key, run: in.Run, origin: cmp.Or(in.Origin, o.firstCall), tools: tools,
 		toolCount: in.ToolCount, names: o.calls, tallies: in.Tallies(),
 	})
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"maps"
 	"strings"
 
@@ -27,7 +28,7 @@ type request struct {
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
-var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier", "tools"}
+var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier", "tools", "prompt_cache_key"}
 
 // read reads a Responses request body: the body is checked (JSON, nesting
 // bounded, no member the proxy reads given twice) in one pass that also
@@ -50,6 +51,8 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 	if id := sp[6].Value(body).String(); id != "" {
 		in.User = id
 	}
+	// Codex CLI keys the provider's cache by its session: one per run.
+	in.Run = sp[8].Value(body).String()
 	r.at.input = sp[3]
 	if prev := sp[4].Value(body).String(); prev != "" {
 		// The earlier items, the first user message among them, live on
@@ -57,7 +60,8 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 		in.Later, r.at.continued = true, true
 		if st := ch.get(tenant, prev); st != nil {
 			r.task = recall.TaskFinder{Goal: st.goal, Found: st.found}
-			in.Goal, in.Key = st.goal, st.key
+			in.Goal, in.Key, in.Origin = st.goal, st.key, st.origin
+			in.Run = cmp.Or(in.Run, st.run)
 			in.Tools = append(in.Tools, st.tools...)
 			in.ToolCount, in.Prior = st.toolCount, st.tallies
 			maps.Copy(r.names, st.names)
@@ -180,6 +184,9 @@ func (r *request) call(id, name string, item gjson.Result, builtin bool) {
 	}
 	r.info.Tools = append(r.info.Tools, name)
 	if id != "" {
+		if r.info.Origin == "" {
+			r.info.Origin = id
+		}
 		r.names[id] = name
 		// The arguments: a function's JSON string, a custom tool's
 		// free-form input, a built-in's action.

@@ -154,13 +154,15 @@ func TestObserve(t *testing.T) {
 		want   wire.Outcome
 	}{
 		{"final answer", true, full, wire.Outcome{Final: true, Answer: "Hello world"}},
-		{"a function call is not final", true, completedStream("resp_2", `{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`), wire.Outcome{}},
+		{"a function call is not final", true, completedStream("resp_2", `{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}`), wire.Outcome{FirstCall: "c"}},
 		{"cut before response.completed", true, full[:strings.Index(full, "event: response.completed")], wire.Outcome{Failure: "stream ended before response.completed"}},
 		{"error event", true, full[:150] + "\n\nevent: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error\",\"param\":null}\n\n", wire.Outcome{Failure: "The server had an error"}},
 		{"response.failed", true, "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"model overloaded\"}}}\n\n", wire.Outcome{Failure: "model overloaded"}},
 		{"response.incomplete", true, "event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"response\":{\"id\":\"r\",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"}}}\n\n", wire.Outcome{Failure: "response incomplete: max_output_tokens"}},
 		{"JSON final", false, `{"id":"resp_3","object":"response","status":"completed","output":[` + textItem + `]}`, wire.Outcome{Final: true, Answer: "Hello world"}},
-		{"JSON function call", false, `{"id":"resp_4","object":"response","status":"completed","output":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`, wire.Outcome{}},
+		{"JSON function call", false, `{"id":"resp_4","object":"response","status":"completed","output":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call","call_id":"d","name":"g","arguments":"{}"}]}`, wire.Outcome{FirstCall: "c"}},
+		{"JSON usage", false, `{"id":"resp_6","object":"response","status":"completed","output":[` + textItem + `],"usage":{"input_tokens":5120,"input_tokens_details":{"cached_tokens":4096},"output_tokens":18,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":5138}}`,
+			wire.Outcome{Final: true, Answer: "Hello world", Usage: wire.Usage{Input: 5120, Output: 18, CacheRead: 4096}}},
 		{"JSON incomplete", false, `{"id":"resp_5","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`, wire.Outcome{Failure: "response incomplete: max_output_tokens"}},
 	}
 	for _, tt := range tests {

@@ -25,6 +25,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+
+	"github.com/scarproxy/scarproxy/recall"
 )
 
 // Format is one wire format.
@@ -86,6 +88,20 @@ type Info struct {
 	// assistant turn, or a previous_response_id): it is not its
 	// conversation's first.
 	Later bool
+	// Run names the agent's run of the conversation as the agent itself
+	// says it (Claude Code's session in metadata.user_id, Codex CLI's
+	// prompt_cache_key): two runs of one task are two conversations. ""
+	// when the body says nothing.
+	Run string
+	// Origin names the run by its history when the agent does not: the id
+	// of the first tool call in it (call ids are unique to a run and sent
+	// again verbatim on every turn). "" when the history holds no call, as
+	// on a run's first request.
+	Origin string
+	// RunKey is Key with the run: what names the conversation in memory
+	// (recall, capture, X-Scar-Conversation). The pipeline sets it (see
+	// [RunKey]); "" means Key.
+	RunKey string
 
 	Tools     []string // names of the tools the assistant called, in order
 	ToolCount int      // tool results in the conversation
@@ -102,6 +118,25 @@ type Info struct {
 	ToolDefs []byte
 }
 
+// ConversationKey is the key that names the request's conversation in
+// memory: RunKey, else Key.
+func (in *Info) ConversationKey() string {
+	if in.RunKey != "" {
+		return in.RunKey
+	}
+	return in.Key
+}
+
+// RunKey returns the key of one run of the conversation whose key is
+// key: key itself when run is "" (or key is), else a hash of both in
+// the same "conv:" form.
+func RunKey(key, run string) string {
+	if key == "" || run == "" {
+		return key
+	}
+	return recall.ConversationKey(key, run)
+}
+
 // UsedTools reports whether the conversation called at least one tool.
 func (in *Info) UsedTools() bool { return len(in.Tools) > 0 || in.ToolCount > 0 }
 
@@ -110,6 +145,7 @@ type ToolResult struct {
 	Key     string // names the result for deduplication: "call:" + call id, or "hash:" + a content hash
 	Name    string // the tool's name, when known
 	IsError bool   // the API itself marks the result as an error (Anthropic's is_error, an MCP call's error)
+	OK      bool   // the API itself marks the result as a success (Anthropic's is_error: false)
 	Failed  bool   // the verdict, set by the pipeline
 	At      int    // where the result is in the request, in the format's own terms
 	// Raw is the result's content as it stands in the body, decoded by
@@ -162,6 +198,10 @@ type Outcome struct {
 	// Usage is what the provider said the answer cost, zero when it did
 	// not say.
 	Usage Usage
+	// FirstCall is the id of the answer's first tool call, "" when it
+	// calls none: on a run's first request, the name of the run its later
+	// requests will carry (see Info.Origin).
+	FirstCall string
 }
 
 // Error is an error the proxy answers itself. Type and Code follow
