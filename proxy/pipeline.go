@@ -304,9 +304,11 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 	readErr, gone := upstream.Deliver(c.Response(), ctx, a, obs.Write)
 	out := obs.Outcome()
 	if ex.unnamedRun && out.FirstCall != "" && ex.tenant.Session == conversationOf(info) {
-		// What follows belongs to the run the answer started.
+		// What follows (usage, a failure of the stream, the access line
+		// and the span) belongs to the run the answer started.
 		info.RunKey = wire.RunKey(info.Key, out.FirstCall)
 		t.Session = conversationOf(info)
+		ex.tenant.Session = t.Session
 	}
 	// What the provider said it billed counts, whoever cut the answer.
 	s.memory.CountUsage(t, prov, info.Model, out.Usage)
