@@ -25,12 +25,12 @@ type observer struct {
 
 // answer is what the chunks of an answer said.
 type answer struct {
-	errMsg   string // an error chunk's message
-	reason   string // the candidate's finishReason, once given
-	blocked  bool   // the prompt was blocked (promptFeedback.blockReason): no candidate comes
-	calls    bool   // the answer calls a function
-	excerpt  wire.Excerpt
-	usage    wire.Usage // of the last usageMetadata
+	errMsg  string // an error chunk's message
+	reason  string // the candidate's finishReason, once given
+	blocked bool   // the prompt was blocked (promptFeedback.blockReason): no candidate comes
+	calls   bool   // the answer calls a function
+	excerpt wire.Excerpt
+	usage   wire.Usage // of the last usageMetadata
 }
 
 func (o *observer) data(_ string, data []byte) {
