@@ -46,7 +46,7 @@ func unplace(out []byte, p wire.Placement) []byte {
 // request back.
 func TestInjectTurnAgents(t *testing.T) {
 	p := turnPlacement()
-	for _, name := range []string{"gemini-cli-turn1", "gemini-cli-turn2", "gemini-cli-turn3"} {
+	for _, name := range []string{"gemini-cli-turn1", "gemini-cli-turn2", "gemini-cli-turn3", "gemini-cli-loop-stop", "gemini-cli-loop-fix"} {
 		t.Run(name, func(t *testing.T) {
 			body := agentBody(t, name)
 			out := injectAtPath(t, body, p)
