@@ -264,18 +264,29 @@ func (b *callBook) answer(id, name string) (*call, bool) {
 }
 
 // partsText is the text of a content's parts: their "text" strings
-// joined by newlines, thoughts left out.
+// joined by newlines, thoughts left out. The text of a single part (the
+// Gemini CLI's system instruction, tens of KB) is not copied again.
 func partsText(ps gjson.Result) string {
+	var first string
 	var sb strings.Builder
+	n := 0
 	ps.ForEach(func(_, part gjson.Result) bool {
 		if t := part.Get("text"); t.Type == gjson.String && !part.Get("thought").Bool() {
-			if sb.Len() > 0 {
-				sb.WriteByte('\n')
+			switch n++; n {
+			case 1:
+				first = t.Str
+				return true
+			case 2:
+				sb.WriteString(first)
 			}
+			sb.WriteByte('\n')
 			sb.WriteString(t.Str)
 		}
 		return true
 	})
+	if n < 2 {
+		return first
+	}
 	return sb.String()
 }
 
