@@ -245,7 +245,7 @@ func target(method, escaped string, tenantForm bool) (api, path string, aerr *ap
 			path = rest
 		}
 	}
-	for _, seg := range strings.Split(rest, "/") {
+	for seg := range strings.SplitSeq(rest, "/") {
 		if unsafeSegment(seg) {
 			return api, "", errBadRequest("bad request path: dot segments (plain or encoded), backslashes and bad escapes are not allowed")
 		}
