@@ -146,19 +146,17 @@ func (r *request) readUser(c gjson.Result, at int, calls *callBook, base int, bo
 	var text []string
 	pv.ForEach(func(j, part gjson.Result) bool {
 		p.end = base + part.Index + len(part.Raw)
-		t := part.Get("text")
-		if t.Type != gjson.String || !isFrame(part) {
+		v := viewPart(part)
+		if v.text.Type != gjson.String || !isFrame(part.Raw, v.text) {
 			p.keep, p.elems = p.end, true
 		}
 		switch {
-		case t.Type == gjson.String:
-			if !part.Get("thought").Bool() {
-				text = append(text, t.Str)
+		case v.text.Type == gjson.String:
+			if !v.thought {
+				text = append(text, v.text.Str)
 			}
-		case part.Get("functionResponse").IsObject():
-			r.toolResult(part.Get("functionResponse"), at, int(j.Int()), calls)
-		case part.Get("function_response").IsObject():
-			r.toolResult(part.Get("function_response"), at, int(j.Int()), calls)
+		case v.response.IsObject():
+			r.toolResult(v.response, at, int(j.Int()), calls)
 		}
 		return true
 	})
@@ -169,12 +167,62 @@ func (r *request) readUser(c gjson.Result, at int, calls *callBook, base int, bo
 	return p
 }
 
+// part is what the proxy reads of a part, in one pass over its members
+// (of a member given twice, the first): its text, whether it is a
+// thought, its function response (by its JSON name, else its proto name).
+type part struct {
+	text, response gjson.Result
+	thought        bool
+}
+
+func viewPart(p gjson.Result) part {
+	var v part
+	var seen uint8
+	var protoResponse gjson.Result
+	p.ForEach(func(k, val gjson.Result) bool {
+		switch k.Str {
+		case "text":
+			if seen&1 == 0 {
+				v.text, seen = val, seen|1
+			}
+		case "thought":
+			if seen&2 == 0 {
+				v.thought, seen = val.Bool(), seen|2
+			}
+		case "functionResponse":
+			if seen&4 == 0 {
+				v.response, seen = val, seen|4
+			}
+		case "function_response":
+			if seen&8 == 0 {
+				protoResponse, seen = val, seen|8
+			}
+		}
+		return true
+	})
+	if !v.response.IsObject() {
+		v.response = protoResponse
+	}
+	return v
+}
+
 // toolResult reads a function response, part j of the content at.
 func (r *request) toolResult(fr gjson.Result, at, j int, calls *callBook) {
 	in := &r.info
-	id := fr.Get("id").String()
-	name := fr.Get("name").String()
-	resp := fr.Get("response")
+	var id, name string
+	var resp gjson.Result
+	var seen uint8
+	fr.ForEach(func(k, v gjson.Result) bool {
+		switch {
+		case k.Str == "id" && seen&1 == 0:
+			id, seen = v.String(), seen|1
+		case k.Str == "name" && seen&2 == 0:
+			name, seen = v.String(), seen|2
+		case k.Str == "response" && seen&4 == 0:
+			resp, seen = v, seen|4
+		}
+		return true
+	})
 	tr := wire.ToolResult{
 		Name:    name,
 		IsError: failedResponse(resp),
@@ -270,8 +318,9 @@ func partsText(ps gjson.Result) string {
 	var first string
 	var sb strings.Builder
 	n := 0
-	ps.ForEach(func(_, part gjson.Result) bool {
-		if t := part.Get("text"); t.Type == gjson.String && !part.Get("thought").Bool() {
+	ps.ForEach(func(_, p gjson.Result) bool {
+		if v := viewPart(p); v.text.Type == gjson.String && !v.thought {
+			t := v.text
 			switch n++; n {
 			case 1:
 				first = t.Str
@@ -353,13 +402,8 @@ func spanOf(v gjson.Result, base int, body []byte) wire.Span {
 // frameOpen is how a frame of the proxy's opens in a JSON string.
 var frameOpen = strings.TrimSuffix(string(wire.AppendJSONString(nil, wire.FrameStart+"\n"+wire.FrameNote+"\n")), `"`)
 
-// isFrame reports whether part, a text part, is a frame of the proxy's
-// that holds only blocks. Only a part that holds the frame's opening is
-// decoded.
-func isFrame(part gjson.Result) bool {
-	if !strings.Contains(part.Raw, frameOpen) {
-		return false
-	}
-	t := part.Get("text")
-	return strings.HasPrefix(t.Raw, frameOpen) && strings.TrimSpace(wire.StripFramed(t.Str)) == ""
+// isFrame reports whether a text part (raw, whose text is t) is a frame
+// of the proxy's that holds only blocks.
+func isFrame(raw string, t gjson.Result) bool {
+	return strings.Contains(raw, frameOpen) && strings.HasPrefix(t.Raw, frameOpen) && strings.TrimSpace(wire.StripFramed(t.Str)) == ""
 }
