@@ -92,7 +92,8 @@ type Server struct {
 	bodies  *body.Reader // request bodies, bounded one by one and in all
 	metrics *metrics
 	// The wire formats of the rewritten routes; chat and responses
-	// remember conversations between turns.
+	// remember conversations between turns, gemini the system
+	// instructions it read lately.
 	chat, responses, messages, gemini wire.Format
 	formats                           map[string]wire.Format // by API name (providers.API*)
 	placeInSystem                     bool                   // guard.placement: system

@@ -42,11 +42,15 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
-// Format is the Gemini format; it keeps no state between requests.
-type Format struct{}
+// Format is the Gemini format. It remembers the text of the system
+// instructions it read lately (see systemMemo): make one per server with
+// [New].
+type Format struct {
+	systems *systemMemo
+}
 
-// New returns the format.
-func New() *Format { return &Format{} }
+// New returns the format with an empty memory.
+func New() *Format { return &Format{systems: newSystemMemo()} }
 
 // Name implements [wire.Format].
 func (*Format) Name() string { return "gemini" }
@@ -54,7 +58,9 @@ func (*Format) Name() string { return "gemini" }
 // Read implements [wire.Format]: the model and the method are read from
 // r.Path; a path that is not a generateContent or streamGenerateContent
 // call is refused.
-func (*Format) Read(body []byte, r wire.Route) (wire.Request, error) { return read(body, r.Path) }
+func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
+	return read(body, r.Path, f.systems)
+}
 
 // Error implements [wire.Format]: Google's error shape.
 func (*Format) Error(e wire.Error) []byte { return ErrorBody(e) }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,7 +41,7 @@ const cliTurn = `{"contents":[
 
 func readAt(t testing.TB, path, body string) *request {
 	t.Helper()
-	r, err := read([]byte(body), path)
+	r, err := read([]byte(body), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestReadRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := read([]byte(tt.body), tt.path)
+			_, err := read([]byte(tt.body), tt.path, nil)
 			var dup *wire.DuplicateKeyError
 			var je *wire.JSONError
 			if err == nil || errors.As(err, &dup) != tt.dup || errors.As(err, &je) != tt.json {
@@ -273,7 +275,7 @@ func FuzzInject(f *testing.F) {
 	f.Add(`{"contents":[{"parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"{"}]}]}`, true)
 	f.Add(`{"contents":[{"role":"user","parts":[ ]},{"role":"user","parts":[{"text":""}]}],"toolConfig":{"functionCallingConfig":{}}}`, true)
 	f.Fuzz(func(t *testing.T, body string, withBlocks bool) {
-		r, err := read([]byte(body), jsonPath)
+		r, err := read([]byte(body), jsonPath, nil)
 		if err != nil {
 			return
 		}
@@ -329,19 +331,22 @@ func FuzzInject(f *testing.F) {
 }
 
 // FuzzRead: any body reads without a panic, and one that reads reads the
-// same twice.
+// same twice, and the same through the memory of system instructions
+// (whose threshold the fuzzer's bodies may pass with a long text).
 func FuzzRead(f *testing.F) {
 	f.Add(cliTurn)
 	f.Add(`{"contents":{"role":"user"}}`)
 	f.Add(`{"contents":[{"role":"function","parts":[{"functionResponse":{"id":"a"}}]}]}`)
+	f.Add(`{"systemInstruction":{"parts":[{"text":"` + strings.Repeat(`a"b`, 400) + `"}]},"contents":[]}`)
+	memo := newSystemMemo()
 	f.Fuzz(func(t *testing.T, body string) {
-		a, err := read([]byte(body), streamPath)
+		a, err := read([]byte(body), streamPath, nil)
 		if err != nil {
 			return
 		}
-		b, _ := read([]byte(body), streamPath)
+		b, _ := read([]byte(body), streamPath, memo)
 		x, y := a.Info(), b.Info()
-		if x.Goal != y.Goal || x.Key != y.Key || x.ToolCount != y.ToolCount || len(x.ToolResults) != len(y.ToolResults) {
+		if x.Goal != y.Goal || x.Key != y.Key || x.System != y.System || x.ToolCount != y.ToolCount || len(x.ToolResults) != len(y.ToolResults) {
 			t.Fatalf("two readings differ: %+v, %+v", x, y)
 		}
 		for i := range x.ToolResults {
@@ -477,6 +482,41 @@ func TestErrorShapes(t *testing.T) {
 	}
 }
 
+// TestSystemMemo: the memory of system instructions gives what decoding
+// gives, only for the same bytes, within its bounds.
+func TestSystemMemo(t *testing.T) {
+	m := newSystemMemo()
+	body := agentBody(t, "gemini-cli-turn3")
+	sp, err := wire.Members(body, "systemInstruction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := sp[0].Raw(body)
+	want := systemText(raw)
+	if len(raw) < memoMinBytes || m.text(raw) != want || m.text(bytes.Clone(raw)) != want || len(m.entries) != 1 {
+		t.Fatalf("the CLI's system instruction: %d entries", len(m.entries))
+	}
+	// Another value under the same key is not taken for it.
+	other := bytes.Replace(raw, []byte("Gemini CLI"), []byte("Gemini XYZ"), 1)
+	m.add(maphash.Bytes(m.seed, other), memoText{raw: raw, text: "wrong"})
+	if got := m.text(other); got != systemText(other) || got == "wrong" {
+		t.Fatalf("another system instruction read as %.40q", got)
+	}
+	// Bounded in entries (and so in bytes, here).
+	for i := range 2 * memoEntries {
+		v := []byte(`{"parts":[{"text":"` + strings.Repeat("x", memoMinBytes) + strconv.Itoa(i) + `"}]}`)
+		if got := m.text(v); got != systemText(v) {
+			t.Fatal("a remembered text differs")
+		}
+	}
+	if len(m.entries) != memoEntries || len(m.order) != memoEntries || m.bytes > memoMaxBytes {
+		t.Fatalf("%d entries, %d in order, %d bytes", len(m.entries), len(m.order), m.bytes)
+	}
+	if r, err := New().Read(body, wire.Route{Path: streamPath}); err != nil || r.Info().System != want {
+		t.Fatalf("the format reads %v", err)
+	}
+}
+
 func agentBody(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "agents", name+".json"))
@@ -543,15 +583,25 @@ func injectAtPath(t testing.TB, body []byte, p wire.Placement) []byte {
 	return out
 }
 
-// BenchmarkRead reads the Gemini CLI's third turn as captured (47 KB).
+// BenchmarkRead reads the Gemini CLI's third turn as captured (47 KB, 30
+// of them its system instruction): with a system instruction the format
+// has not seen, and with one it has (every turn of a conversation but
+// the first).
 func BenchmarkRead(b *testing.B) {
 	body := agentBody(b, "gemini-cli-turn3")
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := read(body, streamPath); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name string
+		memo *systemMemo
+	}{{"first", nil}, {"again", newSystemMemo()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := read(body, streamPath, bc.memo); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -560,7 +610,7 @@ func BenchmarkRead(b *testing.B) {
 func BenchmarkInject(b *testing.B) {
 	body := agentBody(b, "gemini-cli-turn3")
 	g, rc := agenttest.BlockParts()
-	r, err := read(body, streamPath)
+	r, err := read(body, streamPath, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -585,17 +635,19 @@ func BenchmarkInject(b *testing.B) {
 }
 
 // BenchmarkReadInject is what the format costs a request: reading the
-// Gemini CLI's third turn and placing a guard in it (guard.placement:
-// turn), as BenchmarkReadInject of proxy/messages does for Claude Code's.
+// Gemini CLI's third turn (its system instruction seen before) and
+// placing a guard in it (guard.placement: turn), as BenchmarkReadInject
+// of proxy/messages does for Claude Code's.
 func BenchmarkReadInject(b *testing.B) {
 	body := agentBody(b, "gemini-cli-turn3")
 	g, rc := agenttest.BlockParts()
 	p := wire.Placement{Turn: []wire.Block{wire.NewBlock(g)}, Recall: wire.NewBlock(rc)}
 	dst := make([]byte, 0, 2*len(body))
+	memo := newSystemMemo()
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := read(body, streamPath)
+		r, err := read(body, streamPath, memo)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -71,8 +71,9 @@ func ParsePath(path string) (model, method string, err error) {
 // read reads a request body that came by path: the body is checked
 // (JSON, nesting bounded, no member the proxy reads given twice) in one
 // pass that also locates the top-level members; the contents are then
-// read with gjson from their span.
-func read(body []byte, path string) (*request, error) {
+// read with gjson from their span, and the system instruction's text
+// comes from systems when it holds it (nil: decoded every time).
+func read(body []byte, path string, systems *systemMemo) (*request, error) {
 	model, method, err := ParsePath(path)
 	if err != nil {
 		return nil, err
@@ -90,8 +91,8 @@ func read(body []byte, path string) (*request, error) {
 	}
 	in := &r.info
 	in.Model, in.Stream = model, method == MethodStream
-	if sys := r.system.Value(body); sys.IsObject() {
-		in.System = partsText(sys.Get("parts"))
+	if raw := r.system.Raw(body); raw != nil {
+		in.System = systems.text(raw)
 	}
 	if sp[3].OK() {
 		in.ToolDefs = sp[3].Raw(body)
