@@ -1,7 +1,7 @@
 // Package providers holds scarproxy's upstreams: an OpenAI-compatible HTTP
 // provider (OpenAI, vLLM, Ollama, OpenRouter, LM Studio...), an Anthropic
-// HTTP provider, and the offline mock provider for demos and tests (built
-// from package providers/mock).
+// HTTP provider, a Gemini API provider, and the offline mock provider for
+// demos and tests (built from package providers/mock).
 //
 // # Model
 //
@@ -14,10 +14,10 @@
 //
 // # APIs
 //
-// Each provider serves some of the three wire APIs the proxy speaks
-// ([APIChat], [APIResponses], [APIMessages]); the [Router] only sends a
-// request to a provider that serves its API. The provider never translates
-// one API into another.
+// Each provider serves some of the four wire APIs the proxy speaks
+// ([APIChat], [APIResponses], [APIMessages], [APIGemini]); the [Router]
+// only sends a request to a provider that serves its API. The provider
+// never translates one API into another.
 //
 // # Imports
 //
@@ -41,34 +41,46 @@ import (
 const (
 	TypeOpenAI    = "openai"
 	TypeAnthropic = "anthropic"
+	TypeGemini    = "gemini"
 	TypeMock      = "mock"
 )
 
-// APIs, named as in Config.APIs. Each is one POST path under the API root.
+// APIs, named as in Config.APIs. Each is one POST path under the API root,
+// but the Gemini API's, whose paths name the version, the model and the
+// method.
 const (
 	APIChat      = "chat"      // POST /chat/completions (OpenAI Chat Completions)
 	APIResponses = "responses" // POST /responses (OpenAI Responses)
 	APIMessages  = "messages"  // POST /messages (Anthropic Messages)
+	APIGemini    = "gemini"    // POST /v1beta/models/{model}:generateContent and :streamGenerateContent (Gemini API)
 )
+
+// DefaultGeminiBaseURL is the API root of a provider of type gemini that
+// names none: the Gemini API's host, below which every path names its
+// version (/v1beta/models/...).
+const DefaultGeminiBaseURL = "https://generativelanguage.googleapis.com"
 
 // AnthropicVersion is the anthropic-version header an anthropic provider
 // sends when the client sent none.
 const AnthropicVersion = "2023-06-01"
 
 // apiBits maps API names to bits of Provider.apis.
-var apiBits = map[string]uint8{APIChat: 1, APIResponses: 2, APIMessages: 4}
+var apiBits = map[string]uint8{APIChat: 1, APIResponses: 2, APIMessages: 4, APIGemini: 8}
 
 // DefaultAPIs returns the APIs a provider of type typ serves when its
 // configuration lists none: chat and responses for openai, messages for
-// anthropic, all three for mock. The slice is new on every call.
+// anthropic, gemini for gemini, all four for mock. The slice is new on
+// every call.
 func DefaultAPIs(typ string) []string {
 	switch typ {
 	case TypeOpenAI:
 		return []string{APIChat, APIResponses}
 	case TypeAnthropic:
 		return []string{APIMessages}
+	case TypeGemini:
+		return []string{APIGemini}
 	case TypeMock:
-		return []string{APIChat, APIResponses, APIMessages}
+		return []string{APIChat, APIResponses, APIMessages, APIGemini}
 	}
 	return nil
 }
@@ -78,22 +90,28 @@ type Config struct {
 	// Name identifies the provider in logs, metrics, incidents and fallbacks.
 	Name string `yaml:"name"`
 	// Type is "openai" (any OpenAI-compatible HTTP server), "anthropic"
-	// (the Anthropic API or a compatible server) or "mock".
+	// (the Anthropic API or a compatible server), "gemini" (the Gemini
+	// API) or "mock".
 	Type string `yaml:"type"`
 	// BaseURL is the API root, e.g. https://api.openai.com/v1 or
-	// https://api.anthropic.com/v1. Required for openai and anthropic.
+	// https://api.anthropic.com/v1. Required for openai and anthropic;
+	// for gemini it defaults to [DefaultGeminiBaseURL], the host alone
+	// (the Gemini API's paths name their version).
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the provider's key.
-	// With a key, the provider drops the client's credentials (Authorization,
-	// Api-Key, X-Api-Key, Cookie) and sends its own: "Authorization: Bearer"
-	// for openai, "x-api-key" for anthropic. When empty (or the variable is
-	// unset) the client's credential headers are passed through, except in
-	// gateway mode where the proxy drops them.
+	// With a key, the provider drops the client's credentials (the
+	// Authorization, Api-Key, X-Api-Key, X-Goog-Api-Key and Cookie
+	// headers, and "key" query parameters) and sends its own:
+	// "Authorization: Bearer" for openai, "x-api-key" for anthropic,
+	// "x-goog-api-key" for gemini. When empty (or the variable is unset)
+	// the client's credentials are passed through, except in gateway mode
+	// where the proxy drops them.
 	APIKeyEnv string `yaml:"api_key_env"`
 	// APIs lists the wire APIs the provider serves: "chat", "responses",
-	// "messages". Empty means the type's default (see [DefaultAPIs]): chat
-	// and responses for openai, messages for anthropic, all for mock.
-	// Requests of other APIs are never routed to it.
+	// "messages", "gemini". Empty means the type's default (see
+	// [DefaultAPIs]): chat and responses for openai, messages for
+	// anthropic, gemini for gemini, all for mock. Requests of other APIs
+	// are never routed to it.
 	APIs []string `yaml:"apis"`
 	// Models lists glob patterns (path.Match syntax, e.g. "gpt-4o*") of the
 	// models routed to this provider. Empty means the provider serves any
@@ -157,8 +175,11 @@ func (c Config) Validate(prefix string) error {
 		return fmt.Errorf("%s.name: required", prefix)
 	}
 	switch c.Type {
-	case TypeOpenAI, TypeAnthropic:
+	case TypeOpenAI, TypeAnthropic, TypeGemini:
 		if c.BaseURL == "" {
+			if c.Type == TypeGemini {
+				break
+			}
 			return fmt.Errorf("%s.base_url: required for type %s", prefix, c.Type)
 		}
 		u, err := url.Parse(c.BaseURL)
@@ -167,13 +188,13 @@ func (c Config) Validate(prefix string) error {
 		}
 	case TypeMock:
 	case "":
-		return fmt.Errorf("%s.type: required (openai, anthropic or mock)", prefix)
+		return fmt.Errorf("%s.type: required (openai, anthropic, gemini or mock)", prefix)
 	default:
-		return fmt.Errorf("%s.type: %q is not openai, anthropic or mock", prefix, c.Type)
+		return fmt.Errorf("%s.type: %q is not openai, anthropic, gemini or mock", prefix, c.Type)
 	}
 	for i, a := range c.APIs {
 		if _, ok := apiBits[a]; !ok {
-			return fmt.Errorf("%s.apis[%d]: %q is not chat, responses or messages", prefix, i, a)
+			return fmt.Errorf("%s.apis[%d]: %q is not chat, responses, messages or gemini", prefix, i, a)
 		}
 	}
 	for i, m := range c.Models {
@@ -222,7 +243,11 @@ func New(cfg Config, getenv func(string) string) (*Provider, error) {
 	switch cfg.Type {
 	case TypeMock:
 		p.rt = mock.New()
-	case TypeOpenAI, TypeAnthropic:
+	case TypeOpenAI, TypeAnthropic, TypeGemini:
+		if cfg.BaseURL == "" {
+			cfg.BaseURL = DefaultGeminiBaseURL // only gemini may name none
+			p.cfg.BaseURL = cfg.BaseURL
+		}
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: base_url: %w", cfg.Name, err)
@@ -278,15 +303,40 @@ func (p *Provider) Serves(model string) bool {
 
 // Client credential headers a provider with its own key drops: a gateway
 // holding the provider key must not leak the client's credentials upstream.
-var clientCredentials = []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+var clientCredentials = []string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie"}
+
+// DropQueryKey returns the escaped query raw without its "key" parameters
+// (where a Gemini API client may put its key); the other parameters keep
+// their bytes and order, and a query without one is raw itself.
+func DropQueryKey(raw string) string {
+	if !strings.Contains(raw, "key") && !strings.Contains(raw, "%") {
+		return raw
+	}
+	var kept []string
+	dropped := false
+	for param := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(param, "=")
+		if n, err := url.QueryUnescape(name); name == "key" || err == nil && n == "key" {
+			dropped = true
+			continue
+		}
+		kept = append(kept, param)
+	}
+	if !dropped {
+		return raw
+	}
+	return strings.Join(kept, "&")
+}
 
 // RoundTrip sends req to the provider. req.URL.Path must be relative to the
-// API root ("/chat/completions"); the query is kept. When the provider has
-// a key, it replaces the client's credential headers with its own
-// (Authorization: Bearer for openai and mock, x-api-key for anthropic);
-// without one they pass through untouched. An anthropic provider also sets
-// anthropic-version to [AnthropicVersion] when the client sent none.
-// req is modified.
+// API root ("/chat/completions"; a gemini provider's root is its host, and
+// the path names the version: "/v1beta/models/m:generateContent"); the
+// query is kept. When the provider has a key, it replaces the client's
+// credentials (headers, and "key" query parameters) with its own
+// (Authorization: Bearer for openai and mock, x-api-key for anthropic,
+// x-goog-api-key for gemini); without one they pass through untouched. An
+// anthropic provider also sets anthropic-version to [AnthropicVersion]
+// when the client sent none. req is modified.
 func (p *Provider) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.base != nil {
 		rel := req.URL
@@ -307,9 +357,13 @@ func (p *Provider) RoundTrip(req *http.Request) (*http.Response, error) {
 		for _, h := range clientCredentials {
 			req.Header.Del(h)
 		}
-		if p.cfg.Type == TypeAnthropic {
+		req.URL.RawQuery = DropQueryKey(req.URL.RawQuery)
+		switch p.cfg.Type {
+		case TypeAnthropic:
 			req.Header.Set("X-Api-Key", p.apiKey)
-		} else {
+		case TypeGemini:
+			req.Header.Set("X-Goog-Api-Key", p.apiKey)
+		default:
 			req.Header.Set("Authorization", "Bearer "+p.apiKey)
 		}
 	}

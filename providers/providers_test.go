@@ -100,9 +100,10 @@ func TestRouter(t *testing.T) {
 		{"bad type", []Config{{Name: "a", Type: "grpc"}}, "providers[0].type"},
 		{"bad url", []Config{{Name: "a", Type: TypeOpenAI, BaseURL: "ftp://x"}}, "providers[0].base_url"},
 		{"bad glob", []Config{{Name: "a", Type: TypeMock, Models: []string{"gpt-["}}}, "providers[0].models[0]"},
-		{"unknown api", []Config{{Name: "a", Type: TypeMock, APIs: []string{"chat", "embeddings"}}}, `providers[0].apis[1]: "embeddings" is not chat, responses or messages`},
+		{"unknown api", []Config{{Name: "a", Type: TypeMock, APIs: []string{"chat", "embeddings"}}}, `providers[0].apis[1]: "embeddings" is not chat, responses, messages or gemini`},
 		{"anthropic without url", []Config{{Name: "a", Type: TypeAnthropic}}, "providers[0].base_url: required for type anthropic"},
 		{"anthropic bad url", []Config{{Name: "a", Type: TypeAnthropic, BaseURL: "api.anthropic.com"}}, "providers[0].base_url"},
+		{"gemini bad url", []Config{{Name: "g", Type: TypeGemini, BaseURL: "generativelanguage.googleapis.com"}}, "providers[0].base_url"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,7 +131,8 @@ func TestDefaultAPIs(t *testing.T) {
 	}{
 		{"openai", Config{Name: "o", Type: TypeOpenAI, BaseURL: "http://o/v1"}, map[string]bool{APIChat: true, APIResponses: true}},
 		{"anthropic", Config{Name: "a", Type: TypeAnthropic, BaseURL: "http://a/v1"}, map[string]bool{APIMessages: true}},
-		{"mock", Config{Name: "m", Type: TypeMock}, map[string]bool{APIChat: true, APIResponses: true, APIMessages: true}},
+		{"gemini", Config{Name: "g", Type: TypeGemini}, map[string]bool{APIGemini: true}},
+		{"mock", Config{Name: "m", Type: TypeMock}, map[string]bool{APIChat: true, APIResponses: true, APIMessages: true, APIGemini: true}},
 		{"listed", Config{Name: "o", Type: TypeOpenAI, BaseURL: "http://o/v1", APIs: []string{APIMessages}}, map[string]bool{APIMessages: true}},
 	}
 	for _, tc := range tests {
@@ -139,7 +141,7 @@ func TestDefaultAPIs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, api := range []string{APIChat, APIResponses, APIMessages, "embeddings", ""} {
+			for _, api := range []string{APIChat, APIResponses, APIMessages, APIGemini, "embeddings", ""} {
 				if got := p.ServesAPI(api); got != tc.want[api] {
 					t.Errorf("ServesAPI(%q) = %v, want %v", api, got, tc.want[api])
 				}
@@ -329,5 +331,77 @@ func TestAnthropicProviderJoinsURL(t *testing.T) {
 	res.Body.Close()
 	if gotPath != "/v1/messages" || gotQuery != "beta=true" {
 		t.Fatalf("upstream saw %s ?%s", gotPath, gotQuery)
+	}
+}
+
+// TestGeminiProvider: a provider of type gemini sends the Gemini API's
+// paths below its host, with its key as x-goog-api-key in place of the
+// client's (header or "key" parameter); without a key of its own the
+// client's pass through.
+func TestGeminiProvider(t *testing.T) {
+	var mu sync.Mutex
+	var got *http.Request
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Clone(context.Background())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(up.Close)
+	for _, tc := range []struct {
+		name, key string
+		wantKey   string // x-goog-api-key upstream
+		wantQuery string
+	}{
+		{"with key", "provider-key", "provider-key", "alt=sse&x=%6Bey"},
+		{"without key", "", "client-key", "alt=sse&key=client-query-key&x=%6Bey"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"GEMINI_API_KEY": tc.key}
+			p, err := New(Config{Name: "g", Type: TypeGemini, BaseURL: up.URL, APIKeyEnv: "GEMINI_API_KEY"}, func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodPost, "http://ignored/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=client-query-key&x=%6Bey", strings.NewReader("{}"))
+			req.Header.Set("X-Goog-Api-Key", "client-key")
+			req.Header.Set("Authorization", "Bearer client-token")
+			res, err := p.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if got.URL.Path != "/v1beta/models/gemini-2.5-flash:streamGenerateContent" || got.URL.RawQuery != tc.wantQuery {
+				t.Errorf("sent to %s?%s", got.URL.Path, got.URL.RawQuery)
+			}
+			if k := got.Header.Values("X-Goog-Api-Key"); len(k) != 1 || k[0] != tc.wantKey {
+				t.Errorf("x-goog-api-key %q, want %q", k, tc.wantKey)
+			}
+			if a := got.Header.Get("Authorization"); (tc.key != "") == (a != "") {
+				t.Errorf("Authorization %q", a)
+			}
+		})
+	}
+	p, err := New(Config{Name: "g", Type: TypeGemini}, nil)
+	if err != nil || p.Config().BaseURL != DefaultGeminiBaseURL || !p.ServesAPI(APIGemini) || p.ServesAPI(APIChat) {
+		t.Fatalf("a gemini provider without base_url: %v, %+v", err, p.Config())
+	}
+}
+
+func TestDropQueryKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                      "",
+		"alt=sse":               "alt=sse",
+		"key=k":                 "",
+		"alt=sse&key=k":         "alt=sse",
+		"key=k&alt=sse&key=k2":  "alt=sse",
+		"%6Bey=k&alt=sse":       "alt=sse",
+		"keys=1&monkey=2&a=%20": "keys=1&monkey=2&a=%20",
+		"key":                   "",
+	} {
+		if got := DropQueryKey(in); got != want {
+			t.Errorf("DropQueryKey(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

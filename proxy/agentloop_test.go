@@ -17,8 +17,8 @@ import (
 )
 
 // TestRealAgentLoopIsStopped replays requests that real agents (Claude
-// Code, qwen-code, Codex CLI with gpt-5.5's exec_command and with its
-// default model's code-mode exec tool) sent through scarproxy in front of
+// Code, qwen-code, the Gemini CLI, Codex CLI with gpt-5.5's exec_command
+// and with its default model's code-mode exec tool) sent through scarproxy in front of
 // the mock's scripted loop (a "cat config/settings.json" that fails until
 // the STOP block appears, then a call that creates the file), captured as
 // they were in each format's testdata/agents:
@@ -57,6 +57,13 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 		{
 			name: "qwen code", path: "/v1/chat/completions", dir: "chat/testdata/agents/qwen",
 			system: "messages.@reverse.0.content.@reverse.0.text", // a part after the newest tool result's
+			tool:   "run_shell_command",
+			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
+				`"description":"Create settings"}`,
+		},
+		{
+			name: "gemini cli", path: "/v1beta/models/gemini-3.1-pro-preview:streamGenerateContent?alt=sse", dir: "gemini/testdata/agents/gemini-cli",
+			system: "contents.@reverse.0.parts.@reverse.0.text", // a text part after the newest function response
 			tool:   "run_shell_command",
 			fixCall: `{"command":"mkdir -p config && echo '{\"port\":8080}' > config/settings.json",` +
 				`"description":"Create settings"}`,
@@ -191,8 +198,9 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 	}
 }
 
-// streamText returns the text an answer streamed in any of the three APIs:
-// chat content deltas, Responses output_text deltas, Messages text deltas.
+// streamText returns the text an answer streamed in any of the APIs: chat
+// content deltas, Responses output_text deltas, Messages text deltas, the
+// text parts of Gemini chunks.
 func streamText(sse []byte) string {
 	var b strings.Builder
 	for _, line := range bytes.Split(sse, []byte("\n")) {
@@ -206,6 +214,15 @@ func streamText(sse []byte) string {
 			b.WriteString(ev.Get("delta").Str)
 		case "content_block_delta":
 			b.WriteString(ev.Get("delta.text").Str)
+		case "":
+			if ev.Get("candidates").Exists() {
+				ev.Get("candidates.0.content.parts").ForEach(func(_, part gjson.Result) bool {
+					b.WriteString(part.Get("text").Str)
+					return true
+				})
+				continue
+			}
+			fallthrough
 		default:
 			b.WriteString(ev.Get("choices.0.delta.content").Str)
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -14,31 +15,25 @@ type apiError = wire.Error
 func errBadRequest(msg string) *apiError { return wire.BadRequest(msg) }
 
 // writeError answers e in the error shape of the API the request was for
-// (formatOf): Anthropic's on the Messages API's paths, OpenAI's everywhere
-// else. It is the one place that turns proxy errors into bytes.
+// (formatOf): Anthropic's on the Messages API's paths, Google's on the
+// Gemini API's, OpenAI's everywhere else. It is the one place that turns
+// proxy errors into bytes.
 func (s *Server) writeError(c echo.Context, e *apiError) error {
 	if c.Response().Committed {
 		return nil
 	}
-	return c.Blob(e.Status, echo.MIMEApplicationJSON, s.formatOf(c.Request().URL.Path).Error(*e))
+	return c.Blob(e.Status, echo.MIMEApplicationJSON, s.formatOf(c.Request()).Error(*e))
 }
 
-// formatOf returns the wire format whose error shape answers a request
-// for path: the API's under /v1 (also in the tenant form
-// /w/{workspace}/{project}/v1), the chat format's (OpenAI's shape)
+// formatOf returns the wire format whose error shape answers r: the one
+// of the API its path belongs to (see target; also in the tenant form
+// /w/{workspace}/{project}/...), the chat format's (OpenAI's shape)
 // everywhere else.
-func (s *Server) formatOf(path string) wire.Format {
-	if strings.HasPrefix(path, "/w/") {
-		// "", "w", workspace, project, then the API path.
-		parts := strings.SplitN(path, "/", 5)
-		if len(parts) < 5 {
-			return s.chat
-		}
-		path = "/" + parts[4]
+func (s *Server) formatOf(r *http.Request) wire.Format {
+	path := r.URL.EscapedPath()
+	api, _, _ := target(r.Method, path, strings.HasPrefix(path, "/w/"))
+	if f, ok := s.formats[api]; ok {
+		return f
 	}
-	rest, ok := strings.CutPrefix(path, "/v1")
-	if !ok {
-		return s.chat
-	}
-	return s.formats[apiOf(rest)]
+	return s.chat
 }

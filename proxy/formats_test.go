@@ -23,6 +23,12 @@ import (
 // received of the proxy's.
 type wireFormat struct {
 	name, path string
+	// streamPath is where a streaming request goes, when its path says
+	// so (gemini); "" when the body does ("stream": true).
+	streamPath string
+	// noTools is the gjson path of the member the hard stop sets, and
+	// noToolsValue its value.
+	noTools, noToolsValue string
 	// turn is a request whose history holds n failed calls of run_shell,
 	// each answered by the same syntax error.
 	turn func(n int) string
@@ -53,8 +59,9 @@ var wireFormats = []wireFormat{
 			}
 			return `{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`
 		},
-		system: chatTold,
-		answer: `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}`,
+		system:  chatTold,
+		answer:  `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}]}`,
+		noTools: "tool_choice", noToolsValue: `"none"`,
 	},
 	{
 		name: "responses", path: "/v1/responses",
@@ -69,8 +76,9 @@ var wireFormats = []wireFormat{
 			return `{"model":"m","instructions":"You are Codex.","input":[` + strings.Join(items, ",") + `]}`
 		},
 		// The blocks go into a developer message at the end of the input.
-		system: func(b []byte) string { return unframed(gjson.GetBytes(b, "input|@reverse|0.content.0.text").String()) },
-		answer: `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}]}`,
+		system:  func(b []byte) string { return unframed(gjson.GetBytes(b, "input|@reverse|0.content.0.text").String()) },
+		answer:  `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}]}`,
+		noTools: "tool_choice", noToolsValue: `"none"`,
 	},
 	{
 		name: "messages", path: "/v1/messages?beta=true",
@@ -84,10 +92,43 @@ var wireFormats = []wireFormat{
 			}
 			return `{"model":"claude","max_tokens":100,"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],"messages":[` + strings.Join(msgs, ",") + `]}`
 		},
-		system: func(b []byte) string { return unframed(gjson.GetBytes(b, newestMessagesBlock).Str) },
-		answer: `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn"}`,
+		system:  func(b []byte) string { return unframed(gjson.GetBytes(b, newestMessagesBlock).Str) },
+		answer:  `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn"}`,
+		noTools: "tool_choice", noToolsValue: `{"type":"none"}`,
+	},
+	{
+		name: "gemini", path: "/v1beta/models/gemini-2.5-flash:generateContent",
+		streamPath: "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+		turn: func(n int) string {
+			contents := []string{`{"role":"user","parts":[{"text":"Write hello.py and run it"}]}`}
+			for i := 1; i <= n; i++ {
+				id := fmt.Sprintf("run_shell_%d", i)
+				contents = append(contents,
+					`{"role":"model","parts":[{"functionCall":{"id":"`+id+`","name":"run_shell","args":{"cmd":"python3 hello.py"}}}]}`,
+					`{"role":"user","parts":[{"functionResponse":{"id":"`+id+`","name":"run_shell","response":{"output":`+jsonText("Exit Code: 1\n"+syntaxError)+`}}}]}`)
+			}
+			return `{"systemInstruction":{"role":"user","parts":[{"text":"You are Gemini CLI."}]},"contents":[` + strings.Join(contents, ",") + `]}`
+		},
+		system:  func(b []byte) string { return unframed(gjson.GetBytes(b, newestGeminiPart).Str) },
+		answer:  `{"candidates":[{"content":{"role":"model","parts":[{"text":"done"}]},"finishReason":"STOP","index":0}],"modelVersion":"gemini-2.5-flash"}`,
+		noTools: "toolConfig.functionCallingConfig.mode", noToolsValue: `"NONE"`,
 	},
 }
+
+// mockPath is where a request sent to the proxy at path goes at the
+// mock: below the API root, which holds /v1 for the OpenAI and Anthropic
+// APIs; the Gemini API's paths name their version.
+func mockPath(path string) string {
+	if rest, ok := strings.CutPrefix(path, "/v1/"); ok {
+		return "/" + rest
+	}
+	return path
+}
+
+// newestGeminiPart is the path of the text of the last part of the last
+// content of a Gemini body, where the proxy places the blocks of the turn
+// (guard.placement: turn).
+const newestGeminiPart = "contents.@reverse.0.parts.@reverse.0.text"
 
 // newestMessagesBlock is the path of the text of the last block of the
 // last message of a Messages body, where the proxy places the blocks of
@@ -104,10 +145,10 @@ func unframed(text string) string {
 	return ""
 }
 
-// allAPIs is an upstream that serves the three APIs, answering each in its
-// own shape.
+// allAPIs is an upstream that serves every API, answering each in its own
+// shape.
 func allAPIs(url string) providers.Config {
-	return providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: url, APIs: []string{providers.APIChat, providers.APIResponses, providers.APIMessages}}
+	return providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: url, APIs: []string{providers.APIChat, providers.APIResponses, providers.APIMessages, providers.APIGemini}}
 }
 
 func answerByPath(w http.ResponseWriter, r *http.Request) {
@@ -148,7 +189,7 @@ func TestEveryFormatRecordsOnceAndGuardsTheNextTurn(t *testing.T) {
 			if strings.Contains(f.system(got.Body), guard.BlockStart) {
 				t.Fatal("turn 1 carries a guard for a failure seen once")
 			}
-			if got.RawPath+"?"+got.Query != "/"+strings.TrimPrefix(f.path, "/v1/") && !strings.HasPrefix(f.path, "/v1"+got.RawPath) {
+			if got.RawPath+"?"+got.Query != "/"+strings.TrimPrefix(f.path, "/v1/") && !strings.HasPrefix(f.path, "/v1"+got.RawPath) && got.RawPath != f.path {
 				t.Fatalf("forwarded to %s?%s", got.RawPath, got.Query)
 			}
 			// The same history again, then with a second failure of the
@@ -183,6 +224,7 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a","content":"b"}]}`, "error.message"},
 		{"/v1/responses", `{"model":"m","instructions":"a","input":"x","instructions":"b"}`, "error.message"},
 		{"/v1/messages", `{"model":"m","system":"a","messages":[],"system":"b"}`, "error.message"},
+		{"/v1beta/models/gemini-2.5-flash:generateContent", `{"systemInstruction":{"parts":[{"text":"a"}]},"contents":[],"system_instruction":{"parts":[{"text":"b"}]}}`, "error.message"},
 	} {
 		res := h.do(http.MethodPost, tc.path, []byte(tc.body), nil)
 		b, _ := io.ReadAll(res.Body)
@@ -191,7 +233,8 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 		if res.StatusCode != 400 || !strings.Contains(msg, "more than once") {
 			t.Errorf("%s %s: %d %s", tc.path, tc.body, res.StatusCode, b)
 		}
-		if strings.HasPrefix(tc.path, "/v1/messages") != (gjson.GetBytes(b, "type").String() == "error") {
+		if strings.HasPrefix(tc.path, "/v1/messages") != (gjson.GetBytes(b, "type").String() == "error") ||
+			strings.HasPrefix(tc.path, "/v1beta/") != (gjson.GetBytes(b, "error.status").String() == "INVALID_ARGUMENT") {
 			t.Errorf("%s: error shape %s", tc.path, b)
 		}
 	}
@@ -234,6 +277,53 @@ func TestPassThroughGoesToTheAPIsProvider(t *testing.T) {
 	if res.StatusCode != 404 || !strings.Contains(gjson.GetBytes(b, "error.message").String(), "responses") {
 		t.Fatalf("no provider for the API: %d %s", res.StatusCode, b)
 	}
+	res = h2.do(http.MethodPost, "/w/a/b/v1beta/models/gemini-2.5-flash:generateContent", []byte(`{"contents":[]}`), nil)
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 404 || gjson.GetBytes(b, "error.status").Str != "NOT_FOUND" || !strings.Contains(gjson.GetBytes(b, "error.message").Str, "/v1beta/models/gemini-2.5-flash:generateContent") {
+		t.Fatalf("no provider for the Gemini API: %d %s", res.StatusCode, b)
+	}
+}
+
+// TestGeminiPassThrough: every Gemini API path but generateContent and
+// streamGenerateContent (countTokens, the model list, a model, files)
+// goes untouched to a provider that serves the Gemini API, below its
+// host, the version kept; the OpenAI APIs' /v1/models/{model} still goes
+// to theirs.
+func TestGeminiPassThrough(t *testing.T) {
+	oa := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"from":"openai"}`) })
+	gm := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"from":"gemini"}`) })
+	h := newHarness(t, "", withProviders(
+		providers.Config{Name: "openai", Type: providers.TypeOpenAI, BaseURL: oa.srv.URL + "/v1"},
+		providers.Config{Name: "gemini", Type: providers.TypeGemini, BaseURL: gm.srv.URL},
+	))
+	for _, tc := range []struct{ method, path, want, from string }{
+		{http.MethodPost, "/v1beta/models/gemini-2.5-flash:countTokens?alt=json", "/v1beta/models/gemini-2.5-flash:countTokens", "gemini"},
+		{http.MethodPost, "/v1/models/gemini-2.5-flash:countTokens", "/v1/models/gemini-2.5-flash:countTokens", "gemini"},
+		{http.MethodPost, "/w/team/api/v1beta/models/gemini-2.5-flash:embedContent", "/v1beta/models/gemini-2.5-flash:embedContent", "gemini"},
+		{http.MethodGet, "/v1beta/models", "/v1beta/models", "gemini"},
+		{http.MethodGet, "/v1beta/models/gemini-2.5-flash", "/v1beta/models/gemini-2.5-flash", "gemini"},
+		{http.MethodGet, "/v1beta/files?pageSize=2", "/v1beta/files", "gemini"},
+		{http.MethodGet, "/v1/models/gpt-4o", "/v1/models/gpt-4o", "openai"},
+		{http.MethodDelete, "/v1/models/ft:gpt-4o:acme", "/v1/models/ft:gpt-4o:acme", "openai"},
+	} {
+		var body []byte
+		if tc.method == http.MethodPost {
+			body = []byte(`{"contents":[{"parts":[{"text":"x"}]}]}`)
+		}
+		res := h.do(tc.method, tc.path, body, map[string]string{"X-Goog-Api-Key": "client-key"})
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		up := map[string]*recorder{"openai": oa, "gemini": gm}[tc.from]
+		if res.StatusCode != 200 || gjson.GetBytes(b, "from").Str != tc.from || res.Header.Get(HeaderGuard) != "" {
+			t.Fatalf("%s %s: %d %s, guard %q", tc.method, tc.path, res.StatusCode, b, res.Header.Get(HeaderGuard))
+		}
+		got := up.last(t)
+		_, query, _ := strings.Cut(tc.path, "?")
+		if got.RawPath != tc.want && got.RawPath != "/v1"+tc.want || got.Query != query || got.Header.Get("X-Goog-Api-Key") != "client-key" {
+			t.Fatalf("%s %s: the %s upstream got %s?%s", tc.method, tc.path, tc.from, got.RawPath, got.Query)
+		}
+	}
 }
 
 // TestStalledStreamEndsWithAnErrorEvent: when the provider goes silent in
@@ -246,10 +336,15 @@ func TestStalledStreamEndsWithAnErrorEvent(t *testing.T) {
 		"/v1/chat/completions": "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
 		"/v1/responses":        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\"}}\n\n",
 		"/v1/messages":         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"}}\n\n",
+		"/v1beta/models/gemini-2.5-flash:streamGenerateContent": "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"a\"}]},\"index\":0}]}\n\n",
 	}
 	idle := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, first["/v1"+r.URL.Path])
+		if f, ok := first[r.URL.Path]; ok {
+			io.WriteString(w, f)
+		} else {
+			io.WriteString(w, first["/v1"+r.URL.Path])
+		}
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	})
@@ -267,6 +362,9 @@ func TestStalledStreamEndsWithAnErrorEvent(t *testing.T) {
 		}},
 		{"/v1/messages", `{"model":"m","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, func(b []byte) bool {
 			return bytes.HasPrefix(b, []byte("event: error\ndata: ")) && gjson.GetBytes(b[len("event: error\ndata: "):], "error.type").String() == "timeout_error"
+		}},
+		{"/v1beta/models/gemini-2.5-flash:streamGenerateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, func(b []byte) bool {
+			return bytes.HasPrefix(b, []byte("data: {\"error\":")) && gjson.GetBytes(b[6:], "error.status").String() == "DEADLINE_EXCEEDED"
 		}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {

@@ -68,6 +68,23 @@ func conversationOn(format, task string, calls []call) string {
 				`{"type":"function_call_output","call_id":"`+id+`","output":`+jsonText(c.output)+`}`)
 		}
 		return `{"model":"m","instructions":"You are Codex.","input":[` + strings.Join(items, ",") + `],"tools":[{"type":"function","name":"run_shell"},{"type":"function","name":"read_file"}]}`
+	case "gemini":
+		items = []string{`{"role":"user","parts":[{"text":` + jsonText(task) + `}]}`}
+		for i, c := range calls {
+			id := fmt.Sprintf("%s_%d", c.tool, i)
+			text := ""
+			if c.note != "" {
+				text = `{"text":` + jsonText(c.note) + `},`
+			}
+			response := `{"output":` + jsonText(c.output) + `}`
+			if c.failed {
+				response = `{"error":` + jsonText(c.output) + `}`
+			}
+			items = append(items,
+				`{"role":"model","parts":[`+text+`{"functionCall":{"id":"`+id+`","name":"`+c.tool+`","args":`+c.args+`}}]}`,
+				`{"role":"user","parts":[{"functionResponse":{"id":"`+id+`","name":"`+c.tool+`","response":`+response+`}}]}`)
+		}
+		return `{"systemInstruction":{"parts":[{"text":"You are Gemini CLI."}]},"contents":[` + strings.Join(items, ",") + `],"tools":[{"functionDeclarations":[{"name":"run_shell"},{"name":"read_file"}]}]}`
 	default:
 		items = []string{`{"role":"user","content":[{"type":"text","text":` + jsonText(task) + `}]}`}
 		for i, c := range calls {
@@ -181,7 +198,7 @@ func TestLoopBreakerInEveryFormat(t *testing.T) {
 				} else if hdr.Get(HeaderLoop) != "" {
 					t.Fatalf("turn %d: X-Scar-Loop %q", n, hdr.Get(HeaderLoop))
 				}
-				if gjson.GetBytes(body, "tool_choice").Exists() {
+				if gjson.GetBytes(body, f.noTools).Exists() {
 					t.Fatalf("turn %d: tools forbidden without hard_stop", n)
 				}
 			}
@@ -219,18 +236,17 @@ func TestLoopBreakerInEveryFormat(t *testing.T) {
 // TestHardStopForbidsTools: with guard.hard_stop on, the looping turn
 // reaches the provider with tools forbidden in the API's own terms.
 func TestHardStopForbidsTools(t *testing.T) {
-	want := map[string]string{"chat": `"none"`, "responses": `"none"`, "messages": `{"type":"none"}`}
 	for _, f := range wireFormats {
 		t.Run(f.name, func(t *testing.T) {
 			r := newLoopRun(t, f, guard.Config{HardStop: true, StopAfter: 3, HardStopAfter: 4})
 			bad := failing(`{"cmd":"cat config/settings.json"}`)
 			hdr, body := r.send(repeat(bad, 3))
-			if hdr.Get(HeaderLoop) != "stop" || gjson.GetBytes(body, "tool_choice").Exists() {
-				t.Fatalf("turn 3: X-Scar-Loop %q, tool_choice %s", hdr.Get(HeaderLoop), gjson.GetBytes(body, "tool_choice").Raw)
+			if hdr.Get(HeaderLoop) != "stop" || gjson.GetBytes(body, f.noTools).Exists() {
+				t.Fatalf("turn 3: X-Scar-Loop %q, %s %s", hdr.Get(HeaderLoop), f.noTools, gjson.GetBytes(body, f.noTools).Raw)
 			}
 			hdr, body = r.send(repeat(bad, 4))
-			if hdr.Get(HeaderLoop) != "hard-stop" || gjson.GetBytes(body, "tool_choice").Raw != want[f.name] {
-				t.Fatalf("turn 4: X-Scar-Loop %q, tool_choice %s", hdr.Get(HeaderLoop), gjson.GetBytes(body, "tool_choice").Raw)
+			if hdr.Get(HeaderLoop) != "hard-stop" || gjson.GetBytes(body, f.noTools).Raw != f.noToolsValue {
+				t.Fatalf("turn 4: X-Scar-Loop %q, %s %s", hdr.Get(HeaderLoop), f.noTools, gjson.GetBytes(body, f.noTools).Raw)
 			}
 			if !strings.Contains(string(body), "Tools are disabled for this turn") || !gjson.ValidBytes(body) {
 				t.Fatalf("turn 4 body %s", body)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/scarproxy/scarproxy/providers"
@@ -16,8 +15,8 @@ import (
 // loopAgent is an agent that runs every tool call the model asks for and
 // sends the result back, in one API, until the model answers in words.
 type loopAgent struct {
-	api     string // chat, responses or messages
-	history []any  // messages, or Responses input items
+	api     string // chat, responses, messages or gemini
+	history []any  // messages, Responses input items, or Gemini contents
 }
 
 const (
@@ -25,7 +24,8 @@ const (
 	loopFixed   = `{"cmd":"python3 -c \"print(1)\""}`
 )
 
-var loopPaths = map[string]string{"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
+var loopPaths = map[string]string{"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages",
+	"gemini": "/v1beta/models/mock-gemini:generateContent"}
 
 func (a *loopAgent) body(t *testing.T) []byte {
 	t.Helper()
@@ -37,6 +37,8 @@ func (a *loopAgent) body(t *testing.T) []byte {
 		req["input"], req["instructions"] = a.history, "You are a coding agent."
 	case "messages":
 		req["messages"], req["system"], req["max_tokens"] = a.history, "You are a coding agent.", 1024
+	case "gemini":
+		req = map[string]any{"contents": a.history, "systemInstruction": map[string]any{"parts": []any{map[string]any{"text": "You are a coding agent."}}}}
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -83,6 +85,21 @@ func (a *loopAgent) turn(t *testing.T, answer []byte) (bool, string) {
 		out, failed := result(block.Get("input").Raw)
 		a.history = append(a.history, map[string]any{"role": "assistant", "content": json.RawMessage(j.Get("content").Raw)},
 			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": block.Get("id").Str, "content": out, "is_error": failed}}})
+	case "gemini":
+		content := j.Get("candidates.0.content")
+		fc := content.Get("parts.0.functionCall")
+		if !fc.Exists() {
+			return false, content.Get("parts.0.text").Str
+		}
+		// As the Gen AI SDKs send it: the model's content as it came, then
+		// the function's response, without an id (the API gave none).
+		out, failed := result(fc.Get("args").Raw)
+		response := map[string]any{"output": out}
+		if failed {
+			response = map[string]any{"error": out}
+		}
+		a.history = append(a.history, json.RawMessage(content.Raw),
+			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": fc.Get("name").Str, "response": response}}}})
 	}
 	return true, ""
 }
@@ -92,6 +109,9 @@ func (a *loopAgent) turn(t *testing.T, answer []byte) (bool, string) {
 func (a *loopAgent) run(t *testing.T, task string, send func(path string, body []byte) []byte) (int, string) {
 	t.Helper()
 	a.history = []any{map[string]any{"role": "user", "content": task}}
+	if a.api == "gemini" {
+		a.history = []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": task}}}}
+	}
 	if a.api == "chat" {
 		a.history = append([]any{map[string]any{"role": "system", "content": "You are a coding agent."}}, a.history...)
 	}
@@ -115,7 +135,7 @@ func TestMockLoopBrokenByTheGuard(t *testing.T) {
 	mock := &http.Client{Transport: mockprovider.New()}
 	direct := func(t *testing.T) func(string, []byte) []byte {
 		return func(path string, body []byte) []byte {
-			res, err := mock.Post("http://mock"+strings.TrimPrefix(path, "/v1"), "application/json", bytes.NewReader(body))
+			res, err := mock.Post("http://mock"+mockPath(path), "application/json", bytes.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +144,7 @@ func TestMockLoopBrokenByTheGuard(t *testing.T) {
 			return b
 		}
 	}
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range []string{"chat", "responses", "messages", "gemini"} {
 		t.Run(api, func(t *testing.T) {
 			// through sends to a new proxy (a memory of its own) on the mock.
 			through := func() func(string, []byte) []byte {

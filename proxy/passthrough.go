@@ -130,12 +130,11 @@ func (s *Server) passThroughRequest(c echo.Context) (*upstream.Request, []*provi
 		// HTTP only.
 		return nil, nil, &apiError{Status: http.StatusUpgradeRequired, Message: "scarproxy serves this API over HTTP, not WebSocket.", Type: "invalid_request_error", Code: "websocket_not_supported"}
 	}
-	path, aerr := passThroughPath(r.URL.EscapedPath(), c.Param("workspace") != "")
+	api, path, aerr := target(r.Method, r.URL.EscapedPath(), c.Param("workspace") != "")
 	if aerr != nil {
 		return nil, nil, aerr
 	}
-	ur := &upstream.Request{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: upstream.OutgoingHeader(r.Header, s.tenants.Keys())}
-	api := apiOf(path)
+	ur := &upstream.Request{Method: r.Method, Path: path, Query: upstream.OutgoingQuery(r.URL.RawQuery, s.tenants.Keys()), Header: upstream.OutgoingHeader(r.Header, s.tenants.Keys())}
 	if r.ContentLength > s.bodies.MaxBytes() {
 		return nil, nil, body.ErrTooLarge
 	}
@@ -153,17 +152,62 @@ func (s *Server) passThroughRequest(c echo.Context) (*upstream.Request, []*provi
 	default:
 		ur.Stream, ur.Length = body.NewLimited(r.Body, s.bodies.MaxBytes()), r.ContentLength
 	}
-	return ur, s.passThroughChain(api, ""), nil
+	return ur, s.passThroughChain(api, geminiModel(api, path)), nil
 }
 
-// apiOf returns the API a path below the API root belongs to.
-func apiOf(path string) string {
+// apiOf returns the API a request belongs to, given its method and its
+// path below /v1: a path below /messages or /responses is theirs; a POST
+// to /models/{model}:{method} is the Gemini API's
+// (":countTokens"...); everything else is Chat Completions'.
+func apiOf(method, path string) string {
 	for _, api := range []string{providers.APIMessages, providers.APIResponses} {
 		if rest, ok := strings.CutPrefix(path, "/"+api); ok && (rest == "" || rest[0] == '/') {
 			return api
 		}
 	}
+	if method == http.MethodPost && geminiCall(path) != "" {
+		return providers.APIGemini
+	}
 	return providers.APIChat
+}
+
+// geminiCall returns the method of a Gemini model call, path being
+// /models/{model}:{method} below the API version ("generateContent" of
+// "/models/gemini-2.5-flash:generateContent"), or "" when path is no
+// such call.
+func geminiCall(path string) string {
+	name, ok := strings.CutPrefix(path, "/models/")
+	if !ok || strings.IndexByte(name, '/') >= 0 {
+		return ""
+	}
+	i := strings.LastIndexByte(name, ':')
+	if i <= 0 || i == len(name)-1 {
+		return ""
+	}
+	for _, c := range name[i+1:] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return ""
+		}
+	}
+	return name[i+1:]
+}
+
+// geminiModel returns the model a Gemini API path names, a path below the
+// provider's root ("/v1beta/models/gemini-2.5-flash:countTokens" gives
+// "gemini-2.5-flash"), or "" for a path of another API or none.
+func geminiModel(api, path string) string {
+	if api != providers.APIGemini {
+		return ""
+	}
+	_, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/models/")
+	if !ok {
+		return ""
+	}
+	model, _, _ := strings.Cut(rest, ":")
+	if m, err := url.PathUnescape(model); err == nil {
+		return m
+	}
+	return ""
 }
 
 // passThroughChain is the one provider a pass-through request goes to: the
@@ -176,29 +220,43 @@ func (s *Server) passThroughChain(api, model string) []*providers.Provider {
 	return []*providers.Provider{r.Default()}
 }
 
-// passThroughPath returns the escaped path below the API root of a
-// pass-through request: "/v1/files/x" or "/w/{ws}/{proj}/v1/files/x" give
-// "/files/x". With the proxy's key injected, a path that could reach
+// target returns where a request goes: the API it belongs to and its
+// escaped path below that API's root at a provider. escaped is the
+// request's path, in its tenant form /w/{workspace}/{project}/... when
+// tenantForm says so. The APIs of /v1 have their version in the
+// provider's root: "/v1/files/x" and "/w/{ws}/{proj}/v1/files/x" give
+// "/files/x". The Gemini API has its version in its paths, which go on
+// whole: "/v1beta/models/m:countTokens" and "/v1/models/m:generateContent"
+// stay as they are. With the proxy's key injected, a path that could reach
 // outside the provider's API is refused (see unsafeSegment), as is a bad
-// escape.
-func passThroughPath(escaped string, tenantForm bool) (string, *apiError) {
+// escape: the error comes with the API, whose shape it takes.
+func target(method, escaped string, tenantForm bool) (api, path string, aerr *apiError) {
 	rest := escaped
 	if tenantForm {
-		// "", "w", workspace, project, "v1", rest... (names hold no '/').
-		parts := strings.SplitN(escaped, "/", 6)
-		if len(parts) < 6 {
-			return "", errBadRequest("bad request path")
+		// "", "w", workspace, project, rest... (names hold no '/').
+		parts := strings.SplitN(escaped, "/", 5)
+		if len(parts) < 5 {
+			return "", "", errBadRequest("bad request path")
 		}
-		rest = "/" + parts[5]
-	} else {
-		rest = strings.TrimPrefix(escaped, "/v1")
+		rest = "/" + parts[4]
 	}
-	for _, seg := range strings.Split(rest, "/") {
+	path, v1 := strings.CutPrefix(rest, "/v1")
+	switch v, ok := strings.CutPrefix(rest, "/v1beta"); {
+	case ok && (v == "" || v[0] == '/'):
+		api, path = providers.APIGemini, rest
+	case !v1:
+		api = providers.APIChat // no API's path: OpenAI's errors
+	default:
+		if api = apiOf(method, path); api == providers.APIGemini {
+			path = rest
+		}
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
 		if unsafeSegment(seg) {
-			return "", errBadRequest("bad request path: dot segments (plain or encoded), backslashes and bad escapes are not allowed")
+			return api, "", errBadRequest("bad request path: dot segments (plain or encoded), backslashes and bad escapes are not allowed")
 		}
 	}
-	return rest, nil
+	return api, path, nil
 }
 
 // maxUnescape bounds how many times unsafeSegment decodes one segment.

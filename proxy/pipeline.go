@@ -33,6 +33,7 @@ const (
 type exchange struct {
 	c      echo.Context
 	format wire.Format
+	path   string // where the request goes below a provider's API root
 	start  time.Time
 	now    time.Time
 	tenant tenant.Tenant
@@ -64,11 +65,19 @@ type exchange struct {
 }
 
 // pipeline serves a route whose requests are read, rewritten and
-// observed in format f: POST /v1/chat/completions, /v1/responses and
-// /v1/messages.
+// observed in format f: POST /v1/chat/completions, /v1/responses,
+// /v1/messages and the Gemini API's generateContent and
+// streamGenerateContent.
 func (s *Server) pipeline(f wire.Format) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ex := &exchange{c: c, format: f, start: time.Now(), now: s.memory.Now()}
+		r := c.Request()
+		_, path, aerr := target(r.Method, r.URL.EscapedPath(), c.Param("workspace") != "")
+		if aerr != nil {
+			s.count(f.Name(), aerr.Status, "")
+			return s.writeError(c, aerr)
+		}
+		ex.path = path
 		lease := body.NewLease()
 		ex.lease, ex.bodyDone = lease, sync.OnceFunc(lease.Drop)
 		defer ex.bodyDone()
@@ -123,13 +132,13 @@ func (s *Server) prepare(ex *exchange) *apiError {
 // serve it, and completes the tenant with what the body says: its agent
 // (the "user" field) and its conversation, unless the client named them.
 func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
-	req, err := ex.format.Read(body, t.Workspace+"\x00"+t.Project)
+	req, err := ex.format.Read(body, wire.Route{Tenant: t.Workspace + "\x00" + t.Project, Path: ex.path})
 	if err != nil {
 		return badBody(err)
 	}
 	ex.req, ex.info = req, req.Info()
 	if ex.chain = s.providers().Route(ex.format.Name(), ex.info.Model); len(ex.chain) == 0 {
-		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + ex.format.Name() + " API (" + ex.format.Path() + ").", Type: "invalid_request_error", Code: "api_not_served"}
+		return &apiError{Status: http.StatusNotFound, Message: "No provider of this proxy serves the " + ex.format.Name() + " API (" + ex.path + ").", Type: "invalid_request_error", Code: "api_not_served"}
 	}
 	if t.Agent == "" && tenant.ValidName(ex.info.User) == nil {
 		t.Agent = ex.info.User
@@ -164,7 +173,7 @@ func (s *Server) place(ex *exchange, body []byte) {
 	out, err := ex.req.Inject(dst, body, p)
 	if err == nil && tu.Loop.Level >= guard.LevelHardStop {
 		// The hard stop: this turn, the model must answer in words.
-		out, err = wire.SetMember(out, "tool_choice", ex.format.NoTools())
+		out, err = ex.format.HardStop(out)
 	}
 	if err != nil {
 		s.log.Error("rewrite failed; forwarding the original body", "format", ex.format.Name(), "workspace", ex.tenant.Workspace, "project", ex.tenant.Project, "err", err)
@@ -248,7 +257,7 @@ func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
 	hdr := upstream.OutgoingHeader(c.Request().Header, s.tenants.Keys())
 	hdr.Del("Accept-Encoding") // the answer is observed: never let it be compressed
 	ur := &upstream.Request{
-		Method: http.MethodPost, Path: f.Path(), Query: c.Request().URL.RawQuery,
+		Method: http.MethodPost, Path: ex.path, Query: upstream.OutgoingQuery(c.Request().URL.RawQuery, s.tenants.Keys()),
 		Header: hdr, Body: ex.out, Lease: ex.lease,
 	}
 	chain := ex.chain
@@ -368,7 +377,7 @@ func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr e
 // resolveTenant decides the tenant of a proxied request (tenant.Policy.Resolve)
 // from its headers and the route's /w/{workspace}/{project} names.
 func (s *Server) resolveTenant(c echo.Context) (tenant.Tenant, *apiError) {
-	return s.tenants.Resolve(c.Request().Header, c.Param("workspace"), c.Param("project"))
+	return s.tenants.Resolve(c.Request(), c.Param("workspace"), c.Param("project"))
 }
 
 // readBody reads a request's body (body.Reader.Read) and logs a refusal

@@ -3,8 +3,9 @@
 // pipeline.go), pass-through, the one error writer and the metrics
 // registry. It only wires the packages that do the work:
 //
-//   - proxy/chat, proxy/responses, proxy/messages: one [wire.Format] per
-//     API (read a request, place blocks, observe the answer, shape errors);
+//   - proxy/chat, proxy/responses, proxy/messages, proxy/gemini: one
+//     [wire.Format] per API (read a request, place blocks, observe the
+//     answer, shape errors);
 //   - proxy/tenant: whose memory a request uses (paths, headers, keys);
 //   - proxy/body: bounded request bodies and their buffers;
 //   - proxy/memory: the replica's memory, which decides each request's
@@ -16,12 +17,14 @@
 //
 // # Request path
 //
-// POST /v1/chat/completions, /v1/responses and /v1/messages go through one
-// pipeline: prepare resolves the tenant, reads the body in its wire
-// format, asks the memory for the request's blocks and places them;
-// forward sends the body to the providers that serve the format's API for
-// its model; finish delivers the answer and observes it as it streams
-// through. Every other /v1/* request passes through untouched.
+// POST /v1/chat/completions, /v1/responses, /v1/messages and the Gemini
+// API's /v1beta/models/{model}:generateContent and :streamGenerateContent
+// (/v1/ too) go through one pipeline: prepare resolves the tenant, reads
+// the body in its wire format, asks the memory for the request's blocks
+// and places them; forward sends the body to the providers that serve the
+// format's API for its model; finish delivers the answer and observes it
+// as it streams through. Every other /v1/* and /v1beta/* request passes
+// through untouched.
 //
 // # Failing open
 //
@@ -56,6 +59,7 @@ import (
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy/body"
 	"github.com/scarproxy/scarproxy/proxy/chat"
+	"github.com/scarproxy/scarproxy/proxy/gemini"
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/memoryapi"
 	"github.com/scarproxy/scarproxy/proxy/messages"
@@ -108,13 +112,14 @@ type Server struct {
 	bodies  *body.Reader   // request bodies, bounded one by one and in all
 	metrics *metrics
 	// The wire formats of the rewritten routes; chat and responses
-	// remember conversations between turns.
-	chat, responses, messages wire.Format
-	formats                   map[string]wire.Format // by API name (providers.API*)
-	echo                      *echo.Echo
-	api                       *memoryapi.API // /scar/v1, /mcp and the dashboard's data
-	ui                        *ui.Handler    // the dashboard under /ui/
-	tracer                    trace.Tracer   // nil without Options.TracerProvider
+	// remember conversations between turns, gemini the system
+	// instructions it read lately.
+	chat, responses, messages, gemini wire.Format
+	formats                           map[string]wire.Format // by API name (providers.API*)
+	echo                              *echo.Echo
+	api                               *memoryapi.API // /scar/v1, /mcp and the dashboard's data
+	ui                                *ui.Handler    // the dashboard under /ui/
+	tracer                            trace.Tracer   // nil without Options.TracerProvider
 }
 
 // New builds a server. It loads the recall index from the store; a store
@@ -142,12 +147,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		chat:      chat.New(),
 		responses: responses.New(),
 		messages:  messages.New(),
+		gemini:    gemini.New(),
 	}
 	s.router.Store(opts.Router)
 	if opts.TracerProvider != nil {
 		s.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
-	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages}
+	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages, s.gemini.Name(): s.gemini}
 	if s.memory, err = memory.New(ctx, opts.Options, s.metrics.registry); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
@@ -250,6 +256,14 @@ func (s *Server) routes() *echo.Echo {
 		e.GET(prefix+"/models", s.models)
 		e.Any(prefix+"/*", s.passThrough)
 	}
+	// The Gemini API's paths name their version and the model.
+	generate := s.pipeline(s.gemini)
+	for _, prefix := range []string{"", "/w/:workspace/:project"} {
+		for _, version := range []string{"/v1", "/v1beta"} {
+			e.Any(prefix+version+"/models/:call", s.modelCall(generate))
+		}
+		e.Any(prefix+"/v1beta/*", s.passThrough)
+	}
 
 	for _, root := range []string{"/", "/w/:workspace/:project", "/w/:workspace/:project/"} {
 		// Clients such as Claude Code probe their base URL, which may be
@@ -290,7 +304,26 @@ func (s *Server) memoryGate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// httpError answers Echo's own errors (404, 405) in OpenAI's shape.
+// modelCall serves /v1beta/models/{model} and /v1/models/{model}, with a
+// method or without: a POST of the Gemini API's generateContent or
+// streamGenerateContent goes to generate, the pipeline; everything else
+// (countTokens, GET of a model, the OpenAI APIs' /v1/models/{model})
+// passes through.
+func (s *Server) modelCall(generate echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		api, path, aerr := target(r.Method, r.URL.EscapedPath(), c.Param("workspace") != "")
+		if aerr == nil && api == providers.APIGemini && r.Method == http.MethodPost {
+			if _, _, err := gemini.ParsePath(path); err == nil {
+				return generate(c)
+			}
+		}
+		return s.passThrough(c)
+	}
+}
+
+// httpError answers Echo's own errors (404, 405) in the shape of the API
+// of the path (see writeError).
 func (s *Server) httpError(err error, c echo.Context) {
 	var he *echo.HTTPError
 	status, msg := http.StatusInternalServerError, "internal error"
@@ -311,7 +344,8 @@ func (s *Server) httpError(err error, c echo.Context) {
 // Clients such as Claude Code probe the root before their first request.
 const rootText = `scarproxy: a reverse proxy for LLM APIs that remembers failures and solutions.
 APIs: POST /v1/chat/completions (OpenAI Chat), POST /v1/responses (OpenAI Responses),
-POST /v1/messages (Anthropic Messages); every other /v1/* path is passed through.
+POST /v1/messages (Anthropic Messages), POST /v1beta/models/{model}:generateContent and
+:streamGenerateContent (Gemini); every other /v1/* and /v1beta/* path is passed through.
 Per project: /w/{workspace}/{project}/v1/...  Memory: /scar/v1/...  MCP: /mcp  Health: /healthz, /readyz.
 `
 

@@ -41,7 +41,7 @@ func TestGatewayStripsClientCredentials(t *testing.T) {
 	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) {
 		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-a"), Workspace: "team-a"}}
 	}))
-	credentials := []string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"}
+	credentials := []string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
 	for _, tc := range []struct {
 		name string
 		hdr  map[string]string
@@ -49,6 +49,8 @@ func TestGatewayStripsClientCredentials(t *testing.T) {
 		{"key as bearer", map[string]string{"Authorization": "Bearer key-a", "X-Api-Key": "sk-ant-client", "Cookie": "session=client", "Proxy-Authorization": "Basic Y2xpZW50"}},
 		{"key as x-api-key", map[string]string{"X-Api-Key": "key-a", "Cookie": "session=client", "Proxy-Authorization": "Basic Y2xpZW50"}},
 		{"key as api-key", map[string]string{"Api-Key": "key-a", "X-Api-Key": "sk-ant-client", "Cookie": "session=client"}},
+		{"key as x-goog-api-key", map[string]string{"X-Goog-Api-Key": "key-a", "Cookie": "session=client"}},
+		{"a gemini key beside the key", map[string]string{"Authorization": "Bearer key-a", "X-Goog-Api-Key": "client-gemini-key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, route := range []string{"/v1/chat/completions", "/v1/embeddings"} {

@@ -21,6 +21,7 @@ import (
 // encoding/json and the APIs' documented fields: the oracle the proxy's
 // own reading (gjson, the answer's tail, the stream's events) is checked
 // against. Anthropic's input_tokens leave the cache's out: they are added.
+// Gemini's promptTokenCount counts them, and its thoughts are output.
 func answerUsage(t *testing.T, api string, stream bool, answer []byte) store.Usage {
 	t.Helper()
 	type openAI struct {
@@ -41,7 +42,18 @@ func answerUsage(t *testing.T, api string, stream bool, answer []byte) store.Usa
 		CacheRead    *int64 `json:"cache_read_input_tokens"`
 		CacheWrite   *int64 `json:"cache_creation_input_tokens"`
 	}
+	type gemini struct {
+		PromptTokenCount        int64 `json:"promptTokenCount"`
+		CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
+		ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+		ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
+		CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
+	}
 	var u store.Usage
+	fromGemini := func(g gemini) {
+		u = store.Usage{Requests: 1, Input: g.PromptTokenCount + g.ToolUsePromptTokenCount, Output: g.CandidatesTokenCount + g.ThoughtsTokenCount,
+			CacheRead: g.CachedContentTokenCount}
+	}
 	fromOpenAI := func(o openAI) {
 		u = store.Usage{Requests: 1, Input: o.PromptTokens + o.InputTokens, Output: o.CompletionTokens + o.OutputTokens,
 			CacheRead: o.PromptTokensDetails.CachedTokens + o.InputTokensDetails.CachedTokens}
@@ -70,6 +82,12 @@ func answerUsage(t *testing.T, api string, stream bool, answer []byte) store.Usa
 			var a struct{ Usage anthropic }
 			decode(answer, &a)
 			fromAnthropic(a.Usage)
+		case "gemini":
+			var a struct{ UsageMetadata *gemini }
+			decode(answer, &a)
+			if a.UsageMetadata != nil {
+				fromGemini(*a.UsageMetadata)
+			}
 		default:
 			var a struct{ Usage openAI }
 			decode(answer, &a)
@@ -85,13 +103,16 @@ func answerUsage(t *testing.T, api string, stream bool, answer []byte) store.Usa
 			continue
 		}
 		var ev struct {
-			Type     string
-			Usage    json.RawMessage
-			Response struct{ Usage json.RawMessage }
-			Message  struct{ Usage json.RawMessage }
+			Type          string
+			Usage         json.RawMessage
+			Response      struct{ Usage json.RawMessage }
+			Message       struct{ Usage json.RawMessage }
+			UsageMetadata *gemini
 		}
 		decode([]byte(data), &ev)
 		switch {
+		case api == "gemini" && ev.UsageMetadata != nil: // the last one counts
+			fromGemini(*ev.UsageMetadata)
 		case api == "chat" && len(ev.Usage) > 0 && string(ev.Usage) != "null":
 			var o openAI
 			decode(ev.Usage, &o)
@@ -135,9 +156,13 @@ func TestUsageOfEveryAPI(t *testing.T) {
 				mock := &http.Client{Transport: mockprovider.New()}
 				for n := 0; n <= 5; n++ {
 					body := withTools(t, f.name, []byte(f.turn(n)), stream)
+					path := f.path
+					if stream && f.streamPath != "" {
+						path = f.streamPath
+					}
 					// The turns are made up, not the mock's answers: the
 					// run is named the way opencode names its own.
-					res := h.do(http.MethodPost, f.path, body, map[string]string{HeaderAgentSession: "ses_usage"})
+					res := h.do(http.MethodPost, path, body, map[string]string{HeaderAgentSession: "ses_usage"})
 					b, _ := io.ReadAll(res.Body)
 					res.Body.Close()
 					h.inflight.Wait()
@@ -150,7 +175,7 @@ func TestUsageOfEveryAPI(t *testing.T) {
 					total.Add(u)
 
 					// The same request sent to the mock without the proxy.
-					res, err := mock.Post("http://mock"+strings.TrimPrefix(f.path, "/v1"), "application/json", bytes.NewReader(body))
+					res, err := mock.Post("http://mock"+mockPath(path), "application/json", bytes.NewReader(body))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -191,6 +216,9 @@ func TestUsageOfEveryAPI(t *testing.T) {
 					}
 				}
 				model := gjson.Get(f.turn(0), "model").String()
+				if f.name == "gemini" {
+					model = "gemini-2.5-flash" // from the path
+				}
 				if r := got.Usage[0]; r.Conversation != conversation || r.Provider != "mock" || r.Model != model {
 					t.Errorf("the record is of %q, %q, %q; want conversation %q, mock, %s", r.Conversation, r.Provider, r.Model, conversation, model)
 				}
@@ -226,7 +254,8 @@ type usageRecord struct {
 // withTools gives a request the tool definitions an agent sends, some 12
 // KB of them (the provider caches a prompt from 1,024 tokens on), the
 // last one marked for Anthropic's cache as Claude Code marks its own; and
-// asks for a stream (in chat, with the usage at its end) when stream.
+// asks for a stream (in chat, with the usage at its end) when stream (the
+// Gemini API's path says it).
 func withTools(t *testing.T, api string, body []byte, stream bool) []byte {
 	t.Helper()
 	var req map[string]any
@@ -249,9 +278,15 @@ func withTools(t *testing.T, api string, body []byte, stream bool) []byte {
 				tool["cache_control"] = map[string]any{"type": "ephemeral"}
 			}
 			tools = append(tools, tool)
+		case "gemini":
+			tools = append(tools, map[string]any{"name": name, "description": desc, "parameters": schema})
 		}
 	}
 	req["tools"] = tools
+	if api == "gemini" {
+		req["tools"] = []any{map[string]any{"functionDeclarations": tools}}
+		stream = false // in the path
+	}
 	if stream {
 		req["stream"] = true
 		if api == "chat" {

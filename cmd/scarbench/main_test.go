@@ -195,7 +195,7 @@ func TestRequestsOfEveryAPI(t *testing.T) {
 						}
 					}
 
-					req, err := formats[name]().Read(body, "default\x00default")
+					req, err := formats[name]().Read(body, wire.Route{Tenant: "default\x00default"})
 					if err != nil {
 						t.Fatalf("scarproxy's %s reader: %v", name, err)
 					}
@@ -364,7 +364,7 @@ func TestFakeUpstream(t *testing.T) {
 					} else if !json.Valid(b) {
 						t.Fatalf("answer is not JSON: %s", b)
 					}
-					r, err := formats[name]().Read(body, "t")
+					r, err := formats[name]().Read(body, wire.Route{Tenant: "t"})
 					if err != nil {
 						t.Fatal(err)
 					}

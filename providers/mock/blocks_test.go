@@ -128,6 +128,17 @@ func placedRequest(t *testing.T, api string, system, stream bool) string {
 			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "run", "input": map[string]any{"cmd": "make"}}}},
 			map[string]any{"role": "user", "content": results},
 		}
+	case "gemini":
+		req["systemInstruction"] = map[string]any{"role": "user", "parts": []any{map[string]any{"text": system0}}}
+		results := []any{map[string]any{"functionResponse": map[string]any{"id": "run_1", "name": "run", "response": map[string]any{"output": "Error: exit status 1"}}}}
+		if newest != "" {
+			results = append(results, map[string]any{"text": newest})
+		}
+		req["contents"] = []any{
+			map[string]any{"role": "user", "parts": []any{map[string]any{"text": first}}},
+			map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"id": "run_1", "name": "run", "args": map[string]any{"cmd": "make"}}}}},
+			map[string]any{"role": "user", "parts": results},
+		}
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -140,14 +151,15 @@ func placedRequest(t *testing.T, api string, system, stream bool) string {
 // in the turns: the system text, then the recall, STOP and guard blocks
 // in the order the request holds them.
 func TestMockEchoGolden(t *testing.T) {
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range apis {
 		for _, stream := range []bool{false, true} {
 			name := fmt.Sprintf("echo/%s_turn", api)
 			if stream {
 				name += "_stream"
 			}
 			t.Run(name, func(t *testing.T) {
-				req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider"+apiPaths[api], strings.NewReader(placedRequest(t, api, false, stream)))
+				body := placedRequest(t, api, false, stream)
+				req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://provider"+pathOf(api, body), strings.NewReader(body))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -164,7 +176,7 @@ func TestMockEchoGolden(t *testing.T) {
 // TestMockEchoEveryPlacement: the echo holds the system text and every
 // block once, whether the proxy put them in the system text or in turns.
 func TestMockEchoEveryPlacement(t *testing.T) {
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range apis {
 		for _, system := range []bool{false, true} {
 			for _, stream := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/system=%v/stream=%v", api, system, stream), func(t *testing.T) {

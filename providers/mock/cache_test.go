@@ -62,6 +62,15 @@ func cacheTurn(t *testing.T, api, system, first string, n int, stream bool) stri
 				map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": failure}}})
 		}
 		req["messages"] = msgs
+	case "gemini":
+		req["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": system}}}
+		msgs = append(msgs, map[string]any{"role": "user", "parts": []any{map[string]any{"text": first}}})
+		for i := 1; i < n; i++ {
+			msgs = append(msgs,
+				map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "run", "args": map[string]any{"cmd": "make"}}}}},
+				map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "run", "response": map[string]any{"output": failure}}}}})
+		}
+		req["contents"] = msgs
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -82,6 +91,8 @@ func usageOf(api string, u gjson.Result) cacheUsage {
 		return cacheUsage{input: int(u.Get("prompt_tokens").Int()), cached: int(u.Get("prompt_tokens_details.cached_tokens").Int())}
 	case "responses":
 		return cacheUsage{input: int(u.Get("input_tokens").Int()), cached: int(u.Get("input_tokens_details.cached_tokens").Int())}
+	case "gemini":
+		return cacheUsage{input: int(u.Get("promptTokenCount").Int()), cached: int(u.Get("cachedContentTokenCount").Int())}
 	}
 	read, creation := int(u.Get("cache_read_input_tokens").Int()), int(u.Get("cache_creation_input_tokens").Int())
 	return cacheUsage{input: int(u.Get("input_tokens").Int()) + read + creation, cached: read, creation: creation}
@@ -91,11 +102,14 @@ func usageOf(api string, u gjson.Result) cacheUsage {
 // stream, the usage of each event that reports one must agree.
 func sendUsage(t *testing.T, m *Transport, api, body string) cacheUsage {
 	t.Helper()
-	res, out := do(t, m, http.MethodPost, apiPaths[api], body)
+	res, out := do(t, m, http.MethodPost, pathOf(api, body), body)
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, out)
 	}
 	if !gjson.Get(body, "stream").Bool() {
+		if api == "gemini" {
+			return usageOf(api, gjson.Get(out, "usageMetadata"))
+		}
 		return usageOf(api, gjson.Get(out, "usage"))
 	}
 	var all []cacheUsage
@@ -109,6 +123,8 @@ func sendUsage(t *testing.T, m *Transport, api, body string) cacheUsage {
 			all = append(all, usageOf(api, j.Get("response.usage")))
 		case api == "messages" && ev.name == "message_start":
 			all = append(all, usageOf(api, j.Get("message.usage")))
+		case api == "gemini" && j.Get("candidates.0.finishReason").Exists():
+			all = append(all, usageOf(api, j.Get("usageMetadata")))
 		}
 	}
 	if len(all) == 0 {
@@ -126,7 +142,7 @@ func sendUsage(t *testing.T, m *Transport, api, body string) cacheUsage {
 // extends the one before reads more from the cache; a turn whose early
 // bytes change reads only the prefix it shares with the turn before.
 func TestMockCacheFollowsThePrefix(t *testing.T) {
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range apis {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", api, stream), func(t *testing.T) {
 				m := fixedMock()
@@ -151,8 +167,11 @@ func TestMockCacheFollowsThePrefix(t *testing.T) {
 				u4 := sendUsage(t, m, api, cacheTurn(t, api, changed, "fix the build", 3, stream))
 				half := tokens(len(longSystem) / 2)
 				want := half
-				if api != "messages" {
+				switch api {
+				case "chat", "responses":
 					want = openAICached(half)
+				case "gemini":
+					want = geminiCached(half)
 				}
 				if u4.cached >= u[3].cached || u4.cached < want || u4.cached > want+128 {
 					t.Fatalf("after a change half-way: %d cached tokens, want about %d (turn 3 had %d)", u4.cached, want, u[3].cached)
@@ -168,7 +187,7 @@ func TestMockCacheFollowsThePrefix(t *testing.T) {
 // TestMockCachePerConversation: two conversations do not share a cache,
 // even with the same system text, and the model is part of the key.
 func TestMockCachePerConversation(t *testing.T) {
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range apis {
 		t.Run(api, func(t *testing.T) {
 			m := fixedMock()
 			sendUsage(t, m, api, cacheTurn(t, api, longSystem, "fix the build", 1, false))
@@ -190,7 +209,7 @@ func TestMockCachePerConversation(t *testing.T) {
 // user turn on one request and not on the next leaves the conversation
 // the same.
 func TestMockCacheIgnoresPlacedBlocks(t *testing.T) {
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range apis {
 		t.Run(api, func(t *testing.T) {
 			m := fixedMock()
 			sendUsage(t, m, api, cacheTurn(t, api, longSystem, "fix the build\n\n"+framed(guardText), 1, false))
@@ -210,7 +229,7 @@ func TestMockCacheConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			api := []string{"chat", "responses", "messages"}[g%3]
+			api := apis[g%len(apis)]
 			first := fmt.Sprint("task ", g%4) // two goroutines per conversation and API pair, some
 			for i := range 12 {
 				u := sendUsage(t, m, api, cacheTurn(t, api, longSystem, first, 1+i%3, i%2 == 0))

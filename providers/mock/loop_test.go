@@ -30,7 +30,8 @@ type convo struct {
 	// placed is text the proxy placed in the newest turn, in each API's
 	// idiom: chat, a trailing user message; responses, a developer item
 	// at the end of input; messages, a text block at the end of the last
-	// user message.
+	// user message; gemini, a text part at the end of the last user
+	// content.
 	placed string
 }
 
@@ -120,6 +121,25 @@ func (c convo) body(t *testing.T, api string) string {
 		if c.toolsNone {
 			req["tool_choice"] = map[string]any{"type": "none"}
 		}
+	case "gemini":
+		if c.system != "" {
+			req["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": c.system}}}
+		}
+		msgs = append(msgs, map[string]any{"role": "user", "parts": []any{map[string]any{"text": c.user}}})
+		for _, call := range c.calls {
+			msgs = append(msgs,
+				map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": call.name, "args": json.RawMessage(call.args)}}}},
+				map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": call.name, "response": map[string]any{"error": "Error: exit status 1"}}}}})
+		}
+		if c.placed != "" {
+			last := msgs[len(msgs)-1].(map[string]any)
+			last["parts"] = append(last["parts"].([]any), map[string]any{"text": c.placed})
+		}
+		req["contents"] = msgs
+		req["tools"] = []any{map[string]any{"functionDeclarations": []any{map[string]any{"name": "run", "parameters": map[string]any{"type": "object"}}}}}
+		if c.toolsNone {
+			req["toolConfig"] = map[string]any{"functionCallingConfig": map[string]any{"mode": "NONE"}}
+		}
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -142,7 +162,26 @@ func (a mockAnswer) String() string {
 	return fmt.Sprintf("text %q", a.Text)
 }
 
-var apiPaths = map[string]string{"chat": "/chat/completions", "responses": "/responses", "messages": "/messages"}
+var apiPaths = map[string]string{"chat": "/chat/completions", "responses": "/responses", "messages": "/messages", "gemini": "/v1beta/models/m:generateContent"}
+
+// apis are the APIs the mock speaks.
+var apis = []string{"chat", "responses", "messages", "gemini"}
+
+// pathOf is where a test request of api goes: the API's path; for gemini,
+// the path names the model and the method, streamGenerateContent with
+// alt=sse when the request says stream. The test requests of every API
+// carry "model" and "stream" in their body, which the mock's Gemini API
+// does not read.
+func pathOf(api, body string) string {
+	if api != "gemini" {
+		return apiPaths[api]
+	}
+	p := "/v1beta/models/" + gjson.Get(body, "model").Str
+	if gjson.Get(body, "stream").Bool() {
+		return p + ":streamGenerateContent?alt=sse"
+	}
+	return p + ":generateContent"
+}
 
 // ask sends the conversation to a fixed mock in one API and reads its
 // answer: from the JSON body, or by adding up the events of a stream.
@@ -155,7 +194,7 @@ func ask(t *testing.T, api string, c convo) mockAnswer {
 // answer, as ask does.
 func askBody(t *testing.T, api, request string, stream bool) mockAnswer {
 	t.Helper()
-	res, body := post(t, apiPaths[api], request)
+	res, body := post(t, pathOf(api, request), request)
 	if res.StatusCode != 200 {
 		t.Fatalf("%s: status %d: %s", api, res.StatusCode, body)
 	}
@@ -183,6 +222,12 @@ func askBody(t *testing.T, api, request string, stream bool) mockAnswer {
 				a.Tool, a.Args = b.Get("name").Str, b.Get("input").Raw
 			} else {
 				a.Text = b.Get("text").Str
+			}
+		case "gemini":
+			if fc := j.Get("candidates.0.content.parts.0.functionCall"); fc.Exists() {
+				a.Tool, a.Args = fc.Get("name").Str, fc.Get("args").Raw
+			} else {
+				a.Text = j.Get("candidates.0.content.parts.0.text").Str
 			}
 		}
 		return a
@@ -224,6 +269,15 @@ func askBody(t *testing.T, api, request string, stream bool) mockAnswer {
 				args.WriteString(j.Get("delta.partial_json").Str)
 				text.WriteString(j.Get("delta.text").Str)
 			}
+		case "gemini":
+			j.Get("candidates.0.content.parts").ForEach(func(_, part gjson.Result) bool {
+				if fc := part.Get("functionCall"); fc.Exists() {
+					a.Tool = fc.Get("name").Str
+					args.WriteString(fc.Get("args").Raw)
+				}
+				text.WriteString(part.Get("text").Str)
+				return true
+			})
 		}
 	}
 	if a.Tool != "" {
@@ -248,7 +302,7 @@ const (
 	stopBlock  = "### !!! STOP — RECURSIVE ERROR LOOP !!!\nYou are in a recursive error loop.\n### !!! END STOP !!!\n\nYou are an agent."
 )
 
-// TestMockLoops runs the scripted model in the three APIs, streaming and
+// TestMockLoops runs the scripted model in every API, streaming and
 // not: the same call while fewer calls than repeat have results, then
 // words; an end as soon as the guard (or STOP block) is in the system
 // text, with one fixed call first when fix is given; no call at all when
@@ -309,11 +363,11 @@ type convoCase struct {
 	want mockAnswer
 }
 
-// askEveryAPI asks each case's conversation in the three APIs, streaming
-// and not, and checks the answer.
+// askEveryAPI asks each case's conversation in every API, streaming and
+// not, and checks the answer.
 func askEveryAPI(t *testing.T, tests []convoCase) {
 	t.Helper()
-	for _, api := range []string{"chat", "responses", "messages"} {
+	for _, api := range apis {
 		for _, stream := range []bool{false, true} {
 			for _, tc := range tests {
 				t.Run(fmt.Sprintf("%s/stream=%v/%s", api, stream, tc.name), func(t *testing.T) {
@@ -331,7 +385,8 @@ func askEveryAPI(t *testing.T, tests []convoCase) {
 // TestMockLoopIsDeterministic: a loop turn gets the same bytes every time.
 func TestMockLoopIsDeterministic(t *testing.T) {
 	c := convo{system: guardBlock, user: `[[mock:tool=run args={"cmd":"make"} until=guard fix={"cmd":"make -j1"}]]`, calls: failedCalls(2, `{"cmd":"make"}`), stream: true}
-	for api, path := range apiPaths {
+	for _, api := range apis {
+		path := pathOf(api, c.body(t, api))
 		_, a := post(t, path, c.body(t, api))
 		_, b := post(t, path, c.body(t, api))
 		if a != b {

@@ -1,13 +1,14 @@
 // Package mock is scarproxy's offline provider: an [http.RoundTripper]
-// ([Transport], made by [New]) that answers the three APIs the proxy
+// ([Transport], made by [New]) that answers the four APIs the proxy
 // forwards as the real providers do, without a key or a network. It backs
 // `serve --mock`, a provider of `type: mock`, the demo and the tests.
 //
 // # What it owns
 //
-//   - the APIs: OpenAI Chat Completions, OpenAI Responses and Anthropic
-//     Messages, JSON and SSE, with their usage and error bodies, and the
-//     model list at GET /models ([Models]);
+//   - the APIs: OpenAI Chat Completions, OpenAI Responses, Anthropic
+//     Messages and the Gemini API, JSON and SSE, with their usage and
+//     error bodies, and the model lists at GET /models and
+//     GET /v1beta/models ([Models]);
 //   - the [[mock:...]] directives it reads in the last user text, whose
 //     syntax is a documented contract (README.md, "The mock provider"):
 //     status=N, delay=D, tool=NAME with args, repeat, until and fix, echo,
@@ -50,7 +51,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Transport is the offline provider. It speaks the three APIs the proxy
+// Transport is the offline provider. It speaks the four APIs the proxy
 // forwards, each with its real JSON shapes, SSE events, usage and error
 // bodies:
 //
@@ -58,6 +59,10 @@ import (
 //	POST /responses         OpenAI Responses (named SSE events with sequence_number)
 //	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
 //	GET  /models            the models in [Models], OpenAI-shaped
+//	POST /v1beta/models/{model}:generateContent        the Gemini API (any version: /v1/ too)
+//	POST /v1beta/models/{model}:streamGenerateContent  SSE chunks with ?alt=sse, else a JSON array of them
+//	POST /v1beta/models/{model}:countTokens            {"totalTokens": N}
+//	GET  /v1beta/models                                the models in [Models], Gemini-shaped
 //
 // It is deterministic: the same sequence of requests at the same times
 // gets the same answers (ids derive from the request body and
@@ -71,14 +76,16 @@ import (
 // Directives in the last user text make it misbehave on purpose. The last
 // user text is the last message of role user (chat); the input string, or
 // the last input item of role user (responses); the last message of role
-// user that is not only tool_result blocks (messages). Text the proxy
+// user that is not only tool_result blocks (messages); the last user
+// content that is not only functionResponse parts (gemini). Text the proxy
 // placed in a turn is not user text (see # Blocks). Without directives
 // the answer is "Mock answer to: " followed by the user text (directives
 // removed, at most 200 characters), or "Mock answer." when nothing is left.
 //
 //	[[mock:status=429]]   answer that status with the error body the real API
 //	                      sends for it (OpenAI's shape for chat and responses,
-//	                      Anthropic's for messages); a 2xx status is ignored
+//	                      Anthropic's for messages, Google's for gemini); a
+//	                      2xx status is ignored
 //	[[mock:delay=3s]]     wait before answering (ends early if the request is cancelled)
 //	[[mock:tool=NAME]]    answer with a call to tool NAME with arguments {}
 //	[[mock:tool=NAME args={"path":"a.go"}]]
@@ -90,13 +97,16 @@ import (
 //	[[mock:echo]]         answer with everything the proxy told the model: the
 //	                      exact system text received (chat, the first system or
 //	                      developer message, array parts joined by "\n";
-//	                      responses, the instructions string; messages, the
+//	                      responses, the instructions string; gemini, the
+//	                      text parts of systemInstruction joined by "\n";
+//	                      messages, the
 //	                      top-level system string, or the text of its text
 //	                      blocks joined by "\n\n"), then each scarproxy block
 //	                      found elsewhere in the request, in order, each after
 //	                      a blank line (see # Blocks)
 //	[[mock:truncate]]     stream: end before the last event (chat "data: [DONE]",
-//	                      responses response.completed, messages message_stop)
+//	                      responses response.completed, messages message_stop,
+//	                      gemini the chunk with the finishReason)
 //	[[mock:stream_error]] stream: send the API's error event after the first
 //	                      event, then end
 //
@@ -134,7 +144,8 @@ import (
 // With repeat or until the directive is a scripted model: deterministic,
 // stateless, reading its progress from the conversation. It counts the
 // tool results after the last user text (chat: tool messages; responses:
-// function_call_output and custom_tool_call_output items; messages:
+// function_call_output and custom_tool_call_output items; gemini:
+// functionResponse parts of user contents; messages:
 // tool_result blocks in user messages), N below, and answers, in this
 // order:
 //
@@ -153,7 +164,8 @@ import (
 // from args: a call with them ends the loop.
 //
 // A request that forbids tools (chat and responses "tool_choice":"none",
-// messages "tool_choice":{"type":"none"}) never gets a call, as from a
+// messages "tool_choice":{"type":"none"}, gemini
+// "toolConfig":{"functionCallingConfig":{"mode":"NONE"}}) never gets a call, as from a
 // real model: a tool directive that would call answers "Mock answer:
 // tools were forbidden, so NAME was not called." (in a loop, as in 2).
 //
@@ -178,7 +190,8 @@ import (
 // usage.prompt_tokens_details.cached_tokens (in a stream, in the chunk
 // before "data: [DONE]" when stream_options.include_usage asks for it);
 // responses usage.input_tokens_details.cached_tokens (also in
-// response.completed); messages usage.cache_read_input_tokens and
+// response.completed); gemini usageMetadata.cachedContentTokenCount
+// (also in the chunk with the finishReason); messages usage.cache_read_input_tokens and
 // cache_creation_input_tokens (also in message_start and message_delta).
 // Input tokens are a quarter of the request body's bytes, rounded up;
 // output tokens follow the answer's words, or a quarter of a call's
@@ -194,12 +207,16 @@ import (
 // keeps and compares is the request's prompt, the bytes a provider caches
 // in the order it reads them, whatever the order of the JSON members:
 // chat tools then messages; responses tools, instructions, then input;
-// messages tools, system, then messages. The cached prefix of a request
+// gemini tools, systemInstruction, then contents; messages tools, system,
+// then messages. The cached prefix of a request
 // is the longest run of leading prompt bytes it shares with that previous
 // request (none for a conversation's first request):
 //
 //   - chat and responses report it as cached_tokens as OpenAI does: none
 //     below 1024 tokens, then in whole blocks of 128 tokens;
+//   - gemini reports it as cachedContentTokenCount, part of
+//     promptTokenCount, as the Gemini API's implicit cache does: none
+//     below 1024 tokens, then all of them;
 //   - messages reports it as cache_read_input_tokens; the tokens after it
 //     up to the end of the last object holding a "cache_control" member
 //     (a marked block, or the request's top-level marker) as
@@ -251,6 +268,8 @@ func (m *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return m.messages(req, body)
 	case p == "/messages" || strings.HasPrefix(p, "/messages/"):
 		return anthropicError(req, body, http.StatusNotFound, "not_found_error", "Not Found"), nil
+	case isGeminiPath(p):
+		return m.gemini(req, p, body)
 	default:
 		return errorResponse(req, http.StatusNotFound, "Invalid URL ("+req.Method+" /v1"+req.URL.Path+")", "invalid_request_error", ""), nil
 	}

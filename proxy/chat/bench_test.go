@@ -44,7 +44,7 @@ func BenchmarkInspect(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			r, err := f.Read(turns[i%2], "t")
+			r, err := f.Read(turns[i%2], wire.Route{Tenant: "t"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -34,13 +34,10 @@ func New() *Format { return &Format{memo: newConvMemo(defaultMemoSize)} }
 // Name implements [wire.Format].
 func (*Format) Name() string { return "chat" }
 
-// Path implements [wire.Format].
-func (*Format) Path() string { return "/chat/completions" }
-
 // Read implements [wire.Format]: a body that is not JSON gives a
 // *wire.JSONError.
-func (f *Format) Read(body []byte, tenant string) (wire.Request, error) {
-	c, err := inspect(body, f.memo, tenant)
+func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
+	c, err := inspect(body, f.memo, r.Tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -80,5 +77,7 @@ func (c *conversation) Forwarded(remember bool) {
 // Observe implements [wire.Request].
 func (c *conversation) Observe(sse bool, keep int) wire.Observer { return newObserver(sse, keep) }
 
-// NoTools implements [wire.Format]: tool_choice "none".
-func (*Format) NoTools() []byte { return []byte(`"none"`) }
+// HardStop implements [wire.Format]: tool_choice "none".
+func (*Format) HardStop(body []byte) ([]byte, error) {
+	return wire.SetMember(body, "tool_choice", []byte(`"none"`))
+}

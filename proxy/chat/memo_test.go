@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
 )
 
@@ -524,7 +525,7 @@ func TestFormatReusesNothingItGaveAway(t *testing.T) {
 	}
 	for i := 0; i < len(bodies); i += 2 {
 		tenant, body := string(bodies[i]), bodies[i+1]
-		req, err := f.Read(body, tenant)
+		req, err := f.Read(body, wire.Route{Tenant: tenant})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -279,7 +279,7 @@ func TestTurnPlacementKeepsThePrefix(t *testing.T) {
 		k++
 		p := turnPlacement(k)
 		client := bytes.Clone(body)
-		r, err := f.Read(body, "t")
+		r, err := f.Read(body, wire.Route{Tenant: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,7 +368,7 @@ func TestInfoLater(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := f.Read(body, "t") // through the memo from the second turn on
+			r, err := f.Read(body, wire.Route{Tenant: "t"}) // through the memo from the second turn on
 			if err != nil {
 				t.Fatal(err)
 			}

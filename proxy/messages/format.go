@@ -39,11 +39,8 @@ func New() *Format { return &Format{} }
 // Name implements [wire.Format].
 func (*Format) Name() string { return "messages" }
 
-// Path implements [wire.Format].
-func (*Format) Path() string { return "/messages" }
-
 // Read implements [wire.Format].
-func (*Format) Read(body []byte, _ string) (wire.Request, error) { return read(body) }
+func (*Format) Read(body []byte, _ wire.Route) (wire.Request, error) { return read(body) }
 
 // Error implements [wire.Format]: Anthropic's error shape.
 func (*Format) Error(e wire.Error) []byte { return ErrorBody(e) }
@@ -98,5 +95,7 @@ func errorType(status int) string {
 	return "api_error"
 }
 
-// NoTools implements [wire.Format]: tool_choice {"type":"none"}.
-func (*Format) NoTools() []byte { return []byte(`{"type":"none"}`) }
+// HardStop implements [wire.Format]: tool_choice {"type":"none"}.
+func (*Format) HardStop(body []byte) ([]byte, error) {
+	return wire.SetMember(body, "tool_choice", []byte(`{"type":"none"}`))
+}

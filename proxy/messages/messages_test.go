@@ -455,3 +455,27 @@ func BenchmarkInject(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadInject is what the format costs a request: reading Claude
+// Code's third turn as captured and placing a guard in it
+// (guard.placement: turn).
+func BenchmarkReadInject(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "claude-turn3.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, rc := agenttest.BlockParts()
+	p := wire.Placement{Turn: []wire.Block{wire.NewBlock(g)}, Recall: wire.NewBlock(rc)}
+	dst := make([]byte, 0, 2*len(body))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := read(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Inject(dst, body, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

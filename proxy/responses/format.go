@@ -44,12 +44,9 @@ func New() *Format { return &Format{chains: newChains(defaultChains)} }
 // Name implements [wire.Format].
 func (*Format) Name() string { return "responses" }
 
-// Path implements [wire.Format].
-func (*Format) Path() string { return "/responses" }
-
 // Read implements [wire.Format].
-func (f *Format) Read(body []byte, tenant string) (wire.Request, error) {
-	return read(body, tenant, f.chains)
+func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
+	return read(body, r.Tenant, f.chains)
 }
 
 // Error implements [wire.Format]: OpenAI's error shape.
@@ -66,5 +63,7 @@ func (*Format) StreamError(e wire.Error) []byte {
 	return wire.Event("error", body)
 }
 
-// NoTools implements [wire.Format]: tool_choice "none".
-func (*Format) NoTools() []byte { return []byte(`"none"`) }
+// HardStop implements [wire.Format]: tool_choice "none".
+func (*Format) HardStop(body []byte) ([]byte, error) {
+	return wire.SetMember(body, "tool_choice", []byte(`"none"`))
+}

@@ -204,18 +204,34 @@ func (p *policyState) isAdmin(tok string) bool {
 	return p.adminToken != "" && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(p.adminToken)) == 1
 }
 
-// Credential returns the key a client presents: the token of an
-// Authorization: Bearer header, else the Api-Key header (Azure OpenAI
-// clients), else the X-Api-Key header (Anthropic clients). The first one
-// present is the key; the others are not tried.
+// Credential returns the key a client presents in its headers: the token
+// of an Authorization: Bearer header, else the Api-Key header (Azure
+// OpenAI clients), else the X-Api-Key header (Anthropic clients), else the
+// X-Goog-Api-Key header (Gemini clients). The first one present is the
+// key; the others are not tried.
 func Credential(h http.Header) string {
 	if v := h.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		return strings.TrimSpace(v[7:])
 	}
-	if v := strings.TrimSpace(h.Get("Api-Key")); v != "" {
-		return v
+	for _, k := range [...]string{"Api-Key", "X-Api-Key", "X-Goog-Api-Key"} {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			return v
+		}
 	}
-	return strings.TrimSpace(h.Get("X-Api-Key"))
+	return ""
+}
+
+// RequestCredential returns the key a proxied request presents: its
+// headers' (see [Credential]), else its "key" query parameter, where a
+// Gemini API client may send its key.
+func RequestCredential(r *http.Request) string {
+	if k := Credential(r.Header); k != "" {
+		return k
+	}
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return strings.TrimSpace(r.URL.Query().Get("key"))
 }
 
 // Authorize checks the credentials of a memory API or MCP request. With
@@ -259,16 +275,18 @@ func ValidName(s string) error {
 	return nil
 }
 
-// Resolve decides the tenant of a proxied request: the path's names
+// Resolve decides the tenant of a proxied request r: the path's names
 // (/w/{workspace}/{project}/v1, empty when the route has none), then
-// headers, then defaults. With gateway keys the key decides the
-// workspace; a header naming another workspace is refused rather than
-// ignored, so a misconfigured client notices.
-func (p *Policy) Resolve(h http.Header, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
-	return p.state.Load().resolve(h, pathWorkspace, pathProject)
+// headers, then defaults. With gateway keys the key (see
+// [RequestCredential]) decides the workspace; a header naming another
+// workspace is refused rather than ignored, so a misconfigured client
+// notices.
+func (p *Policy) Resolve(r *http.Request, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
+	return p.state.Load().resolve(r, pathWorkspace, pathProject)
 }
 
-func (p *policyState) resolve(h http.Header, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
+func (p *policyState) resolve(r *http.Request, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
+	h := r.Header
 	t := Tenant{
 		Workspace: cmp.Or(pathWorkspace, h.Get(HeaderWorkspace), p.defaultWorkspace),
 		Project:   cmp.Or(pathProject, h.Get(HeaderProject), p.defaultProject),
@@ -276,7 +294,7 @@ func (p *policyState) resolve(h http.Header, pathWorkspace, pathProject string) 
 		Agent:     h.Get(HeaderAgent),
 	}
 	if p.hasKeys() {
-		k := p.lookup(Credential(h))
+		k := p.lookup(RequestCredential(r))
 		if k == nil {
 			return t, &wire.Error{Status: http.StatusUnauthorized, Message: "Invalid or missing gateway key. Use your team's scarproxy key as the API key.", Type: "invalid_request_error", Code: "invalid_api_key"}
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -25,29 +26,33 @@ func TestResolve(t *testing.T) {
 		name       string
 		p          *Policy
 		hdr        map[string]string
+		query      string
 		pathWS     string
 		pathPJ     string
 		want       Tenant
 		wantStatus int
 	}{
-		{"defaults", open, nil, "", "", Tenant{Workspace: "ws", Project: "pj"}, 0},
-		{"headers", open, map[string]string{HeaderWorkspace: "a", HeaderProject: "b", HeaderSession: "s", HeaderAgent: "g"}, "", "", Tenant{"a", "b", "s", "g"}, 0},
-		{"path over headers", open, map[string]string{HeaderWorkspace: "a"}, "p", "q", Tenant{Workspace: "p", Project: "q"}, 0},
-		{"bad session", open, map[string]string{HeaderSession: "a b"}, "", "", Tenant{}, http.StatusBadRequest},
-		{"bad path name", open, nil, "a/b", "", Tenant{}, http.StatusBadRequest},
-		{"key decides the workspace", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "api"}, "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
-		{"key as x-api-key", keyed, map[string]string{"X-Api-Key": "key-a", HeaderProject: "api"}, "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
-		{"no key", keyed, nil, "", "", Tenant{}, http.StatusUnauthorized},
-		{"wrong key", keyed, map[string]string{"Authorization": "Bearer key-b"}, "", "", Tenant{}, http.StatusUnauthorized},
-		{"other workspace named", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderWorkspace: "team-b", HeaderProject: "api"}, "", "", Tenant{}, http.StatusForbidden},
-		{"project outside the allow-list", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "web"}, "", "", Tenant{}, http.StatusForbidden},
+		{"defaults", open, nil, "", "", "", Tenant{Workspace: "ws", Project: "pj"}, 0},
+		{"headers", open, map[string]string{HeaderWorkspace: "a", HeaderProject: "b", HeaderSession: "s", HeaderAgent: "g"}, "", "", "", Tenant{"a", "b", "s", "g"}, 0},
+		{"path over headers", open, map[string]string{HeaderWorkspace: "a"}, "", "p", "q", Tenant{Workspace: "p", Project: "q"}, 0},
+		{"bad session", open, map[string]string{HeaderSession: "a b"}, "", "", "", Tenant{}, http.StatusBadRequest},
+		{"bad path name", open, nil, "", "a/b", "", Tenant{}, http.StatusBadRequest},
+		{"key decides the workspace", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "api"}, "", "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
+		{"key as x-api-key", keyed, map[string]string{"X-Api-Key": "key-a", HeaderProject: "api"}, "", "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
+		{"key as x-goog-api-key", keyed, map[string]string{"X-Goog-Api-Key": "key-a", HeaderProject: "api"}, "", "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
+		{"key in the query", keyed, map[string]string{HeaderProject: "api"}, "alt=sse&key=key-a", "", "", Tenant{Workspace: "team-a", Project: "api"}, 0},
+		{"a header key before the query's", keyed, map[string]string{"X-Goog-Api-Key": "key-b", HeaderProject: "api"}, "key=key-a", "", "", Tenant{}, http.StatusUnauthorized},
+		{"no key", keyed, nil, "", "", "", Tenant{}, http.StatusUnauthorized},
+		{"wrong key", keyed, map[string]string{"Authorization": "Bearer key-b"}, "", "", "", Tenant{}, http.StatusUnauthorized},
+		{"other workspace named", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderWorkspace: "team-b", HeaderProject: "api"}, "", "", "", Tenant{}, http.StatusForbidden},
+		{"project outside the allow-list", keyed, map[string]string{"Authorization": "Bearer key-a", HeaderProject: "web"}, "", "", "", Tenant{}, http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := http.Header{}
+			r := httptest.NewRequest(http.MethodPost, "/v1beta/models/m:generateContent?"+tc.query, nil)
 			for k, v := range tc.hdr {
-				h.Set(k, v)
+				r.Header.Set(k, v)
 			}
-			got, aerr := tc.p.Resolve(h, tc.pathWS, tc.pathPJ)
+			got, aerr := tc.p.Resolve(r, tc.pathWS, tc.pathPJ)
 			if tc.wantStatus != 0 {
 				if aerr == nil || aerr.Status != tc.wantStatus {
 					t.Fatalf("Resolve = %+v, %v; want status %d", got, aerr, tc.wantStatus)

@@ -77,11 +77,22 @@ func OutgoingHeader(in http.Header, gateway bool) http.Header {
 	if gateway {
 		// The client's key is the gateway key, and its other credentials
 		// are for the gateway too: none may reach a provider.
-		for _, k := range [...]string{"Authorization", "Api-Key", "X-Api-Key", "Cookie", "Proxy-Authorization"} {
+		for _, k := range [...]string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"} {
 			h.Del(k)
 		}
 	}
 	return h
+}
+
+// OutgoingQuery returns the client's escaped query as a provider may see
+// it: as it came, but on a gateway (gateway keys configured) without the
+// "key" parameters, where a Gemini client may put its key (the gateway
+// key). A query without one keeps its bytes.
+func OutgoingQuery(raw string, gateway bool) string {
+	if !gateway {
+		return raw
+	}
+	return providers.DropQueryKey(raw)
 }
 
 // Attempt is one provider's answer with the context that bounds its body.

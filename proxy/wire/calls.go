@@ -144,9 +144,10 @@ func NoteText(raw []byte) string {
 
 // DefinedTools returns the names of the tools a request defines
 // (Info.ToolDefs) in every API's shape: chat's function.name, the
-// Responses API's and Anthropic's name, or the type of a tool without a
-// name (a built-in such as "local_shell" or "web_search"). It returns nil
-// when defs is not an array.
+// Responses API's and Anthropic's name, the Gemini API's name of each of
+// a tool's functionDeclarations, or the type of a tool without a name (a
+// built-in such as "local_shell" or "web_search"). It returns nil when
+// defs is not an array.
 func DefinedTools(defs []byte) []string {
 	v := gjson.ParseBytes(defs)
 	if !v.IsArray() {
@@ -154,6 +155,19 @@ func DefinedTools(defs []byte) []string {
 	}
 	names := []string{}
 	v.ForEach(func(_, t gjson.Result) bool {
+		decls := t.Get("functionDeclarations")
+		if !decls.IsArray() {
+			decls = t.Get("function_declarations")
+		}
+		if decls.IsArray() {
+			decls.ForEach(func(_, d gjson.Result) bool {
+				if r := d.Get("name"); r.Type == gjson.String && r.Str != "" {
+					names = append(names, r.Str)
+				}
+				return true
+			})
+			return true
+		}
 		r := t.Get("function.name")
 		if r.Type != gjson.String {
 			r = t.Get("name")

@@ -31,6 +31,11 @@ func TestDefinedTools(t *testing.T) {
 	if got, want := DefinedTools([]byte(defs)), []string{"run_shell", "exec_command", "apply_patch", "web_search", "Bash"}; !slices.Equal(got, want) {
 		t.Errorf("DefinedTools = %v, want %v", got, want)
 	}
+	gemini := `[{"functionDeclarations":[{"name":"run_shell_command","parametersJsonSchema":{}},{"name":"read_file"}]},{"googleSearch":{}},` +
+		`{"function_declarations":[{"name":"glob"},{"description":"no name"}]}]`
+	if got, want := DefinedTools([]byte(gemini)), []string{"run_shell_command", "read_file", "glob"}; !slices.Equal(got, want) {
+		t.Errorf("DefinedTools of the Gemini API's = %v, want %v", got, want)
+	}
 	if DefinedTools(nil) != nil || DefinedTools([]byte(`{}`)) != nil {
 		t.Error("no definitions read as some")
 	}

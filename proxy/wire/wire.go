@@ -1,14 +1,15 @@
 // Package wire is the seam between the proxy's request pipeline and the
-// wire formats it speaks: OpenAI Chat Completions, the OpenAI Responses API
-// and the Anthropic Messages API. A format reads a request (model, stream,
-// system text, the user's task, tool calls and results), puts blocks in
-// front of the system text, observes the provider's answer, and shapes the
-// proxy's own errors. The pipeline (package proxy) does the rest the same
-// way for every format: tenant, recording, guard, recall, forwarding.
+// wire formats it speaks: OpenAI Chat Completions, the OpenAI Responses
+// API, the Anthropic Messages API and the Gemini API. A format reads a
+// request (model, stream, system text, the user's task, tool calls and
+// results), places blocks, forbids tools for a turn, observes the
+// provider's answer, and shapes the proxy's own errors. The pipeline
+// (package proxy) does the rest the same way for every format: tenant,
+// recording, guard, recall, forwarding.
 //
-// Adding a format means one package beside proxy/chat, proxy/responses and
-// proxy/messages that implements [Format], plus golden files for its
-// rewrite and fuzz targets for its reader and observer.
+// Adding a format means one package beside proxy/chat, proxy/responses,
+// proxy/messages and proxy/gemini that implements [Format], plus golden
+// files for its rewrite and fuzz targets for its reader and observer.
 //
 // This package also holds what the formats share: a depth-bounded JSON
 // [Scanner], [Block]s and their JSON escape, and an [SSE] event splitter.
@@ -33,25 +34,37 @@ import (
 type Format interface {
 	// Name names the format in metrics and logs. It is also the API a
 	// provider must serve to receive the request ("chat", "responses",
-	// "messages", as providers.API*).
+	// "messages", "gemini", as providers.API*).
 	Name() string
-	// Path is where the request goes below a provider's API root, e.g.
-	// "/chat/completions".
-	Path() string
-	// Read reads a request body. tenant scopes what the format remembers
-	// between turns: one tenant's conversation is never another's. A body
-	// that is not JSON gives a *JSONError; any other error is a request the
-	// format refuses, its text shown to the client in a 400.
-	Read(body []byte, tenant string) (Request, error)
+	// Read reads a request that came by route r. A body that is not JSON
+	// gives a *JSONError; any other error is a request the format
+	// refuses, its text shown to the client in a 400.
+	Read(body []byte, r Route) (Request, error)
 	// Error is the body of an error the proxy answers itself, in the
 	// API's shape.
 	Error(e Error) []byte
 	// StreamError is the event that tells a client, in the API's stream
 	// format, that the proxy cut its stream short.
 	StreamError(e Error) []byte
-	// NoTools is the value of the request's top-level "tool_choice" that
-	// forbids tool calls for one turn (the loop breaker's hard stop).
-	NoTools() []byte
+	// HardStop returns body, a request of this format as it will be
+	// forwarded, with tool calls forbidden for one turn (the loop
+	// breaker's hard stop), in the API's own terms: a new slice, body
+	// unchanged. An error leaves the request as it was.
+	HardStop(body []byte) ([]byte, error)
+}
+
+// Route is what the proxy knows of a request besides its body: whose it is
+// and where it goes.
+type Route struct {
+	// Tenant scopes what a format remembers between turns: one tenant's
+	// conversation is never another's.
+	Tenant string
+	// Path is the escaped path the request goes to below a provider's API
+	// root: "/chat/completions", "/responses", "/messages" for the APIs
+	// whose root holds their version (https://api.openai.com/v1), the
+	// whole path for the Gemini API, whose paths hold it and the model
+	// ("/v1beta/models/gemini-2.5-flash:streamGenerateContent").
+	Path string
 }
 
 // Request is a request read by its format.

@@ -1,0 +1,144 @@
+package gemini
+
+import (
+	"net/http"
+
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+)
+
+// Observe implements [wire.Request].
+func (r *request) Observe(sse bool, keep int) wire.Observer {
+	o := &observer{Tap: wire.NewTap(sse, keep)}
+	o.Events.Data = o.data
+	return o
+}
+
+// observer follows a Gemini answer: a GenerateContentResponse, or a
+// stream of them (SSE data events, or a JSON array when the client did
+// not ask for alt=sse). Each chunk may carry an error, the candidate's
+// parts, its finishReason and the usage so far.
+type observer struct {
+	wire.Tap
+	answer
+}
+
+// answer is what the chunks of an answer said.
+type answer struct {
+	errMsg  string // an error chunk's message
+	reason  string // the candidate's finishReason, once given
+	blocked bool   // the prompt was blocked (promptFeedback.blockReason): no candidate comes
+	calls   bool   // the answer calls a function
+	excerpt wire.Excerpt
+	usage   wire.Usage // of the last usageMetadata
+}
+
+func (o *observer) data(_ string, data []byte) {
+	if !wire.Valid(data) {
+		if o.errMsg == "" && gjson.GetBytes(data, "error").Exists() {
+			o.errMsg = string(data)
+		}
+		return
+	}
+	o.chunk(gjson.ParseBytes(data))
+}
+
+// chunk reads one GenerateContentResponse (or an error in its place).
+func (a *answer) chunk(c gjson.Result) {
+	res := gjson.GetMany(c.Raw, "error", "candidates.0", "usageMetadata", "promptFeedback.blockReason")
+	if e := res[0]; e.Exists() {
+		if a.errMsg == "" {
+			a.errMsg = wire.ErrorMessage([]byte(c.Raw), http.StatusInternalServerError)
+		}
+		return
+	}
+	if cand := res[1]; cand.IsObject() {
+		cand.Get("content.parts").ForEach(func(_, part gjson.Result) bool {
+			switch t := part.Get("text"); {
+			case part.Get("functionCall").Exists() || part.Get("function_call").Exists():
+				a.calls = true
+			case t.Type == gjson.String && !part.Get("thought").Bool():
+				a.excerpt.Add(t.Str)
+			}
+			return true
+		})
+		if r := cand.Get("finishReason"); r.Type == gjson.String && r.Str != "" {
+			a.reason = r.Str
+		}
+	}
+	if u := res[2]; u.IsObject() {
+		a.usage = Usage(u)
+	}
+	if res[3].Type == gjson.String && res[3].Str != "" {
+		a.blocked = true
+	}
+}
+
+// outcome is how the answer ended: an error chunk is a failure, as is an
+// answer that ends before its candidate's finishReason (unless the prompt
+// was blocked, which ends it without one); finishReason STOP is a final
+// answer unless the answer calls a function.
+func (a *answer) outcome() wire.Outcome {
+	usage := a.usage
+	switch {
+	case a.errMsg != "":
+		return wire.Outcome{Failure: a.errMsg, Usage: usage}
+	case a.reason == "" && !a.blocked:
+		return wire.Outcome{Failure: "stream ended before a finishReason", Usage: usage}
+	}
+	return wire.Outcome{Final: a.reason == "STOP" && !a.calls, Answer: string(a.excerpt), Usage: usage}
+}
+
+// Outcome implements [wire.Observer]. A JSON answer kept whole is read as
+// a stream's chunks (an array of them, or one); of one not kept, only its
+// usage, from its tail.
+func (o *observer) Outcome() wire.Outcome {
+	if o.Stream {
+		return o.outcome()
+	}
+	b := o.Capture.Whole()
+	if b == nil {
+		return wire.Outcome{Usage: Usage(o.Member(nil, "usageMetadata"))}
+	}
+	var a answer
+	if v := gjson.ParseBytes(b); v.IsArray() {
+		v.ForEach(func(_, c gjson.Result) bool { a.chunk(c); return true })
+	} else {
+		a.chunk(v)
+	}
+	out := a.outcome()
+	if out.Failure != "" && a.errMsg == "" {
+		// A JSON answer is complete: a candidate without a reason is no
+		// stream cut short.
+		out = wire.Outcome{Answer: string(a.excerpt), Usage: out.Usage}
+	}
+	return out
+}
+
+// Usage reads a usageMetadata object: promptTokenCount (which counts the
+// cached tokens) and toolUsePromptTokenCount are the input,
+// candidatesTokenCount and thoughtsTokenCount the output,
+// cachedContentTokenCount the part of the input read from the cache.
+// Negative counts read as 0.
+func Usage(u gjson.Result) wire.Usage {
+	var out wire.Usage
+	if !u.IsObject() {
+		return out
+	}
+	u.ForEach(func(k, v gjson.Result) bool {
+		if v.Type != gjson.Number {
+			return true
+		}
+		n := max(v.Int(), 0)
+		switch k.Str {
+		case "promptTokenCount", "toolUsePromptTokenCount":
+			out.Input += n
+		case "candidatesTokenCount", "thoughtsTokenCount":
+			out.Output += n
+		case "cachedContentTokenCount":
+			out.CacheRead = n
+		}
+		return true
+	})
+	return out
+}
