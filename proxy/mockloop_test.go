@@ -3,9 +3,11 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/scarproxy/scarproxy/providers"
 	mockprovider "github.com/scarproxy/scarproxy/providers/mock"
@@ -15,8 +17,12 @@ import (
 // loopAgent is an agent that runs every tool call the model asks for and
 // sends the result back, in one API, until the model answers in words.
 type loopAgent struct {
-	api     string // chat, responses, messages or gemini
-	history []any  // messages, Responses input items, or Gemini contents
+	api string // chat, responses, messages or gemini
+	// callIDs gives Gemini function calls ids of the agent's own, as the
+	// Gemini CLI does ("name_<time>_<n>"); the Gen AI SDKs send none.
+	callIDs bool
+	calls   int
+	history []any // messages, Responses input items, or Gemini contents
 }
 
 const (
@@ -98,8 +104,14 @@ func (a *loopAgent) turn(t *testing.T, answer []byte) (bool, string) {
 		if failed {
 			response = map[string]any{"error": out}
 		}
-		a.history = append(a.history, json.RawMessage(content.Raw),
-			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": fc.Get("name").Str, "response": response}}}})
+		model, fr := any(json.RawMessage(content.Raw)), map[string]any{"name": fc.Get("name").Str, "response": response}
+		if a.callIDs {
+			a.calls++
+			id := fmt.Sprintf("%s_%d_%d", fc.Get("name").Str, time.Now().UnixNano(), a.calls)
+			model = map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": fc.Get("name").Str, "args": json.RawMessage(fc.Get("args").Raw), "id": id}}}}
+			fr["id"] = id
+		}
+		a.history = append(a.history, model, map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": fr}}})
 	}
 	return true, ""
 }

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -29,6 +30,7 @@ type answer struct {
 	reason  string // the candidate's finishReason, once given
 	blocked bool   // the prompt was blocked (promptFeedback.blockReason): no candidate comes
 	calls   bool   // the answer calls a function
+	call    string // the id of its first call, if the provider gave one
 	excerpt wire.Excerpt
 	usage   wire.Usage // of the last usageMetadata
 }
@@ -57,6 +59,9 @@ func (a *answer) chunk(c gjson.Result) {
 			switch t := part.Get("text"); {
 			case part.Get("functionCall").Exists() || part.Get("function_call").Exists():
 				a.calls = true
+				if a.call == "" {
+					a.call = cmp.Or(part.Get("functionCall.id").String(), part.Get("function_call.id").String())
+				}
 			case t.Type == gjson.String && !part.Get("thought").Bool():
 				a.excerpt.Add(t.Str)
 			}
@@ -86,7 +91,7 @@ func (a *answer) outcome() wire.Outcome {
 	case a.reason == "" && !a.blocked:
 		return wire.Outcome{Failure: "stream ended before a finishReason", Usage: usage}
 	}
-	return wire.Outcome{Final: a.reason == "STOP" && !a.calls, Answer: string(a.excerpt), Usage: usage}
+	return wire.Outcome{Final: a.reason == "STOP" && !a.calls, Answer: string(a.excerpt), Usage: usage, FirstCall: a.call}
 }
 
 // Outcome implements [wire.Observer]. A JSON answer kept whole is read as
@@ -110,7 +115,7 @@ func (o *observer) Outcome() wire.Outcome {
 	if out.Failure != "" && a.errMsg == "" {
 		// A JSON answer is complete: a candidate without a reason is no
 		// stream cut short.
-		out = wire.Outcome{Answer: string(a.excerpt), Usage: out.Usage}
+		out = wire.Outcome{Answer: string(a.excerpt), Usage: out.Usage, FirstCall: out.FirstCall}
 	}
 	return out
 }

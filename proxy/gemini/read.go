@@ -112,6 +112,9 @@ func read(body []byte, path string, systems *systemMemo) (*request, error) {
 		case "model":
 			answered = true
 			calls.model(c, &in.Tools)
+			if in.Origin == "" {
+				in.Origin = calls.firstID()
+			}
 		case "user", "":
 			p := r.readUser(c, int(i.Int()), &calls, base, body)
 			if users++; users == 1 {
@@ -292,6 +295,18 @@ func (b *callBook) model(c gjson.Result, tools *[]string) {
 		}
 		return true
 	})
+}
+
+// firstID returns the id of the first call of the model content read
+// last that has one ("" when none does): the run's origin (see
+// wire.Info.Origin) when it is the conversation's first.
+func (b *callBook) firstID() string {
+	for _, cl := range b.last {
+		if cl.id != "" {
+			return cl.id
+		}
+	}
+	return ""
 }
 
 // answer returns the call a response of tool name (and id, if any)
