@@ -70,10 +70,13 @@ const heldOutTarget = 0.96
 func TestToolFailedTune(t *testing.T) {
 	total, by := scoreCorpus(t, "testdata/corpus_tune.txtar")
 	logScore(t, "tune", total, by)
+	checkScore(t, "tune", total)
 	for _, n := range total.missed {
 		t.Logf("tune: failure not caught: %s", n)
 	}
-	checkScore(t, "tune", total)
+	for _, n := range total.wrong {
+		t.Logf("tune: success flagged: %s", n)
+	}
 }
 
 // TestToolFailedHeldOut: outputs of other tools and other threads than
@@ -98,11 +101,12 @@ func checkScore(t *testing.T, part string, s corpusScore) {
 	if s.fails < 60 || s.oks < 20 {
 		t.Errorf("%s: %d failures and %d successes; want at least 60 and 20", part, s.fails, s.oks)
 	}
+	// The names of the held-out part's misses are not shown: a rule
+	// written from them would make it a tuning part.
 	if s.rate() < heldOutTarget {
-		t.Errorf("%s: %.1f%% of failures caught, want at least %.0f%%; missed: %s",
-			part, 100*s.rate(), 100*heldOutTarget, strings.Join(s.missed, ", "))
+		t.Errorf("%s: %.1f%% of failures caught, want at least %.0f%%", part, 100*s.rate(), 100*heldOutTarget)
 	}
 	if s.flagged > 0 {
-		t.Errorf("%s: successes flagged: %s", part, strings.Join(s.wrong, ", "))
+		t.Errorf("%s: %d successes flagged", part, s.flagged)
 	}
 }

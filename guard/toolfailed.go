@@ -49,6 +49,7 @@ type toolRule struct {
 	re         *regexp.Regexp    // text rules: the line
 	next       *regexp.Regexp    // firstLine, anyLine: when set, the next non-empty line must match it too
 	notAfter   *regexp.Regexp    // anyLine: when set, the previous non-empty line must not match it
+	unless     *regexp.Regexp    // text rules: when set, a line that matches it does not match the rule
 	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
 	col0       bool              // text rules: the line must not be indented
 	code       bool              // text rules: group 1 is an exit code, and decides: failed when not 0, succeeded when 0
@@ -142,6 +143,11 @@ var toolRules = []toolRule{
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
 	{name: "crash", where: lastLines, re: mustRe(`^(?:\S*sh: line \d+:\s+)?(?:\d+\s+)?(?:Segmentation fault|Bus error|Killed|Aborted|Illegal instruction|Floating point exception)\b`)},
 	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
+	// A script's own last word (sys.exit("deploy failed: …"), "1 test
+	// failed"), not a log record nor "none failed".
+	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?\w*[A-Za-z_][\w./-]* (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
+		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)},
+	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
 
 	// 6. Anywhere (these come last).
 	{name: "python traceback anywhere", where: anyLine, col0: true, re: mustRe(`^Traceback \(most recent call last\):$`), next: mustRe(`^File "`),
@@ -151,8 +157,8 @@ var toolRules = []toolRule{
 	{name: "rust panic", where: anyLine, col0: true, re: mustRe(`^thread '[^'\n]*'(?: \(\d+\))? panicked at `)},
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
-	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: `)},
-	{name: "compiler error", where: anyLine, col0: true, literal: ": error", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet
+	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
+	{name: "compiler error", where: anyLine, col0: true, literal: "error", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
 	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:fatal|FATAL|Fatal)(?: error| ERROR)?: `)},
@@ -170,6 +176,24 @@ var toolRules = []toolRule{
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
 	{name: "command not found", where: anyLine, col0: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
+	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script
+	// (coreutils, tar, gzip, sed, awk, sudo, a script's "line 3:"), when
+	// the message says it failed; a tool's warning does not.
+	{name: "program error", where: anyLine, col0: true, re: mustRe(`^[a-z_./][\w.+/-]*: [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression)s?|number of \w+)|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|\*{4} )`),
+		unless: mustRe(`^(?:warning|note|hint|info|debug|notice): `)},
+	{name: "syntax error", where: anyLine, col0: true, re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)},                         // perl, jq, dash
+	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[^\s:]+:\d+: )?\*\*\* (?:.*\bStop\.$|.*停止。$|\[[^\]\n]+\] Error \d+$)`)}, // a makefile's own error, make's "*** [target] Error 1"
+	{name: "go compiler error", where: anyLine, col0: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: (?:(?:.* )?imported (?:and|but) not used\b|(?:.* )?declared (?:and|but) not used\b|undefined: |missing return\b)`)},
+	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                    // node --test, prove
+	{name: "assertion failed", where: anyLine, col0: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
+	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
+	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^ERROR: [A-Z]`)}, // pip, docker build, scripts; a log record is "ERROR:root:…"
+	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
+	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
+	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN not safe after errors--compilation aborted)`)},
+	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
+	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
+	{name: "command failed", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 }
 
 // stackFrame is the first frame of a JavaScript stack trace.
@@ -232,6 +256,8 @@ func (r *toolRule) check(afterAny bool) error {
 		return fmt.Errorf("next is for firstLine and anyLine rules")
 	case r.notAfter != nil && r.where != anyLine:
 		return fmt.Errorf("notAfter is for anyLine rules")
+	case r.unless != nil && (r.re == nil || r.code):
+		return fmt.Errorf("unless is for text rules that say failed or succeeded")
 	case r.where == anyLine && (!r.filter || r.ok || r.code):
 		return fmt.Errorf("an anyLine rule must be anchored, with a first-byte filter, and say failed")
 	case r.code && r.re.NumSubexp() < 1:
@@ -494,7 +520,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 		}
 	}
 	if !r.code {
-		return !r.ok, r.re.MatchString(line) && (r.next == nil || r.next.MatchString(next))
+		return !r.ok, r.re.MatchString(line) && (r.next == nil || r.next.MatchString(next)) && (r.unless == nil || !r.unless.MatchString(line))
 	}
 	m := r.re.FindStringSubmatch(line)
 	if m == nil {
