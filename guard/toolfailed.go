@@ -138,6 +138,8 @@ var toolRules = []toolRule{
 	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
 	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
+	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
+	{name: "os error first", where: firstLine, re: osErrorLine, unless: grepHit},
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
@@ -148,6 +150,10 @@ var toolRules = []toolRule{
 	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?\w*[A-Za-z_][\w./-]* (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
 		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)},
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
+	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$)`)}, // printed after a usage error only
+	{name: "os error at end", where: lastLine, re: osErrorLine, unless: grepHit},
+	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
+		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
 
 	// 6. Anywhere (these come last).
 	{name: "python traceback anywhere", where: anyLine, col0: true, re: mustRe(`^Traceback \(most recent call last\):$`), next: mustRe(`^File "`),
@@ -158,7 +164,7 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, literal: "error", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet
+	{name: "compiler error", where: anyLine, col0: true, literal: "rror", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: |\(\d+\): Error! E\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
 	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:fatal|FATAL|Fatal)(?: error| ERROR)?: `)},
@@ -179,7 +185,7 @@ var toolRules = []toolRule{
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script
 	// (coreutils, tar, gzip, sed, awk, sudo, a script's "line 3:"), when
 	// the message says it failed; a tool's warning does not.
-	{name: "program error", where: anyLine, col0: true, re: mustRe(`^[a-z_./][\w.+/-]*: [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression)s?|number of \w+)|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|\*{4} )`),
+	{name: "program error", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression)s?|number of \w+)|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|\*{4} )`),
 		unless: mustRe(`^(?:warning|note|hint|info|debug|notice): `)},
 	{name: "syntax error", where: anyLine, col0: true, re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)},                         // perl, jq, dash
 	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[^\s:]+:\d+: )?\*\*\* (?:.*\bStop\.$|.*停止。$|\[[^\]\n]+\] Error \d+$)`)}, // a makefile's own error, make's "*** [target] Error 1"
@@ -195,6 +201,14 @@ var toolRules = []toolRule{
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 }
+
+// osErrorLine is a line that ends with an error of the operating system,
+// as Go programs and others print a chain of errors ("unable to prepare
+// context: …: lstat /app/Dockerfile: no such file or directory").
+var osErrorLine = mustRe(`^.*: (?:no such file or directory|permission denied|connection refused|no such host|i/o timeout|connection reset by peer|network is unreachable|operation not permitted)\.?$`)
+
+// grepHit is a line of grep -n's output, or of a compiler's listing.
+var grepHit = mustRe(`^\S+:\d+:`)
 
 // stackFrame is the first frame of a JavaScript stack trace.
 var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[^\s(]*:\d+:\d+\)?$)`)
