@@ -185,7 +185,7 @@ var toolRules = []toolRule{
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script
 	// (coreutils, tar, gzip, sed, awk, sudo, a script's "line 3:"), when
 	// the message says it failed; a tool's warning does not.
-	{name: "program error", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression)s?|number of \w+)|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|\*{4} )`),
+	{name: "program error", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|\*{4} )`),
 		unless: mustRe(`^(?:warning|note|hint|info|debug|notice): `)},
 	{name: "syntax error", where: anyLine, col0: true, re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)},                         // perl, jq, dash
 	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[^\s:]+:\d+: )?\*\*\* (?:.*\bStop\.$|.*停止。$|\[[^\]\n]+\] Error \d+$)`)}, // a makefile's own error, make's "*** [target] Error 1"
@@ -200,6 +200,10 @@ var toolRules = []toolRule{
 	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
+	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
+	{name: "bundler error", where: anyLine, re: mustRe(`^ERROR {1,2}(?:Failed to compile|Build failed)\b`)}, // vue-cli, webpack
+	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
+	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
 }
 
 // osErrorLine is a line that ends with an error of the operating system,
