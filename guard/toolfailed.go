@@ -125,7 +125,7 @@ var toolRules = []toolRule{
 	// 4. How the output opens.
 	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
 	{name: "error prefix", where: firstLine, re: mustRe(`^(?:Error|ERROR|error)(?:\[[\w-]+\])?:(?:\s|$)`)}, // not "ERROR:root:…", a log record
-	{name: "error while doing", where: firstLine, re: mustRe(`^(?:Error|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|while|during|occurred|in tool|response from daemon|from server)\b`)},
+	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|connecting|while|during|occurred|in tool|response from daemon|from server)\b`)},
 	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
@@ -177,7 +177,7 @@ var toolRules = []toolRule{
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
 	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)}, // indented by Vitest and Mocha
 	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^E {3,}\S`)},
-	{name: "ruby exception", where: anyLine, col0: true, literal: ".rb:", re: mustRe(`^[^\s:]+\.rb:\d+:in [` + "`" + `'].*\(\w*(?:Error|Exception)\)$`)},
+	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
 	{name: "command not found", where: anyLine, col0: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
@@ -185,7 +185,7 @@ var toolRules = []toolRule{
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script
 	// (coreutils, tar, gzip, sed, awk, sudo, a script's "line 3:"), when
 	// the message says it failed; a tool's warning does not.
-	{name: "program error", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|\*{4} )`),
+	{name: "program error", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|\*{4} )`),
 		unless: mustRe(`^(?:warning|note|hint|info|debug|notice): `)},
 	{name: "syntax error", where: anyLine, col0: true, re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)},                         // perl, jq, dash
 	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[^\s:]+:\d+: )?\*\*\* (?:.*\bStop\.$|.*停止。$|\[[^\]\n]+\] Error \d+$)`)}, // a makefile's own error, make's "*** [target] Error 1"
@@ -203,6 +203,10 @@ var toolRules = []toolRule{
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
 	{name: "bundler error", where: anyLine, re: mustRe(`^ERROR {1,2}(?:Failed to compile|Build failed)\b`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
+	{name: "apt error", where: anyLine, col0: true, re: mustRe(`^E: [A-Z]`)},
+	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
+	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
+	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
 }
 
