@@ -310,7 +310,7 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 			}
 		}
 	}
-	text := matchText(message)
+	text := patternText(message)
 	lower, prefilter := "", isASCII(text)
 	if prefilter {
 		lower = strings.ToLower(text)
@@ -325,6 +325,10 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 	}
 	return memo{pat: -1}
 }
+
+// patternText is the text of a message patterns are run on: its error
+// lines (see errorLines), capped (see matchText).
+func patternText(message string) string { return matchText(errorLines(message)) }
 
 // maxMatchBytes bounds the text patterns are run on: the head and the tail
 // of longer messages (a traceback names its error on the last line).
