@@ -185,7 +185,7 @@ var toolRules = []toolRule{
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script
 	// (coreutils, tar, gzip, sed, awk, sudo, a script's "line 3:"), when
 	// the message says it failed; a tool's warning does not.
-	{name: "program error", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|\*{4} )`),
+	{name: "program error", where: anyLine, col0: true, literal: ": ", re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|\*{4} )`),
 		unless: mustRe(`^(?:warning|note|hint|info|debug|notice): `)},
 	{name: "syntax error", where: anyLine, col0: true, re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)},                         // perl, jq, dash
 	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[^\s:]+:\d+: )?\*\*\* (?:.*\bStop\.$|.*停止。$|\[[^\]\n]+\] Error \d+$)`)}, // a makefile's own error, make's "*** [target] Error 1"
@@ -193,17 +193,16 @@ var toolRules = []toolRule{
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                    // node --test, prove
 	{name: "assertion failed", where: anyLine, col0: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
 	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
-	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^ERROR: [A-Z]`)}, // pip, docker build, scripts; a log record is "ERROR:root:…"
+	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:ERROR|E): [A-Z]`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN not safe after errors--compilation aborted)`)},
 	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
-	{name: "command failed", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
+	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
 	{name: "bundler error", where: anyLine, re: mustRe(`^ERROR {1,2}(?:Failed to compile|Build failed)\b`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
-	{name: "apt error", where: anyLine, col0: true, re: mustRe(`^E: [A-Z]`)},
 	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
@@ -299,10 +298,13 @@ func (r *toolRule) check(afterAny bool) error {
 // "Exit Code: 1", Claude Code's "Exit code 1"); so do the agents' own error
 // messages and a test runner's or build tool's final verdict. Otherwise the
 // text fails when it opens with a traceback, "Error:", "fatal:", an
-// exception..., ends with an exception or a crash, or holds, at the start
-// of a line, a shape only a failure prints: a traceback, a compiler error,
-// a failed test, an SQL error. Successful output that merely contains
-// "error" does not count, nor does text inside fenced code blocks.
+// exception..., ends with an exception, a crash or a script's last word
+// ("deploy failed: …"), or holds, at the start of a line, a shape only a
+// failure prints: a traceback, a compiler error, a program's own error
+// line ("mkdir: missing operand"), a failed test or assertion, an SQL
+// error, a patch that does not apply. Successful output that merely
+// contains "error" does not count, nor does text inside fenced code
+// blocks; an output that prints nothing cannot say it failed.
 func ToolFailed(content string) bool {
 	failed, _ := toolVerdict(content)
 	return failed
