@@ -49,9 +49,12 @@ type toolRule struct {
 	re         *regexp.Regexp    // text rules: the line
 	next       *regexp.Regexp    // firstLine, anyLine: when set, the next non-empty line must match it too
 	notAfter   *regexp.Regexp    // anyLine: when set, the previous non-empty line must not match it
+	also       *regexp.Regexp    // text rules: when set, the line must match it too (run only on lines re matched: re stays small and fails fast)
 	unless     *regexp.Regexp    // text rules: when set, a line that matches it does not match the rule
 	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
+	pre        func(string) bool // text rules: when set, a line it rejects cannot match (spares the regex a common line)
 	col0       bool              // text rules: the line must not be indented
+	located    bool              // anyLine: the line's first word ends with ':' and a space ("x.c:4:5: …", "mkdir: …")
 	code       bool              // text rules: group 1 is an exit code, and decides: failed when not 0, succeeded when 0
 	ok         bool              // text rules: a match says the tool succeeded
 	first      byteSet           // text rules: the bytes a match can begin with, when filter is set
@@ -164,9 +167,10 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, literal: "rror", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: |\(\d+\): Error! E\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet, Watcom
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: " error: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: (?:fatal )?error: `)},                       // gcc, clang, javac, mypy
+	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)}, // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
-	{name: "tool error", where: anyLine, col0: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
+	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
 	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:fatal|FATAL|Fatal)(?: error| ERROR)?: `)},
 	{name: "git or pip error", where: anyLine, col0: true, re: mustRe(`^error: (?:failed to push some refs|src refspec|pathspec '|Your local changes to the following files|could not apply|subprocess-exited-with-error|metadata-generation-failed|externally-managed-environment|could not compile|test failed, to rerun)`)},
 	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
@@ -180,18 +184,19 @@ var toolRules = []toolRule{
 	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
-	{name: "command not found", where: anyLine, col0: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
+	{name: "command not found", where: anyLine, col0: true, located: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
-	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script
-	// (coreutils, tar, gzip, sed, awk, sudo, a script's "line 3:"), when
-	// the message says it failed; a tool's warning does not.
-	{name: "program error", where: anyLine, col0: true, literal: ": ", re: mustRe(`^(?:[a-z_./][\w.+/-]*|[A-Za-z]:\\[^\s:]*): [^\n]*?(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|\*{4} )`),
-		unless: mustRe(`^(?:warning|note|hint|info|debug|notice): `)},
-	{name: "syntax error", where: anyLine, col0: true, re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)},                         // perl, jq, dash
-	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[^\s:]+:\d+: )?\*\*\* (?:.*\bStop\.$|.*停止。$|\[[^\]\n]+\] Error \d+$)`)}, // a makefile's own error, make's "*** [target] Error 1"
-	{name: "go compiler error", where: anyLine, col0: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: (?:(?:.* )?imported (?:and|but) not used\b|(?:.* )?declared (?:and|but) not used\b|undefined: |missing return\b)`)},
-	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                    // node --test, prove
-	{name: "assertion failed", where: anyLine, col0: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
+	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
+	// the message says it failed (programFailed); a warning does not.
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^[a-z_./][\w.+/-]*: `), also: programFailed, unless: programNote},
+	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
+	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)}, // perl, jq, dash
+	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                      // make's "*** [target] Error 1"
+	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},        // a makefile's own error
+	{name: "go unused", where: anyLine, col0: true, located: true, literal: " not used", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: .*\b(?:imported|declared) (?:and|but) not used\b`)},
+	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
+	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
+	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
 	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
 	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:ERROR|E): [A-Z]`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
@@ -209,6 +214,23 @@ var toolRules = []toolRule{
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
 }
 
+// programFailed is what a program's, a shell's or a script's error line
+// says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
+// tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
+// not found".
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+
+// programPrefix reports whether line opens with "PROG: ", PROG a name or
+// a path without spaces or colons: what the "program error" rule's regex
+// says, without the cost of running it on every line of an output.
+func programPrefix(line string) bool {
+	i := strings.IndexAny(line, " \t:")
+	return i > 0 && line[i] == ':' && i+1 < len(line) && line[i+1] == ' '
+}
+
+// programNote is a program's line that only warns or informs.
+var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): `)
+
 // osErrorLine is a line that ends with an error of the operating system,
 // as Go programs and others print a chain of errors ("unable to prepare
 // context: …: lstat /app/Dockerfile: no such file or directory").
@@ -225,11 +247,13 @@ func mustRe(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
 
 // anyStart is the index in toolRules of the first anyLine rule; anyIndex[b]
 // has bit i set when the anyLine rule toolRules[anyStart+i] can match a line
-// that begins with byte b, and anyCol0 when it must not be indented.
+// that begins with byte b, anyCol0 when it must not be indented, and
+// anyLocated when it must be located.
 var (
-	anyStart int
-	anyIndex [256]uint64
-	anyCol0  uint64
+	anyStart   int
+	anyIndex   [256]uint64
+	anyCol0    uint64
+	anyLocated uint64
 )
 
 func init() {
@@ -256,6 +280,9 @@ func init() {
 		if r.col0 {
 			anyCol0 |= 1 << i
 		}
+		if r.located {
+			anyLocated |= 1 << i
+		}
 		for b := 0; b < 256; b++ {
 			if r.first.has(byte(b)) {
 				anyIndex[b] |= 1 << i
@@ -275,10 +302,10 @@ func (r *toolRule) check(afterAny bool) error {
 		return fmt.Errorf("a text rule without a regex")
 	case r.next != nil && r.where != firstLine && r.where != anyLine:
 		return fmt.Errorf("next is for firstLine and anyLine rules")
-	case r.notAfter != nil && r.where != anyLine:
-		return fmt.Errorf("notAfter is for anyLine rules")
-	case r.unless != nil && (r.re == nil || r.code):
-		return fmt.Errorf("unless is for text rules that say failed or succeeded")
+	case (r.notAfter != nil || r.located) && r.where != anyLine:
+		return fmt.Errorf("notAfter and located are for anyLine rules")
+	case (r.unless != nil || r.also != nil || r.pre != nil) && (r.re == nil || r.code):
+		return fmt.Errorf("pre, also and unless are for text rules that say failed or succeeded")
 	case r.where == anyLine && (!r.filter || r.ok || r.code):
 		return fmt.Errorf("an anyLine rule must be anchored, with a first-byte filter, and say failed")
 	case r.code && r.re.NumSubexp() < 1:
@@ -534,7 +561,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 	if r.filter && (line == "" || !r.first.has(line[0])) {
 		return false, false
 	}
-	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) {
+	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) || r.pre != nil && !r.pre(line) {
 		return false, false
 	}
 	next := ""
@@ -544,7 +571,8 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 		}
 	}
 	if !r.code {
-		return !r.ok, r.re.MatchString(line) && (r.next == nil || r.next.MatchString(next)) && (r.unless == nil || !r.unless.MatchString(line))
+		return !r.ok, r.re.MatchString(line) && (r.also == nil || r.also.MatchString(line)) &&
+			(r.next == nil || r.next.MatchString(next)) && (r.unless == nil || !r.unless.MatchString(line))
 	}
 	m := r.re.FindStringSubmatch(line)
 	if m == nil {
@@ -599,6 +627,9 @@ func anyLineFailed(s string) bool {
 		if line.indented {
 			cand &^= anyCol0
 		}
+		if !isLocated(l) {
+			cand &^= anyLocated
+		}
 		for ; cand != 0; cand &= cand - 1 {
 			r := &rules[bits.TrailingZeros64(cand)]
 			if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
@@ -608,6 +639,15 @@ func anyLineFailed(s string) bool {
 		prev = l
 	}
 	return false
+}
+
+// isLocated reports whether the first word of l ends with ':' and a space,
+// as the lines of compilers and programs that say where an error is do
+// ("x.c:4:5: error: …", "mkdir: missing operand"); a grep hit
+// ("x.c:4:\tint y;") is not.
+func isLocated(l string) bool {
+	i := strings.IndexAny(l, " \t")
+	return i > 0 && l[i] == ' ' && l[i-1] == ':'
 }
 
 // nextLine returns the first non-empty line of s, white space trimmed and
