@@ -42,9 +42,8 @@ const apiErrorPrefix = "api error: "
 func apiError(message string) (canonical string, ok bool) {
 	s := strings.TrimSpace(message)
 	prefix := ""
-	if i := strings.Index(s, ": "); i > 0 && i <= 128 && !strings.ContainsAny(s[:i], " \t\n\"'`{") &&
-		!strings.EqualFold(s[:i], "api error") {
-		prefix, s = s[:i+2], strings.TrimSpace(s[i+2:])
+	if name, rest, ok := cutToolName(s); ok {
+		prefix, s = name+": ", strings.TrimSpace(rest)
 	}
 	status := 0
 	if len(s) > len(apiErrorPrefix) && strings.EqualFold(s[:len(apiErrorPrefix)], apiErrorPrefix) {

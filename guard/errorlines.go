@@ -20,11 +20,9 @@ func errorLines(message string) string {
 	}
 	all := strings.Split(message, "\n")
 	prefix := ""
-	if i := strings.Index(all[0], ": "); i > 0 && i <= 128 && !strings.ContainsAny(all[0][:i], " \t\"'`") {
-		// Read the output after a tool's name as the output would be read.
-		if rest := all[0][i+2:]; quotesSource(rest, all[1:]) {
-			prefix, all[0] = all[0][:i+2], rest
-		}
+	// Read the output after a tool's name as the output would be read.
+	if name, rest, ok := cutToolName(all[0]); ok && quotesSource(rest, all[1:]) {
+		prefix, all[0] = name+": ", rest
 	}
 	kept := sourceless(all)
 	if s := strings.Trim(strings.Join(kept, "\n"), "\n"); strings.TrimSpace(s) != "" {
