@@ -15,7 +15,7 @@ import "strings"
 // but such lines is returned whole. The name of a tool in front of its
 // output ("Bash: …", as the proxy records a tool's failure) is kept.
 func errorLines(message string) string {
-	if strings.IndexByte(message, '\n') < 0 {
+	if strings.IndexByte(message, '\n') < 0 || !mayQuoteSource(message) {
 		return message
 	}
 	all := strings.Split(message, "\n")
@@ -29,6 +29,13 @@ func errorLines(message string) string {
 		return prefix + strings.TrimLeft(s, " \t")
 	}
 	return message
+}
+
+// mayQuoteSource reports whether message holds a mark of the lines
+// errorLines leaves out; most do not, and are returned as they are.
+func mayQuoteSource(message string) bool {
+	return strings.ContainsAny(message, "^~|#") || strings.Contains(message, `File "`) ||
+		strings.Contains(message, "at ") || strings.Contains(message, ": In ") || strings.Contains(message, ": At top level:")
 }
 
 // quotesSource reports whether the line l (followed by next) opens the

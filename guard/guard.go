@@ -327,8 +327,15 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 }
 
 // patternText is the text of a message patterns are run on: its error
-// lines (see errorLines), capped (see matchText).
-func patternText(message string) string { return matchText(errorLines(message)) }
+// lines (see errorLines), capped (see matchText), with the curly quotes
+// gcc and others print in a UTF-8 locale made ASCII.
+func patternText(message string) string {
+	s := matchText(errorLines(message))
+	if strings.ContainsAny(s, "‘’“”") {
+		s = curlyQuotes.Replace(s)
+	}
+	return s
+}
 
 // maxMatchBytes bounds the text patterns are run on: the head and the tail
 // of longer messages (a traceback names its error on the last line).

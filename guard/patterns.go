@@ -140,9 +140,8 @@ var builtins = []PatternConfig{
 			`\bpars(?:e|ing) error\b`,
 			// TypeScript syntax diagnostics (TS1005 "';' expected", TS1128, ...).
 			`\bTS(?:1002|1003|1005|1009|1011|1109|1110|1126|1127|1128|1131|1134|1135|1136|1137|1141|1144|1160|1161|1381|1382|1434)\b`,
-			// gcc and clang quote with ‘’ in a UTF-8 locale.
-			`['‘][^'’\s]{1,3}['’] expected\b`,
-			`\bexpected ['‘][^'’\s]{1,3}['’](?:,| before| after| at end of input| found| or)`,
+			`'[^'\s]{1,3}' expected\b`,
+			`\bexpected '[^'\s]{1,3}'(?:,| before| after| at end of input| found| or)`,
 			`\bexpected (?:unqualified-id|primary-expression|declaration|identifier|initializer|type-specifier|class-name)\b`,
 			"\\bexpected one of [`']",
 			`\b(?:unclosed|mismatched closing|unexpected closing) delimiter\b`,
