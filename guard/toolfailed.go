@@ -142,7 +142,7 @@ var toolRules = []toolRule{
 	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
-	{name: "os error first", where: firstLine, re: osErrorLine, unless: grepHit},
+	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
@@ -154,7 +154,7 @@ var toolRules = []toolRule{
 		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)},
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
 	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$)`)}, // printed after a usage error only
-	{name: "os error at end", where: lastLine, re: osErrorLine, unless: grepHit},
+	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
 		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
 
@@ -231,10 +231,25 @@ func programPrefix(line string) bool {
 // programNote is a program's line that only warns or informs.
 var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): `)
 
-// osErrorLine is a line that ends with an error of the operating system,
-// as Go programs and others print a chain of errors ("unable to prepare
+// osErrors are the errors of the operating system as Go and C programs
+// print them, at the end of a chain of errors ("unable to prepare
 // context: …: lstat /app/Dockerfile: no such file or directory").
-var osErrorLine = mustRe(`^.*: (?:no such file or directory|permission denied|connection refused|no such host|i/o timeout|connection reset by peer|network is unreachable|operation not permitted)\.?$`)
+var osErrors = []string{"no such file or directory", "permission denied", "connection refused", "no such host",
+	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted"}
+
+// osErrorLine is a line that ends with one of osErrors.
+var osErrorLine = mustRe(`^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
+
+// endsWithOSError is osErrorLine's cheap first test.
+func endsWithOSError(line string) bool {
+	line = strings.TrimSuffix(line, ".")
+	for _, e := range osErrors {
+		if strings.HasSuffix(line, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // grepHit is a line of grep -n's output, or of a compiler's listing.
 var grepHit = mustRe(`^\S+:\d+:`)
