@@ -111,6 +111,18 @@ func BenchmarkToolFailedCorpus(b *testing.B) {
 	}
 }
 
+// BenchmarkToolFailedNoExitStatus runs ToolFailed over every output of
+// the corpora without an exit status (testdata/corpus_*.txtar).
+func BenchmarkToolFailedNoExitStatus(b *testing.B) {
+	files := append(parseTxtar(b, "testdata/corpus_tune.txtar"), parseTxtar(b, "testdata/corpus_heldout.txtar")...)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ToolFailed(files[i%len(files)].data)
+		i++
+	}
+}
+
 // BenchmarkToolFailedLong runs ToolFailed over a 32 KiB successful output
 // (a grep over a code base: every line is read, none is a failure).
 func BenchmarkToolFailedLong(b *testing.B) {

@@ -61,15 +61,19 @@ func ToolOf(inc *store.Incident) string {
 	if inc.Type != store.TypeToolError {
 		return ""
 	}
-	i := strings.Index(inc.Message, ": ")
-	if i <= 0 || i > 128 {
-		return ""
-	}
-	name := inc.Message[:i]
-	if strings.ContainsAny(name, " \t\n\"'`") {
-		return ""
-	}
+	name, _, _ := cutToolName(inc.Message)
 	return name
+}
+
+// cutToolName splits "NAME: output", as the proxy records a tool's
+// failure, when NAME is a plausible tool name (no white space nor quotes,
+// at most 128 bytes).
+func cutToolName(message string) (name, rest string, ok bool) {
+	i := strings.Index(message, ": ")
+	if i <= 0 || i > 128 || strings.ContainsAny(message[:i], " \t\n\"'`") {
+		return "", message, false
+	}
+	return message[:i], message[i+2:], true
 }
 
 // ProviderFailure reports whether an incident type is a failure of the

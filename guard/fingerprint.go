@@ -3,6 +3,7 @@ package guard
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -36,8 +37,10 @@ func Fingerprint(message string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Template returns message with its variable parts masked, Drain-style:
-// quoted strings become <STR>, then, token by token (tokens are separated
+// Template returns message with its variable parts masked, Drain-style,
+// after the source lines it quotes are taken out (see errorLines: the
+// same error raised from other code is the same error): quoted strings
+// (in ASCII or curly quotes) become <STR>, then, token by token (tokens are separated
 // by white space; surrounding brackets and punctuation are kept, and
 // key=value tokens are masked on each side), URLs become <URL>, e-mail
 // addresses <EMAIL>, UUIDs <UUID>, IP addresses (with port) <IP>, file paths
@@ -46,27 +49,39 @@ func Fingerprint(message string) string {
 // longer, <*>. A value labelled as an id ("Chunk ID: 6e6996",
 // "request_id=7f3a9b2c1d") made of six or more hex digits is masked as
 // such an id mostly is, whatever digits it happens to have (see idMask).
-// Runs of white space become one space and a mask repeated in a row is
-// kept once. Messages longer than 4 KiB are cut to their first and last
+// A status or an exit code is part of an error's identity and stays:
+// a number after "status", "code" or "exit" ("exit status 2", "Process
+// exited with code 1", "status=500"), and an HTTP status after "HTTP",
+// "HTTP/1.1" or "error" ("returned error: 404", "API Error: 529"). A
+// provider's error reads the same in every shape it is reported in (see
+// apiError). Runs of white space become one space and a mask repeated in
+// a row is kept once. Messages longer than 4 KiB are cut to their first and last
 // 2 KiB. Case is kept.
 func Template(message string) string {
 	s := message
 	if len(s) > maxTemplateInput {
 		s = headTail(s, maxTemplateInput/2)
 	}
-	s = maskQuoted(s)
+	if c, ok := apiError(s); ok {
+		s = c
+	}
+	s = maskQuoted(errorLines(s))
 	var b strings.Builder
 	b.Grow(len(s))
-	last, labelled := "", false
+	last, prev, labelled := "", "", false
 	for _, w := range strings.Fields(s) {
 		m := ""
 		if labelled {
 			m = idMask(w)
 		}
 		labelled = strings.HasSuffix(w, ":") && isIDLabel(strings.TrimSuffix(strings.TrimLeft(w, leadPunct), ":"))
-		if m != "" {
+		switch {
+		case m != "":
 			w = m
-		} else {
+		case keepsNumber(prev, w):
+			prev = w
+		default:
+			prev = w
 			w = maskToken(w)
 		}
 		if w == last && strings.Contains(w, ">") && isMasked(trimPunct(w)) {
@@ -81,11 +96,14 @@ func Template(message string) string {
 	return b.String()
 }
 
-// maskQuoted replaces "double", `backtick` and 'single' quoted strings
-// (each on one line) with <STR>. A single quote opens only after a
-// non-word character and closes only before one, so apostrophes in
+// maskQuoted replaces "double", `backtick`, 'single' and ‘curly’ “quoted”
+// strings (each on one line) with <STR>. A single quote opens only after
+// a non-word character and closes only before one, so apostrophes in
 // "can't" and "don't" are left alone.
 func maskQuoted(s string) string {
+	if strings.ContainsAny(s, "‘“") {
+		s = curlyQuotes.Replace(s)
+	}
 	if strings.IndexAny(s, "\"'`") < 0 {
 		return s
 	}
@@ -109,6 +127,10 @@ func maskQuoted(s string) string {
 	b.WriteString(s[copied:])
 	return b.String()
 }
+
+// curlyQuotes turns the quotes gcc, coreutils and others print in a UTF-8
+// locale into ASCII ones.
+var curlyQuotes = strings.NewReplacer("‘", "'", "’", "'", "“", `"`, "”", `"`)
 
 // closeQuote returns the index of the quote closing the one at i, or -1.
 func closeQuote(s string, i int) int {
@@ -157,6 +179,8 @@ func maskToken(w string) string {
 		for i, p := range parts {
 			if m := idMask(p); m != "" && i > 0 && isIDLabel(parts[i-1]) {
 				parts[i] = m
+			} else if i > 0 && keepsNumber(parts[i-1], p) {
+				continue
 			} else if p != "" {
 				parts[i] = maskCore(p)
 			}
@@ -211,6 +235,27 @@ func maskCore(w string) string {
 		return maskAny
 	}
 	return w
+}
+
+// keepsNumber reports whether w is a status or an exit code that label,
+// the word before it, names: any number after "status", "code", "exit"
+// and the like, a number from 100 to 599 after "HTTP" or "error".
+func keepsNumber(label, w string) bool {
+	_, core, _ := splitPunct(w)
+	if core == "" || len(core) > 4 || !allBytes(core, isDigit) {
+		return false
+	}
+	switch l := strings.ToLower(trimPunct(label)); l {
+	case "status", "code", "exit", "exitcode", "exit_code", "returncode", "return_code", "statuscode", "status_code", "rc":
+		return true
+	case "http", "error":
+	default:
+		if !strings.HasPrefix(l, "http/") {
+			return false
+		}
+	}
+	n, _ := strconv.Atoi(core)
+	return n >= 100 && n <= 599
 }
 
 // isIDLabel reports whether a key names an id: "id", "ID", or a name

@@ -34,6 +34,16 @@ func TestFingerprintSame(t *testing.T) {
 		{"longer labelled ids", "Request ID: 1234567 rejected", "Request ID: 7f3a9b2 rejected"},
 		{"camel case id label", "traceId: 123456 dropped", "traceId: 6e6996 dropped"},
 		{"id label after punctuation", "(requestID: abcdef)", "(requestID: 4be21c)"},
+		{"same exit code", "./a.go:3:1: undefined: x\nexit status 2", "./b/c.go:9:4: undefined: x\nexit status 2"},
+		{"overload as JSON and as Claude Code's line",
+			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "API Error: 529 Overloaded"},
+		{"overload with its body after the status",
+			`API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CX"}`, "API Error: 529 Overloaded"},
+		{"server error as JSON and as a line",
+			`{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, "API Error: 500 Internal server error"},
+		{"a tool's name in front", `Task: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "Task: API Error: 529 Overloaded"},
+		{"gemini status in the body", `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`,
+			`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +65,16 @@ func TestFingerprintDifferent(t *testing.T) {
 		{"apostrophes are not quotes", "can't open file 'a'", "can open file 'a'"},
 		{"words kept", "KeyError: not in cache", "KeyError: not in store"},
 		{"case kept", "ERROR: disk full", "error: disk full"},
+		{"curl statuses", "curl: (22) The requested URL returned error: 404", "curl: (22) The requested URL returned error: 500"},
+		{"exit statuses", "Command 'make' returned non-zero exit status 1.", "Command 'make' returned non-zero exit status 2."},
+		{"exit codes", "Process exited with code 1", "Process exited with code 137"},
+		{"status lines", "HTTP/1.1 404", "HTTP/1.1 500"},
+		{"status fields", "upload failed status=500", "upload failed status=502"},
+		{"axios statuses", "Request failed with status code 404", "Request failed with status code 401"},
+		{"overload and rate limit", "API Error: 529 Overloaded", "API Error: 429 Overloaded"},
+		{"overload and server error",
+			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			`{"type":"error","error":{"type":"api_error","message":"Overloaded"}}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +109,17 @@ func TestTemplate(t *testing.T) {
 		{"Chunk ID abcdef", "Chunk ID abcdef"},
 		{"request_id=7f3a9b2c1d failed", "request_id=<HEX> failed"},
 		{"valid=abcdef", "valid=abcdef"},
+		// Statuses and exit codes stay; other numbers near a label do not.
+		{"curl: (22) The requested URL returned error: 404", "curl: (<NUM>) The requested URL returned error: 404"},
+		{"exit status 2 after 3 tries", "exit status 2 after <NUM> tries"},
+		{"status=500 retry=3", "status=500 retry=<NUM>"},
+		{"error 3 of 5", "error <NUM> of <NUM>"},
+		{"HTTP/1.1 503 Service Unavailable", "<*> 503 Service Unavailable"},
+		{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "API error 529 overloaded_error: Overloaded"},
+		{"API Error: 529 Overloaded", "API error 529 overloaded_error: Overloaded"},
+		{`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`, "API error 429 rate_limit_exceeded: Rate limit reached"},
+		{`{"error": "not an API error"}`, `{<STR>: <STR>}`},
+		{"API Error: soon", "API Error: soon"},
 	}
 	for _, tc := range tests {
 		if got := Template(tc.in); got != tc.want {
@@ -123,8 +154,9 @@ func FuzzFingerprint(f *testing.F) {
 
 // TestFingerprintKeepsLabelledIDsAlike: Codex CLI prints a random six-digit
 // hex chunk id in front of every command's output. Whatever digits come
-// up, the same failure has one fingerprint, the one most ids gave before
-// ids were masked alike (so fixes learned under it keep matching).
+// up, the same failure has one fingerprint. (Its exit code is kept: a
+// status is part of an error's identity; the frame and the source line
+// the traceback quotes are not.)
 func TestFingerprintKeepsLabelledIDsAlike(t *testing.T) {
 	var exec string
 	for _, f := range parseTxtar(t, "testdata/tool_outputs.txtar") {
@@ -135,9 +167,8 @@ func TestFingerprintKeepsLabelledIDsAlike(t *testing.T) {
 	if !strings.HasPrefix(exec, "Chunk ID: 533704\n") {
 		t.Fatalf("the captured Codex output starts %q", exec[:min(len(exec), 40)])
 	}
-	// The template of most chunk ids before (6e6996 and 9f12aa then too).
-	want := "Chunk ID: <*> Wall time: <NUM> seconds Process exited with code <NUM> Original token count: <NUM> Output: " +
-		"File <STR>, line <NUM> <*> ^ SyntaxError: <STR> was never closed"
+	want := "Chunk ID: <*> Wall time: <NUM> seconds Process exited with code 1 Original token count: <NUM> Output: " +
+		"SyntaxError: <STR> was never closed"
 	// 533704 read as a number, 64577d as 64,577 days, abcdef as a word.
 	for _, id := range []string{"6e6996", "9f12aa", "533704", "123456", "64577d", "abcdef", "ABCDEF", "00ff00"} {
 		msg := strings.Replace(exec, "533704", id, 1)
@@ -146,4 +177,27 @@ func TestFingerprintKeepsLabelledIDsAlike(t *testing.T) {
 		}
 	}
 
+}
+
+func TestErrorLines(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"one line", "x: timeout=3", "x: timeout=3"},
+		{"python frames", "Traceback (most recent call last):\n  File \"a.py\", line 3, in <module>\n    get(timeout=3)\n    ^^^^^^^^^^^^^^\nValueError: bad", "Traceback (most recent call last):\nValueError: bad"},
+		{"syntax error frame", "  File \"a.py\", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax", "SyntaxError: invalid syntax"},
+		{"caret under a line", "ERROR:  relation \"t\" does not exist\nLINE 1: select * from t\n                      ^", "ERROR:  relation \"t\" does not exist"},
+		{"gutter", "x.c: In function ‘main’:\nx.c:3:5: error: expected ‘;’ before ‘return’\n    3 |   return x;\n      |   ^~~~~~", "x.c:3:5: error: expected ‘;’ before ‘return’"},
+		{"stack frames", "Error: boom\n    at f (a.js:1:2)\n    at g (b.js:3:4)", "Error: boom"},
+		{"go package line", "# example.com/app\n./main.go:5:2: \"os\" imported and not used", "./main.go:5:2: \"os\" imported and not used"},
+		{"a markdown heading stays", "# Notes\nsee below", "# Notes\nsee below"},
+		{"a table row stays", "| Error: Unsupported argument\n|   on main.tf line 3", "| Error: Unsupported argument\n|   on main.tf line 3"},
+		{"a tool's name in front", "Bash:   File \"a.py\", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax", "Bash: SyntaxError: invalid syntax"},
+		{"nothing but source", "    3 |   x = 1\n      |   ^", "    3 |   x = 1\n      |   ^"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorLines(tc.in); got != tc.want {
+				t.Errorf("errorLines(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
 }

@@ -310,7 +310,7 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 			}
 		}
 	}
-	text := matchText(message)
+	text := patternText(message)
 	lower, prefilter := "", isASCII(text)
 	if prefilter {
 		lower = strings.ToLower(text)
@@ -324,6 +324,17 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 		}
 	}
 	return memo{pat: -1}
+}
+
+// patternText is the text of a message patterns are run on: its error
+// lines (see errorLines), capped (see matchText), with the curly quotes
+// gcc and others print in a UTF-8 locale made ASCII.
+func patternText(message string) string {
+	s := matchText(errorLines(message))
+	if strings.ContainsAny(s, "‘’“”") {
+		s = curlyQuotes.Replace(s)
+	}
+	return s
 }
 
 // maxMatchBytes bounds the text patterns are run on: the head and the tail

@@ -142,6 +142,7 @@ var builtins = []PatternConfig{
 			`\bTS(?:1002|1003|1005|1009|1011|1109|1110|1126|1127|1128|1131|1134|1135|1136|1137|1141|1144|1160|1161|1381|1382|1434)\b`,
 			`'[^'\s]{1,3}' expected\b`,
 			`\bexpected '[^'\s]{1,3}'(?:,| before| after| at end of input| found| or)`,
+			`\bexpected (?:unqualified-id|primary-expression|declaration|identifier|initializer|type-specifier|class-name)\b`,
 			"\\bexpected one of [`']",
 			`\b(?:unclosed|mismatched closing|unexpected closing) delimiter\b`,
 			`\bunterminated (?:string|template|regular expression|regexp|comment|quoted)`,
@@ -157,6 +158,9 @@ var builtins = []PatternConfig{
 			`\bcould not find expected ':'`,
 			`\breached end of file while parsing\b`,
 			`\billegal start of (?:expression|type)\b`,
+			// MySQL's 1064 and its SQLSTATE class.
+			`\berror in your SQL syntax\b`,
+			`\bsyntax error or access violation\b`,
 		),
 		// An HTML error page parsed as JSON is the server's failure, not the
 		// agent's syntax.

@@ -44,6 +44,11 @@ var errorCorpus = []struct {
 	{"reference syntax check failed", store.TypeToolError, 0, "Syntax check failed for routes/users.js", syntax},
 	{"reference unexpected end of input", store.TypeToolError, 0, "SyntaxError: Unexpected end of input", syntax},
 	{"bash syntax error", store.TypeToolError, 0, "bash: -c: line 1: syntax error near unexpected token `)'", syntax},
+	{"gcc curly quotes", store.TypeToolError, 0, "semi.c: In function ‘main’:\nsemi.c:4:5: error: expected ‘,’ or ‘;’ before ‘printf’\n    4 |     printf(\"%d\\n\", x);\n      |     ^~~~~~", syntax},
+	{"g++ expected before", store.TypeToolError, 0, "s3.cpp: In function ‘int main()’:\ns3.cpp:3:3: error: expected ‘;’ before ‘return’", syntax},
+	{"g++ unqualified-id", store.TypeToolError, 0, "a.cpp:2:1: error: expected unqualified-id before ‘}’ token", syntax},
+	{"mysql 1064", store.TypeToolError, 0, "ERROR 1064 (42000): You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '--empty' at line 1", syntax},
+	{"psql syntax", store.TypeToolError, 0, "ERROR:  syntax error at or near \"selec\"\nLINE 1: selec 1\n        ^", syntax},
 
 	// ESM.
 	{"cannot use import statement", store.TypeToolError, 0, "SyntaxError: Cannot use import statement outside a module", esm},
@@ -118,6 +123,17 @@ var errorCorpus = []struct {
 	{"timeout option", store.TypeToolError, 0, "error: unknown option '--timeout'", ""},
 	{"timeout value", store.TypeToolError, 0, "ValueError: timeout must be a positive number", ""},
 	{"clearTimeout is not a timeout", store.TypeToolError, 0, "clearTimeout(handle) returned undefined", ""},
+	// A label comes from the error, not from the source a traceback quotes.
+	{"urllib refused with timeout= in the quoted source", store.TypeToolError, 0, "run_shell: Traceback (most recent call last):\n" +
+		"  File \"/app/fetch.py\", line 5, in <module>\n    print(get(\"http://127.0.0.1:55999/health\"))\n" +
+		"  File \"/app/fetch.py\", line 3, in get\n    with urllib.request.urlopen(url, timeout=timeout) as r:\n" +
+		"         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" +
+		"  File \"/usr/lib/python3.11/socket.py\", line 836, in create_connection\n    sock.settimeout(timeout)\n" +
+		"ConnectionRefusedError: [Errno 111] Connection refused\n\nDuring handling of the above exception, another exception occurred:\n\n" +
+		"urllib.error.URLError: <urlopen error [Errno 111] Connection refused>", ""},
+	{"a quoted line a caret points at", store.TypeToolError, 0, "/app/x.js:2\n  setTimeout(run, timeout)\n  ^\n\nReferenceError: run is not defined", ""},
+	{"a compiler's quoted source", store.TypeToolError, 0, "x.c:3:9: error: ‘conn’ undeclared\n    3 |   conn->timeout = 5;\n      |   ^~~~", ""},
+	{"urllib timed out", store.TypeToolError, 0, "Traceback (most recent call last):\n  File \"/app/t.py\", line 2, in <module>\n    urlopen(url)\nTimeoutError: timed out", timeout},
 }
 
 func TestClassifyCorpus(t *testing.T) {

@@ -61,8 +61,9 @@ func classifyWithoutPrefilter(g *Guard, typ string, status int, message string) 
 			return int32(i)
 		}
 	}
+	text := patternText(message)
 	for i, p := range g.patterns {
-		if p.re != nil && p.re.MatchString(message) && (p.exclude == nil || !p.exclude.MatchString(message)) {
+		if p.re != nil && p.re.MatchString(text) && (p.exclude == nil || !p.exclude.MatchString(text)) {
 			return int32(i)
 		}
 	}

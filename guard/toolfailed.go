@@ -49,8 +49,12 @@ type toolRule struct {
 	re         *regexp.Regexp    // text rules: the line
 	next       *regexp.Regexp    // firstLine, anyLine: when set, the next non-empty line must match it too
 	notAfter   *regexp.Regexp    // anyLine: when set, the previous non-empty line must not match it
+	also       *regexp.Regexp    // text rules: when set, the line must match it too (run only on lines re matched: re stays small and fails fast)
+	unless     *regexp.Regexp    // text rules: when set, a line that matches it does not match the rule
 	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
+	pre        func(string) bool // text rules: when set, a line it rejects cannot match (spares the regex a common line)
 	col0       bool              // text rules: the line must not be indented
+	located    bool              // anyLine: the line's first word ends with ':' and a space ("x.c:4:5: …", "mkdir: …")
 	code       bool              // text rules: group 1 is an exit code, and decides: failed when not 0, succeeded when 0
 	ok         bool              // text rules: a match says the tool succeeded
 	first      byteSet           // text rules: the bytes a match can begin with, when filter is set
@@ -124,7 +128,7 @@ var toolRules = []toolRule{
 	// 4. How the output opens.
 	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
 	{name: "error prefix", where: firstLine, re: mustRe(`^(?:Error|ERROR|error)(?:\[[\w-]+\])?:(?:\s|$)`)}, // not "ERROR:root:…", a log record
-	{name: "error while doing", where: firstLine, re: mustRe(`^(?:Error|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|while|during|occurred|in tool|response from daemon|from server)\b`)},
+	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|connecting|while|during|occurred|in tool|response from daemon|from server)\b`)},
 	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
@@ -137,11 +141,22 @@ var toolRules = []toolRule{
 	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
 	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
+	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
+	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
 	{name: "crash", where: lastLines, re: mustRe(`^(?:\S*sh: line \d+:\s+)?(?:\d+\s+)?(?:Segmentation fault|Bus error|Killed|Aborted|Illegal instruction|Floating point exception)\b`)},
 	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
+	// A script's own last word (sys.exit("deploy failed: …"), "1 test
+	// failed"), not a log record nor "none failed".
+	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?\w*[A-Za-z_][\w./-]* (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
+		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)},
+	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
+	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$)`)}, // printed after a usage error only
+	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
+	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
+		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
 
 	// 6. Anywhere (these come last).
 	{name: "python traceback anywhere", where: anyLine, col0: true, re: mustRe(`^Traceback \(most recent call last\):$`), next: mustRe(`^File "`),
@@ -151,10 +166,11 @@ var toolRules = []toolRule{
 	{name: "rust panic", where: anyLine, col0: true, re: mustRe(`^thread '[^'\n]*'(?: \(\d+\))? panicked at `)},
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
-	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: `)},
-	{name: "compiler error", where: anyLine, col0: true, literal: ": error", re: mustRe(`^[^\s:(]+(?::\d+(?::\d+)?: (?:fatal )?error: |\(\d+,\d+\): error [A-Z]+\d+: )`)}, // gcc, clang, javac, mypy, tsc, dotnet
+	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: " error: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: (?:fatal )?error: `)},                       // gcc, clang, javac, mypy
+	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)}, // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
-	{name: "tool error", where: anyLine, col0: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
+	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
 	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:fatal|FATAL|Fatal)(?: error| ERROR)?: `)},
 	{name: "git or pip error", where: anyLine, col0: true, re: mustRe(`^error: (?:failed to push some refs|src refspec|pathspec '|Your local changes to the following files|could not apply|subprocess-exited-with-error|metadata-generation-failed|externally-managed-environment|could not compile|test failed, to rerun)`)},
 	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
@@ -165,12 +181,78 @@ var toolRules = []toolRule{
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
 	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)}, // indented by Vitest and Mocha
 	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^E {3,}\S`)},
-	{name: "ruby exception", where: anyLine, col0: true, literal: ".rb:", re: mustRe(`^[^\s:]+\.rb:\d+:in [` + "`" + `'].*\(\w*(?:Error|Exception)\)$`)},
+	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
-	{name: "command not found", where: anyLine, col0: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
+	{name: "command not found", where: anyLine, col0: true, located: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
+	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
+	// the message says it failed (programFailed); a warning does not.
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^[a-z_./][\w.+/-]*: `), also: programFailed, unless: programNote},
+	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
+	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)}, // perl, jq, dash
+	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                      // make's "*** [target] Error 1"
+	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},        // a makefile's own error
+	{name: "go unused", where: anyLine, col0: true, located: true, literal: " not used", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: .*\b(?:imported|declared) (?:and|but) not used\b`)},
+	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
+	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
+	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
+	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
+	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:ERROR|E): [A-Z]`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
+	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
+	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN not safe after errors--compilation aborted)`)},
+	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
+	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
+	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
+	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
+	{name: "bundler error", where: anyLine, re: mustRe(`^ERROR {1,2}(?:Failed to compile|Build failed)\b`)}, // vue-cli, webpack
+	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
+	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
+	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
+	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
+	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
 }
+
+// programFailed is what a program's, a shell's or a script's error line
+// says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
+// tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
+// not found".
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+
+// programPrefix reports whether line opens with "PROG: ", PROG a name or
+// a path without spaces or colons: what the "program error" rule's regex
+// says, without the cost of running it on every line of an output.
+func programPrefix(line string) bool {
+	i := strings.IndexAny(line, " \t:")
+	return i > 0 && line[i] == ':' && i+1 < len(line) && line[i+1] == ' '
+}
+
+// programNote is a program's line that only warns or informs.
+var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): `)
+
+// osErrors are the errors of the operating system as Go and C programs
+// print them, at the end of a chain of errors ("unable to prepare
+// context: …: lstat /app/Dockerfile: no such file or directory").
+var osErrors = []string{"no such file or directory", "permission denied", "connection refused", "no such host",
+	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted"}
+
+// osErrorLine is a line that ends with one of osErrors.
+var osErrorLine = mustRe(`^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
+
+// endsWithOSError is osErrorLine's cheap first test.
+func endsWithOSError(line string) bool {
+	line = strings.TrimSuffix(line, ".")
+	for _, e := range osErrors {
+		if strings.HasSuffix(line, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// grepHit is a line of grep -n's output, or of a compiler's listing.
+var grepHit = mustRe(`^\S+:\d+:`)
 
 // stackFrame is the first frame of a JavaScript stack trace.
 var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[^\s(]*:\d+:\d+\)?$)`)
@@ -180,11 +262,13 @@ func mustRe(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
 
 // anyStart is the index in toolRules of the first anyLine rule; anyIndex[b]
 // has bit i set when the anyLine rule toolRules[anyStart+i] can match a line
-// that begins with byte b, and anyCol0 when it must not be indented.
+// that begins with byte b, anyCol0 when it must not be indented, and
+// anyLocated when it must be located.
 var (
-	anyStart int
-	anyIndex [256]uint64
-	anyCol0  uint64
+	anyStart   int
+	anyIndex   [256]uint64
+	anyCol0    uint64
+	anyLocated uint64
 )
 
 func init() {
@@ -211,6 +295,9 @@ func init() {
 		if r.col0 {
 			anyCol0 |= 1 << i
 		}
+		if r.located {
+			anyLocated |= 1 << i
+		}
 		for b := 0; b < 256; b++ {
 			if r.first.has(byte(b)) {
 				anyIndex[b] |= 1 << i
@@ -230,8 +317,10 @@ func (r *toolRule) check(afterAny bool) error {
 		return fmt.Errorf("a text rule without a regex")
 	case r.next != nil && r.where != firstLine && r.where != anyLine:
 		return fmt.Errorf("next is for firstLine and anyLine rules")
-	case r.notAfter != nil && r.where != anyLine:
-		return fmt.Errorf("notAfter is for anyLine rules")
+	case (r.notAfter != nil || r.located) && r.where != anyLine:
+		return fmt.Errorf("notAfter and located are for anyLine rules")
+	case (r.unless != nil || r.also != nil || r.pre != nil) && (r.re == nil || r.code):
+		return fmt.Errorf("pre, also and unless are for text rules that say failed or succeeded")
 	case r.where == anyLine && (!r.filter || r.ok || r.code):
 		return fmt.Errorf("an anyLine rule must be anchored, with a first-byte filter, and say failed")
 	case r.code && r.re.NumSubexp() < 1:
@@ -251,10 +340,13 @@ func (r *toolRule) check(afterAny bool) error {
 // "Exit Code: 1", Claude Code's "Exit code 1"); so do the agents' own error
 // messages and a test runner's or build tool's final verdict. Otherwise the
 // text fails when it opens with a traceback, "Error:", "fatal:", an
-// exception..., ends with an exception or a crash, or holds, at the start
-// of a line, a shape only a failure prints: a traceback, a compiler error,
-// a failed test, an SQL error. Successful output that merely contains
-// "error" does not count, nor does text inside fenced code blocks.
+// exception..., ends with an exception, a crash or a script's last word
+// ("deploy failed: …"), or holds, at the start of a line, a shape only a
+// failure prints: a traceback, a compiler error, a program's own error
+// line ("mkdir: missing operand"), a failed test or assertion, an SQL
+// error, a patch that does not apply. Successful output that merely
+// contains "error" does not count, nor does text inside fenced code
+// blocks; an output that prints nothing cannot say it failed.
 func ToolFailed(content string) bool {
 	failed, _ := toolVerdict(content)
 	return failed
@@ -484,7 +576,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 	if r.filter && (line == "" || !r.first.has(line[0])) {
 		return false, false
 	}
-	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) {
+	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) || r.pre != nil && !r.pre(line) {
 		return false, false
 	}
 	next := ""
@@ -494,7 +586,8 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 		}
 	}
 	if !r.code {
-		return !r.ok, r.re.MatchString(line) && (r.next == nil || r.next.MatchString(next))
+		return !r.ok, r.re.MatchString(line) && (r.also == nil || r.also.MatchString(line)) &&
+			(r.next == nil || r.next.MatchString(next)) && (r.unless == nil || !r.unless.MatchString(line))
 	}
 	m := r.re.FindStringSubmatch(line)
 	if m == nil {
@@ -549,6 +642,9 @@ func anyLineFailed(s string) bool {
 		if line.indented {
 			cand &^= anyCol0
 		}
+		if !isLocated(l) {
+			cand &^= anyLocated
+		}
 		for ; cand != 0; cand &= cand - 1 {
 			r := &rules[bits.TrailingZeros64(cand)]
 			if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
@@ -558,6 +654,15 @@ func anyLineFailed(s string) bool {
 		prev = l
 	}
 	return false
+}
+
+// isLocated reports whether the first word of l ends with ':' and a space,
+// as the lines of compilers and programs that say where an error is do
+// ("x.c:4:5: error: …", "mkdir: missing operand"); a grep hit
+// ("x.c:4:\tint y;") is not.
+func isLocated(l string) bool {
+	i := strings.IndexAny(l, " \t")
+	return i > 0 && l[i] == ' ' && l[i-1] == ':'
 }
 
 // nextLine returns the first non-empty line of s, white space trimmed and
