@@ -118,6 +118,24 @@ func (d dashSource) Tenant(p ui.Principal, workspace, project string) (string, s
 	return t.Workspace, t.Project, nil
 }
 
+// maxPickerTenants caps the tenants the dashboard's picker offers.
+const maxPickerTenants = 500
+
+func (d dashSource) Tenants(ctx context.Context, p ui.Principal) ([]store.TenantRef, error) {
+	k, err := d.scope(p)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
+	defer cancel()
+	refs, err := d.a.tenantsOf(sctx, k, maxPickerTenants)
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "list_tenants", err)
+		return nil, err
+	}
+	return refs, nil
+}
+
 // pattern classifies an incident for the dashboard: loops are "LOOP",
 // failures no pattern knows guard.RepeatedPattern.
 func (d dashSource) pattern(typ string, status int, message string) string {

@@ -119,6 +119,10 @@ type Source interface {
 	// asked, else the defaults (a key's workspace is its own).
 	Tenant(p Principal, workspace, project string) (ws, proj string, err error)
 
+	// Tenants returns the tenants holding records that p may use, the
+	// most recently changed first (a workspace's solutions: Project "").
+	Tenants(ctx context.Context, p Principal) ([]store.TenantRef, error)
+
 	// Groups counts the tenant's incidents in [since, until) in groups,
 	// each classified.
 	Groups(ctx context.Context, workspace, project string, since, until time.Time) ([]Group, error)
