@@ -91,7 +91,6 @@ var funcs = template.FuncMap{
 	},
 	"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"num":   thousands,
-	"q":     url.QueryEscape,
 	"p":     url.PathEscape,
 	"rowOf": func(r incidentRow, t template.URL) rowView { return rowView{r, t} },
 	"table": func(rows []incidentRow, t template.URL) tableView { return tableView{rows, t} },
