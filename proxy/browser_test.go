@@ -30,7 +30,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if bin == "" {
 		t.Skip("SCARPROXY_TEST_CHROMIUM is not set")
 	}
-	h := newHarness(t, "http://127.0.0.1:9", withOptions(func(o *Options) {
+	// The store's clock stays an hour before the harness's: the fix the
+	// seed stores was learned before the conversations it shows in.
+	h := newHarnessOn(t, boltAt(t, harnessStart.Add(-time.Hour)), "http://127.0.0.1:9", withOptions(func(o *Options) {
 		o.AdminToken = "admin-secret"
 		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-b"), Workspace: "team-b"}}
 	}))
@@ -120,7 +122,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/ui/incidents?session=agent-run-1"),
 		chromedp.Click(`table.incidents a[href^="/ui/conversations/agent-run-1"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`ol.turns`, chromedp.ByQuery))
-	if got := text(`ol.turns`); !strings.Contains(got, "REPEAT FAILURE GUARD") || !strings.Contains(got, "No guard yet") {
+	if got := text(`ol.turns`); !strings.Contains(got, "REPEAT FAILURE GUARD") || !strings.Contains(got, "Last time this was fixed by") {
 		t.Fatalf("conversation: %q", got)
 	}
 	shot("conversation")
@@ -312,7 +314,7 @@ func seedDashboard(t *testing.T, h *harness) []store.Usage {
 		}
 	}
 	for i := range 3 {
-		post("/scar/v1/incidents", fmt.Sprintf(`{"type":"tool_error","session":"agent-run-1","message":"SyntaxError: Unexpected end of input\n    at parser.js:%d:2"}`, 40+i*3))
+		post("/scar/v1/incidents", fmt.Sprintf(`{"type":"tool_error","session":"agent-run-1","message":"run_syntax_check: SyntaxError: Unexpected end of input\n    at parser.js:%d:2"}`, 40+i*3))
 	}
 	// A conversation named by the proxy (c:…): its id holds a colon.
 	post("/scar/v1/incidents", `{"type":"tool_error","session":"c:5f1d2e3a4b6c7d80","agent":"claude-code","message":"Bash: Exit code 1\nnpm ERR! missing script: lint"}`)

@@ -96,8 +96,8 @@ type Group struct {
 type Turn struct {
 	Incident store.Incident
 	Pattern  string
-	// Guard is the guard block of the conversation's next request (""
-	// when nothing repeated yet).
+	// Guard is the guard block of the conversation's next request, as
+	// the request path builds it ("" when it got none).
 	Guard string
 }
 
