@@ -5,8 +5,8 @@ import (
 	"html"
 	"io"
 	"net/http"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
