@@ -30,7 +30,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if bin == "" {
 		t.Skip("SCARPROXY_TEST_CHROMIUM is not set")
 	}
-	h := newHarness(t, "http://127.0.0.1:9", withOptions(func(o *Options) {
+	// The store's clock stays an hour before the harness's: the fix the
+	// seed stores was learned before the conversations it shows in.
+	h := newHarnessOn(t, boltAt(t, harnessStart.Add(-time.Hour)), "http://127.0.0.1:9", withOptions(func(o *Options) {
 		o.AdminToken = "admin-secret"
 		o.GatewayKeys = []tenant.Key{{SHA256: sha("key-b"), Workspace: "team-b"}}
 	}))
@@ -120,7 +122,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/ui/incidents?session=agent-run-1"),
 		chromedp.Click(`table.incidents a[href^="/ui/conversations/agent-run-1"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`ol.turns`, chromedp.ByQuery))
-	if got := text(`ol.turns`); !strings.Contains(got, "REPEAT FAILURE GUARD") || !strings.Contains(got, "No guard yet") {
+	if got := text(`ol.turns`); !strings.Contains(got, "REPEAT FAILURE GUARD") || !strings.Contains(got, "Last time this was fixed by") {
 		t.Fatalf("conversation: %q", got)
 	}
 	shot("conversation")
@@ -199,6 +201,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	shot("live")
 
+	clickEveryLink(t, ctx, base)
+
 	// A gateway key sees its own workspace and is refused another.
 	run("log out", chromedp.Navigate(base+"/ui/"), chromedp.Click(`form.logout button`, chromedp.ByQuery), chromedp.WaitVisible(`#token`, chromedp.ByQuery))
 	run("log in with a key",
@@ -215,6 +219,71 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(`main`); strings.Contains(got, "SyntaxError") {
 		t.Fatalf("another workspace's incidents shown: %q", got)
 	}
+}
+
+// sameOriginLinks is a script listing the links of a page a click
+// follows to another page of the dashboard: same origin, not a download,
+// not a fragment of the page itself.
+const sameOriginLinks = `Array.from(document.querySelectorAll('a[href]')).filter(a =>
+	a.origin === location.origin && !a.hasAttribute('download') && !(a.hash && a.pathname === location.pathname && a.search === location.search))`
+
+// clickEveryLink opens every page of the dashboard's navigation and,
+// from each, every page a link leads to, and so on: it clicks each link
+// of each page reached (each target once, from the first page that links
+// it), and every click answers 200.
+func clickEveryLink(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	var pages []string
+	if err := chromedp.Run(ctx, chromedp.Navigate(base+"/ui/"),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('header nav a')).map(a => a.href)`, &pages)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 7 {
+		t.Fatalf("navigation: %q", pages)
+	}
+	open := func(what string, action chromedp.Action) {
+		t.Helper()
+		res, err := chromedp.RunResponse(ctx, action)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if res == nil {
+			t.Fatalf("%s: no answer", what)
+		}
+		if res.Status != http.StatusOK {
+			t.Fatalf("%s: answered %d", what, res.Status)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range pages {
+		seen[p] = true
+	}
+	clicks := 0
+	for len(pages) > 0 {
+		page := pages[0]
+		pages = pages[1:]
+		open("open "+page, chromedp.Navigate(page))
+		var links []string
+		if err := chromedp.Run(ctx, chromedp.Evaluate(sameOriginLinks+`.map(a => a.href)`, &links)); err != nil {
+			t.Fatal(err)
+		}
+		for i, link := range links {
+			if seen[link] {
+				continue
+			}
+			seen[link] = true
+			pages = append(pages, link)
+			if clicks > 0 {
+				open("back to "+page, chromedp.Navigate(page))
+			}
+			open(fmt.Sprintf("click %s on %s", link, page), chromedp.Evaluate(fmt.Sprintf(`%s[%d].click()`, sameOriginLinks, i), nil))
+			clicks++
+		}
+	}
+	if clicks < 25 {
+		t.Fatalf("only %d links clicked", clicks)
+	}
+	t.Logf("%d links clicked", clicks)
 }
 
 // seedDashboard records what an agent session and the demos leave: a
@@ -245,8 +314,10 @@ func seedDashboard(t *testing.T, h *harness) []store.Usage {
 		}
 	}
 	for i := range 3 {
-		post("/scar/v1/incidents", fmt.Sprintf(`{"type":"tool_error","session":"agent-run-1","message":"SyntaxError: Unexpected end of input\n    at parser.js:%d:2"}`, 40+i*3))
+		post("/scar/v1/incidents", fmt.Sprintf(`{"type":"tool_error","session":"agent-run-1","message":"run_syntax_check: SyntaxError: Unexpected end of input\n    at parser.js:%d:2"}`, 40+i*3))
 	}
+	// A conversation named by the proxy (c:…): its id holds a colon.
+	post("/scar/v1/incidents", `{"type":"tool_error","session":"c:5f1d2e3a4b6c7d80","agent":"claude-code","message":"Bash: Exit code 1\nnpm ERR! missing script: lint"}`)
 	post("/scar/v1/incidents", `{"type":"http_error","provider":"openai","model":"gpt-5","status_code":429,"message":"Rate limit reached for gpt-5"}`)
 	post("/scar/v1/incidents", `{"type":"loop","session":"agent-run-1","code":"stop","message":"run_syntax_check({\"file\":\"parser.js\"}) called 4 times"}`)
 	post("/scar/v1/incidents", `{"type":"loop","session":"agent-run-1","code":"broken","message":"run_syntax_check succeeded after the STOP block"}`)

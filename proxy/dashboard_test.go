@@ -308,7 +308,7 @@ func TestDashboardViews(t *testing.T) {
 		{"filter by provider and model", "/ui/incidents?provider=openai&model=gpt-x", []string{"Rate limit reached"}, []string{"SyntaxError"}},
 		{"filter by conversation", "/ui/incidents?session=conv-2", []string{"curl failed"}, []string{"SyntaxError"}},
 		{"redacted", "/ui/incidents?session=conv-2", []string{"[REDACTED]"}, []string{"sk-abcdefghij"}},
-		{"conversation", "/ui/conversations/conv-1", []string{"No guard yet: nothing repeated.", "### !!! REPEAT FAILURE GUARD", "Failed 2 times", "Failed 3 times", "the next request opened with the STOP block"}, nil},
+		{"conversation", "/ui/conversations/conv-1", []string{"No guard yet: nothing repeated, and no learned fix applies.", "### !!! REPEAT FAILURE GUARD", "Failed 2 times", "Failed 3 times", "the next request opened with the STOP block"}, nil},
 		{"guard preview", "/ui/guard?conversation=conv-1", []string{"<pre class=\"block\">### !!! REPEAT FAILURE GUARD", "SYNTAX COMPLIANCE ERROR (Failed 3 times)"}, nil},
 		{"guard preview, no conversation", "/ui/guard", []string{"Nothing: the next request would be sent without a guard block"}, nil},
 		{"fixes", "/ui/fixes", []string{"Learned fixes"}, nil},

@@ -140,9 +140,12 @@ func tempBolt(t *testing.T) *bolt.Store {
 	return st
 }
 
+// harnessStart is where a harness's clock starts.
+var harnessStart = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
 func newHarnessOn(t *testing.T, st store.Store, upstreamURL string, opts ...harnessOpt) *harness {
 	t.Helper()
-	h := &harness{t: t, store: st, now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	h := &harness{t: t, store: st, now: harnessStart}
 	g, err := guard.New(guard.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

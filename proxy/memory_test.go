@@ -44,8 +44,13 @@ func TestToolErrorResentOverFiveTurnsIsOneIncidentPerCall(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		h.chat(body, nil)
 	}
-	if n := len(h.incidents("default", "default")); n != 1 {
+	incs := h.incidents("default", "default")
+	if n := len(incs); n != 1 {
 		t.Fatalf("one tool error re-sent 5 times gave %d incidents", n)
+	}
+	// It names the provider the conversation's requests go to.
+	if incs[0].Provider != "up" {
+		t.Fatalf("tool error's provider: %q", incs[0].Provider)
 	}
 	// A fresh server (empty in-memory cache) on the same store dedupes too.
 	h2 := newHarnessOn(t, h.store, up.srv.URL)

@@ -119,7 +119,7 @@ func (s *Server) prepare(ex *exchange) *apiError {
 	if aerr := s.read(ex, t, body); aerr != nil {
 		return aerr
 	}
-	ex.turn = s.memory.Decide(ctx, early, ex.tenant, ex.info, ex.now)
+	ex.turn = s.memory.Decide(ctx, early, ex.tenant, ex.info, ex.chain[0].Name(), ex.now)
 	ex.out = body
 	if !ex.turn.Degraded {
 		s.place(ex, body)

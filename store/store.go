@@ -293,6 +293,13 @@ type Store interface {
 	// before and returns how many it removed.
 	PruneUsage(ctx context.Context, before time.Time) (int, error)
 
+	// ListTenants returns the tenants that hold incidents, fixes, usage
+	// records or (with an empty Project) solutions, the most recently
+	// changed first (the same Latest: by Workspace, then Project), at most
+	// limit of them (see [TenantLimit]). Its cost follows the tenants, not
+	// their records.
+	ListTenants(ctx context.Context, limit int) ([]TenantRef, error)
+
 	// Ping reports whether the store can serve requests.
 	Ping(ctx context.Context) error
 	// Close releases the store. Methods called after Close return ErrClosed.

@@ -329,3 +329,30 @@ func (m *Memory) Preview(ctx context.Context, workspace, project, conversation s
 	entries, block, stop := m.loops.render(convRef{workspace, project, conversation}, loop, entries, block)
 	return entries, stop.Text + block.Text, loop, nil
 }
+
+// Replay returns, for each of a conversation's incidents (oldest first),
+// the guard block its next request got once the incident was recorded:
+// derived as a request's guard is (guardFor), from every group of the
+// conversation's failures inside the guard's window at the incident's
+// time, kept when it repeated or when a fix the tenant had learned by
+// then applies (withFixes), quoted with that fix. It replays the
+// conversation's own failures: the tenant's other provider failures, the
+// tools a request's history shows overcome and the STOP block are not
+// replayed.
+func (m *Memory) Replay(ctx context.Context, workspace, project string, incs []store.Incident) ([]string, error) {
+	fixes, err := m.store.ListFixes(ctx, store.FixQuery{Workspace: workspace, Project: project, Limit: maxWindowFixes})
+	if err != nil {
+		return nil, err
+	}
+	g := m.Guard()
+	blocks := make([]string, len(incs))
+	var failures []store.Incident
+	for i, inc := range incs {
+		if inc.Type != store.TypeLoop {
+			failures = append(failures, inc)
+		}
+		learned := slices.DeleteFunc(slices.Clone(fixes), func(f store.Fix) bool { return f.Created.After(inc.Time) })
+		blocks[i] = guard.Block(m.withFixes(g.DetectAll(failures, inc.Time), learned))
+	}
+	return blocks, nil
+}

@@ -306,14 +306,15 @@ func firstRecorded(l guard.Loop) int {
 
 // recordLoops stores a conversation's loop events as incidents of type
 // loop, each once per conversation (a retry, or another replica, does not
-// store it again), and counts them.
-func (m *Memory) recordLoops(budget *storeBudget, t tenant.Tenant, model string, events []loopEvent, now time.Time) bool {
+// store it again), and counts them. Each incident names provider, the
+// one the request is sent to first.
+func (m *Memory) recordLoops(budget *storeBudget, t tenant.Tenant, model, provider string, events []loopEvent, now time.Time) bool {
 	for _, ev := range events {
 		m.metrics.loops.WithLabelValues(ev.level).Inc()
 		if !ev.store {
 			continue
 		}
-		inc := m.Incident(t, model, "", store.TypeLoop, 0, loopMessage(ev.loop), now)
+		inc := m.Incident(t, model, provider, store.TypeLoop, 0, loopMessage(ev.loop), now)
 		inc.Code = ev.level
 		dedupe := "loop|" + t.Session + "|" + ev.level + "|" + ev.loop.Key()
 		if _, err := m.writeIncident(budget.context(), inc, dedupe, false); err != nil {

@@ -52,8 +52,9 @@ func (b *storeBudget) end() {
 // their calls call_1, call_2... in every conversation, so an id alone
 // names nothing across them. It returns how many tool results it found
 // failed that it had not seen before (stored by this request or, as a
-// duplicate, by another), and false when the store failed.
-func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wire.Info, now time.Time) (int, bool) {
+// duplicate, by another), and false when the store failed. Each incident
+// names provider, the one the request is sent to first.
+func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wire.Info, provider string, now time.Time) (int, bool) {
 	n := 0
 	for i := range info.ToolResults {
 		tr := &info.ToolResults[i]
@@ -72,7 +73,7 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wi
 			if tr.Name != "" {
 				msg = tr.Name + ": " + msg
 			}
-			inc := m.Incident(t, info.Model, "", store.TypeToolError, 0, msg, now)
+			inc := m.Incident(t, info.Model, provider, store.TypeToolError, 0, msg, now)
 			dedupe := tr.Key
 			if t.Session != "" {
 				dedupe = t.Session + "|" + tr.Key

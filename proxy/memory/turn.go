@@ -47,12 +47,13 @@ func (m *Memory) Early(ctx context.Context, workspace, project string, arrived t
 
 // decision is one request's way through Decide.
 type decision struct {
-	m      *Memory
-	ctx    context.Context
-	budget *storeBudget
-	t      tenant.Tenant
-	info   *wire.Info
-	now    time.Time // when the request arrived
+	m        *Memory
+	ctx      context.Context
+	budget   *storeBudget
+	t        tenant.Tenant
+	info     *wire.Info
+	provider string    // the first provider of the request's route
+	now      time.Time // when the request arrived
 
 	window *guardWindow
 	at     time.Time // when the guard is derived (see requestWindow)
@@ -68,11 +69,15 @@ type decision struct {
 // the fixes its fresh successes show, derive the guard (with the loop's
 // entry and STOP block), then recall. The store calls made once the body
 // is read share one StoreTimeout; a store that fails or takes longer
-// leaves the turn Degraded and empty (fail open).
-func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, info *wire.Info, arrived time.Time) Turn {
+// leaves the turn Degraded and empty (fail open). provider is the first
+// provider of the request's route, which its tool failures and loops are
+// recorded under: the provider the conversation's requests go to, unless
+// it fails over (which one answers is known only once the request is
+// sent).
+func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, info *wire.Info, provider string, arrived time.Time) Turn {
 	budget := storeBudget{parent: ctx, d: m.opts.StoreTimeout}
 	defer budget.end()
-	d := &decision{m: m, ctx: ctx, budget: &budget, t: t, info: info, now: arrived, window: early.window, at: early.at}
+	d := &decision{m: m, ctx: ctx, budget: &budget, t: t, info: info, provider: provider, now: arrived, window: early.window, at: early.at}
 	if early.err != nil {
 		return d.failOpen(early.err)
 	}
@@ -95,7 +100,7 @@ func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, info 
 // recordFailures stores the request's new failed tool results. It reports
 // false when the store failed.
 func (d *decision) recordFailures() bool {
-	failed, ok := d.m.recordToolErrors(d.budget, d.t, d.info, d.now)
+	failed, ok := d.m.recordToolErrors(d.budget, d.t, d.info, d.provider, d.now)
 	d.stored = failed > 0
 	return ok
 }
@@ -107,7 +112,7 @@ func (d *decision) followLoop() bool {
 	loop, events, fresh := d.m.trackLoop(d.t, d.info)
 	d.turn.Loop, d.fresh = loop, fresh
 	d.stored = d.stored || slices.ContainsFunc(events, func(e loopEvent) bool { return e.store })
-	return d.m.recordLoops(d.budget, d.t, d.info.Model, events, d.now)
+	return d.m.recordLoops(d.budget, d.t, d.info.Model, d.provider, events, d.now)
 }
 
 // catchUp reads the window again when the request stored an incident: a

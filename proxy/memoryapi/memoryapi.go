@@ -1,10 +1,10 @@
 // Package memoryapi serves the memory to people and tools: the REST API
-// under /scar/v1 (incidents, guard, patterns, solutions, recall, fixes),
-// the same calls as MCP tools at /mcp, and the dashboard's data source
-// (proxy/ui renders it). Every entry point checks credentials and tenancy
-// the same way, through proxy/tenant: the admin token reaches every
-// workspace, a gateway key its own, an open API (neither configured)
-// anything.
+// under /scar/v1 (incidents, guard, patterns, solutions, recall, fixes,
+// usage, workspaces), the same calls as MCP tools at /mcp, and the
+// dashboard's data source (proxy/ui renders it). Every entry point checks
+// credentials and tenancy the same way, through proxy/tenant: the admin
+// token reaches every workspace, a gateway key its own, an open API
+// (neither configured) anything.
 //
 // # Imports
 //
@@ -111,6 +111,7 @@ func (a *API) Register(e *echo.Echo, mw ...echo.MiddlewareFunc) {
 	g.DELETE("/fixes", a.deleteFixes)
 	g.DELETE("/fixes/:id", a.deleteFix)
 	g.GET("/usage", a.listUsage)
+	g.GET("/workspaces", a.listWorkspaces)
 
 	// MCP (streamable HTTP); the handler checks the memory API's credentials.
 	mcpMW := append(slices.Clip(mw), a.answerErrors)

@@ -118,6 +118,24 @@ func (d dashSource) Tenant(p ui.Principal, workspace, project string) (string, s
 	return t.Workspace, t.Project, nil
 }
 
+// maxPickerTenants caps the tenants the dashboard's picker offers.
+const maxPickerTenants = 500
+
+func (d dashSource) Tenants(ctx context.Context, p ui.Principal) ([]store.TenantRef, error) {
+	k, err := d.scope(p)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
+	defer cancel()
+	refs, err := d.a.tenantsOf(sctx, k, maxPickerTenants)
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "list_tenants", err)
+		return nil, err
+	}
+	return refs, nil
+}
+
 // pattern classifies an incident for the dashboard: loops are "LOOP",
 // failures no pattern knows guard.RepeatedPattern.
 func (d dashSource) pattern(typ string, status int, message string) string {
@@ -164,9 +182,8 @@ func (d dashSource) Incidents(ctx context.Context, f store.IncidentFilter) (stor
 }
 
 // Conversation replays the guard over the conversation's own failures:
-// after each one, the block Detect makes of it and those before it, at
-// its time (the tenant's provider failures, which the request path adds,
-// are not replayed).
+// after each one, the block the request path makes of it and those before
+// it, at its time, learned fixes included (memory.Replay).
 func (d dashSource) Conversation(ctx context.Context, workspace, project, session string) ([]ui.Turn, error) {
 	if err := tenant.ValidName(session); err != nil {
 		return nil, fmt.Errorf("%w: conversation: %v", ui.ErrBadInput, err)
@@ -179,14 +196,14 @@ func (d dashSource) Conversation(ctx context.Context, workspace, project, sessio
 		return nil, err
 	}
 	slices.Reverse(incs)
+	blocks, err := d.a.memory.Replay(sctx, workspace, project, incs)
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "list_fixes", err)
+		return nil, err
+	}
 	turns := make([]ui.Turn, len(incs))
-	var failures []store.Incident
 	for i, inc := range incs {
-		if inc.Type != store.TypeLoop {
-			failures = append(failures, inc)
-		}
-		turns[i] = ui.Turn{Incident: inc, Pattern: d.pattern(inc.Type, inc.StatusCode, inc.Message),
-			Guard: guard.Block(d.a.memory.Guard().Detect(failures, inc.Time))}
+		turns[i] = ui.Turn{Incident: inc, Pattern: d.pattern(inc.Type, inc.StatusCode, inc.Message), Guard: blocks[i]}
 	}
 	return turns, nil
 }

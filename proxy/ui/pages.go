@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,57 @@ type page struct {
 	Proj    string
 	Tenant  template.URL // "workspace=...&project=..." for links
 	Message string       // a notice at the top of the page
+	Picker  picker       // the tenants the header offers
 	Data    any
+}
+
+// picker is the header's choice of tenant: the workspaces and projects
+// that hold records, which its inputs suggest, and a link to each.
+type picker struct {
+	Workspaces []string // every workspace listed, for the workspace input
+	Projects   []string // the current workspace's projects, for the project input
+	Tenants    []tenantLink
+}
+
+// tenantLink is one tenant of the picker.
+type tenantLink struct {
+	store.TenantRef
+	URL     template.URL // its overview
+	Current bool
+}
+
+// pickerOf builds the picker of a page of tenant (ws, proj) from the
+// tenants p may use; the current tenant is always offered.
+func pickerOf(refs []store.TenantRef, ws, proj string) picker {
+	var pk picker
+	seenWS := map[string]bool{}
+	current := false
+	for _, r := range refs {
+		if !seenWS[r.Workspace] {
+			seenWS[r.Workspace] = true
+			pk.Workspaces = append(pk.Workspaces, r.Workspace)
+		}
+		if r.Workspace == ws && r.Project != "" {
+			pk.Projects = append(pk.Projects, r.Project)
+		}
+		l := tenantLink{TenantRef: r, URL: template.URL("/ui/?workspace=" + url.QueryEscape(r.Workspace))}
+		if r.Project != "" {
+			l.URL += template.URL("&project=" + url.QueryEscape(r.Project))
+		}
+		l.Current = r.Workspace == ws && r.Project == proj
+		current = current || l.Current
+		pk.Tenants = append(pk.Tenants, l)
+	}
+	if !seenWS[ws] {
+		pk.Workspaces = append(pk.Workspaces, ws)
+	}
+	if !current {
+		pk.Projects = append(pk.Projects, proj)
+	}
+	slices.Sort(pk.Workspaces)
+	slices.Sort(pk.Projects)
+	pk.Projects = slices.Compact(pk.Projects)
+	return pk
 }
 
 // funcs are the templates' helpers.
@@ -40,7 +91,6 @@ var funcs = template.FuncMap{
 	},
 	"pct":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"num":   thousands,
-	"q":     url.QueryEscape,
 	"p":     url.PathEscape,
 	"rowOf": func(r incidentRow, t template.URL) rowView { return rowView{r, t} },
 	"table": func(rows []incidentRow, t template.URL) tableView { return tableView{rows, t} },
@@ -190,6 +240,13 @@ func (h *Handler) page(nav string, fn handlerFunc) http.HandlerFunc {
 		}
 		p.WS, p.Proj = ws, proj
 		p.Tenant = template.URL("workspace=" + url.QueryEscape(ws) + "&project=" + url.QueryEscape(proj))
+		if r.Method == http.MethodGet {
+			refs, err := h.src.Tenants(r.Context(), s.p)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				h.log.Warn("ui: list tenants", "err", err) // the picker offers the current tenant alone
+			}
+			p.Picker = pickerOf(refs, ws, proj)
+		}
 		fn(w, r, s, p)
 	}
 }

@@ -96,8 +96,8 @@ type Group struct {
 type Turn struct {
 	Incident store.Incident
 	Pattern  string
-	// Guard is the guard block of the conversation's next request (""
-	// when nothing repeated yet).
+	// Guard is the guard block of the conversation's next request, as
+	// the request path builds it ("" when it got none).
 	Guard string
 }
 
@@ -118,6 +118,10 @@ type Source interface {
 	// Tenant resolves the workspace and project of a page for p: the ones
 	// asked, else the defaults (a key's workspace is its own).
 	Tenant(p Principal, workspace, project string) (ws, proj string, err error)
+
+	// Tenants returns the tenants holding records that p may use, the
+	// most recently changed first (a workspace's solutions: Project "").
+	Tenants(ctx context.Context, p Principal) ([]store.TenantRef, error)
 
 	// Groups counts the tenant's incidents in [since, until) in groups,
 	// each classified.

@@ -8,9 +8,9 @@
 // the change feed), fixes.go, records.go (required fields, any text, not
 // found), retention.go, versions.go, lifecycle.go (Close, cancelled
 // contexts, reopening, concurrent writers), batches.go (AddIncidents),
-// dashboard.go (groups and searches) and usage.go (token usage: adding up,
-// reading, grouping, pruning). bench.go holds the list benchmarks both
-// backends run.
+// dashboard.go (groups and searches), usage.go (token usage: adding up,
+// reading, grouping, pruning) and tenants.go (ListTenants). bench.go
+// holds the list benchmarks both backends run.
 //
 // # Imports
 //
@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 	testIncidentBatches(t, fresh)
 	testDashboard(t, fresh)
 	testUsage(t, open)
+	testTenants(t, fresh)
 }
 
 // TickClock returns a clock that starts at start and advances by step on
