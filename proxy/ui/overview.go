@@ -101,12 +101,14 @@ func trend(before, after int) string {
 	return "steady"
 }
 
-// loopLevels are the levels a loop incident's Code names, in order.
+// loopLevels are the levels a loop incident's Code names, in order. They
+// count loops, once per loop and level: how many requests carried a
+// guard is scarproxy_blocks_injected_total, per replica.
 var loopLevels = []loopRow{
-	{Level: "guard", Label: "Guard shown"},
-	{Level: "stop", Label: "STOP block"},
-	{Level: "hard-stop", Label: "Hard stop (tools forbidden)"},
-	{Level: "broken", Label: "Loop broken"},
+	{Level: "guard", Label: "Loops named in the guard"},
+	{Level: "stop", Label: "Loops that got the STOP block"},
+	{Level: "hard-stop", Label: "Loops stopped without tools"},
+	{Level: "broken", Label: "Loops broken"},
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session, p *page) {
