@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -72,17 +71,11 @@ func (r *request) injectSystem(body []byte, blocks []wire.Block) ([]byte, error)
 	return wire.Splice(body, at, at+len(ps.Raw), arr), nil
 }
 
-// edit replaces body[from:to] with val.
-type edit struct {
-	from, to int
-	val      []byte
-}
-
 // injectTurns places p's blocks in the conversation's turns: the body is
 // copied once, with at most three edits (the system instruction
 // stripped, the first user content, the last one).
 func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error) {
-	edits := make([]edit, 0, 3)
+	edits := make(wire.Edits, 0, 3)
 	if e, changed, err := r.strippedSystem(body); err != nil {
 		return body, err
 	} else if changed {
@@ -95,38 +88,28 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 		edits = r.first.place(edits, body, recall)
 		edits = r.newest.place(edits, body, turn)
 	}
-	if len(edits) == 0 {
-		return body, nil
-	}
-	slices.SortFunc(edits, func(a, b edit) int { return a.from - b.from })
-	out, at := dst[:0], 0
-	for _, e := range edits {
-		out = append(out, body[at:e.from]...)
-		out = append(out, e.val...)
-		at = e.to
-	}
-	return append(out, body[at:]...), nil
+	return edits.Apply(dst, body), nil
 }
 
 // strippedSystem returns the edit that takes earlier blocks out of the
 // system instruction's parts, and whether there is one. Parts that hold
 // no block's opening line are not decoded: the proxy escapes none of
 // their bytes.
-func (r *request) strippedSystem(body []byte) (edit, bool, error) {
+func (r *request) strippedSystem(body []byte) (wire.Edit, bool, error) {
 	raw := r.system.Raw(body)
 	if raw == nil || raw[0] != '{' || !bytes.Contains(raw, []byte(guardOpen)) && !bytes.Contains(raw, []byte(recall.BlockStart)) {
-		return edit{}, false, nil
+		return wire.Edit{}, false, nil
 	}
 	ps := gjson.GetBytes(raw, "parts")
 	if !ps.IsArray() {
-		return edit{}, false, nil
+		return wire.Edit{}, false, nil
 	}
 	arr, changed, err := rewriteParts(ps, nil)
 	if err != nil || !changed {
-		return edit{}, false, err
+		return wire.Edit{}, false, err
 	}
 	at := r.system.Start + ps.Index
-	return edit{at, at + len(ps.Raw), arr}, true, nil
+	return wire.Edit{From: at, To: at + len(ps.Raw), Text: arr}, true, nil
 }
 
 // guardOpen opens every guard and STOP block (what guard.Strip looks for).
@@ -135,11 +118,11 @@ const guardOpen = "### !!! "
 // place appends to edits the edit that ends the parts p with blocks, each
 // a text part of its own (after the frames of an earlier injection are
 // taken out).
-func (p parts) place(edits []edit, body []byte, blocks ...wire.Block) []edit {
+func (p parts) place(edits wire.Edits, body []byte, blocks ...wire.Block) wire.Edits {
 	if !p.at.OK() || p.keep == p.end && wire.Empty(blocks) {
 		return edits
 	}
-	return append(edits, edit{p.keep, p.end, appendTextParts(nil, p.elems, blocks)})
+	return append(edits, wire.Edit{From: p.keep, To: p.end, Text: appendTextParts(nil, p.elems, blocks)})
 }
 
 // appendTextParts appends a text part for each block with text, each

@@ -2,7 +2,6 @@ package messages
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -52,21 +51,15 @@ func (r *request) injectSystem(dst, body []byte, blocks []wire.Block) ([]byte, e
 	return body, nil
 }
 
-// edit replaces body[from:to] with val.
-type edit struct {
-	from, to int
-	val      []byte
-}
-
 // injectTurns places p's blocks in the conversation's turns: the body is
 // copied once, with at most three edits (the system text stripped, the
 // first user message, the last one).
 func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error) {
-	edits := make([]edit, 0, 3)
+	edits := make(wire.Edits, 0, 3)
 	if sys, changed, err := r.strippedSystem(body); err != nil {
 		return body, err
 	} else if changed {
-		edits = append(edits, edit{r.system.Start, r.system.End, sys})
+		edits = append(edits, wire.Edit{From: r.system.Start, To: r.system.End, Text: sys})
 	}
 	recall, turn := wire.Framed(p.Recall), wire.Framed(p.Turn...)
 	if r.first == r.newest {
@@ -75,17 +68,7 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 		edits = r.first.place(edits, body, recall)
 		edits = r.newest.place(edits, body, turn)
 	}
-	if len(edits) == 0 {
-		return body, nil
-	}
-	slices.SortFunc(edits, func(a, b edit) int { return a.from - b.from })
-	out, at := dst[:0], 0
-	for _, e := range edits {
-		out = append(out, body[at:e.from]...)
-		out = append(out, e.val...)
-		at = e.to
-	}
-	return append(out, body[at:]...), nil
+	return edits.Apply(dst, body), nil
 }
 
 // strippedSystem returns the system value without earlier blocks, and
@@ -117,7 +100,7 @@ const guardOpen = "### !!! "
 // blocks, as Claude Code sends a user message with reminders: the API
 // reads a string as that one text block. Content of another type is left
 // as it is.
-func (c content) place(edits []edit, body []byte, blocks ...wire.Block) []edit {
+func (c content) place(edits wire.Edits, body []byte, blocks ...wire.Block) wire.Edits {
 	if !c.at.OK() {
 		return edits
 	}
@@ -126,7 +109,7 @@ func (c content) place(edits []edit, body []byte, blocks ...wire.Block) []edit {
 		if c.keep == c.end && wire.Empty(blocks) {
 			return edits
 		}
-		return append(edits, edit{c.keep, c.end, appendTextBlocks(nil, c.elems, blocks)})
+		return append(edits, wire.Edit{From: c.keep, To: c.end, Text: appendTextBlocks(nil, c.elems, blocks)})
 	case '"':
 		if wire.Empty(blocks) {
 			return edits
@@ -139,7 +122,7 @@ func (c content) place(edits []edit, body []byte, blocks ...wire.Block) []edit {
 			val = append(val, '}')
 		}
 		val = appendTextBlocks(val, len(raw) > 2, blocks)
-		return append(edits, edit{c.at.Start, c.at.End, append(val, ']')})
+		return append(edits, wire.Edit{From: c.at.Start, To: c.at.End, Text: append(val, ']')})
 	}
 	return edits
 }

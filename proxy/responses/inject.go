@@ -1,8 +1,6 @@
 package responses
 
 import (
-	"cmp"
-	"slices"
 	"strings"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -166,10 +164,10 @@ func framedOnly(text string) bool {
 //
 // Every other byte is the client's.
 func (r *request) place(dst, body []byte, p wire.Placement) []byte {
-	var eds edits
+	var eds wire.Edits
 	if sp := r.instructions; sp.OK() && body[sp.Start] == '"' {
 		if clean := wire.StripFramed(r.info.System); clean != r.info.System {
-			eds.add(sp.Start, sp.End, wire.AppendJSONString(nil, clean))
+			eds.Add(sp.Start, sp.End, wire.AppendJSONString(nil, clean))
 		}
 	}
 	at := &r.at
@@ -181,34 +179,34 @@ func (r *request) place(dst, body []byte, p wire.Placement) []byte {
 	in := at.input
 	oneShot := in.OK() && body[in.Start] == '"'
 	if oneShot && item != nil {
-		eds.add(in.Start, in.Start, []byte(`[{"type":"message","role":"user","content":`))
+		eds.Add(in.Start, in.Start, []byte(`[{"type":"message","role":"user","content":`))
 	}
 	at.placeRecall(&eds, rc)
 	switch {
 	case oneShot:
 		if item != nil {
-			eds.add(in.End, in.End, append(append([]byte("},"), item...), ']'))
+			eds.Add(in.End, in.End, append(append([]byte("},"), item...), ']'))
 		}
 	case in.OK() && body[in.Start] == '[':
 		at.items.setLast(&eds, in.End, at.ours, at.ourText == turn.Text, item)
 	case item == nil:
 	case in.OK() && body[in.Start] == 'n': // null
-		eds.add(in.Start, in.End, append(append([]byte{'['}, item...), ']'))
+		eds.Add(in.Start, in.End, append(append([]byte{'['}, item...), ']'))
 	case !in.OK():
 		if end, empty := objectEnd(body); end >= 0 {
 			member := []byte(`,"input":[`)
 			if empty {
 				member = member[1:]
 			}
-			eds.add(end, end, append(append(member, item...), ']'))
+			eds.Add(end, end, append(append(member, item...), ']'))
 		}
 	}
-	return eds.apply(dst, body)
+	return eds.Apply(dst, body)
 }
 
 // placeRecall is the edit that ends the first user message with the
 // framed recall block rc (none: without a block placed earlier).
-func (at *places) placeRecall(eds *edits, rc wire.Block) {
+func (at *places) placeRecall(eds *wire.Edits, rc wire.Block) {
 	sp := at.user
 	switch {
 	case !sp.OK():
@@ -225,13 +223,13 @@ func (at *places) placeRecall(eds *edits, rc wire.Block) {
 			text += rc.Text
 		}
 		if text != at.userText {
-			eds.add(sp.Start, sp.End, wire.AppendJSONString(nil, text))
+			eds.Add(sp.Start, sp.End, wire.AppendJSONString(nil, text))
 		}
 	case len(rc.JSON) == 0:
 	case sp.End-sp.Start == 2: // ""
-		eds.add(sp.End-1, sp.End-1, rc.JSON)
+		eds.Add(sp.End-1, sp.End-1, rc.JSON)
 	default: // the blank line and the block go before the closing quote
-		eds.add(sp.End-1, sp.End-1, append([]byte(`\n\n`), rc.JSON...))
+		eds.Add(sp.End-1, sp.End-1, append([]byte(`\n\n`), rc.JSON...))
 	}
 }
 
@@ -298,51 +296,18 @@ func (t *tail) add(base int, v gjson.Result) {
 // proxy placed (ours) is replaced, unless it is the same (same), or
 // removed with the comma before it; otherwise elem is appended after the
 // last element, whatever white space follows it staying where it is.
-func (t *tail) setLast(eds *edits, end int, ours, same bool, elem []byte) {
+func (t *tail) setLast(eds *wire.Edits, end int, ours, same bool, elem []byte) {
 	switch {
 	case ours && elem == nil && t.n > 1:
-		eds.add(t.prevEnd, t.last.End, nil)
+		eds.Add(t.prevEnd, t.last.End, nil)
 	case ours && elem == nil:
-		eds.add(t.last.Start, t.last.End, nil)
+		eds.Add(t.last.Start, t.last.End, nil)
 	case ours && !same:
-		eds.add(t.last.Start, t.last.End, elem)
+		eds.Add(t.last.Start, t.last.End, elem)
 	case ours || elem == nil:
 	case t.n == 0:
-		eds.add(end-1, end-1, elem)
+		eds.Add(end-1, end-1, elem)
 	default:
-		eds.add(t.last.End, t.last.End, append([]byte{','}, elem...))
+		eds.Add(t.last.End, t.last.End, append([]byte{','}, elem...))
 	}
-}
-
-// edit replaces body[from:to] with text.
-type edit struct {
-	from, to int
-	text     []byte
-}
-
-// edits are the changes to a body, applied in one copy. Edits must not
-// overlap; of two at the same offset, the one added first goes first.
-type edits []edit
-
-func (e *edits) add(from, to int, text []byte) { *e = append(*e, edit{from, to, text}) }
-
-// apply returns body with the edits made, appended to dst[:0], or body
-// itself when there are none.
-func (e edits) apply(dst, body []byte) []byte {
-	if len(e) == 0 {
-		return body
-	}
-	slices.SortStableFunc(e, func(a, b edit) int { return cmp.Compare(a.from, b.from) })
-	n := len(body)
-	for _, x := range e {
-		n += len(x.text) - (x.to - x.from)
-	}
-	out := slices.Grow(dst[:0], n)
-	pos := 0
-	for _, x := range e {
-		out = append(out, body[pos:x.from]...)
-		out = append(out, x.text...)
-		pos = x.to
-	}
-	return append(out, body[pos:]...)
 }
