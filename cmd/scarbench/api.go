@@ -318,7 +318,8 @@ func newGeminiConversation(c int, _ bool, solutions []store.Solution) conversati
 		}
 		round(fmt.Sprintf("%s_%d_0", tr.tool, 1795736851252+c*1_000_000+turn*1733), tr.thought, tr.tool, tr.args, resp)
 	}
-	// The newest round: its id is filled in per request.
+	// The newest round: its id is filled in per request, the request's
+	// number where the CLI puts the call's index.
 	round("\x00", "Running the tests again.", "run_tests", `{"path":"./..."}`, map[string]string{"output": "\x01"})
 	type decl struct {
 		Name                 string         `json:"name"`
