@@ -16,7 +16,10 @@ import (
 // and the fake upstream's answers.
 type api struct {
 	name string
-	path string // below the API root, e.g. /chat/completions
+	// path is where its requests go below a target's root, e.g.
+	// /v1/chat/completions; streamPath, when not empty, is where its
+	// streams go instead (the Gemini API names its method in the path).
+	path, streamPath string
 	// header is what the agent sends besides the body (cloned per client).
 	header http.Header
 	// end marks a stream's last event; a stream without it failed.
@@ -26,14 +29,22 @@ type api struct {
 }
 
 // apiNames are the values of -api, the default first.
-var apiNames = []string{"chat", "responses", "messages"}
+var apiNames = []string{"chat", "responses", "messages", "gemini"}
+
+// pathOf returns where a request goes below a target's root.
+func (a *api) pathOf(stream bool) string {
+	if stream && a.streamPath != "" {
+		return a.streamPath
+	}
+	return a.path
+}
 
 // apiByName returns the API named as in -api, or nil.
 func apiByName(name string) *api {
 	switch name {
 	case "chat":
 		return &api{
-			name: "chat", path: "/chat/completions",
+			name: "chat", path: "/v1/chat/completions",
 			header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer sk-bench-not-a-key"}},
 			end:     []byte("data: [DONE]\n\n"),
 			newConv: newConversation, answers: &chatAnswers,
@@ -41,7 +52,7 @@ func apiByName(name string) *api {
 	case "responses":
 		// Codex CLI's headers, less its session and version ones.
 		return &api{
-			name: "responses", path: "/responses",
+			name: "responses", path: "/v1/responses",
 			header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer sk-bench-not-a-key"}, "Accept": {"text/event-stream"}},
 			end:     []byte("event: response.completed\n"),
 			newConv: newResponsesConversation, answers: &responsesAnswers,
@@ -49,10 +60,22 @@ func apiByName(name string) *api {
 	case "messages":
 		// Claude Code's headers, less its beta and version ones.
 		return &api{
-			name: "messages", path: "/messages",
+			name: "messages", path: "/v1/messages",
 			header:  http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {"sk-ant-bench-not-a-key"}, "Anthropic-Version": {"2023-06-01"}},
 			end:     []byte("event: message_stop\n"),
 			newConv: newMessagesConversation, answers: &messagesAnswers,
+		}
+	case "gemini":
+		// The Gemini CLI's headers (through the Google Gen AI SDK), less
+		// its client and version ones. Its paths name the model and the
+		// method; a stream ends with the chunk that carries the
+		// candidate's finishReason (there is no [DONE]).
+		return &api{
+			name: "gemini", path: "/v1beta/models/" + geminiModel + ":generateContent",
+			streamPath: "/v1beta/models/" + geminiModel + ":streamGenerateContent?alt=sse",
+			header:     http.Header{"Content-Type": {"application/json"}, "X-Goog-Api-Key": {"bench-not-a-key"}},
+			end:        []byte(`"finishReason":"STOP"`),
+			newConv:    newGeminiConversation, answers: &geminiAnswers,
 		}
 	}
 	return nil
@@ -223,6 +246,108 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution) con
 	return cv
 }
 
+// geminiModel is the model the Gemini requests name in their path.
+const geminiModel = "gemini-2.5-pro"
+
+// geminiSessionContext is the text the Gemini CLI puts before the task in
+// the conversation's first user content (its date, system and workspace).
+const geminiSessionContext = `<session_context>
+This is the Gemini CLI. We are setting up the context for our chat.
+Today's date is Thursday, November 26, 2026 (formatted according to the user's locale).
+My operating system is: linux
+The project's temporary directory is: /home/dev/.gemini/tmp/app
+- **Workspace Directories:**
+  - /home/dev/app
+- **Directory Structure:**
+
+Showing up to 200 items (files + folders).
+
+/home/dev/app/
+
+
+
+</session_context>`
+
+// newGeminiConversation builds client c's request to the Gemini API, as
+// the Gemini CLI sends it: the system prompt as systemInstruction, the
+// session context and the task as the first user content, then the
+// turn's fifteen rounds as a model content (the model's text and a
+// functionCall part with the call's id, which the CLI makes itself:
+// {tool}_{unix ms}_{index}) and a user content (its functionResponse with
+// the same id: {"output": ...}, or {"error": ...} for a tool that failed
+// to run, as the CLI reports a failed edit), the user's interjection as a
+// user content of its own, the same tools as functionDeclarations, and
+// generationConfig. The model and streaming are in the path. The content
+// is the chat request's.
+func newGeminiConversation(c int, _ bool, solutions []store.Solution) conversation {
+	goal := clientGoal(c, solutions)
+	type call struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	}
+	type response struct {
+		ID       string            `json:"id"`
+		Name     string            `json:"name"`
+		Response map[string]string `json:"response"`
+	}
+	type part struct {
+		Text             string    `json:"text,omitempty"`
+		FunctionCall     *call     `json:"functionCall,omitempty"`
+		ThoughtSignature string    `json:"thoughtSignature,omitempty"`
+		FunctionResponse *response `json:"functionResponse,omitempty"`
+	}
+	type content struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	contents := []content{{Role: "user", Parts: []part{{Text: geminiSessionContext}, {Text: goal}}}}
+	round := func(id, thought, tool, args string, resp map[string]string) {
+		contents = append(contents,
+			// The CLI's own signature for a call whose answer carried none.
+			content{Role: "model", Parts: []part{{Text: thought}, {FunctionCall: &call{id, tool, json.RawMessage(args)}, ThoughtSignature: "skip_thought_signature_validator"}}},
+			content{Role: "user", Parts: []part{{FunctionResponse: &response{id, tool, resp}}}})
+	}
+	for turn, tr := range toolTurns {
+		if tr.user != "" {
+			contents = append(contents, content{Role: "user", Parts: []part{{Text: tr.user}}})
+		}
+		resp := map[string]string{"output": tr.result}
+		if strings.HasPrefix(tr.result, "<tool_use_error>") {
+			resp = map[string]string{"error": tr.result}
+		}
+		round(fmt.Sprintf("%s_%d_0", tr.tool, 1795736851252+c*1_000_000+turn*1733), tr.thought, tr.tool, tr.args, resp)
+	}
+	// The newest round: its id is filled in per request, the request's
+	// number where the CLI puts the call's index.
+	round("\x00", "Running the tests again.", "run_tests", `{"path":"./..."}`, map[string]string{"output": "\x01"})
+	type decl struct {
+		Name                 string         `json:"name"`
+		Description          string         `json:"description"`
+		ParametersJSONSchema map[string]any `json:"parametersJsonSchema"`
+	}
+	decls := make([]decl, len(benchTools))
+	for i, t := range benchTools {
+		decls[i] = decl{t.name, t.desc, t.params}
+	}
+	body := struct {
+		Contents          []content      `json:"contents"`
+		SystemInstruction content        `json:"systemInstruction"`
+		Tools             []any          `json:"tools"`
+		GenerationConfig  map[string]any `json:"generationConfig"`
+	}{
+		Contents:          contents,
+		SystemInstruction: content{Role: "user", Parts: []part{{Text: systemPrompt}}},
+		Tools:             []any{map[string]any{"functionDeclarations": decls}},
+		GenerationConfig: map[string]any{"temperature": 1, "topP": 0.95, "topK": 64,
+			"thinkingConfig": map[string]any{"includeThoughts": true, "thinkingLevel": "HIGH"}},
+	}
+	cv := conversation{template: template(body, "run_tests_1795737000000_"), goal: goal}
+	body.Contents = contents[:1]
+	cv.first = firstRequest(body)
+	return cv
+}
+
 // answers are the fake upstream's answers in one API's shape: a tool call
 // or a final answer, as one JSON body or as events each flushed on its
 // own. The streams carry the same text (eight deltas) and tool call as
@@ -236,6 +361,7 @@ var (
 	chatAnswers      = answers{completionToolCall, completionFinal, sseEvents(false), sseEvents(true)}
 	responsesAnswers = answers{responsesJSON(false), responsesJSON(true), responsesEvents(false), responsesEvents(true)}
 	messagesAnswers  = answers{messagesJSON(false), messagesJSON(true), messagesEvents(false), messagesEvents(true)}
+	geminiAnswers    = answers{geminiJSON(false), geminiJSON(true), geminiEvents(false), geminiEvents(true)}
 )
 
 // The answers' text, and the tool call an answer that is not final makes.
@@ -396,4 +522,58 @@ func messagesEvents(final bool) [][]byte {
 	return append(out,
 		ev("message_delta", obj{"delta": obj{"stop_reason": stop, "stop_sequence": nil}, "usage": obj{"output_tokens": 18}}),
 		ev("message_stop", obj{}))
+}
+
+// geminiUsage is a usageMetadata object: the whole answer's, or (partial)
+// the prompt's alone, as the chunks before the last carry it.
+func geminiUsage(partial bool) obj {
+	if partial {
+		return obj{"promptTokenCount": 5120, "totalTokenCount": 5120}
+	}
+	return obj{"promptTokenCount": 5120, "candidatesTokenCount": 18, "totalTokenCount": 5138, "cachedContentTokenCount": 4096,
+		"promptTokensDetails": []any{obj{"modality": "TEXT", "tokenCount": 5120}},
+		"cacheTokensDetails":  []any{obj{"modality": "TEXT", "tokenCount": 4096}}}
+}
+
+// geminiResponse is a GenerateContentResponse, an answer or one chunk of
+// a stream: the candidate's parts, its finishReason when finish is not
+// empty, the usage.
+func geminiResponse(parts []any, finish string, usage obj) []byte {
+	cand := obj{"content": obj{"parts": parts, "role": "model"}, "index": 0}
+	if finish != "" {
+		cand["finishReason"] = finish
+	}
+	return mustJSON(obj{"candidates": []any{cand}, "usageMetadata": usage, "modelVersion": geminiModel, "responseId": "bench-response"})
+}
+
+// geminiCall is the answer's functionCall part: the API gives no id (the
+// Gemini CLI makes its own).
+var geminiCall = obj{"functionCall": obj{"name": nextTool, "args": json.RawMessage(nextArgs)}}
+
+func geminiJSON(final bool) []byte {
+	if final {
+		return geminiResponse([]any{obj{"text": finalText}}, "STOP", geminiUsage(false))
+	}
+	return geminiResponse([]any{obj{"text": strings.Join(streamWords, "")}, geminiCall}, "STOP", geminiUsage(false))
+}
+
+// geminiEvents is a streamed answer (alt=sse): data-only events, one per
+// chunk, with CRLF line ends as the Gemini API sends them; eight chunks of
+// text, then the function call (unless final). The last chunk carries the
+// finishReason (STOP, a function call's too) and the whole usage: it ends
+// the stream.
+func geminiEvents(final bool) [][]byte {
+	ev := func(chunk []byte) []byte { return append(append([]byte("data: "), chunk...), "\r\n\r\n"...) }
+	var out [][]byte
+	for i, w := range streamWords {
+		if final && i == len(streamWords)-1 {
+			out = append(out, ev(geminiResponse([]any{obj{"text": w}}, "STOP", geminiUsage(false))))
+			break
+		}
+		out = append(out, ev(geminiResponse([]any{obj{"text": w}}, "", geminiUsage(true))))
+	}
+	if !final {
+		out = append(out, ev(geminiResponse([]any{geminiCall}, "STOP", geminiUsage(false))))
+	}
+	return out
 }

@@ -26,15 +26,16 @@ type benchEnv struct {
 	dataFile string // scarproxy's bbolt file (without -postgres)
 }
 
-// base returns the API root of a target.
+// base returns the root of a target, below which each API's paths are
+// (/v1/chat/completions, /v1beta/models/...).
 func (e *benchEnv) base(name string) string {
 	switch name {
 	case "direct":
-		return "http://" + e.upstream.addr + "/v1"
+		return "http://" + e.upstream.addr
 	case "bare":
-		return "http://" + e.bare.addr + "/v1"
+		return "http://" + e.bare.addr
 	default:
-		return "http://" + e.scar.addr + "/v1"
+		return "http://" + e.scar.addr
 	}
 }
 
@@ -80,7 +81,7 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		return e, err
 	}
 	e.children = append(e.children, e.upstream)
-	upstreamBase := "http://" + e.upstream.addr + "/v1"
+	upstreamRoot := "http://" + e.upstream.addr
 
 	if need("bare") {
 		e.bare, err = startChild(ctx, "bare proxy", self, nil, childEnv(os.Environ(), envRole+"=bareproxy", envTarget+"="+"http://"+e.upstream.addr, envListen+"="+listen(1)),
@@ -112,14 +113,22 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 			return e, err
 		}
 		cfg := filepath.Join(dir, "scarproxy.yaml")
-		yaml := "# scarbench: default configuration, one provider (the fake upstream).\n" +
-			"providers:\n  - name: upstream\n    type: openai\n    base_url: " + strconv.Quote(upstreamBase) + "\n"
-		if o.api != "chat" {
-			// The fake serves the three APIs. Trees before the Responses
-			// and Messages formats refuse the key (and serve only chat), so
-			// a chat run writes the configuration every tree reads alike.
-			yaml += "    apis: [chat, responses, messages]\n"
+		// One provider, the fake upstream.
+		provider := "    type: openai\n    base_url: " + strconv.Quote(upstreamRoot+"/v1") + "\n"
+		switch o.api {
+		case "chat":
+			// Trees before the Responses and Messages formats refuse the
+			// apis key (and serve only chat), so a chat run writes the
+			// configuration every tree reads alike.
+		case "gemini":
+			// A gemini provider's root is the host: the Gemini API's
+			// paths name their version.
+			provider = "    type: gemini\n    base_url: " + strconv.Quote(upstreamRoot) + "\n"
+		default:
+			provider += "    apis: [chat, responses, messages]\n"
 		}
+		yaml := "# scarbench: default configuration, one provider (the fake upstream).\n" +
+			"providers:\n  - name: upstream\n" + provider
 		if o.postgres != "" {
 			yaml += "store:\n  driver: postgres\n  dsn: " + strconv.Quote(o.postgres) + "\n"
 		}

@@ -17,7 +17,7 @@ import (
 // target is one way to reach the fake upstream.
 type target struct {
 	name   string
-	base   string // API root, e.g. http://127.0.0.1:PORT/v1
+	base   string // its root, e.g. http://127.0.0.1:PORT
 	client *http.Client
 }
 
@@ -147,7 +147,7 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 	var guardHdr, recallHdr atomic.Int64
 	guardHdr.Store(-1)
 	recallHdr.Store(-1)
-	url := t.base + wl.api.path
+	url := t.base + wl.api.pathOf(wl.stream)
 	start := time.Now()
 	deadline := start.Add(dur)
 	var wg sync.WaitGroup

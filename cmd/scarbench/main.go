@@ -2,8 +2,8 @@
 // with the floor any proxy pays.
 //
 // It starts, as child processes on loopback addresses: a fast fake
-// upstream (small fixed JSON and SSE answers of the chat, Responses and
-// Messages APIs, each in its own shape), a bare
+// upstream (small fixed JSON and SSE answers of the chat, Responses,
+// Messages and Gemini APIs, each in its own shape), a bare
 // httputil.ReverseProxy in front of it, and the scarproxy binary with its
 // default configuration and memory on (a bbolt store seeded with 100k
 // incidents and 10k solutions in the benchmarked tenant; guard and recall
@@ -17,8 +17,10 @@
 // tool definitions, fifteen tool rounds (four of them failures), and a new
 // tool result in every request. -api chooses their wire API: chat
 // (POST /v1/chat/completions, the default), responses (POST /v1/responses,
-// as Codex CLI sends it) or messages (POST /v1/messages, as Claude Code
-// sends it); the turn is the same in each.
+// as Codex CLI sends it), messages (POST /v1/messages, as Claude Code
+// sends it) or gemini (POST /v1beta/models/{model}:generateContent, and
+// :streamGenerateContent?alt=sse for streams, as the Gemini CLI sends
+// it); the turn is the same in each.
 //
 // With -soak N it instead opens N concurrent streams through scarproxy,
 // holds them open, and reports scarproxy's resident memory and goroutine
@@ -127,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.storm, "storm", false, "every answer is a 429 (a rate-limit storm: every request an incident); reports incidents stored per second and checks at the end that every 429 scarproxy answered is in its store")
 	fs.IntVar(&o.portBase, "port-base", 0, "listen on fixed loopback ports: the upstream on this one, the bare proxy on the next, scarproxy on the one after (0: any free ports)")
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
-	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI) or messages (/v1/messages, as Claude Code)")
+	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -153,7 +155,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.failEvery < 0 || o.finalEvery < 0:
 		return o, usageError{"-fail-every and -final-every must not be negative"}
 	case apiByName(o.api) == nil:
-		return o, usageError{fmt.Sprintf("-api: %q is not chat, responses or messages", o.api)}
+		return o, usageError{fmt.Sprintf("-api: %q is not chat, responses, messages or gemini", o.api)}
 	}
 	for _, t := range strings.Split(*targets, ",") {
 		t = strings.TrimSpace(t)

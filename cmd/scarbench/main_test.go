@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/chat"
+	"github.com/scarproxy/scarproxy/proxy/gemini"
 	"github.com/scarproxy/scarproxy/proxy/messages"
 	"github.com/scarproxy/scarproxy/proxy/responses"
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -153,18 +155,30 @@ func TestSeedIncidentsRepeatInsideTheGuardWindow(t *testing.T) {
 	}
 }
 
-// formats are scarproxy's readers of the three APIs: the tests check that
+// formats are scarproxy's readers of the four APIs: the tests check that
 // the workloads and the fake's answers read as the agents' and the
 // providers' do (scarbench itself never imports the proxy).
 var formats = map[string]func() wire.Format{
 	"chat":      func() wire.Format { return chat.New() },
 	"responses": func() wire.Format { return responses.New() },
 	"messages":  func() wire.Format { return messages.New() },
+	"gemini":    func() wire.Format { return gemini.New() },
 }
 
-// TestRequestsOfEveryAPI checks the Responses and Messages requests item
-// by item, and all three as scarproxy reads them: the same task, fifteen
-// tool calls and results, the newest with the request's id.
+// routeOf is the route scarproxy reads a request of a with: its path below
+// the provider's root, without the query (the Gemini API's path whole, the
+// others' below /v1).
+func routeOf(a *api, stream bool) wire.Route {
+	path, _, _ := strings.Cut(a.pathOf(stream), "?")
+	if a.name != "gemini" {
+		path = strings.TrimPrefix(path, "/v1")
+	}
+	return wire.Route{Tenant: "default\x00default", Path: path}
+}
+
+// TestRequestsOfEveryAPI checks the Responses, Messages and Gemini
+// requests item by item, and all four as scarproxy reads them: the same
+// task, fifteen tool calls and results, the newest with the request's id.
 func TestRequestsOfEveryAPI(t *testing.T) {
 	sols := seedSolutions(200, time.Now())
 	for _, name := range apiNames {
@@ -180,7 +194,12 @@ func TestRequestsOfEveryAPI(t *testing.T) {
 					if n := len(body); n < 18<<10 || n > 24<<10 {
 						t.Errorf("body is %d bytes, want about 20 KB", n)
 					}
-					if got := gjson.GetBytes(body, "stream").Bool(); got != stream {
+					if name == "gemini" {
+						// Streaming is the path's: the body has no such field.
+						if gjson.GetBytes(body, "stream").Exists() {
+							t.Error("a Gemini request names stream in its body")
+						}
+					} else if got := gjson.GetBytes(body, "stream").Bool(); got != stream {
 						t.Errorf("stream = %v, want %v", got, stream)
 					}
 					newest := checkShape(t, name, body, cv.goal)
@@ -195,7 +214,7 @@ func TestRequestsOfEveryAPI(t *testing.T) {
 						}
 					}
 
-					req, err := formats[name]().Read(body, wire.Route{Tenant: "default\x00default"})
+					req, err := formats[name]().Read(body, routeOf(a, stream))
 					if err != nil {
 						t.Fatalf("scarproxy's %s reader: %v", name, err)
 					}
@@ -317,6 +336,56 @@ func checkShape(t *testing.T, api string, body []byte, goal string) string {
 			t.Errorf("%d tools, want %d with input_schema", n, len(benchTools))
 		}
 		return res.Get("content").Str
+	case "gemini":
+		sys := gjson.GetBytes(body, "systemInstruction.parts").Array()
+		if len(sys) != 1 || sys[0].Get("text").Str != systemPrompt {
+			t.Errorf("systemInstruction %.200s: want the system prompt as its one part", gjson.GetBytes(body, "systemInstruction").Raw)
+		}
+		contents := gjson.GetBytes(body, "contents").Array()
+		var calls, responses, errors int
+		ids := map[string]bool{}
+		for _, c := range contents {
+			for _, p := range c.Get("parts").Array() {
+				if fc := p.Get("functionCall"); fc.Exists() {
+					calls++
+					if c.Get("role").Str != "model" || fc.Get("args").Type != gjson.JSON || !p.Get("thoughtSignature").Exists() {
+						t.Errorf("functionCall part %.200s: want it in a model content, with args and a thoughtSignature", p.Raw)
+					}
+					ids[fc.Get("id").Str] = true
+				}
+				if fr := p.Get("functionResponse"); fr.Exists() {
+					responses++
+					if c.Get("role").Str != "user" || !ids[fr.Get("id").Str] {
+						t.Errorf("functionResponse %.200s: want it in a user content, with the id of a call before it", p.Raw)
+					}
+					if fr.Get("response.error").Exists() {
+						errors++
+					}
+				}
+			}
+		}
+		// The task, the user's interjection, then fifteen rounds of a
+		// model content (text and functionCall) and a user content (its
+		// functionResponse); the failed edit's response is an error.
+		if len(contents) != 32 || calls != 15 || responses != 15 || len(ids) != 15 || errors != 1 || count(contents, "role", "user") != 17 {
+			t.Errorf("%d contents, %d user; %d calls (%d ids), %d responses, %d errors; want 32, 17, 15 (15), 15, 1",
+				len(contents), count(contents, "role", "user"), calls, len(ids), responses, errors)
+		}
+		if first := contents[0].Get("parts").Array(); len(first) != 2 || !strings.HasPrefix(first[0].Get("text").Str, "<session_context>") || first[1].Get("text").Str != goal {
+			t.Errorf("first content %.200s, want the session context and the task", contents[0].Raw)
+		}
+		call, res := contents[len(contents)-2].Get("parts.1.functionCall"), contents[len(contents)-1].Get("parts.0.functionResponse")
+		if call.Get("id").Str != "run_tests_1795737000000_c3s41" || res.Get("id").Str != call.Get("id").Str || res.Get("name").Str != "run_tests" {
+			t.Errorf("newest call %s and response %.120s: want id run_tests_1795737000000_c3s41 in both", call.Raw, res.Raw)
+		}
+		decls := gjson.GetBytes(body, "tools.0.functionDeclarations").Array()
+		if len(decls) != len(benchTools) || decls[0].Get("parametersJsonSchema").Type != gjson.JSON {
+			t.Errorf("%d function declarations, want %d with parametersJsonSchema", len(decls), len(benchTools))
+		}
+		if !gjson.GetBytes(body, "generationConfig.thinkingConfig").Exists() {
+			t.Error("want a generationConfig with a thinkingConfig")
+		}
+		return res.Get("response.output").Str
 	}
 	t.Fatalf("unknown API %q", api)
 	return ""
@@ -335,7 +404,7 @@ func TestFakeUpstream(t *testing.T) {
 			for _, final := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/stream=%v/final=%v", name, stream, final), func(t *testing.T) {
 					body := a.newConv(0, stream, nil).requestBody(nil, 0, 1, false)
-					req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1"+a.path, bytes.NewReader(body))
+					req, _ := http.NewRequest(http.MethodPost, srv.URL+a.pathOf(stream), bytes.NewReader(body))
 					if final {
 						req.Header.Set(headerFinal, "1")
 					}
@@ -355,7 +424,8 @@ func TestFakeUpstream(t *testing.T) {
 						if !ended.seen {
 							t.Fatalf("stream lacks %q: %s", a.end, b)
 						}
-						for _, ev := range strings.Split(strings.TrimSpace(string(b)), "\n\n") {
+						// The Gemini API ends its lines with CRLF.
+						for _, ev := range strings.Split(strings.TrimSpace(strings.ReplaceAll(string(b), "\r\n", "\n")), "\n\n") {
 							_, data, _ := strings.Cut(ev, "data: ")
 							if data != "[DONE]" && !gjson.Valid(data) {
 								t.Fatalf("event %q is not JSON", ev)
@@ -364,7 +434,7 @@ func TestFakeUpstream(t *testing.T) {
 					} else if !json.Valid(b) {
 						t.Fatalf("answer is not JSON: %s", b)
 					}
-					r, err := formats[name]().Read(body, wire.Route{Tenant: "t"})
+					r, err := formats[name]().Read(body, routeOf(a, stream))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -372,8 +442,12 @@ func TestFakeUpstream(t *testing.T) {
 					for p := b; len(p) > 0; p = p[min(len(p), 100):] { // in pieces, as a stream arrives
 						obs.Write(p[:min(len(p), 100)])
 					}
-					if out := obs.Outcome(); out.Failure != "" || out.Final != final || final && out.Answer == "" {
+					out := obs.Outcome()
+					if out.Failure != "" || out.Final != final || final && out.Answer == "" {
 						t.Errorf("scarproxy reads the answer as %+v; want final %v and no failure", out, final)
+					}
+					if name != "chat" && out.Usage.CacheRead != 4096 {
+						t.Errorf("scarproxy reads the usage as %+v; want 4096 tokens read from the cache", out.Usage)
 					}
 				})
 			}
@@ -447,24 +521,27 @@ func TestBareProxyStreamsThrough(t *testing.T) {
 	u, _ := url.Parse(up.URL)
 	bare := httptest.NewServer(newBareProxy(u))
 	defer bare.Close()
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			wl := newWorkload(apiByName("chat"), 2, stream, 0, 0, []conversation{newConversation(0, stream, nil), newConversation(1, stream, nil)})
-			// A closed loop bounded by a short duration: it ends by itself.
-			res := drive(context.Background(), newTarget("bare", bare.URL+"/v1", 2), wl, 200*time.Millisecond)
-			if res.Errors != 0 || res.Requests == 0 {
-				t.Fatalf("%d requests, %d errors (%s)", res.Requests, res.Errors, res.FirstError)
-			}
-			if l := res.Latency; !(l.P50 > 0 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
-				t.Errorf("latency percentiles out of order: %+v", l)
-			}
-			if stream != (res.TTFB != nil) {
-				t.Errorf("ttfb reported = %v, want %v", res.TTFB != nil, stream)
-			}
-			if res.Guard != -1 || res.Recall != -1 {
-				t.Errorf("bare proxy answered X-Scar headers: guard %d recall %d", res.Guard, res.Recall)
-			}
-		})
+	for _, name := range apiNames {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
+				a := apiByName(name)
+				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil), a.newConv(1, stream, nil)})
+				// A closed loop bounded by a short duration: it ends by itself.
+				res := drive(context.Background(), newTarget("bare", bare.URL, 2), wl, 200*time.Millisecond)
+				if res.Errors != 0 || res.Requests == 0 {
+					t.Fatalf("%d requests, %d errors (%s)", res.Requests, res.Errors, res.FirstError)
+				}
+				if l := res.Latency; !(l.P50 > 0 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+					t.Errorf("latency percentiles out of order: %+v", l)
+				}
+				if stream != (res.TTFB != nil) {
+					t.Errorf("ttfb reported = %v, want %v", res.TTFB != nil, stream)
+				}
+				if res.Guard != -1 || res.Recall != -1 {
+					t.Errorf("bare proxy answered X-Scar headers: guard %d recall %d", res.Guard, res.Recall)
+				}
+			})
+		}
 	}
 }
 
@@ -474,7 +551,7 @@ func TestDriveCountsErrors(t *testing.T) {
 	}))
 	defer srv.Close()
 	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil)})
-	res := drive(context.Background(), newTarget("broken", srv.URL+"/v1", 1), wl, 100*time.Millisecond)
+	res := drive(context.Background(), newTarget("broken", srv.URL, 1), wl, 100*time.Millisecond)
 	if res.Errors == 0 || res.Requests != 0 || !strings.Contains(res.FirstError, "500") {
 		t.Fatalf("requests %d, errors %d, first error %q; want only errors naming the status", res.Requests, res.Errors, res.FirstError)
 	}
@@ -550,7 +627,8 @@ func TestParseFlags(t *testing.T) {
 		{"negative fail-every", []string{"-fail-every", "-1"}, "must not be negative", nil},
 		{"api", []string{"-api", "messages"}, "", func(o options) bool { return o.api == "messages" }},
 		{"default api", nil, "", func(o options) bool { return o.api == "chat" }},
-		{"unknown api", []string{"-api", "embeddings"}, "not chat, responses or messages", nil},
+		{"gemini api", []string{"-api", "gemini"}, "", func(o options) bool { return o.api == "gemini" }},
+		{"unknown api", []string{"-api", "embeddings"}, "not chat, responses, messages or gemini", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -649,14 +727,18 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The Responses and Messages workloads: scarproxy reads them (guard and
-	// recall blocks on every answer) and counts their new failures.
+	// The Responses, Messages and Gemini workloads: scarproxy reads them
+	// (guard and recall blocks on every answer) and counts their new
+	// failures. The Gemini API's streams go to another path than its JSON
+	// answers, and through a provider of type gemini.
 	for _, tc := range []struct {
 		api  string
 		args []string
 	}{
 		{"responses", []string{"-stream"}},
 		{"messages", []string{"-final-every", "3"}},
+		{"gemini", []string{"-final-every", "3"}},
+		{"gemini", []string{"-stream"}},
 	} {
 		stdout.Reset()
 		args := append([]string{"-api", tc.api, "-c", "2", "-d", "300ms", "-warmup", "100ms", "-rounds", "1", "-fail-every", "4",
@@ -680,8 +762,8 @@ func TestEndToEnd(t *testing.T) {
 				t.Errorf("%s: scarproxy injected no blocks: guard %d, recall %d", tc.api, r.Guard, r.Recall)
 			}
 		}
-		if !strings.Contains(stdout.String(), tc.api+" API (POST /v1/") {
-			t.Errorf("%s: output does not name the API:\n%s", tc.api, stdout.String())
+		if path := apiByName(tc.api).pathOf(slices.Contains(tc.args, "-stream")); !strings.Contains(stdout.String(), tc.api+" API (POST "+path+")") {
+			t.Errorf("%s: output does not name the API and its path %s:\n%s", tc.api, path, stdout.String())
 		}
 	}
 
@@ -831,7 +913,7 @@ func TestNumberedFinalAnswers(t *testing.T) {
 		}
 	}
 	// Every API's final answer, JSON and streamed, carries the mark.
-	for _, a := range []*answers{&chatAnswers, &responsesAnswers, &messagesAnswers} {
+	for _, a := range []*answers{&chatAnswers, &responsesAnswers, &messagesAnswers, &geminiAnswers} {
 		if !bytes.Contains(a.jsonFinal, finalMark) || !bytes.Contains(bytes.Join(a.eventsFinal, nil), streamMark) {
 			t.Errorf("a final answer lacks its mark")
 		}

@@ -138,8 +138,8 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	if o.stream {
 		mode = "streaming"
 	}
-	fmt.Fprintf(w, "%s API (POST /v1%s), %d clients, %s, %s per run after %s warm-up, %d rounds, request body %d bytes\n",
-		e.api.name, e.api.path, o.conc, mode, o.dur, o.warmup, o.rounds, len(e.convs[0].requestBody(nil, 0, 0, false)))
+	fmt.Fprintf(w, "%s API (POST %s), %d clients, %s, %s per run after %s warm-up, %d rounds, request body %d bytes\n",
+		e.api.name, e.api.pathOf(o.stream), o.conc, mode, o.dur, o.warmup, o.rounds, len(e.convs[0].requestBody(nil, 0, 0, false)))
 	// Every conversation starts as an agent's does, with its first
 	// request: the proxy decides its recall there, once.
 	for _, t := range targets {
@@ -252,7 +252,7 @@ func startConversations(ctx context.Context, t target, wl *workload) error {
 	hdr := wl.api.header.Clone()
 	hdr.Del(headerFinal)
 	for c := range wl.convs {
-		if _, err := once(ctx, t.client, t.base+wl.api.path, hdr, wl.convs[c].first, make([]byte, 32<<10), wl.streamEnd(), http.StatusOK); err != nil {
+		if _, err := once(ctx, t.client, t.base+wl.api.pathOf(wl.stream), hdr, wl.convs[c].first, make([]byte, 32<<10), wl.streamEnd(), http.StatusOK); err != nil {
 			return fmt.Errorf("%s: the first request of conversation %d: %w", t.name, c, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -67,8 +68,9 @@ func sseEvents(final bool) [][]byte {
 	return append(ev, []byte("data: [DONE]\n\n"))
 }
 
-// fakeUpstream is the fast upstream: it answers the chat, Responses and
-// Messages APIs, each in its own shape.
+// fakeUpstream is the fast upstream: it answers the chat, Responses,
+// Messages and Gemini APIs, each in its own shape (the Gemini API's paths
+// are below the root, the others' below /v1).
 type fakeUpstream struct {
 	mu   sync.Mutex
 	gate chan struct{} // closed by release
@@ -81,11 +83,21 @@ var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
-		u.answer(w, r, &chatAnswers)
+		u.answer(w, r, &chatAnswers, askInBody)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
-		u.answer(w, r, &responsesAnswers)
+		u.answer(w, r, &responsesAnswers, askInBody)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-		u.answer(w, r, &messagesAnswers)
+		u.answer(w, r, &messagesAnswers, askInBody)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1beta/models/") && strings.HasSuffix(r.URL.Path, ":generateContent"):
+		u.answer(w, r, &geminiAnswers, askJSON)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1beta/models/") && strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+		if r.URL.Query().Get("alt") != "sse" {
+			// Without alt=sse the API streams a JSON array, which the
+			// load does not read.
+			http.Error(w, "scarbench's fake streams only with alt=sse", http.StatusBadRequest)
+			return
+		}
+		u.answer(w, r, &geminiAnswers, askSSE)
 	case r.Method == http.MethodPost && r.URL.Path == "/bench/release":
 		u.release()
 	case r.URL.Path == "/healthz":
@@ -94,15 +106,24 @@ func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// streamAsk is how a request asks for a stream.
+type streamAsk int
+
+const (
+	askInBody streamAsk = iota // "stream":true in the body (chat, Responses, Messages)
+	askJSON                    // by its path, for none (the Gemini API's generateContent)
+	askSSE                     // by its path, for one (streamGenerateContent?alt=sse)
+)
+
 // answer reads the request and sends one of a's answers: a stream when
 // the request asks for one, final when the load driver asks for it.
-func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers) {
+func (u *fakeUpstream) answer(w http.ResponseWriter, r *http.Request, a *answers, ask streamAsk) {
 	// Read the whole body, as a provider does, and look for "stream":true
 	// in it without decoding it.
 	buf := bodyBufs.Get().(*bytes.Buffer)
 	buf.Reset()
 	_, err := buf.ReadFrom(r.Body)
-	stream := bytes.Contains(buf.Bytes(), []byte(`"stream":true`))
+	stream := ask == askSSE || ask == askInBody && bytes.Contains(buf.Bytes(), []byte(`"stream":true`))
 	bodyBufs.Put(buf)
 	if err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)

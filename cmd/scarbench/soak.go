@@ -78,7 +78,7 @@ func soak(ctx context.Context, e *benchEnv, o options, w io.Writer) ([]*soakResu
 // and stack in use.
 func soakTarget(ctx context.Context, e *benchEnv, name string, pid int, metrics string, n int, w io.Writer) (*soakResult, error) {
 	res := &soakResult{Target: name, Streams: n}
-	url := e.base(name) + e.api.path
+	url := e.base(name) + e.api.pathOf(true)
 	upstreamRelease := "http://" + e.upstream.addr + "/bench/release"
 	// No keep-alive: after the soak no connection is left open, so any
 	// goroutine still running in scarproxy is one left behind.

@@ -166,8 +166,9 @@ func clientGoal(c int, solutions []store.Solution) string {
 // newConversation builds client c's chat request (about 20 KB): a system
 // prompt, tool definitions, the task, and fifteen tool rounds, four of
 // whose results are failures (a Python traceback, a failed edit, two
-// failing test runs). The Responses and Messages requests
-// (newResponsesConversation, newMessagesConversation) carry the same turn.
+// failing test runs). The Responses, Messages and Gemini requests
+// (newResponsesConversation, newMessagesConversation,
+// newGeminiConversation) carry the same turn.
 func newConversation(c int, stream bool, solutions []store.Solution) conversation {
 	goal := clientGoal(c, solutions)
 	type fn struct {
