@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -274,6 +275,36 @@ func TestProviderErrorWithHungStore(t *testing.T) {
 		if got := res.Header.Get(HeaderDegraded); got != "store" {
 			t.Fatalf("%s: X-Scar-Degraded %q, want store", path, got)
 		}
+	}
+}
+
+// TestSyncDurabilityHoldsTheAnswerForTheCommit: with durability sync, a
+// provider's error answer waits for its incident's commit even while the
+// store commits well (with async it would go out at once); when the
+// commit does not come within the store's budget, the answer says
+// X-Scar-Degraded: store.
+func TestSyncDurabilityHoldsTheAnswerForTheCommit(t *testing.T) {
+	const limited = `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, limited)
+	})
+	st := newStuckStore(t, "AddIncident")
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) {
+		o.StoreTimeout, o.Durability = 50*time.Millisecond, memory.DurabilitySync
+	}))
+	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	if res, b := h.doBounded(http.MethodPost, "/v1/chat/completions", body); res.StatusCode != http.StatusTooManyRequests || res.Header.Get(HeaderDegraded) != "" {
+		t.Fatalf("with the store committing: %d, X-Scar-Degraded %q: %s", res.StatusCode, res.Header.Get(HeaderDegraded), b)
+	}
+	st.stick(t)
+	res, b := h.doBounded(http.MethodPost, "/v1/chat/completions", body)
+	if res.StatusCode != http.StatusTooManyRequests || string(b) != limited {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	if got := res.Header.Get(HeaderDegraded); got != "store" {
+		t.Fatalf("a commit that did not come: X-Scar-Degraded %q, want store", got)
 	}
 }
 

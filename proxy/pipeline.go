@@ -351,7 +351,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 }
 
 // cutShort records an answer the provider cut short (a timeout between
-// chunks, a broken connection) and tells a streaming client so in its
+// chunks, a broken connection), then tells a streaming client so in its
 // API's own event format: it would otherwise see a stream that just
 // stops. A client that left is no incident.
 func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr error) {
@@ -366,12 +366,14 @@ func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr e
 	if typ != store.TypeTimeout {
 		typ, fl.Message = store.TypeStreamError, "provider answer cut short: "+upstream.TransportMessage(readErr)
 	}
+	// Recorded before the client is told (store.durability sync: after
+	// the commit).
+	s.memory.Record(ctx, ex.tenant, ex.info.Model, prov, typ, fl.Status, fl.Message)
 	if sse {
 		_, _ = ex.c.Response().Write(ex.format.StreamError(*fl.APIError()))
 		ex.c.Response().Flush()
 	}
 	s.count(route, fl.Status, prov)
-	s.memory.Record(ctx, ex.tenant, ex.info.Model, prov, typ, fl.Status, fl.Message)
 }
 
 // resolveTenant decides the tenant of a proxied request (tenant.Policy.Resolve)

@@ -65,6 +65,22 @@ const (
 	DefaultRetentionFixesMaxPerProject = 1000
 )
 
+// Durability says when a provider's failure is in the store compared with
+// its answer to the client (see writer.go).
+type Durability string
+
+// Durabilities.
+const (
+	// DurabilityAsync lets the answer go out as soon as the failure is
+	// queued while the store commits: a crash loses at most
+	// AsyncLossBound failures whose answers were delivered.
+	DurabilityAsync Durability = "async"
+	// DurabilitySync holds the answer until the failure is committed, at
+	// most StoreTimeout (then the answer says X-Scar-Degraded: store): a
+	// crash loses none whose answer was delivered without that header.
+	DurabilitySync Durability = "sync"
+)
+
 // Options configure a [Memory]. Store and Guard are required; a zero
 // duration or limit means its default.
 type Options struct {
@@ -112,6 +128,10 @@ type Options struct {
 	// X-Scar-Degraded: store); each memory API call and /readyz (503).
 	// Default 2s.
 	StoreTimeout time.Duration
+	// Durability says whether a provider's failure answer waits for the
+	// commit of its incident: DurabilityAsync (the default when empty) or
+	// DurabilitySync.
+	Durability Durability
 	// UsageFlush is how often the token usage summed in memory is added
 	// to the store (see [Memory.CountUsage]). Default 10s.
 	UsageFlush time.Duration
@@ -146,6 +166,13 @@ func (o Options) withDefaults() (Options, error) {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
+	}
+	switch o.Durability {
+	case "":
+		o.Durability = DurabilityAsync
+	case DurabilityAsync, DurabilitySync:
+	default:
+		return o, fmt.Errorf("memory: Durability %q is not %q or %q", o.Durability, DurabilityAsync, DurabilitySync)
 	}
 	if o.GuardReadLimit <= 0 {
 		o.GuardReadLimit = DefaultGuardReadLimit
@@ -222,6 +249,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		m.log.Warn("recall index not loaded; will retry", "err", err)
 	}
 	m.writer = newIncidentWriter(m)
+	registerWriterGauges(reg, m.writer)
 	m.captures = newCaptureQueue(m)
 	return m, nil
 }
