@@ -159,11 +159,11 @@ func (s *stuckStore) PutSolution(ctx context.Context, sol *store.Solution) error
 	return s.Store.PutSolution(ctx, sol)
 }
 
-func (s *stuckStore) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+func (s *stuckStore) PutSolutions(ctx context.Context, sols []*store.Solution, maxPerWorkspace int) (int, error) {
 	if err := s.wait(ctx, "PutSolution"); err != nil {
-		return err
+		return 0, err
 	}
-	return s.Store.PutSolutions(ctx, sols)
+	return s.Store.PutSolutions(ctx, sols, maxPerWorkspace)
 }
 
 func (s *stuckStore) GetSolution(ctx context.Context, workspace, id string) (store.Solution, error) {

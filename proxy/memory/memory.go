@@ -106,13 +106,17 @@ type Options struct {
 	// RetentionSolutionsMaxPerWorkspace caps the solutions kept per
 	// workspace, and so the recall index's memory: the least recently
 	// updated unverified ones go first, verified ones only when they alone
-	// are over the cap (see store.Store.PruneSolutions). 0 means no cap.
+	// are over the cap (see store.Store.PruneSolutions). Every write of a
+	// solution keeps it ([Memory.PutSolutions]), so neither the store nor
+	// a recall index ever holds more; pruning brings a workspace down to a
+	// cap lowered since its solutions were written. 0 means no cap.
 	RetentionSolutionsMaxPerWorkspace int
 	// RetentionFixesMaxAge prunes learned fixes not updated for longer
 	// than it. Default 90 days.
 	RetentionFixesMaxAge time.Duration
 	// RetentionFixesMaxPerProject caps the learned fixes kept per
-	// (workspace, project), the least recently updated going first. 0
+	// (workspace, project), the least recently updated going first. Every
+	// write of a fix keeps it ([Memory.PutFixes]), as for solutions. 0
 	// means no cap.
 	RetentionFixesMaxPerProject int
 	// RetentionEvery is the pruning period (incidents, solutions and

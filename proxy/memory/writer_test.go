@@ -93,11 +93,11 @@ type batchPuts struct {
 	batches []int
 }
 
-func (s *batchPuts) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+func (s *batchPuts) PutSolutions(ctx context.Context, sols []*store.Solution, maxPerWorkspace int) (int, error) {
 	s.mu.Lock()
 	s.batches = append(s.batches, len(sols))
 	s.mu.Unlock()
-	return s.Store.PutSolutions(ctx, sols)
+	return s.Store.PutSolutions(ctx, sols, maxPerWorkspace)
 }
 
 // TestAStreamOfCapturesGathers: a capture after a quiet spell is written
@@ -226,5 +226,26 @@ func TestDurabilityIsValidated(t *testing.T) {
 	_, err := New(context.Background(), Options{Store: tempBolt(t), Guard: g, Durability: "eventually"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "Durability") {
 		t.Fatalf("New with Durability eventually: %v", err)
+	}
+}
+
+// TestCapturesKeepTheSolutionsCap: auto-captured solutions never make a
+// workspace hold more than RetentionSolutionsMaxPerWorkspace, in the store
+// or in the recall index, without waiting for retention.
+func TestCapturesKeepTheSolutionsCap(t *testing.T) {
+	st := tempBolt(t)
+	m := newTestMemory(t, st, func(o *Options) { o.RetentionSolutionsMaxPerWorkspace = 3 })
+	tn := tenant.Tenant{Workspace: "default", Project: "default"}
+	for i := range 6 {
+		goal := fmt.Sprintf("Rebuild shard %d of the search index", i)
+		m.Capture(tn, &wire.Info{Key: goal, Goal: goal, Tools: []string{"reindex"}}, "Done.")
+		m.captures.wait()
+		sols, err := st.ListSolutions(context.Background(), "default")
+		if want := min(i+1, 3); err != nil || len(sols) != want || m.Index().Len("default") != want {
+			t.Fatalf("after %d captures: %d stored (%v), %d in the index; want %d", i+1, len(sols), err, m.Index().Len("default"), want)
+		}
+		if !strings.Contains(sols[0].Goal, fmt.Sprint("shard ", i)) {
+			t.Fatalf("the latest capture is not kept: %+v", sols[0])
+		}
 	}
 }
