@@ -222,6 +222,7 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 	for _, tc := range []struct{ path, body, errPath string }{
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a"}],"messages":[{"role":"user","content":"b"}]}`, "error.message"},
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a","content":"b"}]}`, "error.message"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":1,"function":{"name":"ls","arguments":"{}"}}]}]}`, "error.message"},
 		{"/v1/responses", `{"model":"m","instructions":"a","input":"x","instructions":"b"}`, "error.message"},
 		{"/v1/messages", `{"model":"m","system":"a","messages":[],"system":"b"}`, "error.message"},
 		{"/v1beta/models/gemini-2.5-flash:generateContent", `{"systemInstruction":{"parts":[{"text":"a"}]},"contents":[],"system_instruction":{"parts":[{"text":"b"}]}}`, "error.message"},
