@@ -132,6 +132,9 @@ func (s *Server) prepare(ex *exchange) *apiError {
 // serve it, and completes the tenant with what the body says: its agent
 // (the "user" field) and its conversation, unless the client named them.
 func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
+	if wire.NotAnObject(body) {
+		return errBadRequest("The body of your request must be a JSON object.")
+	}
 	req, err := ex.format.Read(body, wire.Route{Tenant: t.Workspace + "\x00" + t.Project, Path: ex.path})
 	if err != nil {
 		return badBody(err)
