@@ -328,8 +328,8 @@ func readDuplicate(body []byte) bool {
 	// for objects, whether the next token is a key.
 	type frame struct {
 		obj, wantKey, isTop, isMsg, isMsgs, isCalls, isCall, isFn bool
-		seen                                                     map[string]bool
-		key                                                      string
+		seen                                                      map[string]bool
+		key                                                       string
 	}
 	var stack []*frame
 	found := false
