@@ -38,6 +38,16 @@ const (
 	quotedOrWord = `(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)`
 	cmdStart     = `(?m)(?:^|[;&|(]|\bsudo|\$|\bCommand:)[ \t]*`
 	mysqlFamily  = `\b(?:mysql(?:dump|admin|import|check|slap|sh)?|mariadb(?:-dump|-admin)?)\b`
+	// userPassOption is a command's option that takes "user:password",
+	// anywhere in a line (the value's colon makes it one): curl's -u and
+	// --user, HTTPie's -a and --auth.
+	userPassOption = `(?:\bcurl\b[^\n;&|]*?[ \t](?:-u|--user)|\bhttps?\b[^\n;&|]*?[ \t](?:-a|--auth))[ \t=]*`
+	// secretName is a field name that holds a secret.
+	secretName = `[\w-]*(?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|token|pwd)`
+	// escapedValue is the value of a string inside a JSON string, up to its
+	// closing \": plain characters, \\\\ (a backslash), \\\" (a quote) and
+	// \\ before any other character (another escape).
+	escapedValue = `(?:[^\\"]|\\\\\\\\|\\\\\\"|\\\\[^\\"])*`
 )
 
 // redactions are applied in order.
@@ -76,8 +86,16 @@ var redactions = []redaction{
 	rd("--password option", `(--pass(?:word|wd)[= ][ \t]*)`+quotedOrWord, "${1}"+Redacted, nil),
 	rd("mysql -pSECRET", `(`+mysqlFamily+`[^\n;&|]*?[ \t]-p)`+`(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)`, "${1}"+Redacted, nil),
 	rd("mysql -p SECRET db", `(`+cmdStart+mysqlFamily+`[^\n;&|]*?[ \t]-p[ \t]+)`+quotedOrWord+`([ \t]+[^\s<>|;&-])`, "${1}"+Redacted+"${2}", nil),
-	rd("-p of sshpass, docker login, mongo; -a of redis-cli", `(`+cmdStart+`(?:(?:sshpass|docker[ \t]+login|mongo(?:sh|dump|restore|import|export)?)\b[^\n;&|]*?[ \t]-p|redis-cli\b[^\n;&|]*?[ \t]-a)[ \t]*)`+quotedOrWord, "${1}"+Redacted, nil),
-	rd("JSON secret field", `(?i)("[\w-]*(?:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|apikey|token|pwd)"\s*:\s*")(?:[^"\\]|\\.)*"`, "${1}"+Redacted+`"`, nil),
+	rd("-p of docker login, mongo; -a of redis-cli", `(`+cmdStart+`(?:(?:docker[ \t]+login|mongo(?:sh|dump|restore|import|export)?)\b[^\n;&|]*?[ \t]-p|redis-cli\b[^\n;&|]*?[ \t]-a)[ \t]*)`+quotedOrWord, "${1}"+Redacted, nil),
+	// sshpass takes its options before the command it runs: its -p is
+	// found anywhere in a line, after options only.
+	rd("sshpass -p", `(\bsshpass(?:[ \t]+-\S+)*?[ \t]+-p[ \t]*)`+quotedOrWord, "${1}"+Redacted, nil),
+	rd("user:password option, quoted", `(`+userPassOption+`['"][^\s:"']*:)[^"'\n]+`, "${1}"+Redacted, nil),
+	rd("user:password option", `(`+userPassOption+`[^\s:"']*:)[^\s"']+`, "${1}"+Redacted, nil),
+	rd("JSON secret field", `(?i)("`+secretName+`"\s*:\s*")(?:[^"\\]|\\.)*"`, "${1}"+Redacted+`"`, nil),
+	// A JSON document quoted in a JSON string (a logged request body):
+	// \"password\":\"hunter2\".
+	rd("escaped JSON secret field", `(?i)(\\"`+secretName+`\\"\s*:\s*\\")`+escapedValue+`\\"`, "${1}"+Redacted+`\"`, nil),
 	// The name before "password" (db_password=) stays out of the match:
 	// it is kept either way, and matching it costs a scan of every word. A
 	// value does not begin with "=": "token == x", "password := f()" are
@@ -223,8 +241,10 @@ func foldLower(s string) string {
 // and secret access keys (by name, or after their key id); Azure
 // AccountKey= and the signatures of presigned URLs (Azure SAS, S3,
 // CloudFront); command-line passwords (--password X, mysql -pX, sshpass -p
-// X...); and the values of password / secret / api_key / token fields
-// written as key=value, "key": "value" or key: value. The key names are
+// X anywhere in a line, curl -u USER:X, http -a USER:X...); and the values
+// of password / secret / api_key / token fields written as key=value,
+// "key": "value" (also inside a JSON string: \"key\":\"value\") or
+// key: value. The key names are
 // kept so the message still says what failed. Redaction is best effort: it
 // cannot know every secret format.
 func Redact(s string) string {

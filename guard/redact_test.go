@@ -85,6 +85,18 @@ func TestRedact(t *testing.T) {
 		{"mysql at the start of a later line", "$ cd /srv\nmysql -u app -p hunter2 shop\n", "$ cd /srv\nmysql -u app -p [REDACTED] shop\n"},
 		{"s3 presigned url", "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=9a3f0c2b1d&X-Amz-Expires=900 403", "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=[REDACTED]&X-Amz-Expires=900 403"},
 		{"mongosh", "$ mongosh --host db -u app -p hunter2 shop", "$ mongosh --host db -u app -p [REDACTED] shop"},
+		{"sshpass mid-sentence", "I ran sshpass -p hunter2 ssh deploy@web1 and it hung", "I ran sshpass -p [REDACTED] ssh deploy@web1 and it hung"},
+		{"sshpass glued after an option", "then sshpass -v -pS3cr3t scp a.tgz web1:/srv", "then sshpass -v -p[REDACTED] scp a.tgz web1:/srv"},
+		{"sshpass -f kept", "sshpass -f /run/secrets/pw ssh web1 -p 2222", "sshpass -f /run/secrets/pw ssh web1 -p 2222"},
+		{"curl -u", "curl -s -u deploy:Tr0ub4dor https://api.example.com/v1/x failed", "curl -s -u deploy:[REDACTED] https://api.example.com/v1/x failed"},
+		{"curl --user mid-sentence", "I retried with curl https://x.example --user=admin:hunter2 and got 401", "I retried with curl https://x.example --user=admin:[REDACTED] and got 401"},
+		{"curl -u glued and quoted", `curl -u'ci:p@ss word' https://x`, `curl -u'ci:[REDACTED]' https://x`},
+		{"curl -u user alone asks", "curl -u deploy https://api.example.com", "curl -u deploy https://api.example.com"},
+		{"httpie -a", "the call http -a alice:s3cr3t GET api.example.com/me returned 403", "the call http -a alice:[REDACTED] GET api.example.com/me returned 403"},
+		{"httpie --auth quoted", `https --auth "bob:pa ss" POST api.example.com`, `https --auth "bob:[REDACTED]" POST api.example.com`},
+		{"http status and a time kept", "http 500 at 12:30, ls -a shows nothing", "http 500 at 12:30, ls -a shows nothing"},
+		{"escaped json password", `{"log":"POST /login body={\"user\":\"ann\",\"password\":\"hunter2\"}"}`, `{"log":"POST /login body={\"user\":\"ann\",\"password\":\"[REDACTED]\"}"}`},
+		{"escaped json token with escapes", `"{\"api_key\": \"a\\\"b\\\\c\\nd\", \"n\":1}"`, `"{\"api_key\": \"[REDACTED]\", \"n\":1}"`},
 
 		// Passwords in URLs.
 		{"url password with @", "dial postgres://user:p@ss@db:5432/shop failed", "dial postgres://user:[REDACTED]@db:5432/shop failed"},
@@ -209,7 +221,7 @@ func FuzzLitScan(f *testing.F) {
 // makes a new match).
 func FuzzRedact(f *testing.F) {
 	for _, s := range append(redactInputs(), "postgres://u:p@ss@h/db", "mysql -u root -p hunter2 shop", "AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-		"AccountKey=abc==;", "sshpass -p x ssh h", "xoxb-123456789012-abc", "--password 'a b'") {
+		"AccountKey=abc==;", "sshpass -p x ssh h", "xoxb-123456789012-abc", "--password 'a b'", "curl -u 'a:b c' -u d:e", `{\"token\":\"a\\\"b\"}`) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

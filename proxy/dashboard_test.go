@@ -82,14 +82,14 @@ func (u *uiClient) login(token string) int {
 	return status
 }
 
-func keyedHarness(t *testing.T) *harness {
-	return newHarness(t, "http://127.0.0.1:9", withOptions(func(o *Options) {
+func keyedHarness(t *testing.T, opts ...harnessOpt) *harness {
+	return newHarness(t, "http://127.0.0.1:9", append([]harnessOpt{withOptions(func(o *Options) {
 		o.AdminToken = "admin-secret"
 		o.GatewayKeys = []tenant.Key{
 			{SHA256: sha("key-a"), Workspace: "team-a"},
 			{SHA256: sha("key-b"), Workspace: "team-b"},
 		}
-	}))
+	})}, opts...)...)
 }
 
 func TestDashboardAccess(t *testing.T) {

@@ -222,6 +222,7 @@ func TestAmbiguousBodiesAreRefused(t *testing.T) {
 	for _, tc := range []struct{ path, body, errPath string }{
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a"}],"messages":[{"role":"user","content":"b"}]}`, "error.message"},
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"a","content":"b"}]}`, "error.message"},
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":1,"function":{"name":"ls","arguments":"{}"}}]}]}`, "error.message"},
 		{"/v1/responses", `{"model":"m","instructions":"a","input":"x","instructions":"b"}`, "error.message"},
 		{"/v1/messages", `{"model":"m","system":"a","messages":[],"system":"b"}`, "error.message"},
 		{"/v1beta/models/gemini-2.5-flash:generateContent", `{"systemInstruction":{"parts":[{"text":"a"}]},"contents":[],"system_instruction":{"parts":[{"text":"b"}]}}`, "error.message"},
@@ -435,5 +436,30 @@ func TestConversationsAreApart(t *testing.T) {
 	fail429.Store(false)
 	if res := send(haiku); res.Header.Get(HeaderGuard) != "1" || !strings.Contains(chat.system(up.last(t).Body), "Provider: up") {
 		t.Fatalf("provider failures: guard %s, system %q", res.Header.Get(HeaderGuard), chat.system(up.last(t).Body))
+	}
+}
+
+// TestBodiesThatAreNotObjectsAreRefused: a body that is JSON but not an
+// object (null, an array, a number...) gets a 400 in the API's own error
+// shape on every route the proxy reads, and never reaches the provider.
+func TestBodiesThatAreNotObjectsAreRefused(t *testing.T) {
+	up := newRecorder(t, answerByPath)
+	h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1beta/models/gemini-2.5-flash:generateContent"} {
+		for _, body := range []string{`null`, ` [ ] `, `42`, `"x"`, `true`, `[{"model":"m","input":"hi"}]`} {
+			res := h.do(http.MethodPost, path, []byte(body), nil)
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 400 || !strings.Contains(gjson.GetBytes(b, "error.message").String(), "JSON object") {
+				t.Errorf("%s %s: %d %s", path, body, res.StatusCode, b)
+			}
+			if strings.HasPrefix(path, "/v1/messages") != (gjson.GetBytes(b, "type").String() == "error") ||
+				strings.HasPrefix(path, "/v1beta/") != (gjson.GetBytes(b, "error.status").String() == "INVALID_ARGUMENT") {
+				t.Errorf("%s: error shape %s", path, b)
+			}
+		}
+	}
+	if up.count() != 0 {
+		t.Fatalf("the upstream received %d requests", up.count())
 	}
 }

@@ -182,3 +182,41 @@ func TestGeminiSDKGatewayKey(t *testing.T) {
 		t.Fatalf("key in the query: %d, the provider got ?%s", hres.StatusCode, got.Query)
 	}
 }
+
+// TestClientKeysStayWhenTheProviderHasOne: without gateway keys, a
+// provider that holds its own key gets it alone: the client's
+// x-goog-api-key header and "key" query parameter (its other credentials
+// too) are dropped, on the rewritten routes and passed-through paths, for
+// a Gemini provider and for an OpenAI one alike.
+func TestClientKeysStayWhenTheProviderHasOne(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"done"}]},"finishReason":"STOP","index":0}]}`)
+	})
+	openai := providerAt("openai", up.srv.URL)
+	openai.APIKeyEnv = "TEST_PROVIDER_KEY"
+	h := newHarness(t, "", withProviders(providers.Config{Name: "gemini", Type: providers.TypeGemini, BaseURL: up.srv.URL, APIKeyEnv: "TEST_PROVIDER_KEY"}, openai))
+	client := map[string]string{"X-Goog-Api-Key": "client-key", "Authorization": "Bearer client-token", "X-Api-Key": "client-x"}
+	for _, tc := range []struct{ path, body, wantHeader, wantValue, wantQuery string }{
+		{"/v1beta/models/gemini-2.5-flash:generateContent?key=client-query&alt=sse", `{"contents":[{"parts":[{"text":"hi"}]}]}`, "X-Goog-Api-Key", "sk-provider-secret", "alt=sse"},
+		{"/v1beta/models/gemini-2.5-flash:countTokens?%6Bey=client-query", `{"contents":[]}`, "X-Goog-Api-Key", "sk-provider-secret", ""},
+		{"/v1/chat/completions?key=client-query", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer sk-provider-secret", ""},
+		{"/v1/embeddings?key=client-query&dims=3", `{"model":"m","input":"x"}`, "Authorization", "Bearer sk-provider-secret", "dims=3"},
+	} {
+		res := h.do(http.MethodPost, tc.path, []byte(tc.body), client)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		h.inflight.Wait()
+		got := up.last(t)
+		if v := got.Header.Values(tc.wantHeader); len(v) != 1 || v[0] != tc.wantValue || got.Query != tc.wantQuery {
+			t.Errorf("%s: the provider got %s %q, query %q", tc.path, tc.wantHeader, v, got.Query)
+		}
+		for _, k := range []string{"X-Goog-Api-Key", "Authorization", "X-Api-Key"} {
+			for _, v := range got.Header.Values(k) {
+				if strings.Contains(v, "client") {
+					t.Errorf("%s: the client's %s reached the provider: %q", tc.path, k, v)
+				}
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -158,11 +159,11 @@ func (s *stuckStore) PutSolution(ctx context.Context, sol *store.Solution) error
 	return s.Store.PutSolution(ctx, sol)
 }
 
-func (s *stuckStore) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+func (s *stuckStore) PutSolutions(ctx context.Context, sols []*store.Solution, maxPerWorkspace int) (int, error) {
 	if err := s.wait(ctx, "PutSolution"); err != nil {
-		return err
+		return 0, err
 	}
-	return s.Store.PutSolutions(ctx, sols)
+	return s.Store.PutSolutions(ctx, sols, maxPerWorkspace)
 }
 
 func (s *stuckStore) GetSolution(ctx context.Context, workspace, id string) (store.Solution, error) {
@@ -277,6 +278,36 @@ func TestProviderErrorWithHungStore(t *testing.T) {
 	}
 }
 
+// TestSyncDurabilityHoldsTheAnswerForTheCommit: with durability sync, a
+// provider's error answer waits for its incident's commit even while the
+// store commits well (with async it would go out at once); when the
+// commit does not come within the store's budget, the answer says
+// X-Scar-Degraded: store.
+func TestSyncDurabilityHoldsTheAnswerForTheCommit(t *testing.T) {
+	const limited = `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, limited)
+	})
+	st := newStuckStore(t, "AddIncident")
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) {
+		o.StoreTimeout, o.Durability = 50*time.Millisecond, memory.DurabilitySync
+	}))
+	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	if res, b := h.doBounded(http.MethodPost, "/v1/chat/completions", body); res.StatusCode != http.StatusTooManyRequests || res.Header.Get(HeaderDegraded) != "" {
+		t.Fatalf("with the store committing: %d, X-Scar-Degraded %q: %s", res.StatusCode, res.Header.Get(HeaderDegraded), b)
+	}
+	st.stick(t)
+	res, b := h.doBounded(http.MethodPost, "/v1/chat/completions", body)
+	if res.StatusCode != http.StatusTooManyRequests || string(b) != limited {
+		t.Fatalf("%d %s", res.StatusCode, b)
+	}
+	if got := res.Header.Get(HeaderDegraded); got != "store" {
+		t.Fatalf("a commit that did not come: X-Scar-Degraded %q, want store", got)
+	}
+}
+
 // TestUnreachableProviderWithHungStore: on the pass-through path, the 502
 // of an unreachable provider says the store failed to record it.
 func TestUnreachableProviderWithHungStore(t *testing.T) {
@@ -315,9 +346,9 @@ func TestMemoryAPIWithHungStore(t *testing.T) {
 	}
 }
 
-// TestReadyzWithHungStore: /readyz answers 503 within the store's budget
-// when the store hangs, and when the recall index is held by a sync that
-// waits on the store.
+// TestReadyzWithHungStore: /readyz answers 503 within the store's budget,
+// naming the store, when the store hangs, and when the recall index is
+// held by a sync that waits on the store (the index is not at fault).
 func TestReadyzWithHungStore(t *testing.T) {
 	t.Run("ping hangs", func(t *testing.T) {
 		st := newStuckStore(t)
@@ -337,7 +368,7 @@ func TestReadyzWithHungStore(t *testing.T) {
 		go h.srv.memory.SyncIndex(context.Background())
 		<-st.blocked
 		res, b := h.doBounded(http.MethodGet, "/readyz", "")
-		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "recall index") {
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "store unavailable") || strings.Contains(string(b), "recall index") {
 			t.Fatalf("readyz: %d %s", res.StatusCode, b)
 		}
 	})

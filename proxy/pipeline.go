@@ -132,6 +132,9 @@ func (s *Server) prepare(ex *exchange) *apiError {
 // serve it, and completes the tenant with what the body says: its agent
 // (the "user" field) and its conversation, unless the client named them.
 func (s *Server) read(ex *exchange, t tenant.Tenant, body []byte) *apiError {
+	if wire.NotAnObject(body) {
+		return errBadRequest("The body of your request must be a JSON object.")
+	}
 	req, err := ex.format.Read(body, wire.Route{Tenant: t.Workspace + "\x00" + t.Project, Path: ex.path})
 	if err != nil {
 		return badBody(err)
@@ -351,7 +354,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 }
 
 // cutShort records an answer the provider cut short (a timeout between
-// chunks, a broken connection) and tells a streaming client so in its
+// chunks, a broken connection), then tells a streaming client so in its
 // API's own event format: it would otherwise see a stream that just
 // stops. A client that left is no incident.
 func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr error) {
@@ -366,12 +369,14 @@ func (s *Server) cutShort(ex *exchange, a *upstream.Attempt, sse bool, readErr e
 	if typ != store.TypeTimeout {
 		typ, fl.Message = store.TypeStreamError, "provider answer cut short: "+upstream.TransportMessage(readErr)
 	}
+	// Recorded before the client is told (store.durability sync: after
+	// the commit).
+	s.memory.Record(ctx, ex.tenant, ex.info.Model, prov, typ, fl.Status, fl.Message)
 	if sse {
 		_, _ = ex.c.Response().Write(ex.format.StreamError(*fl.APIError()))
 		ex.c.Response().Flush()
 	}
 	s.count(route, fl.Status, prov)
-	s.memory.Record(ctx, ex.tenant, ex.info.Model, prov, typ, fl.Status, fl.Message)
 }
 
 // resolveTenant decides the tenant of a proxied request (tenant.Policy.Resolve)

@@ -45,6 +45,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -354,16 +355,30 @@ func (s *Server) root(c echo.Context) error {
 }
 
 // readyz checks the store and the recall index within StoreTimeout in all.
+// The index follows the store's change feed, so a sync that fails or does
+// not end in time is the store's doing, and the reason says so.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.memory.StoreTimeout())
 	defer cancel()
-	if err := s.memory.Store().Ping(ctx); err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "store unavailable: " + err.Error()})
+	err := s.memory.Store().Ping(ctx)
+	if err == nil {
+		if err = s.memory.SyncIndexWithin(ctx); err != nil {
+			err = cmp.Or(errors.Unwrap(err), err) // the store's error, not the index's
+		}
 	}
-	if err := s.memory.SyncIndexWithin(ctx); err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "recall index not loaded: " + err.Error()})
+	if err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": storeUnavailable(err)})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// storeUnavailable is /readyz's reason for a store call that failed with
+// err.
+func storeUnavailable(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "store unavailable: no answer within store.request_timeout"
+	}
+	return "store unavailable: " + err.Error()
 }
 
 // ServeMCP runs the memory's MCP tools on transport t (such as

@@ -182,9 +182,9 @@ func (s *countingPuts) PutSolution(ctx context.Context, sol *store.Solution) err
 	return s.stuckStore.PutSolution(ctx, sol)
 }
 
-func (s *countingPuts) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+func (s *countingPuts) PutSolutions(ctx context.Context, sols []*store.Solution, maxPerWorkspace int) (int, error) {
 	s.puts.Add(int64(len(sols)))
-	return s.stuckStore.PutSolutions(ctx, sols)
+	return s.stuckStore.PutSolutions(ctx, sols, maxPerWorkspace)
 }
 
 // TestCapturesOfOneConversationCoalesce: captures of a conversation that

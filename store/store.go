@@ -216,12 +216,22 @@ type Store interface {
 	// PutSolution inserts s, or updates the solution with the same
 	// (Workspace, Key), keeping its ID and Created time. On return s holds
 	// the stored record. It returns ErrInvalid when Workspace, Key or Goal
-	// is empty.
+	// is empty. It keeps no cap: it is PutSolutions of s alone with
+	// maxPerWorkspace 0.
 	PutSolution(ctx context.Context, s *Solution) error
 	// PutSolutions stores each of sols as PutSolution does, in one
 	// transaction: all of them or, with an error, none. Solutions with
 	// the same (Workspace, Key) are stored in order, the last one kept.
-	PutSolutions(ctx context.Context, sols []*Solution) error
+	// With maxPerWorkspace > 0, every workspace the batch added a solution
+	// to is brought back to maxPerWorkspace solutions in the same
+	// transaction, by the removals PruneSolutions' size rule makes: the
+	// least recently updated unverified solutions, then, only when the
+	// verified ones alone are over the cap, the least recently updated
+	// verified ones (the batch's own among them when it alone is over the
+	// cap), each a deletion in the change feed. So a workspace never holds
+	// more than the cap, nor does a recall index that follows the feed.
+	// It returns how many solutions it removed.
+	PutSolutions(ctx context.Context, sols []*Solution, maxPerWorkspace int) (int, error)
 	// GetSolution returns one solution of the workspace, or ErrNotFound.
 	GetSolution(ctx context.Context, workspace, id string) (Solution, error)
 	// ListSolutions returns the workspace's solutions, most recently updated first.
@@ -258,8 +268,16 @@ type Store interface {
 	// the store's clock. On return f holds the stored record. It returns
 	// ErrInvalid when Workspace, Project, Key or Tool is empty, or when
 	// Failures is negative. Every PutFix changes the tenant's
-	// IncidentVersion.
+	// IncidentVersion. It keeps no cap: it is PutFixes of f alone with
+	// maxPerTenant 0.
 	PutFix(ctx context.Context, f *Fix) error
+	// PutFixes stores each of fixes as PutFix does, in one transaction:
+	// all of them or, with an error, none. With maxPerTenant > 0, every
+	// tenant the batch added a fix to is brought back to maxPerTenant
+	// fixes in the same transaction, by the removals PruneFixes' size
+	// rule makes (the least recently updated first; the same Updated:
+	// lower ID first). It returns how many fixes it removed.
+	PutFixes(ctx context.Context, fixes []*Fix, maxPerTenant int) (int, error)
 	// ListFixes returns the tenant's fixes, most recently updated first
 	// (the same Updated: higher ID first), at most q.Limit of them. It
 	// returns ErrInvalid when q names no workspace or project.

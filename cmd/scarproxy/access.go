@@ -67,7 +67,7 @@ func (a *storeAccess) AddSolution(ctx context.Context, in solutionIn) (store.Sol
 		Goal: in.Goal, Approach: in.Approach, Outcome: in.Outcome,
 		Confidence: in.Confidence, Source: store.SourceAPI, Verified: true, Created: now, Updated: now,
 	}
-	err := a.st.PutSolution(ctx, &sol)
+	_, err := a.st.PutSolutions(ctx, []*store.Solution{&sol}, a.cfg.Retention.SolutionsMaxPerWorkspace)
 	return sol, err
 }
 

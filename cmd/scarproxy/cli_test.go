@@ -358,3 +358,19 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestSolutionsAddKeepsTheCap: solutions added from the shell keep
+// retention.solutions_max_per_workspace, as those the proxy writes.
+func TestSolutionsAddKeepsTheCap(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("data_dir: "+dir+"\nmock: true\nretention:\n  solutions_max_per_workspace: 2\n"), 0o644)
+	var ids []string
+	for _, goal := range []string{"Rotate the ingress certificates", "Purge the CDN after a deploy", "Vacuum the events table"} {
+		ids = append(ids, strings.TrimSpace(mustCLI(t, "solutions", "add", "--config", cfg, "--goal", goal, "--approach", "by hand", "--outcome", "ok")))
+	}
+	out := mustCLI(t, "solutions", "list", "--config", cfg)
+	if strings.Contains(out, ids[0]) || !strings.Contains(out, ids[1]) || !strings.Contains(out, ids[2]) {
+		t.Fatalf("solutions list with a cap of 2 after 3 adds:\n%s", out)
+	}
+}

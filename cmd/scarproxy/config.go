@@ -87,6 +87,12 @@ type StoreConfig struct {
 	// do not wait for the database (postgres.Options.VersionMaxAge).
 	// 0: every request waits for a read begun after it arrived.
 	ReplicaDelay time.Duration `yaml:"replica_delay"`
+	// Durability says when a provider's failure is committed compared
+	// with its answer: async (answered once queued while the store
+	// commits; a crash loses at most memory.AsyncLossBound of the
+	// failures clients saw) or sync (answered after the commit, within
+	// RequestTimeout). See memory.Durability.
+	Durability string `yaml:"durability"`
 }
 
 // RetentionConfig is the `retention:` section.
@@ -135,7 +141,8 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		Log:             LogConfig{Format: "text", Level: "info"},
 		Tenant:          TenantConfig{DefaultWorkspace: "default", DefaultProject: "default"},
-		Store:           StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second, ReplicaDelay: 5 * time.Millisecond},
+		Store: StoreConfig{Driver: "bolt", RequestTimeout: 2 * time.Second, ReplicaDelay: 5 * time.Millisecond,
+			Durability: string(memory.DurabilityAsync)},
 		Retention: RetentionConfig{
 			MaxAge:                   memory.DefaultRetentionMaxAge,
 			MaxPerTenant:             100_000,
@@ -232,6 +239,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("SCARPROXY_LOG_LEVEL", &c.Log.Level)
 	str("SCARPROXY_STORE_DRIVER", &c.Store.Driver)
 	str("SCARPROXY_STORE_DSN", &c.Store.DSN)
+	str("SCARPROXY_STORE_DURABILITY", &c.Store.Durability)
 	for _, b := range []struct {
 		name string
 		dst  *bool
@@ -332,6 +340,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Store.ReplicaDelay < 0 {
 		return fmt.Errorf("store.replica_delay: must not be negative")
+	}
+	switch memory.Durability(c.Store.Durability) {
+	case memory.DurabilityAsync, memory.DurabilitySync:
+	default:
+		return fmt.Errorf("store.durability: %q is not async or sync", c.Store.Durability)
 	}
 	if c.Retention.MaxAge <= 0 {
 		return fmt.Errorf("retention.max_age: must be positive")

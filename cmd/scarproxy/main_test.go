@@ -208,6 +208,7 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 		{"zero solutions age", "mock: true\nretention:\n  solutions_max_age: 0s\n", "retention.solutions_max_age"},
 		{"negative solutions cap", "mock: true\nretention:\n  solutions_max_per_workspace: -1\n", "retention.solutions_max_per_workspace"},
 		{"negative replica delay", "mock: true\nstore:\n  replica_delay: -5ms\n", "store.replica_delay"},
+		{"bad durability", "mock: true\nstore:\n  durability: eventual\n", "store.durability"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // cmdMCP serves the memory's MCP tools over stdin and stdout, for MCP
@@ -52,10 +50,5 @@ func cmdMCP(ctx context.Context, args []string, getenv func(string) string, stdi
 	go func() { srv.Run(bg); close(done) }()
 	defer func() { stopBG(); <-done }()
 
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-	return srv.ServeMCP(ctx, t, *workspace, *project)
+	return srv.ServeMCP(ctx, stdioTransport(stdin, stdout), *workspace, *project)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -277,5 +278,70 @@ func TestMCPCommandErrors(t *testing.T) {
 	// A client that connects and leaves at once ends the command cleanly.
 	if err := cmdMCP(context.Background(), []string{"--data", dir}, noEnv, strings.NewReader(""), io.Discard, io.Discard); err != nil {
 		t.Fatalf("stdin closed at once: %v", err)
+	}
+}
+
+// TestMCPStdioAnswersMalformedLines: `scarproxy mcp` answers a line that
+// is not JSON with JSON-RPC's -32700 and one that is not a message with
+// -32600, and the session carries on.
+func TestMCPStdioAnswersMalformedLines(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := cmdMCP(context.Background(), []string{"--data", t.TempDir()}, noEnv, inR, outW, io.Discard)
+		outW.Close()
+		done <- err
+	}()
+	lines := bufio.NewReader(outR)
+	// call sends one line and returns the answer's JSON-RPC error code (0:
+	// none) and result.
+	call := func(line string) (int, map[string]any) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatalf("write %q: %v", line, err)
+		}
+		if strings.Contains(line, `"notifications/`) {
+			return 0, nil
+		}
+		b, err := lines.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v (the command ended: %v)", line, err, <-done)
+		}
+		var msg struct {
+			Result map[string]any      `json:"result"`
+			Error  *struct{ Code int } `json:"error"`
+		}
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatalf("answer to %q is not JSON: %s", line, b)
+		}
+		if msg.Error != nil {
+			return msg.Error.Code, nil
+		}
+		return 0, msg.Result
+	}
+	for _, tc := range []struct {
+		line string
+		code int
+	}{
+		{`this is not json`, -32700},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, 0},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, 0},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list"`, -32700},
+		{`{"hello":"world"}`, -32600},
+		{`[]`, -32600},
+		{`42`, -32600},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, 0},
+	} {
+		if code, _ := call(tc.line); code != tc.code {
+			t.Fatalf("%s: error code %d, want %d", tc.line, code, tc.code)
+		}
+	}
+	if _, res := call(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`); len(res["tools"].([]any)) == 0 {
+		t.Fatalf("tools/list after malformed lines: %v", res)
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("scarproxy mcp ended with %v", err)
 	}
 }

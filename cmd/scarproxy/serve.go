@@ -152,6 +152,7 @@ func serverOptions(cfg Config, st store.Store, getenv func(string) string, log *
 			RetentionSolutionsMaxPerWorkspace: cfg.Retention.SolutionsMaxPerWorkspace,
 			RetentionFixesMaxAge:              cfg.Retention.FixesMaxAge,
 			RetentionFixesMaxPerProject:       cfg.Retention.FixesMaxPerProject,
+			Durability:                        memory.Durability(cfg.Store.Durability),
 		},
 		Config: tenant.Config{
 			DefaultWorkspace: cfg.Tenant.DefaultWorkspace, DefaultProject: cfg.Tenant.DefaultProject,

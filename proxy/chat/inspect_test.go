@@ -191,6 +191,7 @@ func FuzzInspect(f *testing.F) {
 	f.Add(`{"messages":[{"r\u006fle":"user","content":"escaped key"},{"role":"us\u0065r"},{"role":"system","role":"user","content":"dup"}]}`)
 	f.Add(`{"model":{"a":1},"user":42,"messages":[null,"x",[],{"role":7}]}`)
 	f.Add(`{"messages":[{"role":"user","tool_calls":[{"id":"u","function":{"name":"not an assistant"}}]},{"role":"assistant","tool_calls":[1,{"function":"x"},{"id":"a","id":"b","function":{"name":"n","name":"m"}},{"function":{"name":""}}]},{"role":"assistant","tool_calls":{"function":{"name":"object"}}}]}`)
+	f.Add(`{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":1,"function":{"name":"x","arguments":"{}"}}]}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c, err := inspect([]byte(body), nil, "")
 		// A member read twice is refused, whatever follows it.

@@ -239,31 +239,29 @@ func (s *scanner) message(cs *chatScan) error {
 }
 
 // toolCall scans one element of a message's "tool_calls" (depth 5 when an
-// object) and notes its id and function name.
+// object) and notes its id and function name. A member it reads ("id",
+// "function", and the function's "name" and "arguments") given twice is
+// refused, as the message's own: parsers disagree on which one counts.
 func (s *scanner) toolCall(cs *chatScan, msg int) error {
 	if s.Peek() != '{' {
 		return s.Value(4)
 	}
 	c := callSpans{msg: msg}
-	seenFunction := false // only the first "function" counts
+	seenFunction := false
 	err := s.Members(5, func(key []byte) error {
 		switch string(key) {
 		case "id":
+			if c.id.ok() {
+				return &wire.DuplicateKeyError{Key: "id"}
+			}
 			return s.valueInto(5, &c.id)
 		case "function":
-			first := !seenFunction
+			if seenFunction {
+				return &wire.DuplicateKeyError{Key: "function"}
+			}
 			seenFunction = true
-			if first && s.Peek() == '{' {
-				return s.Members(6, func(key []byte) error {
-					var dst *span
-					switch string(key) {
-					case "name":
-						dst = &c.name
-					case "arguments":
-						dst = &c.args
-					}
-					return s.valueInto(6, dst)
-				})
+			if s.Peek() == '{' {
+				return s.Members(6, func(key []byte) error { return s.function(&c, key) })
 			}
 		}
 		return s.Value(5)
@@ -277,6 +275,22 @@ func (s *scanner) toolCall(cs *chatScan, msg int) error {
 	}
 	cs.calls = append(cs.calls, c)
 	return nil
+}
+
+// function scans the member named key of a tool call's "function" object,
+// noting its name and arguments.
+func (s *scanner) function(c *callSpans, key []byte) error {
+	var dst *span
+	switch string(key) {
+	case "name":
+		dst = &c.name
+	case "arguments":
+		dst = &c.args
+	}
+	if dst != nil && dst.ok() {
+		return &wire.DuplicateKeyError{Key: string(key)}
+	}
+	return s.valueInto(6, dst)
 }
 
 // addMsg records m, unless the cap is reached; it reports whether it did.

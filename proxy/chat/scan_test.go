@@ -64,7 +64,12 @@ func TestDuplicateMembersAreRefused(t *testing.T) {
 		{"tool_call_id", `{"messages":[{"role":"tool","tool_call_id":"a","tool_call_id":"b","content":""}]}`, "tool_call_id"},
 		{"tool_calls", `{"messages":[{"role":"assistant","tool_calls":[],"tool_calls":[{"id":"a"}]}]}`, "tool_calls"},
 		{"unread members may repeat", `{"temperature":1,"temperature":2,"messages":[{"role":"user","content":"a","x":1,"x":2}],"tools":[{"a":1,"a":2}]}`, ""},
-		{"nested deeper may repeat", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b","function":{"name":"x","name":"y"}}]}]}`, ""},
+		{"tools", `{"tools":[],"messages":[],"tools":[{"type":"function"}]}`, "tools"},
+		{"tool call id", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b","function":{"name":"x"}}]}]}`, "id"},
+		{"function", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":1,"function":{"name":"x"}}]}]}`, "function"},
+		{"function name", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"x","name":"y"}}]}]}`, "name"},
+		{"arguments", `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"x","arguments":"{}","arguments":"{\"a\":1}"}}]}]}`, "arguments"},
+		{"unread members of a call may repeat", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","type":"x","function":{"name":"x","strict":1,"strict":2,"arguments":{"a":1,"a":2}}}]}]}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -315,14 +320,16 @@ func TestScanCaps(t *testing.T) {
 // scanner.
 func readDuplicate(body []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	top := map[string]bool{"model": true, "user": true, "stream": true, "messages": true}
+	top := map[string]bool{"model": true, "user": true, "stream": true, "messages": true, "tools": true}
 	msg := map[string]bool{"role": true, "content": true, "tool_call_id": true, "name": true, "tool_calls": true}
+	call := map[string]bool{"id": true, "function": true}
+	fn := map[string]bool{"name": true, "arguments": true}
 	// Each open container: is it an object, and which keys it had, and,
 	// for objects, whether the next token is a key.
 	type frame struct {
-		obj, wantKey, isTop, isMsg, isMsgs bool
-		seen                               map[string]bool
-		key                                string
+		obj, wantKey, isTop, isMsg, isMsgs, isCalls, isCall, isFn bool
+		seen                                                      map[string]bool
+		key                                                       string
 	}
 	var stack []*frame
 	found := false
@@ -337,7 +344,7 @@ func readDuplicate(body []byte) bool {
 		}
 		if parent != nil && parent.obj && parent.wantKey {
 			if k, ok := tok.(string); ok {
-				if (parent.isTop && top[k] || parent.isMsg && msg[k]) && parent.seen[k] {
+				if (parent.isTop && top[k] || parent.isMsg && msg[k] || parent.isCall && call[k] || parent.isFn && fn[k]) && parent.seen[k] {
 					found = true
 				}
 				parent.seen[k], parent.key, parent.wantKey = true, k, false
@@ -350,6 +357,9 @@ func readDuplicate(body []byte) bool {
 			f.isTop = parent == nil && f.obj
 			f.isMsgs = parent != nil && parent.isTop && parent.key == "messages" && !f.obj
 			f.isMsg = parent != nil && parent.isMsgs && f.obj
+			f.isCalls = parent != nil && parent.isMsg && parent.key == "tool_calls" && !f.obj
+			f.isCall = parent != nil && parent.isCalls && f.obj
+			f.isFn = parent != nil && parent.isCall && parent.key == "function" && f.obj
 			stack = append(stack, f)
 			continue
 		case json.Delim('}'), json.Delim(']'):

@@ -222,7 +222,7 @@ func (q *captureQueue) put(sols []store.Solution) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StoreTimeout)
 	defer cancel()
-	if err := m.store.PutSolutions(ctx, ptrs); err != nil {
+	if err := m.PutSolutions(ctx, ptrs...); err != nil {
 		m.StoreFailed(context.Background(), "put_solution", err)
 		for i := range keys {
 			m.captured.forget(&keys[i])

@@ -33,12 +33,20 @@ func (m *Memory) learnFixes(budget *storeBudget, t tenant.Tenant, w *guardWindow
 			continue
 		}
 		done[tr.Name] = true
-		for _, f := range m.fixesShownBy(t, w, tr, tallies, now) {
-			if err := m.store.PutFix(budget.context(), &f); err != nil {
-				m.StoreFailed(budget.parent, "put_fix", err)
-				return stored
-			}
-			stored = true
+		fixes := m.fixesShownBy(t, w, tr, tallies, now)
+		if len(fixes) == 0 {
+			continue
+		}
+		ptrs := make([]*store.Fix, len(fixes))
+		for j := range fixes {
+			ptrs[j] = &fixes[j]
+		}
+		if err := m.PutFixes(budget.context(), ptrs...); err != nil {
+			m.StoreFailed(budget.parent, "put_fix", err)
+			return stored
+		}
+		stored = true
+		for _, f := range fixes {
 			m.log.InfoContext(budget.parent, "fix learned", "workspace", t.Workspace, "project", t.Project, "session", t.Session,
 				"tool", tr.Name, "pattern", f.Pattern, "failures", f.Failures)
 		}

@@ -65,6 +65,22 @@ const (
 	DefaultRetentionFixesMaxPerProject = 1000
 )
 
+// Durability says when a provider's failure is in the store compared with
+// its answer to the client (see writer.go).
+type Durability string
+
+// Durabilities.
+const (
+	// DurabilityAsync lets the answer go out as soon as the failure is
+	// queued while the store commits: a crash loses at most
+	// AsyncLossBound failures whose answers were delivered.
+	DurabilityAsync Durability = "async"
+	// DurabilitySync holds the answer until the failure is committed, at
+	// most StoreTimeout (then the answer says X-Scar-Degraded: store): a
+	// crash loses none whose answer was delivered without that header.
+	DurabilitySync Durability = "sync"
+)
+
 // Options configure a [Memory]. Store and Guard are required; a zero
 // duration or limit means its default.
 type Options struct {
@@ -90,13 +106,17 @@ type Options struct {
 	// RetentionSolutionsMaxPerWorkspace caps the solutions kept per
 	// workspace, and so the recall index's memory: the least recently
 	// updated unverified ones go first, verified ones only when they alone
-	// are over the cap (see store.Store.PruneSolutions). 0 means no cap.
+	// are over the cap (see store.Store.PruneSolutions). Every write of a
+	// solution keeps it ([Memory.PutSolutions]), so neither the store nor
+	// a recall index ever holds more; pruning brings a workspace down to a
+	// cap lowered since its solutions were written. 0 means no cap.
 	RetentionSolutionsMaxPerWorkspace int
 	// RetentionFixesMaxAge prunes learned fixes not updated for longer
 	// than it. Default 90 days.
 	RetentionFixesMaxAge time.Duration
 	// RetentionFixesMaxPerProject caps the learned fixes kept per
-	// (workspace, project), the least recently updated going first. 0
+	// (workspace, project), the least recently updated going first. Every
+	// write of a fix keeps it ([Memory.PutFixes]), as for solutions. 0
 	// means no cap.
 	RetentionFixesMaxPerProject int
 	// RetentionEvery is the pruning period (incidents, solutions and
@@ -112,6 +132,10 @@ type Options struct {
 	// X-Scar-Degraded: store); each memory API call and /readyz (503).
 	// Default 2s.
 	StoreTimeout time.Duration
+	// Durability says whether a provider's failure answer waits for the
+	// commit of its incident: DurabilityAsync (the default when empty) or
+	// DurabilitySync.
+	Durability Durability
 	// UsageFlush is how often the token usage summed in memory is added
 	// to the store (see [Memory.CountUsage]). Default 10s.
 	UsageFlush time.Duration
@@ -146,6 +170,13 @@ func (o Options) withDefaults() (Options, error) {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
+	}
+	switch o.Durability {
+	case "":
+		o.Durability = DurabilityAsync
+	case DurabilityAsync, DurabilitySync:
+	default:
+		return o, fmt.Errorf("memory: Durability %q is not %q or %q", o.Durability, DurabilityAsync, DurabilitySync)
 	}
 	if o.GuardReadLimit <= 0 {
 		o.GuardReadLimit = DefaultGuardReadLimit
@@ -222,6 +253,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		m.log.Warn("recall index not loaded; will retry", "err", err)
 	}
 	m.writer = newIncidentWriter(m)
+	registerWriterGauges(reg, m.writer)
 	m.captures = newCaptureQueue(m)
 	return m, nil
 }

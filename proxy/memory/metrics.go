@@ -47,3 +47,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
+
+// registerWriterGauges registers with reg (nil: none) the incident
+// writer's gauges: the incidents not yet committed, and those of them
+// whose answers are out.
+func registerWriterGauges(reg prometheus.Registerer, w *incidentWriter) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "scarproxy_incidents_uncommitted",
+			Help: "Incidents queued or being written: observed failures not yet in the store.",
+		}, func() float64 { n, _ := w.uncommitted(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "scarproxy_incidents_uncommitted_answered",
+			Help: "Incidents not yet in the store whose answers were delivered (store.durability async): what a crash would lose of the failures clients saw.",
+		}, func() float64 { _, n := w.uncommitted(); return float64(n) }),
+	)
+}

@@ -19,17 +19,25 @@ import (
 //
 // A provider's failure is shown at once to the guard of every request
 // through this replica (the pending set, windows.go) until its write
-// commits or fails, so its answer need not wait for the write: while the
-// store commits (the last batch committed within the last second, and the
-// batch being written, if any, began less than StoreTimeout/4 ago), the
-// answer goes out as soon as the failure is queued. Otherwise (the first
-// write, a store that failed or lags) the answer waits for the commit, at
-// most StoreTimeout, and says X-Scar-Degraded: store when it did not
-// come: a failure whose answer went out without that header was stored,
-// or queued while the store was committing. A tool failure found in a
-// request is waited for (within the request's store budget): whether it
-// was new decides the request's guard. The memory API's POST
-// /scar/v1/incidents returns after its commit, as before.
+// commits or fails. When its answer is delivered depends on
+// Options.Durability:
+//
+//   - DurabilitySync: the answer waits for the commit, at most
+//     StoreTimeout, and says X-Scar-Degraded: store when it did not come.
+//     A failure whose answer went out without that header is stored.
+//   - DurabilityAsync (the default): while the store commits (the last
+//     batch committed within the last second, and the batch being
+//     written, if any, began less than StoreTimeout/4 ago) and fewer than
+//     AsyncLossBound answers went out before their commit, the answer
+//     goes out as soon as the failure is queued. Otherwise (the first
+//     write, a store that failed, lags or is slower than the failures
+//     arrive) the answer waits for the commit as with DurabilitySync: the
+//     bound holds the answers back, not a queue of thousands.
+//
+// A tool failure found in a request is waited for (within the request's
+// store budget): whether it was new decides the request's guard. The
+// memory API's POST /scar/v1/incidents returns after its commit, as
+// before.
 //
 // Solutions captured from final answers go through a bounded queue to a
 // goroutine of their own: the answer never waits for them, and the
@@ -39,13 +47,13 @@ import (
 // hold before it returns.
 //
 // What a kill -9 loses: the captures still queued (at most
-// CaptureQueueSize), and the incidents of the batch being written and of
-// the queue (at most incidentQueueBound = incidentQueueSize +
-// incidentBatchMax). A failure that is lost so had its answer sent (while
-// the store was committing), or its request was still waiting. A write
+// CaptureQueueSize), and the incidents queued or being written (at most
+// incidentQueueBound). Of the failures whose answers were delivered, it
+// loses at most AsyncLossBound with DurabilityAsync and none with
+// DurabilitySync: the others' requests were still waiting. A write
 // that fails (the store failed within StoreTimeout) loses its batch too;
 // each is counted in scarproxy_store_errors_total{op="write_incidents"} and
-// logged.
+// logged, and the answers that waited for it say X-Scar-Degraded: store.
 
 // incidentGather is how long, at most, a batch nobody waits for gathers
 // more incidents before its commit: in a storm of provider failures (whose
@@ -67,12 +75,18 @@ const (
 	CaptureQueueSize   = 4096
 )
 
+// AsyncLossBound is the most provider failures, with DurabilityAsync,
+// whose answers are out while their write has not committed: what a
+// kill -9 may lose of the failures clients saw. Past it an answer waits
+// for its commit.
+const AsyncLossBound = 64
+
 // pendingWrite is one incident on its way to the store.
 type pendingWrite struct {
 	inc    store.Incident // prepared (store.PrepareIncident): what the store will read back
 	dedupe string
 	shown  bool // shown in the guard before its commit (a provider failure)
-	waited bool // a request waits for its commit
+	waited bool // a request waits for its commit; else its answer is out (see answerEarly)
 
 	done   chan struct{} // closed once stored or failed; then stored and err are set
 	stored bool
@@ -83,16 +97,18 @@ type pendingWrite struct {
 type incidentWriter struct {
 	m *Memory
 	*queue[*pendingWrite]
+	clock func() time.Time // time.Now: when batches begin and end
 
 	// The store's health, as the last batches saw it.
 	healthMu sync.Mutex
 	lastOK   time.Time // when the last batch that committed ended
 	failed   bool      // the last batch failed
 	started  time.Time // when the batch being written began (zero: none)
+	early    int       // incidents queued or being written whose answers are out
 }
 
 func newIncidentWriter(m *Memory) *incidentWriter {
-	w := &incidentWriter{m: m, queue: newQueue[*pendingWrite](incidentQueueSize)}
+	w := &incidentWriter{m: m, queue: newQueue[*pendingWrite](incidentQueueSize), clock: time.Now}
 	go w.loop()
 	return w
 }
@@ -103,15 +119,50 @@ const healthyFor = time.Second
 
 // committing reports whether the store is committing: the last batch
 // committed within healthyFor, and the batch being written, if any, began
-// less than StoreTimeout/4 ago.
-func (w *incidentWriter) committing() bool {
-	now := time.Now()
-	w.healthMu.Lock()
-	defer w.healthMu.Unlock()
+// less than StoreTimeout/4 ago. Call it with healthMu held.
+func (w *incidentWriter) committing(now time.Time) bool {
 	if w.failed || w.lastOK.IsZero() || now.Sub(w.lastOK) > healthyFor {
 		return false
 	}
 	return w.started.IsZero() || now.Sub(w.started) < w.m.opts.StoreTimeout/4
+}
+
+// answerEarly reports whether the answer of a provider's failure may go
+// out before its write commits (DurabilityAsync): the store is committing
+// and fewer than AsyncLossBound answers are out before their commit. When
+// it reports true it counts one more such answer, until its batch ends
+// (write) or its push fails (releaseEarly).
+func (w *incidentWriter) answerEarly() bool {
+	now := w.clock()
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	if w.early >= AsyncLossBound || !w.committing(now) {
+		return false
+	}
+	w.early++
+	return true
+}
+
+// releaseEarly takes back n answers counted by answerEarly: their writes
+// ended, or were never queued.
+func (w *incidentWriter) releaseEarly(n int) {
+	if n == 0 {
+		return
+	}
+	w.healthMu.Lock()
+	w.early -= n
+	w.healthMu.Unlock()
+}
+
+// uncommitted returns the incidents queued or being written, and how many
+// of them had their answers delivered before their commit.
+func (w *incidentWriter) uncommitted() (pending, early int) {
+	w.countMu.Lock()
+	pending = w.count
+	w.countMu.Unlock()
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	return pending, w.early
 }
 
 func (w *incidentWriter) loop() {
@@ -165,7 +216,7 @@ func (w *incidentWriter) loop() {
 func (w *incidentWriter) write(batch []*pendingWrite) {
 	m := w.m
 	w.healthMu.Lock()
-	w.started = time.Now()
+	w.started = w.clock()
 	w.healthMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StoreTimeout)
 	defer cancel()
@@ -179,7 +230,7 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 	w.healthMu.Lock()
 	w.started, w.failed = time.Time{}, err != nil
 	if err == nil {
-		w.lastOK = time.Now()
+		w.lastOK = w.clock()
 	}
 	w.healthMu.Unlock()
 	for i, p := range batch {
@@ -193,9 +244,14 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 		m.log.Warn("storing incidents failed; they are lost", "count", len(batch), "err", err)
 	}
 	m.guardCache.committed(batch, writes, steps)
+	early := 0
 	for _, p := range batch {
+		if !p.waited {
+			early++
+		}
 		close(p.done)
 	}
+	w.releaseEarly(early)
 	w.ended(len(batch))
 }
 
@@ -203,10 +259,10 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 // writer and waits for its commit until ctx ends. With show, the incident
 // is in the guard of the tenant's requests through this replica from now
 // until its write commits (then it is read from the store) or fails (it
-// is dated as it joins them, see guardCache.addPending), and
-// writeIncident returns once it is queued while the store is committing
-// (see the top of this file): then it reports true. It logs, at debug,
-// each incident it recorded (not one its dedupe key had recorded before).
+// is dated as it joins them, see guardCache.addPending), and, with
+// DurabilityAsync, writeIncident may return once it is queued (see
+// answerEarly): then it reports true. It logs, at debug, each incident it
+// recorded (not one its dedupe key had recorded before).
 func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
 	stored, err := m.queueIncident(ctx, inc, dedupe, show)
 	if stored {
@@ -230,11 +286,14 @@ func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe 
 		}
 		p.inc = *inc
 	}
-	wait := !show || !m.writer.committing()
+	wait := !show || m.opts.Durability == DurabilitySync || !m.writer.answerEarly()
 	p.waited = wait
 	if err := m.writer.push(ctx, p); err != nil {
 		if show {
 			m.guardCache.dropPending(p)
+		}
+		if !wait {
+			m.writer.releaseEarly(1)
 		}
 		return false, err
 	}

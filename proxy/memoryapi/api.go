@@ -420,7 +420,7 @@ func (a *API) storeSolution(ctx context.Context, k *tenant.Key, in store.Solutio
 	sol.Key = recall.GoalKey(sol.Goal)
 	sctx, cancel := a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := a.store.PutSolution(sctx, &sol); err != nil {
+	if err := a.memory.PutSolutions(sctx, &sol); err != nil {
 		return store.Solution{}, false, a.storeAPIError(ctx, "put_solution", err)
 	}
 	if err := a.memory.SyncIndexWithin(sctx); err != nil {
@@ -724,7 +724,7 @@ func (a *API) storeFix(ctx context.Context, k *tenant.Key, in *fixIn) (store.Fix
 	a.memory.PrepareFix(&f)
 	sctx, cancel := a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := a.store.PutFix(sctx, &f); err != nil {
+	if err := a.memory.PutFixes(sctx, &f); err != nil {
 		return store.Fix{}, false, a.storeAPIError(ctx, "put_fix", err)
 	}
 	return f, f.Created.Equal(f.Updated), nil

@@ -336,7 +336,7 @@ func (d dashSource) VerifySolution(ctx context.Context, p ui.Principal, workspac
 	sol.Verified, sol.Updated = true, d.a.memory.Now()
 	sctx, cancel := d.a.memoryStoreCtx(ctx)
 	defer cancel()
-	if err := d.a.store.PutSolution(sctx, &sol); err != nil {
+	if err := d.a.memory.PutSolutions(sctx, &sol); err != nil {
 		d.a.memory.StoreFailed(ctx, "put_solution", err)
 		return err
 	}

@@ -305,17 +305,27 @@ func safeNext(next string) string {
 
 // login checks the token posted and starts a session. A login form
 // cannot carry a session's CSRF token; SameSite=Strict and the Origin
-// check keep other sites from posting it.
+// check keep other sites from posting it. Wrong tokens are logged and
+// slowed per client address (see loginLimiter).
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		if host := strings.TrimPrefix(strings.TrimPrefix(o, "http://"), "https://"); host != r.Host {
-			h.errorPage(w, http.StatusForbidden, "This form came from another site.", &page{})
-			return
+	if !fromThisSite(r) {
+		h.errorPage(w, http.StatusForbidden, "This form came from another site.", &page{})
+		return
+	}
+	addr, now := clientAddr(r), h.opts.Now()
+	if ok, wait, first := h.logins.allow(addr, now); !ok {
+		if first {
+			h.log.Warn("ui: dashboard logins refused for a while: too many wrong tokens", "addr", addr, "retry_after", wait.Round(time.Second))
 		}
+		w.Header().Set("Retry-After", retryAfter(wait))
+		h.errorPage(w, http.StatusTooManyRequests, "Too many wrong tokens from your address. Wait a moment and try again.", &page{})
+		return
 	}
 	next := safeNext(r.PostFormValue("next"))
 	p, ok := h.src.Login(strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
+		left := h.logins.failed(addr, now)
+		h.log.Warn("ui: dashboard login with a wrong token", "addr", addr, "attempts_left", left)
 		h.render(w, http.StatusUnauthorized, "login", &page{Title: "Log in",
 			Data: loginData{Next: next, Error: "That is neither the admin token nor a gateway key."}})
 		return

@@ -194,6 +194,7 @@ type Handler struct {
 	mux    *http.ServeMux
 	done   chan struct{} // closed by Close: live streams end
 	closed sync.Once
+	logins loginLimiter // wrong logins per client address
 }
 
 // New builds the dashboard handler.
@@ -358,11 +359,8 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, p Princip
 // checkForm checks a state-changing request: its CSRF token, and its
 // Origin when the browser sent one.
 func (h *Handler) checkForm(r *http.Request, s *session) bool {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		host := strings.TrimPrefix(strings.TrimPrefix(o, "http://"), "https://")
-		if host != r.Host {
-			return false
-		}
+	if !fromThisSite(r) {
+		return false
 	}
 	got := r.PostFormValue(csrfField)
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.csrf(s))) == 1

@@ -35,6 +35,15 @@ func Valid(b []byte) bool {
 	return s.Document(func() error { return s.Value(0) }) == nil
 }
 
+// NotAnObject reports whether b is one JSON value (see Valid) other than
+// an object: null, an array, a string, a number or a boolean. Every API
+// the proxy reads takes an object.
+func NotAnObject(b []byte) bool {
+	s := Scanner{B: b}
+	s.WS()
+	return s.Peek() != '{' && Valid(b)
+}
+
 // Scanner reads JSON in one pass without decoding it: a format's reader
 // walks the members it needs and notes where their values are, as byte
 // offsets, while every other value is only checked. B is the input, I the

@@ -76,3 +76,15 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+func TestNotAnObject(t *testing.T) {
+	for in, want := range map[string]bool{
+		`null`: true, ` [1] `: true, `42`: true, `"x"`: true, `false`: true,
+		` {"a":1} `: false, `{}`: false,
+		``: false, `nul`: false, `[1,]`: false, `{`: false, // not JSON: the format's reader says so
+	} {
+		if got := NotAnObject([]byte(in)); got != want {
+			t.Errorf("NotAnObject(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -504,79 +505,100 @@ func pruneTenant(root *bbolt.Bucket, name, cut []byte, maxPerTenant int) (int, e
 // new solution gets a new ID and Created time (any ID or Created in s is
 // ignored); Updated is always set to now.
 func (b *Store) PutSolution(ctx context.Context, s *store.Solution) error {
-	return b.PutSolutions(ctx, []*store.Solution{s})
+	_, err := b.PutSolutions(ctx, []*store.Solution{s}, 0)
+	return err
 }
 
-// PutSolutions stores each of sols as PutSolution does, in one
+// PutSolutions stores each of sols as PutSolution does, then brings each
+// workspace it added a solution to back within maxPerWorkspace, in one
 // transaction; see [store.Store].
-func (b *Store) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+func (b *Store) PutSolutions(ctx context.Context, sols []*store.Solution, maxPerWorkspace int) (int, error) {
 	recs, err := backend.PrepareSolutions(sols)
 	if err != nil {
-		return fmt.Errorf("store: put solution: %w", err)
+		return 0, fmt.Errorf("store: put solution: %w", err)
 	}
 	now := stored.Time(b.now())
+	removed := 0
 	err = b.update(ctx, "put solution", func(tx *bbolt.Tx) error {
+		removed = 0
+		var grown []string // workspaces that gained a solution, in order
 		for i := range recs {
 			recs[i].Updated = now
-			if err := putSolution(tx, &recs[i], now); err != nil {
+			added, err := putSolution(tx, &recs[i], now)
+			if err != nil {
 				return err
 			}
+			if added && !slices.Contains(grown, recs[i].Workspace) {
+				grown = append(grown, recs[i].Workspace)
+			}
+		}
+		if maxPerWorkspace <= 0 {
+			return nil
+		}
+		for _, name := range grown {
+			n, err := pruneSolutionWorkspace(tx, name, nil, maxPerWorkspace)
+			if err != nil {
+				return err
+			}
+			removed += n
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i, s := range sols {
 		*s = recs[i]
 	}
-	return nil
+	return removed, nil
 }
 
 // putSolution inserts rec, or updates the solution with its (Workspace,
-// Key), in tx; it sets rec's ID and Created.
-func putSolution(tx *bbolt.Tx, rec *store.Solution, now time.Time) error {
+// Key), in tx; it sets rec's ID and Created, and reports whether rec is
+// new to its workspace.
+func putSolution(tx *bbolt.Tx, rec *store.Solution, now time.Time) (added bool, err error) {
 	ws, err := createSolutionWorkspace(tx.Bucket(bktSolutions), rec.Workspace)
 	if err != nil {
-		return err
+		return false, err
 	}
 	feed := tx.Bucket(bktFeed)
 	if id := ws.keys.Get([]byte(rec.Key)); id != nil {
 		old, oldSeq, err := decodeSolution(ws.ids.Get(id))
 		if err != nil {
-			return fmt.Errorf("solution %s: %w", id, err)
+			return false, fmt.Errorf("solution %s: %w", id, err)
 		}
 		rec.ID, rec.Created = old.ID, old.Created
 		if err := feed.Delete(seqKey(oldSeq)); err != nil {
-			return err
+			return false, err
 		}
 		if err := ws.upd.Delete(retentionKey(&old)); err != nil {
-			return err
+			return false, err
 		}
 	} else {
+		added = true
 		rec.ID, rec.Created = stored.NewID(now), now
 		if err := ws.setCount(ws.count() + 1); err != nil {
-			return err
+			return false, err
 		}
 	}
 	seq, err := feed.NextSequence()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := feed.Put(seqKey(seq), feedEntry(false, rec.Workspace, rec.ID)); err != nil {
-		return err
+		return false, err
 	}
 	v, err := encodeSolution(rec, seq)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := ws.ids.Put([]byte(rec.ID), v); err != nil {
-		return err
+		return false, err
 	}
 	if err := ws.upd.Put(retentionKey(rec), nil); err != nil {
-		return err
+		return false, err
 	}
-	return ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
+	return added, ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
 }
 
 // GetSolution returns one solution of the workspace; see [store.Store].
@@ -669,29 +691,36 @@ func (b *Store) PruneSolutions(ctx context.Context, before time.Time, maxPerWork
 		return ws != nil && len(ws.doomed(cut, maxPerWorkspace, 1)) > 0
 	}
 	return b.pruneBuckets(ctx, "prune solutions", bktSolutions, false, due, func(tx *bbolt.Tx, name []byte) (int, error) {
-		ws := openSolutionWorkspace(tx.Bucket(bktSolutions), string(name))
-		if ws == nil {
-			return 0, nil
-		}
-		feed := tx.Bucket(bktFeed)
-		pruned := 0
-		for _, k := range ws.doomed(cut, maxPerWorkspace, -1) {
-			id := k[1+8:]
-			v := ws.ids.Get(id)
-			if v == nil {
-				return 0, fmt.Errorf("retention entry %x: solution %s: %w", k, id, errCorrupt)
-			}
-			old, oldSeq, err := decodeSolution(v)
-			if err != nil {
-				return 0, fmt.Errorf("solution %s: %w", id, err)
-			}
-			if err := ws.remove(feed, string(name), &old, oldSeq); err != nil {
-				return 0, err
-			}
-			pruned++
-		}
-		return pruned, nil
+		return pruneSolutionWorkspace(tx, string(name), cut, maxPerWorkspace)
 	})
+}
+
+// pruneSolutionWorkspace removes from one workspace, in tx, the solutions
+// retention removes (see solutionWorkspace.doomed), each a deletion in
+// the change feed, and returns how many.
+func pruneSolutionWorkspace(tx *bbolt.Tx, workspace string, cut []byte, maxPerWorkspace int) (int, error) {
+	ws := openSolutionWorkspace(tx.Bucket(bktSolutions), workspace)
+	if ws == nil {
+		return 0, nil
+	}
+	feed := tx.Bucket(bktFeed)
+	pruned := 0
+	for _, k := range ws.doomed(cut, maxPerWorkspace, -1) {
+		id := k[1+8:]
+		v := ws.ids.Get(id)
+		if v == nil {
+			return 0, fmt.Errorf("retention entry %x: solution %s: %w", k, id, errCorrupt)
+		}
+		old, oldSeq, err := decodeSolution(v)
+		if err != nil {
+			return 0, fmt.Errorf("solution %s: %w", id, err)
+		}
+		if err := ws.remove(feed, workspace, &old, oldSeq); err != nil {
+			return 0, err
+		}
+		pruned++
+	}
+	return pruned, nil
 }
 
 // SolutionChanges returns feed entries with Seq > after; see [store.Store]. A

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/scarproxy/scarproxy/store"
@@ -104,54 +105,98 @@ func fixOrderKey(f *store.Fix) []byte {
 // A new fix gets a new ID and Created time (any ID or Created in f is ignored);
 // Updated is always set to now.
 func (b *Store) PutFix(ctx context.Context, f *store.Fix) error {
-	rec, err := backend.PrepareFix(f)
-	if err != nil {
-		return fmt.Errorf("store: put fix: %w", err)
+	_, err := b.PutFixes(ctx, []*store.Fix{f}, 0)
+	return err
+}
+
+// PutFixes stores each of fixes as PutFix does, then brings each tenant it
+// added a fix to back within maxPerTenant, in one transaction; see
+// [store.Store].
+func (b *Store) PutFixes(ctx context.Context, fixes []*store.Fix, maxPerTenant int) (int, error) {
+	recs := make([]store.Fix, len(fixes))
+	for i, f := range fixes {
+		rec, err := backend.PrepareFix(f)
+		if err != nil {
+			return 0, fmt.Errorf("store: put fix: %w", err)
+		}
+		recs[i] = rec
 	}
 	now := stored.Time(b.now())
-	rec.Updated = now
-	err = b.update(ctx, "put fix", func(tx *bbolt.Tx) error {
-		ft, err := createFixTenant(tx, rec.Workspace, rec.Project)
-		if err != nil {
-			return err
-		}
-		dk := []byte(stored.DedupeKey(rec.Key))
-		if id := ft.keys.Get(dk); id != nil {
-			old, err := ft.get(id)
+	removed := 0
+	err := b.update(ctx, "put fix", func(tx *bbolt.Tx) error {
+		removed = 0
+		var grown []*store.Fix // one fix of each tenant that gained one
+		for i := range recs {
+			recs[i].Updated = now
+			added, err := putFix(tx, &recs[i], now)
 			if err != nil {
 				return err
 			}
-			if old == nil {
-				return fmt.Errorf("fix key entry %q: fix %s: %w", dk, id, errCorrupt)
+			if added && !slices.ContainsFunc(grown, func(g *store.Fix) bool {
+				return g.Workspace == recs[i].Workspace && g.Project == recs[i].Project
+			}) {
+				grown = append(grown, &recs[i])
 			}
-			rec.ID, rec.Created = old.ID, old.Created
-			if err := ft.upd.Delete(fixOrderKey(old)); err != nil {
+		}
+		for _, g := range grown {
+			n, err := openFixTenant(tx, g.Workspace, g.Project).prune(nil, maxPerTenant)
+			if err != nil {
 				return err
 			}
-		} else {
-			rec.ID, rec.Created = stored.NewID(now), now
-			if err := ft.setCount(ft.count() + 1); err != nil {
-				return err
-			}
+			removed += n
 		}
-		v, err := json.Marshal(&rec)
-		if err != nil {
-			return err
-		}
-		if err := ft.ids.Put([]byte(rec.ID), v); err != nil {
-			return err
-		}
-		if err := ft.upd.Put(fixOrderKey(&rec), nil); err != nil {
-			return err
-		}
-		return ft.keys.Put(dk, []byte(rec.ID))
+		return nil
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	*f = rec
-	b.bump(string(tenantKey(rec.Workspace, rec.Project)))
-	return nil
+	for i, f := range fixes {
+		*f = recs[i]
+		b.bump(string(tenantKey(recs[i].Workspace, recs[i].Project)))
+	}
+	return removed, nil
+}
+
+// putFix inserts rec, or updates the fix with its (Workspace, Project,
+// Key), in tx; it sets rec's ID and Created, and reports whether rec is
+// new to its tenant.
+func putFix(tx *bbolt.Tx, rec *store.Fix, now time.Time) (bool, error) {
+	ft, err := createFixTenant(tx, rec.Workspace, rec.Project)
+	if err != nil {
+		return false, err
+	}
+	added := false
+	dk := []byte(stored.DedupeKey(rec.Key))
+	if id := ft.keys.Get(dk); id != nil {
+		old, err := ft.get(id)
+		if err != nil {
+			return false, err
+		}
+		if old == nil {
+			return false, fmt.Errorf("fix key entry %q: fix %s: %w", dk, id, errCorrupt)
+		}
+		rec.ID, rec.Created = old.ID, old.Created
+		if err := ft.upd.Delete(fixOrderKey(old)); err != nil {
+			return false, err
+		}
+	} else {
+		added = true
+		rec.ID, rec.Created = stored.NewID(now), now
+		if err := ft.setCount(ft.count() + 1); err != nil {
+			return false, err
+		}
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return false, err
+	}
+	if err := ft.ids.Put([]byte(rec.ID), v); err != nil {
+		return false, err
+	}
+	if err := ft.upd.Put(fixOrderKey(rec), nil); err != nil {
+		return false, err
+	}
+	return added, ft.keys.Put(dk, []byte(rec.ID))
 }
 
 // ListFixes returns the tenant's fixes, most recently updated first; see
@@ -254,23 +299,28 @@ func (b *Store) PruneFixes(ctx context.Context, before time.Time, maxPerTenant i
 		if tb == nil {
 			return 0, nil
 		}
-		ft := fixTenantOf(tb)
-		pruned := 0
-		for _, k := range ft.doomed(cut, maxPerTenant, -1) {
-			f, err := ft.get(k[8:])
-			if err != nil {
-				return 0, err
-			}
-			if f == nil {
-				return 0, fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
-			}
-			if err := ft.remove(f); err != nil {
-				return 0, err
-			}
-			pruned++
-		}
-		return pruned, nil
+		return fixTenantOf(tb).prune(cut, maxPerTenant)
 	})
+}
+
+// prune removes the fixes retention removes from the tenant (see doomed)
+// and returns how many.
+func (ft *fixTenant) prune(cut []byte, maxPerTenant int) (int, error) {
+	pruned := 0
+	for _, k := range ft.doomed(cut, maxPerTenant, -1) {
+		f, err := ft.get(k[8:])
+		if err != nil {
+			return 0, err
+		}
+		if f == nil {
+			return 0, fmt.Errorf("fix order entry %x: %w", k, errCorrupt)
+		}
+		if err := ft.remove(f); err != nil {
+			return 0, err
+		}
+		pruned++
+	}
+	return pruned, nil
 }
 
 // doomed returns the order keys of the fixes retention removes from the

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,26 @@ func scanFix(row pgx.Row, f *store.Fix) error {
 	return nil
 }
 
+// upsertFix inserts a fix or updates the one with its (workspace,
+// project, key), and returns its id, its created time and whether it is
+// new.
+const upsertFix = `INSERT INTO fixes (` + fixColumns + `, key_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+	ON CONFLICT (workspace, project, key_id) DO UPDATE SET
+		key = EXCLUDED.key, pattern = EXCLUDED.pattern, fingerprint = EXCLUDED.fingerprint,
+		tool = EXCLUDED.tool, failure = EXCLUDED.failure, call = EXCLUDED.call,
+		explanation = EXCLUDED.explanation, failures = EXCLUDED.failures, session = EXCLUDED.session,
+		updated = EXCLUDED.updated
+	RETURNING id, created, xmax = 0`
+
+// upsertFixArgs returns the arguments of upsertFix for rec, giving it a
+// new ID and the time now.
+func upsertFixArgs(rec *store.Fix, now time.Time) []any {
+	rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
+	return []any{rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Pattern, rec.Fingerprint, rec.Tool, rec.Failure,
+		rec.Call, rec.Explanation, rec.Failures, rec.Session, rec.Created, rec.Updated, stored.DedupeKey(rec.Key)}
+}
+
 // PutFix inserts or updates f by (Workspace, Project, Key) in one statement;
 // see [store.Store]. A new fix gets a new ID and Created time (any ID or
 // Created in f is ignored); Updated is always set to now. The triggers of
@@ -36,24 +57,71 @@ func (p *Store) PutFix(ctx context.Context, f *store.Fix) error {
 		return err
 	}
 	defer p.versionMoved(rec.Workspace, rec.Project)
-	now := stored.Time(p.now())
-	rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
-	row := p.pool.QueryRow(ctx, `INSERT INTO fixes (`+fixColumns+`, key_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (workspace, project, key_id) DO UPDATE SET
-			key = EXCLUDED.key, pattern = EXCLUDED.pattern, fingerprint = EXCLUDED.fingerprint,
-			tool = EXCLUDED.tool, failure = EXCLUDED.failure, call = EXCLUDED.call,
-			explanation = EXCLUDED.explanation, failures = EXCLUDED.failures, session = EXCLUDED.session,
-			updated = EXCLUDED.updated
-		RETURNING id, created`,
-		rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Pattern, rec.Fingerprint, rec.Tool, rec.Failure,
-		rec.Call, rec.Explanation, rec.Failures, rec.Session, rec.Created, rec.Updated, stored.DedupeKey(rec.Key))
-	if err := row.Scan(&rec.ID, &rec.Created); err != nil {
+	var added bool
+	if err := p.pool.QueryRow(ctx, upsertFix, upsertFixArgs(&rec, stored.Time(p.now()))...).Scan(&rec.ID, &rec.Created, &added); err != nil {
 		return fmt.Errorf("store: put fix: %w", err)
 	}
 	rec.Created = rec.Created.UTC()
 	*f = rec
 	return nil
+}
+
+// PutFixes stores each of fixes as PutFix does, then brings each tenant it
+// added a fix to back within maxPerTenant, in one transaction; see
+// [store.Store].
+func (p *Store) PutFixes(ctx context.Context, fixes []*store.Fix, maxPerTenant int) (int, error) {
+	recs := make([]store.Fix, len(fixes))
+	for i, f := range fixes {
+		rec, err := backend.PrepareFix(f)
+		if err != nil {
+			return 0, fmt.Errorf("store: put fix: %w", err)
+		}
+		recs[i] = rec
+	}
+	if err := p.use(ctx, "put fix"); err != nil {
+		return 0, err
+	}
+	for i := range recs {
+		defer p.versionMoved(recs[i].Workspace, recs[i].Project)
+	}
+	now := stored.Time(p.now())
+	removed := 0
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		removed = 0
+		var grown [][2]string // tenants that gained a fix
+		for i := range recs {
+			rec := &recs[i]
+			var added bool
+			if err := tx.QueryRow(ctx, upsertFix, upsertFixArgs(rec, now)...).Scan(&rec.ID, &rec.Created, &added); err != nil {
+				return err
+			}
+			rec.Created = rec.Created.UTC()
+			if tn := [2]string{rec.Workspace, rec.Project}; added && !slices.Contains(grown, tn) {
+				grown = append(grown, tn)
+			}
+		}
+		if maxPerTenant <= 0 {
+			return nil
+		}
+		for _, tn := range grown {
+			tag, err := tx.Exec(ctx, `DELETE FROM fixes WHERE id IN (
+					SELECT id FROM fixes WHERE workspace = $1 AND project = $2 ORDER BY updated, id
+					LIMIT greatest((SELECT count(*) FROM fixes WHERE workspace = $1 AND project = $2) - $3, 0))`,
+				tn[0], tn[1], maxPerTenant)
+			if err != nil {
+				return err
+			}
+			removed += int(tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: put fix: %w", err)
+	}
+	for i, f := range fixes {
+		*f = recs[i]
+	}
+	return removed, nil
 }
 
 // ListFixes returns the tenant's fixes, most recently updated first, from

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/url"
 	"path"
 	"slices"
@@ -493,50 +494,94 @@ func lockSolutionWrites(ctx context.Context, tx pgx.Tx) error {
 // new solution gets a new ID and Created time (any ID or Created in s is
 // ignored); Updated is always set to now.
 func (p *Store) PutSolution(ctx context.Context, s *store.Solution) error {
-	return p.PutSolutions(ctx, []*store.Solution{s})
+	_, err := p.PutSolutions(ctx, []*store.Solution{s}, 0)
+	return err
 }
 
-// PutSolutions stores each of sols as PutSolution does, in one
+// PutSolutions stores each of sols as PutSolution does, then brings each
+// workspace it added a solution to back within maxPerWorkspace, in one
 // transaction; see [store.Store].
-func (p *Store) PutSolutions(ctx context.Context, sols []*store.Solution) error {
+func (p *Store) PutSolutions(ctx context.Context, sols []*store.Solution, maxPerWorkspace int) (int, error) {
 	recs, err := backend.PrepareSolutions(sols)
 	if err != nil {
-		return fmt.Errorf("store: put solution: %w", err)
+		return 0, fmt.Errorf("store: put solution: %w", err)
 	}
 	if err := p.use(ctx, "put solution"); err != nil {
-		return err
+		return 0, err
 	}
 	now := stored.Time(p.now())
+	removed := 0
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		removed = 0
 		if err := lockSolutionWrites(ctx, tx); err != nil {
 			return err
 		}
+		var grown []string // workspaces that gained a solution, in order
 		for i := range recs {
 			rec := &recs[i]
 			rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
+			var added bool
 			row := tx.QueryRow(ctx, `INSERT INTO solutions (`+solutionColumns+`)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 				ON CONFLICT (workspace, key) DO UPDATE SET
 					project = EXCLUDED.project, goal = EXCLUDED.goal, approach = EXCLUDED.approach,
 					outcome = EXCLUDED.outcome, confidence = EXCLUDED.confidence, source = EXCLUDED.source,
 					verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq')
-				RETURNING id, created`,
+				RETURNING id, created, xmax = 0`,
 				rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Goal, rec.Approach, rec.Outcome,
 				rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated)
-			if err := row.Scan(&rec.ID, &rec.Created); err != nil {
+			if err := row.Scan(&rec.ID, &rec.Created, &added); err != nil {
 				return err
 			}
 			rec.Created = rec.Created.UTC()
+			if added && !slices.Contains(grown, rec.Workspace) {
+				grown = append(grown, rec.Workspace)
+			}
+		}
+		if maxPerWorkspace <= 0 {
+			return nil
+		}
+		for _, ws := range grown {
+			n, err := capSolutions(ctx, tx, ws, maxPerWorkspace, 0)
+			if err != nil {
+				return err
+			}
+			removed += n
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: put solution: %w", err)
+		return 0, fmt.Errorf("store: put solution: %w", err)
 	}
 	for i, s := range sols {
 		*s = recs[i]
 	}
-	return nil
+	return removed, nil
+}
+
+// removeSolutions removes, in tx, the solutions whose ids selectIDs
+// selects, each with its tombstone, and returns how many.
+func removeSolutions(ctx context.Context, tx pgx.Tx, selectIDs string, args ...any) (int, error) {
+	tag, err := tx.Exec(ctx, `WITH doomed AS (
+			DELETE FROM solutions WHERE id IN (`+selectIDs+`)
+			RETURNING workspace, id, verified, updated)
+		INSERT INTO solution_tombstones (workspace, id)
+		SELECT workspace, id FROM doomed ORDER BY verified, updated, id`, args...)
+	return int(tag.RowsAffected()), err
+}
+
+// capSolutions removes, in tx (which holds the lock of solution writes),
+// the solutions of workspace beyond maxPerWorkspace in retention order,
+// at most limit of them (0: no limit), and returns how many.
+func capSolutions(ctx context.Context, tx pgx.Tx, workspace string, maxPerWorkspace, limit int) (int, error) {
+	if limit <= 0 {
+		limit = math.MaxInt32
+	}
+	// The count is read under the lock, so no write slips in between.
+	return removeSolutions(ctx, tx, `SELECT id FROM solutions WHERE workspace = $1
+		ORDER BY verified, updated, id
+		LIMIT least(greatest((SELECT count(*) FROM solutions WHERE workspace = $1) - $2, 0), $3)`,
+		workspace, maxPerWorkspace, limit)
 }
 
 // GetSolution returns one solution of the workspace; see [store.Store].
@@ -649,33 +694,30 @@ func (p *Store) PruneSolutions(ctx context.Context, before time.Time, maxPerWork
 		return 0, err
 	}
 	total := 0
-	// removeBatch removes, in one transaction, the solutions whose ids
-	// selectIDs selects (at most pruneBatch of them), each with its
-	// tombstone, and returns how many.
-	removeBatch := func(selectIDs string, args ...any) (int, error) {
-		var n int64
+	// removeBatch runs remove, which removes at most pruneBatch solutions,
+	// in a transaction of its own under the lock of solution writes.
+	removeBatch := func(remove func(tx pgx.Tx) (int, error)) (int, error) {
+		var n int
 		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 			if err := lockSolutionWrites(ctx, tx); err != nil {
 				return err
 			}
-			tag, err := tx.Exec(ctx, `WITH doomed AS (
-					DELETE FROM solutions WHERE id IN (`+selectIDs+`)
-					RETURNING workspace, id, verified, updated)
-				INSERT INTO solution_tombstones (workspace, id)
-				SELECT workspace, id FROM doomed ORDER BY verified, updated, id`, args...)
-			n = tag.RowsAffected()
+			var err error
+			n, err = remove(tx)
 			return err
 		})
 		if err != nil {
 			return 0, fmt.Errorf("store: prune solutions: %w", err)
 		}
-		total += int(n)
-		return int(n), nil
+		total += n
+		return n, nil
 	}
 	if !before.IsZero() {
 		for {
-			n, err := removeBatch(`SELECT id FROM solutions WHERE NOT verified AND updated < $1
-				ORDER BY updated, id LIMIT $2`, stored.CeilMicro(before), pruneBatch)
+			n, err := removeBatch(func(tx pgx.Tx) (int, error) {
+				return removeSolutions(ctx, tx, `SELECT id FROM solutions WHERE NOT verified AND updated < $1
+					ORDER BY updated, id LIMIT $2`, stored.CeilMicro(before), pruneBatch)
+			})
 			if err != nil {
 				return total, err
 			}
@@ -698,11 +740,9 @@ func (p *Store) PruneSolutions(ctx context.Context, before time.Time, maxPerWork
 	}
 	for _, ws := range over {
 		for {
-			// The count is read under the lock, so no write slips in between.
-			n, err := removeBatch(`SELECT id FROM solutions WHERE workspace = $1
-				ORDER BY verified, updated, id
-				LIMIT least(greatest((SELECT count(*) FROM solutions WHERE workspace = $1) - $2, 0), $3)`,
-				ws, maxPerWorkspace, pruneBatch)
+			n, err := removeBatch(func(tx pgx.Tx) (int, error) {
+				return capSolutions(ctx, tx, ws, maxPerWorkspace, pruneBatch)
+			})
 			if err != nil {
 				return total, err
 			}

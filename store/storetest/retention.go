@@ -235,6 +235,125 @@ func testRetention(t *testing.T, open func(t *testing.T) store.Store) {
 		r.check(t, s, "w")
 	})
 
+	t.Run("put solutions within a cap", func(t *testing.T) {
+		s := open(t)
+		r := newFeedReader()
+		// put stores sols with cap 3 and checks what it removed: the count,
+		// the solutions gone, and the feed, which a replica's index follows,
+		// never holding more than the cap.
+		put := func(t *testing.T, want []*store.Solution, sols ...*store.Solution) {
+			t.Helper()
+			n, err := s.PutSolutions(ctx, sols, 3)
+			if err != nil || n != len(want) {
+				t.Fatalf("PutSolutions(cap 3) removed %d, %v; want %d", n, err, len(want))
+			}
+			for _, sol := range want {
+				if _, err := s.GetSolution(ctx, sol.Workspace, sol.ID); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("solution %s over the cap still there: %v", sol.Key, err)
+				}
+			}
+			r.readAll(t, s, 100)
+			r.check(t, s, "w", "x")
+			for ws, n := range map[string]int{"w": 0, "x": 0} {
+				for _, sol := range r.state {
+					if sol.Workspace == ws {
+						n++
+					}
+				}
+				if n > 3 {
+					t.Fatalf("the feed holds %d solutions of %s, over the cap of 3", n, ws)
+				}
+			}
+		}
+		sol := func(ws, key string, verified bool) *store.Solution {
+			src := store.SourceAuto
+			if verified {
+				src = store.SourceAPI
+			}
+			return &store.Solution{Workspace: ws, Key: key, Goal: "goal " + key, Source: src, Verified: verified}
+		}
+		u0, u1, v0 := sol("w", "u0", false), sol("w", "u1", false), sol("w", "v0", true)
+		put(t, nil, u0)
+		put(t, nil, u1)
+		put(t, nil, v0)
+		// A fourth: the least recently updated unverified one goes.
+		u2 := sol("w", "u2", false)
+		put(t, []*store.Solution{u0}, u2)
+		if got, want := keys(t, s, "w"), "u2,v0,u1"; got != want {
+			t.Fatalf("w = %s, want %s", got, want)
+		}
+		// An update adds nothing: nothing goes; another workspace is
+		// counted apart.
+		put(t, nil, sol("w", "u1", false), sol("x", "x0", false))
+		// A verified solution makes an unverified one go; verified ones
+		// give way only once no unverified one is left.
+		put(t, []*store.Solution{u2}, sol("w", "v1", true))
+		put(t, []*store.Solution{u1}, sol("w", "v2", true))
+		put(t, []*store.Solution{v0}, sol("w", "v3", true))
+		if got, want := keys(t, s, "w"), "v3,v2,v1"; got != want {
+			t.Fatalf("w = %s, want %s", got, want)
+		}
+		// An unverified one in a workspace full of verified ones goes at once.
+		u3 := sol("w", "u3", false)
+		put(t, []*store.Solution{u3}, u3)
+		// A batch alone over the cap keeps the cap.
+		batch := []*store.Solution{sol("x", "x1", false), sol("x", "x2", false), sol("x", "x3", false), sol("x", "x4", false)}
+		n, err := s.PutSolutions(ctx, batch, 3)
+		if err != nil || n != 2 {
+			t.Fatalf("a batch of 4 into a workspace of 1 with cap 3 removed %d, %v; want 2", n, err)
+		}
+		if list, err := s.ListSolutions(ctx, "x"); err != nil || len(list) != 3 {
+			t.Fatalf("x holds %d solutions (%v), want 3", len(list), err)
+		}
+		r.readAll(t, s, 100)
+		r.check(t, s, "w", "x")
+		// No cap: nothing goes.
+		if n, err := s.PutSolutions(ctx, []*store.Solution{sol("x", "x5", false)}, 0); err != nil || n != 0 {
+			t.Fatalf("PutSolutions without a cap removed %d, %v", n, err)
+		}
+	})
+
+	t.Run("put fixes within a cap", func(t *testing.T) {
+		s := open(t)
+		fix := func(ws, proj, key string) *store.Fix {
+			return &store.Fix{Workspace: ws, Project: proj, Key: key, Pattern: "SYNTAX COMPLIANCE ERROR", Tool: "run_tests",
+				Failure: "FAIL " + key, Call: `{"cmd":"go test ./` + key + `"}`, Failures: 2}
+		}
+		put := func(t *testing.T, want int, fixes ...*store.Fix) {
+			t.Helper()
+			if n, err := s.PutFixes(ctx, fixes, 2); n != want || err != nil {
+				t.Fatalf("PutFixes(cap 2) removed %d, %v; want %d", n, err, want)
+			}
+		}
+		v0, err := s.IncidentVersion(ctx, "w", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(t, 0, fix("w", "p", "a0"))
+		if v1, err := s.IncidentVersion(ctx, "w", "p"); err != nil || v1 == v0 {
+			t.Fatalf("PutFixes left the incident version at %d (%v)", v1, err)
+		}
+		put(t, 0, fix("w", "p", "a1"), fix("w", "q", "b0"))
+		// A third in w/p: the least recently updated goes; w/q is apart.
+		put(t, 1, fix("w", "p", "a2"))
+		// An update adds nothing: nothing goes.
+		put(t, 0, fix("w", "p", "a1"))
+		for tn, want := range map[[2]string]string{{"w", "p"}: "a1,a2", {"w", "q"}: "b0"} {
+			if got := keysOf(t, s, tn[0], tn[1]); got != want {
+				t.Fatalf("%s/%s = %q, want %q", tn[0], tn[1], got, want)
+			}
+		}
+		// A batch alone over the cap keeps the cap.
+		put(t, 3, fix("w", "p", "a3"), fix("w", "p", "a4"), fix("w", "p", "a5"))
+		if n := len(mustListFixes(t, s, store.FixQuery{Workspace: "w", Project: "p", Limit: store.MaxLimit})); n != 2 {
+			t.Fatalf("w/p holds %d fixes, want 2", n)
+		}
+		// No cap: nothing goes.
+		if n, err := s.PutFixes(ctx, []*store.Fix{fix("w", "p", "a6")}, 0); n != 0 || err != nil {
+			t.Fatalf("PutFixes without a cap removed %d, %v", n, err)
+		}
+	})
+
 	t.Run("prune fixes", func(t *testing.T) {
 		s := open(t)
 		putFix(t, s, "w", "p", "a0")

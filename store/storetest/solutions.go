@@ -77,7 +77,7 @@ func testSolutions(t *testing.T, open func(t *testing.T) store.Store) {
 			{Workspace: "w2", Key: "k2", Goal: "elsewhere"},
 			{Workspace: "w", Key: "k2", Goal: "second, later"},
 		}
-		if err := s.PutSolutions(ctx, sols); err != nil {
+		if _, err := s.PutSolutions(ctx, sols, 0); err != nil {
 			t.Fatal(err)
 		}
 		if sols[0].ID != known.ID || !sols[0].Created.Equal(known.Created) || sols[3].ID != sols[1].ID || sols[2].ID == sols[1].ID {
@@ -96,7 +96,7 @@ func testSolutions(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("changes after the put: %+v, %v; want one per solution", changes, err)
 		}
 		// One invalid solution: none is stored.
-		err = s.PutSolutions(ctx, []*store.Solution{{Workspace: "w", Key: "k3", Goal: "fine"}, {Workspace: "w", Key: "k4"}})
+		_, err = s.PutSolutions(ctx, []*store.Solution{{Workspace: "w", Key: "k3", Goal: "fine"}, {Workspace: "w", Key: "k4"}}, 0)
 		if !errors.Is(err, store.ErrInvalid) {
 			t.Fatalf("err = %v, want ErrInvalid", err)
 		}
