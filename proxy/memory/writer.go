@@ -244,15 +244,19 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 		m.log.Warn("storing incidents failed; they are lost", "count", len(batch), "err", err)
 	}
 	m.guardCache.committed(batch, writes, steps)
+	// The counts first: a writer told of its commit finds its incident
+	// no longer counted as uncommitted.
 	early := 0
 	for _, p := range batch {
 		if !p.waited {
 			early++
 		}
-		close(p.done)
 	}
 	w.releaseEarly(early)
 	w.ended(len(batch))
+	for _, p := range batch {
+		close(p.done)
+	}
 }
 
 // writeIncident stores inc (with a dedupe key: once per key) through the
