@@ -45,18 +45,23 @@ func (o *observer) data(event string, data []byte) {
 		}
 		return
 	}
-	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content", "usage", "choices.0.delta.tool_calls.0.id")
+	res := gjson.GetManyBytes(data, "choices.0.finish_reason", "choices.0.delta.content")
 	if f := res[0]; f.Type == gjson.String && f.Str != "" {
 		o.finish = f.Str
 	}
 	if c := res[1]; c.Type == gjson.String {
 		o.excerpt.Add(c.Str)
 	}
-	if u := res[2]; u.IsObject() {
-		o.usage = wire.OpenAIUsage(u)
+	// Most chunks carry neither: look only where the bytes say so.
+	if bytes.Contains(data, []byte(`"usage"`)) {
+		if u := gjson.GetBytes(data, "usage"); u.IsObject() {
+			o.usage = wire.OpenAIUsage(u)
+		}
 	}
-	if id := res[3]; o.call == "" && id.Type == gjson.String {
-		o.call = id.Str
+	if o.call == "" && bytes.Contains(data, []byte(`"tool_calls"`)) {
+		if id := gjson.GetBytes(data, "choices.0.delta.tool_calls.0.id"); id.Type == gjson.String {
+			o.call = id.Str
+		}
 	}
 }
 

@@ -157,9 +157,20 @@ func NewTap(sse bool, keep int) Tap { return Tap{Stream: sse, Capture: Capture{M
 func (t *Tap) Write(p []byte) {
 	if t.Stream {
 		t.Events.Write(p)
-	} else {
-		t.Capture.Write(p)
+		return
+	}
+	// The tail is read only when the answer is not kept whole: it starts
+	// once the capture is full, from the capture's end.
+	c := &t.Capture
+	if len(c.B) >= c.Max {
 		t.Tail.Write(p)
+		return
+	}
+	room := c.Max - len(c.B)
+	c.Write(p)
+	if len(c.B) >= c.Max {
+		t.Tail.Write(c.B)
+		t.Tail.Write(p[min(room, len(p)):])
 	}
 }
 
