@@ -105,10 +105,16 @@ func (ix *Index) workspace(name string, create bool) *workspace {
 
 // Put adds s to the index of s.Workspace, or replaces the solution with the
 // same ID there. A solution without ID is ignored: the store assigns IDs, so
-// Put the record the store returned. Only the postings of s's own terms and
-// trigrams change: the cost of a Put does not grow with the index.
+// Put the record the store returned. A solution marked wrong
+// (store.Solution.Wrong) is never recalled: Put removes it. Only the
+// postings of s's own terms and trigrams change: the cost of a Put does
+// not grow with the index.
 func (ix *Index) Put(s store.Solution) {
 	if s.ID == "" {
+		return
+	}
+	if s.Wrong != nil {
+		ix.Delete(s.Workspace, s.ID)
 		return
 	}
 	g := analyze(s.Goal, maxGoalRunes)

@@ -124,8 +124,20 @@ type Solution struct {
 	Confidence float64   `json:"confidence"` // in [0,1]
 	Source     string    `json:"source"`     // SourceAPI or SourceAuto
 	Verified   bool      `json:"verified"`
+	Wrong      *Wrong    `json:"wrong,omitempty"` // set when a person marked it wrong: kept, never recalled
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+}
+
+// Wrong is a person's verdict that a memory (a learned fix or a solution)
+// is wrong. A marked memory is kept, for audit, and listed with its mark,
+// but never shown to an agent: recall skips a marked solution, the guard
+// and fix search a marked fix. Storing the same memory again keeps the
+// mark while what it judged is unchanged (a fix's Call, a solution's
+// Approach) and drops it when a new fix or approach replaces it.
+type Wrong struct {
+	At   time.Time `json:"at"`             // when it was marked
+	Note string    `json:"note,omitempty"` // why, in the marker's words (redacted, capped)
 }
 
 // SolutionChange is one entry of the solution change feed that keeps each
@@ -152,6 +164,7 @@ type Fix struct {
 	Explanation string    `json:"explanation,omitempty"` // the assistant's short note with that call (redacted, capped)
 	Failures    int       `json:"failures"`              // how many failures it ended
 	Session     string    `json:"session,omitempty"`     // the conversation it was learned in
+	Wrong       *Wrong    `json:"wrong,omitempty"`       // set when a person marked it wrong: kept, never shown to agents
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
 }
@@ -236,6 +249,12 @@ type Store interface {
 	GetSolution(ctx context.Context, workspace, id string) (Solution, error)
 	// ListSolutions returns the workspace's solutions, most recently updated first.
 	ListSolutions(ctx context.Context, workspace string) ([]Solution, error)
+	// MarkSolution sets the Wrong mark of one solution of the workspace,
+	// or clears it when wrong is nil, without changing its Updated time,
+	// and returns the solution as stored. The change is in the change
+	// feed, so every replica's recall index follows it. It returns
+	// ErrNotFound when the workspace has no such solution.
+	MarkSolution(ctx context.Context, workspace, id string, wrong *Wrong) (Solution, error)
 	// DeleteSolutions removes every solution of the workspace, recording
 	// each deletion in the change feed as DeleteSolution does, and returns
 	// how many it removed (0 for a workspace without solutions).
@@ -282,6 +301,12 @@ type Store interface {
 	// (the same Updated: higher ID first), at most q.Limit of them. It
 	// returns ErrInvalid when q names no workspace or project.
 	ListFixes(ctx context.Context, q FixQuery) ([]Fix, error)
+	// MarkFix sets the Wrong mark of one fix of the tenant, or clears it
+	// when wrong is nil, without changing its Updated time, and returns
+	// the fix as stored (its Wrong.At and Note in stored form). It moves
+	// the tenant's IncidentVersion, and returns ErrNotFound when the
+	// tenant has no such fix.
+	MarkFix(ctx context.Context, workspace, project, id string, wrong *Wrong) (Fix, error)
 	// DeleteFix removes one fix of the tenant, or returns ErrNotFound.
 	DeleteFix(ctx context.Context, workspace, project, id string) error
 	// DeleteFixes removes every fix of the tenant and returns how many it

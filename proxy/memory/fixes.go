@@ -36,13 +36,14 @@ func fixKey(pattern, fingerprint, tool string) string {
 // pattern and fingerprint: first those learned for the same fingerprint
 // (when fingerprint is not empty), then those learned for the same named
 // pattern (never on guard.RepeatedPattern alone), each group most recently
-// updated first (the same Updated: higher ID first), each fix once.
+// updated first (the same Updated: higher ID first), each fix once. A
+// fix a person marked wrong (store.Fix.Wrong) never applies.
 func MatchFixes(fixes []store.Fix, pattern, fingerprint string) []store.Fix {
 	named := pattern != "" && pattern != guard.RepeatedPattern
 	var byFP, byPattern []store.Fix
 	seen := make(map[string]bool)
 	for _, f := range fixes {
-		if seen[f.ID] {
+		if seen[f.ID] || f.Wrong != nil {
 			continue
 		}
 		seen[f.ID] = true
@@ -91,7 +92,8 @@ type FixMatch struct {
 // (its template: numbers, paths and ids masked), so that the plain error
 // line finds a fix learned from an agent's wrapped output ("Bash: Exit
 // code 1" and then the error); then those of the same named pattern.
-// Each group most recently updated first, each fix once.
+// Each group most recently updated first, each fix once; a fix marked
+// wrong never applies.
 func MatchFixesOf(fixes []store.Fix, pattern, fingerprint, text string) []FixMatch {
 	var out []FixMatch
 	taken := map[string]bool{}
@@ -101,7 +103,7 @@ func MatchFixesOf(fixes []store.Fix, pattern, fingerprint, text string) []FixMat
 	if tpl := strings.TrimSpace(guard.Template(text)); len(tpl) >= minErrorTemplate {
 		var inside []store.Fix
 		for _, f := range fixes {
-			if !taken[f.ID] && strings.Contains(guard.Template(f.Failure), tpl) {
+			if !taken[f.ID] && f.Wrong == nil && strings.Contains(guard.Template(f.Failure), tpl) {
 				inside = append(inside, f)
 			}
 		}

@@ -335,7 +335,8 @@ func (m *Memory) Preview(ctx context.Context, workspace, project, conversation s
 // derived as a request's guard is (guardFor), from every group of the
 // conversation's failures inside the guard's window at the incident's
 // time, kept when it repeated or when a fix the tenant had learned by
-// then applies (withFixes), quoted with that fix. It replays the
+// then applies (withFixes, which skips a fix marked wrong by then),
+// quoted with that fix. It replays the
 // conversation's own failures: the tenant's other provider failures, the
 // tools a request's history shows overcome and the STOP block are not
 // replayed.
@@ -352,6 +353,11 @@ func (m *Memory) Replay(ctx context.Context, workspace, project string, incs []s
 			failures = append(failures, inc)
 		}
 		learned := slices.DeleteFunc(slices.Clone(fixes), func(f store.Fix) bool { return f.Created.After(inc.Time) })
+		for j := range learned {
+			if w := learned[j].Wrong; w != nil && w.At.After(inc.Time) {
+				learned[j].Wrong = nil // marked wrong later: it was shown then
+			}
+		}
 		blocks[i] = guard.Block(m.withFixes(g.DetectAll(failures, inc.Time), learned))
 	}
 	return blocks, nil

@@ -371,6 +371,40 @@ func (d dashSource) DeleteSolution(ctx context.Context, p ui.Principal, workspac
 	return nil
 }
 
+func (d dashSource) MarkSolution(ctx context.Context, p ui.Principal, workspace, id string, wrong bool, note string) error {
+	k, err := d.scope(p)
+	if err != nil {
+		return err
+	}
+	sol, err := d.solution(ctx, k, workspace, id)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
+	defer cancel()
+	_, err = d.a.memory.MarkSolution(sctx, sol.Workspace, sol.ID, d.a.memory.WrongMark(wrong, note))
+	if errors.Is(err, store.ErrNotFound) {
+		return ui.ErrNotFound
+	}
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "mark_solution", err)
+	}
+	return err
+}
+
+func (d dashSource) MarkFix(ctx context.Context, workspace, project, id string, wrong bool, note string) error {
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
+	defer cancel()
+	_, err := d.a.memory.MarkFix(sctx, workspace, project, id, d.a.memory.WrongMark(wrong, note))
+	if errors.Is(err, store.ErrNotFound) {
+		return ui.ErrNotFound
+	}
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "mark_fix", err)
+	}
+	return err
+}
+
 // maxFixesListed caps the learned fixes the dashboard lists.
 const maxFixesListed = 1000
 

@@ -150,6 +150,9 @@ type Source interface {
 	VerifySolution(ctx context.Context, p Principal, workspace, id string) error
 	// DeleteSolution removes a solution.
 	DeleteSolution(ctx context.Context, p Principal, workspace, id string) error
+	// MarkSolution marks a solution wrong, with a note, or (wrong false)
+	// clears its mark: a marked solution is kept and never recalled.
+	MarkSolution(ctx context.Context, p Principal, workspace, id string, wrong bool, note string) error
 
 	// Usage returns the tenant's token usage records that q selects (its
 	// Workspace and Project are the page's).
@@ -159,6 +162,9 @@ type Source interface {
 	Fixes(ctx context.Context, workspace, project string) ([]store.Fix, error)
 	// DeleteFix removes a learned fix.
 	DeleteFix(ctx context.Context, workspace, project, id string) error
+	// MarkFix marks a learned fix wrong, with a note, or (wrong false)
+	// clears its mark: a marked fix is kept and never shown to an agent.
+	MarkFix(ctx context.Context, workspace, project, id string, wrong bool, note string) error
 }
 
 // Options configure a [Handler].

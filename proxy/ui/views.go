@@ -338,6 +338,22 @@ func (h *Handler) deleteSolution(w http.ResponseWriter, r *http.Request, s *sess
 	back(w, r, p, "/ui/solutions", "Solution deleted.")
 }
 
+// markSolution marks a solution wrong (with the form's note) or clears
+// its mark.
+func (h *Handler) markSolution(wrong bool) func(http.ResponseWriter, *http.Request, *session, *page) {
+	return func(w http.ResponseWriter, r *http.Request, s *session, p *page) {
+		if err := h.src.MarkSolution(r.Context(), s.p, p.WS, r.PathValue("id"), wrong, r.FormValue("note")); err != nil {
+			h.fail(w, r, p, err)
+			return
+		}
+		done := "Solution marked wrong: it is kept, and no agent is shown it."
+		if !wrong {
+			done = "Mark removed: the solution is recalled again."
+		}
+		back(w, r, p, "/ui/solutions", done)
+	}
+}
+
 // exportSolutions downloads the workspace's solutions as the memory API
 // lists them: {"solutions": [...]}.
 func (h *Handler) exportSolutions(w http.ResponseWriter, r *http.Request, s *session, p *page) {
@@ -419,6 +435,22 @@ func (h *Handler) deleteFix(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	}
 	back(w, r, p, "/ui/fixes", "Learned fix deleted.")
+}
+
+// markFix marks a learned fix wrong (with the form's note) or clears its
+// mark.
+func (h *Handler) markFix(wrong bool) func(http.ResponseWriter, *http.Request, *session, *page) {
+	return func(w http.ResponseWriter, r *http.Request, s *session, p *page) {
+		if err := h.src.MarkFix(r.Context(), p.WS, p.Proj, r.PathValue("id"), wrong, r.FormValue("note")); err != nil {
+			h.fail(w, r, p, err)
+			return
+		}
+		done := "Fix marked wrong: it is kept, and no agent is shown it."
+		if !wrong {
+			done = "Mark removed: the fix is shown again."
+		}
+		back(w, r, p, "/ui/fixes", done)
+	}
 }
 
 type liveData struct {

@@ -568,6 +568,7 @@ func putSolution(tx *bbolt.Tx, rec *store.Solution, now time.Time) (added bool, 
 			return false, fmt.Errorf("solution %s: %w", id, err)
 		}
 		rec.ID, rec.Created = old.ID, old.Created
+		backend.KeepSolutionMark(rec, &old)
 		if err := feed.Delete(seqKey(oldSeq)); err != nil {
 			return false, err
 		}
@@ -599,6 +600,46 @@ func putSolution(tx *bbolt.Tx, rec *store.Solution, now time.Time) (added bool, 
 		return false, err
 	}
 	return added, ws.keys.Put([]byte(rec.Key), []byte(rec.ID))
+}
+
+// MarkSolution sets or clears the Wrong mark of one solution, as a new
+// entry of the change feed; see [store.Store].
+func (b *Store) MarkSolution(ctx context.Context, workspace, id string, wrong *store.Wrong) (store.Solution, error) {
+	workspace, id = stored.Text(workspace), stored.Text(id)
+	wrong = backend.PrepareWrong(wrong)
+	var s store.Solution
+	err := b.update(ctx, "mark solution", func(tx *bbolt.Tx) error {
+		ws := openSolutionWorkspace(tx.Bucket(bktSolutions), workspace)
+		var v []byte
+		if ws != nil && id != "" {
+			v = ws.ids.Get([]byte(id))
+		}
+		if v == nil {
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
+		}
+		old, oldSeq, err := decodeSolution(v)
+		if err != nil {
+			return fmt.Errorf("solution %s: %w", id, err)
+		}
+		feed := tx.Bucket(bktFeed)
+		if err := feed.Delete(seqKey(oldSeq)); err != nil {
+			return err
+		}
+		seq, err := feed.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := feed.Put(seqKey(seq), feedEntry(false, old.Workspace, old.ID)); err != nil {
+			return err
+		}
+		old.Wrong = wrong
+		if v, err = encodeSolution(&old, seq); err != nil {
+			return err
+		}
+		s = old
+		return ws.ids.Put([]byte(old.ID), v)
+	})
+	return s, err
 }
 
 // GetSolution returns one solution of the workspace; see [store.Store].

@@ -176,6 +176,7 @@ func putFix(tx *bbolt.Tx, rec *store.Fix, now time.Time) (bool, error) {
 			return false, fmt.Errorf("fix key entry %q: fix %s: %w", dk, id, errCorrupt)
 		}
 		rec.ID, rec.Created = old.ID, old.Created
+		backend.KeepFixMark(rec, old)
 		if err := ft.upd.Delete(fixOrderKey(old)); err != nil {
 			return false, err
 		}
@@ -258,6 +259,39 @@ func (b *Store) DeleteFix(ctx context.Context, workspace, project, id string) er
 	}
 	b.bump(string(tenantKey(workspace, project)))
 	return nil
+}
+
+// MarkFix sets or clears the Wrong mark of one fix of the tenant; see
+// [store.Store].
+func (b *Store) MarkFix(ctx context.Context, workspace, project, id string, wrong *store.Wrong) (store.Fix, error) {
+	workspace, project, id = stored.Text(workspace), stored.Text(project), stored.Text(id)
+	wrong = backend.PrepareWrong(wrong)
+	var out store.Fix
+	err := b.update(ctx, "mark fix", func(tx *bbolt.Tx) error {
+		ft := openFixTenant(tx, workspace, project)
+		if ft == nil || id == "" {
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
+		}
+		f, err := ft.get([]byte(id))
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return fmt.Errorf("%s: %w", id, store.ErrNotFound)
+		}
+		f.Wrong = wrong
+		v, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		out = *f
+		return ft.ids.Put([]byte(f.ID), v)
+	})
+	if err != nil {
+		return store.Fix{}, err
+	}
+	b.bump(string(tenantKey(workspace, project)))
+	return out, nil
 }
 
 // DeleteFixes removes the tenant's fixes, and its buckets; see [store.Store].

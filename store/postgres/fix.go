@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,35 +14,42 @@ import (
 )
 
 const fixColumns = `id, workspace, project, key, pattern, fingerprint, tool, failure, call, explanation,
-	failures, session, created, updated`
+	failures, session, created, updated, wrong_at, wrong_note`
 
 func scanFix(row pgx.Row, f *store.Fix) error {
+	var w wrongColumns
 	if err := row.Scan(&f.ID, &f.Workspace, &f.Project, &f.Key, &f.Pattern, &f.Fingerprint, &f.Tool,
-		&f.Failure, &f.Call, &f.Explanation, &f.Failures, &f.Session, &f.Created, &f.Updated); err != nil {
+		&f.Failure, &f.Call, &f.Explanation, &f.Failures, &f.Session, &f.Created, &f.Updated, &w.at, &w.note); err != nil {
 		return err
 	}
 	f.Created, f.Updated = f.Created.UTC(), f.Updated.UTC()
+	f.Wrong = w.mark()
 	return nil
 }
 
 // upsertFix inserts a fix or updates the one with its (workspace,
 // project, key), and returns its id, its created time and whether it is
 // new.
-const upsertFix = `INSERT INTO fixes (` + fixColumns + `, key_id)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+var upsertFix = `INSERT INTO fixes (` + fixColumns + `, key_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 	ON CONFLICT (workspace, project, key_id) DO UPDATE SET
 		key = EXCLUDED.key, pattern = EXCLUDED.pattern, fingerprint = EXCLUDED.fingerprint,
 		tool = EXCLUDED.tool, failure = EXCLUDED.failure, call = EXCLUDED.call,
 		explanation = EXCLUDED.explanation, failures = EXCLUDED.failures, session = EXCLUDED.session,
-		updated = EXCLUDED.updated
-	RETURNING id, created, xmax = 0`
+		updated = EXCLUDED.updated, ` + keepWrongFix + `
+	RETURNING id, created, xmax = 0, wrong_at, wrong_note`
+
+// keepWrongFix keeps a fix's mark while its call is unchanged.
+var keepWrongFix = keepWrong("fixes", "call")
 
 // upsertFixArgs returns the arguments of upsertFix for rec, giving it a
 // new ID and the time now.
 func upsertFixArgs(rec *store.Fix, now time.Time) []any {
 	rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
+	wrongAt, wrongNote := wrongArgs(rec.Wrong)
 	return []any{rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Pattern, rec.Fingerprint, rec.Tool, rec.Failure,
-		rec.Call, rec.Explanation, rec.Failures, rec.Session, rec.Created, rec.Updated, stored.DedupeKey(rec.Key)}
+		rec.Call, rec.Explanation, rec.Failures, rec.Session, rec.Created, rec.Updated, wrongAt, wrongNote,
+		stored.DedupeKey(rec.Key)}
 }
 
 // PutFix inserts or updates f by (Workspace, Project, Key) in one statement;
@@ -58,10 +66,11 @@ func (p *Store) PutFix(ctx context.Context, f *store.Fix) error {
 	}
 	defer p.versionMoved(rec.Workspace, rec.Project)
 	var added bool
-	if err := p.pool.QueryRow(ctx, upsertFix, upsertFixArgs(&rec, stored.Time(p.now()))...).Scan(&rec.ID, &rec.Created, &added); err != nil {
+	var w wrongColumns
+	if err := p.pool.QueryRow(ctx, upsertFix, upsertFixArgs(&rec, stored.Time(p.now()))...).Scan(&rec.ID, &rec.Created, &added, &w.at, &w.note); err != nil {
 		return fmt.Errorf("store: put fix: %w", err)
 	}
-	rec.Created = rec.Created.UTC()
+	rec.Created, rec.Wrong = rec.Created.UTC(), w.mark()
 	*f = rec
 	return nil
 }
@@ -92,10 +101,11 @@ func (p *Store) PutFixes(ctx context.Context, fixes []*store.Fix, maxPerTenant i
 		for i := range recs {
 			rec := &recs[i]
 			var added bool
-			if err := tx.QueryRow(ctx, upsertFix, upsertFixArgs(rec, now)...).Scan(&rec.ID, &rec.Created, &added); err != nil {
+			var w wrongColumns
+			if err := tx.QueryRow(ctx, upsertFix, upsertFixArgs(rec, now)...).Scan(&rec.ID, &rec.Created, &added, &w.at, &w.note); err != nil {
 				return err
 			}
-			rec.Created = rec.Created.UTC()
+			rec.Created, rec.Wrong = rec.Created.UTC(), w.mark()
 			if tn := [2]string{rec.Workspace, rec.Project}; added && !slices.Contains(grown, tn) {
 				grown = append(grown, tn)
 			}
@@ -169,6 +179,29 @@ func (p *Store) DeleteFix(ctx context.Context, workspace, project, id string) er
 		return fmt.Errorf("store: delete fix: %s: %w", id, store.ErrNotFound)
 	}
 	return nil
+}
+
+// MarkFix sets or clears the Wrong mark of one fix of the tenant; the
+// update trigger of migration 0005 moves the tenant's incident version.
+// See [store.Store].
+func (p *Store) MarkFix(ctx context.Context, workspace, project, id string, wrong *store.Wrong) (store.Fix, error) {
+	if err := p.use(ctx, "mark fix"); err != nil {
+		return store.Fix{}, err
+	}
+	workspace, project = stored.Text(workspace), stored.Text(project)
+	defer p.versionMoved(workspace, project)
+	wrongAt, wrongNote := wrongArgs(backend.PrepareWrong(wrong))
+	var f store.Fix
+	err := scanFix(p.pool.QueryRow(ctx, `UPDATE fixes SET wrong_at = $4, wrong_note = $5
+		WHERE workspace = $1 AND project = $2 AND id = $3 RETURNING `+fixColumns,
+		workspace, project, stored.Text(id), wrongAt, wrongNote), &f)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Fix{}, fmt.Errorf("store: mark fix: %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Fix{}, fmt.Errorf("store: mark fix: %w", err)
+	}
+	return f, nil
 }
 
 // DeleteFixes removes every fix of the tenant; see [store.Store].

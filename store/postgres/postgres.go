@@ -472,16 +472,52 @@ func (p *Store) PruneIncidents(ctx context.Context, before time.Time, maxPerTena
 	return int(n), nil
 }
 
-const solutionColumns = `id, workspace, project, key, goal, approach, outcome, confidence, source, verified, created, updated`
+const solutionColumns = `id, workspace, project, key, goal, approach, outcome, confidence, source, verified, created, updated,
+	wrong_at, wrong_note`
 
 func scanSolution(row pgx.Row, s *store.Solution, extra ...any) error {
+	var w wrongColumns
 	dst := append([]any{&s.ID, &s.Workspace, &s.Project, &s.Key, &s.Goal, &s.Approach, &s.Outcome,
-		&s.Confidence, &s.Source, &s.Verified, &s.Created, &s.Updated}, extra...)
+		&s.Confidence, &s.Source, &s.Verified, &s.Created, &s.Updated, &w.at, &w.note}, extra...)
 	if err := row.Scan(dst...); err != nil {
 		return err
 	}
 	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
+	s.Wrong = w.mark()
 	return nil
+}
+
+// wrongColumns receives the wrong_at and wrong_note columns of a fix or a
+// solution (migration 0008).
+type wrongColumns struct {
+	at   *time.Time
+	note string
+}
+
+// mark returns the Wrong mark the columns hold, nil when wrong_at is NULL.
+func (w *wrongColumns) mark() *store.Wrong {
+	if w.at == nil {
+		return nil
+	}
+	return &store.Wrong{At: w.at.UTC(), Note: w.note}
+}
+
+// wrongArgs returns the wrong_at and wrong_note values of w.
+func wrongArgs(w *store.Wrong) (any, string) {
+	if w == nil {
+		return nil, ""
+	}
+	return w.At, w.Note
+}
+
+// keepWrong is the part of an upsert's SET list that keeps a stored mark
+// (see [store.Wrong]): a mark given with the record replaces it; else it
+// stays while the column named same (the judged text) is unchanged.
+func keepWrong(table, same string) string {
+	return `wrong_at = CASE WHEN EXCLUDED.wrong_at IS NOT NULL THEN EXCLUDED.wrong_at
+			WHEN ` + table + `.` + same + ` = EXCLUDED.` + same + ` THEN ` + table + `.wrong_at END,
+		wrong_note = CASE WHEN EXCLUDED.wrong_at IS NOT NULL THEN EXCLUDED.wrong_note
+			WHEN ` + table + `.` + same + ` = EXCLUDED.` + same + ` THEN ` + table + `.wrong_note ELSE '' END`
 }
 
 // lockSolutionWrites serializes solution writes until tx ends (see Change feed).
@@ -521,19 +557,22 @@ func (p *Store) PutSolutions(ctx context.Context, sols []*store.Solution, maxPer
 			rec := &recs[i]
 			rec.ID, rec.Created, rec.Updated = stored.NewID(now), now, now
 			var added bool
+			var w wrongColumns
+			wrongAt, wrongNote := wrongArgs(rec.Wrong)
 			row := tx.QueryRow(ctx, `INSERT INTO solutions (`+solutionColumns+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 				ON CONFLICT (workspace, key) DO UPDATE SET
 					project = EXCLUDED.project, goal = EXCLUDED.goal, approach = EXCLUDED.approach,
 					outcome = EXCLUDED.outcome, confidence = EXCLUDED.confidence, source = EXCLUDED.source,
-					verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq')
-				RETURNING id, created, xmax = 0`,
+					verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq'),
+					`+keepWrong("solutions", "approach")+`
+				RETURNING id, created, xmax = 0, wrong_at, wrong_note`,
 				rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Goal, rec.Approach, rec.Outcome,
-				rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated)
-			if err := row.Scan(&rec.ID, &rec.Created, &added); err != nil {
+				rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated, wrongAt, wrongNote)
+			if err := row.Scan(&rec.ID, &rec.Created, &added, &w.at, &w.note); err != nil {
 				return err
 			}
-			rec.Created = rec.Created.UTC()
+			rec.Created, rec.Wrong = rec.Created.UTC(), w.mark()
 			if added && !slices.Contains(grown, rec.Workspace) {
 				grown = append(grown, rec.Workspace)
 			}
@@ -582,6 +621,33 @@ func capSolutions(ctx context.Context, tx pgx.Tx, workspace string, maxPerWorksp
 		ORDER BY verified, updated, id
 		LIMIT least(greatest((SELECT count(*) FROM solutions WHERE workspace = $1) - $2, 0), $3)`,
 		workspace, maxPerWorkspace, limit)
+}
+
+// MarkSolution sets or clears the Wrong mark of one solution, giving it a
+// new seq so that the change feed carries it; see [store.Store].
+func (p *Store) MarkSolution(ctx context.Context, workspace, id string, wrong *store.Wrong) (store.Solution, error) {
+	if err := p.use(ctx, "mark solution"); err != nil {
+		return store.Solution{}, err
+	}
+	wrong = backend.PrepareWrong(wrong)
+	wrongAt, wrongNote := wrongArgs(wrong)
+	var s store.Solution
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if err := lockSolutionWrites(ctx, tx); err != nil {
+			return err
+		}
+		return scanSolution(tx.QueryRow(ctx, `UPDATE solutions SET wrong_at = $3, wrong_note = $4,
+				seq = nextval('solution_seq')
+			WHERE workspace = $1 AND id = $2 RETURNING `+solutionColumns,
+			stored.Text(workspace), stored.Text(id), wrongAt, wrongNote), &s)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Solution{}, fmt.Errorf("store: mark solution: %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Solution{}, fmt.Errorf("store: mark solution: %w", err)
+	}
+	return s, nil
 }
 
 // GetSolution returns one solution of the workspace; see [store.Store].
@@ -764,7 +830,7 @@ func (p *Store) SolutionChanges(ctx context.Context, after int64, limit int) ([]
 	rows, err := p.pool.Query(ctx, `
 		SELECT `+solutionColumns+`, seq, false FROM solutions WHERE seq > $1
 		UNION ALL
-		SELECT id, workspace, '', '', '', '', '', 0, '', false, ts, ts, seq, true
+		SELECT id, workspace, '', '', '', '', '', 0, '', false, ts, ts, NULL::timestamptz, '', seq, true
 			FROM solution_tombstones WHERE seq > $1
 		ORDER BY seq LIMIT $2`, after, backend.ChangeLimit(limit))
 	if err != nil {

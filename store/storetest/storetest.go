@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 	testIncidents(t, fresh)
 	testSolutions(t, fresh)
 	testFixes(t, fresh)
+	testMarks(t, fresh)
 	testRecords(t, fresh)
 	testRetention(t, fresh)
 	testVersions(t, fresh)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/scarproxy/scarproxy/store/internal/stored"
@@ -87,19 +88,61 @@ func validFix(f *store.Fix) error {
 	return nil
 }
 
-// cleanSolution cleans every text field of s.
+// cleanSolution cleans every text field of s, and gives it its own copy
+// of its Wrong mark in stored form.
 func cleanSolution(s *store.Solution) {
 	for _, f := range []*string{&s.ID, &s.Workspace, &s.Project, &s.Key, &s.Goal, &s.Approach,
 		&s.Outcome, &s.Source} {
 		*f = stored.Text(*f)
 	}
+	s.Wrong = PrepareWrong(s.Wrong)
 }
 
-// cleanFix cleans every text field of f.
+// cleanFix cleans every text field of f, and gives it its own copy of its
+// Wrong mark in stored form.
 func cleanFix(f *store.Fix) {
 	for _, p := range []*string{&f.ID, &f.Workspace, &f.Project, &f.Key, &f.Pattern, &f.Fingerprint,
 		&f.Tool, &f.Failure, &f.Call, &f.Explanation, &f.Session} {
 		*p = stored.Text(*p)
+	}
+	f.Wrong = PrepareWrong(f.Wrong)
+}
+
+// MaxWrongNote is the longest note of a Wrong mark the backends keep, in
+// bytes; a longer one is cut at a character boundary.
+const MaxWrongNote = 1000
+
+// PrepareWrong returns a copy of w in the form both backends store it
+// (time in stored form, note cleaned and capped), or nil for nil.
+func PrepareWrong(w *store.Wrong) *store.Wrong {
+	if w == nil {
+		return nil
+	}
+	note := stored.Text(w.Note)
+	if len(note) > MaxWrongNote {
+		cut := MaxWrongNote
+		for cut > 0 && !utf8.RuneStart(note[cut]) {
+			cut--
+		}
+		note = note[:cut]
+	}
+	return &store.Wrong{At: stored.Time(w.At), Note: note}
+}
+
+// KeepFixMark gives rec, a fix about to replace old, old's Wrong mark
+// when rec carries none and its call is old's: a mark judges a call, and
+// stays until another call is learned for the same failure.
+func KeepFixMark(rec, old *store.Fix) {
+	if rec.Wrong == nil && old.Wrong != nil && rec.Call == old.Call {
+		rec.Wrong = PrepareWrong(old.Wrong)
+	}
+}
+
+// KeepSolutionMark gives rec, a solution about to replace old, old's
+// Wrong mark when rec carries none and its approach is old's.
+func KeepSolutionMark(rec, old *store.Solution) {
+	if rec.Wrong == nil && old.Wrong != nil && rec.Approach == old.Approach {
+		rec.Wrong = PrepareWrong(old.Wrong)
 	}
 }
 
