@@ -133,7 +133,7 @@ func TestDashboardMarksMemoriesWrong(t *testing.T) {
 	for _, ws := range []string{"team-a", "team-b"} {
 		f := store.Fix{Workspace: ws, Project: "default", Key: "k", Tool: "run_shell", Failure: "mkdir: missing operand in " + ws,
 			Call: `{"cmd":"mkdir"}`, Failures: 2}
-		s := store.Solution{Workspace: ws, Key: "k", Goal: "create the build directory", Approach: "ran mkdir without a name"}
+		s := store.Solution{Workspace: ws, Key: "k", Goal: "create the build directory", Approach: "ran mkdir without a name", Outcome: "done"}
 		if err := h.store.PutFix(ctx, &f); err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +182,23 @@ func TestDashboardMarksMemoriesWrong(t *testing.T) {
 		strings.Contains(page, `/ui/solutions/`+ids["team-a"][1]+`/verify`) {
 		t.Fatalf("solutions page after: %s", page)
 	}
+	// Exported and imported again, a marked solution keeps its mark.
+	status, export, _ := u.get("/ui/solutions/export")
+	if status != http.StatusOK || !strings.Contains(export, `"wrong":`) {
+		t.Fatalf("export: %d %s", status, export)
+	}
+	if err := h.store.DeleteSolution(ctx, "team-a", ids["team-a"][1]); err != nil {
+		t.Fatal(err)
+	}
+	if status, body, _ := u.post("/ui/solutions/import", url.Values{"csrf": {csrf}, "json": {export}}, ""); status != http.StatusSeeOther {
+		t.Fatalf("import: %d %s", status, body)
+	}
+	sols, err := h.store.ListSolutions(ctx, "team-a")
+	if err != nil || len(sols) != 1 || sols[0].Wrong == nil || sols[0].Wrong.Note != "the directory was never made" {
+		t.Fatalf("imported: %+v, %v; want the solution marked, with its note", sols, err)
+	}
+	ids["team-a"] = [2]string{ids["team-a"][0], sols[0].ID}
+
 	for _, path := range []string{"/ui/fixes/" + ids["team-a"][0] + "/right", "/ui/solutions/" + ids["team-a"][1] + "/right"} {
 		if status, body, _ := u.post(path, url.Values{"csrf": {csrf}}, ""); status != http.StatusSeeOther {
 			t.Fatalf("POST %s: %d\n%s", path, status, body)

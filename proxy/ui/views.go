@@ -400,7 +400,13 @@ func (h *Handler) importSolutions(w http.ResponseWriter, r *http.Request, s *ses
 	n := 0
 	for i, sol := range in.Solutions {
 		sol.ID, sol.Workspace = "", p.WS
-		if _, err := h.src.SaveSolution(r.Context(), s.p, sol); err != nil {
+		saved, err := h.src.SaveSolution(r.Context(), s.p, sol)
+		if err == nil && sol.Wrong != nil {
+			// A solution exported with its mark stays marked: an import
+			// never brings back what a person judged wrong.
+			err = h.src.MarkSolution(r.Context(), s.p, p.WS, saved.ID, true, sol.Wrong.Note)
+		}
+		if err != nil {
 			if errors.Is(err, ErrBadInput) {
 				err = fmt.Errorf("%w: solution %d: %s (the %d before it were imported)", ErrBadInput, i+1,
 					strings.TrimPrefix(err.Error(), ErrBadInput.Error()+": "), n)
