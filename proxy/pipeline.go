@@ -304,6 +304,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 		// client's next request (a retry, often at once) is guarded by it.
 		s.count(route, a.Res.StatusCode, prov)
 		s.recordErrorAnswer(ctx, t, info.Model, a)
+		s.memory.NoteConversation(t, info.Goal, c.Request().UserAgent())
 		upstream.Deliver(c.Response(), ctx, a, nil)
 		return
 	}
@@ -324,6 +325,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 	}
 	// What the provider said it billed counts, whoever cut the answer.
 	s.memory.CountUsage(t, prov, info.Model, out.Usage)
+	s.memory.NoteConversation(t, info.Goal, c.Request().UserAgent())
 	ex.usage = out.Usage
 	if readErr != nil && !gone {
 		s.cutShort(ex, a, sse, readErr)

@@ -336,6 +336,8 @@ type Store interface {
 	// before and returns how many it removed.
 	PruneUsage(ctx context.Context, before time.Time) (int, error)
 
+	ConversationStore
+
 	// ListTenants returns the tenants that hold incidents, fixes, usage
 	// records or (with an empty Project) solutions, the most recently
 	// changed first (the same Latest: by Workspace, then Project), at most

@@ -211,6 +211,7 @@ type Memory struct {
 	// captured remembers what auto-capture last stored per conversation.
 	captured *captureMemo
 	usage    *usageBook // token usage not yet in the store
+	labels   *labelBook // conversation labels not yet in the store
 
 	guardCache   *guardCache
 	recallCache  *recallCache
@@ -242,6 +243,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		recovered: newRecoveries(),
 		captured:  newCaptureMemo(1 << 14),
 		usage:     newUsageBook(),
+		labels:    newLabelBook(),
 
 		guardCache:  newGuardCache(1 << 17),
 		recallCache: newRecallCache(1 << 14),
@@ -346,6 +348,9 @@ func (m *Memory) prune(ctx context.Context) {
 	})
 	m.pruneOne(ctx, "token usage", "prune_usage", func(ctx context.Context) (int, error) {
 		return m.store.PruneUsage(ctx, now.Add(-m.opts.RetentionMaxAge))
+	})
+	m.pruneOne(ctx, "conversation labels", "prune_conversations", func(ctx context.Context) (int, error) {
+		return m.store.PruneConversations(ctx, now.Add(-m.opts.RetentionMaxAge))
 	})
 }
 

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -170,14 +171,21 @@ func modelName(model string) string {
 }
 
 // FlushUsage adds the usage summed since the last flush to the store,
-// within StoreTimeout. Records the store refused stay for the next flush.
+// with the labels of the conversations that began since (see
+// NoteConversation), within StoreTimeout. Records the store refused stay
+// for the next flush.
 func (m *Memory) FlushUsage(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.StoreTimeout)
+	defer cancel()
+	return errors.Join(m.addUsage(ctx), m.flushLabels(ctx))
+}
+
+// addUsage adds the usage summed since the last flush to the store.
+func (m *Memory) addUsage(ctx context.Context) error {
 	batch := m.usage.take()
 	if len(batch) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.opts.StoreTimeout)
-	defer cancel()
 	err := m.store.AddUsage(ctx, batch)
 	if err != nil {
 		m.metrics.storeErrs.WithLabelValues("add_usage").Inc()

@@ -405,6 +405,16 @@ func (d dashSource) MarkFix(ctx context.Context, workspace, project, id string, 
 	return err
 }
 
+func (d dashSource) Conversations(ctx context.Context, workspace, project string, ids []string) (map[string]store.Conversation, error) {
+	sctx, cancel := d.a.memoryStoreCtx(ctx)
+	defer cancel()
+	labels, err := d.a.store.GetConversations(sctx, workspace, project, ids)
+	if err != nil {
+		d.a.memory.StoreFailed(ctx, "get_conversations", err)
+	}
+	return labels, err
+}
+
 // maxFixesListed caps the learned fixes the dashboard lists.
 const maxFixesListed = 1000
 

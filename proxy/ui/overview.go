@@ -56,6 +56,7 @@ type overviewData struct {
 	Solutions    solutionStats
 	Recent       []store.Incident
 	RecentPat    []string
+	RecentLabels map[string]store.Conversation
 	Usage        store.Usage // the range's token usage, summed
 }
 
@@ -239,7 +240,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session, p
 		h.fail(w, r, p, err)
 		return
 	}
-	d.Recent, d.RecentPat = page.Incidents, pats2
+	d.Recent, d.RecentPat, d.RecentLabels = page.Incidents, pats2, h.labels(ctx, p, page.Incidents)
 	hoursUsed, err := h.src.Usage(ctx, store.UsageQuery{Workspace: p.WS, Project: p.Proj, Since: since, Until: until, By: store.UsageByHour, Limit: store.MaxLimit})
 	if err != nil {
 		h.fail(w, r, p, err)

@@ -94,10 +94,11 @@ var funcs = template.FuncMap{
 	"p":     url.PathEscape,
 	"rowOf": func(r incidentRow, t template.URL) rowView { return rowView{r, t} },
 	"table": func(rows []incidentRow, t template.URL) tableView { return tableView{rows, t} },
-	"rowsOf": func(incs []store.Incident, pats []string, t template.URL) tableView {
-		return tableView{rows(incs, pats), t}
+	"rowsOf": func(incs []store.Incident, pats []string, labels map[string]store.Conversation, t template.URL) tableView {
+		return tableView{rows(incs, pats, labels), t}
 	},
-	"solOf": func(s store.Solution, csrf string, t template.URL) solView { return solView{s, csrf, t} },
+	"convOf": func(id string, label store.Conversation, t template.URL) convView { return convView{id, label, t} },
+	"solOf":  func(s store.Solution, csrf string, t template.URL) solView { return solView{s, csrf, t} },
 }
 
 // thousands writes n with a comma between each group of three digits.
@@ -131,6 +132,13 @@ type (
 	solView struct {
 		S      store.Solution
 		CSRF   string
+		Tenant template.URL
+	}
+	// convView is a link to a conversation, named by its label when it
+	// has one.
+	convView struct {
+		ID     string
+		Label  store.Conversation // zero: none stored
 		Tenant template.URL
 	}
 )

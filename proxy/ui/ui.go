@@ -135,6 +135,9 @@ type Source interface {
 	// GuardPreview returns the exact text of the blocks the next request
 	// of the tenant (in conversation, "" for none) would get.
 	GuardPreview(ctx context.Context, workspace, project, conversation string) (string, error)
+	// Conversations returns the labels the tenant holds among ids (the
+	// first words of each conversation's task, its agent, its start).
+	Conversations(ctx context.Context, workspace, project string, ids []string) (map[string]store.Conversation, error)
 	// Version changes whenever the tenant's incidents change.
 	Version(ctx context.Context, workspace, project string) (int64, error)
 

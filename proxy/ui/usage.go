@@ -16,9 +16,10 @@ type usageData struct {
 	Span          span
 	Spans         []span
 	Total         store.Usage
-	Buckets       []usageBucket // newest first, only those with answers
-	Conversations []store.Usage // the latest first
-	Models        []store.Usage // the latest first
+	Buckets       []usageBucket                 // newest first, only those with answers
+	Conversations []store.Usage                 // the latest first
+	Labels        map[string]store.Conversation // of Conversations
+	Models        []store.Usage                 // the latest first
 }
 
 // usageBucket is the usage of one bucket of the page's span.
@@ -54,6 +55,11 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s *session, p *p
 		}
 		d.Total, d.Buckets = usageBuckets(recs, sp.Bucket)
 	}
+	ids := make([]string, len(d.Conversations))
+	for i, u := range d.Conversations {
+		ids[i] = u.Conversation
+	}
+	d.Labels = h.labels(ctx, p, nil, ids...)
 	p.Title = "Token usage and prompt cache"
 	p.Data = d
 	h.render(w, http.StatusOK, "usage", p)

@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,15 +31,42 @@ const pageSize = 50
 type incidentRow struct {
 	store.Incident
 	Pattern string
+	Label   store.Conversation // the label of its conversation, if stored
 }
 
-func rows(incs []store.Incident, pats []string) []incidentRow {
+func rows(incs []store.Incident, pats []string, labels map[string]store.Conversation) []incidentRow {
 	out := make([]incidentRow, len(incs))
 	for i, inc := range incs {
-		out[i] = incidentRow{Incident: inc}
+		out[i] = incidentRow{Incident: inc, Label: labels[inc.Session]}
 		if i < len(pats) {
 			out[i].Pattern = pats[i]
 		}
+	}
+	return out
+}
+
+// labels returns the stored labels of the conversations of incs and of
+// ids, as far as the store answers: a page is shown without them (its
+// conversations by their ids) when it does not.
+func (h *Handler) labels(ctx context.Context, p *page, incs []store.Incident, ids ...string) map[string]store.Conversation {
+	for _, inc := range incs {
+		if inc.Session != "" {
+			ids = append(ids, inc.Session)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if len(ids) > 0 && ids[0] == "" {
+		ids = ids[1:]
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ids = ids[:min(len(ids), store.MaxConversationBatch)]
+	out, err := h.src.Conversations(ctx, p.WS, p.Proj, ids)
+	if err != nil {
+		h.log.Warn("ui: reading conversation labels failed", "err", err)
+		return nil
 	}
 	return out
 }
@@ -96,7 +124,7 @@ func (h *Handler) incidents(w http.ResponseWriter, r *http.Request, s *session, 
 			h.fail(w, r, p, err)
 			return
 		}
-		d.Rows = rows(page.Incidents, pats)
+		d.Rows = rows(page.Incidents, pats, h.labels(r.Context(), p, page.Incidents))
 		if d.Pattern != "" {
 			// Fingerprints name the pattern's groups; a fingerprint shared
 			// with another pattern (another type) is filtered here.
@@ -168,7 +196,7 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request, s *session, p *p
 		h.errorPage(w, http.StatusNotFound, "No incident of this tenant has that fingerprint (it may have been pruned).", p)
 		return
 	}
-	d.Rows = rows(page.Incidents, pats)
+	d.Rows = rows(page.Incidents, pats, h.labels(r.Context(), p, page.Incidents))
 	if len(page.Incidents) > 0 {
 		d.Example = guard.Sanitize(guard.Redact(page.Incidents[0].Message), 2000)
 		d.Pattern = cmp.Or(d.Pattern, d.Rows[0].Pattern)
@@ -183,6 +211,7 @@ func (h *Handler) group(w http.ResponseWriter, r *http.Request, s *session, p *p
 
 type conversationData struct {
 	Session string
+	Label   store.Conversation // zero: none stored
 	Turns   []turnRow
 	Usage   store.Usage // the conversation's token usage (Requests 0: none reported)
 }
@@ -201,7 +230,7 @@ func (h *Handler) conversation(w http.ResponseWriter, r *http.Request, s *sessio
 		h.fail(w, r, p, err)
 		return
 	}
-	d := conversationData{Session: sess}
+	d := conversationData{Session: sess, Label: h.labels(r.Context(), p, nil, sess)[sess]}
 	usage, err := h.src.Usage(r.Context(), store.UsageQuery{Workspace: p.WS, Project: p.Proj, Conversation: sess, By: store.UsageByConversation})
 	if err != nil {
 		h.fail(w, r, p, err)
@@ -420,7 +449,8 @@ func (h *Handler) importSolutions(w http.ResponseWriter, r *http.Request, s *ses
 }
 
 type fixesData struct {
-	Fixes []store.Fix
+	Fixes  []store.Fix
+	Labels map[string]store.Conversation // of the conversations fixes were learned in
 }
 
 func (h *Handler) fixes(w http.ResponseWriter, r *http.Request, s *session, p *page) {
@@ -431,7 +461,11 @@ func (h *Handler) fixes(w http.ResponseWriter, r *http.Request, s *session, p *p
 	}
 	p.Title = "Learned fixes"
 	p.Message = r.FormValue("done")
-	p.Data = fixesData{Fixes: fx}
+	var ids []string
+	for _, f := range fx {
+		ids = append(ids, f.Session)
+	}
+	p.Data = fixesData{Fixes: fx, Labels: h.labels(r.Context(), p, nil, ids...)}
 	h.render(w, http.StatusOK, "fixes", p)
 }
 
@@ -472,7 +506,7 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request, s *session, p *pa
 		h.fail(w, r, p, err)
 		return
 	}
-	d := liveData{Rows: rows(page.Incidents, pats), Since: h.opts.Now().UnixMicro()}
+	d := liveData{Rows: rows(page.Incidents, pats, h.labels(r.Context(), p, page.Incidents)), Since: h.opts.Now().UnixMicro()}
 	if len(page.Incidents) > 0 {
 		d.Since = page.Incidents[0].Time.UnixMicro()
 	}
@@ -517,7 +551,7 @@ func (h *Handler) liveEvents(w http.ResponseWriter, r *http.Request, s *session,
 			version = v
 			page, pats, err := h.src.Incidents(ctx, store.IncidentFilter{Workspace: p.WS, Project: p.Proj, Since: since, Limit: 100})
 			if err == nil {
-				list := rows(page.Incidents, pats)
+				list := rows(page.Incidents, pats, h.labels(ctx, p, page.Incidents))
 				for i := len(list) - 1; i >= 0; i-- { // oldest first
 					row := list[i]
 					if sent[row.ID] {

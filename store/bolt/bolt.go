@@ -57,6 +57,9 @@ import (
 //	  <tenant>/                 as in incidents
 //	    h/   <hour><conversation><provider><model> -> counts (usage.go)
 //	    c/   <conversation><hour><provider><model> -> empty: per-conversation index into h
+//	conversations/              (made by the first label stored)
+//	  <tenant>/                 as in incidents
+//	    <conversation id> -> JSON label: task, agent, started (conversations.go)
 //
 // <time> is 8 bytes: Unix microseconds, sign bit flipped, big-endian, so keys
 // sort by time; <seq> is the tenant bucket's 8-byte big-endian sequence, so

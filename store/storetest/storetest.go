@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 	testSolutions(t, fresh)
 	testFixes(t, fresh)
 	testMarks(t, fresh)
+	testConversations(t, fresh)
 	testRecords(t, fresh)
 	testRetention(t, fresh)
 	testVersions(t, fresh)
