@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -23,9 +26,9 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 		}
 		okCompletion(w, r)
 	})
-	// Room for one body of 200 KiB while it is read (its buffer doubles as
-	// it arrives: at most about twice its size at once), not for two.
-	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) { o.MaxBodyBytesInFlight = 400 << 10 }))
+	// Room for one body of 200 KiB with the copies the proxy makes of it
+	// (three times its size in all), not for two.
+	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) { o.MaxBodyBytesInFlight = 800 << 10 }))
 	release := sync.OnceFunc(func() { close(answer) })
 	t.Cleanup(release) // before the harness's: a failed test does not leave the request waiting
 	big := func(kind string) []byte {
@@ -79,4 +82,71 @@ func (h *harness) bodiesReleased() {
 		}
 		runtime.Gosched()
 	}
+}
+
+// TestARefusedBodyIsReadToItsEnd: a client still sending a body the
+// budget has no room for reads the 503, in the error shape, once it has
+// sent the whole body; the proxy does not close the connection under it
+// (which resets it, and the client sees no answer). Sent on a raw
+// connection, as curl or Python's http.client send: the whole body, then
+// the read.
+func TestARefusedBodyIsReadToItsEnd(t *testing.T) {
+	arrived, answer := make(chan struct{}, 1), make(chan struct{})
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			arrived <- struct{}{}
+			<-answer
+		}
+		okCompletion(w, r)
+	})
+	// Room for the held body of 300 KiB (its pooled buffer of 512 KiB and
+	// two copies), not for the 8 MiB one.
+	h := newHarness(t, up.srv.URL, withOptions(func(o *Options) { o.MaxBodyBytesInFlight = 2 << 20 }))
+	release := sync.OnceFunc(func() { close(answer) })
+	t.Cleanup(release)
+	body := func(size int) []byte {
+		return []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", size) + `"}]}`)
+	}
+	held := make(chan *http.Response, 1)
+	go func() {
+		held <- h.do(http.MethodPost, "/v1/chat/completions", body(300<<10), map[string]string{"X-Hold": "1"})
+	}()
+	select {
+	case <-arrived:
+	case res := <-held:
+		t.Fatalf("the request to hold was answered %d", res.StatusCode)
+	}
+
+	conn, err := net.Dial("tcp", h.http.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	big := body(8 << 20)
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(big))
+	for len(big) > 0 {
+		n := min(len(big), 64<<10)
+		if _, err := conn.Write(big[:n]); err != nil {
+			t.Fatalf("sending the body, %d bytes left: %v", len(big), err)
+		}
+		big = big[n:]
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	assertOpenAIError(t, res, b, http.StatusServiceUnavailable)
+	if res.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	release()
+	res = <-held
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the held request: %d", res.StatusCode)
+	}
+	h.bodiesReleased()
 }

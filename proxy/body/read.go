@@ -73,7 +73,10 @@ func (rd *Reader) Held() int64 { return rd.budget.held.Load() }
 // on the strength of the Content-Length alone, and take their size from
 // the budget of body bytes in flight (given back with the lease, or at
 // the end of the request): past it the answer is [ErrInFlight], and w's
-// headers say Retry-After.
+// headers say Retry-After. With a lease, a body takes workCopies more
+// times its size from the budget, for the copies made of it before it is
+// sent on. A body refused part way is read to its end (at most MaxBytes)
+// and dropped, so that the client, still sending, reads the answer.
 func (rd *Reader) Read(w http.ResponseWriter, r *http.Request, lease *Lease) ([]byte, *wire.Error) {
 	if r.ContentLength > rd.maxBytes {
 		return nil, ErrTooLarge
@@ -109,13 +112,19 @@ func (rd *Reader) Read(w http.ResponseWriter, r *http.Request, lease *Lease) ([]
 		}
 		free = func(b []byte) { hold.give(int64(cap(b))) }
 	}
-	body, err := readGrowing(http.MaxBytesReader(w, r.Body, rd.maxBytes), r.ContentLength, grow, free)
+	src := http.MaxBytesReader(w, r.Body, rd.maxBytes)
+	body, err := readGrowing(src, r.ContentLength, grow, free)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
 			return nil, ErrTooLarge
 		case errors.Is(err, errOverBudget):
+			// Read the rest of the body, keeping none of it: a server
+			// that answers while the client is still sending, then
+			// closes, resets the connection, and the client never reads
+			// the 503.
+			discard(src)
 			w.Header().Set("Retry-After", bodyRetryAfter)
 			return nil, ErrInFlight
 		}
@@ -124,8 +133,26 @@ func (rd *Reader) Read(w http.ResponseWriter, r *http.Request, lease *Lease) ([]
 	if lease != nil {
 		*last = body // the buffer holding the body goes back with the lease
 		lease.Keep(last)
+		// A body the proxy rewrites holds more memory than its buffer:
+		// the copy sent on, with the blocks, and the copies the reader of
+		// its format makes of the messages it reads. Both are as large as
+		// the body at most, and are held until the lease goes.
+		if !hold.take(&rd.budget, workCopies*int64(len(body)), limit) {
+			w.Header().Set("Retry-After", bodyRetryAfter)
+			return nil, ErrInFlight
+		}
 	}
 	return body, nil
+}
+
+// workCopies is how many copies of its size a body read with a lease
+// takes from the budget besides its buffer (see Read).
+const workCopies = 2
+
+// discard reads r to its end into a small buffer and drops what it reads.
+func discard(r io.Reader) {
+	var buf [32 << 10]byte
+	_, _ = io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, buf[:])
 }
 
 // readGrowing reads r to its end. Its buffer starts with room for
