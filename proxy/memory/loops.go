@@ -31,15 +31,17 @@ const (
 	maxStepOutput = 1 << 10
 )
 
-// truncate returns at most the first n bytes of s, cut on a rune boundary.
+// truncate returns a copy of at most the first n bytes of s, cut on a
+// rune boundary: a copy, because s is often part of a request (a tool
+// result of a megabyte, a body) that a kept slice of it would keep alive.
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return strings.Clone(s)
 }
 
 // loopTracker keeps the steps of the conversations in use, bounded: two

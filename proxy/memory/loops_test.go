@@ -2,7 +2,10 @@ package memory
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
@@ -41,6 +44,23 @@ func TestLoopTailFollowsALongConversation(t *testing.T) {
 		loop, _, _ := s.trackLoop(tn, &wire.Info{ToolResults: results, ToolDefs: []byte(`[{"type":"function","function":{"name":"read"}}]`)})
 		if i == 1 && loop.Kind != guard.LoopUnknownTool {
 			t.Fatalf("after 2 calls of an undefined tool: loop %+v", loop)
+		}
+	}
+}
+
+// A step keeps a copy of the start of a result, never a slice of it: a
+// slice of a megabyte's tool result would keep all of it alive for as
+// long as the conversation's steps are kept.
+func TestTruncateCopies(t *testing.T) {
+	big := strings.Repeat("é", 1<<19) // 1 MiB
+	for _, s := range []string{big, big[:100], "short"} {
+		got := truncate(s, maxStepOutput)
+		if len(got) > maxStepOutput || !strings.HasPrefix(s, got) || !utf8.ValidString(got) {
+			t.Fatalf("truncate of %d bytes = %d bytes, not a valid prefix", len(s), len(got))
+		}
+		start, end := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(s)))+uintptr(len(s))
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(got))); p >= start && p < end {
+			t.Fatalf("truncate of %d bytes shares the original's memory", len(s))
 		}
 	}
 }
