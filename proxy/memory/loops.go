@@ -240,7 +240,7 @@ func (c *convSteps) addSteps(seed maphash.Seed, info *wire.Info) (fresh []int) {
 func stepOf(seed maphash.Seed, tr *wire.ToolResult, defined []string) guard.Step {
 	text := tr.Text()
 	return guard.Step{
-		Tool:   tr.Name,
+		Tool:   strings.Clone(tr.Name),
 		Args:   wire.CallArgs(tr.Args),
 		Result: maphash.String(seed, text),
 		Failed: tr.Failed,

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -62,5 +63,24 @@ func TestTruncateCopies(t *testing.T) {
 		if p := uintptr(unsafe.Pointer(unsafe.StringData(got))); p >= start && p < end {
 			t.Fatalf("truncate of %d bytes shares the original's memory", len(s))
 		}
+	}
+}
+
+// A step keeps its own copy of the tool's name too: a format's reader
+// cuts the name from its copy of the whole messages array, which a kept
+// name would keep alive (a megabyte per conversation with a large result).
+func TestStepKeepsNoPartOfTheRequest(t *testing.T) {
+	msgs := `[{"type":"tool_use","name":"read_file"},{"content":"` + strings.Repeat("x", 1<<20) + `"}]`
+	name := msgs[strings.Index(msgs, "read_file"):][:len("read_file")]
+	tr := wire.ToolResult{Key: "call:1", Name: name, Raw: []byte(msgs[len(msgs)-(1<<20)-3:])}
+	st := stepOf(maphash.MakeSeed(), &tr, nil)
+	start := uintptr(unsafe.Pointer(unsafe.StringData(msgs)))
+	for field, s := range map[string]string{"Tool": st.Tool, "Output": st.Output, "Args": st.Args} {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); s != "" && p >= start && p < start+uintptr(len(msgs)) {
+			t.Fatalf("the step's %s shares the request's memory", field)
+		}
+	}
+	if st.Tool != "read_file" {
+		t.Fatalf("Tool = %q", st.Tool)
 	}
 }
