@@ -1,11 +1,14 @@
 package memory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +34,35 @@ const (
 	maxStepOutput = 1 << 10
 )
 
+// maxLoopBytes bounds the bytes of the steps the loop tracker keeps, over
+// every conversation: a conversation's steps take at most about 200 KB
+// (maxSteps steps of maxStepArgs and maxStepOutput), most far less.
+const maxLoopBytes = 64 << 20
+
+// maxStepArgs is the most bytes of a call's arguments a step keeps: longer
+// ones (a file written whole) keep their start and a hash of all of them,
+// so that equal calls still have equal Args (the loop detector compares
+// them) and the STOP block, which quotes 200 characters, loses nothing.
+const maxStepArgs = 2 << 10
+
+// boundArgs returns args as a step keeps them (see maxStepArgs).
+func boundArgs(args string) string {
+	if len(args) <= maxStepArgs {
+		return args
+	}
+	sum := sha256.Sum256([]byte(args))
+	return truncate(args, maxStepArgs-80) + "… (" + strconv.Itoa(len(args)) + " bytes, sha256 " + hex.EncodeToString(sum[:16]) + ")"
+}
+
+// stepOverhead is what a step costs besides its strings' bytes (the step,
+// its key's slot, its map entry), for the byte count of the tracker.
+const stepOverhead = 160
+
+// stepBytes is what st, kept under key, costs the tracker.
+func stepBytes(key string, st *guard.Step) int64 {
+	return int64(stepOverhead + len(key) + len(st.Tool) + len(st.Args) + len(st.Output))
+}
+
 // truncate returns a copy of at most the first n bytes of s, cut on a
 // rune boundary: a copy, because s is often part of a request (a tool
 // result of a megabyte, a body) that a kept slice of it would keep alive.
@@ -45,12 +77,23 @@ func truncate(s string, n int) string {
 }
 
 // loopTracker keeps the steps of the conversations in use, bounded: two
-// generations of at most max conversations.
+// generations of at most max conversations and maxBytes/2 bytes of steps
+// each. A conversation used again moves to the newest generation; when
+// that one is full, the older one is dropped: its conversations, the
+// least recently used, start again from their next request's history.
 type loopTracker struct {
 	seed      maphash.Seed
 	mu        sync.Mutex
 	max       int
-	cur, prev map[convRef]*convSteps
+	maxBytes  int64
+	cur, prev *generation
+}
+
+// generation is one generation of a loopTracker's conversations, and the
+// bytes of their steps.
+type generation struct {
+	convs map[convRef]*convSteps
+	bytes atomic.Int64
 }
 
 // convRef names a conversation of a tenant.
@@ -59,6 +102,8 @@ type convRef struct{ workspace, project, conversation string }
 // convSteps is one conversation's tail of calls.
 type convSteps struct {
 	mu    sync.Mutex
+	bytes int64               // of its steps (stepBytes)
+	gen   *generation         // the generation that holds it
 	keys  []string            // the result key of each step
 	known map[string]struct{} // the keys
 	steps []guard.Step
@@ -135,24 +180,43 @@ func (lt *loopTracker) render(k convRef, l guard.Loop, entries []guard.Entry, bl
 	return entries, c.joined, c.stopBlock
 }
 
-func newLoopTracker(max int) *loopTracker {
-	return &loopTracker{seed: maphash.MakeSeed(), max: max, cur: make(map[convRef]*convSteps)}
+func newLoopTracker(max int, maxBytes int64) *loopTracker {
+	return &loopTracker{seed: maphash.MakeSeed(), max: max, maxBytes: maxBytes,
+		cur: &generation{convs: make(map[convRef]*convSteps)}, prev: &generation{}}
 }
 
+// bytes returns the bytes of steps the tracker holds.
+func (lt *loopTracker) bytes() int64 {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return lt.cur.bytes.Load() + lt.prev.bytes.Load()
+}
+
+// get returns a conversation's steps, adding them to the newest
+// generation. The caller locks them to change them.
 func (lt *loopTracker) get(k convRef) *convSteps {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
-	if c := lt.cur[k]; c != nil {
+	if c := lt.cur.convs[k]; c != nil {
 		return c
 	}
-	c := lt.prev[k]
+	if len(lt.cur.convs) >= lt.max || lt.cur.bytes.Load() >= lt.maxBytes/2 {
+		lt.prev, lt.cur = lt.cur, &generation{convs: make(map[convRef]*convSteps, min(lt.max, 1<<10))}
+	}
+	c := lt.prev.convs[k]
 	if c == nil {
 		c = &convSteps{}
+	} else {
+		delete(lt.prev.convs, k)
 	}
-	if len(lt.cur) >= lt.max {
-		lt.prev, lt.cur = lt.cur, make(map[convRef]*convSteps, lt.max)
+	c.mu.Lock()
+	if c.gen != nil {
+		c.gen.bytes.Add(-c.bytes)
 	}
-	lt.cur[k] = c
+	c.gen = lt.cur
+	c.gen.bytes.Add(c.bytes)
+	c.mu.Unlock()
+	lt.cur.convs[k] = c
 	return c
 }
 
@@ -160,10 +224,10 @@ func (lt *loopTracker) get(k convRef) *convSteps {
 func (lt *loopTracker) find(k convRef) *convSteps {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
-	if c := lt.cur[k]; c != nil {
+	if c := lt.cur.convs[k]; c != nil {
 		return c
 	}
-	return lt.prev[k]
+	return lt.prev.convs[k]
 }
 
 // peek returns the loop last found in a conversation, without adding it.
@@ -241,7 +305,7 @@ func stepOf(seed maphash.Seed, tr *wire.ToolResult, defined []string) guard.Step
 	text := tr.Text()
 	return guard.Step{
 		Tool:   strings.Clone(tr.Name),
-		Args:   wire.CallArgs(tr.Args),
+		Args:   boundArgs(wire.CallArgs(tr.Args)),
 		Result: maphash.String(seed, text),
 		Failed: tr.Failed,
 		// A request that defines no tools says nothing of which exist.
@@ -260,14 +324,20 @@ func (c *convSteps) push(key string, st guard.Step) {
 		// at once.
 		st.Args = c.steps[n-1].Args
 	}
+	delta := stepBytes(key, &st)
 	if len(c.steps) == maxSteps {
 		// The oldest step leaves; append moves the rest to a new
 		// array once in a while.
+		delta -= stepBytes(c.keys[0], &c.steps[0])
 		delete(c.known, c.keys[0])
 		c.steps, c.keys = c.steps[1:], c.keys[1:]
 	}
 	c.steps = append(c.steps, st)
 	c.keys = append(c.keys, key)
+	c.bytes += delta
+	if c.gen != nil {
+		c.gen.bytes.Add(delta)
+	}
 	if c.known == nil {
 		c.known = make(map[string]struct{}, maxSteps)
 	}

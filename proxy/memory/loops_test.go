@@ -84,3 +84,65 @@ func TestStepKeepsNoPartOfTheRequest(t *testing.T) {
 		t.Fatalf("Tool = %q", st.Tool)
 	}
 }
+
+// Long arguments are kept as their start and a hash of all of them:
+// equal calls stay equal, calls that differ past the start differ.
+func TestBoundArgs(t *testing.T) {
+	long := `{"path":"big.txt","content":"` + strings.Repeat("a", 1<<20) + `"}`
+	other := long[:len(long)-3] + `b"}`
+	a, b := boundArgs(long), boundArgs(other)
+	if len(a) > maxStepArgs || !strings.HasPrefix(a, `{"path":"big.txt","content":"aaa`) || a == b || boundArgs(long) != a {
+		t.Fatalf("bounded: %d bytes, %q…; the other %q…", len(a), a[:40], b[len(b)-60:])
+	}
+	if short := `{"cmd":"ls"}`; boundArgs(short) != short {
+		t.Fatalf("short arguments changed: %q", boundArgs(short))
+	}
+}
+
+// The tracker holds at most its byte bound (and one conversation's
+// steps more) whatever the conversations send, drops the least recently
+// used first, and its byte count follows what it holds.
+func TestLoopTrackerBoundedInBytes(t *testing.T) {
+	const maxBytes = 1 << 20
+	lt := newLoopTracker(1<<14, maxBytes)
+	seed := maphash.MakeSeed()
+	out := strings.Repeat("o", 4<<10)
+	add := func(conv string, n int) {
+		c := lt.get(convRef{"w", "p", conv})
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i := range n {
+			tr := wire.ToolResult{Key: fmt.Sprint("call:", conv, i), Name: "write", Raw: []byte(out), Args: []byte(`{"content":"` + out + `"}`)}
+			c.push(tr.Key, stepOf(seed, &tr, nil))
+		}
+	}
+	add("kept", 10)
+	for i := range 200 {
+		add(fmt.Sprint("c", i), 10)
+		add("kept", 1) // used on every turn: never the least recently used
+		if b := lt.bytes(); b > maxBytes+maxSteps*(maxStepArgs+maxStepOutput+stepOverhead+64) {
+			t.Fatalf("after %d conversations the tracker holds %d bytes, bound %d", i+1, b, maxBytes)
+		}
+	}
+	if lt.find(convRef{"w", "p", "c0"}) != nil {
+		t.Fatal("the first conversation, unused since, is still kept")
+	}
+	kept := lt.find(convRef{"w", "p", "kept"})
+	if kept == nil || len(kept.steps) != maxSteps {
+		t.Fatalf("the conversation used on every turn was dropped or lost steps")
+	}
+	var sum int64
+	for _, g := range []*generation{lt.cur, lt.prev} {
+		var gen int64
+		for _, c := range g.convs {
+			gen += c.bytes
+		}
+		if gen != g.bytes.Load() {
+			t.Fatalf("a generation counts %d bytes, its conversations hold %d", g.bytes.Load(), gen)
+		}
+		sum += gen
+	}
+	if sum != lt.bytes() || sum == 0 {
+		t.Fatalf("bytes() = %d, the conversations hold %d", lt.bytes(), sum)
+	}
+}

@@ -239,7 +239,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		index:     recall.NewIndex(),
 		metrics:   newMetrics(reg),
 		seen:      newSeenSet(1 << 17),
-		loops:     newLoopTracker(1 << 14),
+		loops:     newLoopTracker(1<<14, maxLoopBytes),
 		recovered: newRecoveries(),
 		captured:  newCaptureMemo(1 << 14),
 		usage:     newUsageBook(),
@@ -256,6 +256,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	}
 	m.writer = newIncidentWriter(m)
 	registerWriterGauges(reg, m.writer)
+	registerStateGauges(reg, m.loops)
 	m.captures = newCaptureQueue(m)
 	return m, nil
 }

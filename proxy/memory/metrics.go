@@ -66,3 +66,15 @@ func registerWriterGauges(reg prometheus.Registerer, w *incidentWriter) {
 		}, func() float64 { _, n := w.uncommitted(); return float64(n) }),
 	)
 }
+
+// registerStateGauges registers with reg (nil: none) the gauge of the
+// bytes the memory keeps per conversation.
+func registerStateGauges(reg prometheus.Registerer, lt *loopTracker) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "scarproxy_loop_state_bytes",
+		Help: "Bytes of the conversations' latest tool calls kept to detect loops (capped; the least recently used conversations go first).",
+	}, func() float64 { return float64(lt.bytes()) }))
+}
