@@ -131,3 +131,19 @@ func TestQualityHeldOut(t *testing.T) {
 		t.Logf("false recall: %s", m)
 	}
 }
+
+// TestQualityTune reports the tune set's figures at thresholds around the
+// default: the threshold is chosen on this set.
+func TestQualityTune(t *testing.T) {
+	set, ix := loadQualitySet(t, "tune.json")
+	for _, th := range []float64{0.25, 0.3, 0.35, 0.4, 0.45, 0.5} {
+		t.Logf("tune at %.2f: %s", th, runQualitySet(set, ix, th))
+	}
+	f := runQualitySet(set, ix, DefaultMinSimilarity)
+	for _, m := range f.misses {
+		t.Logf("missed: %s", m)
+	}
+	for _, m := range f.falses {
+		t.Logf("false recall: %s", m)
+	}
+}
