@@ -183,6 +183,13 @@ type leadObj struct {
 type lead struct {
 	dir  uint32 // two bits per family (see directionStems)
 	objs []leadObj
+	// verb is the index term of the phrase's first content word, the
+	// action when it names one (kind; see vocab.go).
+	verb string
+	kind uint8
+	// verb2 is the term of a second verb joined to the first ("find and
+	// remove"), or "".
+	verb2 string
 }
 
 // leadScanner reads the head of a text, word by word. The leading phrase
@@ -214,6 +221,8 @@ type leadScanner struct {
 	authorDir uint32 // sides from authoring verbs
 	agentDir  uint32 // sides from agent nouns
 	objs      []leadObj
+	verb      string
+	verb2     string
 }
 
 // stop feeds a stopword, a single letter or another skipped word.
@@ -245,7 +254,7 @@ func (l *leadScanner) nextTail(text string) {
 		return
 	}
 	switch text {
-	case "from":
+	case "from", "off":
 		l.tailRole = leadFrom
 	case "to", "into", "onto", "as":
 		l.tailRole = leadTo
@@ -276,6 +285,11 @@ func (l *leadScanner) content(text, stem, term string) {
 		return
 	}
 	verbSlot := l.words == 0 || l.joinNext
+	if l.words == 0 {
+		l.verb = term
+	} else if verbSlot {
+		l.verb2 = term
+	}
 	l.joinNext = false
 	l.words++
 	if !verbSlot && len(text) > 4 && text[len(text)-2:] == "ed" {
@@ -316,6 +330,7 @@ func (l *leadScanner) result() lead {
 	if l.abstain {
 		return lead{}
 	}
+	verb, kind := l.verb, actionKinds[l.verb]
 	dir := l.verbDir
 	if !l.agent {
 		dir |= l.authorDir
@@ -329,7 +344,21 @@ func (l *leadScanner) result() lead {
 			}
 		}
 	}
-	return lead{dir: dir, objs: l.objs}
+	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2}
+}
+
+// role returns the role of the next content word: leadObject in the
+// leading phrase, leadFrom or leadTo in a "from" or "to" phrase after
+// it, 0 elsewhere.
+func (l *leadScanner) role() uint16 {
+	switch {
+	case l.done:
+		return 0
+	case !l.tail:
+		return leadObject
+	default:
+		return l.tailRole
+	}
 }
 
 // noTerm stands for a query word the workspace does not hold: it counts
