@@ -196,11 +196,11 @@ type searcher struct {
 	verbSet bool
 	kind    uint8
 	tools   []toolUse
-	qtri   []uint32
-	invG   [256]float32 // goal weight / BM25 length norm, by goal length
-	invA   [256]float32 // same for the approach
-	sc     *scratch
-	top    []result // best first, at most k
+	qtri    []uint32
+	invG    [256]float32 // goal weight / BM25 length norm, by goal length
+	invA    [256]float32 // same for the approach
+	sc      *scratch
+	top     []result // best first, at most k
 	// diceLeft counts the trigram similarities still allowed.
 	diceLeft int
 	// exhaustive lifts the effort bounds on trigrams, leaving only exact
