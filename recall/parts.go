@@ -352,6 +352,8 @@ func minus(a, b []uint32) []uint32 {
 
 // Reason says why a solution was recalled: the action and the object its
 // goal shares with the query, in the stored goal's own words (lowercase).
+// The object is the words of the stored goal's leading phrase that the
+// query holds or, when there are none, its other words the query holds.
 type Reason struct {
 	Action string `json:"action,omitempty"`
 	Object string `json:"object,omitempty"`
@@ -369,12 +371,24 @@ func (s *searcher) reason(d *doc) Reason {
 	case d.kind == actSpecific && s.leads(d.verb):
 		action = s.ws.terms[d.verb].word
 	}
+	inQuery := func(id uint32) bool {
+		_, ok := slices.BinarySearchFunc(s.ids, id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) })
+		return ok
+	}
 	for _, dt := range d.terms {
-		if dt.lead&leadObject == 0 {
-			continue
-		}
-		if _, ok := slices.BinarySearchFunc(s.ids, dt.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); ok {
+		if dt.lead&leadObject != 0 && inQuery(dt.id) && s.ws.terms[dt.id].word != action {
 			want[s.ws.terms[dt.id].word] = true
+		}
+	}
+	if len(want) == 0 {
+		// The leading phrases share the action alone ("cache the
+		// results of the pricing function", "memoize the pricing
+		// function"): the object is in the words after it.
+		for _, dt := range d.terms {
+			w := s.ws.terms[dt.id].word
+			if dt.tfG > 0 && inQuery(dt.id) && w != action && actionKinds[w] != actGeneric {
+				want[w] = true
+			}
 		}
 	}
 	if action == "" && len(want) == 0 {

@@ -226,15 +226,17 @@ const maxWholeWord = 16
 // camel case: "JavaScript" is one word, not "java" and "script".
 var wholeWords = map[string]bool{}
 
-// camelCased reports whether a run of word runes has an upper-case letter
-// after a lower-case one: a run splitWords would cut.
+// camelCased reports whether a run of word runes mixes cases past its
+// first rune (PostgreSQL, OTel, SQLite): a run splitWords may cut.
 func camelCased(run []rune) bool {
-	for i := 1; i < len(run); i++ {
-		if unicode.IsUpper(run[i]) && !unicode.IsUpper(run[i-1]) {
-			return true
+	upper, lower := false, false
+	for i, r := range run {
+		if i > 0 && unicode.IsUpper(r) {
+			upper = true
 		}
+		lower = lower || unicode.IsLower(r)
 	}
-	return false
+	return upper && lower
 }
 
 // stemWord reduces a lowercase word to its index form: the snowball English

@@ -96,6 +96,7 @@ var vocabPhrases = [][3]string{
 	{"client", "side", "client"},
 	{"server", "side", "server"},
 	{"full", "text", "fulltext"},
+	{"new", "relic", "newrelic"},
 	{"dark", "mode", "darkmode"},
 	{"dark", "theme", "darkmode"},
 }
@@ -185,7 +186,6 @@ var toolTable = []struct {
 	{"perl", catLanguage, "", "Perl"},
 	{"lua", catLanguage, "", "Lua"},
 	{"dart", catLanguage, "", "Dart"},
-	{"csharp", catLanguage, "", "C#"},
 	{"bash", catLanguage, "", "shell"},
 	{"powershell", catLanguage, "", "PowerShell"},
 	{"react", catFramework, "javascript", "React"},
