@@ -223,6 +223,7 @@ type leadScanner struct {
 	objs      []leadObj
 	verb      string
 	verb2     string
+	light     bool // the verb is a light verb (see lightVerbs)
 }
 
 // stop feeds a stopword, a single letter or another skipped word.
@@ -287,6 +288,7 @@ func (l *leadScanner) content(text, stem, term string) {
 	verbSlot := l.words == 0 || l.joinNext
 	if l.words == 0 {
 		l.verb = term
+		l.light = lightVerbs[text]
 	} else if verbSlot {
 		l.verb2 = term
 	}
@@ -331,6 +333,9 @@ func (l *leadScanner) result() lead {
 		return lead{}
 	}
 	verb, kind := l.verb, actionKinds[l.verb]
+	if l.light {
+		kind = actNone
+	}
 	dir := l.verbDir
 	if !l.agent {
 		dir |= l.authorDir

@@ -21,6 +21,7 @@ func TestTaskParts(t *testing.T) {
 		{"generic naming the action", "Enable gzip compression for HTTP responses", "", "Compress the HTTP responses with gzip", true},
 		{"generic not naming the action", "Add a search box to the orders page", "", "Paginate the orders page", false},
 		{"named action and a participle", "Generate thumbnails for uploaded images", "", "Upload the generated thumbnails to the CDN", false},
+		{"light verb", "Speed up the CI cache for Go modules", "", "make the go module cache in CI faster", true},
 		{"joined verbs", "Find and remove unused imports in the Go project", "", "Remove the unused imports from the Go project", true},
 		// The object.
 		{"utility and its tests", "Write unit tests for the slugify helper", "", "Write a slugify helper", false},

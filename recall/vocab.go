@@ -138,6 +138,14 @@ var specificActions = []string{
 	"rollback", "center", "align", "style", "mock", "index",
 }
 
+// lightVerbs lead no action of their own, whatever their group: "make the
+// build faster" optimises, "get the tests green" fixes. Words as written.
+var lightVerbs = map[string]bool{
+	"make": true, "makes": true, "making": true, "get": true, "gets": true,
+	"getting": true, "let": true, "keep": true, "have": true, "do": true,
+	"turn": true, "bring": true, "take": true, "put": true,
+}
+
 // Categories of tools: a task tied to one tool of a category is another
 // task with another tool of the same category.
 const (
