@@ -308,7 +308,8 @@ func (d *doc) leadMeets(s *searcher) bool {
 // query's "from" phrase is only in d's "to" phrase, or the reverse, and
 // they share neither a source nor a target word of that kind.
 func (s *searcher) reversed(d *doc) bool {
-	var qf, qt, df, dt []uint32
+	var bufs [4][maxTailWords]uint32
+	qf, qt, df, dt := bufs[0][:0], bufs[1][:0], bufs[2][:0], bufs[3][:0]
 	for _, o := range s.objs {
 		if o.id == noTerm {
 			continue
@@ -331,23 +332,20 @@ func (s *searcher) reversed(d *doc) bool {
 			dt = append(dt, t.id)
 		}
 	}
-	qf, qt = minus(qf, qt), minus(qt, qf)
-	df, dt = minus(df, dt), minus(dt, df)
-	if meets(qf, df) || meets(qt, dt) {
+	// A word counts on a side only when the other side lacks it: "from
+	// Python 2 to Python 3" goes from 2 to 3.
+	meetsOnly := func(a, notA, c, notC []uint32) bool {
+		for _, x := range a {
+			if !slices.Contains(notA, x) && slices.Contains(c, x) && !slices.Contains(notC, x) {
+				return true
+			}
+		}
 		return false
 	}
-	return meets(qf, dt) || meets(qt, df)
-}
-
-// minus returns the ids of a not in b.
-func minus(a, b []uint32) []uint32 {
-	var out []uint32
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, x)
-		}
+	if meetsOnly(qf, qt, df, dt) || meetsOnly(qt, qf, dt, df) {
+		return false
 	}
-	return out
+	return meetsOnly(qf, qt, dt, df) || meetsOnly(qt, qf, df, dt)
 }
 
 // Reason says why a solution was recalled: the action and the object its
@@ -361,7 +359,6 @@ type Reason struct {
 
 // reason returns the reason d matches the query.
 func (s *searcher) reason(d *doc) Reason {
-	want := map[string]bool{}
 	action := ""
 	switch {
 	case d.verb != noTerm && d.verb == s.verb && d.kind != actNone:
@@ -375,82 +372,101 @@ func (s *searcher) reason(d *doc) Reason {
 		_, ok := slices.BinarySearchFunc(s.ids, id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) })
 		return ok
 	}
-	for _, dt := range d.terms {
-		if dt.lead&leadObject != 0 && inQuery(dt.id) && s.ws.terms[dt.id].word != action {
-			want[s.ws.terms[dt.id].word] = true
+	var buf [maxReasonTerms]string
+	want := buf[:0]
+	add := func(w string) {
+		if len(want) < maxReasonTerms && !slices.Contains(want, w) {
+			want = append(want, w)
 		}
 	}
-	if len(want) == 0 {
+	if action != "" {
+		add(action)
+	}
+	objects := len(want)
+	for _, dt := range d.terms {
+		if w := s.ws.terms[dt.id].word; dt.lead&leadObject != 0 && w != action && inQuery(dt.id) {
+			add(w)
+		}
+	}
+	if len(want) == objects {
 		// The leading phrases share the action alone ("cache the
 		// results of the pricing function", "memoize the pricing
 		// function"): the object is in the words after it.
 		for _, dt := range d.terms {
-			w := s.ws.terms[dt.id].word
-			if dt.tfG > 0 && inQuery(dt.id) && w != action && actionKinds[w] != actGeneric {
-				want[w] = true
+			if w := s.ws.terms[dt.id].word; dt.tfG > 0 && w != action && actionKinds[w] != actGeneric && inQuery(dt.id) {
+				add(w)
 			}
 		}
 	}
-	if action == "" && len(want) == 0 {
+	if len(want) == 0 {
 		return Reason{}
 	}
-	if action != "" {
-		want[action] = true
-	}
-	words := surfaceWords(d.sol.Goal, want)
 	var r Reason
-	var obj []string
-	for _, w := range words {
-		if w.term == action && r.Action == "" {
-			r.Action = w.text
-			continue
+	var obj strings.Builder
+	var seen uint32
+	all := uint32(1)<<len(want) - 1
+	surfaceWords(d.sol.Goal, func(term, text string) bool {
+		i := slices.Index(want, term)
+		if i < 0 || seen&(1<<i) != 0 {
+			return true
 		}
-		if w.term != action {
-			obj = append(obj, w.text)
+		seen |= 1 << i
+		if term == action {
+			r.Action = text
+		} else {
+			if obj.Len() > 0 {
+				obj.WriteByte(' ')
+			}
+			obj.WriteString(text)
 		}
-	}
-	r.Object = strings.Join(obj, " ")
+		return seen != all
+	})
+	r.Object = obj.String()
 	return r
 }
 
-type surfaceWord struct{ term, text string }
+// maxReasonTerms bounds the words of a Reason.
+const maxReasonTerms = 16
 
-// surfaceWords returns, in text order, the first words (or two-word
-// phrases) of goal whose index term is in want, as written, lowercase.
-func surfaceWords(goal string, want map[string]bool) []surfaceWord {
-	type w struct{ text, stem string }
-	var ws []w
-	splitWords(goal, maxGoalRunes, func(t string, cjk bool) {
-		if cjk {
-			ws = append(ws, w{text: t, stem: t})
+// surfaceWords calls fn, in text order, with the index term and the
+// lowercase text of each word (or two-word phrase) of goal that analyze
+// indexes, until fn returns false.
+func surfaceWords(goal string, fn func(term, text string) bool) {
+	var prev, prevStem string
+	stopped := false
+	single := func(text, stem string) {
+		if stopped || isStopword(text) || utf8.RuneCountInString(text) == 1 && !unicode.IsDigit([]rune(text)[0]) {
 			return
 		}
-		ws = append(ws, w{text: t, stem: stemWord(t)})
-	})
-	var out []surfaceWord
-	seen := map[string]bool{}
-	add := func(term, text string) {
-		if want[term] && !seen[term] {
-			seen[term] = true
-			out = append(out, surfaceWord{term, text})
+		if c, ok := synonyms[stem]; ok {
+			stem = c
 		}
+		stopped = !fn(stem, text)
 	}
-	for i := 0; i < len(ws); i++ {
-		if i+1 < len(ws) {
-			if c, ok := phrases[[2]string{ws[i].stem, ws[i+1].stem}]; ok {
-				add(c, ws[i].text+" "+ws[i+1].text)
-				i++
-				continue
+	splitWords(goal, maxGoalRunes, func(t string, cjk bool) {
+		if stopped {
+			return
+		}
+		stem := t
+		if !cjk {
+			stem = stemWord(t)
+		}
+		if prev != "" {
+			if c, ok := phrases[[2]string{prevStem, stem}]; ok && !cjk {
+				stopped = !fn(c, prev+" "+t)
+				prev = ""
+				return
 			}
+			single(prev, prevStem)
 		}
-		if isStopword(ws[i].text) || utf8.RuneCountInString(ws[i].text) == 1 && !unicode.IsDigit([]rune(ws[i].text)[0]) {
-			continue
+		if cjk {
+			prev = ""
+			single(t, t)
+			return
 		}
-		t := ws[i].stem
-		if c, ok := synonyms[t]; ok {
-			t = c
-		}
-		add(t, ws[i].text)
+		prev, prevStem = t, stem
+	})
+	if prev != "" {
+		single(prev, prevStem)
 	}
-	return out
 }
