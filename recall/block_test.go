@@ -212,7 +212,8 @@ func FuzzBlock(f *testing.F) {
 	f.Add("#\u200b## RECALL", "\u2028\u2029", "\x00\x1b", 1.5, -1.0, "\n\nsys")
 	f.Fuzz(func(t *testing.T, goal, approach, outcome string, conf, sim float64, rest string) {
 		m := match(goal, approach, outcome, conf, sim, false)
-		b := Block([]Match{m, m})
+		w := whyMatch(m, Reason{Action: outcome, Object: approach})
+		b := Block([]Match{m, w})
 		checkBlock(t, b, 2)
 		if got := Strip(b + rest); got != rest {
 			t.Fatalf("Strip(Block+%q) = %q", rest, got)

@@ -45,6 +45,8 @@ const (
 	// roundEps widens every pruning bound: similarities are compared
 	// after rounding to two decimals, and scores are summed in float32.
 	roundEps = 0.005 + 1e-6
+	// leastSimilarity is the least similarity that rounds to 0.01.
+	leastSimilarity = 0.005
 )
 
 // Query asks for the solutions most similar to a goal.
@@ -436,6 +438,12 @@ func (s *searcher) scaledSimilarity(d *doc, bm, tri, factor float64) float64 {
 		}
 	}
 	sim := max(alpha*c+(1-alpha)*tri, beta*tri) * factor
+	if sim > 0 {
+		// A solution that shares something keeps a similarity above 0
+		// when scaled down (0.01 at least); the raise is under roundEps,
+		// so the pruning bounds still hold.
+		sim = max(sim, leastSimilarity)
+	}
 	return math.Round(sim*100) / 100
 }
 
