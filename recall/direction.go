@@ -224,6 +224,10 @@ type leadScanner struct {
 	verb      string
 	verb2     string
 	light     bool // the verb is a light verb (see lightVerbs)
+	// substitute: the verb puts one thing in place of another ("replace
+	// moment with date-fns"): its object is the source, a "with", "by"
+	// or "for" phrase the target.
+	substitute bool
 }
 
 // stop feeds a stopword, a single letter or another skipped word.
@@ -259,6 +263,11 @@ func (l *leadScanner) nextTail(text string) {
 		l.tailRole = leadFrom
 	case "to", "into", "onto", "as":
 		l.tailRole = leadTo
+	case "with", "by", "for":
+		l.tailRole = 0
+		if l.substitute {
+			l.tailRole = leadTo
+		}
 	default:
 		l.tailRole = 0
 	}
@@ -289,6 +298,7 @@ func (l *leadScanner) content(text, stem, term string) {
 	if l.words == 0 {
 		l.verb = term
 		l.light = lightVerbs[text]
+		l.substitute = substitutionVerbs[text]
 	} else if verbSlot {
 		l.verb2 = term
 	}
@@ -308,7 +318,11 @@ func (l *leadScanner) content(text, stem, term string) {
 		l.verbDir |= dir
 	}
 	if !verbSlot {
-		l.objs = append(l.objs, leadObj{term: term, flags: leadObject | families(dir)})
+		flags := leadObject | families(dir)
+		if l.substitute {
+			flags |= leadFrom
+		}
+		l.objs = append(l.objs, leadObj{term: term, flags: flags})
 	}
 	if l.words == maxLeadWords {
 		l.tail = true
@@ -334,7 +348,7 @@ func (l *leadScanner) result() lead {
 	}
 	verb, kind := l.verb, actionKinds[l.verb]
 	if l.light {
-		kind = actNone
+		verb, kind = "", actNone // "make" says nothing of the task, not even as a word of it
 	}
 	dir := l.verbDir
 	if !l.agent {

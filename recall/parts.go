@@ -24,7 +24,9 @@ import (
 //     one, and the words it acts on) shares a word with the other goal;
 //   - the source and the target: the words of a "from" phrase that are not
 //     in the "to" phrase, and the reverse, are not swapped between the goals
-//     ("from Python 2 to Python 3" against "from 3 to 2");
+//     ("from Python 2 to Python 3" against "from 3 to 2"); after "replace"
+//     or "swap" the object is the source and a "with", "by" or "for"
+//     phrase the target;
 //   - the tools: in each category of toolTable (language, framework,
 //     database, CI service...), the tools the two goals name are not
 //     disjoint, and a tool a goal names as its source or target is named by

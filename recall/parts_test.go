@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/scarproxy/scarproxy/store"
@@ -31,6 +32,9 @@ func TestTaskParts(t *testing.T) {
 		{"reversed migration", "Migrate the frontend build from Webpack to Vite", "", "Migrate the frontend build from Vite to Webpack", false},
 		{"same migration told backwards", "Convert the Flask app from Python 2 to Python 3", "", "Port the Flask application to Python 3 from Python 2", true},
 		{"reversed versions", "Upgrade the service from Node 18 to Node 20", "", "Move the service from Node 20 to Node 18", false},
+		{"substitution reversed", "Replace Jest with Vitest in the frontend tests", "", "Replace Vitest with Jest in the frontend tests", false},
+		{"substitution told as a migration", "Replace Jest with Vitest in the frontend tests", "", "Migrate the frontend tests from Jest to Vitest", true},
+		{"swap for", "Swap the requests library for httpx", "", "Swap httpx for the requests library", false},
 		// Tools.
 		{"other language", "Write a Go CLI to bulk-resize images", "", "Write a Python CLI to bulk-resize images", false},
 		{"same language, other words", "Write a Go CLI to bulk-resize images", "", "Build a command-line tool in golang that resizes images in bulk", true},
@@ -63,6 +67,39 @@ func TestTaskParts(t *testing.T) {
 				t.Fatalf("recalled = %v (%s), want %v", recalled, describe(all), tc.fit)
 			}
 		})
+	}
+}
+
+// TestLeadVerb checks the verb read from a goal's head: a light verb gives
+// none, a substitution makes its object the source.
+func TestLeadVerb(t *testing.T) {
+	tests := []struct {
+		goal, verb string
+		kind       uint8
+		from, to   []string // terms with leadFrom, leadTo
+	}{
+		{"Make the docs build faster", "", actNone, nil, nil},
+		{"Getting the tests green again", "", actNone, nil, nil},
+		{"Write a CSV parser", canonical("write"), actGeneric, nil, nil},
+		{"Restore the database from the backup", canonical("restore"), actSpecific, []string{canonical("backup")}, nil},
+		{"Replace moment with date-fns", canonical("convert"), actSpecific, []string{"moment"}, []string{"date", "fns"}},
+		{"Swap requests for httpx", canonical("convert"), actSpecific, []string{canonical("requests")}, []string{"httpx"}},
+		{"Migrate from MySQL to Postgres", canonical("convert"), actSpecific, []string{"mysql"}, []string{"postgresql"}},
+	}
+	for _, tc := range tests {
+		ld := analyze(tc.goal, maxGoalRunes).lead
+		var from, to []string
+		for _, o := range ld.objs {
+			if o.flags&leadFrom != 0 {
+				from = append(from, o.term)
+			}
+			if o.flags&leadTo != 0 {
+				to = append(to, o.term)
+			}
+		}
+		if ld.verb != tc.verb || ld.kind != tc.kind || !slices.Equal(from, tc.from) || !slices.Equal(to, tc.to) {
+			t.Errorf("%q: verb %q kind %d from %v to %v, want %q %d %v %v", tc.goal, ld.verb, ld.kind, from, to, tc.verb, tc.kind, tc.from, tc.to)
+		}
 	}
 }
 

@@ -161,3 +161,25 @@ func TestQualityTune(t *testing.T) {
 		t.Logf("false recall: %s", m)
 	}
 }
+
+// TestQualityIssueTitles reports the second held-out set, made of issue
+// and pull request titles of other repositories, and checks that at least
+// half of its reworded tasks are found. It does not meet the false-recall
+// bar yet (see BENCHMARKS.md: a cache in a tool the vocabulary does not
+// know, a title that shares "endpoint" and names no action), and two rules
+// were changed after its first measurement (substitutions; a light verb's
+// own word): it is held out from the vocabulary, no longer from those.
+func TestQualityIssueTitles(t *testing.T) {
+	set, ix := loadQualitySet(t, "heldout-issues.json")
+	f := runQualitySet(set, ix, DefaultMinSimilarity)
+	t.Logf("issue titles at %.2f: %s", DefaultMinSimilarity, f)
+	for _, m := range f.misses {
+		t.Logf("missed: %s", m)
+	}
+	for _, m := range f.falses {
+		t.Logf("false recall: %s", m)
+	}
+	if f.found*2 < f.reworded {
+		t.Errorf("fewer than half of the reworded tasks found: %s", f)
+	}
+}

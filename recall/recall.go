@@ -76,7 +76,8 @@
 // multiplied by 0.3 as well: another named action (backup for restore),
 // a leading phrase that shares no word with the other goal (the utility
 // for its tests), a source and a target swapped (from MySQL to PostgreSQL
-// and back), or another tool of one category (a Python CLI for a Rust
+// and back, "replace moment with date-fns" and the reverse), or another
+// tool of one category (a Python CLI for a Rust
 // one, Elasticsearch for PostgreSQL, a server for a client). parts.go
 // states the rules. A match says why it was recalled ([Match.Why]): the
 // action and the object the goals share.
@@ -84,7 +85,7 @@
 // Similarities are rounded to two decimals; among equal ones verified
 // solutions win, then higher confidence, then the most recently updated.
 // The default threshold, 0.35, was calibrated on the tune set of
-// testdata/quality (at 0.30 one more false recall, at 0.40 one reworded
+// testdata/quality (at 0.30 three more false recalls, at 0.40 one reworded
 // task fewer) and is checked on its
 // held-out set, never tuned on (quality_test.go; BENCHMARKS.md gives the
 // figures).

@@ -64,7 +64,7 @@ var synonymGroups = [][]string{
 	{"database", "db"},
 	{"repository", "repo"},
 	{"authentication", "authenticate", "auth", "login", "signin", "logon", "sso", "oauth"},
-	{"convert", "conversion", "transform", "transformation", "migrate", "migration", "porting"},
+	{"convert", "conversion", "transform", "transformation", "migrate", "migration", "porting", "replace", "replacement", "swap"},
 	{"documentation", "docs", "doc"},
 	{"dependency", "dependencies", "deps", "dep"},
 	{"library", "libraries", "lib"},

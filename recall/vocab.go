@@ -146,6 +146,14 @@ var lightVerbs = map[string]bool{
 	"turn": true, "bring": true, "take": true, "put": true,
 }
 
+// substitutionVerbs put one thing in place of another, the object first:
+// "replace moment with date-fns", "swap requests for httpx" go from the
+// object to the "with", "by" or "for" phrase. Words as written.
+var substitutionVerbs = map[string]bool{
+	"replace": true, "replaces": true, "replacing": true, "swap": true,
+	"swaps": true, "swapping": true,
+}
+
 // Categories of tools: a task tied to one tool of a category is another
 // task with another tool of the same category.
 const (
