@@ -18,8 +18,9 @@ import (
 //     specificActions, after synonyms) are different tasks; a goal led by a
 //     named action matches a goal that makes something (add, write, set
 //     up...) only when that goal's leading phrase names the action ("enable
-//     gzip compression" for "compress the responses with gzip"). Opposite
-//     directions are direction.go's;
+//     gzip compression" for "compress the responses with gzip"); a light
+//     verb ("make the build faster") names none. Opposite directions are
+//     direction.go's;
 //   - the object: each goal's leading phrase (its action when it names
 //     one, and the words it acts on) shares a word with the other goal;
 //   - the source and the target: the words of a "from" phrase that are not

@@ -90,8 +90,10 @@ type Match struct {
 // query's score against itself), or, when the query covers a larger share
 // g of the stored goal than the solution covers of the query, the harmonic
 // mean 2qg/(q+g). A solution whose main action is the opposite of the
-// goal's (export for import, a writer for a parser) scores 0.3 of that.
-// See the package documentation.
+// goal's (export for import, a writer for a parser), or whose task parts
+// do not fit the goal's (another action, object, direction or tool; see
+// parts.go), scores 0.3 of that. Each match says why it was recalled
+// (Match.Why). See the package documentation.
 //
 // Pruning never changes the results, but the trigram part is bounded: it
 // is computed for at most 32 candidates per result asked (those with the
