@@ -30,7 +30,9 @@ var forbidden = []string{"### end recall", "### recall", "### !!!"}
 
 // Block renders matches as the recall block injected into the system
 // message, or "" when there are none. With several matches the block holds
-// each match's five lines, separated by a blank line. The block ends with a
+// each match's lines, separated by a blank line: five, or six when the
+// match says why it was recalled (a "Why:" line after "Similarity:", naming
+// the action and the object the goals share; see [Reason]). The block ends with a
 // newline and one blank line, so a caller prepends it to the system message
 // as is; [Strip] removes both.
 //
@@ -51,6 +53,10 @@ func Block(matches []Match) string {
 		}
 		b.WriteString("Similarity: ")
 		b.WriteString(percent(m.Similarity))
+		if w := why(m.Why); w != "" {
+			b.WriteString("\nWhy: ")
+			b.WriteString(w)
+		}
 		b.WriteString("\nPrior Goal: ")
 		b.WriteString(sanitize(m.Solution.Goal, maxBlockGoal))
 		b.WriteString("\nHow it was solved: ")
@@ -66,6 +72,23 @@ func Block(matches []Match) string {
 	b.WriteString(BlockEnd)
 	b.WriteString("\n\n")
 	return b.String()
+}
+
+// Cap, in runes, of each part of a Why line.
+const maxBlockWhy = 80
+
+// why renders a match's reason for its "Why:" line: `same action "x",
+// same object "y z"`, or "" when it has neither. The words are the stored
+// goal's, sanitised and quoted.
+func why(r Reason) string {
+	var parts []string
+	if a := sanitize(r.Action, maxBlockWhy); a != "" {
+		parts = append(parts, `same action "`+strings.ReplaceAll(a, `"`, "")+`"`)
+	}
+	if o := sanitize(r.Object, maxBlockWhy); o != "" {
+		parts = append(parts, `same object "`+strings.ReplaceAll(o, `"`, "")+`"`)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // percent renders a fraction in [0,1] as a whole percentage; values outside

@@ -183,6 +183,13 @@ type leadObj struct {
 type lead struct {
 	dir  uint32 // two bits per family (see directionStems)
 	objs []leadObj
+	// verb is the index term of the phrase's first content word, the
+	// action when it names one (kind; see vocab.go).
+	verb string
+	kind uint8
+	// verb2 is the term of a second verb joined to the first ("find and
+	// remove"), or "".
+	verb2 string
 }
 
 // leadScanner reads the head of a text, word by word. The leading phrase
@@ -214,6 +221,13 @@ type leadScanner struct {
 	authorDir uint32 // sides from authoring verbs
 	agentDir  uint32 // sides from agent nouns
 	objs      []leadObj
+	verb      string
+	verb2     string
+	light     bool // the verb is a light verb (see lightVerbs)
+	// substitute: the verb puts one thing in place of another ("replace
+	// moment with date-fns"): its object is the source, a "with", "by"
+	// or "for" phrase the target.
+	substitute bool
 }
 
 // stop feeds a stopword, a single letter or another skipped word.
@@ -245,10 +259,15 @@ func (l *leadScanner) nextTail(text string) {
 		return
 	}
 	switch text {
-	case "from":
+	case "from", "off":
 		l.tailRole = leadFrom
 	case "to", "into", "onto", "as":
 		l.tailRole = leadTo
+	case "with", "by", "for":
+		l.tailRole = 0
+		if l.substitute {
+			l.tailRole = leadTo
+		}
 	default:
 		l.tailRole = 0
 	}
@@ -276,6 +295,13 @@ func (l *leadScanner) content(text, stem, term string) {
 		return
 	}
 	verbSlot := l.words == 0 || l.joinNext
+	if l.words == 0 {
+		l.verb = term
+		l.light = lightVerbs[text]
+		l.substitute = substitutionVerbs[text]
+	} else if verbSlot {
+		l.verb2 = term
+	}
 	l.joinNext = false
 	l.words++
 	if !verbSlot && len(text) > 4 && text[len(text)-2:] == "ed" {
@@ -292,7 +318,11 @@ func (l *leadScanner) content(text, stem, term string) {
 		l.verbDir |= dir
 	}
 	if !verbSlot {
-		l.objs = append(l.objs, leadObj{term: term, flags: leadObject | families(dir)})
+		flags := leadObject | families(dir)
+		if l.substitute {
+			flags |= leadFrom
+		}
+		l.objs = append(l.objs, leadObj{term: term, flags: flags})
 	}
 	if l.words == maxLeadWords {
 		l.tail = true
@@ -316,6 +346,10 @@ func (l *leadScanner) result() lead {
 	if l.abstain {
 		return lead{}
 	}
+	verb, kind := l.verb, actionKinds[l.verb]
+	if l.light {
+		verb, kind = "", actNone // "make" says nothing of the task, not even as a word of it
+	}
 	dir := l.verbDir
 	if !l.agent {
 		dir |= l.authorDir
@@ -329,7 +363,21 @@ func (l *leadScanner) result() lead {
 			}
 		}
 	}
-	return lead{dir: dir, objs: l.objs}
+	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2}
+}
+
+// role returns the role of the next content word: leadObject in the
+// leading phrase, leadFrom or leadTo in a "from" or "to" phrase after
+// it, 0 elsewhere.
+func (l *leadScanner) role() uint16 {
+	switch {
+	case l.done:
+		return 0
+	case !l.tail:
+		return leadObject
+	default:
+		return l.tailRole
+	}
 }
 
 // noTerm stands for a query word the workspace does not hold: it counts

@@ -58,6 +58,10 @@ type doc struct {
 	tris   []docTri  // sorted by h
 	lg, la int32     // goal and approach lengths, in terms
 	dir    uint32    // the goal's main action (see lead)
+	verb   uint32    // term of the goal's first word (see lead.verb), noTerm if none
+	verb2  uint32    // term of a verb joined to it (lead.verb2), noTerm if none
+	kind   uint8     // what verb is: actNone, actGeneric, actSpecific
+	tools  []toolUse // tools the goal and the approach name (see parts.go)
 }
 
 type term struct {
@@ -133,7 +137,7 @@ func (ix *Index) Put(s store.Solution) {
 	if slot, ok := ws.byID[s.ID]; ok {
 		ws.remove(slot)
 	}
-	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead.dir)
+	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead, docTools(g.tools, a.tools))
 }
 
 // Delete removes the solution with the given ID from the workspace's index.
@@ -221,7 +225,7 @@ func clampU8[N int | int32](n N) uint8 {
 }
 
 // add indexes one solution. The caller holds ws.mu.
-func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris []uint32, dir uint32) {
+func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris []uint32, ld lead, tools []toolUse) {
 	var slot uint32
 	if n := len(ws.freeSlots); n > 0 {
 		slot = ws.freeSlots[n-1]
@@ -231,7 +235,7 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		ws.docs = append(ws.docs, nil)
 	}
 	lg, la = min(lg, math.MaxInt32), min(la, math.MaxInt32)
-	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: dir}
+	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools}
 	for _, c := range counts {
 		id := ws.termID(c.word)
 		t := &ws.terms[id]
@@ -239,6 +243,12 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		t.post = append(t.post, posting{slot: slot, tfG: c.tfG, tfA: c.tfA, lg: clampU8(lg), la: clampU8(la)})
 	}
 	slices.SortFunc(d.terms, func(a, b docTerm) int { return cmp.Compare(a.id, b.id) })
+	if id, ok := ws.dict[ld.verb]; ok && ld.verb != "" {
+		d.verb = id
+	}
+	if id, ok := ws.dict[ld.verb2]; ok && ld.verb2 != "" {
+		d.verb2 = id
+	}
 	for _, h := range tris {
 		p := ws.tri[h]
 		d.tris = append(d.tris, docTri{h: h, pos: uint32(len(p))})

@@ -45,6 +45,8 @@ const (
 	// roundEps widens every pruning bound: similarities are compared
 	// after rounding to two decimals, and scores are summed in float32.
 	roundEps = 0.005 + 1e-6
+	// leastSimilarity is the least similarity that rounds to 0.01.
+	leastSimilarity = 0.005
 )
 
 // Query asks for the solutions most similar to a goal.
@@ -70,6 +72,10 @@ type Match struct {
 	// Similarity is in [0,1], rounded to two decimals, and means the same
 	// thing across queries.
 	Similarity float64 `json:"similarity"`
+	// Why is the action and the object the solution's goal shares with
+	// the query; empty when it shares neither (a match on the approach or
+	// on spelling alone).
+	Why Reason `json:"why,omitzero"`
 }
 
 // Search returns the solutions of q.Workspace most similar to q.Goal, best
@@ -84,8 +90,10 @@ type Match struct {
 // query's score against itself), or, when the query covers a larger share
 // g of the stored goal than the solution covers of the query, the harmonic
 // mean 2qg/(q+g). A solution whose main action is the opposite of the
-// goal's (export for import, a writer for a parser) scores 0.3 of that.
-// See the package documentation.
+// goal's (export for import, a writer for a parser), or whose task parts
+// do not fit the goal's (another action, object, direction or tool; see
+// parts.go), scores 0.3 of that. Each match says why it was recalled
+// (Match.Why). See the package documentation.
 //
 // Pruning never changes the results, but the trigram part is bounded: it
 // is computed for at most 32 candidates per result asked (those with the
@@ -184,11 +192,19 @@ type searcher struct {
 	n      float64   // solutions in the workspace
 	dir    uint32    // the query's main action
 	objs   []qobj
-	qtri   []uint32
-	invG   [256]float32 // goal weight / BM25 length norm, by goal length
-	invA   [256]float32 // same for the approach
-	sc     *scratch
-	top    []result // best first, at most k
+	// verb is the term of the query's first word (noTerm when the
+	// workspace does not hold it), verbSet whether there is one, kind
+	// what it is (see vocab.go); tools the tools the query names.
+	verb    uint32
+	verb2   uint32
+	verbSet bool
+	kind    uint8
+	tools   []toolUse
+	qtri    []uint32
+	invG    [256]float32 // goal weight / BM25 length norm, by goal length
+	invA    [256]float32 // same for the approach
+	sc      *scratch
+	top     []result // best first, at most k
 	// diceLeft counts the trigram similarities still allowed.
 	diceLeft int
 	// exhaustive lifts the effort bounds on trigrams, leaving only exact
@@ -239,7 +255,14 @@ func (ix *Index) prepare(q Query) *searcher {
 		ws.mu.RUnlock()
 		return nil
 	}
-	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir}
+	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir,
+		verb: noTerm, verb2: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools}
+	if id, ok := ws.dict[a.lead.verb]; ok && s.verbSet {
+		s.verb = id
+	}
+	if id, ok := ws.dict[a.lead.verb2]; ok && a.lead.verb2 != "" {
+		s.verb2 = id
+	}
 	avgG := max(float64(ws.sumG)/float64(ws.n), 1)
 	avgA := max(float64(ws.sumA)/float64(ws.n), 1)
 	for l := range s.invG {
@@ -312,7 +335,8 @@ func (s *searcher) run() {
 func (s *searcher) matches() []Match {
 	out := make([]Match, len(s.top))
 	for i, r := range s.top {
-		out[i] = Match{Solution: s.ws.docs[r.slot].sol, Similarity: r.sim}
+		d := s.ws.docs[r.slot]
+		out[i] = Match{Solution: d.sol, Similarity: r.sim, Why: s.reason(d)}
 	}
 	return out
 }
@@ -391,15 +415,36 @@ func (s *searcher) docCoverage(d *doc) float64 {
 // the larger, blended with tri; scaled by oppositeFactor when d's main
 // action is the opposite of the query's.
 func (s *searcher) similarity(d *doc, bm, tri float64) float64 {
+	return s.scaledSimilarity(d, bm, tri, s.factor(d))
+}
+
+// factor is what d's similarity is scaled by: oppositeFactor when its main
+// action is the opposite of the query's, mismatchFactor when its task
+// parts do not fit the query's (see parts.go), else 1.
+func (s *searcher) factor(d *doc) float64 {
+	switch {
+	case s.opposes(d):
+		return oppositeFactor
+	case !s.fits(d):
+		return mismatchFactor
+	}
+	return 1
+}
+
+// scaledSimilarity is similarity with d's factor already known.
+func (s *searcher) scaledSimilarity(d *doc, bm, tri, factor float64) float64 {
 	c := s.queryCoverage(bm)
 	if c > 0 {
 		if g := s.docCoverage(d); g > c {
 			c = 2 * c * g / (c + g)
 		}
 	}
-	sim := max(alpha*c+(1-alpha)*tri, beta*tri)
-	if s.opposes(d) {
-		sim *= oppositeFactor
+	sim := max(alpha*c+(1-alpha)*tri, beta*tri) * factor
+	if sim > 0 {
+		// A solution that shares something keeps a similarity above 0
+		// when scaled down (0.01 at least); the raise is under roundEps,
+		// so the pruning bounds still hold.
+		sim = max(sim, leastSimilarity)
 	}
 	return math.Round(sim*100) / 100
 }
@@ -629,6 +674,13 @@ func (s *searcher) evaluate(slot uint32, done int) {
 	if s.bound(float64(bm), triUB) < s.threshold()-roundEps {
 		return
 	}
+	// A solution whose task does not fit the query's is scaled down: it
+	// is dropped here, before it spends the trigram budget, when scaling
+	// puts it below the threshold.
+	f := s.factor(d)
+	if f < 1 && s.bound(float64(bm), triUB)*f < s.threshold()-roundEps {
+		return
+	}
 	tri := 0.0
 	if triUB > 0 {
 		if s.diceLeft <= 0 && !s.exhaustive {
@@ -637,10 +689,10 @@ func (s *searcher) evaluate(slot uint32, done int) {
 		s.diceLeft--
 		tri = 2 * float64(intersectTris(s.qtri, d.tris)) / float64(len(s.qtri)+len(d.tris))
 	}
-	if bm <= 0 && tri <= 0 || s.bound(float64(bm), tri) < s.threshold()-roundEps {
+	if bm <= 0 && tri <= 0 || s.bound(float64(bm), tri)*f < s.threshold()-roundEps {
 		return
 	}
-	sim := s.similarity(d, float64(bm), tri)
+	sim := s.scaledSimilarity(d, float64(bm), tri, f)
 	if sim < s.min-1e-9 {
 		return
 	}

@@ -32,7 +32,7 @@ var extraStopwords = map[string]bool{
 	"trying": true, "able": true, "new": true, "properly": true,
 	"correctly": true, "currently": true, "using": true, "use": true,
 	"may": true, "might": true, "must": true, "shall": true, "one": true,
-	"us": true, "lot": true, "bit": true,
+	"us": true, "lot": true, "bit": true, "onto": true,
 }
 
 func isStopword(w string) bool {
@@ -55,7 +55,7 @@ var synonymGroups = [][]string{
 	{"directory", "directories", "folder", "dir"},
 	{"run", "execute", "execution", "launch", "invoke", "exec"},
 	{"update", "modify", "modification", "change", "edit", "alter", "tweak"},
-	{"read", "load"},
+	{"read", "load", "import", "ingest"},
 	{"write", "save", "persist", "dump"},
 	{"find", "search", "locate", "lookup", "grep"},
 	{"list", "enumerate", "ls"},
@@ -63,8 +63,8 @@ var synonymGroups = [][]string{
 	{"copy", "duplicate", "clone", "cp"},
 	{"database", "db"},
 	{"repository", "repo"},
-	{"authentication", "authenticate", "auth", "login", "signin", "logon"},
-	{"convert", "conversion", "transform", "transformation"},
+	{"authentication", "authenticate", "auth", "login", "signin", "logon", "sso", "oauth"},
+	{"convert", "conversion", "transform", "transformation", "migrate", "migration", "porting", "replace", "replacement", "swap"},
 	{"documentation", "docs", "doc"},
 	{"dependency", "dependencies", "deps", "dep"},
 	{"library", "libraries", "lib"},
@@ -81,7 +81,7 @@ var synonymGroups = [][]string{
 	{"response", "resp", "reply"},
 	{"request", "req"},
 	{"kubernetes", "k8s"},
-	{"javascript", "js"},
+	{"javascript", "js", "node", "nodejs"},
 	{"typescript", "ts"},
 	{"python", "py"},
 	{"parse", "parser", "parsing"},
@@ -131,13 +131,13 @@ var (
 )
 
 func init() {
-	for _, g := range synonymGroups {
+	for _, g := range append(synonymGroups[:len(synonymGroups):len(synonymGroups)], vocabGroups...) {
 		canon := stemWord(g[0])
 		for _, w := range g {
 			synonyms[stemWord(w)] = canon
 		}
 	}
-	for _, p := range synonymPhrases {
+	for _, p := range append(synonymPhrases[:len(synonymPhrases):len(synonymPhrases)], vocabPhrases...) {
 		canon := stemWord(p[2])
 		if c, ok := synonyms[canon]; ok {
 			canon = c
@@ -151,6 +151,7 @@ func init() {
 		}
 		commonTerms[t] = true
 	}
+	initVocab()
 }
 
 // isCJK reports whether r belongs to a script written without spaces
@@ -181,6 +182,11 @@ func splitWords(text string, maxRunes int, fn func(w string, cjk bool)) {
 		fn(b.String(), isCJK(rs[0]))
 	}
 	flush := func() {
+		if len(run) > 2 && len(run) <= maxWholeWord && camelCased(run) && wholeWords[strings.ToLower(string(run))] {
+			emit(run) // a name of the vocabulary: PostgreSQL, GitHub, JavaScript
+			run = run[:0]
+			return
+		}
 		start := 0
 		for i := 1; i < len(run); i++ {
 			prev, cur := run[i-1], run[i]
@@ -209,6 +215,28 @@ func splitWords(text string, maxRunes int, fn func(w string, cjk bool)) {
 		flush()
 	}
 	flush()
+}
+
+// maxWholeWord is the longest word of the vocabulary kept whole when
+// written in camel case.
+const maxWholeWord = 16
+
+// wholeWords are the words of the vocabulary (vocab.go, the synonym
+// groups, the tools) that splitWords keeps whole when they are written in
+// camel case: "JavaScript" is one word, not "java" and "script".
+var wholeWords = map[string]bool{}
+
+// camelCased reports whether a run of word runes mixes cases past its
+// first rune (PostgreSQL, OTel, SQLite): a run splitWords may cut.
+func camelCased(run []rune) bool {
+	upper, lower := false, false
+	for i, r := range run {
+		if i > 0 && unicode.IsUpper(r) {
+			upper = true
+		}
+		lower = lower || unicode.IsLower(r)
+	}
+	return upper && lower
 }
 
 // stemWord reduces a lowercase word to its index form: the snowball English
@@ -285,6 +313,7 @@ type analyzed struct {
 	terms []string // index terms in text order, repeats kept
 	norm  string   // lowercase content words joined by spaces (goal only)
 	lead  lead     // the main action (goal only)
+	tools []toolUse
 }
 
 // analyze tokenises text into index terms: words are split, lowercased,
@@ -330,6 +359,7 @@ func analyze(text string, maxRunes int) analyzed {
 				addNorm(w.text)
 				addNorm(ws[i+1].text)
 				a.terms = append(a.terms, c)
+				a.addTool(c, ls.role())
 				ls.content(c, c, c)
 				i++
 				continue
@@ -345,10 +375,12 @@ func analyze(text string, maxRunes int) analyzed {
 			term = c
 		}
 		a.terms = append(a.terms, term)
+		a.addTool(term, ls.role())
 		ls.content(w.text, w.stem, term)
 	}
 	a.norm = norm.String()
 	a.lead = ls.result()
+	a.implyLanguage()
 	return a
 }
 

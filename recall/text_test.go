@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"github.com/scarproxy/scarproxy/store"
 	"slices"
 	"strings"
 	"testing"
@@ -128,6 +129,19 @@ func FuzzTokenize(f *testing.F) {
 		for _, m := range ix.Search(Query{Workspace: "w", Goal: s, K: 5}) {
 			if m.Similarity <= 0 || m.Similarity > 1 {
 				t.Fatalf("similarity %v for %q", m.Similarity, s)
+			}
+		}
+		// The text as a stored goal: a match's reason is made of its words.
+		own := NewIndex()
+		own.Put(store.Solution{ID: "f", Workspace: "w", Goal: s})
+		low := strings.ToLower(s)
+		for _, q := range []string{s, "Write a CSV parser", "migrate the users from MySQL to PostgreSQL"} {
+			for _, m := range own.Search(Query{Workspace: "w", Goal: q, K: 1}) {
+				for _, w := range strings.Fields(m.Why.Action + " " + m.Why.Object) {
+					if !utf8.ValidString(w) || !strings.Contains(low, w) {
+						t.Fatalf("reason word %q of %+v is not in the goal %q", w, m.Why, s)
+					}
+				}
 			}
 		}
 	})

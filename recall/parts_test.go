@@ -1,0 +1,135 @@
+package recall
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// TestTaskParts checks each rule of parts.go on a pair of goals, in a
+// workspace holding the stored goal alone: fit says whether the parts are
+// compatible, and a pair that fits is recalled at the default threshold
+// while one that does not is not.
+func TestTaskParts(t *testing.T) {
+	tests := []struct {
+		name, stored, approach, query string
+		fit                           bool
+	}{
+		// The action.
+		{"same named action", "Restore the MongoDB database from the nightly dump", "", "Restore the Mongo DB from last night's dump", true},
+		{"other named action", "Back up the MongoDB database every night", "", "Restore the MongoDB database from the nightly backup", false},
+		{"generic naming the action", "Enable gzip compression for HTTP responses", "", "Compress the HTTP responses with gzip", true},
+		{"generic not naming the action", "Add a search box to the orders page", "", "Paginate the orders page", false},
+		{"named action and a participle", "Generate thumbnails for uploaded images", "", "Upload the generated thumbnails to the CDN", false},
+		{"light verb", "Speed up the CI cache for Go modules", "", "make the go module cache in CI faster", true},
+		{"joined verbs", "Find and remove unused imports in the Go project", "", "Remove the unused imports from the Go project", true},
+		// The object.
+		{"utility and its tests", "Write unit tests for the slugify helper", "", "Write a slugify helper", false},
+		{"tests and the utility", "Write a slugify helper", "", "Write unit tests for the slugify helper", false},
+		{"a linter and a Makefile", "Build a custom ESLint rule that bans console.log", "", "Build a Makefile that runs the tests", false},
+		// Source and target.
+		{"reversed migration", "Migrate the frontend build from Webpack to Vite", "", "Migrate the frontend build from Vite to Webpack", false},
+		{"same migration told backwards", "Convert the Flask app from Python 2 to Python 3", "", "Port the Flask application to Python 3 from Python 2", true},
+		{"reversed versions", "Upgrade the service from Node 18 to Node 20", "", "Move the service from Node 20 to Node 18", false},
+		{"substitution reversed", "Replace Jest with Vitest in the frontend tests", "", "Replace Vitest with Jest in the frontend tests", false},
+		{"substitution told as a migration", "Replace Jest with Vitest in the frontend tests", "", "Migrate the frontend tests from Jest to Vitest", true},
+		{"swap for", "Swap the requests library for httpx", "", "Swap httpx for the requests library", false},
+		// Tools.
+		{"other language", "Write a Go CLI to bulk-resize images", "", "Write a Python CLI to bulk-resize images", false},
+		{"same language, other words", "Write a Go CLI to bulk-resize images", "", "Build a command-line tool in golang that resizes images in bulk", true},
+		{"framework implies its language", "Dockerize the Node.js API server", "", "Dockerize the Django API server", false},
+		{"other database", "Set up full-text search with Elasticsearch for the catalog", "", "Set up full-text search with PostgreSQL for the catalog", false},
+		{"other CI", "Set up GitHub Actions to run the linter on pull requests", "", "Set up GitLab CI to run the linter on merge requests", false},
+		{"client and server", "Add WebSocket support to the chat server", "", "Add WebSocket support to the chat client", false},
+		{"a target the other lacks", "Convert the Flask app from Python 2 to Python 3", "", "Convert the Flask app to FastAPI", false},
+		{"no tool named", "Add retries with backoff to the HTTP client", "", "Add retries with exponential backoff to the Go HTTP client", true},
+		{"approach names the language", "Add structured JSON logging to the service", "Used python-json-logger with the Python logging module.", "Add structured JSON logging to the Rust service", false},
+		{"approach overruled by the goal", "Add structured JSON logging to the Go service", "Ported the Python formatter's fields.", "Add structured JSON logging to the Go service with slog", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := NewIndex()
+			ix.Put(store.Solution{ID: "d", Workspace: "w", Goal: tc.stored, Approach: tc.approach, Confidence: 0.9})
+			s := ix.prepare(Query{Workspace: "w", Goal: tc.query, K: 1})
+			if s == nil {
+				t.Fatal("nothing to search")
+			}
+			fit := s.fits(s.ws.docs[0]) && !s.opposes(s.ws.docs[0])
+			s.release()
+			all := ix.Search(Query{Workspace: "w", Goal: tc.query, K: 1})
+			ms := ix.Search(Query{Workspace: "w", Goal: tc.query, K: 1, MinSimilarity: DefaultMinSimilarity})
+			t.Logf("%q for %q: fits %v, %s", tc.query, tc.stored, fit, describe(all))
+			if fit != tc.fit {
+				t.Fatalf("fits = %v, want %v", fit, tc.fit)
+			}
+			if recalled := len(ms) > 0; recalled != tc.fit {
+				t.Fatalf("recalled = %v (%s), want %v", recalled, describe(all), tc.fit)
+			}
+		})
+	}
+}
+
+// TestLeadVerb checks the verb read from a goal's head: a light verb gives
+// none, a substitution makes its object the source.
+func TestLeadVerb(t *testing.T) {
+	tests := []struct {
+		goal, verb string
+		kind       uint8
+		from, to   []string // terms with leadFrom, leadTo
+	}{
+		{"Make the docs build faster", "", actNone, nil, nil},
+		{"Getting the tests green again", "", actNone, nil, nil},
+		{"Write a CSV parser", canonical("write"), actGeneric, nil, nil},
+		{"Restore the database from the backup", canonical("restore"), actSpecific, []string{canonical("backup")}, nil},
+		{"Replace moment with date-fns", canonical("convert"), actSpecific, []string{"moment"}, []string{"date", "fns"}},
+		{"Swap requests for httpx", canonical("convert"), actSpecific, []string{canonical("requests")}, []string{"httpx"}},
+		{"Migrate from MySQL to Postgres", canonical("convert"), actSpecific, []string{"mysql"}, []string{"postgresql"}},
+	}
+	for _, tc := range tests {
+		ld := analyze(tc.goal, maxGoalRunes).lead
+		var from, to []string
+		for _, o := range ld.objs {
+			if o.flags&leadFrom != 0 {
+				from = append(from, o.term)
+			}
+			if o.flags&leadTo != 0 {
+				to = append(to, o.term)
+			}
+		}
+		if ld.verb != tc.verb || ld.kind != tc.kind || !slices.Equal(from, tc.from) || !slices.Equal(to, tc.to) {
+			t.Errorf("%q: verb %q kind %d from %v to %v, want %q %d %v %v", tc.goal, ld.verb, ld.kind, from, to, tc.verb, tc.kind, tc.from, tc.to)
+		}
+	}
+}
+
+// TestSearchWhy checks that a match says which action and object it
+// shares, in the stored goal's words.
+func TestSearchWhy(t *testing.T) {
+	ix := NewIndex()
+	for _, s := range []store.Solution{
+		{ID: "a", Workspace: "w", Goal: "Migrate the user database from MySQL to PostgreSQL"},
+		{ID: "b", Workspace: "w", Goal: "Add rate limiting to the public REST API"},
+		{ID: "c", Workspace: "w", Goal: "Cache the results of the expensive pricing function"},
+	} {
+		ix.Put(s)
+	}
+	tests := []struct {
+		query, id string
+		want      Reason
+	}{
+		{"Migrate the users database from MySQL to Postgres", "a", Reason{Action: "migrate", Object: "user database"}},
+		{"Throttle requests to the public REST API", "b", Reason{Action: "rate limiting", Object: "public rest api"}},
+		{"Memoize the expensive pricing function", "c", Reason{Action: "cache", Object: "expensive pricing function"}},
+	}
+	for _, tc := range tests {
+		ms := ix.Search(Query{Workspace: "w", Goal: tc.query, K: 1, MinSimilarity: DefaultMinSimilarity})
+		if len(ms) == 0 || ms[0].Solution.ID != tc.id {
+			t.Errorf("%q: want %s, got %s", tc.query, tc.id, describe(ms))
+			continue
+		}
+		if ms[0].Why != tc.want {
+			t.Errorf("%q: Why = %+v, want %+v", tc.query, ms[0].Why, tc.want)
+		}
+	}
+}

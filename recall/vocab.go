@@ -1,0 +1,344 @@
+package recall
+
+// The vocabulary of software-engineering tasks: words that name the same
+// action or thing, and the tools, languages and platforms a task can be
+// tied to. It is used on both sides of a comparison: a stored goal and a
+// query are analysed by the same tables.
+//
+// Sources. The groups are synonym sets in the manner of WordNet's synsets
+// (one sense per group, its member words), restricted to the sense the
+// words have in software work: "throttle" is a group with "rate limit", not
+// with "choke". Tool names, their nicknames and acronyms are the ones the
+// projects use in their own documentation: PostgreSQL's ("Postgres" is an
+// accepted nickname, "pg" its client prefix), Kubernetes' ("K8s"),
+// OpenTelemetry's ("OTel"), Node.js' (JavaScript's runtime), Next.js'. The categories follow the
+// headings of those documentations (a database, a message broker, a CI
+// service, an infrastructure-as-code tool...).
+//
+// vocab_test.go tests the tables on their own: every group folds its words
+// into one term, no word sits in two groups, every tool has a category.
+
+// vocabGroups extend synonymGroups (text.go): the first word of a group is
+// its canonical term. Word forms the stemmer folds need not be listed.
+var vocabGroups = [][]string{
+	// Actions.
+	{"ratelimit", "throttle", "ratelimiter", "ratelimiting"},
+	{"cache", "memoize", "memoization", "memoise"},
+	{"backup", "backups"},
+	{"restore", "recover", "recovery"},
+	{"consume", "receive", "listen", "subscribe"},
+	{"send", "post", "notify", "notification", "publish", "produce", "emit"},
+	{"deploy", "deployment", "release", "ship"},
+	{"dedupe", "deduplicate", "deduplication"},
+	{"paginate", "pagination", "paging"},
+	{"encode", "serialize", "serialization", "marshal"},
+	{"decode", "deserialize", "deserialization", "unmarshal"},
+	{"internationalize", "internationalization", "i18n", "localize", "localization", "l10n"},
+	{"reduce", "decrease", "shrink", "minimize", "lower", "cut"},
+	{"increase", "raise", "grow"},
+	{"schedule", "cron", "crontab", "periodic", "periodically"},
+	{"monitor", "monitoring", "observability"},
+	{"instrument", "instrumentation"},
+	{"containerize", "docker", "dockerize", "dockerfile"},
+	{"setup", "install", "installation", "provision"},
+	// Things.
+	{"thumbnail", "thumb", "preview"},
+	{"2fa", "mfa", "totp", "otp"},
+	{"healthcheck", "healthz", "liveness", "readiness"},
+	{"memory", "ram", "rss"},
+	{"utility", "helper", "util", "utils", "helpers"},
+	{"cli", "commandline"},
+	{"signup", "registration"},
+	{"client", "browser", "frontend"},
+	{"server", "backend"},
+	{"flaky", "intermittent", "intermittently", "flakiness"},
+	{"replica", "replication"},
+	{"endpoint", "route"},
+	{"websocket", "ws", "websockets"},
+	// Tools: nicknames and acronyms.
+	{"postgresql", "postgres", "pg", "psql"},
+	{"mongodb", "mongo"},
+	{"elasticsearch", "elastic"},
+	{"opentelemetry", "otel"},
+	{"golang", "go"},
+	{"bash", "shell", "sh", "zsh"},
+	{"rabbitmq", "amqp"},
+}
+
+// vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
+// read as one term.
+var vocabPhrases = [][3]string{
+	{"deal", "with", "handle"},
+	{"rate", "limit", "ratelimit"},
+	{"rate", "limiting", "ratelimit"},
+	{"rate", "limiter", "ratelimit"},
+	{"back", "up", "backup"},
+	{"set", "up", "setup"},
+	{"log", "in", "authentication"},
+	{"sign", "on", "authentication"},
+	{"two", "factor", "2fa"},
+	{"2", "fa", "2fa"},
+	{"health", "check", "healthcheck"},
+	{"command", "line", "cli"},
+	{"node", "js", "javascript"},
+	{"next", "js", "nextjs"},
+	{"vue", "js", "vue"},
+	{"react", "native", "reactnative"},
+	{"github", "actions", "githubactions"},
+	{"github", "action", "githubactions"},
+	{"gitlab", "ci", "gitlabci"},
+	{"google", "cloud", "gcp"},
+	{"protocol", "buffers", "protobuf"},
+	{"protocol", "buffer", "protobuf"},
+	{"lazy", "load", "lazyload"},
+	{"defer", "loading", "lazyload"},
+	{"sign", "up", "signup"},
+	{"client", "side", "client"},
+	{"server", "side", "server"},
+	{"full", "text", "fulltext"},
+	{"new", "relic", "newrelic"},
+	{"dark", "mode", "darkmode"},
+	{"dark", "theme", "darkmode"},
+}
+
+// Kinds of the action that leads a goal.
+const (
+	actNone     uint8 = iota // no known action: the goal starts with a noun or an unlisted verb
+	actGeneric               // something is made: add, create, write, implement, build, set up...
+	actSpecific              // a named action: parse, migrate, restore, cache...
+)
+
+// genericActions say that something is made or put in place; what is made
+// tells the task ("write a CSV parser", "add rate limiting"). Canonical
+// terms of their groups.
+var genericActions = []string{
+	"create", "write", "implement", "build", "develop", "introduce", "setup",
+	"support", "configure", "enable", "design", "code", "integrate",
+	"instrument",
+}
+
+// specificActions name what a task does. Two goals led by different ones
+// are different tasks (backup and restore, parse and update, cache and
+// delete); a goal led by one matches a goal led by a generic action only
+// when the generic goal names it ("enable gzip compression", "compress
+// the responses"). Verbs in neither list lead no action: "make", "let",
+// "get" say too little.
+var specificActions = []string{
+	"fix", "delete", "update", "parse", "read", "fetch", "upload",
+	"convert", "cache", "backup", "restore", "deploy", "refactor", "optimize",
+	"reduce", "increase", "rename", "document", "translate", "validate",
+	"schedule", "paginate", "encrypt", "decrypt", "compress", "extract",
+	"encode", "decode", "sort", "merge", "split", "handle", "monitor",
+	"profile", "benchmark", "lint", "format", "upgrade", "downgrade", "send",
+	"consume", "stream", "retry", "ratelimit", "dedupe", "find", "count",
+	"resize", "rotate", "push", "promote", "explain", "run", "test",
+	"debounce", "lazyload", "preload", "internationalize", "containerize",
+	"disable", "export", "unsubscribe",
+	"install", "uninstall", "copy", "list", "clear", "reset", "revert",
+	"rollback", "center", "align", "style", "mock", "index",
+}
+
+// lightVerbs lead no action of their own, whatever their group: "make the
+// build faster" optimises, "get the tests green" fixes. Words as written.
+var lightVerbs = map[string]bool{
+	"make": true, "makes": true, "making": true, "get": true, "gets": true,
+	"getting": true, "let": true, "keep": true, "have": true, "do": true,
+	"turn": true, "bring": true, "take": true, "put": true,
+}
+
+// substitutionVerbs put one thing in place of another, the object first:
+// "replace moment with date-fns", "swap requests for httpx" go from the
+// object to the "with", "by" or "for" phrase. Words as written.
+var substitutionVerbs = map[string]bool{
+	"replace": true, "replaces": true, "replacing": true, "swap": true,
+	"swaps": true, "swapping": true,
+}
+
+// Categories of tools: a task tied to one tool of a category is another
+// task with another tool of the same category.
+const (
+	catLanguage uint32 = 1 << iota
+	catFramework
+	catDatabase
+	catBroker
+	catCI
+	catIaC
+	catCloud
+	catObservability
+	catIdentity
+	catCodeHost
+	catBundler
+	catTestRunner
+	catWebServer
+	catOS
+	catOrchestrator
+	catSearch
+	catSide // client or server
+)
+
+// toolTable lists tools by their canonical term (after vocabGroups and
+// vocabPhrases), with their categories and, for a framework, the language
+// it implies when a goal names none.
+var toolTable = []struct {
+	name  string
+	cats  uint32
+	lang  string
+	shown string
+}{
+	{"python", catLanguage, "", "Python"},
+	{"rust", catLanguage, "", "Rust"},
+	{"golang", catLanguage, "", "Go"},
+	{"java", catLanguage, "", "Java"},
+	{"kotlin", catLanguage, "", "Kotlin"},
+	{"scala", catLanguage, "", "Scala"},
+	{"javascript", catLanguage, "", "JavaScript"},
+	{"typescript", catLanguage, "", "TypeScript"},
+	{"deno", catLanguage, "", "Deno"},
+	{"ruby", catLanguage, "", "Ruby"},
+	{"php", catLanguage, "", "PHP"},
+	{"swift", catLanguage, "", "Swift"},
+	{"elixir", catLanguage, "", "Elixir"},
+	{"haskell", catLanguage, "", "Haskell"},
+	{"perl", catLanguage, "", "Perl"},
+	{"lua", catLanguage, "", "Lua"},
+	{"dart", catLanguage, "", "Dart"},
+	{"bash", catLanguage, "", "shell"},
+	{"powershell", catLanguage, "", "PowerShell"},
+	{"react", catFramework, "javascript", "React"},
+	{"reactnative", catFramework, "javascript", "React Native"},
+	{"vue", catFramework, "javascript", "Vue"},
+	{"angular", catFramework, "typescript", "Angular"},
+	{"svelte", catFramework, "javascript", "Svelte"},
+	{"nextjs", catFramework, "javascript", "Next.js"},
+	{"express", catFramework, "javascript", "Express"},
+	{"django", catFramework, "python", "Django"},
+	{"flask", catFramework, "python", "Flask"},
+	{"fastapi", catFramework, "python", "FastAPI"},
+	{"rails", catFramework, "ruby", "Rails"},
+	{"spring", catFramework, "java", "Spring"},
+	{"laravel", catFramework, "php", "Laravel"},
+	{"flutter", catFramework, "dart", "Flutter"},
+	{"postgresql", catDatabase, "", "PostgreSQL"},
+	{"mysql", catDatabase, "", "MySQL"},
+	{"mariadb", catDatabase, "", "MariaDB"},
+	{"sqlite", catDatabase, "", "SQLite"},
+	{"mongodb", catDatabase, "", "MongoDB"},
+	{"redis", catDatabase | catBroker, "", "Redis"},
+	{"cassandra", catDatabase, "", "Cassandra"},
+	{"dynamodb", catDatabase, "", "DynamoDB"},
+	{"clickhouse", catDatabase, "", "ClickHouse"},
+	{"elasticsearch", catSearch | catDatabase, "", "Elasticsearch"},
+	{"opensearch", catSearch | catDatabase, "", "OpenSearch"},
+	{"meilisearch", catSearch, "", "Meilisearch"},
+	{"solr", catSearch, "", "Solr"},
+	{"kafka", catBroker, "", "Kafka"},
+	{"rabbitmq", catBroker, "", "RabbitMQ"},
+	{"sqs", catBroker, "", "SQS"},
+	{"nats", catBroker, "", "NATS"},
+	{"githubactions", catCI, "", "GitHub Actions"},
+	{"gitlabci", catCI, "", "GitLab CI"},
+	{"jenkins", catCI, "", "Jenkins"},
+	{"circleci", catCI, "", "CircleCI"},
+	{"travis", catCI, "", "Travis CI"},
+	{"terraform", catIaC, "", "Terraform"},
+	{"cloudformation", catIaC, "", "CloudFormation"},
+	{"pulumi", catIaC, "", "Pulumi"},
+	{"ansible", catIaC, "", "Ansible"},
+	{"aws", catCloud, "", "AWS"},
+	{"gcp", catCloud, "", "Google Cloud"},
+	{"azure", catCloud, "", "Azure"},
+	{"prometheus", catObservability, "", "Prometheus"},
+	{"datadog", catObservability, "", "Datadog"},
+	{"opentelemetry", catObservability, "", "OpenTelemetry"},
+	{"newrelic", catObservability, "", "New Relic"},
+	{"sentry", catObservability, "", "Sentry"},
+	{"google", catIdentity, "", "Google"},
+	{"github", catIdentity | catCodeHost, "", "GitHub"},
+	{"gitlab", catCodeHost, "", "GitLab"},
+	{"bitbucket", catCodeHost, "", "Bitbucket"},
+	{"apple", catIdentity, "", "Apple"},
+	{"microsoft", catIdentity, "", "Microsoft"},
+	{"facebook", catIdentity, "", "Facebook"},
+	{"okta", catIdentity, "", "Okta"},
+	{"auth0", catIdentity, "", "Auth0"},
+	{"webpack", catBundler, "", "webpack"},
+	{"vite", catBundler, "", "Vite"},
+	{"rollup", catBundler, "", "Rollup"},
+	{"esbuild", catBundler, "", "esbuild"},
+	{"parcel", catBundler, "", "Parcel"},
+	{"jest", catTestRunner, "", "Jest"},
+	{"vitest", catTestRunner, "", "Vitest"},
+	{"mocha", catTestRunner, "", "Mocha"},
+	{"pytest", catTestRunner, "", "pytest"},
+	{"junit", catTestRunner, "", "JUnit"},
+	{"rspec", catTestRunner, "", "RSpec"},
+	{"nginx", catWebServer, "", "nginx"},
+	{"apache", catWebServer, "", "Apache"},
+	{"caddy", catWebServer, "", "Caddy"},
+	{"traefik", catWebServer, "", "Traefik"},
+	{"linux", catOS, "", "Linux"},
+	{"windows", catOS, "", "Windows"},
+	{"macos", catOS, "", "macOS"},
+	{"android", catOS, "", "Android"},
+	{"ios", catOS, "", "iOS"},
+	{"client", catSide, "", "client"},
+	{"server", catSide, "", "server"},
+	{"kubernetes", catOrchestrator, "", "Kubernetes"},
+	{"nomad", catOrchestrator, "", "Nomad"},
+	{"ecs", catOrchestrator, "", "ECS"},
+}
+
+var (
+	actionKinds = map[string]uint8{} // canonical term -> actGeneric or actSpecific
+	toolIndex   = map[string]uint8{} // canonical term -> index in toolTable
+)
+
+// initVocab fills actionKinds and toolIndex; text.go's init calls it once
+// the synonyms are known.
+func initVocab() {
+	for _, w := range genericActions {
+		actionKinds[canonical(w)] = actGeneric
+	}
+	for _, w := range specificActions {
+		t := canonical(w)
+		if actionKinds[t] == actGeneric {
+			continue // a group of both: "install" sits with "set up"
+		}
+		actionKinds[t] = actSpecific
+	}
+	if len(toolTable) > 255 {
+		panic("recall: more than 255 tools")
+	}
+	for i, t := range toolTable {
+		toolIndex[canonical(t.name)] = uint8(i)
+		wholeWords[t.name] = true
+	}
+	for _, g := range append(synonymGroups[:len(synonymGroups):len(synonymGroups)], vocabGroups...) {
+		for _, w := range g {
+			wholeWords[w] = true
+		}
+	}
+	for _, w := range camelNames {
+		wholeWords[w] = true
+	}
+}
+
+// camelNames are names written in camel case that are one word, besides
+// the tools and the groups: "GraphQL", "WebAssembly".
+var camelNames = []string{
+	"graphql", "webassembly", "openapi", "oauth", "websocket", "javascript",
+	"typescript", "github", "gitlab", "postgresql", "mysql", "mongodb",
+	"rabbitmq", "opentelemetry", "cloudformation", "fastapi", "dynamodb",
+	"clickhouse", "opensearch", "circleci", "nodejs", "macos", "ios",
+	"newrelic", "mariadb", "sqlite", "powershell", "devops", "elasticsearch",
+	"ratelimit", "ratelimiter", "dockerfile", "pytest", "vitest", "esbuild",
+}
+
+// canonical returns the index term of one word.
+func canonical(w string) string {
+	t := stemWord(w)
+	if c, ok := synonyms[t]; ok {
+		return c
+	}
+	return t
+}

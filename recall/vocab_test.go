@@ -1,0 +1,140 @@
+package recall
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// termsOf returns the index terms of a text, without repeats.
+func termsOf(text string) []string {
+	ts := slices.Clone(analyze(text, maxGoalRunes).terms)
+	slices.Sort(ts)
+	return slices.Compact(ts)
+}
+
+func TestVocabularyEquivalences(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{"throttle", "rate limit"},
+		{"throttling", "rate limiting"},
+		{"rate limiter", "ratelimit"},
+		{"memoize", "cache"},
+		{"memoization", "caching"},
+		{"sign-in", "login"},
+		{"log in", "sign in"},
+		{"thumbnail", "preview"},
+		{"back up", "backup"},
+		{"set up", "install"},
+		{"deal with", "handle"},
+		{"k8s", "Kubernetes"},
+		{"Postgres", "PostgreSQL"},
+		{"pg", "postgresql"},
+		{"Mongo", "MongoDB"},
+		{"JS", "JavaScript"},
+		{"Node.js", "JavaScript"},
+		{"node", "javascript"},
+		{"TS", "TypeScript"},
+		{"OTel", "OpenTelemetry"},
+		{"golang", "Go"},
+		{"GitHub Actions", "github actions"},
+		{"protocol buffers", "protobuf"},
+		{"serialize", "encode"},
+		{"unmarshal", "decode"},
+		{"i18n", "internationalization"},
+		{"2FA", "two-factor"},
+		{"MFA", "TOTP"},
+		{"healthz", "health check"},
+		{"RAM", "memory"},
+		{"helper", "utility"},
+		{"command-line", "CLI"},
+		{"sign up", "registration"},
+		{"browser", "client side"},
+		{"backend", "server side"},
+		{"migrate", "convert"},
+		{"publish", "send"},
+		{"subscribe", "consume"},
+		{"Dockerize", "containerize"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.a+"="+tc.b, func(t *testing.T) {
+			a, b := termsOf(tc.a), termsOf(tc.b)
+			if len(a) != 1 || !slices.Equal(a, b) {
+				t.Fatalf("%q -> %v, %q -> %v: want one and the same term", tc.a, a, tc.b, b)
+			}
+		})
+	}
+	// Words the vocabulary must keep apart.
+	apart := []struct{ a, b string }{
+		{"backup", "restore"},
+		{"cache", "clear"},
+		{"Java", "JavaScript"},
+		{"client", "server"},
+		{"GitHub", "GitLab"},
+		{"encode", "decode"},
+		{"upload", "download"},
+	}
+	for _, tc := range apart {
+		if a, b := termsOf(tc.a), termsOf(tc.b); slices.Equal(a, b) {
+			t.Errorf("%q and %q share the terms %v", tc.a, tc.b, a)
+		}
+	}
+}
+
+// TestVocabularyTables checks the tables themselves: no word in two
+// groups, every group's words fold into its first word's term, every tool
+// is one term with a category, and a name written in camel case stays one
+// word.
+func TestVocabularyTables(t *testing.T) {
+	seen := map[string]string{}
+	for _, g := range append(slices.Clone(synonymGroups), vocabGroups...) {
+		want := canonical(g[0])
+		for _, w := range g {
+			if other, ok := seen[w]; ok {
+				t.Errorf("%q is in the groups of %q and %q", w, other, g[0])
+			}
+			seen[w] = g[0]
+			if got := canonical(w); got != want {
+				t.Errorf("%q folds into %q, want %q (its group's)", w, got, want)
+			}
+		}
+	}
+	for _, p := range vocabPhrases {
+		if got, want := termsOf(p[0]+" "+p[1]), canonical(p[2]); len(got) != 1 || got[0] != want {
+			t.Errorf("phrase %q %q -> %v, want [%s]", p[0], p[1], got, want)
+		}
+	}
+	for _, tt := range toolTable {
+		if tt.cats == 0 {
+			t.Errorf("tool %q has no category", tt.name)
+		}
+		if tt.lang != "" {
+			if _, ok := toolIndex[canonical(tt.lang)]; !ok {
+				t.Errorf("tool %q implies the unknown language %q", tt.name, tt.lang)
+			}
+		}
+		a := analyze(tt.shown, maxGoalRunes)
+		if len(a.tools) == 0 || toolTable[a.tools[0].tool].name != tt.name {
+			t.Errorf("%q (as shown) names the tools %v, want %s", tt.shown, a.tools, tt.name)
+			continue
+		}
+		for _, u := range a.tools[1:] {
+			if u.role&toolImplied == 0 || toolTable[u.tool].name != tt.lang {
+				t.Errorf("%q (as shown) also names %s", tt.shown, toolTable[u.tool].name)
+			}
+		}
+	}
+	for w, k := range actionKinds {
+		if k != actGeneric && k != actSpecific {
+			t.Errorf("action %q of kind %d", w, k)
+		}
+	}
+	for _, w := range []string{"PostgreSQL", "GitHub", "JavaScript", "TypeScript", "MySQL", "GraphQL", "WebSocket"} {
+		if got := termsOf(w); len(got) != 1 || strings.Contains(got[0], " ") {
+			t.Errorf("%q -> %v, want one term", w, got)
+		}
+	}
+	// Identifiers still split.
+	if got := termsOf("parseConfig"); len(got) != 2 {
+		t.Errorf("parseConfig -> %v, want two terms", got)
+	}
+}
