@@ -176,5 +176,5 @@ func isText(b []byte) bool {
 func instructionLikeText(s string) bool {
 	f := foldText(line(s, 0, false))
 	toks := tokenize(f.text)
-	return len(phraseSpans(f.text, toks)) > 0 || len(leadInSpans(f.text)) > 0 || hiddenPhrase(f.text)
+	return f.hidden || len(phraseSpans(f.text, toks)) > 0 || len(leadInSpans(f.text)) > 0 || hiddenPhrase(f.text)
 }

@@ -80,7 +80,12 @@ func Text(s string, max int) (string, bool) {
 // reports false when s cannot be judged by what it shows: invisible
 // characters inside words, or an override spelled across words, reversed
 // or in ROT13.
-func Defuse(s string) (string, bool) {
+func Defuse(s string) (string, bool) { return defuse(s, 0) }
+
+// maxUnescapes is how many layers of escapes defuse reads through.
+const maxUnescapes = 2
+
+func defuse(s string, depth int) (string, bool) {
 	src := line(s, 0, true)
 	if src == "" {
 		return "", true
@@ -107,10 +112,14 @@ func Defuse(s string) (string, bool) {
 	if hiddenPhrase(rest(f, spans)) {
 		return "", false
 	}
-	// Escaped words ("%20", "&#105;", "\u0069") are judged unescaped;
-	// where they spell an instruction, the text cannot be shown in part.
-	if u, ok := unescaped(src); ok && !slices.ContainsFunc(spans, func(sp span) bool { return sp.repl == instructionLike }) && instructionLikeText(u) {
-		return "", false
+	// Escaped words ("%20", "&#105;", "\u0069", JSON's "\u003c") are
+	// judged unescaped; where they hide something to take out, the text is
+	// shown unescaped, defused.
+	if u, ok := unescaped(src); ok && instructionLikeText(u) {
+		if depth >= maxUnescapes {
+			return "", false
+		}
+		return defuse(u, depth+1)
 	}
 	if len(spans) == 0 && isPlain(src) {
 		return src, true
