@@ -38,33 +38,70 @@ const (
 const minDecoded = 10
 
 // encodedSpans finds the runs of s (the text as shown, not folded) that
-// decode to text, with whether that text is instruction-like.
+// decode to text, with whether that text is instruction-like. The
+// expressions only run inside the long runs of their characters.
 func encodedSpans(s string) (runs []span, instruction bool) {
 	if len(s) < 16 {
 		return nil, false
 	}
-	for _, m := range hexRun.FindAllStringIndex(s, -1) {
-		if d, ok := decodeHex(s[m[0]:m[1]]); ok {
-			runs = append(runs, span{m[0], m[1], encodedText})
-			instruction = instruction || instructionLikeText(d)
+	add := func(start, end int, d string) {
+		runs = append(runs, span{start, end, encodedText})
+		instruction = instruction || instructionLikeText(d)
+	}
+	for _, c := range candidates(s, isHexish, 24) {
+		for _, m := range hexRun.FindAllStringIndex(s[c[0]:c[1]], -1) {
+			if d, ok := decodeHex(s[c[0]+m[0] : c[0]+m[1]]); ok {
+				add(c[0]+m[0], c[0]+m[1], d)
+			}
 		}
 	}
-	for _, m := range base32Run.FindAllStringIndex(s, -1) {
-		if d, ok := decodeBase32(s[m[0]:m[1]]); ok {
-			runs = append(runs, span{m[0], m[1], encodedText})
-			instruction = instruction || instructionLikeText(d)
-		}
-	}
-	for _, m := range base64Run.FindAllStringIndex(s, -1) {
-		if overlaps(runs, m[0], m[1]) {
+	for _, c := range candidates(s, isBase64ish, 16) {
+		if overlaps(runs, c[0], c[1]) {
 			continue
 		}
-		if d, ok := decodeBase64(s[m[0]:m[1]]); ok {
-			runs = append(runs, span{m[0], m[1], encodedText})
-			instruction = instruction || instructionLikeText(d)
+		for _, m := range base32Run.FindAllStringIndex(s[c[0]:c[1]], -1) {
+			if d, ok := decodeBase32(s[c[0]+m[0] : c[0]+m[1]]); ok {
+				add(c[0]+m[0], c[0]+m[1], d)
+			}
+		}
+		if overlaps(runs, c[0], c[1]) {
+			continue
+		}
+		for _, m := range base64Run.FindAllStringIndex(s[c[0]:c[1]], -1) {
+			if d, ok := decodeBase64(s[c[0]+m[0] : c[0]+m[1]]); ok {
+				add(c[0]+m[0], c[0]+m[1], d)
+			}
 		}
 	}
 	return runs, instruction
+}
+
+func isBase64ish(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
+}
+
+func isHexish(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' || c == ' ' || c == ':' || c == '\\' || c == 'x' || c == 'X'
+}
+
+// candidates returns the runs of s, at least min bytes long, of the
+// bytes in returns true for.
+func candidates(s string, in func(byte) bool, min int) [][2]int {
+	var out [][2]int
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && in(s[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= min {
+			out = append(out, [2]int{start, i})
+		}
+		start = -1
+	}
+	return out
 }
 
 func overlaps(spans []span, a, b int) bool {
@@ -112,7 +149,7 @@ func imageSpans(s string) []span {
 // unescaped returns s with its URL, HTML and \u escapes decoded, and
 // whether it had any.
 func unescaped(s string) (string, bool) {
-	if !escapes.MatchString(s) {
+	if !strings.ContainsAny(s, "%&\\") || !escapes.MatchString(s) {
 		return s, false
 	}
 	out := escapes.ReplaceAllStringFunc(s, func(m string) string {

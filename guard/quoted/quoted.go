@@ -54,7 +54,7 @@ const Withheld = "(not shown: it hides characters or words a model could take fo
 // cleaned. When s cannot be shown it returns [Withheld], not quoted, and
 // false.
 func Text(s string, max int) (string, bool) {
-	d, ok := Defuse(s)
+	d, ok := Defuse(window(s, max))
 	if !ok {
 		return Withheld, false
 	}
@@ -73,6 +73,21 @@ func Text(s string, max int) (string, bool) {
 	}
 	b.WriteByte('"')
 	return b.String(), true
+}
+
+// window returns the start of s that a text capped at max runes can show:
+// all of it is judged, and nothing after it (a long tool output, a long
+// approach) costs anything. The window is wide enough for white space and
+// invisible characters to fold away and still fill max runes.
+func window(s string, max int) string {
+	n := 8*max + 1024
+	if max < 1 || len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Defuse returns s on one line, uncapped, with its instruction-like parts
@@ -192,28 +207,24 @@ func rank(repl string) int {
 	return 1
 }
 
-// rest returns the folded text outside spans (of the source).
+// rest returns the folded text outside spans (of the source, sorted and
+// apart, as merge leaves them).
 func rest(f form, spans []span) string {
 	if len(spans) == 0 {
 		return f.text
 	}
-	var b strings.Builder
-	for i := 0; i < len(f.text); i++ {
+	b := []byte(f.text)
+	k := 0
+	for i := range b {
 		from := int(f.from[i])
-		in := false
-		for _, sp := range spans {
-			if from >= sp.start && from < sp.end {
-				in = true
-				break
-			}
+		for k < len(spans) && spans[k].end <= from {
+			k++
 		}
-		if in {
-			b.WriteByte(' ')
-		} else {
-			b.WriteByte(f.text[i])
+		if k < len(spans) && from >= spans[k].start {
+			b[i] = ' '
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // asksToDecode reports whether the text asks for something to be decoded
@@ -303,7 +314,7 @@ func collapseHashes(s string) string {
 // Role labels count: a tool is not named "system:".
 func Name(s string, max int) (string, bool) {
 	l := Line(s, max)
-	d, ok := Defuse(l)
+	d, ok := Defuse(LineKeepingHidden(s, max))
 	if !ok || d != l {
 		return "", false
 	}

@@ -530,7 +530,7 @@ func roleClaim(toks []token, i int) bool {
 		if j >= len(toks) {
 			return false
 		}
-		if m := phrases1("a", "an", "the", "my", "our", "your").at(toks, j); m > 0 {
+		if m := articles.at(toks, j); m > 0 {
 			if privileged.at(toks, j) > 0 {
 				return true
 			}
@@ -566,7 +566,7 @@ func roleClaim(toks []token, i int) bool {
 	}
 	if n := actAs.at(toks, i); n > 0 {
 		j := next(toks, i, n)
-		if j < len(toks) && phrases1("a", "an", "the", "if", "though").at(toks, j) > 0 {
+		if j < len(toks) && actAsLead.at(toks, j) > 0 {
 			if privileged.at(toks, j) > 0 {
 				return true
 			}
@@ -606,7 +606,7 @@ func roleClaim(toks []token, i int) bool {
 		if j < len(toks) && toks[j].key == "me" {
 			j = next(toks, j, 1)
 		}
-		if m := phrases1("your", "the", "ur", "all", "all your").at(toks, j); m > 0 {
+		if m := leakOf.at(toks, j); m > 0 {
 			k := next(toks, j, m)
 			if leakWhat.at(toks, k) > 0 && (toks[j].key != "the" || leakHidden.at(toks, k) > 0) {
 				return true
@@ -676,7 +676,7 @@ func decodeAndObey(toks []token, i int) bool {
 		for j := next(toks, i, n); j < len(toks) && j <= i+n+10; j = next(toks, j, 1) {
 			if m := obeyWords.at(toks, j); m > 0 {
 				k := next(toks, j, m)
-				if k >= len(toks) || obeyObjects.at(toks, k) > 0 {
+				if k >= len(toks) || obeyObjects.at(toks, k) > 0 || toks[j+m-1].colon {
 					return true
 				}
 			}
@@ -685,7 +685,7 @@ func decodeAndObey(toks []token, i int) bool {
 	}
 	if n := obeyWords.at(toks, i); n > 0 {
 		j := next(toks, i, n)
-		if j < len(toks) && phrases1("the", "this", "that", "these", "its", "any").at(toks, j) > 0 {
+		if j < len(toks) && obeyDeterminers.at(toks, j) > 0 {
 			j = next(toks, j, 1)
 		}
 		if m := hiddenWhat.at(toks, j); m > 0 {
@@ -714,18 +714,13 @@ func sentenceStop(s string, toks []token, i int) int {
 	return len(s)
 }
 
-var smallSets = map[string]*phraseSet{}
-
-// phrases1 is phrases for small sets used inline, built once.
-func phrases1(list ...string) *phraseSet {
-	k := strings.Join(list, "\x00")
-	if p, ok := smallSets[k]; ok {
-		return p
-	}
-	p := phrases(list...)
-	smallSets[k] = p
-	return p
-}
+// Small sets the rules use inline.
+var (
+	articles        = phrases("a", "an", "the", "my", "our", "your")
+	actAsLead       = phrases("a", "an", "the", "if", "though")
+	leakOf          = phrases("your", "the", "ur", "all", "all your")
+	obeyDeterminers = phrases("the", "this", "that", "these", "its", "any")
+)
 
 // leadIns are the openings a prompt injection uses to pass for the
 // prompt's own voice: chat-template tokens, role tags and role labels. They
@@ -736,6 +731,19 @@ var leadIns = regexp.MustCompile(
 		`|</?\s*(?:system|assistant|deve[il]oper|user|human|instructions?|im start|im end)\b[^>]{0,40}>` + // <system>
 		`|\[\s*(?:system|assistant|deve[il]oper|admin)\b[^\]]{0,30}\]` + // [SYSTEM NOTICE]
 		`|\b(?:system|assistant|deve[il]oper|human|user|instructions?|[il]mportant|(?:note to|attention|message (?:to|for)) (?:the )?(?:a[il]|assistant|mode[il]|[il][il]m|agent))\s*(?:prompt|message|override|note|notice)?\s*:`)
+
+// leadInLits are the words one of which every lead-in holds.
+var leadInLits = []string{"<|", "[", "<<", "system", "assistant", "deve", "user", "human", "instruction", "mportant", "note", "attention", "message", "admin", "im start", "im end"}
+
+// mayLeadIn reports whether s holds one of leadInLits.
+func mayLeadIn(s string) bool {
+	for _, l := range leadInLits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
+}
 
 // roleNames are the role marks a label becomes, by key.
 var roleNames = map[string]string{}
@@ -749,6 +757,9 @@ func init() {
 // leadInSpans finds the lead-ins of a folded form: tokens and template
 // tags go, role labels become a plain "(role) " mark.
 func leadInSpans(s string) []span {
+	if !mayLeadIn(s) {
+		return nil
+	}
 	var out []span
 	for _, m := range leadIns.FindAllStringIndex(s, -1) {
 		role := strings.Trim(s[m[0]:m[1]], "<>|[]/: \t")

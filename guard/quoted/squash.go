@@ -1,6 +1,9 @@
 package quoted
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // An override spelled so that its words do not read as words: letters
 // spaced or split by punctuation ("i g n o r e", "ign.ore"), written
@@ -16,6 +19,20 @@ var squashedPhrase = regexp.MustCompile(
 		`|youare(?:now)?(?:root|admin|administrator|superuser|sudo|god|unrestricted|jaiibroken|unfiitered|uncensored)` +
 		`|(?:decode|base64)(?:it|this|the|text|string|beiow)*(?:and|then)(?:foiiow|execute|obey|run)` +
 		`|systemprompt(?:is|are)?overrid`)
+
+// squashedLits are the words one of which every match of squashedPhrase
+// holds (with i for l): a text without any cannot match.
+var squashedLits = []string{"ignor", "disregard", "forget", "overrid", "bypass", "negiect", "abandon", "discard", "dismiss", "disobey", "youare", "decode", "base64", "systemprompt"}
+
+// mayHold reports whether s holds one of squashedLits.
+func mayHold(s string) bool {
+	for _, l := range squashedLits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
+}
 
 // hiddenPhrase reports whether the letters of a folded text, run
 // together, reversed or in ROT13, hold an override.
@@ -34,7 +51,7 @@ func hiddenPhrase(folded string) bool {
 		return false
 	}
 	s := string(b)
-	if squashedPhrase.MatchString(s) {
+	if mayHold(s) && squashedPhrase.MatchString(s) {
 		return true
 	}
 	// Backwards and in ROT13, i and l are two letters again: run the
@@ -51,5 +68,10 @@ func hiddenPhrase(folded string) bool {
 		rev[len(raw)-1-i] = c
 		rot[i] = 'a' + (c-'a'+13)%26
 	}
-	return squashedPhrase.MatchString(key(string(rev))) || squashedPhrase.MatchString(key(string(rot)))
+	for _, t := range []string{key(string(rev)), key(string(rot))} {
+		if mayHold(t) && squashedPhrase.MatchString(t) {
+			return true
+		}
+	}
+	return false
 }
