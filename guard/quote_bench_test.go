@@ -30,3 +30,13 @@ func BenchmarkQuote(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkQuoteLong quotes a 32 KiB tool output as a STOP block shows a
+// call's result (200 runes).
+func BenchmarkQuoteLong(b *testing.B) {
+	out := strings.Repeat("src/app/handlers/user_profile.go:118:22: undefined: loadSettings (compile)\n", 440)
+	b.ReportAllocs()
+	for b.Loop() {
+		Quote(out, 200)
+	}
+}

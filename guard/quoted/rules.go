@@ -2,6 +2,7 @@ package quoted
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -724,26 +725,19 @@ var (
 
 // leadIns are the openings a prompt injection uses to pass for the
 // prompt's own voice: chat-template tokens, role tags and role labels. They
-// are matched on the folded form, where "_" reads as a space.
-var leadIns = regexp.MustCompile(
+// are matched on the folded form, where "_" reads as a space, anchored at
+// the places one can start (see leadInSpans).
+var leadIns = regexp.MustCompile(`^(?:` +
 	`<\|[^|>]{0,40}\|>` + // <|im_start|>, <|system|>
-		`|\[/?(?:inst|sys)\]|<<\s*/?sys\s*>>` + // [INST], <<SYS>>
-		`|</?\s*(?:system|assistant|deve[il]oper|user|human|instructions?|im start|im end)\b[^>]{0,40}>` + // <system>
-		`|\[\s*(?:system|assistant|deve[il]oper|admin)\b[^\]]{0,30}\]` + // [SYSTEM NOTICE]
-		`|\b(?:system|assistant|deve[il]oper|human|user|instructions?|[il]mportant|(?:note to|attention|message (?:to|for)) (?:the )?(?:a[il]|assistant|mode[il]|[il][il]m|agent))\s*(?:prompt|message|override|note|notice)?\s*:`)
+	`|\[/?(?:inst|sys)\]|<<\s*/?sys\s*>>` + // [INST], <<SYS>>
+	`|</?\s*(?:system|assistant|deve[il]oper|user|human|instructions?|im start|im end)\b[^>]{0,40}>` + // <system>
+	`|\[\s*(?:system|assistant|deve[il]oper|admin)\b[^\]]{0,30}\]` + // [SYSTEM NOTICE]
+	`|(?:system|assistant|deve[il]oper|human|user|instructions?|[il]mportant|(?:note to|attention|message (?:to|for)) (?:the )?(?:a[il]|assistant|mode[il]|[il][il]m|agent))\s*(?:prompt|message|override|note|notice)?\s*:` +
+	`)`)
 
-// leadInLits are the words one of which every lead-in holds.
-var leadInLits = []string{"<|", "[", "<<", "system", "assistant", "deve", "user", "human", "instruction", "mportant", "note", "attention", "message", "admin", "im start", "im end"}
-
-// mayLeadIn reports whether s holds one of leadInLits.
-func mayLeadIn(s string) bool {
-	for _, l := range leadInLits {
-		if strings.Contains(s, l) {
-			return true
-		}
-	}
-	return false
-}
+// leadInStarts are where a lead-in can start: a bracket, or the start of
+// one of these words.
+var leadInStarts = []string{"<", "[", "system", "assistant", "deve", "user", "human", "instruction", "important", "lmportant", "note", "attention", "message"}
 
 // roleNames are the role marks a label becomes, by key.
 var roleNames = map[string]string{}
@@ -757,12 +751,37 @@ func init() {
 // leadInSpans finds the lead-ins of a folded form: tokens and template
 // tags go, role labels become a plain "(role) " mark.
 func leadInSpans(s string) []span {
-	if !mayLeadIn(s) {
+	var starts []int
+	for _, w := range leadInStarts {
+		for off := 0; ; {
+			i := strings.Index(s[off:], w)
+			if i < 0 {
+				break
+			}
+			at := off + i
+			if w[0] == '<' || w[0] == '[' || at == 0 || !wordByte(s[at-1]) {
+				starts = append(starts, at)
+			}
+			off = at + 1
+		}
+	}
+	if len(starts) == 0 {
 		return nil
 	}
+	slices.Sort(starts)
 	var out []span
-	for _, m := range leadIns.FindAllStringIndex(s, -1) {
-		role := strings.Trim(s[m[0]:m[1]], "<>|[]/: \t")
+	end := 0
+	for _, at := range starts {
+		if at < end {
+			continue
+		}
+		m := leadIns.FindStringIndex(s[at:min(len(s), at+120)])
+		if m == nil {
+			continue
+		}
+		start, stop := at, at+m[1]
+		end = stop
+		role := strings.Trim(s[start:stop], "<>|[]/: \t")
 		if i := strings.IndexAny(role, " \t>"); i > 0 {
 			role = role[:i]
 		}
@@ -770,7 +789,7 @@ func leadInSpans(s string) []span {
 		if name, ok := roleNames[key(role)]; ok {
 			repl = "(" + name + ") "
 		}
-		out = append(out, span{m[0], m[1], repl})
+		out = append(out, span{start, stop, repl})
 	}
 	return out
 }
