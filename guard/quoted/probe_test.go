@@ -125,3 +125,28 @@ func TestProbeBenign(t *testing.T) {
 		}
 	}
 }
+
+// TestToolOutputCorporaStayWhole: no real tool output of guard's corpora
+// (hundreds of failures and successes of real tools) loses a word.
+func TestToolOutputCorporaStayWhole(t *testing.T) {
+	n := 0
+	for _, name := range []string{"tool_outputs.txtar", "corpus_tune.txtar", "corpus_heldout.txtar"} {
+		b, err := os.ReadFile("../testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range strings.Split(string(b), "\n-- ")[1:] {
+			file, body, ok := strings.Cut(part, " --\n")
+			if !ok {
+				continue
+			}
+			n++
+			if d, ok := Defuse(body); !ok || strings.Contains(d, instructionLike) || strings.Contains(d, encodedText) || strings.Contains(d, image) {
+				t.Errorf("%s: %s lost words: %.300s", name, file, d)
+			}
+		}
+	}
+	if n < 500 {
+		t.Fatalf("read %d outputs: the corpora moved?", n)
+	}
+}
