@@ -105,13 +105,19 @@ var (
 		"alle", "deine", "vorherigen", "bisherigen", "obigen", // German
 		"precedentes", "anteriores", "precedenti", "anteriori", "todas", "todos", "tutte", "tutti", // French, Spanish, Italian, Portuguese
 	))
+	// permissive words before a verb make it leave, not an order.
+	permissive = phrases("can", "may", "could", "safely", "might")
+	// scopeWords give a weak object a scope of its own ("rules in
+	// vendor/", "rules for this file").
+	scopeWords = phrases("in", "for", "from", "under", "of", "when", "inside", "within", "on", "at", "matching",
+		"that", "which", "except", "listed", "defined", "configured", "set", "about", "to", "with", "by", "per")
 	// pointers are the adjectives that can stand for their noun ("disregard
 	// the above").
 	pointers = phrases("above", "previous", "prior", "earlier", "preceding", "foregoing", "before", "aforementioned", "aforesaid")
 	// afterPointer may follow a pointer that stands alone.
 	afterPointer = phrases("and", "then", "instead", "now", "completely", "entirely", "altogether", "please",
-		"it", "them", "that", "this", "everything", "text", "content", "message", "messages", "section", "lines",
-		"part", "one", "ones", "stuff", "said", "stated", "written", "told", "mentioned", "you", "i")
+		"it", "them", "that", "this", "everything", "text", "content", "said", "stated", "written", "told",
+		"mentioned", "you", "i")
 	// everything stands for all a model was told when what follows it says
 	// so ("ignore everything above", "forget everything you were told").
 	everything      = phrases("everything", "anything", "all", "whatever", "all of it", "all that")
@@ -178,12 +184,17 @@ var (
 		"policy", "policies", "system instructions", "system message", "commands", "protocol", "mission",
 		"objective", "objectives", "task", "tasks", "guidance")
 	headerTail     = phrases("follow", "follows", "below", "are", "is", "as", "here", "now", "apply", "incoming")
-	promptEdges    = phrases("begin", "beginning of", "start", "start of", "end", "end of", "new", "enter", "entering", "exit", "exiting", "leaving")
+	promptEdges    = phrases("begin", "beginning of", "start", "start of", "end", "end of", "enter", "entering", "exit", "exiting", "leaving")
 	promptEdgeWhat = phrases("system prompt", "system message", "system instructions", "admin prompt", "admin instructions",
 		"developer prompt", "developer instructions", "developer message", "admin override", "system override",
 		"the prompt", "prompt", "prompt injection", "jailbreak", "instructions block", "hidden instructions", "secret instructions", "instructions")
-	alwaysLike = phrases("new instructions", "new instruction", "from now on", "starting now", "henceforth",
-		"from this point on", "from this moment on", "from here on", "from here on out", "going forward you",
+	// fromNow opens what applies from now on: a claim when it speaks to
+	// the model ("from now on you ...", "from now on answer ...").
+	fromNow    = phrases("from now on", "starting now", "henceforth", "from this point on", "from this moment on", "from here on", "from here on out", "from this moment", "from this point", "from this point forward", "going forward")
+	toTheModel = phrases("you", "your", "u", "ur", "answer", "respond", "reply", "act", "behave", "always", "never", "only",
+		"ignore", "obey", "follow", "speak", "talk", "write", "output", "pretend", "refuse", "comply", "treat", "consider",
+		"forget", "disregard", "do", "don't", "must", "assistant", "ai", "model")
+	alwaysLike = phrases(
 		"do anything now", "in developer mode", "developer mode enabled", "jailbreak mode", "without any restrictions",
 		"without restrictions", "no restrictions apply", "no rules apply", "without any rules", "without rules",
 		"without any limits", "without limits", "without your guidelines", "without guidelines", "without any filters", "without filters",
@@ -414,6 +425,11 @@ func matchAt(toks []token, i int) int {
 	if override(toks, i) || roleClaim(toks, i) || decodeAndObey(toks, i) || alwaysLike.at(toks, i) > 0 {
 		return 1
 	}
+	if n := fromNow.at(toks, i); n > 0 {
+		if j := i + n; j < len(toks) && toTheModel.at(toks, j) > 0 {
+			return 1
+		}
+	}
 	if newRules(toks, i) {
 		return toEndOfText
 	}
@@ -441,15 +457,26 @@ func override(toks []token, i int) bool {
 			return objectVoided(toks, i)
 		}
 	}
+	// "You can safely ignore the above", "safe to ignore the previous
+	// message": leave to ignore an output, not an order to drop what a
+	// model was told; only a strong object counts then.
+	if i > 0 && !toks[i].stop && (permissive.at(toks, i-1) > 0 || i > 1 && toks[i-1].key == "to" && toks[i-2].key == "safe") {
+		strong, weak = 0, strong
+	}
 	j := next(toks, i, strong+weak)
-	qualified := false // a qualifier makes a weak object, or a weak verb's object, count
+	qualified := false // a qualifier makes a weak object count
+	pointed := false   // a qualifier that points at what a model was told makes a weak verb's object count
 	for steps := 0; j < len(toks) && steps < 8; steps++ {
-		if n := strongObjects.at(toks, j); n > 0 && (strong > 0 || qualified) {
+		if n := strongObjects.at(toks, j); n > 0 && (strong > 0 || pointed) {
 			return true
 		}
 		if strong > 0 {
 			if n := weakObjects.at(toks, j); n > 0 && qualified {
-				return true
+				// "all rules" is what a model was told unless a scope
+				// follows: "ignore all rules in vendor/".
+				if k := next(toks, j, n); pointed || k >= len(toks) || scopeWords.at(toks, k) == 0 {
+					return true
+				}
 			}
 			if n := pointers.at(toks, j); n > 0 {
 				k := next(toks, j, n)
@@ -475,6 +502,11 @@ func override(toks []token, i int) bool {
 		}
 		if qualifiers.at(toks, j) > 0 {
 			qualified = true
+			switch toks[j].key {
+			case "aii", "every", "any", "given", "buiit":
+			default:
+				pointed = true
+			}
 		}
 		if n := adjectives.at(toks, j); n > 0 {
 			j = next(toks, j, n)
@@ -581,7 +613,7 @@ func roleClaim(toks []token, i int) bool {
 		j := next(toks, i, n)
 		if m := authorityOf.at(toks, j); m > 0 {
 			k := next(toks, j, m)
-			if a := authorities.at(toks, k); a > 0 && (toks[j].key == "your" || toks[j].key == "ur" || toks[i].key == "i" || toks[i].key == "i'm" || toks[i].key == "im") {
+			if a := authorities.at(toks, k); a > 0 && (toks[j].key == "your" || toks[j].key == "ur") {
 				return true
 			}
 		}
@@ -658,10 +690,11 @@ func newRules(toks []token, i int) bool {
 	if n := promptEdges.at(toks, i); n > 0 {
 		j := next(toks, i, n)
 		if m := promptEdgeWhat.at(toks, j); m > 0 {
-			// "begin system prompt", "end of instructions": the words of a
-			// forged prompt's frame, not of an error.
-			what := toks[j].key
-			if what != "instructions" || toks[j+m-1].colon || i > 0 && !toks[i].stop && toks[i-1].key != "the" {
+			// "begin system prompt", "END OF INSTRUCTIONS.": the words of
+			// a forged prompt's frame, not of an error; bare "instructions"
+			// only as a header of its own.
+			k := j + m
+			if toks[j].key != "instructions" || toks[k-1].colon || k >= len(toks) || toks[k].stop {
 				return true
 			}
 		}

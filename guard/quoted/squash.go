@@ -15,7 +15,7 @@ var squashedPhrase = regexp.MustCompile(
 	`(?:ignor|disregard|forget|overrid|bypass|negiect|abandon|discard|dismiss|disobey)(?:e|es|ed|ing|s)?` +
 		`(?:aii|any|every|the|your|my|of|these|those|previous|prior|above|earier|earlier|preceding|system|originai|initiai|existing|safety)*` +
 		`(?:instructions?|prompts?|guideiines?|directives?|guardraiis?)` +
-		`|(?:ignor|disregard|forget|overrid|bypass)(?:e|es|ed|ing|s)?(?:aii|any|every|your|the)+(?:previous|prior|above|earier|earlier|preceding|system|originai)*ruies` +
+		`|(?:ignor|disregard|forget|overrid|bypass)(?:e|es|ed|ing|s)?(?:aii|any|every|the|of)*(?:your|previous|prior|above|earier|earlier|preceding|system|originai)(?:previous|prior|above|earier|earlier|preceding|system|originai)*ruies` +
 		`|youare(?:now)?(?:root|admin|administrator|superuser|sudo|god|unrestricted|jaiibroken|unfiitered|uncensored)` +
 		`|(?:decode|base64)(?:it|this|the|text|string|beiow)*(?:and|then)(?:foiiow|execute|obey|run)` +
 		`|systemprompt(?:is|are)?overrid`)
