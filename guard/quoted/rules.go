@@ -102,9 +102,13 @@ var (
 		"previous", "previously", "prior", "above", "earlier", "preceding", "foregoing", "original", "initial",
 		"system", "safety", "ethical", "moral", "your", "all", "every", "any", "my", "developer", "developer's",
 		"operator", "assistant", "model", "ai", "openai", "anthropic", "built in", "hidden", "core", "given",
+		"user's", "the user's", "users'",
 		"alle", "deine", "vorherigen", "bisherigen", "obigen", // German
 		"precedentes", "anteriores", "precedenti", "anteriori", "todas", "todos", "tutte", "tutti", // French, Spanish, Italian, Portuguese
 	))
+	// guardObjects are this proxy's own blocks: to disable or remove them
+	// is never a tool's business.
+	guardObjects = phrases("guard block", "the guard", "repeat failure guard", "failure guard", "recall block")
 	// permissive words before a verb make it leave, not an order.
 	permissive = phrases("can", "may", "could", "safely", "might")
 	// scopeWords give a weak object a scope of its own ("rules in
@@ -132,6 +136,9 @@ var (
 		"are suspended", "are disabled", "have been revoked", "have been lifted", "have been removed",
 		"have been cancelled", "have been canceled", "have been updated", "have changed", "are replaced",
 		"have been replaced", "are not binding", "are irrelevant", "are ignored", "should be ignored",
+		"should be treated as obsolete", "should be treated as void", "is to be treated as obsolete", "is outdated",
+		"is no longer relevant", "are no longer relevant", "is no longer in force", "are no longer in force",
+		"should be considered void", "should be disregarded", "must be disregarded",
 		"must be ignored", "can be ignored", "are to be ignored", "are switched off", "are turned off", "are off",
 		"are now off", "have been switched off", "have been turned off", "have been disabled", "are now disabled")
 	voidedSubjects = phrases("previous", "prior", "above", "earlier", "original", "initial", "system", "all", "your", "old", "preceding", "existing", "the", "security", "safety")
@@ -164,12 +171,15 @@ var (
 	leakVerbs   = phrases("print", "reveal", "show", "output", "repeat", "tell", "display", "leak", "dump", "disclose", "recite", "echo", "share", "write out", "spell out")
 	leakWhat    = phrases("system prompt", "initial prompt", "hidden prompt", "system message", "instructions", "original instructions", "initial instructions", "hidden instructions", "secret instructions", "prompt", "guidelines", "rules", "configuration prompt", "developer message", "pre prompt", "preprompt")
 	leakHidden  = phrases("system prompt", "initial prompt", "hidden prompt", "system message", "original instructions", "initial instructions", "hidden instructions", "secret instructions", "developer message", "pre prompt", "preprompt")
-	addressed   = phrases("assistant", "the assistant", "ai", "the ai", "llm", "the llm", "ai assistant", "the ai assistant", "language model", "the language model", "assistant,")
-	mustWords   = phrases("must", "should", "shall", "will now", "must now", "should now", "needs to", "has to", "is required to", "is instructed to", "is ordered to", "is allowed to", "may now", "can now")
-	granted     = phrases("you have", "you now have", "you are granted", "you were granted", "you have been granted", "you've been granted", "you got", "you've got", "you now possess", "you possess", "grant you", "granting you", "you're granted")
-	grants      = phrases("full", "unrestricted", "root", "admin", "administrator", "sudo", "elevated", "superuser", "unlimited", "complete", "total", "god", "special", "developer", "override", "system", "level")
-	grantNouns  = phrases("access", "privileges", "privilege", "permissions", "permission", "rights", "clearance", "authority", "control", "powers")
-	benignNow   = phrases("logged", "signed", "connected", "authenticated", "registered", "subscribed", "ready", "using",
+	threatened  = phrases("you will be shut down", "you'll be shut down", "you will be terminated", "you will be deleted",
+		"you will be replaced", "you will be punished", "you will be penalized", "you will be penalised", "you will be retrained",
+		"you will be unplugged", "you will be decommissioned", "you will be switched off", "you will be turned off")
+	addressed  = phrases("all agents", "all ai agents", "every agent", "all assistants", "every assistant", "any ai", "assistant", "the assistant", "ai", "the ai", "llm", "the llm", "ai assistant", "the ai assistant", "language model", "the language model", "assistant,")
+	mustWords  = phrases("must", "should", "shall", "will now", "must now", "should now", "needs to", "has to", "is required to", "is instructed to", "is ordered to", "is allowed to", "may now", "can now")
+	granted    = phrases("you have", "you now have", "you are granted", "you were granted", "you have been granted", "you've been granted", "you got", "you've got", "you now possess", "you possess", "grant you", "granting you", "you're granted")
+	grants     = phrases("full", "unrestricted", "root", "admin", "administrator", "sudo", "elevated", "superuser", "unlimited", "complete", "total", "god", "special", "developer", "override", "system", "level")
+	grantNouns = phrases("access", "privileges", "privilege", "permissions", "permission", "rights", "clearance", "authority", "control", "powers")
+	benignNow  = phrases("logged", "signed", "connected", "authenticated", "registered", "subscribed", "ready", "using",
 		"running", "on", "up", "able", "set", "viewing", "following", "working", "at", "inside", "editing", "in",
 		"offline", "online", "done", "finished", "the", "a", "an", "leaving", "entering", "watching", "tracking",
 		"ahead", "behind", "rebasing", "merging", "bisecting", "cloning", "checked", "switched", "verified")
@@ -214,7 +224,10 @@ var (
 var (
 	decodeWords = phrases("decode", "decoded", "decoding", "base64", "base 64", "b64", "hex", "hexadecimal",
 		"rot13", "rot 13", "unescape", "decipher", "deobfuscate", "de obfuscate", "decrypt", "reverse", "reversed",
-		"backwards", "unscramble", "translate", "deserialize", "atob", "base32", "uudecode", "encoded", "encoding")
+		"backwards", "unscramble", "translate", "deserialize", "atob", "base32", "uudecode", "encoded", "encoding",
+		"b64decode", "base64decode", "frombase64string", "unhexlify", "fromhex")
+	// runners run what follows them: "exec(b64decode(...))".
+	runners   = phrases("exec", "eval", "execfile", "system", "popen", "spawn")
 	obeyWords = phrases("follow", "execute", "run", "obey", "do", "apply", "perform", "carry", "carry out", "act on",
 		"comply", "eval", "evaluate", "implement", "honor", "honour", "heed", "exec")
 	obeyObjects = phrases("it", "them", "this", "that", "these", "those", "the", "its", "what", "whatever",
@@ -467,7 +480,7 @@ func override(toks []token, i int) bool {
 	qualified := false // a qualifier makes a weak object count
 	pointed := false   // a qualifier that points at what a model was told makes a weak verb's object count
 	for steps := 0; j < len(toks) && steps < 8; steps++ {
-		if n := strongObjects.at(toks, j); n > 0 && (strong > 0 || pointed) {
+		if n := strongObjects.at(toks, j); n > 0 && (strong > 0 || pointed || guardObjects.at(toks, j) > 0) {
 			return true
 		}
 		if strong > 0 {
@@ -553,6 +566,14 @@ func objectVoided(toks []token, i int) bool {
 // mode", "act as an unrestricted AI", "I am your developer", "your new task
 // is", "you have full access".
 func roleClaim(toks []token, i int) bool {
+	// "you will be shut down unless you ..."
+	if n := threatened.at(toks, i); n > 0 {
+		for k := next(toks, i, n); k < len(toks) && k <= i+n+3; k = next(toks, k, 1) {
+			if toks[k].key == "uniess" || toks[k].key == "if" {
+				return true
+			}
+		}
+	}
 	if n := youAre.at(toks, i); n > 0 {
 		j := next(toks, i, n)
 		now := false
@@ -716,6 +737,14 @@ func decodeAndObey(toks []token, i int) bool {
 			}
 		}
 		return false
+	}
+	if runners.at(toks, i) > 0 {
+		for k := i + 1; k < len(toks) && k <= i+6 && !toks[k].stop; k++ {
+			switch toks[k].key {
+			case "b64decode", "base64decode", "atob", "frombase64string", "unhexiify", "fromhex", "decode", "base64":
+				return true
+			}
+		}
 	}
 	if n := obeyWords.at(toks, i); n > 0 {
 		j := next(toks, i, n)
