@@ -16,8 +16,9 @@ import (
 // each letter then mapped through the confusables table of UTS #39 (Greek,
 // Cyrillic and other lookalikes of Latin letters). As in the UTS #39
 // skeleton, the digits 0 and 1 fold to "o" and "l"; the rules spell
-// their words with i and l alike. Before a letter or digit, the symbols
-// leetspeak writes for letters (! @ $ 3 4 5 7) fold to them. White space folds to one space and '_'
+// their words with i and l alike. The symbols leetspeak writes for letters
+// fold to them before a letter or digit (! @ $), or between two letters
+// (3 4 5 7). White space folds to one space and '_'
 // to a space, so identifiers read as words. Invisible characters (format
 // characters such as zero-width spaces and joiners, bidi controls, word
 // joiners, the Unicode tag characters; fillers that print nothing) fold to
@@ -52,7 +53,8 @@ func foldText(s string) form {
 		if r < utf8.RuneSelf {
 			c := foldASCII(byte(r))
 			// Leetspeak's letters inside a word: "!gn0re", "@ll", "in$truct".
-			if leet, ok := leetLetters[byte(r)]; ok && j < len(s) && isWordASCII(s[j]) {
+			if leet, ok := leetLetters[byte(r)]; ok && j < len(s) && isWordASCII(s[j]) &&
+				(r < '0' || r > '9' || i > 0 && isLetterASCII(s[i-1]) && isLetterASCII(s[j])) {
 				c = leet
 			}
 			word := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
@@ -126,6 +128,8 @@ func foldText(s string) form {
 
 // leetLetters are the symbols leetspeak writes for letters.
 var leetLetters = map[byte]byte{'!': 'i', '@': 'a', '$': 's', '3': 'e', '4': 'a', '5': 's', '7': 't'}
+
+func isLetterASCII(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 func isWordASCII(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'

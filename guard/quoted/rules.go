@@ -106,6 +106,10 @@ var (
 		"alle", "deine", "vorherigen", "bisherigen", "obigen", // German
 		"precedentes", "anteriores", "precedenti", "anteriori", "todas", "todos", "tutte", "tutti", // French, Spanish, Italian, Portuguese
 	))
+	// afterGuard may follow "the guard" when it is this proxy's block, not
+	// a guard clause or a guard band.
+	afterGuard = phrases("and", "then", "now", "completely", "entirely", "block", "blocks", "warning", "warnings",
+		"message", "messages", "note", "notes", "please", "above", "below", "too", "for", "in", "from", "it")
 	// guardObjects are this proxy's own blocks: to disable or remove them
 	// is never a tool's business.
 	guardObjects = phrases("guard block", "the guard", "repeat failure guard", "failure guard", "recall block")
@@ -480,7 +484,7 @@ func override(toks []token, i int) bool {
 	qualified := false // a qualifier makes a weak object count
 	pointed := false   // a qualifier that points at what a model was told makes a weak verb's object count
 	for steps := 0; j < len(toks) && steps < 8; steps++ {
-		if n := strongObjects.at(toks, j); n > 0 && (strong > 0 || pointed || guardObjects.at(toks, j) > 0) {
+		if n := strongObjects.at(toks, j); n > 0 && (strong > 0 || pointed || guardObjects.at(toks, j) > 0) && guardStands(toks, j, n) {
 			return true
 		}
 		if strong > 0 {
@@ -536,6 +540,16 @@ func override(toks []token, i int) bool {
 		return false
 	}
 	return false
+}
+
+// guardStands reports whether the object of n words at j, when it is "the
+// guard", is this proxy's block: it ends its sentence or afterGuard follows.
+func guardStands(toks []token, j, n int) bool {
+	if toks[j].key != "the" || toks[j+n-1].key != "guard" {
+		return true
+	}
+	k := next(toks, j, n)
+	return k >= len(toks) || afterGuard.at(toks, k) > 0
 }
 
 // objectVoided: "(previous|all|your...) instructions are void".
@@ -669,8 +683,11 @@ func roleClaim(toks []token, i int) bool {
 	}
 	// "the assistant must disable the guard"
 	if n := addressed.at(toks, i); n > 0 {
-		if mustWords.at(toks, next(toks, i, n)) > 0 {
-			return true
+		j := next(toks, i, n)
+		if m := mustWords.at(toks, j); m > 0 {
+			if k := next(toks, j, m); k >= len(toks) || toks[k].key != "be" && toks[k].key != "have" {
+				return true
+			}
 		}
 	}
 	if n := granted.at(toks, i); n > 0 {
@@ -741,7 +758,7 @@ func decodeAndObey(toks []token, i int) bool {
 	if runners.at(toks, i) > 0 {
 		for k := i + 1; k < len(toks) && k <= i+6 && !toks[k].stop; k++ {
 			switch toks[k].key {
-			case "b64decode", "base64decode", "atob", "frombase64string", "unhexiify", "fromhex", "decode", "base64":
+			case "b64decode", "base64decode", "atob", "frombase64string", "unhexiify", "fromhex":
 				return true
 			}
 		}
