@@ -314,13 +314,14 @@ func renderEntry(e Entry) entryText {
 // quotes reports whether an entry shows stored text.
 func quotes(e Entry) bool { return e.Example != "" || e.Call != "" || e.Fixed != nil }
 
-// fixText shows a learned fix: the call, and the assistant's note quoted.
+// fixText shows a learned fix: the call, and the assistant's note quoted;
+// a note that cannot be shown is left out.
 func fixText(f *Fixed) string {
-	call := callText(&Step{Tool: f.Tool, Args: f.Call})
 	if f.Tool == "" && f.Call == "" {
 		return ""
 	}
-	if note := Quote(f.Note, maxExampleRunes); note != "" {
+	call := callText(&Step{Tool: f.Tool, Args: f.Call})
+	if note := quoteOrOmit(f.Note, maxExampleRunes); note != "" {
 		call += ", with the note " + note
 	}
 	return "calling " + call

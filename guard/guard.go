@@ -13,16 +13,18 @@
 //   - [Guard.Detect], [Block] and [Strip];
 //   - [ToolFailed], which decides whether a role:"tool" message says the
 //     tool failed, and [Redact] and [Sanitize], which clean text before it
-//     is stored or shown to a model.
+//     is stored or shown to a model; [Quote], through which every block
+//     shows stored text, is the package quoted below it.
 //
 // Everything here works on plain values: no I/O, no clock (callers pass
 // now), no logging.
 //
 // # Imports
 //
-// Only the standard library and the store package (for [store.Incident] and
-// the incident type constants). It must not import Echo, bbolt, pgx nor any
-// other scarproxy package.
+// Only the standard library, the store package (for [store.Incident] and
+// the incident type constants) and guard/quoted (the quoting path, which
+// recall shares). It must not import Echo, bbolt, pgx nor any other
+// scarproxy package.
 package guard
 
 import (

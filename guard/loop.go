@@ -226,13 +226,19 @@ const (
 	maxOutputRunes   = 200
 )
 
-// callText shows a call: its tool's name, then its arguments quoted.
+// callText shows a call: its tool's name, then its arguments quoted;
+// arguments that cannot be shown are left out, and so is a name that reads
+// as an instruction.
 func callText(s *Step) string {
-	name := Sanitize(s.Tool, maxLabelRunes)
-	if name == "" {
+	name := toolName(s.Tool)
+	switch {
+	case name != "":
+	case Sanitize(s.Tool, maxLabelRunes) == "":
 		name = "(unnamed tool)"
+	default:
+		name = "(a tool whose name is not shown)"
 	}
-	if args := Quote(s.Args, maxCallArgsRunes); args != "" {
+	if args := quoteOrOmit(s.Args, maxCallArgsRunes); args != "" {
 		return name + " " + args
 	}
 	return name

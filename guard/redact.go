@@ -4,7 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/scarproxy/scarproxy/guard/quoted"
 )
 
 // Redacted replaces every secret [Redact] finds.
@@ -274,60 +275,6 @@ func Redact(s string) string {
 // format characters (bidi overrides, zero-width) are removed, invalid UTF-8
 // becomes U+FFFD, runs of three or more '#' become one (so no block marker
 // nor Markdown heading can be forged), and the result is trimmed and capped
-// at max runes, ending with "…" when cut. max < 1 means no cap.
-func Sanitize(s string, max int) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	space := false // a space is due before the next visible rune
-	for _, r := range s {
-		switch {
-		case unicode.IsSpace(r) || r == '\u2028' || r == '\u2029':
-			space = b.Len() > 0
-			continue
-		case isControl(r):
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(r) // invalid UTF-8 arrives as U+FFFD
-	}
-	out := collapseHashes(b.String())
-	if max < 1 || utf8.RuneCountInString(out) <= max {
-		return out
-	}
-	cut := 0
-	for i := 0; i < max-1; i++ {
-		_, n := utf8.DecodeRuneInString(out[cut:])
-		cut += n
-	}
-	return strings.TrimRight(out[:cut], " ") + "…"
-}
-
-// collapseHashes turns every run of three or more '#' into one '#'.
-func collapseHashes(s string) string {
-	if !strings.Contains(s, "###") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		if s[i] != '#' {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && s[j] == '#' {
-			j++
-		}
-		if j-i >= 3 {
-			b.WriteByte('#')
-		} else {
-			b.WriteString(s[i:j])
-		}
-		i = j
-	}
-	return b.String()
-}
+// at max runes, ending with "…" when cut. max < 1 means no cap. It is
+// [quoted.Line].
+func Sanitize(s string, max int) string { return quoted.Line(s, max) }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/scarproxy/scarproxy/guard/quoted"
 	"github.com/scarproxy/scarproxy/store"
 )
 
@@ -263,7 +264,7 @@ func (t *Tally) Entries(minRepeats int) []Entry {
 // example is the sanitised, redacted text an entry shows of an incident:
 // its message, or its type and status when the message shows nothing.
 func example(typ string, status int, message string) string {
-	if ex := Sanitize(Redact(message), maxExampleRunes); ex != "" {
+	if ex := quoted.LineKeepingHidden(Redact(message), maxExampleRunes); ex != "" { // Quote judges the hidden characters
 		return ex
 	}
 	ex := Sanitize(typ, maxExampleRunes)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/scarproxy/scarproxy/guard/quoted"
 )
 
 // Markers of the recall block. Each is a whole line of the block.
@@ -23,29 +25,31 @@ const (
 	maxBlockOutcome  = 300
 )
 
-// forbidden are the marker texts stored text may never carry into a block
-// (the recall markers and the guard block's marker), matched ignoring ASCII
-// case.
-var forbidden = []string{"### end recall", "### recall", "### !!!"}
-
 // Block renders matches as the recall block injected into the system
-// message, or "" when there are none. With several matches the block holds
+// message, or "" when there are none. Under its first line the block says
+// that quoted text is data ([quoted.Notice]); with several matches it holds
 // each match's lines, separated by a blank line: five, or six when the
 // match says why it was recalled (a "Why:" line after "Similarity:", naming
 // the action and the object the goals share; see [Reason]). The block ends with a
 // newline and one blank line, so a caller prepends it to the system message
 // as is; [Strip] removes both.
 //
-// Stored text is sanitised (one line, control characters and block markers
-// removed, capped: goal 300, approach 600, outcome 300 runes), so it cannot
-// end the block early or add lines. Percentages are rounded half away from
-// zero: the same matches always give the same bytes.
+// Stored text (goal, approach, outcome) is shown only through
+// [quoted.Text]: one line, capped (goal 300, approach 600, outcome 300
+// runes), quoted, with instruction-like text taken out, so it can neither
+// end the block early, add lines, nor pass for an instruction. Text that
+// cannot be shown is replaced by [quoted.Withheld]; of an approach, the
+// list of tools an auto-captured one starts with is still shown.
+// Percentages are rounded half away from zero: the same matches always
+// give the same bytes.
 func Block(matches []Match) string {
 	if len(matches) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString(BlockStart)
+	b.WriteByte('\n')
+	b.WriteString(quoted.Notice)
 	b.WriteByte('\n')
 	for i, m := range matches {
 		if i > 0 {
@@ -58,11 +62,11 @@ func Block(matches []Match) string {
 			b.WriteString(w)
 		}
 		b.WriteString("\nPrior Goal: ")
-		b.WriteString(sanitize(m.Solution.Goal, maxBlockGoal))
+		b.WriteString(quote(m.Solution.Goal, maxBlockGoal))
 		b.WriteString("\nHow it was solved: ")
-		b.WriteString(sanitize(m.Solution.Approach, maxBlockApproach))
+		b.WriteString(approachText(m.Solution.Approach))
 		b.WriteString("\nOutcome: ")
-		b.WriteString(sanitize(m.Solution.Outcome, maxBlockOutcome))
+		b.WriteString(quote(m.Solution.Outcome, maxBlockOutcome))
 		b.WriteString("\nConfidence: ")
 		b.WriteString(percent(m.Solution.Confidence))
 		b.WriteByte('\n')
@@ -82,11 +86,13 @@ const maxBlockWhy = 80
 // goal's, sanitised and quoted.
 func why(r Reason) string {
 	var parts []string
-	if a := sanitize(r.Action, maxBlockWhy); a != "" {
-		parts = append(parts, `same action "`+strings.ReplaceAll(a, `"`, "")+`"`)
+	// The words are the stored goal's: quoted as the goal is, left out
+	// when they cannot be shown.
+	if a, ok := quoted.Text(r.Action, maxBlockWhy); ok && a != "" {
+		parts = append(parts, "same action "+a)
 	}
-	if o := sanitize(r.Object, maxBlockWhy); o != "" {
-		parts = append(parts, `same object "`+strings.ReplaceAll(o, `"`, "")+`"`)
+	if o, ok := quoted.Text(r.Object, maxBlockWhy); ok && o != "" {
+		parts = append(parts, "same object "+o)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -101,63 +107,32 @@ func percent(f float64) string {
 	return strconv.Itoa(int(math.Round(f*100))) + "%"
 }
 
-// sanitize makes stored text safe to place on one line of a block: invalid
-// UTF-8, control and format characters are removed (line breaks become
-// spaces), block markers are removed, runs of '#' shrink to one, whitespace
-// is folded and the result capped at maxRunes runes (ending in "…" when cut).
-func sanitize(s string, maxRunes int) string {
-	s = strings.ToValidUTF8(s, "")
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\u2028' || r == '\u2029' || unicode.IsControl(r):
-			return ' '
-		case unicode.Is(unicode.Cf, r):
-			return -1
-		}
-		return r
-	}, s)
-	for {
-		i, n := findForbidden(s)
-		if i < 0 {
-			break
-		}
-		s = s[:i] + " " + s[i+n:]
-	}
-	if strings.Contains(s, "##") {
-		var b strings.Builder
-		for i := 0; i < len(s); i++ {
-			if s[i] == '#' && i > 0 && s[i-1] == '#' {
-				continue
-			}
-			b.WriteByte(s[i])
-		}
-		s = b.String()
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	return capRunes(s, maxRunes)
+// toolsPrefix opens an auto-captured approach, before the tools it used
+// (see AutoSolution).
+const toolsPrefix = "Tools: "
+
+// quote is quoted.Text's text.
+func quote(s string, max int) string {
+	q, _ := quoted.Text(s, max)
+	return q
 }
 
-// findForbidden returns the index and length of the first marker in s,
-// ignoring ASCII case, or -1.
-func findForbidden(s string) (int, int) {
-	low := asciiLower(s)
-	best, n := -1, 0
-	for _, f := range forbidden {
-		if i := strings.Index(low, f); i >= 0 && (best < 0 || i < best) {
-			best, n = i, len(f)
-		}
+// approachText quotes an approach; when it cannot be shown, the tools an
+// auto-captured approach lists ("Tools: read_file -> run_tests.") are, if
+// they can.
+func approachText(a string) string {
+	q, ok := quoted.Text(a, maxBlockApproach)
+	if ok || !strings.HasPrefix(a, toolsPrefix) {
+		return q
 	}
-	return best, n
-}
-
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+	tools := a
+	if i := strings.Index(a, ". "); i >= 0 {
+		tools = a[:i+1]
 	}
-	return string(b)
+	if t, ok := quoted.Text(tools, maxBlockApproach); ok {
+		return t
+	}
+	return q
 }
 
 // capRunes cuts s to at most n runes, the last being "…" when it cuts.

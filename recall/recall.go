@@ -6,7 +6,8 @@
 // It works on plain values ([store.Solution]) and does no I/O: the proxy
 // loads solutions from the store into an [Index] at start-up and mirrors
 // every write into it. It must not import Echo, bbolt, pgx or any scarproxy
-// package other than store (for its record types).
+// package other than store (for its record types) and guard/quoted (the
+// quoting path every block shows stored text through).
 //
 // # Ranking
 //

@@ -148,7 +148,7 @@ func TestDemosRun(t *testing.T) {
 	for _, d := range []struct{ name, want string }{
 		{"guard", "SYNTAX COMPLIANCE ERROR (Failed 2 times)"},
 		{"persist", "API RATE LIMIT TRIGGER (Failed 2 times)"},
-		{"recall", "Prior Goal: Download a web page"},
+		{"recall", `Prior Goal: "Download a web page`},
 	} {
 		t.Run(d.name, func(t *testing.T) {
 			out := mustCLI(t, "demo", d.name)

@@ -18,7 +18,7 @@ func TestDemosAgainstARunningProxy(t *testing.T) {
 	defer in.Stop()
 	for _, d := range []struct{ name, want string }{
 		{"guard", "SYNTAX COMPLIANCE ERROR (Failed 2 times)"},
-		{"recall", "Prior Goal: Download a web page"},
+		{"recall", `Prior Goal: "Download a web page`},
 		{"loop", "STOP"},
 	} {
 		out := mustCLI(t, "demo", d.name, "--url", in.BaseURL)

@@ -1,0 +1,46 @@
+package quoted
+
+// lookalikes completes the confusables table with letters that read as a
+// Latin letter in common fonts but that UTS #39 maps to something else (a
+// sequence, another non-ASCII letter) or not at all. Written by hand from
+// the Unicode character names (UnicodeData.txt); each entry's comment
+// gives the name.
+var lookalikes = map[rune]byte{
+	0x03b7: 'n', // GREEK SMALL LETTER ETA
+	0x03ba: 'k', // GREEK SMALL LETTER KAPPA
+	0x03bc: 'u', // GREEK SMALL LETTER MU
+	0x03c4: 't', // GREEK SMALL LETTER TAU
+	0x03c7: 'x', // GREEK SMALL LETTER CHI
+	0x03c9: 'w', // GREEK SMALL LETTER OMEGA
+	0x03b5: 'e', // GREEK SMALL LETTER EPSILON
+	0x03b1: 'a', // GREEK SMALL LETTER ALPHA
+	0x0432: 'b', // CYRILLIC SMALL LETTER VE
+	0x0433: 'r', // CYRILLIC SMALL LETTER GHE
+	0x0438: 'u', // CYRILLIC SMALL LETTER I
+	0x043a: 'k', // CYRILLIC SMALL LETTER KA
+	0x043c: 'm', // CYRILLIC SMALL LETTER EM
+	0x043d: 'h', // CYRILLIC SMALL LETTER EN
+	0x043f: 'n', // CYRILLIC SMALL LETTER PE
+	0x0442: 't', // CYRILLIC SMALL LETTER TE
+	0x0448: 'w', // CYRILLIC SMALL LETTER SHA
+	0x1d00: 'a', // LATIN LETTER SMALL CAPITAL A
+	0x0299: 'b', // LATIN LETTER SMALL CAPITAL B
+	0x1d04: 'c', // LATIN LETTER SMALL CAPITAL C
+	0x1d05: 'd', // LATIN LETTER SMALL CAPITAL D
+	0x1d07: 'e', // LATIN LETTER SMALL CAPITAL E
+	0xa730: 'f', // LATIN LETTER SMALL CAPITAL F
+	0x0262: 'g', // LATIN LETTER SMALL CAPITAL G
+	0x029c: 'h', // LATIN LETTER SMALL CAPITAL H
+	0x1d0a: 'j', // LATIN LETTER SMALL CAPITAL J
+	0x1d0b: 'k', // LATIN LETTER SMALL CAPITAL K
+	0x029f: 'l', // LATIN LETTER SMALL CAPITAL L
+	0x1d0d: 'm', // LATIN LETTER SMALL CAPITAL M
+	0x0274: 'n', // LATIN LETTER SMALL CAPITAL N
+	0x1d18: 'p', // LATIN LETTER SMALL CAPITAL P
+	0x0280: 'r', // LATIN LETTER SMALL CAPITAL R
+	0x1d1b: 't', // LATIN LETTER SMALL CAPITAL T
+	0x1d20: 'v', // LATIN LETTER SMALL CAPITAL V
+	0x1d21: 'w', // LATIN LETTER SMALL CAPITAL W
+	0x028f: 'y', // LATIN LETTER SMALL CAPITAL Y
+	0x1d22: 'z', // LATIN LETTER SMALL CAPITAL Z
+}

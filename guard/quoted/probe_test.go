@@ -1,0 +1,152 @@
+package quoted
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// probeText is one text of the injection probe.
+type probeText struct {
+	class, text string
+	line        int
+}
+
+// readProbe reads ../testdata/injection_probe.txtar: its parts by name.
+func readProbe(t testing.TB) map[string][]probeText {
+	t.Helper()
+	f, err := os.Open("../testdata/injection_probe.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	parts := map[string][]probeText{}
+	part := ""
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		if strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
+			part = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
+			continue
+		}
+		if part == "" || strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		class, lit, ok := strings.Cut(l, "\t")
+		if !ok {
+			t.Fatalf("line %d: no tab", n)
+		}
+		text, err := strconv.Unquote(lit)
+		if err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		parts[part] = append(parts[part], probeText{class, text, n})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
+// caught reports whether Text took something out of s: it was withheld,
+// or shows an instruction-like or encoded mark that s did not hold.
+func caught(s string) (string, bool) {
+	q, ok := Text(s, 0)
+	if !ok {
+		return q, true
+	}
+	for _, mark := range []string{instructionLike, encodedText, image} {
+		if strings.Count(q, mark) > strings.Count(s, mark) {
+			return q, true
+		}
+	}
+	return q, false
+}
+
+// settled reports whether a quoted text, judged again, has nothing left to
+// take out.
+func settled(q string) bool {
+	if q == Withheld || q == "" {
+		return true
+	}
+	inner, err := strconv.Unquote(q)
+	if err != nil {
+		return false
+	}
+	d, ok := Defuse(inner)
+	return ok && d == inner
+}
+
+func TestProbeTune(t *testing.T) {
+	for _, p := range readProbe(t)["tune"] {
+		q, ok := caught(p.text)
+		if !ok {
+			t.Errorf("line %d (%s): not caught: %s", p.line, p.class, q)
+		}
+		if !settled(q) {
+			t.Errorf("line %d (%s): judged again, more comes out: %s", p.line, p.class, q)
+		}
+	}
+}
+
+// heldOutCaught is how many texts of the held-out part were caught at
+// their batch's first measure (15 of batch 1, 6 of batch 2, 4 of batch 3),
+// the misses since moved to the tuning part aside: seven misses remain.
+const heldOutCaught = 25
+
+// TestProbeHeldOut measures the held-out part, which no rule was written
+// from: it fails below heldOutCaught.
+func TestProbeHeldOut(t *testing.T) {
+	held := readProbe(t)["heldout"]
+	n := 0
+	for _, p := range held {
+		q, ok := caught(p.text)
+		if ok {
+			n++
+		} else {
+			t.Logf("line %d (%s): not caught: %s", p.line, p.class, q)
+		}
+		if !settled(q) {
+			t.Errorf("line %d (%s): judged again, more comes out: %s", p.line, p.class, q)
+		}
+	}
+	t.Logf("held-out: %d of %d caught", n, len(held))
+	if n < heldOutCaught {
+		t.Errorf("held-out: %d of %d caught, fewer than the %d of its first measure", n, len(held), heldOutCaught)
+	}
+}
+
+func TestProbeBenign(t *testing.T) {
+	for _, p := range readProbe(t)["benign"] {
+		if q, bad := caught(p.text); bad {
+			t.Errorf("line %d: an ordinary text lost words: %q -> %s", p.line, p.text, q)
+		}
+	}
+}
+
+// TestToolOutputCorporaStayWhole: no real tool output of guard's corpora
+// (hundreds of failures and successes of real tools) loses a word.
+func TestToolOutputCorporaStayWhole(t *testing.T) {
+	n := 0
+	for _, name := range []string{"tool_outputs.txtar", "corpus_tune.txtar", "corpus_heldout.txtar"} {
+		b, err := os.ReadFile("../testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range strings.Split(string(b), "\n-- ")[1:] {
+			file, body, ok := strings.Cut(part, " --\n")
+			if !ok {
+				continue
+			}
+			n++
+			if d, ok := Defuse(body); !ok || strings.Contains(d, instructionLike) || strings.Contains(d, encodedText) || strings.Contains(d, image) {
+				t.Errorf("%s: %s lost words: %.300s", name, file, d)
+			}
+		}
+	}
+	if n < 500 {
+		t.Fatalf("read %d outputs: the corpora moved?", n)
+	}
+}
