@@ -110,3 +110,16 @@ func checkScore(t *testing.T, part string, s corpusScore) {
 		t.Errorf("%s: %d successes flagged", part, s.flagged)
 	}
 }
+
+// TestToolFailedHeldOut2: a second held-out batch, from tools and threads
+// of this round, built before the rules of this round were read.
+func TestToolFailedHeldOut2(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout2.txtar")
+	logScore(t, "held-out 2", total, by)
+	if total.fails < 150 || total.oks < 100 {
+		t.Errorf("held-out 2: %d failures and %d successes; want at least 150 and 100", total.fails, total.oks)
+	}
+	if total.flagged > 0 {
+		t.Errorf("held-out 2: %d successes flagged", total.flagged)
+	}
+}
