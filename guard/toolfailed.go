@@ -120,7 +120,8 @@ var toolRules = []toolRule{
 
 	// 3. Verdicts at the end.
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
-	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$)`)},
+	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$|\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9])`)},
+	{name: "play recap failed", where: lastLines, literal: "failed=", re: mustRe(`\bunreachable=(?:[1-9]\d*\s+failed=\d+|\d+\s+failed=[1-9])`)}, // Ansible's PLAY RECAP
 	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
 	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to|test failed\b)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* |(?:error |ELIFECYCLE\s+)?(?:Command|Test) failed\b|\[ERROR\] (?:-> \[Help 1\]|\[Help 1\] |Re-run Maven\b|For more information about the errors\b|Failed to execute goal\b)|ERROR: failed to (?:solve|build)\b|BUILD FAILED\b|Automatic merge failed\b|curl: \(\d+\) )`)},
 	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$)`)},
@@ -131,7 +132,7 @@ var toolRules = []toolRule{
 	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|connecting|while|during|occurred|in tool|response from daemon|from server)\b`)},
 	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
-	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
+	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?|(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
 	{name: "unhandled", where: firstLine, re: mustRe(`^(?:Uncaught|Unhandled)\b`)},
 	{name: "command failed", where: firstLine, re: mustRe(`^(?:Command failed\b|Command (?:exited|returned) (?:with )?(?:a )?non-zero)`)},
 	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
@@ -141,7 +142,9 @@ var toolRules = []toolRule{
 	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
 	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
+	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
+	{name: "could not", where: firstLine, re: couldNot},
 	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 
 	// 5. How the output ends.
@@ -150,10 +153,11 @@ var toolRules = []toolRule{
 	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
 	// A script's own last word (sys.exit("deploy failed: …"), "1 test
 	// failed"), not a log record nor "none failed".
-	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?\w*[A-Za-z_][\w./-]* (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
-		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)},
+	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?[\w./-]*\w (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
+		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not|0)\s+(?:\w+\s+)?failed\b)`)},
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
-	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$)`)}, // printed after a usage error only
+	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$|Run '[^'\n]+ help(?: [^'\n]+)?' for usage\.$)`)}, // printed after a usage error only
+	{name: "could not at end", where: lastLine, re: couldNot},
 	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
 		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
@@ -179,8 +183,9 @@ var toolRules = []toolRule{
 	{name: "make error", where: anyLine, col0: true, re: mustRe(`^make(?:\[\d+\])?: \*\*\* `)},
 	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
-	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)}, // indented by Vitest and Mocha
-	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^E {3,}\S`)},
+	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)},                               // indented by Vitest and Mocha
+	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^(?:E {3,}\S|Mismatched elements: \d+ / \d+ \()`)},                                                                        // an assertion's report; numpy's
+	{name: "pytest report", where: anyLine, col0: true, literal: ".py", re: mustRe(`^(?:\S+\.py [.sxXFE]*[FE][.sxXFE]* +\[ *\d+%\]$|\S+\.py:\d+: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)$)`)}, // a progress line with F or E; where a test failed
 	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
@@ -188,7 +193,7 @@ var toolRules = []toolRule{
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
-	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^[a-z_./][\w.+/-]*: `), also: programFailed, unless: programNote},
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
 	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)}, // perl, jq, dash
 	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                      // make's "*** [target] Error 1"
@@ -197,28 +202,39 @@ var toolRules = []toolRule{
 	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
 	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
-	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
-	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:ERROR|E): [A-Z]`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*|double free or corruption\b|==\d+==ERROR: \w+Sanitizer: |SUMMARY: \w+Sanitizer: |WARNING: DATA RACE$|terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
+	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)}, // glibc's malloc
+	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S)`)},                                                 // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
-	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN not safe after errors--compilation aborted)`)},
+	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
 	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
-	{name: "bundler error", where: anyLine, re: mustRe(`^ERROR {1,2}(?:Failed to compile|Build failed)\b`)}, // vue-cli, webpack
+	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR {1,2}(?:Failed to compile|Build failed)\b|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
 	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
+	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: [A-Z"'\x60‘]`)},                                                               // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
+	{name: "go module error", where: anyLine, col0: true, located: true, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                                      // a module that cannot be had
+	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
+	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
+	{name: "failure mark", where: anyLine, re: mustRe(`^[✖✗✕❌×] \S`), unless: mustRe(`\(0 errors?\b`)},                                                 // node --test, jest, vitest, eslint, webpack-dev-middleware
+	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
+	{name: "Tcl error", where: anyLine, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
 }
+
+// couldNot is an output that opens, or ends, saying what it could not do.
+var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 
 // programFailed is what a program's, a shell's or a script's error line
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
@@ -235,16 +251,27 @@ var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): `)
 // print them, at the end of a chain of errors ("unable to prepare
 // context: …: lstat /app/Dockerfile: no such file or directory").
 var osErrors = []string{"no such file or directory", "permission denied", "connection refused", "no such host",
-	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted"}
+	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted",
+	"directory not found", "name or service not known", "temporary failure in name resolution", "no route to host",
+	"host is unreachable", "connection timed out", "no space left on device", "read-only file system"}
 
 // osErrorLine is a line that ends with one of osErrors.
-var osErrorLine = mustRe(`^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
+var osErrorLine = mustRe(`(?i)^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
 
 // endsWithOSError is osErrorLine's cheap first test.
 func endsWithOSError(line string) bool {
 	line = strings.TrimSuffix(line, ".")
+	var buf [40]byte
+	tail := buf[:0]
+	for i := max(0, len(line)-len(buf)); i < len(line); i++ {
+		c := line[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		tail = append(tail, c)
+	}
 	for _, e := range osErrors {
-		if strings.HasSuffix(line, e) {
+		if len(e) <= len(tail) && string(tail[len(tail)-len(e):]) == e {
 			return true
 		}
 	}
@@ -406,7 +433,38 @@ func toolVerdict(content string) (failed, decided bool) {
 			return toolVerdict(inner)
 		}
 	}
+	if strings.IndexByte(s, '\x1b') >= 0 {
+		s = stripANSI(s)
+	}
 	return textVerdict(s)
+}
+
+// stripANSI returns s without its ANSI escape sequences: the colours and
+// cursor moves of a tool that writes to a terminal (CSI: ESC '[' ...
+// a final byte from '@' to '~'; other escapes: ESC and the byte after it).
+func stripANSI(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.IndexByte(s, '\x1b')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i+1:]
+		switch {
+		case s == "":
+		case s[0] == '[':
+			j := 1
+			for j < len(s) && (s[j] < '@' || s[j] > '~') {
+				j++
+			}
+			s = s[min(j+1, len(s)):]
+		default:
+			s = s[1:]
+		}
+	}
 }
 
 // jsonObjects decodes a JSON array whose elements are all objects.
