@@ -193,7 +193,7 @@ var toolRules = []toolRule{
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
-	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
 	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)}, // perl, jq, dash
 	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                      // make's "*** [target] Error 1"
@@ -204,7 +204,7 @@ var toolRules = []toolRule{
 	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
 	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*|double free or corruption\b|==\d+==ERROR: \w+Sanitizer: |SUMMARY: \w+Sanitizer: |WARNING: DATA RACE$|terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
 	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)}, // glibc's malloc
-	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S)`)},                                                 // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: )`)},      // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
@@ -224,6 +224,7 @@ var toolRules = []toolRule{
 	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
 	{name: "failure mark", where: anyLine, re: mustRe(`^[✖✗✕❌×] \S`), unless: mustRe(`\(0 errors?\b`)},                                                 // node --test, jest, vitest, eslint, webpack-dev-middleware
 	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
+	{name: "runtime error", where: anyLine, col0: true, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
 	{name: "Tcl error", where: anyLine, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
 }
 
@@ -234,7 +235,7 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
@@ -244,8 +245,9 @@ func programPrefix(line string) bool {
 	return i > 0 && line[i] == ':' && i+1 < len(line) && line[i+1] == ' '
 }
 
-// programNote is a program's line that only warns or informs.
-var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): `)
+// programNote is a program's line that only warns or informs, or says
+// that nothing failed.
+var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
 
 // osErrors are the errors of the operating system as Go and C programs
 // print them, at the end of a chain of errors ("unable to prepare

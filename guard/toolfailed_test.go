@@ -283,6 +283,17 @@ func TestToolFailedKinds(t *testing.T) {
 		{"zero errors", "compiling 12 files\n0 errors, 0 warnings\nbuild finished", false},
 		{"kubectl validation", "The Deployment \"web\" is invalid: spec.template.spec.containers[0].image: Required value", true},
 		{"kubectl applied", "deployment.apps/web configured\nservice/web unchanged", false},
+		{"git fatal after progress", "Cloning into 'app'...\nfatal: repository 'https://example.com/app.git/' not found", true},
+		{"ssh key refused", "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", true},
+		{"PHP fatal in the middle", "Loading config\nPHP Fatal error:  Uncaught Error: Call to undefined function f() in /app/a.php:3", true},
+		{"Elixir error", "Compiling 2 files (.ex)\n** (CompileError) lib/app.ex:3: undefined function foo/0", true},
+		{"R error", "> source('a.R')\nError in f(x) : object 'y' not found\nExecution halted", true},
+		{"Lua traceback", "lua: a.lua:3: attempt to call a nil value (global 'f')\nstack traceback:\n\t[C]: in ?", true},
+		{"MySQL error", "ERROR 1064 (42000) at line 1: You have an error in your SQL syntax", true},
+		{"Kotlin error", "e: file:///src/Main.kt:3:5 Unresolved reference 'x'.", true},
+		{"program's Error:", "readcfg: Error: no section [db] in app.ini", true},
+		{"program says what failed", "upload: checksum verification failed: size mismatch", true},
+		{"program says none failed", "sync: 12 files copied, none failed", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
