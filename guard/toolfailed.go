@@ -120,7 +120,7 @@ var toolRules = []toolRule{
 
 	// 3. Verdicts at the end.
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
-	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$|\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9])`)},
+	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$|\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)},
 	{name: "play recap failed", where: lastLines, literal: "failed=", re: mustRe(`\bunreachable=(?:[1-9]\d*\s+failed=\d+|\d+\s+failed=[1-9])`)}, // Ansible's PLAY RECAP
 	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
 	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to|test failed\b)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* |(?:error |ELIFECYCLE\s+)?(?:Command|Test) failed\b|\[ERROR\] (?:-> \[Help 1\]|\[Help 1\] |Re-run Maven\b|For more information about the errors\b|Failed to execute goal\b)|ERROR: failed to (?:solve|build)\b|BUILD FAILED\b|Automatic merge failed\b|curl: \(\d+\) )`)},
@@ -138,13 +138,14 @@ var toolRules = []toolRule{
 	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
 	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`)},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:[Pp]ermission denied|No such file or directory|Access denied|Operation not permitted)\b`)},
-	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
+	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:|(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b)`)},
 	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
 	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
 	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
 	{name: "could not", where: firstLine, re: couldNot},
+	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
 	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 
 	// 5. How the output ends.
@@ -153,7 +154,7 @@ var toolRules = []toolRule{
 	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
 	// A script's own last word (sys.exit("deploy failed: …"), "1 test
 	// failed"), not a log record nor "none failed".
-	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?[\w./-]*\w (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
+	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?[\w./-]*\w (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$|[\x60'"][^\x60'"\n]+[\x60'"] (?:failed|FAILED)[.!]?$)`),
 		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not|0)\s+(?:\w+\s+)?failed\b)`)},
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
 	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$|Run '[^'\n]+ help(?: [^'\n]+)?' for usage\.$)`)}, // printed after a usage error only
@@ -171,7 +172,7 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, located: true, literal: " error: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: (?:fatal )?error: `)},                       // gcc, clang, javac, mypy
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: (?:fatal )?(?:error|Error): `)},               // gcc, clang, javac, mypy
 	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)}, // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
@@ -181,7 +182,7 @@ var toolRules = []toolRule{
 	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
 	{name: "curl error", where: anyLine, col0: true, re: mustRe(`^curl: \(\d+\) `)},
 	{name: "make error", where: anyLine, col0: true, re: mustRe(`^make(?:\[\d+\])?: \*\*\* `)},
-	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
+	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:Compilation failed\.?$|BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
 	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)},                               // indented by Vitest and Mocha
 	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^(?:E {3,}\S|Mismatched elements: \d+ / \d+ \()`)},                                                                        // an assertion's report; numpy's
@@ -195,9 +196,9 @@ var toolRules = []toolRule{
 	// the message says it failed (programFailed); a warning does not.
 	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
-	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)}, // perl, jq, dash
-	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                      // make's "*** [target] Error 1"
-	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},        // a makefile's own error
+	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?: \d+)?:(?:\d+:)* (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash
+	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                    // make's "*** [target] Error 1"
+	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                      // a makefile's own error
 	{name: "go unused", where: anyLine, col0: true, located: true, literal: " not used", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: .*\b(?:imported|declared) (?:and|but) not used\b`)},
 	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
@@ -212,7 +213,7 @@ var toolRules = []toolRule{
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
-	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR {1,2}(?:Failed to compile|Build failed)\b|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
+	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR {1,2}\S|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
 	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
@@ -225,6 +226,8 @@ var toolRules = []toolRule{
 	{name: "failure mark", where: anyLine, re: mustRe(`^[✖✗✕❌×] \S`), unless: mustRe(`\(0 errors?\b`)},                                                 // node --test, jest, vitest, eslint, webpack-dev-middleware
 	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
 	{name: "runtime error", where: anyLine, col0: true, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
+	{name: "child exit status", where: anyLine, col0: true, literal: "xit", re: mustRe(`(?i)^.*\b(?:returned|exited with|failed with|terminated with)(?: an?)? (?:non-zero )?(?:exit )?(?:code|status)[: ]+[1-9]`)},                                              // CI runners, build drivers
+	{name: "exception name alone", where: anyLine, re: mustRe(`^(?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception)$`), next: mustRe(`^[A-Z]\S* `)},                                                                                                                       // poetry's (cleo's) report
 	{name: "Tcl error", where: anyLine, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
 }
 
@@ -619,7 +622,7 @@ func textVerdict(s string) (failed, decided bool) {
 				}
 			}
 		case anyLine:
-			failed := anyLineFailed(s)
+			failed := anyLineFailed(s) || speaksOfFailure(s)
 			return failed, failed
 		}
 		if matched {
@@ -714,6 +717,71 @@ func anyLineFailed(s string) bool {
 		prev = l
 	}
 	return false
+}
+
+// A short output that no rule decided is read as a failure when one of its
+// lines says in words that something failed ("key1 already exists.",
+// "f1.txt is not a public key file.", "Package x was not found in the
+// search path", "comm: file 1 is not in sorted order") and nothing in it
+// speaks of success. Only short outputs: in a long one such a sentence is
+// as likely a line of a log, a listing or a document.
+const (
+	maxShortBytes = 1024
+	maxShortLines = 4
+)
+
+// failureSentence is a phrase that says something failed: a verb, not a
+// noun ("error", "errors.py" and "ValidationError" are names as often).
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat)\b`)
+
+// negatedFailure is a line that says nothing failed.
+var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?)\b|\berrors?\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
+
+// shortSuccess is a word of success: an output that holds one is not read
+// as a failure by its words.
+var shortSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passing|done|complete[d]?|finished|up[ -]to[ -]date|all good|ok)\b|✓|✔`)
+
+// conditional is a line that says what would happen, not what did.
+var conditional = mustRe(`(?i)\b(?:if|when|whenever|unless|means|should|may|might)\b`)
+
+// pathFirst is a line that opens with a file's path and a colon: a hit of
+// grep -r, a line of a listing.
+var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
+
+// logRecord is a line of a log: a timestamp or a level first.
+var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE)\b)`)
+
+// speaksOfFailure reports whether s is a short output one of whose lines
+// says that something failed, with no word of success in it. Lines of
+// data (grep hits, lines that open with a path, log records, tables,
+// JSON, markup) and conditional sentences do not count; a document (a
+// Markdown heading, a fence) is not read at all.
+func speaksOfFailure(s string) bool {
+	if len(s) > maxShortBytes {
+		return false
+	}
+	n, found := 0, false
+	for rest := s; rest != ""; {
+		var raw string
+		raw, rest, _ = strings.Cut(rest, "\n")
+		l := strings.TrimSpace(raw)
+		if l == "" {
+			continue
+		}
+		if n++; n > maxShortLines {
+			return false
+		}
+		if l[0] == '#' || strings.HasPrefix(l, "```") {
+			return false // a document
+		}
+		if found || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
+			grepHit.MatchString(l) || pathFirst.MatchString(l) || logRecord.MatchString(l) || negatedFailure.MatchString(l) ||
+			conditional.MatchString(l) {
+			continue
+		}
+		found = failureSentence.MatchString(l)
+	}
+	return found && !shortSuccess.MatchString(s)
 }
 
 // isLocated reports whether the first word of l ends with ':' and a space,
