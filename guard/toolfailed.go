@@ -145,6 +145,7 @@ var toolRules = []toolRule{
 	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
 	{name: "could not", where: firstLine, re: couldNot},
+	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
 	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
 	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 
@@ -172,7 +173,7 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: (?:fatal )?(?:error|Error): `)},               // gcc, clang, javac, mypy
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^[^\s:(]+:\d+(?:(?::\d+)?: |::)(?:fatal )?(?:error|Error): `)},        // gcc, clang, javac, mypy
 	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)}, // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
@@ -204,8 +205,8 @@ var toolRules = []toolRule{
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
 	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
 	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*|double free or corruption\b|==\d+==ERROR: \w+Sanitizer: |SUMMARY: \w+Sanitizer: |WARNING: DATA RACE$|terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
-	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)}, // glibc's malloc
-	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: )`)},      // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},        // glibc's malloc
+	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
@@ -213,7 +214,7 @@ var toolRules = []toolRule{
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
-	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR {1,2}\S|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
+	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR  \S|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
 	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
@@ -223,11 +224,13 @@ var toolRules = []toolRule{
 	{name: "go module error", where: anyLine, col0: true, located: true, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                                      // a module that cannot be had
 	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
 	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
-	{name: "failure mark", where: anyLine, re: mustRe(`^[✖✗✕❌×] \S`), unless: mustRe(`\(0 errors?\b`)},                                                 // node --test, jest, vitest, eslint, webpack-dev-middleware
+	{name: "failure mark", where: anyLine, re: mustRe(`^(?:[✖✗✕❌×] \S|\^-+ SC\d{4}\b)`), unless: mustRe(`\(0 errors?\b`)},                              // node --test, jest, vitest, eslint, webpack-dev-middleware
 	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
 	{name: "runtime error", where: anyLine, col0: true, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
 	{name: "child exit status", where: anyLine, col0: true, literal: "xit", re: mustRe(`(?i)^.*\b(?:returned|exited with|failed with|terminated with)(?: an?)? (?:non-zero )?(?:exit )?(?:code|status)[: ]+[1-9]`)},                                              // CI runners, build drivers
 	{name: "exception name alone", where: anyLine, re: mustRe(`^(?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception)$`), next: mustRe(`^[A-Z]\S* `)},                                                                                                                       // poetry's (cleo's) report
+	{name: "exception with frames", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)`), next: mustRe(`^at [\w$.<>]+\(`)},                                                                                       // Java, Kotlin, C#
+	{name: "status line failed", where: anyLine, col0: true, literal: "...", re: mustRe(`^[A-Za-z][^\n]*?\.{3,}\s*(?:Failed|FAILED)$`)},                                                                                                                          // pre-commit's hooks
 	{name: "Tcl error", where: anyLine, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
 }
 
@@ -238,7 +241,7 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
@@ -441,7 +444,35 @@ func toolVerdict(content string) (failed, decided bool) {
 	if strings.IndexByte(s, '\x1b') >= 0 {
 		s = stripANSI(s)
 	}
+	if s[0] == '#' || '0' <= s[0] && s[0] <= '9' {
+		s = stripLogPrefix(s)
+	}
 	return textVerdict(s)
+}
+
+// logPrefix is what a CI log puts before every line of a step's output:
+// GitHub Actions' timestamp, BuildKit's step and seconds.
+var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+) `)
+
+// stripLogPrefix returns s without the CI log prefix of its lines, when
+// its first line has one.
+func stripLogPrefix(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	if !logPrefix.MatchString(first) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for rest := s; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		if m := logPrefix.FindStringIndex(l); m != nil {
+			l = l[m[1]:]
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // stripANSI returns s without its ANSI escape sequences: the colours and
@@ -748,8 +779,9 @@ var conditional = mustRe(`(?i)\b(?:if|when|whenever|unless|means|should|may|migh
 // grep -r, a line of a listing.
 var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
 
-// logRecord is a line of a log: a timestamp or a level first.
-var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE)\b)`)
+// logRecord is a line of a log: a timestamp or a level first (an ERROR
+// record among others is no verdict on the command).
+var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE|ERROR)\b)`)
 
 // speaksOfFailure reports whether s is a short output one of whose lines
 // says that something failed, with no word of success in it. Lines of

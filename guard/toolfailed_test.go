@@ -317,6 +317,22 @@ func TestToolFailedKinds(t *testing.T) {
 		{"a sentence of failure in a long output", strings.Repeat("row ok\n", 10) + "the cache is not found here, rebuilding", false},
 		{"a sentence of failure and a word of success", "remote cache could not be reached\nbuilt locally: done", false},
 		{"a file list", "docs/not-found.md\nsrc/cannot_parse.go", false},
+		{"GitHub Actions log", "2024-05-01T10:00:00.1234567Z Run make test\n2024-05-01T10:00:03.7654321Z ##[error]Process completed with exit code 2.", true},
+		{"BuildKit log", "#7 0.512 go build ./...\n#7 3.104 make: *** [Makefile:12: build] Error 1", true},
+		{"GitHub Actions log that passed", "2024-05-01T10:00:00.1234567Z Run make test\n2024-05-01T10:00:03.7654321Z ok  \texample.com/x\t0.2s", false},
+		{"linter with an empty column", "a.go:22::error: unreachable code\na.go:9::warning: unused variable x", true},
+		{"linter warnings only", "a.go:9::warning: unused variable x\na.go:13::warning: unused field y", false},
+		{"shellcheck finding", "In run.sh line 3:\nrm $f\n   ^-- SC2086 (info): Double quote to prevent globbing and word splitting.", true},
+		{"JVM exception with frames", "* Exception is:\norg.gradle.api.tasks.TaskExecutionException: Execution failed for task ':app:compileJava'.\n\tat org.gradle.api.internal.Task.run(Task.java:100)", true},
+		{"a hook that failed", "check yaml...............................................Passed\nblack....................................................Failed\n- hook id: black", true},
+		{"hooks that passed", "check yaml...............................................Passed\nblack....................................................Passed", false},
+		{"grep hit of a log's error line", "logs/app.log:3:error: connection reset by peer", false},
+		{"an app's log in a CI step", "2024-05-01T10:00:00.1234567Z 12:00:01 INFO starting\n2024-05-01T10:00:01.1234567Z ERROR db: connection refused, retrying\n2024-05-01T10:00:02.1234567Z INFO db connected", false},
+		{"rustfmt check", "Diff in /src/lib.rs:1:\n-pub fn f() { 1 }\n+pub fn f() {\n+    1\n+}", true},
+		{"too few", "mktemp: too few X's in template 'x'", true},
+		{"capitalised Invalid", "truncate: Invalid number: '1Q'", true},
+		{"no file found", "go: no go.work file found\n\t(run 'go work init' first)", true},
+		{"non-integer argument", "expr: non-integer argument", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
