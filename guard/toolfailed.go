@@ -120,7 +120,8 @@ var toolRules = []toolRule{
 
 	// 3. Verdicts at the end.
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
-	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$|\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)},
+	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$)`)},
+	{name: "count of failures", where: lastLines, re: mustRe(`^(?:\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)}, // RSpec, minitest, doctest, black
 	{name: "play recap failed", where: lastLines, literal: "failed=", re: mustRe(`\bunreachable=(?:[1-9]\d*\s+failed=\d+|\d+\s+failed=[1-9])`)}, // Ansible's PLAY RECAP
 	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
 	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to|test failed\b)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* |(?:error |ELIFECYCLE\s+)?(?:Command|Test) failed\b|\[ERROR\] (?:-> \[Help 1\]|\[Help 1\] |Re-run Maven\b|For more information about the errors\b|Failed to execute goal\b)|ERROR: failed to (?:solve|build)\b|BUILD FAILED\b|Automatic merge failed\b|curl: \(\d+\) )`)},
@@ -132,15 +133,17 @@ var toolRules = []toolRule{
 	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|connecting|while|during|occurred|in tool|response from daemon|from server)\b`)},
 	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
-	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?|(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
+	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
+	{name: "labelled exception", where: firstLine, re: mustRe(`^(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): (?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|\s*$)`)}, // py_compile's "Sorry: IndentationError: …"
 	{name: "unhandled", where: firstLine, re: mustRe(`^(?:Uncaught|Unhandled)\b`)},
 	{name: "command failed", where: firstLine, re: mustRe(`^(?:Command failed\b|Command (?:exited|returned) (?:with )?(?:a )?non-zero)`)},
 	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
 	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`)},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:[Pp]ermission denied|No such file or directory|Access denied|Operation not permitted)\b`)},
-	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:|(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b)`)},
-	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
-	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
+	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
+	{name: "a step failed", where: firstLine, literal: " failed", re: mustRe(`^(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b`)}, // "Gradle build failed to …"
+	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)},                                                                                  // eslint -f unix
+	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},                                                                                           // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
 	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
@@ -185,9 +188,9 @@ var toolRules = []toolRule{
 	{name: "make error", where: anyLine, col0: true, re: mustRe(`^make(?:\[\d+\])?: \*\*\* `)},
 	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:Compilation failed\.?$|BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
-	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)},                               // indented by Vitest and Mocha
-	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^(?:E {3,}\S|Mismatched elements: \d+ / \d+ \()`)},                                                                        // an assertion's report; numpy's
-	{name: "pytest report", where: anyLine, col0: true, literal: ".py", re: mustRe(`^(?:\S+\.py [.sxXFE]*[FE][.sxXFE]* +\[ *\d+%\]$|\S+\.py:\d+: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)$)`)}, // a progress line with F or E; where a test failed
+	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)},                                                // indented by Vitest and Mocha
+	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^(?:E {3,}\S|Mismatched elements: \d+ / \d+ \()`)},                                                                                         // an assertion's report; numpy's
+	{name: "pytest report", where: anyLine, col0: true, literal: ".py", pre: pytestTail, re: mustRe(`^(?:\S+\.py [.sxXFE]*[FE][.sxXFE]* +\[ *\d+%\]$|\S+\.py:\d+: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)$)`)}, // a progress line with F or E; where a test failed
 	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
@@ -205,8 +208,8 @@ var toolRules = []toolRule{
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
 	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
 	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*|double free or corruption\b|==\d+==ERROR: \w+Sanitizer: |SUMMARY: \w+Sanitizer: |WARNING: DATA RACE$|terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
-	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},        // glibc's malloc
-	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},                                // glibc's malloc
+	{name: "CLI error", where: anyLine, col0: true, pre: cliErrorCandidate, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
@@ -221,17 +224,64 @@ var toolRules = []toolRule{
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
 	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: [A-Z"'\x60‘]`)},                                                               // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
-	{name: "go module error", where: anyLine, col0: true, located: true, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                                      // a module that cannot be had
+	{name: "go module error", where: anyLine, col0: true, located: true, pre: goPrefixed, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                     // a module that cannot be had
 	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
 	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
 	{name: "failure mark", where: anyLine, re: mustRe(`^(?:[✖✗✕❌×] \S|\^-+ SC\d{4}\b)`), unless: mustRe(`\(0 errors?\b`)},                              // node --test, jest, vitest, eslint, webpack-dev-middleware
 	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
-	{name: "runtime error", where: anyLine, col0: true, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
-	{name: "child exit status", where: anyLine, col0: true, literal: "xit", re: mustRe(`(?i)^.*\b(?:returned|exited with|failed with|terminated with)(?: an?)? (?:non-zero )?(?:exit )?(?:code|status)[: ]+[1-9]`)},                                              // CI runners, build drivers
-	{name: "exception name alone", where: anyLine, re: mustRe(`^(?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception)$`), next: mustRe(`^[A-Z]\S* `)},                                                                                                                       // poetry's (cleo's) report
-	{name: "exception with frames", where: anyLine, col0: true, re: mustRe(`^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)`), next: mustRe(`^at [\w$.<>]+\(`)},                                                                                       // Java, Kotlin, C#
-	{name: "status line failed", where: anyLine, col0: true, literal: "...", re: mustRe(`^[A-Za-z][^\n]*?\.{3,}\s*(?:Failed|FAILED)$`)},                                                                                                                          // pre-commit's hooks
-	{name: "Tcl error", where: anyLine, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
+	{name: "runtime error", where: anyLine, col0: true, pre: runtimeErrorCandidate, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
+	{name: "child exit status", where: anyLine, col0: true, literal: "xit", pre: endsWithCode, re: mustRe(`(?i)^.*\b(?:returned|exited with|failed with|terminated with)(?: an?)? (?:non-zero )?(?:exit )?(?:code|status)[: ]+[1-9]`)},                                                       // CI runners, build drivers
+	{name: "exception name alone", where: anyLine, pre: endsWithException, re: mustRe(`^(?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception)$`), next: mustRe(`^[A-Z]\S* `)},                                                                                                                           // poetry's (cleo's) report
+	{name: "exception with frames", where: anyLine, col0: true, pre: namesException, re: mustRe(`^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)`), next: mustRe(`^at [\w$.<>]+\(`)},                                                                                              // Java, Kotlin, C#
+	{name: "status line failed", where: anyLine, col0: true, pre: endsFailed, re: mustRe(`^[A-Za-z][^\n]*?\.{3,}\s*(?:Failed|FAILED)$`)},                                                                                                                                                     // pre-commit's hooks
+	{name: "Tcl error", where: anyLine, pre: tclFrame, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
+}
+
+// namesException, endsWithException, goPrefixed and tclFrame are cheap
+// first tests of the rules that every line of an output goes through.
+func namesException(l string) bool {
+	return strings.Contains(l, "Exception") || strings.Contains(l, "Error")
+}
+
+func endsWithException(l string) bool {
+	return strings.HasSuffix(l, "Error") || strings.HasSuffix(l, "Exception")
+}
+
+func endsFailed(l string) bool {
+	return strings.HasSuffix(l, "Failed") || strings.HasSuffix(l, "FAILED")
+}
+
+func pytestTail(l string) bool { return strings.HasSuffix(l, "%]") || endsWithException(l) }
+
+// endsWithCode: the line ends with a number, maybe a full stop after it.
+func endsWithCode(l string) bool {
+	l = strings.TrimSuffix(l, ".")
+	return l != "" && '0' <= l[len(l)-1] && l[len(l)-1] <= '9'
+}
+
+func goPrefixed(l string) bool { return strings.HasPrefix(l, "go: ") }
+
+func tclFrame(l string) bool { return l == "while executing" || l == "invoked from within" }
+
+// cliErrorCandidate is the "CLI error" rule's cheap first test: most lines
+// that begin with a lower-case letter are not "PROG error: …".
+func cliErrorCandidate(l string) bool {
+	if 'a' <= l[0] && l[0] <= 'z' && !strings.HasPrefix(l, "fatal: ") {
+		_, rest, _ := strings.Cut(l, " ")
+		return strings.HasPrefix(rest, "error: ") || strings.HasPrefix(rest, "fatal error: ")
+	}
+	return true
+}
+
+// runtimeErrorCandidate is the "runtime error" rule's cheap first test.
+func runtimeErrorCandidate(l string) bool {
+	switch l[0] {
+	case 's':
+		return strings.HasPrefix(l, "stack traceback:")
+	case 'e':
+		return strings.HasPrefix(l, "e: ")
+	}
+	return true
 }
 
 // couldNot is an output that opens, or ends, saying what it could not do.
@@ -670,7 +720,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 	if r.filter && (line == "" || !r.first.has(line[0])) {
 		return false, false
 	}
-	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) || r.pre != nil && !r.pre(line) {
+	if r.col0 && l.indented || r.pre != nil && !r.pre(line) || r.literal != "" && !strings.Contains(line, r.literal) {
 		return false, false
 	}
 	next := ""
@@ -783,6 +833,29 @@ var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
 // record among others is no verdict on the command).
 var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE|ERROR)\b)`)
 
+// failureStems are what every phrase of failureSentence holds, lower-cased.
+var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported"}
+
+// mayFail is failureSentence's cheap first test: whether l, lower-cased,
+// holds one of failureStems.
+func mayFail(l string) bool {
+	var buf [maxRuleLine]byte
+	b := buf[:0]
+	for i := 0; i < len(l) && i < len(buf); i++ {
+		c := l[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	for _, stem := range failureStems {
+		if bytes.Contains(b, []byte(stem)) {
+			return true
+		}
+	}
+	return false
+}
+
 // speaksOfFailure reports whether s is a short output one of whose lines
 // says that something failed, with no word of success in it. Lines of
 // data (grep hits, lines that open with a path, log records, tables,
@@ -806,12 +879,12 @@ func speaksOfFailure(s string) bool {
 		if l[0] == '#' || strings.HasPrefix(l, "```") {
 			return false // a document
 		}
-		if found || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
-			grepHit.MatchString(l) || pathFirst.MatchString(l) || logRecord.MatchString(l) || negatedFailure.MatchString(l) ||
-			conditional.MatchString(l) {
+		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
+			!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
+			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) {
 			continue
 		}
-		found = failureSentence.MatchString(l)
+		found = true
 	}
 	return found && !shortSuccess.MatchString(s)
 }
