@@ -253,9 +253,10 @@ func endsFailed(l string) bool {
 
 func pytestTail(l string) bool { return strings.HasSuffix(l, "%]") || endsWithException(l) }
 
-// endsWithCode: the line ends with a number, maybe a full stop after it.
+// endsWithCode: the line ends with a number, maybe a full stop or a
+// parenthesis after it.
 func endsWithCode(l string) bool {
-	l = strings.TrimSuffix(l, ".")
+	l = strings.TrimRight(l, ".)")
 	return l != "" && '0' <= l[len(l)-1] && l[len(l)-1] <= '9'
 }
 
