@@ -306,7 +306,7 @@ func TestToolFailedKinds(t *testing.T) {
 		{"a build failed first", "Gradle build failed to produce an .apk file.", true},
 		{"zero tests failed first", "0 tests failed, 12 tests passed (12 total)", false},
 		{"a child's exit status", "Compiling app\n/usr/bin/dotnet compile-csc @app.rsp returned Exit Code 1\n\nCompilation failed.", true},
-		{"a child's status in parentheses", "Running xcodebuild\nxcodebuild failed (exited with status: 65)\nSee the log above", true},
+		{"a child's status in parentheses", "Running xcodebuild\nstep 1\nstep 2\nstep 3\nxcodebuild failed (exited with status: 65)\nSee the log above", true},
 		{"a child that exited 0", "step 1\nrunner: child exited with code 0\nstep 2", false},
 		{"an exception's name on its line", "Installing dependencies\n\n  ValueError\n\n  File /src/pkg-0.1.tar.gz does not exist\n\n  at cli.py:40 in __init__", true},
 		{"a list of exception names", "builtins:\nValueError\nTypeError\nKeyError", false},
