@@ -430,9 +430,14 @@ func (r *toolRule) check(afterAny bool) error {
 // ("deploy failed: …"), or holds, at the start of a line, a shape only a
 // failure prints: a traceback, a compiler error, a program's own error
 // line ("mkdir: missing operand"), a failed test or assertion, an SQL
-// error, a patch that does not apply. Successful output that merely
-// contains "error" does not count, nor does text inside fenced code
-// blocks; an output that prints nothing cannot say it failed.
+// error, a patch that does not apply, a linter's finding, a child's
+// non-zero exit status reported by a build driver, or, in a short output,
+// a sentence that says something failed ("key1 already exists.") with no
+// word of success beside it. ANSI colours and a CI log's line prefixes
+// (GitHub Actions' timestamps, BuildKit's steps) are read past. Successful
+// output that merely contains "error" does not count, nor does text
+// inside fenced code blocks; an output that prints nothing cannot say it
+// failed.
 func ToolFailed(content string) bool {
 	failed, _ := toolVerdict(content)
 	return failed
