@@ -65,17 +65,19 @@ func (s *corpusScore) rate() float64 {
 // catch, with no exit status to read; no success may be flagged.
 const heldOutTarget = 0.96
 
-// TestToolFailedTune: the part of the corpus without exit status that the
+// TestToolFailedTune: the parts of the corpus without exit status that the
 // rules may be written from.
 func TestToolFailedTune(t *testing.T) {
-	total, by := scoreCorpus(t, "testdata/corpus_tune.txtar")
-	logScore(t, "tune", total, by)
-	checkScore(t, "tune", total)
-	for _, n := range total.missed {
-		t.Logf("tune: failure not caught: %s", n)
-	}
-	for _, n := range total.wrong {
-		t.Logf("tune: success flagged: %s", n)
+	for _, part := range []string{"corpus_tune", "corpus_tune2"} {
+		total, by := scoreCorpus(t, "testdata/"+part+".txtar")
+		logScore(t, part, total, by)
+		checkScore(t, part, total)
+		for _, n := range total.missed {
+			t.Logf("%s: failure not caught: %s", part, n)
+		}
+		for _, n := range total.wrong {
+			t.Logf("%s: success flagged: %s", part, n)
+		}
 	}
 }
 
@@ -108,5 +110,82 @@ func checkScore(t *testing.T, part string, s corpusScore) {
 	}
 	if s.flagged > 0 {
 		t.Errorf("%s: %d successes flagged", part, s.flagged)
+	}
+}
+
+// TestToolFailedHeldOut2: a second held-out batch, built before the rules
+// of its round were read and measured once on them (85.3% of failures
+// caught, no success flagged); spent since, its misses read while writing
+// that round's rules.
+func TestToolFailedHeldOut2(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout2.txtar")
+	logScore(t, "held-out 2", total, by)
+	if total.fails < 150 || total.oks < 100 {
+		t.Errorf("held-out 2: %d failures and %d successes; want at least 150 and 100", total.fails, total.oks)
+	}
+	checkScore(t, "held-out 2", total)
+}
+
+// TestToolFailedHeldOut3: a third held-out batch, built after the rules of
+// its round were written, from tools and threads none of them was written
+// from. Measured once: 48 of 70 failures caught (68.6%; the rules before
+// that round caught 46), no success flagged. Spent since: its misses were
+// read while writing the next round's rules.
+func TestToolFailedHeldOut3(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout3.txtar")
+	logScore(t, "held-out 3", total, by)
+	if total.fails < 60 || total.oks < 50 {
+		t.Errorf("held-out 3: %d failures and %d successes; want at least 60 and 50", total.fails, total.oks)
+	}
+	if total.flagged > 0 {
+		t.Errorf("held-out 3: %d successes flagged", total.flagged)
+	}
+}
+
+// TestToolFailedHeldOut4: a fourth held-out batch, built after the second
+// round of rules was written, from tools and threads none of the rules was
+// written from. Measured once: 52 of 64 failures caught (81.2%; the first
+// round's rules caught 47, the rules before both rounds 43), no success
+// flagged.
+func TestToolFailedHeldOut4(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout4.txtar")
+	logScore(t, "held-out 4", total, by)
+	if total.fails < 60 || total.oks < 40 {
+		t.Errorf("held-out 4: %d failures and %d successes; want at least 60 and 40", total.fails, total.oks)
+	}
+	if total.flagged > 0 {
+		t.Errorf("held-out 4: %d successes flagged", total.flagged)
+	}
+}
+
+// TestToolFailedHeldOut5: a fifth held-out batch, built after the third
+// round of rules was written, from tools and threads none of the rules was
+// written from. Measured once: 40 of 55 failures caught (72.7%; the second
+// round's rules caught 41, the first round's 35, the rules before the
+// rounds 35), no success flagged (0 of 49).
+func TestToolFailedHeldOut5(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout5.txtar")
+	logScore(t, "held-out 5", total, by)
+	if total.fails < 50 || total.oks < 45 {
+		t.Errorf("held-out 5: %d failures and %d successes; want at least 50 and 45", total.fails, total.oks)
+	}
+	if total.flagged > 0 {
+		t.Errorf("held-out 5: %d successes flagged", total.flagged)
+	}
+}
+
+// TestToolFailedHeldOut6: a sixth held-out batch, built after the fourth
+// round of rules was written, from tools and threads none of the rules was
+// written from. Measured once: 30 of 34 failures caught (88.2%; the third
+// round's rules caught 29, the rules before the rounds 21), no success
+// flagged (0 of 27).
+func TestToolFailedHeldOut6(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout6.txtar")
+	logScore(t, "held-out 6", total, by)
+	if total.fails < 30 || total.oks < 25 {
+		t.Errorf("held-out 6: %d failures and %d successes; want at least 30 and 25", total.fails, total.oks)
+	}
+	if total.flagged > 0 {
+		t.Errorf("held-out 6: %d successes flagged", total.flagged)
 	}
 }

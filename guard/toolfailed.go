@@ -121,6 +121,8 @@ var toolRules = []toolRule{
 	// 3. Verdicts at the end.
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
 	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$)`)},
+	{name: "count of failures", where: lastLines, re: mustRe(`^(?:\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)}, // RSpec, minitest, doctest, black
+	{name: "play recap failed", where: lastLines, literal: "failed=", re: mustRe(`\bunreachable=(?:[1-9]\d*\s+failed=\d+|\d+\s+failed=[1-9])`)}, // Ansible's PLAY RECAP
 	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
 	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to|test failed\b)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* |(?:error |ELIFECYCLE\s+)?(?:Command|Test) failed\b|\[ERROR\] (?:-> \[Help 1\]|\[Help 1\] |Re-run Maven\b|For more information about the errors\b|Failed to execute goal\b)|ERROR: failed to (?:solve|build)\b|BUILD FAILED\b|Automatic merge failed\b|curl: \(\d+\) )`)},
 	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$)`)},
@@ -132,16 +134,22 @@ var toolRules = []toolRule{
 	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
+	{name: "labelled exception", where: firstLine, re: mustRe(`^(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): (?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|\s*$)`)}, // py_compile's "Sorry: IndentationError: …"
 	{name: "unhandled", where: firstLine, re: mustRe(`^(?:Uncaught|Unhandled)\b`)},
 	{name: "command failed", where: firstLine, re: mustRe(`^(?:Command failed\b|Command (?:exited|returned) (?:with )?(?:a )?non-zero)`)},
 	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
 	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`)},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:[Pp]ermission denied|No such file or directory|Access denied|Operation not permitted)\b`)},
 	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
-	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)}, // eslint -f unix
-	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},          // go vet, staticcheck, golangci-lint
+	{name: "a step failed", where: firstLine, literal: " failed", re: mustRe(`^(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b`)}, // "Gradle build failed to …"
+	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)},                                                                                  // eslint -f unix
+	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},                                                                                           // go vet, staticcheck, golangci-lint
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
+	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
+	{name: "could not", where: firstLine, re: couldNot},
+	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
+	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
 	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 
 	// 5. How the output ends.
@@ -150,10 +158,11 @@ var toolRules = []toolRule{
 	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
 	// A script's own last word (sys.exit("deploy failed: …"), "1 test
 	// failed"), not a log record nor "none failed".
-	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?\w*[A-Za-z_][\w./-]* (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$)`),
-		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)},
+	{name: "failed at end", where: lastLine, literal: "ailed", re: mustRe(`^(?:(?:[^:\n]*\s)?[\w./-]*\w (?:failed|FAILED): \S|(?:\S+ ){0,3}\w*[A-Za-z_][\w./-]* (?:failed|FAILED)[.!]?$|[\x60'"][^\x60'"\n]+[\x60'"] (?:failed|FAILED)[.!]?$)`),
+		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not|0)\s+(?:\w+\s+)?failed\b)`)},
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
-	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$)`)}, // printed after a usage error only
+	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$|Run '[^'\n]+ help(?: [^'\n]+)?' for usage\.$)`)}, // printed after a usage error only
+	{name: "could not at end", where: lastLine, re: couldNot},
 	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
 	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
 		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
@@ -167,7 +176,7 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, located: true, literal: " error: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: (?:fatal )?error: `)},                       // gcc, clang, javac, mypy
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^[^\s:(]+:\d+(?:(?::\d+)?: |::)(?:fatal )?(?:error|Error): `)},        // gcc, clang, javac, mypy
 	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)}, // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
@@ -177,10 +186,11 @@ var toolRules = []toolRule{
 	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
 	{name: "curl error", where: anyLine, col0: true, re: mustRe(`^curl: \(\d+\) `)},
 	{name: "make error", where: anyLine, col0: true, re: mustRe(`^make(?:\[\d+\])?: \*\*\* `)},
-	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
+	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:Compilation failed\.?$|The following build commands failed:$|\(\d+ failures?\)$|Target \S+ failed to build$|Your requirements could not be (?:resolved|solved)\b|BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
-	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)}, // indented by Vitest and Mocha
-	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^E {3,}\S`)},
+	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* failing$)`)},                                                // indented by Vitest and Mocha
+	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^(?:E {3,}\S|Mismatched elements: \d+ / \d+ \()`)},                                                                                         // an assertion's report; numpy's
+	{name: "pytest report", where: anyLine, col0: true, literal: ".py", pre: pytestTail, re: mustRe(`^(?:\S+\.py [.sxXFE]*[FE][.sxXFE]* +\[ *\d+%\]$|\S+\.py:\d+: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)$)`)}, // a progress line with F or E; where a test failed
 	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
@@ -188,37 +198,101 @@ var toolRules = []toolRule{
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
-	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^[a-z_./][\w.+/-]*: `), also: programFailed, unless: programNote},
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
-	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )`)}, // perl, jq, dash
-	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                      // make's "*** [target] Error 1"
-	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},        // a makefile's own error
+	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?: \d+)?:(?:\d+:)* (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash
+	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                    // make's "*** [target] Error 1"
+	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                      // a makefile's own error
 	{name: "go unused", where: anyLine, col0: true, located: true, literal: " not used", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: .*\b(?:imported|declared) (?:and|but) not used\b`)},
 	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
 	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
-	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
-	{name: "CLI error", where: anyLine, col0: true, re: mustRe(`^(?:ERROR|E): [A-Z]`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*|double free or corruption\b|==\d+==ERROR: \w+Sanitizer: |SUMMARY: \w+Sanitizer: |WARNING: DATA RACE$|terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
+	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},                                // glibc's malloc
+	{name: "CLI error", where: anyLine, col0: true, pre: cliErrorCandidate, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
-	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN not safe after errors--compilation aborted)`)},
+	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
 	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
-	{name: "bundler error", where: anyLine, re: mustRe(`^ERROR {1,2}(?:Failed to compile|Build failed)\b`)}, // vue-cli, webpack
+	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR  \S|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
 	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
+	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: [A-Z"'\x60‘]`)},                                                               // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
+	{name: "go module error", where: anyLine, col0: true, located: true, pre: goPrefixed, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                     // a module that cannot be had
+	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
+	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
+	{name: "failure mark", where: anyLine, re: mustRe(`^(?:[✖✗✕❌×] \S|\^-+ SC\d{4}\b)`), unless: mustRe(`\(0 errors?\b`)},                              // node --test, jest, vitest, eslint, webpack-dev-middleware
+	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
+	{name: "runtime error", where: anyLine, col0: true, pre: runtimeErrorCandidate, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
+	{name: "child exit status", where: anyLine, col0: true, literal: "xit", pre: endsWithCode, re: mustRe(`(?i)^(?:.*\b(?:returned|exited with|failed with|terminated with)(?: an?)? (?:non-zero )?(?:exit )?(?:code|status)[: ]+[1-9]|(?:.*: )?exit status [1-9]\d*$)`)},                    // CI runners, build drivers
+	{name: "exception name alone", where: anyLine, pre: endsWithException, re: mustRe(`^(?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception)$`), next: mustRe(`^[A-Z]\S* `)},                                                                                                                           // poetry's (cleo's) report
+	{name: "exception with frames", where: anyLine, col0: true, pre: namesException, re: mustRe(`^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)`), next: mustRe(`^at [\w$.<>]+\(`)},                                                                                              // Java, Kotlin, C#
+	{name: "status line failed", where: anyLine, col0: true, pre: endsFailed, re: mustRe(`^[A-Za-z][^\n]*?\.{3,}\s*(?:Failed|FAILED)$`)},                                                                                                                                                     // pre-commit's hooks
+	{name: "Tcl error", where: anyLine, pre: tclFrame, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
 }
+
+// namesException, endsWithException, goPrefixed and tclFrame are cheap
+// first tests of the rules that every line of an output goes through.
+func namesException(l string) bool {
+	return strings.Contains(l, "Exception") || strings.Contains(l, "Error")
+}
+
+func endsWithException(l string) bool {
+	return strings.HasSuffix(l, "Error") || strings.HasSuffix(l, "Exception")
+}
+
+func endsFailed(l string) bool {
+	return strings.HasSuffix(l, "Failed") || strings.HasSuffix(l, "FAILED")
+}
+
+func pytestTail(l string) bool { return strings.HasSuffix(l, "%]") || endsWithException(l) }
+
+// endsWithCode: the line ends with a number, maybe a full stop or a
+// parenthesis after it.
+func endsWithCode(l string) bool {
+	l = strings.TrimRight(l, ".)")
+	return l != "" && '0' <= l[len(l)-1] && l[len(l)-1] <= '9'
+}
+
+func goPrefixed(l string) bool { return strings.HasPrefix(l, "go: ") }
+
+func tclFrame(l string) bool { return l == "while executing" || l == "invoked from within" }
+
+// cliErrorCandidate is the "CLI error" rule's cheap first test: most lines
+// that begin with a lower-case letter are not "PROG error: …".
+func cliErrorCandidate(l string) bool {
+	if 'a' <= l[0] && l[0] <= 'z' && !strings.HasPrefix(l, "fatal: ") {
+		_, rest, _ := strings.Cut(l, " ")
+		return strings.HasPrefix(rest, "error: ") || strings.HasPrefix(rest, "fatal error: ")
+	}
+	return true
+}
+
+// runtimeErrorCandidate is the "runtime error" rule's cheap first test.
+func runtimeErrorCandidate(l string) bool {
+	switch l[0] {
+	case 's':
+		return strings.HasPrefix(l, "stack traceback:")
+	case 'e':
+		return strings.HasPrefix(l, "e: ")
+	}
+	return true
+}
+
+// couldNot is an output that opens, or ends, saying what it could not do.
+var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 
 // programFailed is what a program's, a shell's or a script's error line
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}operand|missing \S+ near\b|(?:invalid|unrecognized|unknown|illegal) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input)s?|number of \w+)|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
@@ -228,23 +302,35 @@ func programPrefix(line string) bool {
 	return i > 0 && line[i] == ':' && i+1 < len(line) && line[i+1] == ' '
 }
 
-// programNote is a program's line that only warns or informs.
-var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): `)
+// programNote is a program's line that only warns or informs, or says
+// that nothing failed.
+var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
 
 // osErrors are the errors of the operating system as Go and C programs
 // print them, at the end of a chain of errors ("unable to prepare
 // context: …: lstat /app/Dockerfile: no such file or directory").
 var osErrors = []string{"no such file or directory", "permission denied", "connection refused", "no such host",
-	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted"}
+	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted",
+	"directory not found", "name or service not known", "temporary failure in name resolution", "no route to host",
+	"host is unreachable", "connection timed out", "no space left on device", "read-only file system"}
 
 // osErrorLine is a line that ends with one of osErrors.
-var osErrorLine = mustRe(`^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
+var osErrorLine = mustRe(`(?i)^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
 
 // endsWithOSError is osErrorLine's cheap first test.
 func endsWithOSError(line string) bool {
 	line = strings.TrimSuffix(line, ".")
+	var buf [40]byte
+	tail := buf[:0]
+	for i := max(0, len(line)-len(buf)); i < len(line); i++ {
+		c := line[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		tail = append(tail, c)
+	}
 	for _, e := range osErrors {
-		if strings.HasSuffix(line, e) {
+		if len(e) <= len(tail) && string(tail[len(tail)-len(e):]) == e {
 			return true
 		}
 	}
@@ -344,9 +430,14 @@ func (r *toolRule) check(afterAny bool) error {
 // ("deploy failed: …"), or holds, at the start of a line, a shape only a
 // failure prints: a traceback, a compiler error, a program's own error
 // line ("mkdir: missing operand"), a failed test or assertion, an SQL
-// error, a patch that does not apply. Successful output that merely
-// contains "error" does not count, nor does text inside fenced code
-// blocks; an output that prints nothing cannot say it failed.
+// error, a patch that does not apply, a linter's finding, a child's
+// non-zero exit status reported by a build driver, or, in a short output,
+// a sentence that says something failed ("key1 already exists.") with no
+// word of success beside it. ANSI colours and a CI log's line prefixes
+// (GitHub Actions' timestamps, BuildKit's steps) are read past. Successful
+// output that merely contains "error" does not count, nor does text
+// inside fenced code blocks; an output that prints nothing cannot say it
+// failed.
 func ToolFailed(content string) bool {
 	failed, _ := toolVerdict(content)
 	return failed
@@ -406,7 +497,66 @@ func toolVerdict(content string) (failed, decided bool) {
 			return toolVerdict(inner)
 		}
 	}
+	if strings.IndexByte(s, '\x1b') >= 0 {
+		s = stripANSI(s)
+	}
+	if s[0] == '#' || '0' <= s[0] && s[0] <= '9' {
+		s = stripLogPrefix(s)
+	}
 	return textVerdict(s)
+}
+
+// logPrefix is what a CI log puts before every line of a step's output:
+// GitHub Actions' timestamp, BuildKit's step and seconds.
+var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+) `)
+
+// stripLogPrefix returns s without the CI log prefix of its lines, when
+// its first line has one.
+func stripLogPrefix(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	if !logPrefix.MatchString(first) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for rest := s; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		if m := logPrefix.FindStringIndex(l); m != nil {
+			l = l[m[1]:]
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// stripANSI returns s without its ANSI escape sequences: the colours and
+// cursor moves of a tool that writes to a terminal (CSI: ESC '[' ...
+// a final byte from '@' to '~'; other escapes: ESC and the byte after it).
+func stripANSI(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.IndexByte(s, '\x1b')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i+1:]
+		switch {
+		case s == "":
+		case s[0] == '[':
+			j := 1
+			for j < len(s) && (s[j] < '@' || s[j] > '~') {
+				j++
+			}
+			s = s[min(j+1, len(s)):]
+		default:
+			s = s[1:]
+		}
+	}
 }
 
 // jsonObjects decodes a JSON array whose elements are all objects.
@@ -559,7 +709,7 @@ func textVerdict(s string) (failed, decided bool) {
 				}
 			}
 		case anyLine:
-			failed := anyLineFailed(s)
+			failed := anyLineFailed(s) || speaksOfFailure(s)
 			return failed, failed
 		}
 		if matched {
@@ -576,7 +726,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 	if r.filter && (line == "" || !r.first.has(line[0])) {
 		return false, false
 	}
-	if r.col0 && l.indented || r.literal != "" && !strings.Contains(line, r.literal) || r.pre != nil && !r.pre(line) {
+	if r.col0 && l.indented || r.pre != nil && !r.pre(line) || r.literal != "" && !strings.Contains(line, r.literal) {
 		return false, false
 	}
 	next := ""
@@ -654,6 +804,95 @@ func anyLineFailed(s string) bool {
 		prev = l
 	}
 	return false
+}
+
+// A short output that no rule decided is read as a failure when one of its
+// lines says in words that something failed ("key1 already exists.",
+// "f1.txt is not a public key file.", "Package x was not found in the
+// search path", "comm: file 1 is not in sorted order") and nothing in it
+// speaks of success. Only short outputs: in a long one such a sentence is
+// as likely a line of a log, a listing or a document.
+const (
+	maxShortBytes = 1024
+	maxShortLines = 4
+)
+
+// failureSentence is a phrase that says something failed: a verb, not a
+// noun ("error", "errors.py" and "ValidationError" are names as often).
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat)\b`)
+
+// negatedFailure is a line that says nothing failed.
+var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?)\b|\berrors?\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
+
+// shortSuccess is a word of success: an output that holds one is not read
+// as a failure by its words.
+var shortSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passing|done|complete[d]?|finished|up[ -]to[ -]date|all good|ok)\b|✓|✔`)
+
+// conditional is a line that says what would happen, not what did.
+var conditional = mustRe(`(?i)\b(?:if|when|whenever|unless|means|should|may|might)\b`)
+
+// pathFirst is a line that opens with a file's path and a colon: a hit of
+// grep -r, a line of a listing.
+var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
+
+// logRecord is a line of a log: a timestamp or a level first (an ERROR
+// record among others is no verdict on the command).
+var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE|ERROR)\b)`)
+
+// failureStems are what every phrase of failureSentence holds, lower-cased.
+var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported"}
+
+// mayFail is failureSentence's cheap first test: whether l, lower-cased,
+// holds one of failureStems.
+func mayFail(l string) bool {
+	var buf [maxRuleLine]byte
+	b := buf[:0]
+	for i := 0; i < len(l) && i < len(buf); i++ {
+		c := l[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	for _, stem := range failureStems {
+		if bytes.Contains(b, []byte(stem)) {
+			return true
+		}
+	}
+	return false
+}
+
+// speaksOfFailure reports whether s is a short output one of whose lines
+// says that something failed, with no word of success in it. Lines of
+// data (grep hits, lines that open with a path, log records, tables,
+// JSON, markup) and conditional sentences do not count; a document (a
+// Markdown heading, a fence) is not read at all.
+func speaksOfFailure(s string) bool {
+	if len(s) > maxShortBytes {
+		return false
+	}
+	n, found := 0, false
+	for rest := s; rest != ""; {
+		var raw string
+		raw, rest, _ = strings.Cut(rest, "\n")
+		l := strings.TrimSpace(raw)
+		if l == "" {
+			continue
+		}
+		if n++; n > maxShortLines {
+			return false
+		}
+		if l[0] == '#' || strings.HasPrefix(l, "```") {
+			return false // a document
+		}
+		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
+			!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
+			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) {
+			continue
+		}
+		found = true
+	}
+	return found && !shortSuccess.MatchString(s)
 }
 
 // isLocated reports whether the first word of l ends with ':' and a space,

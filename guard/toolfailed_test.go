@@ -220,3 +220,147 @@ func TestToolSucceeded(t *testing.T) {
 	}
 	t.Logf("successes of the corpus shown as such: %d of %d (the rest cannot be judged: no fix is learned from them)", judged, oks)
 }
+
+// TestToolFailedKinds: one output of each kind of failure the rules read
+// without an exit status, next to the success that resembles it most.
+func TestToolFailedKinds(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    bool
+	}{
+		{"rspec failures", "Finished in 1.2 seconds\n12 examples, 3 failures", true},
+		{"rspec passed", "Finished in 1.2 seconds\n12 examples, 0 failures", false},
+		{"minitest errors", "Finished in 0.01s\n5 runs, 9 assertions, 0 failures, 1 errors, 0 skips", true},
+		{"minitest passed", "5 runs, 9 assertions, 0 failures, 0 errors, 0 skips", false},
+		{"count of failed tests", "3 tests failed, 9 tests passed (12 total)", true},
+		{"doctest failed", "1 items had failures:\n   1 of   2 in m.f\n***Test Failed*** 1 failures.", true},
+		{"ansible recap failed", "PLAY RECAP *****\nweb1 : ok=4    changed=1    unreachable=0    failed=1    skipped=0", true},
+		{"ansible recap unreachable", "PLAY RECAP *****\nweb1 : ok=0    changed=0    unreachable=1    failed=0", true},
+		{"ansible recap ok", "PLAY RECAP *****\nweb1 : ok=4    changed=1    unreachable=0    failed=0    skipped=0", false},
+		{"pytest progress with a failure", "collected 3 items\n\ntest_a.py .F.                                      [100%]\n", true},
+		{"pytest progress passing", "collected 3 items\n\ntest_a.py ..s                                      [100%]\n\n2 passed, 1 skipped", false},
+		{"pytest location of a failure", "    def test_x():\n>       assert f() == 2\n\ntest_a.py:7: AssertionError\n----- Captured stdout call -----\nhello", true},
+		{"numpy mismatch", "Not equal to tolerance rtol=1e-07, atol=0\n\nMismatched elements: 2 / 3 (66.7%)\nMax absolute difference: 1.", true},
+		{"program could not", "loading\nconfig: could not open settings.ini", true},
+		{"program unable to", "wget: unable to resolve host address 'x.invalid'", true},
+		{"python module missing", "/usr/bin/python3: No module named pytest", true},
+		{"file already exists", "go: /src/app/go.mod already exists", true},
+		{"psql notice already exists", "psql:init.sql:3: NOTICE:  relation \"t\" already exists, skipping\nCREATE TABLE", false},
+		{"unknown predicate", "find: unknown predicate `-frob'", true},
+		{"missing argument", "find: missing argument to `-name'", true},
+		{"PROG error line", "\tzip warning: name not matched: a.*\n\nzip error: Nothing to do! (x.zip)", true},
+		{"two spaces after a bare program", "unzip:  cannot find zipfile directory in one of x.zip", true},
+		{"grep -r hit of indented source", "src/load.py:    raise IOError(\"cannot open config\")\nsrc/load.py:    # could not open: retry", false},
+		{"go module lookup", "go: example.com/lib@v1.2.3: reading https://proxy.golang.org/example.com/lib/@v/v1.2.3.mod: 404 Not Found", true},
+		{"go downloading is not an error", "go: downloading example.com/lib v1.2.3\ngo: added example.com/lib v1.2.3", false},
+		{"go diagnostic in the middle", "go: downloading example.com/lib v1.0.0\nmain.go:3:8: no required module provides package example.com/lib", true},
+		{"go vet passes, grep of go files", "main.go:12:\tif err != nil {\nmain.go:13:\t\treturn err", false},
+		{"tsc non-pretty", "  src/index.ts(24,7): error TS2322: Type 'string' is not assignable to type 'number'.", true},
+		{"webpack module not found", "ERROR in ./src/app.js\nModule not found: Error: Can't resolve './util' in '/src'", true},
+		{"failure mark", "▶ math\n  ✔ adds (0.4ms)\n  ✖ divides (0.7ms)\n", true},
+		{"eslint warnings only", "/src/a.js\n  3:7  warning  'x' is assigned a value but never used  no-unused-vars\n\n✖ 1 problem (0 errors, 1 warning)", false},
+		{"PowerShell error record", "Get-Item : Cannot find path 'C:\\x' because it does not exist.\nAt line:1 char:1\n+ Get-Item C:\\x\n+ ~~~~~~~~~~~~\n    + CategoryInfo          : ObjectNotFound: (C:\\x:String) [Get-Item], ItemNotFoundException", true},
+		{"Tcl error", "can't read \"x\": no such variable\n    while executing\n\"puts $x\"\n    (file \"a.tcl\" line 1)", true},
+		{"Error line after a prompt", "var.region\n  Enter a value: eu-west-1\n\nError: Invalid provider configuration\n\n  on main.tf line 3", true},
+		{"qwen-code's empty error", "Command: ls\nDirectory: (root)\nStdout: a.txt\nStderr: (empty)\nError: (none)\nExit Code: 0", false},
+		{"lower-case Error line is not enough", "checking inputs\nError: none found, using defaults\ndone", false},
+		{"heap check", "start\nfree(): double free detected in tcache 2", true},
+		{"sanitizer report", "=================================================================\n==42==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020", true},
+		{"data race", "==================\nWARNING: DATA RACE\nRead at 0x00c0000a0 by goroutine 8:", true},
+		{"perl module missing", "Can't locate Foo/Bar.pm in @INC (you may need to install the Foo::Bar module)\nBEGIN failed--compilation aborted at x.pl line 1.", true},
+		{"py_compile's Sorry", "Sorry: IndentationError: unexpected indent (a.py, line 3)", true},
+		{"opens with could not", "Could not read certificate from cert.pem\nUnable to load certificate", true},
+		{"indented could not is a note", "Applying patches\n    Patch could not be applied with `git am`. Continuing without patching.\nBuild finished", false},
+		{"script's last word with a number", "migrating 3 tables\nmigration 0042 failed: column users.email already exists", true},
+		{"none failed at the end", "checked 12 hosts\n0 failed: all good", false},
+		{"go usage footer", "go frob: unknown command\nRun 'go help' for usage.", true},
+		{"connection failed at the end", "--2024-01-01 10:00:00--  http://127.0.0.1:9/\nConnecting to 127.0.0.1:9... failed: Connection refused.", true},
+		{"OS error in capitals at the end", "stat /src/cmd/nosuch: directory not found", true},
+		{"colored output", "\x1b[31mError: \x1b[39mCannot find module './x'\n\x1b[90m    at Module._resolveFilename (node:internal/modules/cjs/loader:1039:15)\x1b[39m", true},
+		{"colored success", "\x1b[32m✓\x1b[39m 12 tests passed\n\x1b[1mDone in 1.2s\x1b[22m", false},
+		{"error handling tests pass", "=== RUN   TestErrorHandling\n--- PASS: TestErrorHandling (0.00s)\nPASS\nok  \texample.com/x\t0.01s", false},
+		{"zero errors", "compiling 12 files\n0 errors, 0 warnings\nbuild finished", false},
+		{"kubectl validation", "The Deployment \"web\" is invalid: spec.template.spec.containers[0].image: Required value", true},
+		{"kubectl applied", "deployment.apps/web configured\nservice/web unchanged", false},
+		{"git fatal after progress", "Cloning into 'app'...\nfatal: repository 'https://example.com/app.git/' not found", true},
+		{"ssh key refused", "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.", true},
+		{"PHP fatal in the middle", "Loading config\nPHP Fatal error:  Uncaught Error: Call to undefined function f() in /app/a.php:3", true},
+		{"Elixir error", "Compiling 2 files (.ex)\n** (CompileError) lib/app.ex:3: undefined function foo/0", true},
+		{"R error", "> source('a.R')\nError in f(x) : object 'y' not found\nExecution halted", true},
+		{"Lua traceback", "lua: a.lua:3: attempt to call a nil value (global 'f')\nstack traceback:\n\t[C]: in ?", true},
+		{"MySQL error", "ERROR 1064 (42000) at line 1: You have an error in your SQL syntax", true},
+		{"Kotlin error", "e: file:///src/Main.kt:3:5 Unresolved reference 'x'.", true},
+		{"program's Error:", "readcfg: Error: no section [db] in app.ini", true},
+		{"program says what failed", "upload: checksum verification failed: size mismatch", true},
+		{"program says none failed", "sync: 12 files copied, none failed", false},
+		{"assembler Error", "a.s: Assembler messages:\na.s:3: Error: bad register name `%eaxx'", true},
+		{"a kind of error first", "Runtime error (func=(main), adr=3): Divide by zero", true},
+		{"a handled error first", "Handled error: invalid token (expected in this test)\ntests: 4 passed", false},
+		{"syntax error after a location", "(standard_in) 1: syntax error", true},
+		{"an ERROR badge", " WARN  deprecated flag\n ERROR  [object Object]", true},
+		{"a quoted command failed", "Resolving: total 387, done\n`pnpm install --save-dev react` failed", true},
+		{"prose about a failed command", "## Exit codes\n\nAny exit code but 0 means the command failed.\nSee the manual.", false},
+		{"formatter check", "would reformat src/a.py\nOh no!\n1 file would be reformatted, 3 files would be left unchanged.", true},
+		{"formatter done", "reformatted src/a.py\nAll done!\n1 file reformatted, 3 files left unchanged.", false},
+		{"a build failed first", "Gradle build failed to produce an .apk file.", true},
+		{"zero tests failed first", "0 tests failed, 12 tests passed (12 total)", false},
+		{"a child's exit status", "Compiling app\n/usr/bin/dotnet compile-csc @app.rsp returned Exit Code 1\n\nCompilation failed.", true},
+		{"a child's status in parentheses", "Running xcodebuild\nstep 1\nstep 2\nstep 3\nxcodebuild failed (exited with status: 65)\nSee the log above", true},
+		{"a generator's exit status", "x.go:3: running \"false\": exit status 1", true},
+		{"xcodebuild's failed commands", "** BUILD START **\nCompileC a.o a.c\nLd app\n\nThe following build commands failed:\n\tLd app normal arm64\n(1 failure)\nmake: done", true},
+		{"bazel's target", "INFO: Analyzed target //:app\nINFO: Found 1 target...\nERROR: x\nTarget //:app failed to build\nUse --verbose_failures to see the command lines of failed build steps.\nINFO: Elapsed time: 1.2s", true},
+		{"composer's resolution", "Loading composer repositories with package information\nUpdating dependencies\nYour requirements could not be resolved to an installable set of packages.\n\n  Problem 1\n    - foo/bar 1.0 requires php ^9\n  Problem 2\n    - x", true},
+		{"a child that exited 0", "step 1\nrunner: child exited with code 0\nstep 2", false},
+		{"an exception's name on its line", "Installing dependencies\n\n  ValueError\n\n  File /src/pkg-0.1.tar.gz does not exist\n\n  at cli.py:40 in __init__", true},
+		{"a list of exception names", "builtins:\nValueError\nTypeError\nKeyError", false},
+		{"a conditional sentence", "The deploy step stops if the health check failed.\nIt retries when the registry cannot be reached.", false},
+		{"a short sentence of failure", "key1 already exists.\nOverwrite (y/n)? ", true},
+		{"not in the search path", "Package libfoo was not found in the pkg-config search path.\nPerhaps you should add the directory containing `libfoo.pc'", true},
+		{"not sorted", "join: a.txt:2: is not sorted: a 1", true},
+		{"no longer supported", "'build flx' is no longer supported. Use 'build bundle' instead.", true},
+		{"a sentence of failure in a long output", strings.Repeat("row ok\n", 10) + "the cache is not found here, rebuilding", false},
+		{"a sentence of failure and a word of success", "remote cache could not be reached\nbuilt locally: done", false},
+		{"a file list", "docs/not-found.md\nsrc/cannot_parse.go", false},
+		{"GitHub Actions log", "2024-05-01T10:00:00.1234567Z Run make test\n2024-05-01T10:00:03.7654321Z ##[error]Process completed with exit code 2.", true},
+		{"BuildKit log", "#7 0.512 go build ./...\n#7 3.104 make: *** [Makefile:12: build] Error 1", true},
+		{"GitHub Actions log that passed", "2024-05-01T10:00:00.1234567Z Run make test\n2024-05-01T10:00:03.7654321Z ok  \texample.com/x\t0.2s", false},
+		{"linter with an empty column", "a.go:22::error: unreachable code\na.go:9::warning: unused variable x", true},
+		{"linter warnings only", "a.go:9::warning: unused variable x\na.go:13::warning: unused field y", false},
+		{"shellcheck finding", "In run.sh line 3:\nrm $f\n   ^-- SC2086 (info): Double quote to prevent globbing and word splitting.", true},
+		{"JVM exception with frames", "* Exception is:\norg.gradle.api.tasks.TaskExecutionException: Execution failed for task ':app:compileJava'.\n\tat org.gradle.api.internal.Task.run(Task.java:100)", true},
+		{"a hook that failed", "check yaml...............................................Passed\nblack....................................................Failed\n- hook id: black", true},
+		{"hooks that passed", "check yaml...............................................Passed\nblack....................................................Passed", false},
+		{"grep hit of a log's error line", "logs/app.log:3:error: connection reset by peer", false},
+		{"an app's log in a CI step", "2024-05-01T10:00:00.1234567Z 12:00:01 INFO starting\n2024-05-01T10:00:01.1234567Z ERROR db: connection refused, retrying\n2024-05-01T10:00:02.1234567Z INFO db connected", false},
+		{"rustfmt check", "Diff in /src/lib.rs:1:\n-pub fn f() { 1 }\n+pub fn f() {\n+    1\n+}", true},
+		{"too few", "mktemp: too few X's in template 'x'", true},
+		{"capitalised Invalid", "truncate: Invalid number: '1Q'", true},
+		{"no file found", "go: no go.work file found\n\t(run 'go work init' first)", true},
+		{"non-integer argument", "expr: non-integer argument", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ToolFailed(tc.content); got != tc.want {
+				t.Errorf("ToolFailed(%q) = %v, want %v", tc.content, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStripANSI(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                            "plain",
+		"\x1b[31mred\x1b[0m":               "red",
+		"\x1b[1;32mok\x1b[22m done":        "ok done",
+		"a\x1b[2Kb":                        "ab",
+		"cut at the end \x1b[":             "cut at the end ",
+		"lone escape \x1b":                 "lone escape ",
+		"other escape \x1b(Bx":             "other escape Bx",
+		"\x1b[38;5;196mError\x1b[39m: bad": "Error: bad",
+	} {
+		if got := stripANSI(in); got != want {
+			t.Errorf("stripANSI(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
