@@ -439,3 +439,32 @@ func dot(a, b []float32) float32 {
 	}
 	return s0 + s1 + s2 + s3
 }
+
+// Retry makes the solutions of ps pending again, those that still have
+// the same goal and no vector of the model: handed out by Next, they
+// could not be embedded or stored this time.
+func (v *Vectors) Retry(ps []Pending) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.model == "" {
+		return
+	}
+	added := false
+	for _, p := range ps {
+		ws := v.wss[p.Workspace]
+		if ws == nil {
+			continue
+		}
+		ws.mu.RLock()
+		e := ws.entries[p.ID]
+		again := e != nil && e.row < 0 && e.sol.Goal == p.Goal
+		ws.mu.RUnlock()
+		if again {
+			v.pending[pendingKey{p.Workspace, p.ID}] = p.Goal
+			added = true
+		}
+	}
+	if added {
+		v.poke()
+	}
+}

@@ -139,6 +139,12 @@ type Options struct {
 	// UsageFlush is how often the token usage summed in memory is added
 	// to the store (see [Memory.CountUsage]). Default 10s.
 	UsageFlush time.Duration
+	// Embedder embeds goals for semantic recall (recall.embeddings); nil:
+	// off. [Memory.SetEmbedder] changes it.
+	Embedder recall.Embedder
+	// EmbedBackoff is the wait before the first retry of a failed
+	// embedding of solutions, doubling up to a minute. Default 1s.
+	EmbedBackoff time.Duration
 }
 
 // withDefaults returns o with its zero values set to their defaults, or
@@ -166,7 +172,7 @@ func (o Options) withDefaults() (Options, error) {
 		def time.Duration
 	}{{&o.IndexPoll, DefaultIndexPoll}, {&o.RetentionMaxAge, DefaultRetentionMaxAge}, {&o.RetentionSolutionsMaxAge, DefaultRetentionSolutionsMaxAge},
 		{&o.RetentionFixesMaxAge, DefaultRetentionFixesMaxAge}, {&o.RetentionEvery, DefaultRetentionEvery}, {&o.StoreTimeout, DefaultStoreTimeout},
-		{&o.UsageFlush, DefaultUsageFlush}} {
+		{&o.UsageFlush, DefaultUsageFlush}, {&o.EmbedBackoff, DefaultEmbedBackoff}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -202,6 +208,10 @@ type Memory struct {
 	recall  atomic.Pointer[recall.Config]
 	index   *recall.Index
 	metrics *metrics
+	// vectors, embed and embedMetrics are semantic recall's (embed.go).
+	vectors      *recall.Vectors
+	embed        atomic.Pointer[embedderBox]
+	embedMetrics *embedMetrics
 	seen    *seenSet
 	texts   textMemo // what incidents store of recent messages
 	// loops keeps each conversation's latest tool calls; recovered, when
@@ -249,6 +259,9 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	m.guard.Store(opts.Guard)
 	rc := *opts.Recall
 	m.recall.Store(&rc)
+	m.vectors = recall.NewVectors()
+	m.embedMetrics = newEmbedMetrics(reg, m.vectors)
+	m.SetEmbedder(opts.Embedder) // before the index loads: its vectors are of this model
 	if err := m.SyncIndex(ctx); err != nil {
 		m.log.Warn("recall index not loaded; will retry", "err", err)
 	}
@@ -297,7 +310,8 @@ func (m *Memory) Now() time.Time { return m.opts.Now() }
 func (m *Memory) StoreTimeout() time.Duration { return m.opts.StoreTimeout }
 
 // Run does the server's background work until ctx ends: following the
-// store's solution change feed; adding the token usage summed in memory
+// store's solution change feed; embedding the solutions' goals when
+// semantic recall is on (see [Memory.EmbedPending]); adding the token usage summed in memory
 // to the store every UsageFlush; and pruning incidents, solutions,
 // learned fixes and usage (see the Retention options), once at start and
 // then every RetentionEvery.
@@ -308,6 +322,7 @@ func (m *Memory) Run(ctx context.Context) {
 	defer prune.Stop()
 	flush := time.NewTicker(m.opts.UsageFlush)
 	defer flush.Stop()
+	go m.embedLoop(ctx)
 	m.prune(ctx)
 	for {
 		select {
@@ -369,7 +384,7 @@ func (m *Memory) pruneOne(ctx context.Context, what, op string, prune func(conte
 func (m *Memory) SyncIndex(ctx context.Context) error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
-	next, applied, err := m.index.Follow(ctx, m.store, m.cursor)
+	next, applied, err := m.index.Follow(ctx, m.vectors.Tee(m.store), m.cursor)
 	m.cursor = next
 	if applied > 0 {
 		m.indexVersion.Add(1) // after the changes: a reader of the old version recomputes
