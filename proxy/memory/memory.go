@@ -208,10 +208,6 @@ type Memory struct {
 	recall  atomic.Pointer[recall.Config]
 	index   *recall.Index
 	metrics *metrics
-	// vectors, embed and embedMetrics are semantic recall's (embed.go).
-	vectors      *recall.Vectors
-	embed        atomic.Pointer[embedderBox]
-	embedMetrics *embedMetrics
 	seen    *seenSet
 	texts   textMemo // what incidents store of recent messages
 	// loops keeps each conversation's latest tool calls; recovered, when
@@ -221,6 +217,11 @@ type Memory struct {
 	// captured remembers what auto-capture last stored per conversation.
 	captured *captureMemo
 	usage    *usageBook // token usage not yet in the store
+
+	// vectors, embed and embedMetrics are semantic recall's (embed.go).
+	vectors      *recall.Vectors
+	embed        atomic.Pointer[embedderBox]
+	embedMetrics *embedMetrics
 
 	guardCache   *guardCache
 	recallCache  *recallCache
