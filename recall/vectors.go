@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -376,80 +375,43 @@ func (v *Vectors) Search(q Query, vec []float32, n int) []VectorHit {
 	for i, x := range vec {
 		unit[i] = float32(float64(x) / qn)
 	}
-	var top []vhit
-	if parts := min(runtime.GOMAXPROCS(0), len(ws.rows)/parallelRows); parts > 1 {
-		// Each part scans its rows for its own best n; the best n of
-		// those are the best n of all (one order: cosine, then ID).
-		tops := make([][]vhit, parts)
-		var wg sync.WaitGroup
-		for p := range parts {
-			lo, hi := p*len(ws.rows)/parts, (p+1)*len(ws.rows)/parts
-			wg.Go(func() { tops[p] = ws.scan(q, unit, lo, hi, n) })
+	type hit struct {
+		row int
+		cos float32
+	}
+	top := make([]hit, 0, n+1)
+	worse := func(a, b hit) bool { // a ranks below b
+		if a.cos != b.cos {
+			return a.cos < b.cos
 		}
-		wg.Wait()
-		for _, t := range tops {
-			for _, h := range t {
-				top = ws.offer(top, h, n)
-			}
+		return ws.rows[a.row].sol.ID > ws.rows[b.row].sol.ID
+	}
+	dim := ws.dim
+	for r := range ws.rows {
+		c := dot(unit, ws.data[r*dim:(r+1)*dim])
+		h := hit{r, c}
+		if len(top) == n && !worse(top[n-1], h) {
+			continue
 		}
-	} else {
-		top = ws.scan(q, unit, 0, len(ws.rows), n)
+		if !admits(q, &ws.rows[r].sol) {
+			continue
+		}
+		i := len(top)
+		top = append(top, h)
+		for i > 0 && worse(top[i-1], h) {
+			top[i] = top[i-1]
+			i--
+		}
+		top[i] = h
+		if len(top) > n {
+			top = top[:n]
+		}
 	}
 	out := make([]VectorHit, len(top))
 	for i, h := range top {
 		out[i] = VectorHit{Solution: ws.rows[h.row].sol, Cosine: math.Max(-1, math.Min(1, float64(h.cos)))}
 	}
 	return out
-}
-
-// parallelRows is the fewest rows a search gives each core: below,
-// starting goroutines costs more than it saves.
-var parallelRows = 16384
-
-// vhit is one row's cosine with the query.
-type vhit struct {
-	row int
-	cos float32
-}
-
-// worse reports whether a ranks below b: a lower cosine, or the same and
-// a larger ID.
-func (ws *vspace) worse(a, b vhit) bool {
-	if a.cos != b.cos {
-		return a.cos < b.cos
-	}
-	return ws.rows[a.row].sol.ID > ws.rows[b.row].sol.ID
-}
-
-// offer puts h into top, the best at most n hits so far, best first.
-func (ws *vspace) offer(top []vhit, h vhit, n int) []vhit {
-	if len(top) == n && !ws.worse(top[n-1], h) {
-		return top
-	}
-	i := len(top)
-	top = append(top, h)
-	for i > 0 && ws.worse(top[i-1], h) {
-		top[i] = top[i-1]
-		i--
-	}
-	top[i] = h
-	return top[:min(len(top), n)]
-}
-
-// scan returns the best n hits among rows lo to hi that q admits.
-func (ws *vspace) scan(q Query, unit []float32, lo, hi, n int) []vhit {
-	top := make([]vhit, 0, n+1)
-	dim := ws.dim
-	for r := lo; r < hi; r++ {
-		h := vhit{r, dot(unit, ws.data[r*dim:(r+1)*dim])}
-		if len(top) == n && !ws.worse(top[n-1], h) {
-			continue
-		}
-		if admits(q, &ws.rows[r].sol) {
-			top = ws.offer(top, h, n)
-		}
-	}
-	return top
 }
 
 // admits applies q's filters, as the index's search does.

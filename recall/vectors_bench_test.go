@@ -11,8 +11,7 @@ import (
 // BenchmarkVectorSearch measures one vector search (the 20 nearest, as a
 // fusion asks) in a workspace of 100k solutions, for the lengths of
 // common embedding models: the mock's 256, nomic-embed-text's 768,
-// text-embedding-3-small's 1536; in one pass, and split between the
-// cores (the default from 2×16384 solutions on).
+// text-embedding-3-small's 1536.
 func BenchmarkVectorSearch(b *testing.B) {
 	const n = 100_000
 	for _, dim := range []int{256, 768, 1536} {
@@ -40,19 +39,12 @@ func BenchmarkVectorSearch(b *testing.B) {
 			for j := range q {
 				q[j] = float32(rng.NormFloat64())
 			}
-			for _, split := range []bool{false, true} {
-				b.Run(fmt.Sprintf("split=%v", split), func(b *testing.B) {
-					defer func(rows int) { parallelRows = rows }(parallelRows)
-					if !split {
-						parallelRows = n + 1
-					}
-					b.ReportAllocs()
-					for b.Loop() {
-						if hits := vs.Search(Query{Workspace: "w"}, q, vectorDepth); len(hits) != vectorDepth {
-							b.Fatalf("%d hits", len(hits))
-						}
-					}
-				})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if hits := vs.Search(Query{Workspace: "w"}, q, vectorDepth); len(hits) != vectorDepth {
+					b.Fatalf("%d hits", len(hits))
+				}
 			}
 		})
 	}

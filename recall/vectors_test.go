@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -214,31 +213,5 @@ func TestVectorsTee(t *testing.T) {
 	}
 	if _, _, err := vs.Tee(failingFeed{}).SolutionChanges(context.Background(), 1, 10); err == nil {
 		t.Fatal("the feed's error was lost")
-	}
-}
-
-// TestVectorSearchParallel: a search split between cores finds what one
-// pass finds, ties included.
-func TestVectorSearchParallel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 3))
-	vs := NewVectors()
-	vs.SetModel("m")
-	var changes []store.SolutionChange
-	for i := range 1000 {
-		// Few distinct vectors: many equal cosines, ordered by ID.
-		v := []float32{float32(rng.IntN(5)), float32(rng.IntN(5)), 1}
-		s := fuseSol(fmt.Sprintf("s%04d", i), fmt.Sprintf("goal %d", i), nil)
-		s.Project = []string{"", "p", "q"}[i%3]
-		changes = append(changes, store.SolutionChange{Seq: int64(i + 1), Solution: withEmb(s, "m", v...)})
-	}
-	vs.Apply(changes)
-	q := Query{Workspace: "w", Project: "p"}
-	qv := []float32{1, 2, 0.5}
-	one := vs.Search(q, qv, 20)
-	defer func(rows, procs int) { parallelRows = rows; runtime.GOMAXPROCS(procs) }(parallelRows, runtime.GOMAXPROCS(4))
-	parallelRows = 100
-	split := vs.Search(q, qv, 20)
-	if !slices.Equal(hitIDs(one), hitIDs(split)) || len(one) != 20 {
-		t.Fatalf("one pass %v\nsplit    %v", hitIDs(one), hitIDs(split))
 	}
 }
