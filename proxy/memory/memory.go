@@ -10,7 +10,8 @@
 // writes), the pending set (a provider failure is in the guard from the
 // moment it is observed), the incident writer (group commit) and the
 // capture queue (solutions stored in the background), the loop tracker,
-// learned fixes, the recall index and its per-conversation cache, and
+// learned fixes, the recall index and its per-conversation cache, the
+// goal vectors of semantic recall and their embedding (embed.go), and
 // retention.
 //
 // # Failing open
