@@ -149,11 +149,12 @@ func (m *Memory) embedLoop(ctx context.Context) {
 			if m.EmbedPending(ctx) {
 				continue
 			}
-			// The store failed: wait before trying again.
+			// A batch was given up, or the store failed: the provider or
+			// the store is likely down, wait before the next batch.
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(m.opts.EmbedBackoff):
+			case <-time.After(min(maxEmbedBackoff, 60*m.opts.EmbedBackoff)):
 			}
 			continue
 		}
@@ -171,8 +172,8 @@ func (m *Memory) embedLoop(ctx context.Context) {
 // store. A batch whose embedding fails is tried again after a backoff
 // (EmbedBackoff, doubling up to a minute), 6 times in all, then given up
 // (counted in scarproxy_recall_solutions_embedding_failed_total). It
-// returns when nothing is pending, ctx ends, or the store fails (the
-// batch is pending again): false then.
+// returns true when nothing is pending, false when ctx ends, a batch is
+// given up, or the store fails (the batch is pending again).
 func (m *Memory) EmbedPending(ctx context.Context) bool {
 	for ctx.Err() == nil {
 		e := m.embedder()
@@ -185,7 +186,7 @@ func (m *Memory) EmbedPending(ctx context.Context) bool {
 		}
 		vecs, ok := m.embedGoals(ctx, e, batch)
 		if !ok {
-			continue
+			return false
 		}
 		if !m.storeVectors(ctx, e.Model(), batch, vecs) {
 			return false

@@ -298,3 +298,29 @@ func TestSemanticRecallFallsBack(t *testing.T) {
 		t.Fatalf("off: %v after %d calls", got, g.callCount()-calls)
 	}
 }
+
+// TestEmbedSolutionsGiveUpStopsThePass: once a batch is given up, the
+// rest waits (the provider is likely down) instead of being tried batch
+// after batch.
+func TestEmbedSolutionsGiveUpStopsThePass(t *testing.T) {
+	g := geo()
+	g.fail = -1
+	st := tempBolt(t)
+	m := newTestMemory(t, st, func(o *Options) { o.Embedder, o.EmbedBackoff = g, time.Millisecond })
+	ctx := context.Background()
+	for i := range embedBatch + 8 {
+		goal := "goal number " + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if err := m.PutSolutions(ctx, &store.Solution{Workspace: "w", Key: recall.GoalKey(goal), Goal: goal}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.SyncIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.EmbedPending(ctx) {
+		t.Fatal("EmbedPending reports success")
+	}
+	if g.callCount() != embedAttempts || m.Vectors().PendingLen() != 8 {
+		t.Fatalf("%d calls, %d pending; want %d calls and the second batch pending", g.callCount(), m.Vectors().PendingLen(), embedAttempts)
+	}
+}
