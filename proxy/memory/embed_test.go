@@ -324,3 +324,35 @@ func TestEmbedSolutionsGiveUpStopsThePass(t *testing.T) {
 		t.Fatalf("%d calls, %d pending; want %d calls and the second batch pending", g.callCount(), m.Vectors().PendingLen(), embedAttempts)
 	}
 }
+
+// TestEmbeddingsSurviveARestart: a memory started on a store whose
+// solutions are embedded searches their vectors at once, without a call;
+// one started with another model embeds them again.
+func TestEmbeddingsSurviveARestart(t *testing.T) {
+	g := geo()
+	m, st := embedMemory(t, g, nil)
+	if !m.EmbedPending(context.Background()) {
+		t.Fatal("EmbedPending failed")
+	}
+	m.Shutdown(context.Background())
+
+	same := geo()
+	again := newTestMemory(t, st, func(o *Options) { o.Embedder = same })
+	if again.Vectors().Len("w") != 3 || again.Vectors().PendingLen() != 0 {
+		t.Fatalf("restarted: %d vectors, %d pending; want 3 and 0", again.Vectors().Len("w"), again.Vectors().PendingLen())
+	}
+	q := recall.Query{Workspace: "w", Goal: goalQuery, K: 5, MinSimilarity: recall.DefaultMinSimilarity}
+	if got := goals(again.Search(context.Background(), q)); !slices.Contains(got, goalVec) {
+		t.Fatalf("restarted: %v, want the vector's match", got)
+	}
+	if n := same.callCount(); n != 1 {
+		t.Fatalf("%d calls after the restart, want the task's alone", n)
+	}
+
+	other := geo()
+	other.model = "geo-2"
+	third := newTestMemory(t, st, func(o *Options) { o.Embedder = other })
+	if third.Vectors().Len("w") != 0 || third.Vectors().PendingLen() != 3 {
+		t.Fatalf("another model: %d vectors, %d pending; want 0 and 3", third.Vectors().Len("w"), third.Vectors().PendingLen())
+	}
+}
