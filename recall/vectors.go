@@ -468,3 +468,25 @@ func (v *Vectors) Retry(ps []Pending) {
 		v.poke()
 	}
 }
+
+// Offer makes emb the vector of the solution id of workspace when emb is
+// of the current model and the solution is still there, with goal goal
+// and no vector: a vector read back from the store (after the model was
+// turned off and on again) need not be made again. It reports whether it
+// did.
+func (v *Vectors) Offer(workspace, id, goal string, emb *store.Embedding) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ws := v.wss[workspace]
+	if ws == nil || emb == nil || v.model == "" || emb.Model != v.model {
+		return false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	e := ws.entries[id]
+	if e == nil || e.row >= 0 || e.sol.Goal != goal {
+		return false
+	}
+	v.place(workspace, ws, e, emb)
+	return e.row >= 0
+}

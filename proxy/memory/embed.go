@@ -180,9 +180,12 @@ func (m *Memory) EmbedPending(ctx context.Context) bool {
 		if e == nil {
 			return true
 		}
-		batch := m.vectors.Next(embedBatch)
+		batch := m.stored(ctx, e.Model(), m.vectors.Next(embedBatch))
 		if len(batch) == 0 {
-			return true
+			if m.vectors.PendingLen() == 0 {
+				return true
+			}
+			continue
 		}
 		vecs, ok := m.embedGoals(ctx, e, batch)
 		if !ok {
@@ -196,6 +199,24 @@ func (m *Memory) EmbedPending(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// stored returns the solutions of batch whose vector of model is not in
+// the store already; those that are (semantic recall turned off and on
+// again) are searched with it, without a call.
+func (m *Memory) stored(ctx context.Context, model string, batch []recall.Pending) []recall.Pending {
+	rest := batch[:0]
+	for _, p := range batch {
+		sctx, cancel := context.WithTimeout(ctx, m.opts.StoreTimeout)
+		s, err := m.store.GetSolution(sctx, p.Workspace, p.ID)
+		cancel()
+		if err == nil && s.Goal == p.Goal && s.Embedding != nil && s.Embedding.Model == model &&
+			m.vectors.Offer(p.Workspace, p.ID, p.Goal, s.Embedding) {
+			continue
+		}
+		rest = append(rest, p)
+	}
+	return rest
 }
 
 // embedGoals embeds the goals of batch, with retries; false when it gave

@@ -356,3 +356,25 @@ func TestEmbeddingsSurviveARestart(t *testing.T) {
 		t.Fatalf("another model: %d vectors, %d pending; want 0 and 3", third.Vectors().Len("w"), third.Vectors().PendingLen())
 	}
 }
+
+// TestEmbeddingsTurnedOffAndOn: vectors of the model already stored are
+// read back, not made again.
+func TestEmbeddingsTurnedOffAndOn(t *testing.T) {
+	g := geo()
+	m, _ := embedMemory(t, g, nil)
+	m.EmbedPending(context.Background())
+	m.SetEmbedder(nil)
+	if m.Vectors().Len("w") != 0 {
+		t.Fatal("vectors searched with semantic recall off")
+	}
+	m.SetEmbedder(g)
+	if m.Vectors().PendingLen() != 3 {
+		t.Fatalf("pending %d after turning it on", m.Vectors().PendingLen())
+	}
+	if !m.EmbedPending(context.Background()) {
+		t.Fatal("EmbedPending failed")
+	}
+	if g.callCount() != 1 || m.Vectors().Len("w") != 3 {
+		t.Fatalf("%d calls, %d vectors; want the first call alone and 3 vectors", g.callCount(), m.Vectors().Len("w"))
+	}
+}
