@@ -313,10 +313,10 @@ func (m *Memory) StoreTimeout() time.Duration { return m.opts.StoreTimeout }
 
 // Run does the server's background work until ctx ends: following the
 // store's solution change feed; embedding the solutions' goals when
-// semantic recall is on (see [Memory.EmbedPending]); adding the token usage summed in memory
-// to the store every UsageFlush; and pruning incidents, solutions,
-// learned fixes and usage (see the Retention options), once at start and
-// then every RetentionEvery.
+// semantic recall is on (see [Memory.EmbedPending]); adding the token
+// usage summed in memory to the store every UsageFlush; and pruning
+// incidents, solutions, learned fixes and usage (see the Retention
+// options), once at start and then every RetentionEvery.
 func (m *Memory) Run(ctx context.Context) {
 	poll := time.NewTicker(m.opts.IndexPoll)
 	defer poll.Stop()
