@@ -140,9 +140,9 @@ func (v *Vectors) Model() string {
 // SetModel makes model the one whose vectors are searched. When it
 // changes, every vector leaves the search (only the normalised vectors of
 // the current model are kept) and every solution is pending, to be
-// embedded by the new model: the vectors it already has in the store
-// come back through the change feed when the embedding is stored again.
-// An empty model turns vector search off and forgets what was pending.
+// embedded by the new model (or, when the store already holds its vector
+// of that model, given it back with Offer). An empty model turns vector
+// search off and forgets what was pending.
 func (v *Vectors) SetModel(model string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
