@@ -143,3 +143,34 @@ func TestEmbedderProviders(t *testing.T) {
 		t.Fatalf("mock: %v, %v", vecs, err)
 	}
 }
+
+// FuzzParseEmbeddings: whatever a provider answers, parseEmbeddings
+// returns an error or n vectors of one length of finite values, and never
+// panics.
+func FuzzParseEmbeddings(f *testing.F) {
+	f.Add([]byte(`{"data":[{"index":0,"embedding":[0.25,0.5]},{"index":1,"embedding":"AADAPwAAAMA="}]}`), 2)
+	f.Add([]byte(`{"data":[{"index":1,"embedding":[1]},{"index":0,"embedding":[2]}]}`), 2)
+	f.Add([]byte(`{"data":[{"embedding":[1e39]}]}`), 1)
+	f.Add([]byte(`{"data":[{"index":-1,"embedding":"AAA="}]}`), 1)
+	f.Add([]byte(`{"error":{"message":"no"}}`), 0)
+	f.Fuzz(func(t *testing.T, raw []byte, n int) {
+		if n < 0 || n > 64 {
+			return
+		}
+		vecs, err := parseEmbeddings(raw, n)
+		if err != nil {
+			return
+		}
+		if len(vecs) != n {
+			t.Fatalf("%d vectors for %d texts", len(vecs), n)
+		}
+		for i, v := range vecs {
+			if len(v) == 0 || len(v) != len(vecs[0]) {
+				t.Fatalf("vector %d of %d values, the first of %d", i, len(v), len(vecs[0]))
+			}
+			if finite(v) != nil {
+				t.Fatalf("vector %d holds a value that is not finite", i)
+			}
+		}
+	})
+}
