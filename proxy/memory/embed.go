@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,9 @@ const (
 	// embedRunes caps the text embedded, as the lexical ranking caps the
 	// goal it reads: models have a context limit.
 	embedRunes = 2000
+	// taskVectorsKept is how many tasks' vectors are kept (a few MB at
+	// 1,536 dimensions).
+	taskVectorsKept = 1024
 )
 
 // Fallback reasons of scarproxy_recall_embedding_fallbacks_total.
@@ -101,7 +105,8 @@ func (m *Memory) Vectors() *recall.Vectors { return m.vectors }
 // within recall.embeddings.timeout and both rankings are fused
 // (recall.Fuse); without, or when the embedding fails or comes too late
 // (counted in scarproxy_recall_embedding_fallbacks_total), by its words
-// alone (recall.Index.Search).
+// alone (recall.Index.Search). The vectors of the latest 1,024 tasks are
+// kept: a task run again is not embedded again.
 func (m *Memory) Search(ctx context.Context, q recall.Query) []recall.Match {
 	e := m.embedder()
 	if e == nil || m.vectors.Len(q.Workspace) == 0 {
@@ -112,8 +117,12 @@ func (m *Memory) Search(ctx context.Context, q recall.Query) []recall.Match {
 	if budget <= 0 {
 		budget = recall.DefaultEmbeddingsTimeout
 	}
+	text := capRunes(q.Goal, embedRunes)
+	if vec := m.taskVecs.get(e.Model(), text); vec != nil {
+		return recall.Fuse(m.index, m.vectors, q, vec, ec.MinSimilarity)
+	}
 	ectx, cancel := context.WithTimeout(ctx, budget)
-	vecs, err := e.Embed(ectx, []string{capRunes(q.Goal, embedRunes)})
+	vecs, err := e.Embed(ectx, []string{text})
 	timedOut := ectx.Err() == context.DeadlineExceeded
 	cancel()
 	if err != nil || len(vecs) != 1 {
@@ -127,7 +136,38 @@ func (m *Memory) Search(ctx context.Context, q recall.Query) []recall.Match {
 		}
 		return m.index.Search(q)
 	}
+	m.taskVecs.put(e.Model(), text, vecs[0])
 	return recall.Fuse(m.index, m.vectors, q, vecs[0], ec.MinSimilarity)
+}
+
+// taskVectors keeps the vectors of the latest tasks embedded, so that a
+// task run again (a script or CI job repeating one prompt) is not
+// embedded again. It is bounded: full, it starts over.
+type taskVectors struct {
+	mu  sync.Mutex
+	max int
+	m   map[taskKey][]float32
+}
+
+type taskKey struct{ model, text string }
+
+func newTaskVectors(max int) *taskVectors {
+	return &taskVectors{max: max, m: map[taskKey][]float32{}}
+}
+
+func (c *taskVectors) get(model, text string) []float32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[taskKey{model, text}]
+}
+
+func (c *taskVectors) put(model, text string, vec []float32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[taskKey{model, text}] = vec
 }
 
 // capRunes returns s cut to at most n runes.

@@ -378,3 +378,25 @@ func TestEmbeddingsTurnedOffAndOn(t *testing.T) {
 		t.Fatalf("%d calls, %d vectors; want the first call alone and 3 vectors", g.callCount(), m.Vectors().Len("w"))
 	}
 }
+
+// TestTaskEmbeddedOnce: a task run again is not embedded again, unless
+// the model changed.
+func TestTaskEmbeddedOnce(t *testing.T) {
+	g := geo()
+	m, _ := embedMemory(t, g, nil)
+	m.EmbedPending(context.Background())
+	q := recall.Query{Workspace: "w", Goal: goalQuery, K: 5, MinSimilarity: recall.DefaultMinSimilarity}
+	first := goals(m.Search(context.Background(), q))
+	calls := g.callCount()
+	if again := goals(m.Search(context.Background(), q)); !slices.Equal(again, first) || g.callCount() != calls {
+		t.Fatalf("again: %v after %d more calls; want %v without a call", again, g.callCount()-calls, first)
+	}
+	g2 := geo()
+	g2.model = "geo-2"
+	m.SetEmbedder(g2)
+	m.EmbedPending(context.Background())
+	m.Search(context.Background(), q)
+	if n := len(g2.calls); n != 2 || !slices.Equal(g2.calls[1], []string{goalQuery}) {
+		t.Fatalf("another model: calls %v, want the solutions' then the task's", g2.calls)
+	}
+}

@@ -219,10 +219,12 @@ type Memory struct {
 	captured *captureMemo
 	usage    *usageBook // token usage not yet in the store
 
-	// vectors, embed and embedMetrics are semantic recall's (embed.go).
+	// vectors, embed, embedMetrics and taskVecs are semantic recall's
+	// (embed.go).
 	vectors      *recall.Vectors
 	embed        atomic.Pointer[embedderBox]
 	embedMetrics *embedMetrics
+	taskVecs     *taskVectors
 
 	guardCache   *guardCache
 	recallCache  *recallCache
@@ -261,7 +263,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	m.guard.Store(opts.Guard)
 	rc := *opts.Recall
 	m.recall.Store(&rc)
-	m.vectors = recall.NewVectors()
+	m.vectors, m.taskVecs = recall.NewVectors(), newTaskVectors(taskVectorsKept)
 	m.embedMetrics = newEmbedMetrics(reg, m.vectors)
 	m.SetEmbedder(opts.Embedder) // before the index loads: its vectors are of this model
 	if err := m.SyncIndex(ctx); err != nil {
