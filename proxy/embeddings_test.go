@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,9 +21,10 @@ import (
 )
 
 // geoProvider is an OpenAI-compatible provider whose embeddings have a
-// known geometry (a text naming CSV at (1, 0), spreadsheets at cosine
-// 0.9 from it, anything else orthogonal), and whose chat completions
-// keep the last request they got. Its embeddings can fail or hang.
+// known geometry (a text naming CSV at (1, 0); one naming spreadsheets at
+// cosine 0.9 from it, one naming nightly at 0.3; anything else
+// orthogonal), and whose chat completions keep the last request they got.
+// Its embeddings can fail or hang.
 type geoProvider struct {
 	srv     *httptest.Server
 	mode    atomic.Value // "", "fail" or "hang"
@@ -60,10 +62,12 @@ func newGeoProvider(t *testing.T) *geoProvider {
 			for i, text := range in.Input {
 				c := 0.0
 				switch {
-				case strings.Contains(text, "CSV"):
-					c = 1
+				case strings.Contains(text, "nightly"):
+					c = 0.3
 				case strings.Contains(text, "spreadsheets"):
 					c = 0.9
+				case strings.Contains(text, "CSV"):
+					c = 1
 				}
 				items = append(items, fmt.Sprintf(`{"object":"embedding","index":%d,"embedding":[%g,%g]}`, i, c, math.Sqrt(1-c*c)))
 			}
@@ -225,5 +229,70 @@ func TestSemanticRecallWithTheMock(t *testing.T) {
 	res, body := h.chat(`{"model":"mock-gpt","messages":[{"role":"user","content":"`+task+` [[mock:echo]]"}]}`, nil)
 	if res.StatusCode != http.StatusOK || res.Header.Get(HeaderRecall) != "1" || !bytes.Contains(body, []byte("Similarity: 100%")) {
 		t.Fatalf("%d X-Scar-Recall %s: %s", res.StatusCode, res.Header.Get(HeaderRecall), body)
+	}
+}
+
+// TestFusionOrderThroughTheProxy: the memory API, which recalls as the
+// proxy does, orders by the fused ranks of an httptest provider's
+// embeddings: the solution both rankings find first, then the words'
+// best, then the one only its vector finds.
+func TestFusionOrderThroughTheProxy(t *testing.T) {
+	up := newGeoProvider(t)
+	pc := providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: up.srv.URL + "/v1"}
+	p, err := providers.New(pc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := providers.NewEmbedder(p, "geo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := recall.DefaultConfig()
+	rc.Embeddings = recall.EmbeddingsConfig{Provider: "up", Model: "geo", Timeout: time.Minute, MinSimilarity: 0.6}
+	h := newHarness(t, "", withProviders(pc), withOptions(func(o *Options) {
+		o.Recall, o.Embedder = &rc, emb
+	}))
+	ctx := context.Background()
+	m := h.srv.memory
+	const (
+		lex  = "import the users from a CSV file nightly" // vector at 0.3
+		both = "load the users from CSV spreadsheets"     // vector at 0.9
+		vec  = "bring customer records in from spreadsheets"
+		far  = "rotate the TLS certificates"
+	)
+	for _, goal := range []string{lex, both, vec, far} {
+		if err := m.PutSolutions(ctx, &store.Solution{Workspace: "default", Key: recall.GoalKey(goal), Goal: goal, Approach: "done before", Confidence: 0.9}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.SyncIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.EmbedPending(ctx)
+	task := "import the users from a CSV file"
+	words := m.Index().Search(recall.Query{Workspace: "default", Goal: task, K: 5, MinSimilarity: recall.DefaultMinSimilarity})
+	if len(words) != 2 || words[0].Solution.Goal != lex || words[1].Solution.Goal != both {
+		t.Fatalf("the words alone: %+v; want %q then %q", words, lex, both)
+	}
+	res := h.do(http.MethodGet, "/scar/v1/recall?k=5&goal="+strings.ReplaceAll(task, " ", "+"), nil, nil)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var got struct {
+		Matches []struct {
+			Solution struct {
+				Goal string `json:"goal"`
+			} `json:"solution"`
+		} `json:"matches"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("%d %s: %v", res.StatusCode, body, err)
+	}
+	var order []string
+	for _, m := range got.Matches {
+		order = append(order, m.Solution.Goal)
+	}
+	// both: 1/(60+2) + 1/(60+1); lex: 1/(60+1) + 1/(60+3); vec: 1/(60+2).
+	if want := []string{both, lex, vec}; !slices.Equal(order, want) {
+		t.Fatalf("fused order %q, want %q", order, want)
 	}
 }
