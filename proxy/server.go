@@ -210,6 +210,7 @@ func (s *Server) Reload(opts Options) error {
 	if err := s.memory.Reconfigure(opts.Guard, rc); err != nil {
 		return err
 	}
+	s.memory.SetEmbedder(opts.Embedder) // semantic recall: the reloaded provider and model
 	if err := s.tenants.Update(tc); err != nil {
 		return err // checked above: not reached
 	}

@@ -141,15 +141,18 @@ type Config struct {
 	// AutoCapture stores a solution for every finished conversation that
 	// used tools. Default true.
 	AutoCapture bool `yaml:"auto_capture"`
+	// Embeddings turns on semantic recall through a provider's
+	// embeddings (see EmbeddingsConfig, fuse.go). Off by default.
+	Embeddings EmbeddingsConfig `yaml:"embeddings"`
 }
 
 // DefaultMinSimilarity is the default of Config.MinSimilarity.
 const DefaultMinSimilarity = 0.35
 
 // DefaultConfig returns the defaults: min_similarity 0.35, max_results 1,
-// auto_capture true.
+// auto_capture true, embeddings off.
 func DefaultConfig() Config {
-	return Config{MinSimilarity: DefaultMinSimilarity, MaxResults: 1, AutoCapture: true}
+	return Config{MinSimilarity: DefaultMinSimilarity, MaxResults: 1, AutoCapture: true, Embeddings: DefaultEmbeddingsConfig()}
 }
 
 // Validate reports every invalid key, each named as in the YAML file
@@ -162,5 +165,6 @@ func (c Config) Validate() error {
 	if c.MaxResults < 1 || c.MaxResults > maxK {
 		errs = append(errs, fmt.Errorf("recall.max_results: must be 1..%d, got %d", maxK, c.MaxResults))
 	}
+	errs = append(errs, c.Embeddings.Validate())
 	return errors.Join(errs...)
 }

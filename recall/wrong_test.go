@@ -36,3 +36,26 @@ func TestPutOfASolutionMarkedWrongRemovesIt(t *testing.T) {
 		t.Fatalf("after the mark is cleared: got %v", got)
 	}
 }
+
+// The vectors of semantic recall follow the same marks: a solution marked
+// wrong leaves them and is not embedded; cleared, it is back.
+func TestVectorsDropASolutionMarkedWrong(t *testing.T) {
+	v := NewVectors()
+	v.SetModel("m")
+	s := sol("a", "rotate the TLS certificates")
+	s.Embedding = &store.Embedding{Model: "m", Vector: []float32{1, 0}}
+	v.Apply([]store.SolutionChange{{Seq: 1, Solution: s}})
+	if v.Len("w") != 1 {
+		t.Fatalf("before the mark: Len %d", v.Len("w"))
+	}
+	marked := s
+	marked.Wrong = &store.Wrong{At: time.Unix(0, 0)}
+	v.Apply([]store.SolutionChange{{Seq: 2, Solution: marked}})
+	if v.Len("w") != 0 || v.PendingLen() != 0 {
+		t.Fatalf("after the mark: Len %d, pending %d; want none", v.Len("w"), v.PendingLen())
+	}
+	v.Apply([]store.SolutionChange{{Seq: 3, Solution: s}})
+	if v.Len("w") != 1 {
+		t.Fatalf("after the mark is cleared: Len %d", v.Len("w"))
+	}
+}

@@ -127,6 +127,20 @@ type Solution struct {
 	Wrong      *Wrong    `json:"wrong,omitempty"` // set when a person marked it wrong: kept, never recalled
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+	// Embedding is the vector of Goal made by an embedding model, or nil.
+	// Only SetSolutionEmbedding sets it: PutSolution ignores it, keeps the
+	// stored one while the goal stays the same and drops it when the goal
+	// changes. It is not part of the memory API's JSON.
+	Embedding *Embedding `json:"-"`
+}
+
+// MaxEmbeddingDims is the most dimensions a stored embedding has.
+const MaxEmbeddingDims = 16384
+
+// Embedding is a solution goal's vector and the model that made it.
+type Embedding struct {
+	Model  string    // the embedding model's name, as configured
+	Vector []float32 // 1 to MaxEmbeddingDims finite values
 }
 
 // Wrong is a person's verdict that a memory (a learned fix or a solution)
@@ -277,6 +291,15 @@ type Store interface {
 	// drops it. The work is done in several transactions: a cancelled ctx
 	// leaves what was done so far removed, and the count says how much.
 	PruneSolutions(ctx context.Context, before time.Time, maxPerWorkspace int) (int, error)
+	// SetSolutionEmbedding stores e as the embedding of the solution id of
+	// workspace, provided its Goal is still goal (the goal the vector was
+	// made from), replacing any embedding it had. It leaves the solution's
+	// Updated time (and so retention's order) as it is, and is a change in
+	// the feed, so that every replica's recall index gets the vector. It
+	// returns ErrNotFound when there is no such solution or its goal is no
+	// longer goal, and ErrInvalid when e has no Model, no values, more than
+	// MaxEmbeddingDims of them, or a value that is NaN or infinite.
+	SetSolutionEmbedding(ctx context.Context, workspace, id, goal string, e Embedding) error
 	// SolutionChanges returns changes with Seq > after, in Seq order, at most
 	// limit of them, and the highest Seq returned (after when none). A new
 	// reader starts with after = 0 and receives every live solution.

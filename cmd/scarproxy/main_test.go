@@ -209,6 +209,10 @@ func TestBadConfigFailsNamingTheKey(t *testing.T) {
 		{"negative solutions cap", "mock: true\nretention:\n  solutions_max_per_workspace: -1\n", "retention.solutions_max_per_workspace"},
 		{"negative replica delay", "mock: true\nstore:\n  replica_delay: -5ms\n", "store.replica_delay"},
 		{"bad durability", "mock: true\nstore:\n  durability: eventual\n", "store.durability"},
+		{"embeddings without model", "mock: true\nrecall:\n  embeddings:\n    provider: mock\n", "recall.embeddings.model"},
+		{"embeddings bad threshold", "mock: true\nrecall:\n  embeddings:\n    provider: mock\n    model: m\n    min_similarity: 2\n", "recall.embeddings.min_similarity"},
+		{"embeddings of no provider", "providers:\n  - name: a\n    type: openai\n    base_url: http://127.0.0.1:1\nrecall:\n  embeddings:\n    provider: b\n    model: m\n", "recall.embeddings.provider"},
+		{"embeddings of anthropic", "providers:\n  - name: a\n    type: anthropic\n    base_url: http://127.0.0.1:1\nrecall:\n  embeddings:\n    provider: a\n    model: m\n", "recall.embeddings.provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")

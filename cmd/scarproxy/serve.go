@@ -20,6 +20,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy"
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
 	"github.com/scarproxy/scarproxy/store/bolt"
 	"github.com/scarproxy/scarproxy/store/postgres"
@@ -142,10 +143,14 @@ func serverOptions(cfg Config, st store.Store, getenv func(string) string, log *
 		}
 	}
 	rc := cfg.Recall
+	embedder, err := recallEmbedder(router, rc.Embeddings, cfg.Mock)
+	if err != nil {
+		return proxy.Options{}, err
+	}
 	return proxy.Options{
 		Router: router,
 		Options: memory.Options{
-			Store: st, Guard: g, Recall: &rc, Logger: log,
+			Store: st, Guard: g, Recall: &rc, Logger: log, Embedder: embedder,
 			RetentionMaxAge: cfg.Retention.MaxAge, RetentionMaxPerTenant: cfg.Retention.MaxPerTenant,
 			RetentionEvery: cfg.Retention.Every, StoreTimeout: cfg.Store.RequestTimeout,
 			RetentionSolutionsMaxAge:          cfg.Retention.SolutionsMaxAge,
@@ -163,6 +168,26 @@ func serverOptions(cfg Config, st store.Store, getenv func(string) string, log *
 		Version:              moduleVersion(buildInfo),
 		CloseOpenMemory:      cfg.closesOpenMemory(),
 	}, nil
+}
+
+// recallEmbedder returns the embedder of semantic recall
+// (recall.embeddings), built on the router's provider of that name (with
+// mock on, the mock, which stands in for every provider); nil when it is
+// off.
+func recallEmbedder(router *providers.Router, c recall.EmbeddingsConfig, mock bool) (recall.Embedder, error) {
+	if !c.Enabled() {
+		return nil, nil
+	}
+	for _, p := range router.Providers() {
+		if p.Name() == c.Provider || mock {
+			e, err := providers.NewEmbedder(p, c.Model)
+			if err != nil {
+				return nil, fmt.Errorf("recall.embeddings.provider: %w", err)
+			}
+			return e, nil
+		}
+	}
+	return nil, fmt.Errorf("recall.embeddings.provider: no provider named %q", c.Provider)
 }
 
 func newServeFlags() (*flag.FlagSet, *commonFlags) {

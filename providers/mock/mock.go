@@ -8,7 +8,8 @@
 //   - the APIs: OpenAI Chat Completions, OpenAI Responses, Anthropic
 //     Messages and the Gemini API, JSON and SSE, with their usage and
 //     error bodies, and the model lists at GET /models and
-//     GET /v1beta/models ([Models]);
+//     GET /v1beta/models ([Models]); OpenAI's POST /embeddings, from a
+//     hashed bag of words ([Embedding]);
 //   - the [[mock:...]] directives it reads in the last user text, whose
 //     syntax is a documented contract (README.md, "The mock provider"):
 //     status=N, delay=D, tool=NAME with args, repeat, until and fix, echo,
@@ -59,6 +60,7 @@ import (
 //	POST /responses         OpenAI Responses (named SSE events with sequence_number)
 //	POST /messages          Anthropic Messages (any query string, e.g. ?beta=true)
 //	GET  /models            the models in [Models], OpenAI-shaped
+//	POST /embeddings        OpenAI embeddings: a hashed bag of word stems (see [Embedding])
 //	POST /v1beta/models/{model}:generateContent        the Gemini API (any version: /v1/ too)
 //	POST /v1beta/models/{model}:streamGenerateContent  SSE chunks with ?alt=sse, else a JSON array of them
 //	POST /v1beta/models/{model}:countTokens            {"totalTokens": N}
@@ -266,6 +268,8 @@ func (m *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return m.responses(req, body)
 	case p == "/messages" && req.Method == http.MethodPost:
 		return m.messages(req, body)
+	case p == "/embeddings" && req.Method == http.MethodPost:
+		return m.embeddings(req, body)
 	case p == "/messages" || strings.HasPrefix(p, "/messages/"):
 		return anthropicError(req, body, http.StatusNotFound, "not_found_error", "Not Found"), nil
 	case isGeminiPath(p):

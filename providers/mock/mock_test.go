@@ -273,7 +273,7 @@ func TestMockEveryAPI(t *testing.T) {
 		name, method, path, want string
 		status                   int
 	}{
-		{"openai path", http.MethodPost, "/embeddings", `"type":"invalid_request_error"`, 404},
+		{"openai path", http.MethodPost, "/audio/speech", `"type":"invalid_request_error"`, 404},
 		{"responses by id", http.MethodGet, "/responses/resp_1", `"type":"invalid_request_error"`, 404},
 		{"messages subpath", http.MethodPost, "/messages/count_tokens", `{"type":"error","error":{"type":"not_found_error","message":"Not Found"}`, 404},
 		{"messages get", http.MethodGet, "/messages", `"not_found_error"`, 404},

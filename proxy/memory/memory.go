@@ -10,7 +10,8 @@
 // writes), the pending set (a provider failure is in the guard from the
 // moment it is observed), the incident writer (group commit) and the
 // capture queue (solutions stored in the background), the loop tracker,
-// learned fixes, the recall index and its per-conversation cache, and
+// learned fixes, the recall index and its per-conversation cache, the
+// goal vectors of semantic recall and their embedding (embed.go), and
 // retention.
 //
 // # Failing open
@@ -139,6 +140,12 @@ type Options struct {
 	// UsageFlush is how often the token usage summed in memory is added
 	// to the store (see [Memory.CountUsage]). Default 10s.
 	UsageFlush time.Duration
+	// Embedder embeds goals for semantic recall (recall.embeddings); nil:
+	// off. [Memory.SetEmbedder] changes it.
+	Embedder recall.Embedder
+	// EmbedBackoff is the wait before the first retry of a failed
+	// embedding of solutions, doubling up to a minute. Default 1s.
+	EmbedBackoff time.Duration
 }
 
 // withDefaults returns o with its zero values set to their defaults, or
@@ -166,7 +173,7 @@ func (o Options) withDefaults() (Options, error) {
 		def time.Duration
 	}{{&o.IndexPoll, DefaultIndexPoll}, {&o.RetentionMaxAge, DefaultRetentionMaxAge}, {&o.RetentionSolutionsMaxAge, DefaultRetentionSolutionsMaxAge},
 		{&o.RetentionFixesMaxAge, DefaultRetentionFixesMaxAge}, {&o.RetentionEvery, DefaultRetentionEvery}, {&o.StoreTimeout, DefaultStoreTimeout},
-		{&o.UsageFlush, DefaultUsageFlush}} {
+		{&o.UsageFlush, DefaultUsageFlush}, {&o.EmbedBackoff, DefaultEmbedBackoff}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -213,6 +220,13 @@ type Memory struct {
 	usage    *usageBook // token usage not yet in the store
 	labels   *labelBook // conversation labels not yet in the store
 
+	// vectors, embed, embedMetrics and taskVecs are semantic recall's
+	// (embed.go).
+	vectors      *recall.Vectors
+	embed        atomic.Pointer[embedderBox]
+	embedMetrics *embedMetrics
+	taskVecs     *taskVectors
+
 	guardCache   *guardCache
 	recallCache  *recallCache
 	writer       *incidentWriter // incidents, in batches (writer.go)
@@ -251,6 +265,9 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	m.guard.Store(opts.Guard)
 	rc := *opts.Recall
 	m.recall.Store(&rc)
+	m.vectors, m.taskVecs = recall.NewVectors(), newTaskVectors(taskVectorsKept)
+	m.embedMetrics = newEmbedMetrics(reg, m.vectors)
+	m.SetEmbedder(opts.Embedder) // before the index loads: its vectors are of this model
 	if err := m.SyncIndex(ctx); err != nil {
 		m.log.Warn("recall index not loaded; will retry", "err", err)
 	}
@@ -300,10 +317,11 @@ func (m *Memory) Now() time.Time { return m.opts.Now() }
 func (m *Memory) StoreTimeout() time.Duration { return m.opts.StoreTimeout }
 
 // Run does the server's background work until ctx ends: following the
-// store's solution change feed; adding the token usage summed in memory
-// to the store every UsageFlush; and pruning incidents, solutions,
-// learned fixes and usage (see the Retention options), once at start and
-// then every RetentionEvery.
+// store's solution change feed; embedding the solutions' goals when
+// semantic recall is on (see [Memory.EmbedPending]); adding the token
+// usage summed in memory to the store every UsageFlush; and pruning
+// incidents, solutions, learned fixes and usage (see the Retention
+// options), once at start and then every RetentionEvery.
 func (m *Memory) Run(ctx context.Context) {
 	poll := time.NewTicker(m.opts.IndexPoll)
 	defer poll.Stop()
@@ -311,6 +329,7 @@ func (m *Memory) Run(ctx context.Context) {
 	defer prune.Stop()
 	flush := time.NewTicker(m.opts.UsageFlush)
 	defer flush.Stop()
+	go m.embedLoop(ctx)
 	m.prune(ctx)
 	for {
 		select {
@@ -375,7 +394,7 @@ func (m *Memory) pruneOne(ctx context.Context, what, op string, prune func(conte
 func (m *Memory) SyncIndex(ctx context.Context) error {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
-	next, applied, err := m.index.Follow(ctx, m.store, m.cursor)
+	next, applied, err := m.index.Follow(ctx, m.vectors.Tee(m.store), m.cursor)
 	m.cursor = next
 	if applied > 0 {
 		m.indexVersion.Add(1) // after the changes: a reader of the old version recomputes

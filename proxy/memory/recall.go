@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -36,7 +37,8 @@ func newRecallCache(max int) *recallCache {
 	return &recallCache{max: max, m: make(map[recallKey]recallResult)}
 }
 
-// recallFor returns the matches of a conversation's goal and their block.
+// recallFor returns the matches of a conversation's goal and their block,
+// found by [Memory.Search] within ctx.
 // conversation is its key (wire.Info.ConversationKey); later says the
 // request is not the conversation's first (wire.Info.Later). A first
 // request is a new run of its task: recall is decided for it afresh, so
@@ -45,7 +47,7 @@ func newRecallCache(max int) *recallCache {
 // task is the key of the conversation's task alone (wire.Info.Key): a run
 // named only by its history (wire.Info.Origin) had its first request
 // under it, and takes on the recall decided there.
-func (m *Memory) recallFor(workspace, project, goal, conversation, task string, later bool) ([]recall.Match, wire.Block) {
+func (m *Memory) recallFor(ctx context.Context, workspace, project, goal, conversation, task string, later bool) ([]recall.Match, wire.Block) {
 	version := m.indexVersion.Load()
 	k := recallKey{workspace, project, conversation}
 	c := m.recallCache
@@ -72,7 +74,7 @@ func (m *Memory) recallFor(workspace, project, goal, conversation, task string, 
 		// Nothing of this run is stored yet: what an earlier run of the
 		// task stored (under the task's key) is what it should recall.
 		rc := m.recall.Load()
-		matches := m.index.Search(recall.Query{
+		matches := m.Search(ctx, recall.Query{
 			Workspace: workspace, Project: project, Goal: goal,
 			K: rc.MaxResults, MinSimilarity: rc.MinSimilarity,
 		})

@@ -22,21 +22,21 @@ func TestRecallIsDecidedOnTheFirstRequest(t *testing.T) {
 	}
 	m := newTestMemory(t, st)
 	const goal = "rotate the TLS certificates of the ingress"
-	first, block := m.recallFor("w", "p", goal, "conv-a", "conv-a", false)
+	first, block := m.recallFor(context.Background(), "w", "p", goal, "conv-a", "conv-a", false)
 	if len(first) != 1 || len(block.JSON) == 0 {
 		t.Fatalf("first request: %d matches", len(first))
 	}
-	again, again2 := m.recallFor("w", "p", goal, "conv-a", "conv-a", true)
+	again, again2 := m.recallFor(context.Background(), "w", "p", goal, "conv-a", "conv-a", true)
 	if len(again) != 1 || string(again2.JSON) != string(block.JSON) {
 		t.Fatal("a later request of the conversation got another recall")
 	}
-	if late, b := m.recallFor("w", "p", goal, "conv-b", "conv-b", true); len(late) != 0 || len(b.JSON) != 0 {
+	if late, b := m.recallFor(context.Background(), "w", "p", goal, "conv-b", "conv-b", true); len(late) != 0 || len(b.JSON) != 0 {
 		t.Fatalf("a conversation first met on a later request recalled %d solutions", len(late))
 	}
-	if late, _ := m.recallFor("w", "p", goal, "conv-b", "conv-b", true); len(late) != 0 {
+	if late, _ := m.recallFor(context.Background(), "w", "p", goal, "conv-b", "conv-b", true); len(late) != 0 {
 		t.Fatal("the decision of a conversation changed")
 	}
-	if run, _ := m.recallFor("w", "p", goal, "conv-b", "conv-b", false); len(run) != 1 {
+	if run, _ := m.recallFor(context.Background(), "w", "p", goal, "conv-b", "conv-b", false); len(run) != 1 {
 		t.Fatalf("a new run of the task recalled %d solutions, want the stored one", len(run))
 	}
 }
@@ -65,21 +65,21 @@ func TestARunNamedByItsHistoryKeepsItsRecall(t *testing.T) {
 		}
 	}
 	put("k-1", "Rotate the ingress TLS certificates")
-	first, block := m.recallFor("w", "p", goal, "task", "task", false)
+	first, block := m.recallFor(context.Background(), "w", "p", goal, "task", "task", false)
 	if len(first) != 1 {
 		t.Fatalf("first request: %d matches", len(first))
 	}
 	put("k-2", "Rotate the TLS certificates of the ingress controller")
 	for range 2 {
-		later, b := m.recallFor("w", "p", goal, "task+call_1", "task", true)
+		later, b := m.recallFor(context.Background(), "w", "p", goal, "task+call_1", "task", true)
 		if string(b.JSON) != string(block.JSON) || len(later) != 1 {
 			t.Fatalf("a later request of the run got %d matches, another block", len(later))
 		}
 	}
-	if again, _ := m.recallFor("w", "p", goal, "task", "task", false); len(again) != 2 {
+	if again, _ := m.recallFor(context.Background(), "w", "p", goal, "task", "task", false); len(again) != 2 {
 		t.Fatalf("the task run again recalled %d solutions, want both", len(again))
 	}
-	if later, _ := m.recallFor("w", "p", goal, "task+call_1", "task", true); len(later) != 1 {
+	if later, _ := m.recallFor(context.Background(), "w", "p", goal, "task+call_1", "task", true); len(later) != 1 {
 		t.Fatalf("the first run's recall changed when the task ran again: %d", len(later))
 	}
 }

@@ -153,7 +153,7 @@ func (d *decision) deriveGuard() error {
 // conversation (see recallCache).
 func (d *decision) recall() {
 	if d.info.Goal != "" {
-		d.turn.Matches, d.turn.Recall = d.m.recallFor(d.t.Workspace, d.t.Project, d.info.Goal, d.info.ConversationKey(), d.info.Key, d.info.Later)
+		d.turn.Matches, d.turn.Recall = d.m.recallFor(d.ctx, d.t.Workspace, d.t.Project, d.info.Goal, d.info.ConversationKey(), d.info.Key, d.info.Later)
 	}
 }
 

@@ -521,17 +521,18 @@ func (a *API) recallPreview(c echo.Context) error {
 		}
 		rq.IncludeBelow = b
 	}
-	v, aerr := a.searchRecall(scopeOf(c), rq)
+	v, aerr := a.searchRecall(c.Request().Context(), scopeOf(c), rq)
 	if aerr != nil {
 		return aerr
 	}
 	return c.JSON(http.StatusOK, v)
 }
 
-// searchRecall answers a recall asked by gateway key k (nil: none). The
-// near misses are the solutions under the threshold among the five most
-// similar, at most q.K of them.
-func (a *API) searchRecall(k *tenant.Key, q recallQuery) (recallView, *wire.Error) {
+// searchRecall answers a recall asked by gateway key k (nil: none), as the
+// proxy recalls (memory.Memory.Search: semantic recall included when it
+// is on). The near misses are the solutions under the threshold among the
+// five most similar by their words, at most q.K of them.
+func (a *API) searchRecall(ctx context.Context, k *tenant.Key, q recallQuery) (recallView, *wire.Error) {
 	ws, aerr := a.tenants.Workspace(k, q.Workspace)
 	if aerr != nil {
 		return recallView{}, aerr
@@ -560,7 +561,7 @@ func (a *API) searchRecall(k *tenant.Key, q recallQuery) (recallView, *wire.Erro
 		}
 	}
 	rq := recall.Query{Workspace: ws, Project: q.Project, Goal: goal, K: n, MinSimilarity: minSim}
-	matches := a.memory.Index().Search(rq)
+	matches := a.memory.Search(ctx, rq)
 	if matches == nil {
 		matches = []recall.Match{}
 	}

@@ -273,10 +273,10 @@ type recallSimilarOut struct {
 	Below      []recall.Match  `json:"below,omitzero"`
 }
 
-func (t *mcpTools) recallSimilar(_ context.Context, c mcpCaller, in recallSimilarIn) (recallSimilarOut, *wire.Error) {
+func (t *mcpTools) recallSimilar(ctx context.Context, c mcpCaller, in recallSimilarIn) (recallSimilarOut, *wire.Error) {
 	q := t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K)
 	q.MinSimilarity, q.IncludeBelow = in.Threshold, in.IncludeBelow
-	v, aerr := t.a.searchRecall(c.key, q)
+	v, aerr := t.a.searchRecall(ctx, c.key, q)
 	if aerr != nil {
 		return recallSimilarOut{}, aerr
 	}
@@ -289,7 +289,7 @@ func (t *mcpTools) recallSimilar(_ context.Context, c mcpCaller, in recallSimila
 	// original library does.
 	zero := 0.0
 	q.K, q.MinSimilarity, q.IncludeBelow = 1, &zero, false
-	if best, aerr := t.a.searchRecall(c.key, q); aerr == nil && len(best.Matches) > 0 {
+	if best, aerr := t.a.searchRecall(ctx, c.key, q); aerr == nil && len(best.Matches) > 0 {
 		out.Similarity = best.Matches[0].Similarity
 	}
 	return out, nil
@@ -307,8 +307,8 @@ type recallContextOut struct {
 	Context string `json:"context"`
 }
 
-func (t *mcpTools) recallContext(_ context.Context, c mcpCaller, in recallContextIn) (recallContextOut, *wire.Error) {
-	v, aerr := t.a.searchRecall(c.key, t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K))
+func (t *mcpTools) recallContext(ctx context.Context, c mcpCaller, in recallContextIn) (recallContextOut, *wire.Error) {
+	v, aerr := t.a.searchRecall(ctx, c.key, t.recallQuery(c, in.Goal, in.Workspace, in.Project, in.K))
 	if aerr != nil {
 		return recallContextOut{}, aerr
 	}

@@ -262,7 +262,7 @@ func (d dashSource) SearchSolutions(ctx context.Context, p ui.Principal, workspa
 	if err != nil {
 		return nil, 0, err
 	}
-	v, aerr := d.a.searchRecall(k, recallQuery{Workspace: workspace, Project: project, Goal: goal, K: 5, IncludeBelow: true})
+	v, aerr := d.a.searchRecall(ctx, k, recallQuery{Workspace: workspace, Project: project, Goal: goal, K: 5, IncludeBelow: true})
 	if aerr != nil {
 		return nil, 0, uiError(aerr)
 	}

@@ -43,7 +43,7 @@ import (
 //	solutions/
 //	  <workspace>/
 //	    n                       (key) number of solutions of the workspace, uint64
-//	    id/  <id>  -> <feed seq> + JSON solution
+//	    id/  <id>  -> <feed seq> + JSON solution (its embedding, if any, inside: solutionRecord)
 //	    key/ <key> -> <id>
 //	    u/   <verified><time><id> -> empty: retention order (see PruneSolutions)
 //	feed/  <seq> -> change entry (deleted flag, workspace, id)
@@ -572,6 +572,9 @@ func putSolution(tx *bbolt.Tx, rec *store.Solution, now time.Time) (added bool, 
 		}
 		rec.ID, rec.Created = old.ID, old.Created
 		backend.KeepSolutionMark(rec, &old)
+		if old.Goal == rec.Goal {
+			rec.Embedding = old.Embedding // the vector of the same goal
+		}
 		if err := feed.Delete(seqKey(oldSeq)); err != nil {
 			return false, err
 		}
@@ -1093,8 +1096,20 @@ func migrateSolutions(tx *bbolt.Tx) error {
 }
 
 // encodeSolution stores a solution as its feed sequence (8 bytes) + JSON.
+// solutionRecord is a solution as stored: its JSON, with the embedding's
+// model and values (stored.Vector, base64 in JSON) when it has one.
+type solutionRecord struct {
+	store.Solution
+	EmbeddingModel string `json:"embedding_model,omitempty"`
+	Embedding      []byte `json:"embedding,omitempty"`
+}
+
 func encodeSolution(s *store.Solution, seq uint64) ([]byte, error) {
-	j, err := json.Marshal(s)
+	rec := solutionRecord{Solution: *s}
+	if e := s.Embedding; e != nil {
+		rec.EmbeddingModel, rec.Embedding = e.Model, stored.Vector(e.Vector)
+	}
+	j, err := json.Marshal(&rec)
 	if err != nil {
 		return nil, err
 	}
@@ -1102,12 +1117,20 @@ func encodeSolution(s *store.Solution, seq uint64) ([]byte, error) {
 }
 
 func decodeSolution(v []byte) (store.Solution, uint64, error) {
-	var s store.Solution
+	var rec solutionRecord
 	if len(v) < 8 {
-		return s, 0, errCorrupt
+		return rec.Solution, 0, errCorrupt
 	}
-	if err := json.Unmarshal(v[8:], &s); err != nil {
-		return s, 0, fmt.Errorf("%w: %w", errCorrupt, err)
+	if err := json.Unmarshal(v[8:], &rec); err != nil {
+		return rec.Solution, 0, fmt.Errorf("%w: %w", errCorrupt, err)
+	}
+	s := rec.Solution
+	if rec.EmbeddingModel != "" {
+		vec, ok := stored.ParseVector(rec.Embedding)
+		if !ok || len(vec) == 0 {
+			return s, 0, errCorrupt
+		}
+		s.Embedding = &store.Embedding{Model: rec.EmbeddingModel, Vector: vec}
 	}
 	return s, binary.BigEndian.Uint64(v), nil
 }

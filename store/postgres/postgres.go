@@ -472,18 +472,33 @@ func (p *Store) PruneIncidents(ctx context.Context, before time.Time, maxPerTena
 	return int(n), nil
 }
 
-const solutionColumns = `id, workspace, project, key, goal, approach, outcome, confidence, source, verified, created, updated,
+// solutionColumns are the columns PutSolutions writes; solutionRead those
+// scanSolution reads, the embedding's included.
+const (
+	solutionColumns = `id, workspace, project, key, goal, approach, outcome, confidence, source, verified, created, updated,
 	wrong_at, wrong_note`
+	solutionRead = solutionColumns + `, embedding_model, embedding`
+)
 
 func scanSolution(row pgx.Row, s *store.Solution, extra ...any) error {
 	var w wrongColumns
+	var model string
+	var vec []byte
 	dst := append([]any{&s.ID, &s.Workspace, &s.Project, &s.Key, &s.Goal, &s.Approach, &s.Outcome,
-		&s.Confidence, &s.Source, &s.Verified, &s.Created, &s.Updated, &w.at, &w.note}, extra...)
+		&s.Confidence, &s.Source, &s.Verified, &s.Created, &s.Updated, &w.at, &w.note, &model, &vec}, extra...)
 	if err := row.Scan(dst...); err != nil {
 		return err
 	}
 	s.Created, s.Updated = s.Created.UTC(), s.Updated.UTC()
 	s.Wrong = w.mark()
+	s.Embedding = nil
+	if model != "" {
+		v, ok := stored.ParseVector(vec)
+		if !ok || len(v) == 0 {
+			return fmt.Errorf("solution %s: embedding of %d bytes", s.ID, len(vec))
+		}
+		s.Embedding = &store.Embedding{Model: model, Vector: v}
+	}
 	return nil
 }
 
@@ -565,12 +580,23 @@ func (p *Store) PutSolutions(ctx context.Context, sols []*store.Solution, maxPer
 					project = EXCLUDED.project, goal = EXCLUDED.goal, approach = EXCLUDED.approach,
 					outcome = EXCLUDED.outcome, confidence = EXCLUDED.confidence, source = EXCLUDED.source,
 					verified = EXCLUDED.verified, updated = EXCLUDED.updated, seq = nextval('solution_seq'),
-					`+keepWrong("solutions", "approach")+`
-				RETURNING id, created, xmax = 0, wrong_at, wrong_note`,
+					`+keepWrong("solutions", "approach")+`,
+					embedding_model = CASE WHEN solutions.goal = EXCLUDED.goal THEN solutions.embedding_model ELSE '' END,
+					embedding = CASE WHEN solutions.goal = EXCLUDED.goal THEN solutions.embedding END
+				RETURNING id, created, xmax = 0, wrong_at, wrong_note, embedding_model, embedding`,
 				rec.ID, rec.Workspace, rec.Project, rec.Key, rec.Goal, rec.Approach, rec.Outcome,
 				rec.Confidence, rec.Source, rec.Verified, rec.Created, rec.Updated, wrongAt, wrongNote)
-			if err := row.Scan(&rec.ID, &rec.Created, &added, &w.at, &w.note); err != nil {
+			var model string
+			var vec []byte
+			if err := row.Scan(&rec.ID, &rec.Created, &added, &w.at, &w.note, &model, &vec); err != nil {
 				return err
+			}
+			if model != "" {
+				v, ok := stored.ParseVector(vec)
+				if !ok || len(v) == 0 {
+					return fmt.Errorf("solution %s: embedding of %d bytes", rec.ID, len(vec))
+				}
+				rec.Embedding = &store.Embedding{Model: model, Vector: v}
 			}
 			rec.Created, rec.Wrong = rec.Created.UTC(), w.mark()
 			if added && !slices.Contains(grown, rec.Workspace) {
@@ -638,7 +664,7 @@ func (p *Store) MarkSolution(ctx context.Context, workspace, id string, wrong *s
 		}
 		return scanSolution(tx.QueryRow(ctx, `UPDATE solutions SET wrong_at = $3, wrong_note = $4,
 				seq = nextval('solution_seq')
-			WHERE workspace = $1 AND id = $2 RETURNING `+solutionColumns,
+			WHERE workspace = $1 AND id = $2 RETURNING `+solutionRead,
 			stored.Text(workspace), stored.Text(id), wrongAt, wrongNote), &s)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -656,7 +682,7 @@ func (p *Store) GetSolution(ctx context.Context, workspace, id string) (store.So
 		return store.Solution{}, err
 	}
 	var s store.Solution
-	err := scanSolution(p.pool.QueryRow(ctx, `SELECT `+solutionColumns+`
+	err := scanSolution(p.pool.QueryRow(ctx, `SELECT `+solutionRead+`
 		FROM solutions WHERE workspace = $1 AND id = $2`, stored.Text(workspace), stored.Text(id)), &s)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Solution{}, fmt.Errorf("store: get solution: %s: %w", id, store.ErrNotFound)
@@ -673,7 +699,7 @@ func (p *Store) ListSolutions(ctx context.Context, workspace string) ([]store.So
 	if err := p.use(ctx, "list solutions"); err != nil {
 		return nil, err
 	}
-	rows, err := p.pool.Query(ctx, `SELECT `+solutionColumns+`
+	rows, err := p.pool.Query(ctx, `SELECT `+solutionRead+`
 		FROM solutions WHERE workspace = $1 ORDER BY updated DESC, id DESC`, stored.Text(workspace))
 	if err != nil {
 		return nil, fmt.Errorf("store: list solutions: %w", err)
@@ -828,9 +854,9 @@ func (p *Store) SolutionChanges(ctx context.Context, after int64, limit int) ([]
 		return nil, after, err
 	}
 	rows, err := p.pool.Query(ctx, `
-		SELECT `+solutionColumns+`, seq, false FROM solutions WHERE seq > $1
+		SELECT `+solutionRead+`, seq, false FROM solutions WHERE seq > $1
 		UNION ALL
-		SELECT id, workspace, '', '', '', '', '', 0, '', false, ts, ts, NULL::timestamptz, '', seq, true
+		SELECT id, workspace, '', '', '', '', '', 0, '', false, ts, ts, NULL::timestamptz, '', '', NULL, seq, true
 			FROM solution_tombstones WHERE seq > $1
 		ORDER BY seq LIMIT $2`, after, backend.ChangeLimit(limit))
 	if err != nil {

@@ -99,10 +99,19 @@ func testMarks(t *testing.T, open func(t *testing.T) store.Store) {
 		s := open(t)
 		sol := &store.Solution{Workspace: "w", Key: "k", Goal: "make the build pass", Approach: "told the user it failed"}
 		mustPut(t, s, sol)
+		var err error
+		emb := store.Embedding{Model: "m", Vector: []float32{0.6, 0.8}}
+		if err := s.SetSolutionEmbedding(ctx, "w", sol.ID, sol.Goal, emb); err != nil {
+			t.Fatal(err)
+		}
+		if *sol, err = s.GetSolution(ctx, "w", sol.ID); err != nil {
+			t.Fatal(err)
+		}
 		r := newFeedReader()
 		r.readAll(t, s, 10)
 		cursor := r.cursor
 
+		// The mark keeps the solution's embedding.
 		got, err := s.MarkSolution(ctx, "w", sol.ID, &store.Wrong{At: at, Note: "the run failed"})
 		if err != nil {
 			t.Fatalf("MarkSolution: %v", err)

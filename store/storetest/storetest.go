@@ -9,7 +9,8 @@
 // found), retention.go, versions.go, lifecycle.go (Close, cancelled
 // contexts, reopening, concurrent writers), batches.go (AddIncidents),
 // dashboard.go (groups and searches), usage.go (token usage: adding up,
-// reading, grouping, pruning) and tenants.go (ListTenants). bench.go
+// reading, grouping, pruning), tenants.go (ListTenants) and embeddings.go
+// (SetSolutionEmbedding). bench.go
 // holds the list benchmarks both backends run.
 //
 // # Imports
@@ -55,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 	testDashboard(t, fresh)
 	testUsage(t, open)
 	testTenants(t, fresh)
+	testEmbeddings(t, open)
 }
 
 // TickClock returns a clock that starts at start and advances by step on

@@ -12,6 +12,7 @@ package backend
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -63,6 +64,29 @@ func validSolution(s *store.Solution) error {
 		return fmt.Errorf("%w: solution confidence is not a number", store.ErrInvalid)
 	}
 	return nil
+}
+
+// PrepareEmbedding returns the names and the embedding SetSolutionEmbedding
+// stores: workspace, id and goal cleaned, the vector copied. It returns an
+// error wrapping store.ErrInvalid for an embedding without model or
+// values, with more than store.MaxEmbeddingDims values, or with a NaN or
+// infinite one.
+func PrepareEmbedding(workspace, id, goal string, e store.Embedding) (string, string, string, store.Embedding, error) {
+	switch {
+	case e.Model == "":
+		return "", "", "", e, fmt.Errorf("%w: embedding without model", store.ErrInvalid)
+	case len(e.Vector) == 0:
+		return "", "", "", e, fmt.Errorf("%w: embedding without values", store.ErrInvalid)
+	case len(e.Vector) > store.MaxEmbeddingDims:
+		return "", "", "", e, fmt.Errorf("%w: embedding of %d dimensions, more than %d", store.ErrInvalid, len(e.Vector), store.MaxEmbeddingDims)
+	}
+	for _, v := range e.Vector {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return "", "", "", e, fmt.Errorf("%w: embedding value is not a number", store.ErrInvalid)
+		}
+	}
+	e = store.Embedding{Model: stored.Text(e.Model), Vector: slices.Clone(e.Vector)}
+	return stored.Text(workspace), stored.Text(id), stored.Text(goal), e, nil
 }
 
 // FixLimit applies FixQuery.Limit's default and cap (those of incidents).
@@ -156,6 +180,7 @@ func PrepareSolutions(sols []*store.Solution) ([]store.Solution, error) {
 			return nil, err
 		}
 		recs[i] = *s
+		recs[i].Embedding = nil // only SetSolutionEmbedding sets it
 		cleanSolution(&recs[i])
 	}
 	return recs, nil

@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -65,4 +66,27 @@ func NewID(t time.Time) string {
 	// crypto/rand.Read never returns an error and always fills b.
 	_, _ = rand.Read(b[8:])
 	return hex.EncodeToString(b[:])
+}
+
+// Vector returns the bytes in which both backends store an embedding's
+// values: each a float32, little-endian.
+func Vector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// ParseVector reads the values Vector stored. It reports false when b's
+// length is not a multiple of 4.
+func ParseVector(b []byte) ([]float32, bool) {
+	if len(b)%4 != 0 {
+		return nil, false
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, true
 }
