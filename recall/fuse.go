@@ -122,9 +122,10 @@ func Fuse(ix *Index, vs *Vectors, q Query, vec []float32, minCosine float64) []M
 }
 
 // rejects returns the solutions among ids that the lexical rules reject
-// for q's goal whatever their similarity: here, a main action opposite to
-// the goal's on the same thing ([searcher.opposes]). The solutions of
-// q.Workspace the index does not hold are not rejected.
+// for q's goal whatever their similarity ([searcher.conflicts]: an
+// opposite or another named action, source and target swapped, tools
+// that do not meet). The solutions of q.Workspace the index does not hold
+// are not rejected.
 func (ix *Index) rejects(q Query, ids []string) map[string]bool {
 	if len(ids) == 0 {
 		return nil
@@ -140,7 +141,7 @@ func (ix *Index) rejects(q Query, ids []string) map[string]bool {
 		if !ok {
 			continue
 		}
-		if s.opposes(s.ws.docs[slot]) {
+		if s.conflicts(s.ws.docs[slot]) {
 			out[id] = true
 		}
 	}

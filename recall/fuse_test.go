@@ -192,3 +192,30 @@ func TestFuseFilters(t *testing.T) {
 		t.Fatalf("another workspace: %v", matchIDs(got))
 	}
 }
+
+// TestFuseKeepsThePrecisionRules: a vector near the task does not make a
+// different task recalled: source and target swapped, or another
+// language, are rejected as the words' rules reject them; a rewording
+// with the same parts passes.
+func TestFuseKeepsThePrecisionRules(t *testing.T) {
+	for _, c := range []struct {
+		goal string
+		sols []store.Solution
+		want []string
+	}{
+		{"migrate the orders database from MySQL to PostgreSQL", []store.Solution{
+			fuseSol("swapped", "migrate the orders database from PostgreSQL to MySQL", at(0.99)),
+			fuseSol("reworded", "move the order tables off MySQL and onto PostgreSQL", at(0.95)),
+		}, []string{"reworded"}},
+		{"write the command line tool in Python", []store.Solution{
+			fuseSol("rust", "write the command line tool in Rust", at(0.98)),
+			fuseSol("reworded", "build a Python CLI", at(0.9)),
+		}, []string{"reworded"}},
+	} {
+		ix, vs := fuseIndex(t, c.sols...)
+		q := Query{Workspace: "w", Goal: c.goal, K: 5, MinSimilarity: DefaultMinSimilarity}
+		if got := matchIDs(Fuse(ix, vs, q, []float32{1, 0}, 0.6)); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %v, want %v", c.goal, got, c.want)
+		}
+	}
+}

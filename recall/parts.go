@@ -199,6 +199,16 @@ func (s *searcher) fits(d *doc) bool {
 	return toolsFit(s.tools, d.tools)
 }
 
+// conflicts reports whether d is a different task from the query's
+// whatever its words or its vector say: a main action opposite to the
+// query's, source and target swapped, or tools that do not meet. It
+// leaves out what only words can judge (the same action or object said
+// in the same words), which a vector judges by meaning: semantic
+// recall's candidates pass this test, not [searcher.fits].
+func (s *searcher) conflicts(d *doc) bool {
+	return s.opposes(d) || s.reversed(d) || !toolsFit(s.tools, d.tools)
+}
+
 // sameAction reports whether two goals, led by the verbs a (and a2 joined
 // to it) and b (and b2), share one.
 func sameAction(a, a2, b, b2 uint32) bool {
