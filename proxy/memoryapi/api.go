@@ -451,6 +451,23 @@ func (a *API) listSolutions(c echo.Context) error {
 }
 
 func (a *API) deleteSolution(c echo.Context) error {
+	return a.onSolution(c, "delete_solution", func(ctx context.Context, sol store.Solution) error {
+		if err := a.store.DeleteSolution(ctx, sol.Workspace, sol.ID); err != nil {
+			return err
+		}
+		if err := a.memory.SyncIndexWithin(ctx); err != nil {
+			a.log.Warn("recall index sync after delete failed", "err", err)
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+}
+
+// onSolution runs act, within the memory API's store budget, on the
+// solution the request names (its id, in the workspace it asks for), once
+// the request's scope may act on it: a solution of a project the
+// request's key does not cover is refused, one that does not exist is a
+// 404 in the API's shape, a store failure a 503 naming op.
+func (a *API) onSolution(c echo.Context, op string, act func(ctx context.Context, sol store.Solution) error) error {
 	ws, aerr := a.workspaceFor(c, c.QueryParam("workspace"))
 	if aerr != nil {
 		return aerr
@@ -462,18 +479,15 @@ func (a *API) deleteSolution(c echo.Context) error {
 		if aerr := tenant.ProjectScope(scopeOf(c), sol.Project); aerr != nil {
 			return aerr
 		}
-		err = a.store.DeleteSolution(ctx, ws, sol.ID)
+		err = act(ctx, sol)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return &wire.Error{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"}
 	}
 	if err != nil {
-		return a.storeError(c, "delete_solution", err)
+		return a.storeError(c, op, err)
 	}
-	if err := a.memory.SyncIndexWithin(ctx); err != nil {
-		a.log.Warn("recall index sync after delete failed", "err", err)
-	}
-	return c.NoContent(http.StatusNoContent)
+	return nil
 }
 
 // recallView is the recall preview of one goal. Below, when asked for,

@@ -1,6 +1,7 @@
 package memoryapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -57,28 +58,15 @@ func (a *API) markFix(c echo.Context) error {
 // markSolution marks one solution wrong (POST) or clears its mark
 // (DELETE), and answers with the solution as stored.
 func (a *API) markSolution(c echo.Context) error {
-	ws, aerr := a.workspaceFor(c, c.QueryParam("workspace"))
-	if aerr != nil {
-		return aerr
-	}
 	mark, aerr := a.wrongMark(c)
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := a.adminStoreCtx(c)
-	defer cancel()
-	sol, err := a.store.GetSolution(ctx, ws, c.Param("id"))
-	if err == nil {
-		if aerr := tenant.ProjectScope(scopeOf(c), sol.Project); aerr != nil {
-			return aerr
+	return a.onSolution(c, "mark_solution", func(ctx context.Context, sol store.Solution) error {
+		sol, err := a.memory.MarkSolution(ctx, sol.Workspace, sol.ID, mark)
+		if err != nil {
+			return err
 		}
-		sol, err = a.memory.MarkSolution(ctx, ws, sol.ID, mark)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return &wire.Error{Status: http.StatusNotFound, Message: "No solution with that id in workspace " + tenant.Quote(ws) + ".", Type: "invalid_request_error", Code: "not_found"}
-	}
-	if err != nil {
-		return a.storeError(c, "mark_solution", err)
-	}
-	return c.JSON(http.StatusOK, sol)
+		return c.JSON(http.StatusOK, sol)
+	})
 }
