@@ -19,6 +19,9 @@ type memoryAccess interface {
 	AddSolution(ctx context.Context, s solutionIn) (store.Solution, error)
 	ListSolutions(ctx context.Context, workspace string) ([]store.Solution, error)
 	DeleteSolution(ctx context.Context, workspace, id string) error
+	// MarkSolution marks a solution wrong, with a note, or (wrong
+	// false) clears its mark.
+	MarkSolution(ctx context.Context, workspace, id string, wrong bool, note string) (store.Solution, error)
 	// Recall returns the solutions most similar to q.Goal and the
 	// threshold used; q.K 0 means recall.max_results.
 	Recall(ctx context.Context, q recall.Query) ([]recall.Match, float64, error)
@@ -27,6 +30,9 @@ type memoryAccess interface {
 	Guard(ctx context.Context, workspace, project, session string) (guardShown, error)
 	ListFixes(ctx context.Context, q store.FixQuery) ([]store.Fix, error)
 	DeleteFix(ctx context.Context, workspace, project, id string) error
+	// MarkFix marks a learned fix wrong, with a note, or (wrong false)
+	// clears its mark.
+	MarkFix(ctx context.Context, workspace, project, id string, wrong bool, note string) (store.Fix, error)
 	Close() error
 }
 
@@ -77,6 +83,23 @@ func (a *storeAccess) ListSolutions(ctx context.Context, workspace string) ([]st
 
 func (a *storeAccess) DeleteSolution(ctx context.Context, workspace, id string) error {
 	return a.st.DeleteSolution(ctx, workspace, id)
+}
+
+func (a *storeAccess) MarkSolution(ctx context.Context, workspace, id string, wrong bool, note string) (store.Solution, error) {
+	return a.st.MarkSolution(ctx, workspace, id, wrongMark(wrong, note))
+}
+
+func (a *storeAccess) MarkFix(ctx context.Context, workspace, project, id string, wrong bool, note string) (store.Fix, error) {
+	return a.st.MarkFix(ctx, workspace, project, id, wrongMark(wrong, note))
+}
+
+// wrongMark is the mark the store commands give: now, with the note
+// redacted and capped as the memory API stores it; nil to clear.
+func wrongMark(wrong bool, note string) *store.Wrong {
+	if !wrong {
+		return nil
+	}
+	return &store.Wrong{At: time.Now(), Note: memory.StoredMessage(note)}
 }
 
 func (a *storeAccess) Recall(ctx context.Context, q recall.Query) ([]recall.Match, float64, error) {

@@ -156,12 +156,12 @@ func oneLine(s string, max int) string {
 }
 
 func cmdSolutions(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	sub, args, err := subcommand("solutions", args, stdout, "add, list or rm")
+	sub, args, err := subcommand("solutions", args, stdout, "add, list, rm or wrong")
 	if err != nil {
 		return err
 	}
-	if sub != "add" && sub != "list" && sub != "rm" {
-		return usageError{fmt.Sprintf("solutions: unknown subcommand %q (want add, list or rm)", sub)}
+	if sub != "add" && sub != "list" && sub != "rm" && sub != "wrong" {
+		return usageError{fmt.Sprintf("solutions: unknown subcommand %q (want add, list, rm or wrong)", sub)}
 	}
 	projects := noProject
 	if sub == "add" {
@@ -175,9 +175,13 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 		c.fs.StringVar(&in.Outcome, "outcome", "", "how it ended (required)")
 		c.fs.Float64Var(&in.Confidence, "confidence", 0.9, "confidence in [0,1], or a percentage up to 100")
 	}
+	var mark wrongFlags
+	if sub == "wrong" {
+		mark.define(c)
+	}
 	c.checkArgs = func(pos []string) error {
-		if sub == "rm" && len(pos) != 1 {
-			return usageError{"solutions rm: want exactly one ID"}
+		if (sub == "rm" || sub == "wrong") && len(pos) != 1 {
+			return usageError{"solutions " + sub + ": want exactly one ID"}
 		}
 		return nil
 	}
@@ -191,6 +195,12 @@ func cmdSolutions(ctx context.Context, args []string, getenv func(string) string
 		return addSolution(ctx, m, c, in, stdout)
 	case "list":
 		return listSolutions(ctx, m, c, stdout)
+	case "wrong":
+		sol, err := m.MarkSolution(ctx, c.workspace, c.args[0], !mark.undo, mark.note)
+		if err != nil {
+			return err
+		}
+		return mark.report(c, stdout, sol.ID, sol.Wrong, sol)
 	}
 	if err := m.DeleteSolution(ctx, c.workspace, c.args[0]); err != nil {
 		return err
@@ -236,7 +246,7 @@ func listSolutions(ctx context.Context, m memoryAccess, c *storeCmd, stdout io.W
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSOURCE\tCONF\tGOAL")
 	for _, s := range sols {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s\n", s.ID, s.Source, s.Confidence*100, oneLine(s.Goal, 70))
+		fmt.Fprintf(tw, "%s\t%s\t%.0f%%\t%s%s\n", s.ID, s.Source, s.Confidence*100, wrongTag(s.Wrong), oneLine(s.Goal, 70))
 	}
 	return tw.Flush()
 }
@@ -347,22 +357,26 @@ func cmdGuard(ctx context.Context, args []string, getenv func(string) string, st
 }
 
 func cmdFixes(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	sub, args, err := subcommand("fixes", args, stdout, "list or rm")
+	sub, args, err := subcommand("fixes", args, stdout, "list, rm or wrong")
 	if err != nil {
 		return err
 	}
-	if sub != "list" && sub != "rm" {
-		return usageError{fmt.Sprintf("fixes: unknown subcommand %q (want list or rm)", sub)}
+	if sub != "list" && sub != "rm" && sub != "wrong" {
+		return usageError{fmt.Sprintf("fixes: unknown subcommand %q (want list, rm or wrong)", sub)}
 	}
 	c := newStoreCmd("fixes "+sub, defaultProject)
 	var limit *int
 	if sub == "list" {
 		limit = c.fs.Int("limit", 100, "how many, most recently updated first")
 	}
+	var mark wrongFlags
+	if sub == "wrong" {
+		mark.define(c)
+	}
 	c.checkArgs = func(pos []string) error {
 		switch {
-		case sub == "rm" && len(pos) != 1:
-			return usageError{"fixes rm: want exactly one ID"}
+		case (sub == "rm" || sub == "wrong") && len(pos) != 1:
+			return usageError{"fixes " + sub + ": want exactly one ID"}
 		case sub == "list" && len(pos) != 0:
 			return usageError{"fixes list: takes no arguments"}
 		}
@@ -373,12 +387,19 @@ func cmdFixes(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer m.Close()
-	if sub == "rm" {
+	switch sub {
+	case "rm":
 		if err := m.DeleteFix(ctx, c.workspace, c.project, c.args[0]); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "deleted", c.args[0])
 		return nil
+	case "wrong":
+		f, err := m.MarkFix(ctx, c.workspace, c.project, c.args[0], !mark.undo, mark.note)
+		if err != nil {
+			return err
+		}
+		return mark.report(c, stdout, f.ID, f.Wrong, f)
 	}
 	fixes, err := m.ListFixes(ctx, store.FixQuery{Workspace: c.workspace, Project: c.project, Limit: *limit})
 	if err != nil {
@@ -393,8 +414,40 @@ func cmdFixes(ctx context.Context, args []string, getenv func(string) string, st
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tTOOL\tPATTERN\tFAILURES\tCALL")
 	for _, f := range fixes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", f.ID, f.Updated.Local().Format(time.DateTime), oneLine(f.Tool, 30),
-			oneLine(f.Pattern, 30), f.Failures, oneLine(f.Call, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s%s\n", f.ID, f.Updated.Local().Format(time.DateTime), oneLine(f.Tool, 30),
+			oneLine(f.Pattern, 30), f.Failures, wrongTag(f.Wrong), oneLine(f.Call, 60))
 	}
 	return tw.Flush()
+}
+
+// wrongFlags are the flags of "fixes wrong" and "solutions wrong".
+type wrongFlags struct {
+	note string
+	undo bool
+}
+
+func (w *wrongFlags) define(c *storeCmd) {
+	c.fs.StringVar(&w.note, "note", "", "why it is wrong (kept with the mark, redacted)")
+	c.fs.BoolVar(&w.undo, "undo", false, "remove the mark: shown to agents again")
+}
+
+// report prints what a mark did: rec as JSON with --json, else a line.
+func (w *wrongFlags) report(c *storeCmd, stdout io.Writer, id string, mark *store.Wrong, rec any) error {
+	if c.asJSON {
+		return printJSON(stdout, rec)
+	}
+	if mark == nil {
+		fmt.Fprintln(stdout, "not marked:", id)
+		return nil
+	}
+	fmt.Fprintln(stdout, "marked wrong:", id, "(kept, never shown to an agent)")
+	return nil
+}
+
+// wrongTag opens a listed memory marked wrong.
+func wrongTag(w *store.Wrong) string {
+	if w == nil {
+		return ""
+	}
+	return "[wrong] "
 }

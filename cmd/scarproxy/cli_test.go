@@ -83,6 +83,22 @@ func testStoreCommands(t *testing.T, where ...string) {
 	if out = mustCLI(t, with("fixes", "list", "--workspace", "acme")...); strings.Contains(out, fix.ID) {
 		t.Fatalf("fixes list of the default project shows acme/api's fix:\n%s", out)
 	}
+	// Marked wrong: still listed, with the mark; --undo clears it.
+	if out = mustCLI(t, with("fixes", "wrong", fix.ID, "--note", "it never installed", "--workspace", "acme", "--project", "api")...); !strings.Contains(out, "marked wrong: "+fix.ID) {
+		t.Fatalf("fixes wrong:\n%s", out)
+	}
+	if out = mustCLI(t, with("fixes", "list", "--workspace", "acme", "--project", "api")...); !strings.Contains(out, "[wrong] {") {
+		t.Fatalf("fixes list after the mark:\n%s", out)
+	}
+	if out = mustCLI(t, with("fixes", "list", "--json", "--workspace", "acme", "--project", "api")...); !strings.Contains(out, `"note": "it never installed"`) {
+		t.Fatalf("fixes list --json after the mark:\n%s", out)
+	}
+	if out = mustCLI(t, with("fixes", "wrong", "--undo", fix.ID, "--workspace", "acme", "--project", "api")...); !strings.Contains(out, "not marked: "+fix.ID) {
+		t.Fatalf("fixes wrong --undo:\n%s", out)
+	}
+	if _, err := cli(t, with("fixes", "wrong", "--workspace", "acme", fix.ID)...); err == nil {
+		t.Fatal("marking a fix of another project succeeded")
+	}
 	if _, err := cli(t, with("fixes", "rm", "--workspace", "acme", fix.ID)...); err == nil {
 		t.Fatal("removing a fix of another project succeeded")
 	}
@@ -285,6 +301,19 @@ func TestStoreCommandsThroughURL(t *testing.T) {
 	if !strings.Contains(out, "### RECALL") || !strings.Contains(out, "backfill") {
 		t.Fatalf("recall:\n%s", out)
 	}
+	if out = remote("solutions", "wrong", id, "--workspace", "acme", "--note", "the swap lost rows"); !strings.Contains(out, "marked wrong: "+id) {
+		t.Fatalf("solutions wrong:\n%s", out)
+	}
+	if out = remote("recall", "--workspace", "acme", "migrating", "user", "tables", "to", "uuid", "keys"); !strings.Contains(out, "no similar solution") {
+		t.Fatalf("a solution marked wrong recalled:\n%s", out)
+	}
+	if out = remote("solutions", "list", "--workspace", "acme"); !strings.Contains(out, "[wrong] Migrate the users table") {
+		t.Fatalf("solutions list after the mark:\n%s", out)
+	}
+	remote("solutions", "wrong", "--undo", id, "--workspace", "acme")
+	if out = remote("recall", "--workspace", "acme", "migrating", "user", "tables", "to", "uuid", "keys"); !strings.Contains(out, "backfill") {
+		t.Fatalf("recall after the mark was removed:\n%s", out)
+	}
 	remote("solutions", "rm", id, "--workspace", "acme")
 	if out = remote("recall", "--workspace", "acme", "migrate users table to uuid"); !strings.Contains(out, "no similar solution") {
 		t.Fatalf("deleted solution recalled:\n%s", out)
@@ -299,6 +328,9 @@ func TestStoreCommandsThroughURL(t *testing.T) {
 	}
 	if out = remote("fixes", "list", "--workspace", "acme", "--project", "api"); !strings.Contains(out, fix.ID) || !strings.Contains(out, "npm install left-pad") {
 		t.Fatalf("fixes list:\n%s", out)
+	}
+	if out = remote("fixes", "wrong", fix.ID, "--json", "--workspace", "acme", "--project", "api", "--note", "no"); !strings.Contains(out, `"wrong": {`) {
+		t.Fatalf("fixes wrong --json:\n%s", out)
 	}
 	remote("fixes", "rm", fix.ID, "--workspace", "acme", "--project", "api")
 	var buf bytes.Buffer

@@ -16,11 +16,13 @@ var synopses = []string{
 	"solutions add --goal G --approach A --outcome O [--confidence C] [--workspace W] [--project P]",
 	"solutions list [--workspace W]",
 	"solutions rm ID [--workspace W]",
+	"solutions wrong ID [--note TEXT] [--undo] [--workspace W]",
 	`recall [--workspace W] [--project P] [-k N] "goal text"`,
 	"incidents list [--workspace W] [--project P] [--session S] [--limit N]",
 	"guard show [--workspace W] [--project P] [--session S]",
 	"fixes list [--workspace W] [--project P] [--limit N]",
 	"fixes rm ID [--workspace W] [--project P]",
+	"fixes wrong ID [--note TEXT] [--undo] [--workspace W] [--project P]",
 	"mcp [--config FILE] [--data DIR] [--workspace W] [--project P]",
 	"version",
 }

@@ -158,6 +158,29 @@ func (a *apiAccess) DeleteSolution(ctx context.Context, workspace, id string) er
 	return a.call(ctx, http.MethodDelete, "/solutions/"+url.PathEscape(id), values("workspace", workspace), nil, nil)
 }
 
+func (a *apiAccess) MarkSolution(ctx context.Context, workspace, id string, wrong bool, note string) (store.Solution, error) {
+	var out store.Solution
+	method, in := markRequest(wrong, note)
+	err := a.call(ctx, method, "/solutions/"+url.PathEscape(id)+"/wrong", values("workspace", workspace), in, &out)
+	return out, err
+}
+
+func (a *apiAccess) MarkFix(ctx context.Context, workspace, project, id string, wrong bool, note string) (store.Fix, error) {
+	var out store.Fix
+	method, in := markRequest(wrong, note)
+	err := a.call(ctx, method, "/fixes/"+url.PathEscape(id)+"/wrong", values("workspace", workspace, "project", project), in, &out)
+	return out, err
+}
+
+// markRequest is the method and body of a call that marks a memory wrong
+// (POST, with the note) or clears its mark (DELETE).
+func markRequest(wrong bool, note string) (string, any) {
+	if !wrong {
+		return http.MethodDelete, nil
+	}
+	return http.MethodPost, map[string]string{"note": note}
+}
+
 func (a *apiAccess) Recall(ctx context.Context, q recall.Query) ([]recall.Match, float64, error) {
 	var out struct {
 		Matches       []recall.Match `json:"matches"`
