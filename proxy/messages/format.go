@@ -30,17 +30,26 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
-// Format is the Messages format; it keeps no state between requests.
-type Format struct{}
+// Format is the Messages format. It holds the conversation memo: make one
+// per server with [New].
+type Format struct {
+	memo *wire.TurnMemo[*turnState]
+}
 
-// New returns the format.
-func New() *Format { return &Format{} }
+// New returns the format with an empty memo of wire.DefaultMemoBudget
+// bytes.
+func New() *Format { return &Format{memo: wire.NewTurnMemo[*turnState](0)} }
+
+// MemoBytes returns the bytes the conversation memo holds.
+func (f *Format) MemoBytes() int { return f.memo.Bytes() }
 
 // Name implements [wire.Format].
 func (*Format) Name() string { return "messages" }
 
 // Read implements [wire.Format].
-func (*Format) Read(body []byte, _ wire.Route) (wire.Request, error) { return read(body) }
+func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
+	return readTurn(body, f.memo, r.Tenant)
+}
 
 // Error implements [wire.Format]: Anthropic's error shape.
 func (*Format) Error(e wire.Error) []byte { return ErrorBody(e) }
