@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"unsafe"
@@ -24,7 +23,6 @@ type request struct {
 	users    int  // user messages read
 	answered bool // an assistant message was read
 	calls    wire.CallIndex[call]
-	named    bool // the scan found the first user message (the head)
 	// truncated says the messages array has more than wire.MaxElems
 	// elements: it is read as a whole, and not remembered.
 	truncated bool
@@ -39,7 +37,7 @@ type request struct {
 	verdictAt []int       // the messages of info.Prior's verdicts
 	// Where the top-level members are after the messages array, relative
 	// to its end (the memo keeps them with the bytes they are in).
-	after [numKeys]wire.Span
+	after []wire.Span
 }
 
 // content is where a user message's content is in the body, as the
@@ -86,7 +84,7 @@ type turnState struct {
 	// known to be the same bytes (before the array: in the head; after:
 	// in the tail).
 	system, goal, key string
-	after             [numKeys]wire.Span
+	after             []wire.Span
 }
 
 // size estimates the memory s holds.
@@ -113,11 +111,7 @@ const (
 	keyMessages
 	keyMetadata
 	keyTools
-	numKeys
 )
-
-// errTailKnown ends a scan whose memo knew the rest of the body.
-var errTailKnown = errors.New("rest of the body known")
 
 // read reads a Messages request body without a memo.
 func read(body []byte) (*request, error) { return readTurn(body, nil, "") }
@@ -131,10 +125,12 @@ func read(body []byte) (*request, error) { return readTurn(body, nil, "") }
 // wire.TurnMemo).
 func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*request, error) {
 	r := &request{body: body, resume: wire.NewResume(memo)}
-	sp, spans, err := r.scan(body, tenant)
+	ts, err := wire.ScanTurn(body, topKeys, keyMessages, &r.resume, tenant, func(p *turnState) []wire.Span { return p.after })
 	if err != nil {
 		return nil, err
 	}
+	sp, spans := ts.Top, ts.Elems
+	r.elems, r.arrayEnd, r.after, r.truncated = ts.Ends, ts.ArrayEnd, ts.After, ts.Truncated
 	r.system = sp[keySystem]
 	in := &r.info
 	in.Model = sp[keyModel].Value(body).String()
@@ -198,121 +194,6 @@ func (r *request) priorState() *turnState {
 		return nil
 	}
 	return r.resume.Prior.State
-}
-
-// scan checks body and locates the top-level members the proxy reads
-// and, when "messages" is an array, its elements: it returns the spans of
-// the elements from r.resume.From on (those before were skipped, see
-// wire.Resume).
-func (r *request) scan(body []byte, tenant string) ([]wire.Span, []wire.Span, error) {
-	sp := make([]wire.Span, len(topKeys))
-	var spans []wire.Span
-	s := wire.Scanner{B: body}
-	var dup error
-	err := s.Document(func() error {
-		if s.Peek() != '{' {
-			return s.Value(0)
-		}
-		return s.Members(1, func(key []byte) error {
-			k := slices.Index(topKeys, string(key))
-			if k >= 0 && sp[k].OK() && dup == nil {
-				dup = &wire.DuplicateKeyError{Key: topKeys[k]}
-			}
-			start := s.I
-			if k == keyMessages && s.Peek() == '[' && !sp[k].OK() {
-				err := s.Elements(2, func() error {
-					el, err := r.scanMessage(&s, tenant, len(spans))
-					switch {
-					case el.OK():
-						spans = append(spans, el)
-					case err == nil && !r.truncated:
-						spans = spans[:0] // skipped up to s.I
-					}
-					return err
-				})
-				if err != nil {
-					return err
-				}
-				sp[k], r.arrayEnd = wire.Span{Start: start, End: s.I}, s.I
-				if dup == nil && r.resume.Tail(body, s.I) {
-					p := r.priorState()
-					for i, rel := range p.after {
-						if rel.OK() && !sp[i].OK() {
-							sp[i] = wire.Span{Start: rel.Start + s.I, End: rel.End + s.I}
-						}
-					}
-					r.after = p.after
-					s.I = len(body)
-					return errTailKnown
-				}
-				return nil
-			}
-			if err := s.Value(1); err != nil {
-				return err
-			}
-			if k >= 0 {
-				sp[k] = wire.Span{Start: start, End: s.I}
-				if r.arrayEnd > 0 {
-					r.after[k] = wire.Span{Start: start - r.arrayEnd, End: s.I - r.arrayEnd}
-				}
-			}
-			return nil
-		})
-	})
-	if err == errTailKnown {
-		err = nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if dup != nil {
-		return nil, nil, dup
-	}
-	return sp, spans, nil
-}
-
-// scanMessage scans one element of "messages" (depth 3 when an object),
-// the n-th of those read, and returns its span. The first user message
-// names the conversation; when the memo's turn for it goes on the same,
-// the scan jumps to the last message repeated and the span is absent.
-func (r *request) scanMessage(s *wire.Scanner, tenant string, n int) (wire.Span, error) {
-	start := s.I
-	var role wire.Span
-	if s.Peek() == '{' {
-		err := s.Members(3, func(key []byte) error {
-			at := s.I
-			if err := s.Value(3); err != nil {
-				return err
-			}
-			if !role.OK() && string(key) == "role" {
-				role = wire.Span{Start: at, End: s.I}
-			}
-			return nil
-		})
-		if err != nil {
-			return wire.Span{}, err
-		}
-	} else if err := s.Value(2); err != nil {
-		return wire.Span{}, err
-	}
-	el := wire.Span{Start: start, End: s.I}
-	if len(r.elems) >= wire.MaxElems {
-		r.truncated = true
-		return wire.Span{}, nil
-	}
-	r.elems = append(r.elems, wire.Elem{End: s.I})
-	if !r.named && role.OK() && wire.RoleIs(role.Raw(s.B), "user") {
-		r.named = true
-		r.resume.Name(tenant, s.B, s.I)
-		if len(r.elems) == n+1 {
-			if last := r.resume.Skip(s.B, n); last >= 0 {
-				r.elems = append(r.elems[:0], r.resume.Prior.Elems[:last+1]...)
-				s.I = r.elems[last].End
-				return wire.Span{}, nil
-			}
-		}
-	}
-	return el, nil
 }
 
 // resumeFrom sets what was read up to the last message skipped from p,

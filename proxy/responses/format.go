@@ -36,17 +36,24 @@ import (
 // chains: make one per server with [New].
 type Format struct {
 	chains *chains
+	memo   *wire.TurnMemo[*turnState]
 }
 
-// New returns the format with an empty chain memory.
-func New() *Format { return &Format{chains: newChains(defaultChains)} }
+// New returns the format with an empty chain memory and an empty
+// conversation memo of wire.DefaultMemoBudget bytes.
+func New() *Format {
+	return &Format{chains: newChains(defaultChains), memo: wire.NewTurnMemo[*turnState](0)}
+}
+
+// MemoBytes returns the bytes the conversation memo holds.
+func (f *Format) MemoBytes() int { return f.memo.Bytes() }
 
 // Name implements [wire.Format].
 func (*Format) Name() string { return "responses" }
 
 // Read implements [wire.Format].
 func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
-	return read(body, r.Tenant, f.chains)
+	return readTurn(body, r.Tenant, f.chains, f.memo)
 }
 
 // Error implements [wire.Format]: OpenAI's error shape.
