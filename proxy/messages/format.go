@@ -17,6 +17,14 @@
 // (message_start ... message_stop); an error event or a stream that ends
 // before message_stop is a failure, stop_reason end_turn a final answer.
 //
+// A request is read in one pass (wire.ScanTurn) that checks the body and
+// locates its members and messages; each message is then read with gjson
+// from its span. Claude Code sends its whole conversation on every turn:
+// a per-conversation memo (wire.TurnMemo) lets a turn skip the messages
+// its conversation's remembered turn holds, byte for byte, and the bytes
+// after them (system text, tool definitions) when they are the same; the
+// system text is decoded only when its bytes changed.
+//
 // # Imports
 //
 // messages imports wire and recall. It must not import Echo, proxy,

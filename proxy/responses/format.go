@@ -14,6 +14,14 @@
 // ends before response.completed is a failure; a completed response that
 // calls no tool is a final answer.
 //
+// A request is read in one pass (wire.ScanTurn) that checks the body and
+// locates its members and input items; each item is then read with gjson
+// from its span. Codex CLI sends its whole conversation on every turn: a
+// per-conversation memo (wire.TurnMemo) lets a turn skip the items its
+// conversation's remembered turn holds, byte for byte, and the bytes
+// after them when they are the same; the instructions are decoded only
+// when their bytes changed.
+//
 // A request that continues a stored response (previous_response_id)
 // carries only its new items. The format remembers, per tenant and
 // response id, what the conversation had read up to that response (its
