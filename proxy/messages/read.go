@@ -154,10 +154,19 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		})
 	case r.arrayEnd > 0:
 		if r.resume.From > 0 {
-			r.resumeFrom(prior)
+			r.resumeFrom(prior, len(spans))
+		} else {
+			r.marks = make([]mark, 0, len(spans))
+		}
+		// One copy of what is read: what is kept of it (names, ids, the
+		// task) must not refer to the body, which is reused.
+		region := ""
+		if len(spans) > 0 {
+			region = string(body[spans[0].Start:spans[len(spans)-1].End])
 		}
 		for i, el := range spans {
-			r.message(gjson.ParseBytes(el.Raw(body)), r.resume.From+i, el.Start, body)
+			m := gjson.Parse(region[el.Start-spans[0].Start : el.End-spans[0].Start])
+			r.message(m, r.resume.From+i, el.Start, body)
 			r.marks = append(r.marks, r.mark())
 		}
 	case msgs.OK():
@@ -197,8 +206,9 @@ func (r *request) priorState() *turnState {
 }
 
 // resumeFrom sets what was read up to the last message skipped from p,
-// the remembered turn's state.
-func (r *request) resumeFrom(p *turnState) {
+// the remembered turn's state, with room for the marks of room messages
+// more.
+func (r *request) resumeFrom(p *turnState, room int) {
 	last := r.resume.From - 1
 	mk := p.marks[last]
 	in := &r.info
@@ -209,7 +219,7 @@ func (r *request) resumeFrom(p *turnState) {
 	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
 	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
 	r.first, r.newest = mk.first, mk.newest
-	r.marks = append(make([]mark, 0, last+1+8), p.marks[:last+1]...)
+	r.marks = append(make([]mark, 0, last+1+room), p.marks[:last+1]...)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++

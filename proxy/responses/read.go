@@ -184,10 +184,19 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 	switch {
 	case ts.ArrayEnd > 0 && !whole:
 		if r.resume.From > 0 {
-			r.resumeFrom(prior)
+			r.resumeFrom(prior, len(ts.Elems))
+		} else {
+			r.marks = make([]mark, 0, len(ts.Elems))
+		}
+		// One copy of what is read: what is kept of it (names, ids, the
+		// task) must not refer to the body, which is reused.
+		region, from := "", 0
+		if len(ts.Elems) > 0 {
+			from = ts.Elems[0].Start
+			region = string(body[from:ts.Elems[len(ts.Elems)-1].End])
 		}
 		for i, el := range ts.Elems {
-			item := gjson.ParseBytes(el.Raw(body))
+			item := gjson.Parse(region[el.Start-from : el.End-from])
 			r.at.item(el.Start, item)
 			r.readItem(item, r.resume.From+i, el.Start)
 			r.marks = append(r.marks, r.mark())
@@ -225,8 +234,8 @@ func (r *request) priorState() *turnState {
 }
 
 // resumeFrom sets what was read up to the last item skipped from p, the
-// remembered turn's state.
-func (r *request) resumeFrom(p *turnState) {
+// remembered turn's state, with room for the marks of room items more.
+func (r *request) resumeFrom(p *turnState, room int) {
 	last := r.resume.From - 1
 	mk := &p.marks[last]
 	in := &r.info
@@ -239,7 +248,7 @@ func (r *request) resumeFrom(p *turnState) {
 	// arrays. Info's tools outlive the request (capture reads them).
 	in.Tools = slices.Clip(p.tools[:mk.tools])
 	r.calls.Calls = slices.Clip(p.calls[:mk.calls])
-	r.marks = append(make([]mark, 0, last+1+8), p.marks[:last+1]...)
+	r.marks = append(make([]mark, 0, last+1+room), p.marks[:last+1]...)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++
