@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
@@ -246,4 +247,44 @@ func TestMemoIsBoundedInBytes(t *testing.T) {
 	if memo.Len() == 0 || memo.Len() >= 200 {
 		t.Fatalf("%d conversations kept", memo.Len())
 	}
+}
+
+// TestMemoConcurrentTurns: requests of one conversation read and remember
+// its turns at once, in any order; each reads as read in full (with
+// -race: none writes what another reads).
+func TestMemoConcurrentTurns(t *testing.T) {
+	turns := growing(t, "claude-loop-stop.json")
+	wants := make([]*request, len(turns))
+	for i, body := range turns {
+		w, err := read(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(w)
+		wants[i] = w
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 40 {
+				i := (g*7 + k*3) % len(turns)
+				got, err := readTurn(turns[i], memo, "t")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				judge(got)
+				if gt, wt := got.info.Tallies(), wants[i].info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != wants[i].info.Goal ||
+					!slices.Equal(got.info.Tools, wants[i].info.Tools) || got.newest != wants[i].newest || got.first != wants[i].first {
+					t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
+					return
+				}
+				got.Forwarded(true)
+			}
+		}()
+	}
+	wg.Wait()
 }
