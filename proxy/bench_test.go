@@ -184,6 +184,18 @@ func BenchmarkChatHandler(b *testing.B) {
 					c.h.ServeHTTP(w, req)
 					return w
 				}
+				// The conversation's first request, as the agent sends it:
+				// recall is decided there, and re-sent on every later turn.
+				first := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(agenttest.ChatFirstBody(stream)))
+				first.Header.Set("Content-Type", "application/json")
+				fw := httptest.NewRecorder()
+				c.h.ServeHTTP(fw, first)
+				if fw.Code != http.StatusOK {
+					b.Fatalf("first request: status %d: %s", fw.Code, fw.Body)
+				}
+				if c.name == "scar" && fw.Header().Get(HeaderRecall) == "0" {
+					b.Fatalf("first request: nothing recalled: X-Scar-Recall %s", fw.Header().Get(HeaderRecall))
+				}
 				w := do(0)
 				if w.Code != http.StatusOK {
 					b.Fatalf("status %d: %s", w.Code, w.Body)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
 // metrics are the proxy's Prometheus series, on a registry of its own so
@@ -56,4 +57,23 @@ func newMetrics() *metrics {
 		m.fallbacks, m.degraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// memoHolder is a format that remembers conversations between turns.
+type memoHolder interface{ MemoBytes() int }
+
+// registerMemos exports the bytes each format's conversation memo holds,
+// by format.
+func (m *metrics) registerMemos(formats map[string]wire.Format) {
+	for name, f := range formats {
+		mh, ok := f.(memoHolder)
+		if !ok {
+			continue
+		}
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "scarproxy_conversation_memo_bytes",
+			Help:        "Bytes held by a wire format's memo of the latest turn of each conversation (bounded by its budget).",
+			ConstLabels: prometheus.Labels{"format": name},
+		}, func() float64 { return float64(mh.MemoBytes()) }))
+	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,35 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(body)
+	}
+}
+
+// TestMetricsSayWhatTheMemosHold: the bytes each format's conversation
+// memo holds are exported, and a conversation's turn is counted there.
+func TestMetricsSayWhatTheMemosHold(t *testing.T) {
+	up := newRecorder(t, answerByPath)
+	h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+	body := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}`
+	res := h.do(http.MethodPost, "/v1/messages", []byte(body), nil)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	h.inflight.Wait()
+	res = h.do(http.MethodGet, "/metrics", nil, nil)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	held := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, f := range []string{"messages", "responses"} {
+			if v, ok := strings.CutPrefix(line, `scarproxy_conversation_memo_bytes{format="`+f+`"} `); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held[f] = n
+			}
+		}
+	}
+	if len(held) != 2 || held["messages"] <= 0 || held["responses"] != 0 {
+		t.Fatalf("memo bytes %v\n%s", held, b)
 	}
 }

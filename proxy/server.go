@@ -112,8 +112,8 @@ type Server struct {
 	tenants *tenant.Policy // updated by Reload
 	bodies  *body.Reader   // request bodies, bounded one by one and in all
 	metrics *metrics
-	// The wire formats of the rewritten routes; chat and responses
-	// remember conversations between turns, gemini the system
+	// The wire formats of the rewritten routes; chat, responses and
+	// messages remember conversations between turns, gemini the system
 	// instructions it read lately.
 	chat, responses, messages, gemini wire.Format
 	formats                           map[string]wire.Format // by API name (providers.API*)
@@ -155,6 +155,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
 	s.formats = map[string]wire.Format{s.chat.Name(): s.chat, s.responses.Name(): s.responses, s.messages.Name(): s.messages, s.gemini.Name(): s.gemini}
+	s.metrics.registerMemos(s.formats)
 	if s.memory, err = memory.New(ctx, opts.Options, s.metrics.registry); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}

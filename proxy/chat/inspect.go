@@ -33,11 +33,9 @@ type conversation struct {
 	task        recall.TaskFinder
 	taskAt      int
 	provisional string
-	calls       []callName     // the calls of tools that have an id
-	names       map[string]int // tool_call_id -> index in calls, of calls[:indexed] (see callOf)
-	indexed     int
-	marks       []mark // one per message: what was read up to its end
-	verdictMsgs []int  // the messages of info.Prior's verdicts
+	calls       wire.CallIndex[callName] // the calls of tools that have an id
+	marks       []mark                   // one per message: what was read up to its end
+	verdictMsgs []int                    // the messages of info.Prior's verdicts
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).
@@ -61,6 +59,9 @@ type callName struct {
 	args     span // the call's arguments
 }
 
+// CallID implements [wire.Identified].
+func (c callName) CallID() string { return c.id }
+
 // mark is what was read of a conversation up to the end of one message.
 type mark struct {
 	tools     int // len(tools)
@@ -74,7 +75,7 @@ type mark struct {
 // results that refer to the body and the system prompt included, so an
 // answer that streams for minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
-	c.scan, c.marks, c.calls, c.names, c.prior, c.verdictMsgs = chatScan{}, nil, nil, nil, nil, nil
+	c.scan, c.marks, c.calls, c.prior, c.verdictMsgs = chatScan{}, nil, wire.CallIndex[callName]{}, nil, nil
 	c.body = nil
 	c.info.System, c.info.ToolDefs = "", nil
 	// The verdicts stay (capture reads them); their contents go.
@@ -186,7 +187,7 @@ func (c *conversation) read(body []byte) {
 		for call < len(cs.calls) && cs.calls[call].msg <= i {
 			call++ // the calls of a message that is not the assistant's
 		}
-		c.marks = append(c.marks, mark{tools: len(c.info.Tools), calls: len(c.calls), scanCalls: call, toolCount: c.info.ToolCount})
+		c.marks = append(c.marks, mark{tools: len(c.info.Tools), calls: len(c.calls.Calls), scanCalls: call, toolCount: c.info.ToolCount})
 	}
 }
 
@@ -220,7 +221,7 @@ func (c *conversation) readCalls(body []byte, i, call int) int {
 		}
 		c.info.Tools = append(c.info.Tools, name)
 		if id := valueAt(body, cl.id).String(); id != "" {
-			c.calls = append(c.calls, callName{id: id, name: name, msg: i, args: cl.args})
+			c.calls.Add(callName{id: id, name: name, msg: i, args: cl.args})
 		}
 	}
 	return call
@@ -234,7 +235,7 @@ func (c *conversation) readResult(body []byte, i int, m *msgSpans) {
 	}
 	if id := valueAt(body, m.toolCallID).String(); id != "" {
 		tr.Key = "call:" + id
-		if cl := c.callOf(id); cl != nil {
+		if cl := c.calls.Find(id); cl != nil {
 			tr.Name = cl.name
 			if cl.args.ok() {
 				tr.Args = body[cl.args.start:cl.args.end]
@@ -248,30 +249,4 @@ func (c *conversation) readResult(body []byte, i int, m *msgSpans) {
 	}
 	c.info.ToolResults = append(c.info.ToolResults, tr)
 	c.info.ToolCount++
-}
-
-// callOf returns the latest call read with the given id, or nil. A tool
-// result most often answers one of the latest calls: they are searched
-// first, and a map is built only for a long conversation.
-func (c *conversation) callOf(id string) *callName {
-	const scan = 32
-	for i := len(c.calls) - 1; i >= max(c.indexed, len(c.calls)-scan); i-- {
-		if c.calls[i].id == id {
-			return &c.calls[i]
-		}
-	}
-	if len(c.calls) <= scan {
-		return nil
-	}
-	if c.names == nil {
-		c.names = make(map[string]int, len(c.calls))
-	}
-	for i := c.indexed; i < len(c.calls); i++ {
-		c.names[c.calls[i].id] = i
-	}
-	c.indexed = len(c.calls)
-	if i, ok := c.names[id]; ok {
-		return &c.calls[i]
-	}
-	return nil
 }

@@ -112,9 +112,9 @@ func equalInspected(a, b inspected) bool {
 		a.goal == b.goal && a.later == b.later && slices.Equal(a.tools, b.tools) && slices.Equal(a.results, b.results)
 }
 
-// longToolConversation has more tool calls than callOf searches before it
-// indexes them, ids used twice (for different tools), and results that
-// answer the newest call, an old one, and an id used twice.
+// longToolConversation has more tool calls than wire.CallIndex searches
+// before it indexes them, ids used twice (for different tools), and
+// results that answer the newest call, an old one, and an id used twice.
 func longToolConversation() string {
 	var b strings.Builder
 	b.WriteString(`{"messages":[{"role":"user","content":"g"}`)

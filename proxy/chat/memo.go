@@ -177,7 +177,7 @@ func (c *conversation) resumeFrom(e *memoEntry, last int) {
 	c.from = last + 1
 	c.marks = into(c.marks, e.marks[:last+1], turnRoom)
 	c.info.Tools = into(nil, e.tools[:mk.tools], turnRoom)
-	c.calls = into(c.calls, e.named[:mk.calls], turnRoom)
+	c.calls.Calls = into(c.calls.Calls, e.named[:mk.calls], turnRoom)
 	c.info.ToolCount = mk.toolCount
 	n := 0
 	for n < len(e.verdictMsgs) && e.verdictMsgs[n] <= last {
@@ -356,7 +356,7 @@ func (m *convMemo) entryOf(c *conversation, body []byte) *memoEntry {
 		calls:       fit(cs.calls),
 		marks:       fit(c.marks),
 		tools:       fit(c.info.Tools),
-		named:       fit(c.calls),
+		named:       fit(c.calls.Calls),
 		system:      c.info.System,
 		systemAt:    c.systemAt,
 		goal:        c.info.Goal,

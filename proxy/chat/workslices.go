@@ -27,7 +27,7 @@ const maxWorkSlices = 4096
 func (c *conversation) takeWorkSlices() {
 	sp := workSlicePool.Get().(*workSlices)
 	c.work = sp
-	c.scan.msgs, c.scan.calls, c.marks, c.calls = sp.msgs[:0], sp.calls[:0], sp.marks[:0], sp.named[:0]
+	c.scan.msgs, c.scan.calls, c.marks, c.calls.Calls = sp.msgs[:0], sp.calls[:0], sp.marks[:0], sp.named[:0]
 }
 
 // giveBack hands c's slices to the next read. c must not use them
@@ -38,11 +38,11 @@ func (c *conversation) giveBack() {
 		return
 	}
 	c.work = nil
-	if cap(c.scan.msgs) > maxWorkSlices || cap(c.scan.calls) > maxWorkSlices || cap(c.marks) > maxWorkSlices || cap(c.calls) > maxWorkSlices {
+	if cap(c.scan.msgs) > maxWorkSlices || cap(c.scan.calls) > maxWorkSlices || cap(c.marks) > maxWorkSlices || cap(c.calls.Calls) > maxWorkSlices {
 		return
 	}
 	// Clear the call names: working slices must not keep strings of a request.
-	clear(c.calls[:cap(c.calls)])
-	sp.msgs, sp.calls, sp.marks, sp.named = c.scan.msgs[:0], c.scan.calls[:0], c.marks[:0], c.calls[:0]
+	clear(c.calls.Calls[:cap(c.calls.Calls)])
+	sp.msgs, sp.calls, sp.marks, sp.named = c.scan.msgs[:0], c.scan.calls[:0], c.marks[:0], c.calls.Calls[:0]
 	workSlicePool.Put(sp)
 }

@@ -17,6 +17,14 @@
 // (message_start ... message_stop); an error event or a stream that ends
 // before message_stop is a failure, stop_reason end_turn a final answer.
 //
+// A request is read in one pass (wire.ScanTurn) that checks the body and
+// locates its members and messages; each message is then read with gjson
+// from its span. Claude Code sends its whole conversation on every turn:
+// a per-conversation memo (wire.TurnMemo) lets a turn skip the messages
+// its conversation's remembered turn holds, byte for byte, and the bytes
+// after them (system text, tool definitions) when they are the same; the
+// system text is decoded only when its bytes changed.
+//
 // # Imports
 //
 // messages imports wire and recall. It must not import Echo, proxy,
@@ -30,17 +38,26 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
-// Format is the Messages format; it keeps no state between requests.
-type Format struct{}
+// Format is the Messages format. It holds the conversation memo: make one
+// per server with [New].
+type Format struct {
+	memo *wire.TurnMemo[*turnState]
+}
 
-// New returns the format.
-func New() *Format { return &Format{} }
+// New returns the format with an empty memo of wire.DefaultMemoBudget
+// bytes.
+func New() *Format { return &Format{memo: wire.NewTurnMemo[*turnState](0)} }
+
+// MemoBytes returns the bytes the conversation memo holds.
+func (f *Format) MemoBytes() int { return f.memo.Bytes() }
 
 // Name implements [wire.Format].
 func (*Format) Name() string { return "messages" }
 
 // Read implements [wire.Format].
-func (*Format) Read(body []byte, _ wire.Route) (wire.Request, error) { return read(body) }
+func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
+	return readTurn(body, f.memo, r.Tenant)
+}
 
 // Error implements [wire.Format]: Anthropic's error shape.
 func (*Format) Error(e wire.Error) []byte { return ErrorBody(e) }

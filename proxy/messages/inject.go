@@ -16,8 +16,20 @@ const billingHeader = "x-anthropic-billing-header:"
 // Info implements [wire.Request].
 func (r *request) Info() *wire.Info { return &r.info }
 
-// Forwarded implements [wire.Request]: nothing refers to the body.
-func (r *request) Forwarded(bool) {}
+// Forwarded implements [wire.Request]: the memo keeps what was read, once
+// the tool results are judged, and the request lets go of the body.
+func (r *request) Forwarded(remember bool) {
+	if remember {
+		r.remember()
+	}
+	r.body, r.elems, r.marks, r.calls, r.verdictAt = nil, nil, nil, wire.CallIndex[call]{}, nil
+	r.resume = wire.Resume[*turnState]{}
+	r.info.ToolDefs = nil
+	for i := range r.info.ToolResults {
+		tr := &r.info.ToolResults[i]
+		tr.Raw, tr.Args, tr.Note = nil, nil, nil
+	}
+}
 
 // Inject implements [wire.Request]. With p.System the blocks go in front
 // of the top-level system text, which is created when absent. Otherwise

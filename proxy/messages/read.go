@@ -1,7 +1,9 @@
 package messages
 
 import (
+	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -16,6 +18,26 @@ type request struct {
 	// first and newest are the contents of the first and the last user
 	// message, where the recall block and the turn's blocks go.
 	first, newest content
+
+	// What reading the messages array found so far, message by message.
+	users    int  // user messages read
+	answered bool // an assistant message was read
+	calls    wire.CallIndex[call]
+	// truncated says the messages array has more than wire.MaxElems
+	// elements: it is read as a whole, and not remembered.
+	truncated bool
+
+	// The memo (see wire.TurnMemo): the conversation's remembered turn,
+	// and what this turn will leave it.
+	body      []byte
+	resume    wire.Resume[*turnState]
+	elems     []wire.Elem // where each message ends
+	marks     []mark      // what was read up to the end of each message
+	arrayEnd  int         // where the messages array ends; 0 when it is not one
+	verdictAt []int       // the messages of info.Prior's verdicts
+	// Where the top-level members are after the messages array, relative
+	// to its end (the memo keeps them with the bytes they are in).
+	after []wire.Span
 }
 
 // content is where a user message's content is in the body, as the
@@ -30,60 +52,211 @@ type content struct {
 	elems     bool
 }
 
+// call is a tool_use block read from an assistant message: its arguments
+// and the text the assistant wrote before it (its note), as they stand in
+// the body (absent when none).
+type call struct {
+	id, name   string
+	args, note wire.Span
+}
+
+// CallID implements [wire.Identified].
+func (c call) CallID() string { return c.id }
+
+// mark is what was read of a conversation up to the end of one message.
+type mark struct {
+	tools, calls, toolCount, users int
+	answered, later                bool
+	origin                         string
+	task                           recall.TaskFinder
+	first, newest                  content
+}
+
+// turnState is what the memo keeps of a turn: its marks, and the slices
+// they index.
+type turnState struct {
+	marks     []mark
+	calls     []call
+	tools     []string
+	verdicts  []wire.ToolTally // the verdicts of the tool results, in message order
+	verdictAt []int            // the message of each verdict
+	// The system text, the goal and their key, when the system value is
+	// known to be the same bytes (before the array: in the head; after:
+	// in the tail).
+	system, goal, key string
+	after             []wire.Span
+}
+
+// size estimates the memory s holds.
+func (s *turnState) size() int {
+	n := cap(s.marks)*int(unsafe.Sizeof(mark{})) + cap(s.calls)*int(unsafe.Sizeof(call{})) +
+		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
+		len(s.system) + len(s.goal) + len(s.key) + int(unsafe.Sizeof(*s))
+	for _, c := range s.calls {
+		n += len(c.id) + len(c.name)
+	}
+	for _, t := range s.tools {
+		n += len(t)
+	}
+	return n
+}
+
 // Top-level members the proxy reads, in the order of read's spans.
 var topKeys = []string{"model", "stream", "system", "messages", "metadata", "tools"}
 
-// read reads a Messages request body: the body is checked (JSON, nesting
-// bounded, no member the proxy reads given twice) in one pass that also
-// locates the top-level members; the messages are then read with gjson
-// from their span.
-func read(body []byte) (*request, error) {
-	sp, err := wire.Members(body, topKeys...)
+const (
+	keyModel = iota
+	keyStream
+	keySystem
+	keyMessages
+	keyMetadata
+	keyTools
+)
+
+// read reads a Messages request body without a memo.
+func read(body []byte) (*request, error) { return readTurn(body, nil, "") }
+
+// readTurn reads a Messages request body in one pass that checks it (JSON,
+// nesting bounded, no member the proxy reads given twice), locates the
+// top-level members and the messages, and reads each message with gjson
+// from its span. With a memo, the messages of the conversation's
+// remembered turn that this body repeats byte for byte are not read again,
+// nor are the bytes after the array when they are the same (see
+// wire.TurnMemo).
+func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*request, error) {
+	r := &request{body: body, resume: wire.NewResume(memo)}
+	ts, err := wire.ScanTurn(body, topKeys, keyMessages, &r.resume, tenant, func(p *turnState) []wire.Span { return p.after })
 	if err != nil {
 		return nil, err
 	}
-	r := &request{system: sp[2]}
+	sp, spans := ts.Top, ts.Elems
+	r.elems, r.arrayEnd, r.after, r.truncated = ts.Ends, ts.ArrayEnd, ts.After, ts.Truncated
+	r.system = sp[keySystem]
 	in := &r.info
-	in.Model = sp[0].Value(body).String()
-	in.Stream = sp[1].Value(body).Bool()
-	if sys := sp[2].Value(body); sys.Exists() {
-		in.System = wire.ContentText(sys)
-	}
-	if md := sp[4].Value(body); md.IsObject() {
+	in.Model = sp[keyModel].Value(body).String()
+	in.Stream = sp[keyStream].Value(body).Bool()
+	if md := sp[keyMetadata].Value(body); md.IsObject() {
 		in.User = md.Get("user_id").String()
 		in.Run = claudeSession(in.User)
 	}
-	if sp[5].OK() {
-		in.ToolDefs = sp[5].Raw(body)
+	if sp[keyTools].OK() {
+		in.ToolDefs = sp[keyTools].Raw(body)
 	}
-	calls := map[string]call{} // tool_use id -> the call
-	msgs := sp[3].Value(body)
-	base := sp[3].Start // gjson's offsets in msgs are from there
-	users, answered := 0, false
-	msgs.ForEach(func(i, m gjson.Result) bool {
-		// An assistant message followed by another is an earlier answer of
-		// the model; one that ends the messages is the client's prefill.
-		in.Later = in.Later || answered
-		switch m.Get("role").String() {
-		case "user":
-			c := r.readUser(m, int(i.Int()), calls, base, body)
-			if !msgs.IsArray() {
-				break // no message the API reads: none gets a block
-			}
-			if users++; users == 1 {
-				r.first = c
-			}
-			r.newest = c
-		case "assistant":
-			answered = true
-			r.readAssistant(m, calls)
+	prior := r.priorState()
+	switch msgs := sp[keyMessages]; {
+	case r.truncated:
+		// Read whole, as a body without a memo.
+		*r = request{body: body, arrayEnd: r.arrayEnd, truncated: true, system: r.system, info: r.info}
+		prior = nil
+		msgs.Value(body).ForEach(func(i, m gjson.Result) bool {
+			r.message(m, int(i.Int()), msgs.Start, body)
+			return true
+		})
+	case r.arrayEnd > 0:
+		if r.resume.From > 0 {
+			r.resumeFrom(prior, len(spans))
+		} else {
+			r.marks = make([]mark, 0, len(spans))
 		}
-		return true
-	})
+		// One copy of what is read: what is kept of it (names, ids, the
+		// task) must not refer to the body, which is reused.
+		region := ""
+		if len(spans) > 0 {
+			region = string(body[spans[0].Start:spans[len(spans)-1].End])
+		}
+		for i, el := range spans {
+			m := gjson.Parse(region[el.Start-spans[0].Start : el.End-spans[0].Start])
+			r.message(m, r.resume.From+i, el.Start, body)
+			r.marks = append(r.marks, r.mark())
+		}
+	case msgs.OK():
+		// Not an array: no message the API reads, but what it holds is
+		// read as it always was.
+		msgs.Value(body).ForEach(func(i, m gjson.Result) bool {
+			r.message(m, int(i.Int()), msgs.Start, body)
+			return true
+		})
+	}
+	r.info.Goal = r.task.Goal
+	// The system text and the key: the memo's when the system value is
+	// the same bytes.
+	known := prior != nil && (r.system.OK() && r.system.End <= sp[keyMessages].Start || r.resume.TailKnown)
+	if known {
+		in.System = prior.system
+	} else if sys := sp[keySystem].Value(body); sys.Exists() {
+		in.System = wire.ContentText(sys)
+	}
 	if in.Goal != "" {
-		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
+		if known && in.Goal == prior.goal && prior.key != "" {
+			in.Key = prior.key
+		} else {
+			in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
+		}
 	}
 	return r, nil
+}
+
+// priorState is the state of the conversation's remembered turn, nil
+// when none.
+func (r *request) priorState() *turnState {
+	if r.resume.Prior == nil {
+		return nil
+	}
+	return r.resume.Prior.State
+}
+
+// resumeFrom sets what was read up to the last message skipped from p,
+// the remembered turn's state, with room for the marks of room messages
+// more.
+func (r *request) resumeFrom(p *turnState, room int) {
+	last := r.resume.From - 1
+	mk := p.marks[last]
+	in := &r.info
+	// Clipped: what this turn appends must not write into the memo's
+	// arrays. Info's tools outlive the request (capture reads them).
+	in.Tools = slices.Clip(p.tools[:mk.tools])
+	r.calls.Calls = slices.Clip(p.calls[:mk.calls])
+	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
+	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
+	r.first, r.newest = mk.first, mk.newest
+	r.marks = append(make([]mark, 0, last+1+room), p.marks[:last+1]...)
+	n := 0
+	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
+		n++
+	}
+	in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+}
+
+// mark is what was read so far.
+func (r *request) mark() mark {
+	return mark{
+		tools: len(r.info.Tools), calls: len(r.calls.Calls), toolCount: r.info.ToolCount, users: r.users,
+		answered: r.answered, later: r.info.Later, origin: r.info.Origin,
+		task: r.task, first: r.first, newest: r.newest,
+	}
+}
+
+// message reads message m, the i-th, at base in body (gjson's offsets in
+// m are from there).
+func (r *request) message(m gjson.Result, i, base int, body []byte) {
+	in := &r.info
+	// An assistant message followed by another is an earlier answer of
+	// the model; one that ends the messages is the client's prefill.
+	in.Later = in.Later || r.answered
+	switch m.Get("role").String() {
+	case "user":
+		c := r.readUser(m, i, base, body)
+		if r.arrayEnd == 0 {
+			break // no message the API reads: none gets a block
+		}
+		if r.users++; r.users == 1 {
+			r.first = c
+		}
+		r.newest = c
+	case "assistant":
+		r.answered = true
+		r.readAssistant(m, base, body)
+	}
 }
 
 // claudeSession returns the session Claude Code names in
@@ -105,20 +278,20 @@ func claudeSession(userID string) string {
 
 // readAssistant reads an assistant message's tool calls, each with the
 // message's text before it (its note).
-func (r *request) readAssistant(m gjson.Result, calls map[string]call) {
-	var note string
+func (r *request) readAssistant(m gjson.Result, base int, body []byte) {
+	var note wire.Span
 	m.Get("content").ForEach(func(_, b gjson.Result) bool {
 		switch b.Get("type").String() {
 		case "text":
-			if t := b.Get("text"); t.Type == gjson.String && note == "" {
-				note = t.Raw
+			if t := b.Get("text"); t.Type == gjson.String && !note.OK() {
+				note = spanOf(t, base, body)
 			}
 		case "tool_use":
 			name := b.Get("name").String()
 			if name != "" {
 				id := b.Get("id").String()
 				r.info.Tools = append(r.info.Tools, name)
-				calls[id] = call{name: name, args: b.Get("input").Raw, note: note}
+				r.calls.Add(call{id: id, name: name, args: spanOf(b.Get("input"), base, body), note: note})
 				if r.info.Origin == "" {
 					r.info.Origin = id
 				}
@@ -130,15 +303,16 @@ func (r *request) readAssistant(m gjson.Result, calls map[string]call) {
 
 // readUser reads a user message: its tool results, and, for the first
 // user message that has text of its own, the task. It returns where the
-// message's content is: base is the offset in body of the messages
-// array, from which gjson counts.
-func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base int, body []byte) content {
+// message's content is: base is the offset in body of the value m was
+// parsed from, from which gjson counts.
+func (r *request) readUser(m gjson.Result, at int, base int, body []byte) content {
 	in := &r.info
 	cv := m.Get("content")
 	c := content{at: spanOf(cv, base, body)}
 	if cv.Type == gjson.String {
-		r.task.Add(wire.StripFramed(cv.Str), wire.Task)
-		in.Goal = r.task.Goal
+		if !r.task.Found {
+			r.task.Add(wire.StripFramed(cv.Str), wire.Task)
+		}
 		return c
 	}
 	if c.at.OK() && cv.IsArray() {
@@ -157,7 +331,7 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 		case "text":
 			text = append(text, b)
 		case "tool_result":
-			if tr, ok := toolResult(b, at, calls); ok {
+			if tr, ok := r.toolResult(b, at, base, body); ok {
 				in.ToolResults = append(in.ToolResults, tr)
 				in.ToolCount++
 			}
@@ -170,7 +344,6 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 			parts = append(parts, t.Get("text").String())
 		}
 		r.task.Add(wire.StripFramed(strings.Join(parts, "\n")), wire.Task)
-		in.Goal = r.task.Goal
 	}
 	return c
 }
@@ -178,28 +351,28 @@ func (r *request) readUser(m gjson.Result, at int, calls map[string]call, base i
 // toolResult reads a tool_result block of the user message at in one
 // pass over its members: its content, often the largest value of the
 // request, is located, not unescaped.
-func toolResult(b gjson.Result, at int, calls map[string]call) (wire.ToolResult, bool) {
-	raw := []byte(b.Raw)
+func (r *request) toolResult(b gjson.Result, at, base int, body []byte) (wire.ToolResult, bool) {
+	bs := spanOf(b, base, body)
+	if !bs.OK() {
+		return wire.ToolResult{}, false
+	}
+	raw := bs.Raw(body)
 	sp, err := wire.Members(raw, "tool_use_id", "is_error", "content")
 	if err != nil {
 		return wire.ToolResult{}, false
 	}
 	id := sp[0].Value(raw).String()
-	cl := calls[id]
 	isErr := sp[1].Value(raw)
 	tr := wire.ToolResult{
-		Name:    cl.name,
 		IsError: isErr.Bool(),
 		OK:      isErr.Type == gjson.False,
 		At:      at,
 		Raw:     sp[2].Raw(raw),
 		Decode:  resultText,
 	}
-	if cl.args != "" {
-		tr.Args = []byte(cl.args)
-	}
-	if cl.note != "" {
-		tr.Note = []byte(cl.note)
+	if cl := r.calls.Find(id); cl != nil {
+		tr.Name = cl.name
+		tr.Args, tr.Note = cl.args.Raw(body), cl.note.Raw(body)
 	}
 	if id != "" {
 		tr.Key = "call:" + id
@@ -209,8 +382,8 @@ func toolResult(b gjson.Result, at int, calls map[string]call) (wire.ToolResult,
 	return tr, true
 }
 
-// spanOf is where v, read by gjson from the messages array at base in
-// body, is in body; absent when gjson does not say.
+// spanOf is where v, read by gjson from the value at base in body, is in
+// body; absent when gjson does not say.
 func spanOf(v gjson.Result, base int, body []byte) wire.Span {
 	start, end := base+v.Index, base+v.Index+len(v.Raw)
 	if v.Index <= 0 || v.Raw == "" || end > len(body) || body[start] != v.Raw[0] || body[end-1] != v.Raw[len(v.Raw)-1] {
@@ -233,11 +406,29 @@ func isFrame(b gjson.Result) bool {
 	return strings.HasPrefix(t.Raw, frameOpen) && strings.TrimSpace(wire.StripFramed(t.Str)) == ""
 }
 
-// call is a tool_use block read from an assistant message.
-type call struct {
-	name, args, note string // args and note raw JSON, as in the body
-}
-
 // resultText is the text of a tool_result's content: a string, or the
 // text of its blocks.
 func resultText(raw []byte) string { return wire.ContentText(gjson.ParseBytes(raw)) }
+
+// remember keeps the turn in the memo, once its tool results are judged.
+func (r *request) remember() bool {
+	if r.arrayEnd == 0 || r.truncated || len(r.marks) != len(r.elems) {
+		return false
+	}
+	in := &r.info
+	verdicts, at := slices.Clip(in.Prior), slices.Clip(r.verdictAt)
+	for _, tr := range in.ToolResults {
+		t := wire.ToolTally{Name: tr.Name, LastFailed: tr.Failed}
+		if tr.Failed {
+			t.Failures = 1
+		}
+		verdicts, at = append(verdicts, t), append(at, tr.At)
+	}
+	st := &turnState{
+		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
+		verdicts: verdicts, verdictAt: at,
+		system: in.System, goal: in.Goal, key: in.Key,
+		after: r.after,
+	}
+	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size())
+}

@@ -14,6 +14,14 @@
 // ends before response.completed is a failure; a completed response that
 // calls no tool is a final answer.
 //
+// A request is read in one pass (wire.ScanTurn) that checks the body and
+// locates its members and input items; each item is then read with gjson
+// from its span. Codex CLI sends its whole conversation on every turn: a
+// per-conversation memo (wire.TurnMemo) lets a turn skip the items its
+// conversation's remembered turn holds, byte for byte, and the bytes
+// after them when they are the same; the instructions are decoded only
+// when their bytes changed.
+//
 // A request that continues a stored response (previous_response_id)
 // carries only its new items. The format remembers, per tenant and
 // response id, what the conversation had read up to that response (its
@@ -36,17 +44,24 @@ import (
 // chains: make one per server with [New].
 type Format struct {
 	chains *chains
+	memo   *wire.TurnMemo[*turnState]
 }
 
-// New returns the format with an empty chain memory.
-func New() *Format { return &Format{chains: newChains(defaultChains)} }
+// New returns the format with an empty chain memory and an empty
+// conversation memo of wire.DefaultMemoBudget bytes.
+func New() *Format {
+	return &Format{chains: newChains(defaultChains), memo: wire.NewTurnMemo[*turnState](0)}
+}
+
+// MemoBytes returns the bytes the conversation memo holds.
+func (f *Format) MemoBytes() int { return f.memo.Bytes() }
 
 // Name implements [wire.Format].
 func (*Format) Name() string { return "responses" }
 
 // Read implements [wire.Format].
 func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
-	return read(body, r.Tenant, f.chains)
+	return readTurn(body, r.Tenant, f.chains, f.memo)
 }
 
 // Error implements [wire.Format]: OpenAI's error shape.

@@ -2,8 +2,9 @@ package responses
 
 import (
 	"cmp"
-	"maps"
+	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -17,44 +18,156 @@ type request struct {
 
 	tenant string
 	chains *chains
-	names  map[string]string // call id -> tool name, of the calls read so far
-	calls  map[string]call   // call id -> the call, of the calls in this body
-	note   string            // the content of the latest assistant message read, raw
+	names  map[string]string // call id -> tool name, of the calls of the response continued
+	calls  wire.CallIndex[call]
+	note   wire.Span // the content of the latest assistant message read
 
-	systemSeen bool // a developer or system message was read as the system text
+	systemSeen bool   // a developer or system message was read
+	devSystem  string // the text of the first one: the system text without instructions
 	task       recall.TaskFinder
 
 	at places // where the blocks of a turn go (see place)
+
+	// The memo (see wire.TurnMemo): the conversation's remembered turn,
+	// and what this turn will leave it.
+	body      []byte
+	resume    wire.Resume[*turnState]
+	elems     []wire.Elem // where each input item ends
+	marks     []mark      // what was read up to the end of each item
+	arrayEnd  int         // where the input array ends; 0 when it is not one
+	verdictAt []int       // the items of info.Prior's verdicts
+	after     []wire.Span // top-level members after the input, relative to its end
+	// continued says the request continues a stored response, truncated
+	// that its input has more than wire.MaxElems items: either is read
+	// whole, and not remembered.
+	continued, truncated bool
+}
+
+// call is a tool call read from this body: its arguments and the content
+// of the assistant message before it (its note), as they stand in the
+// body (absent when none).
+type call struct {
+	id, name   string
+	args, note wire.Span
+	builtin    bool
+}
+
+// CallID implements [wire.Identified].
+func (c call) CallID() string { return c.id }
+
+// mark is what was read of a conversation up to the end of one input
+// item.
+type mark struct {
+	at                      places
+	note                    wire.Span
+	systemSeen, later       bool
+	system, origin          string
+	task                    recall.TaskFinder
+	tools, calls, toolCount int
+}
+
+// turnState is what the memo keeps of a turn: its marks, and the slices
+// they index.
+type turnState struct {
+	marks     []mark
+	calls     []call
+	tools     []string
+	verdicts  []wire.ToolTally // the verdicts of the tool results, in item order
+	verdictAt []int            // the item of each verdict
+	// The instructions' text, when the body has a string of them, and
+	// the system text, goal and key of the turn.
+	instructions, system, goal, key string
+	after                           []wire.Span
+}
+
+// size estimates the memory s holds.
+func (s *turnState) size() int {
+	n := cap(s.marks)*int(unsafe.Sizeof(mark{})) + cap(s.calls)*int(unsafe.Sizeof(call{})) +
+		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
+		len(s.instructions) + len(s.system) + len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
+	for _, c := range s.calls {
+		n += len(c.id) + len(c.name)
+	}
+	for _, t := range s.tools {
+		n += len(t)
+	}
+	for i := range s.marks {
+		// Strings a mark holds of its own: the places' texts (the first
+		// user message's, kept once and shared by the marks after it).
+		if i == 0 || s.marks[i].at.userText != s.marks[i-1].at.userText {
+			n += len(s.marks[i].at.userText) + len(s.marks[i].at.userClean)
+		}
+	}
+	return n
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
 var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier", "tools", "prompt_cache_key"}
 
-// read reads a Responses request body: the body is checked (JSON, nesting
-// bounded, no member the proxy reads given twice) in one pass that also
-// locates the top-level members; the input items are then read with gjson
-// from their span.
+const (
+	keyModel = iota
+	keyStream
+	keyInstructions
+	keyInput
+	keyPrevious
+	keyUser
+	keySafety
+	keyTools
+	keyCacheKey
+)
+
+// read reads a Responses request body without a memo.
 func read(body []byte, tenant string, ch *chains) (*request, error) {
-	sp, err := wire.Members(body, topKeys...)
+	return readTurn(body, tenant, ch, nil)
+}
+
+// readTurn reads a Responses request body in one pass that checks it
+// (JSON, nesting bounded, no member the proxy reads given twice), locates
+// the top-level members and the input items, and reads each item with
+// gjson from its span. With a memo, the items of the conversation's
+// remembered turn that this body repeats byte for byte are not read
+// again, nor are the bytes after the input when they are the same (see
+// wire.TurnMemo). A request that continues a stored response is read
+// whole.
+func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnState]) (*request, error) {
+	r := &request{body: body, tenant: tenant, chains: ch, resume: wire.NewResume(memo)}
+	ts, err := wire.ScanTurn(body, topKeys, keyInput, &r.resume, tenant, func(p *turnState) []wire.Span { return p.after })
 	if err != nil {
 		return nil, err
 	}
-	r := &request{instructions: sp[2], tenant: tenant, chains: ch, names: map[string]string{}, calls: map[string]call{}}
-	in := &r.info
-	in.Model = sp[0].Value(body).String()
-	in.Stream = sp[1].Value(body).Bool()
-	in.System = sp[2].Value(body).String()
-	in.User = sp[5].Value(body).String()
-	if sp[7].OK() {
-		in.ToolDefs = sp[7].Raw(body)
+	sp := ts.Top
+	prev := sp[keyPrevious].Value(body).String()
+	whole := ts.Truncated || prev != "" && r.resume.Prior != nil
+	if whole {
+		// Read whole, as a body without a memo.
+		r.resume = wire.Resume[*turnState]{}
 	}
-	if id := sp[6].Value(body).String(); id != "" {
+	r.elems, r.arrayEnd, r.after = ts.Ends, ts.ArrayEnd, ts.After
+	r.continued, r.truncated = prev != "", ts.Truncated
+	r.instructions = sp[keyInstructions]
+	in := &r.info
+	in.Model = sp[keyModel].Value(body).String()
+	in.Stream = sp[keyStream].Value(body).Bool()
+	prior := r.priorState()
+	// The instructions' text: the memo's when their bytes are the same
+	// (before the input: in the head; after it: in the tail).
+	ins := r.instructions
+	if prior != nil && ins.OK() && (ins.End <= sp[keyInput].Start || r.resume.TailKnown) {
+		in.System = prior.instructions
+	} else {
+		in.System = ins.Value(body).String()
+	}
+	in.User = sp[keyUser].Value(body).String()
+	if sp[keyTools].OK() {
+		in.ToolDefs = sp[keyTools].Raw(body)
+	}
+	if id := sp[keySafety].Value(body).String(); id != "" {
 		in.User = id
 	}
 	// Codex CLI keys the provider's cache by its session: one per run.
-	in.Run = sp[8].Value(body).String()
-	r.at.input = sp[3]
-	if prev := sp[4].Value(body).String(); prev != "" {
+	in.Run = sp[keyCacheKey].Value(body).String()
+	r.at.input = sp[keyInput]
+	if prev != "" {
 		// The earlier items, the first user message among them, live on
 		// the provider.
 		in.Later, r.at.continued = true, true
@@ -64,45 +177,115 @@ func read(body []byte, tenant string, ch *chains) (*request, error) {
 			in.Run = cmp.Or(in.Run, st.run)
 			in.Tools = append(in.Tools, st.tools...)
 			in.ToolCount, in.Prior = st.toolCount, st.tallies
-			maps.Copy(r.names, st.names)
+			r.names = st.names
 		}
 	}
-	input := sp[3].Value(body)
-	if input.Type == gjson.String {
+	input := sp[keyInput]
+	switch {
+	case ts.ArrayEnd > 0 && !whole:
+		if r.resume.From > 0 {
+			r.resumeFrom(prior, len(ts.Elems))
+		} else {
+			r.marks = make([]mark, 0, len(ts.Elems))
+		}
+		// One copy of what is read: what is kept of it (names, ids, the
+		// task) must not refer to the body, which is reused.
+		region, from := "", 0
+		if len(ts.Elems) > 0 {
+			from = ts.Elems[0].Start
+			region = string(body[from:ts.Elems[len(ts.Elems)-1].End])
+		}
+		for i, el := range ts.Elems {
+			item := gjson.Parse(region[el.Start-from : el.End-from])
+			r.at.item(el.Start, item)
+			r.readItem(item, r.resume.From+i, el.Start)
+			r.marks = append(r.marks, r.mark())
+		}
+	case input.OK() && body[input.Start] == '"':
 		// A one-shot request: the input is its first user message.
-		r.task.Add(r.firstUser(sp[3].Start, input), wire.Task)
-		in.Goal = r.task.Goal
-	} else {
-		input.ForEach(func(i, item gjson.Result) bool {
-			r.at.item(sp[3].Start, item)
-			r.readItem(item, int(i.Int()))
+		r.task.Add(r.firstUser(input.Start, input.Value(body)), wire.Task)
+	default:
+		input.Value(body).ForEach(func(i, item gjson.Result) bool {
+			r.at.item(input.Start, item)
+			r.readItem(item, int(i.Int()), input.Start)
 			return true
 		})
 	}
-	if in.Goal != "" && in.Key == "" {
-		in.Key = recall.ConversationKey(wire.StripFramed(in.System), in.Goal)
+	if !r.instructions.OK() {
+		in.System = r.devSystem
+	}
+	if in.Goal = r.task.Goal; in.Goal != "" && in.Key == "" {
+		if prior != nil && in.System == prior.system && in.Goal == prior.goal && prior.key != "" {
+			in.Key = prior.key
+		} else {
+			in.Key = recall.ConversationKey(wire.StripFramed(in.System), in.Goal)
+		}
 	}
 	return r, nil
 }
 
-// readItem reads one input item: a message (the first user message with
-// text is the task), a tool call, or a tool call's output.
-func (r *request) readItem(item gjson.Result, at int) {
+// priorState is the state of the conversation's remembered turn, nil
+// when none.
+func (r *request) priorState() *turnState {
+	if r.resume.Prior == nil {
+		return nil
+	}
+	return r.resume.Prior.State
+}
+
+// resumeFrom sets what was read up to the last item skipped from p, the
+// remembered turn's state, with room for the marks of room items more.
+func (r *request) resumeFrom(p *turnState, room int) {
+	last := r.resume.From - 1
+	mk := &p.marks[last]
+	in := &r.info
+	input := r.at.input
+	r.at, r.at.input = mk.at, input
+	r.note, r.systemSeen, r.task = mk.note, mk.systemSeen, mk.task
+	r.devSystem = mk.system
+	in.Later, in.Origin, in.ToolCount = mk.later, mk.origin, mk.toolCount
+	// Clipped: what this turn appends must not write into the memo's
+	// arrays. Info's tools outlive the request (capture reads them).
+	in.Tools = slices.Clip(p.tools[:mk.tools])
+	r.calls.Calls = slices.Clip(p.calls[:mk.calls])
+	r.marks = append(make([]mark, 0, last+1+room), p.marks[:last+1]...)
+	n := 0
+	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
+		n++
+	}
+	in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+}
+
+// mark is what was read so far.
+func (r *request) mark() mark {
+	in := &r.info
+	mk := mark{
+		at: r.at, note: r.note, systemSeen: r.systemSeen, later: in.Later, origin: in.Origin, task: r.task,
+		tools: len(in.Tools), calls: len(r.calls.Calls), toolCount: in.ToolCount,
+	}
+	mk.at.input = wire.Span{}
+	mk.system = r.devSystem
+	return mk
+}
+
+// readItem reads one input item, the at-th, at base in the body (gjson's
+// offsets in item are from there): a message (the first user message
+// with text is the task), a tool call, or a tool call's output.
+func (r *request) readItem(item gjson.Result, at, base int) {
 	in := &r.info
 	typ := item.Get("type").String()
 	switch {
 	case typ == "message" || typ == "" && item.Get("role").Exists():
 		switch role := item.Get("role").String(); role {
 		case "user":
-			content, at := item.Get("content"), -1
+			content, cat := item.Get("content"), -1
 			if content.Index > 0 {
-				at = r.at.input.Start + content.Index
+				cat = base + content.Index
 			}
-			r.task.Add(r.firstUser(at, content), wire.Task)
-			in.Goal = r.task.Goal
+			r.task.Add(r.firstUser(cat, content), wire.Task)
 		case "assistant":
 			in.Later = true
-			r.note = item.Get("content").Raw
+			r.note = spanOf(item.Get("content"), base)
 		case "developer", "system":
 			content := item.Get("content")
 			if text, ok := ourItem(role, content); ok {
@@ -112,9 +295,9 @@ func (r *request) readItem(item gjson.Result, at int) {
 			}
 			// Without instructions (Codex sends none), the system text is
 			// the first developer or system message.
-			if !r.instructions.OK() && !r.systemSeen {
+			if !r.systemSeen {
 				r.systemSeen = true
-				in.System = partsText(content)
+				r.devSystem = partsText(content)
 			}
 		}
 	case typ != "" && typ != "additional_tools":
@@ -122,25 +305,35 @@ func (r *request) readItem(item gjson.Result, at int) {
 		// their outputs, reasoning, item references...); Codex's
 		// additional_tools item is its first request's own.
 		in.Later = true
-		r.readOutput(typ, item, at)
+		r.readOutput(typ, item, at, base)
 	}
 }
 
+// spanOf is where v, read by gjson from the value at base in the body,
+// is; absent when gjson does not say.
+func spanOf(v gjson.Result, base int) wire.Span {
+	if v.Index <= 0 || v.Raw == "" {
+		return wire.Span{}
+	}
+	return wire.Span{Start: base + v.Index, End: base + v.Index + len(v.Raw)}
+}
+
 // readOutput reads an input item of a kind the model made or that answers
-// it: a tool call or a tool call's output.
-func (r *request) readOutput(typ string, item gjson.Result, at int) {
+// it, the at-th, at base in the body: a tool call or a tool call's
+// output.
+func (r *request) readOutput(typ string, item gjson.Result, at, base int) {
 	switch {
 	case typ == "mcp_call":
 		// A call and its result in one item.
 		name := item.Get("name").String()
-		r.call(item.Get("id").String(), name, item, false)
+		r.call(item.Get("id").String(), name, item, base, false)
 		out, e := item.Get("output"), item.Get("error")
 		isErr := e.Exists() && e.Type != gjson.Null && e.String() != ""
 		if isErr {
 			out = e
 		}
 		if out.Exists() && out.Type != gjson.Null {
-			r.result(item.Get("id").String(), name, isErr, out, at)
+			r.result(item.Get("id").String(), name, isErr, out, at, base)
 		}
 	case strings.HasSuffix(typ, "_call_output"):
 		id := callID(item)
@@ -159,7 +352,11 @@ func (r *request) readOutput(typ string, item gjson.Result, at int) {
 				return true
 			})
 		}
-		r.result(id, r.names[id], isErr, out, at)
+		name := r.names[id]
+		if cl := r.calls.Find(id); cl != nil {
+			name = cl.name
+		}
+		r.result(id, name, isErr, out, at, base)
 	case strings.HasSuffix(typ, "_call"):
 		name, builtin := item.Get("name").String(), false
 		if name == "" {
@@ -167,18 +364,13 @@ func (r *request) readOutput(typ string, item gjson.Result, at int) {
 			// the item's kind.
 			name, builtin = strings.TrimSuffix(typ, "_call"), true
 		}
-		r.call(callID(item), name, item, builtin)
+		r.call(callID(item), name, item, base, builtin)
 	}
 }
 
-// call is a tool call read from this body.
-type call struct {
-	args, note string // raw JSON, as in the body
-	builtin    bool
-}
-
-// call notes a tool call the assistant made.
-func (r *request) call(id, name string, item gjson.Result, builtin bool) {
+// call notes a tool call the assistant made, in an item at base in the
+// body.
+func (r *request) call(id, name string, item gjson.Result, base int, builtin bool) {
 	if name == "" {
 		return
 	}
@@ -187,7 +379,6 @@ func (r *request) call(id, name string, item gjson.Result, builtin bool) {
 		if r.info.Origin == "" {
 			r.info.Origin = id
 		}
-		r.names[id] = name
 		// The arguments: a function's JSON string, a custom tool's
 		// free-form input, a built-in's action.
 		args := item.Get("arguments")
@@ -197,26 +388,50 @@ func (r *request) call(id, name string, item gjson.Result, builtin bool) {
 		if !args.Exists() {
 			args = item.Get("action")
 		}
-		r.calls[id] = call{args: args.Raw, note: r.note, builtin: builtin}
+		r.calls.Add(call{id: id, name: name, args: spanOf(args, base), note: r.note, builtin: builtin})
 	}
 }
 
-// result notes a tool call's output.
-func (r *request) result(id, name string, isErr bool, out gjson.Result, at int) {
-	tr := wire.ToolResult{Name: name, IsError: isErr, At: at, Raw: []byte(out.Raw), Decode: outputText}
+// result notes a tool call's output, in an item at base in the body.
+func (r *request) result(id, name string, isErr bool, out gjson.Result, at, base int) {
+	body := r.body
+	tr := wire.ToolResult{Name: name, IsError: isErr, At: at, Raw: spanOf(out, base).Raw(body), Decode: outputText}
 	if id != "" {
 		tr.Key = "call:" + id
-		if cl, ok := r.calls[id]; ok {
-			tr.Args, tr.Builtin = []byte(cl.args), cl.builtin
-			if cl.note != "" {
-				tr.Note = []byte(cl.note)
-			}
+		if cl := r.calls.Find(id); cl != nil {
+			tr.Args, tr.Builtin, tr.Note = cl.args.Raw(body), cl.builtin, cl.note.Raw(body)
 		}
 	} else {
 		tr.Key = wire.HashKey(name, tr.Raw)
 	}
 	r.info.ToolResults = append(r.info.ToolResults, tr)
 	r.info.ToolCount++
+}
+
+// remember keeps the turn in the memo, once its tool results are judged.
+func (r *request) remember() bool {
+	if r.arrayEnd == 0 || r.truncated || r.continued || len(r.marks) != len(r.elems) {
+		return false
+	}
+	in := &r.info
+	verdicts, at := slices.Clip(in.Prior), slices.Clip(r.verdictAt)
+	for _, tr := range in.ToolResults {
+		t := wire.ToolTally{Name: tr.Name, LastFailed: tr.Failed}
+		if tr.Failed {
+			t.Failures = 1
+		}
+		verdicts, at = append(verdicts, t), append(at, tr.At)
+	}
+	st := &turnState{
+		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
+		verdicts: verdicts, verdictAt: at,
+		system: in.System, goal: in.Goal, key: in.Key,
+		after: r.after,
+	}
+	if r.instructions.OK() {
+		st.instructions = in.System
+	}
+	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size())
 }
 
 // callID is the id that ties a call to its output: call_id, or id for the

@@ -44,13 +44,36 @@ const (
 )
 
 // Framed returns one block holding blocks inside the frame, or an empty
-// block when none has text.
+// block when none has text. Its escape is made of the blocks' own: what
+// it costs is the bytes it writes.
 func Framed(blocks ...Block) Block {
 	inner := JoinBlocks(blocks)
 	if inner == "" {
 		return Block{}
 	}
-	return NewBlock(FrameStart + "\n" + FrameNote + "\n\n" + inner + "\n" + FrameEnd)
+	text := frameOpen + inner + frameClose
+	esc := make([]byte, 0, len(frameOpenJSON)+len(inner)+len(inner)/8+len(frameCloseJSON))
+	esc = append(esc, frameOpenJSON...)
+	esc = AppendBlocks(esc, blocks)
+	esc = append(esc, frameCloseJSON...)
+	return Block{Text: text, JSON: esc}
+}
+
+// The frame around the blocks, as text and as its JSON escape (without
+// quotes). The escape of the frame's text is the escape of its parts:
+// the blocks are valid text, each escaped on its own, and ASCII lines
+// separate them.
+var (
+	frameOpen      = FrameStart + "\n" + FrameNote + "\n\n"
+	frameClose     = "\n" + FrameEnd
+	frameOpenJSON  = escaped(frameOpen)
+	frameCloseJSON = escaped(frameClose)
+)
+
+// escaped is the JSON escape of s, without quotes.
+func escaped(s string) string {
+	esc := AppendJSONString(nil, s)
+	return string(esc[1 : len(esc)-1])
 }
 
 // StripFramed removes from text every frame that holds nothing but

@@ -40,3 +40,25 @@ func TestStripFramedTakesOutWhatWasAdded(t *testing.T) {
 		t.Errorf("a frame holding other text: %q", got)
 	}
 }
+
+// FuzzFramed: a frame's escape, made of its blocks' own, is the escape of
+// its text, as NewBlock makes it.
+func FuzzFramed(f *testing.F) {
+	f.Add("### !!! REPEAT FAILURE GUARD\n\"quoted\" \\ <tag> \u2028", "### RECALL\n\tx\n\n\n", "")
+	f.Add("a\xff\xfeb", "\x01\x1f", "\xe2\x80")
+	f.Add("", "\n\n", "z")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		blocks := []Block{NewBlock(a), NewBlock(b), NewBlock(c)}
+		got := Framed(blocks...)
+		if len(got.JSON) == 0 {
+			if got.Text != "" || JoinBlocks(blocks) != "" {
+				t.Fatalf("empty frame of %q", blocks)
+			}
+			return
+		}
+		want := NewBlock(FrameStart + "\n" + FrameNote + "\n\n" + JoinBlocks(blocks) + "\n" + FrameEnd)
+		if got.Text != want.Text || string(got.JSON) != string(want.JSON) {
+			t.Fatalf("Framed = %q %q, want %q %q", got.Text, got.JSON, want.Text, want.JSON)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -107,4 +108,13 @@ func bracketsEnd(s string, i int) int {
 		}
 	}
 	return 0
+}
+
+// RoleIs reports whether raw, a message's role as it stands in a body
+// (any JSON value), reads as name, as gjson's String reads it.
+func RoleIs(raw []byte, name string) bool {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == name
+	}
+	return gjson.ParseBytes(raw).String() == name
 }

@@ -12,7 +12,13 @@
 // files for its rewrite and fuzz targets for its reader and observer.
 //
 // This package also holds what the formats share: a depth-bounded JSON
-// [Scanner], [Block]s and their JSON escape, and an [SSE] event splitter.
+// [Scanner], [Block]s and their JSON escape, an [SSE] event splitter, and
+// what lets a format read only what is new in a turn: [ScanTurn], one
+// pass over a body that locates its members and the elements of its
+// conversation's array, and [TurnMemo], a per-conversation memo of the
+// latest turn, bounded in bytes, from which [ScanTurn] skips the elements
+// a body repeats (Responses and Messages use both; chat has a memo of its
+// own).
 //
 // # Imports
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
 	"github.com/scarproxy/scarproxy/store"
+	"github.com/tidwall/gjson"
 )
 
 // ChatBody returns the agent request as a chat completion request; id
@@ -74,6 +75,16 @@ func ChatBody(stream bool, id string) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// ChatFirstBody returns the first request of the conversation ChatBody
+// continues, as the agent sends it: its system prompt, its task and its
+// tools, no history. The proxy decides a conversation's recall on it.
+func ChatFirstBody(stream bool) []byte {
+	body := ChatBody(stream, "call_first")
+	msgs := gjson.GetBytes(body, "messages")
+	head := "[" + msgs.Get("0").Raw + "," + msgs.Get("1").Raw + "]"
+	return wire.Splice(body, msgs.Index, msgs.Index+len(msgs.Raw), []byte(head))
 }
 
 // SystemPrompt is the agent's system prompt (about 3 KB).

@@ -1,0 +1,290 @@
+package messages
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+)
+
+// judge sets the verdicts of r's tool results as the pipeline does,
+// by a rule of the test's own.
+func judge(r *request) {
+	for i := range r.info.ToolResults {
+		tr := &r.info.ToolResults[i]
+		tr.Failed = tr.IsError || strings.Contains(tr.Text(), "Error")
+	}
+}
+
+// resultKeys lists the keys, names, contents, arguments and notes of r's
+// tool results as read.
+func resultKeys(r *request) []string {
+	var out []string
+	for _, tr := range r.info.ToolResults {
+		out = append(out, strings.Join([]string{tr.Key, tr.Name, string(tr.Raw), string(tr.Args), string(tr.Note)}, "|"))
+	}
+	return out
+}
+
+// sameRead fails unless got, read with a memo, reads as want, read in full:
+// the same info (its tool results the newest of want's, the tallies of
+// those skipped in Prior), and the same blocks placed the same way.
+func sameRead(t *testing.T, body []byte, got, want *request) {
+	t.Helper()
+	all := resultKeys(want)
+	r := resultKeys(got)
+	if len(r) > len(all) || !slices.Equal(r, all[len(all)-len(r):]) {
+		t.Fatalf("tool results %q, in full %q", r, all)
+	}
+	judge(got)
+	judge(want)
+	if g, w := got.info.Tallies(), want.info.Tallies(); !slices.Equal(g, w) {
+		t.Fatalf("tallies with memo %v, in full %v", g, w)
+	}
+	g, w := got.info, want.info
+	if g.Model != w.Model || g.User != w.User || g.Stream != w.Stream || g.Key != w.Key || g.Later != w.Later || g.Run != w.Run || g.Origin != w.Origin ||
+		g.System != w.System || g.Goal != w.Goal || g.ToolCount != w.ToolCount || !slices.Equal(g.Tools, w.Tools) || !bytes.Equal(g.ToolDefs, w.ToolDefs) {
+		t.Fatalf("with memo %+v\nin full %+v", g, w)
+	}
+	if got.first != want.first || got.newest != want.newest || got.system != want.system {
+		t.Fatalf("places with memo %+v %+v, in full %+v %+v", got.first, got.newest, want.first, want.newest)
+	}
+	for _, p := range []wire.Placement{turnPlacement(), {Turn: agenttest.Blocks(), System: true}, {}} {
+		a, aerr := got.Inject(nil, body, p)
+		b, berr := want.Inject(nil, body, p)
+		if (aerr == nil) != (berr == nil) || !bytes.Equal(a, b) {
+			t.Fatalf("placed with memo %q (%v), in full %q (%v)", a, aerr, b, berr)
+		}
+	}
+}
+
+// lastEnd returns where the last message of a body read ends, 0 when
+// it has none.
+func lastEnd(r *request) int {
+	if len(r.elems) == 0 {
+		return 0
+	}
+	return r.elems[len(r.elems)-1].End
+}
+
+// FuzzReadMemo reads a turn with a memo, then the next turn (the same
+// body up to the end of its last message, then added, then the rest or
+// tail): read with the memo it must read as read in full, and the same
+// body again reads from its end.
+func FuzzReadMemo(f *testing.F) {
+	f.Add(claudeTurn, `,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_03","name":"Bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_03","content":"Error: no"}]}`, "")
+	f.Add(claudeTurn, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","is_error":false,"content":"ok"}]}`, `,"metadata":{"user_id":"other"}}`)
+	f.Add(`{"system":"s","messages":[{"role":"user","content":"g"}],"model":"a"}`, `,{"role":"assistant","content":"x"}`, `,"system":"t","model":"b"}`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"system":[{"type":"text","text":"a"}]}`, `,{"role":"user","content":"h"}`, "")
+	f.Add(`{"messages":[{"role":"user","content":"<system-reminder>x</system-reminder>"}]}`, `,{"role":"user","content":"the task"}`, "")
+	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`, "")
+	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`, "")
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"messages":[]}`, `,{}`, "")
+	f.Fuzz(func(t *testing.T, first, added, tail string) {
+		memo := wire.NewTurnMemo[*turnState](1 << 20)
+		body := []byte(first)
+		r1, err := readTurn(body, memo, "t")
+		if err != nil || r1.arrayEnd == 0 || len(r1.elems) == 0 {
+			return
+		}
+		judge(r1)
+		end, arrayEnd := lastEnd(r1), r1.arrayEnd
+		elems := len(r1.elems)
+		r1.Forwarded(true)
+		if string(body) != first {
+			t.Fatal("reading changed the client's body")
+		}
+		rest := first[end:]
+		if tail != "" {
+			rest = first[end:arrayEnd] + tail
+		}
+		next := []byte(first[:end] + added + rest)
+		got, gerr := readTurn(next, memo, "t")
+		want, werr := read(next)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("with memo: %v; in full: %v", gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		sameRead(t, next, got, want)
+		if got.resume.Prior != nil && elems > 1 && next[end-1] == '}' && got.resume.From == 0 && !got.truncated {
+			// The first user message may be the last: then nothing
+			// after it was skipped.
+			if u := firstUserAt(r1); u >= 0 && u < elems-1 {
+				t.Fatalf("read from message 0, but %d remembered messages were repeated", elems)
+			}
+		}
+		judge(got)
+		got.Forwarded(true)
+		again, err := readTurn(next, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRead(t, next, again, want)
+		// A body that differs by one bit from a remembered one is read as
+		// it is.
+		other := bytes.Clone(next)
+		other[len(added)%len(other)] ^= 1
+		o, oerr := readTurn(other, memo, "t")
+		w, werr := read(other)
+		if (oerr == nil) != (werr == nil) {
+			t.Fatalf("one bit off, with memo: %v; in full: %v", oerr, werr)
+		}
+		if oerr == nil {
+			sameRead(t, other, o, w)
+		}
+	})
+}
+
+// firstUserAt is the index of the first user message of r's body, -1
+// for none.
+func firstUserAt(r *request) int {
+	i := -1
+	gjson.GetBytes(r.body, "messages").ForEach(func(k, m gjson.Result) bool {
+		if m.Get("role").String() == "user" {
+			i = int(k.Int())
+			return false
+		}
+		return true
+	})
+	return i
+}
+
+// growing returns the turns of a conversation built from a captured
+// Claude Code turn: its first k messages, for k from 1 on.
+func growing(t testing.TB, name string) [][]byte {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := gjson.GetBytes(body, "messages")
+	arr := msgs.Array()
+	var out [][]byte
+	for k := 1; k <= len(arr); k++ {
+		end := arr[k-1].Index + len(arr[k-1].Raw)
+		turn := slices.Concat(body[:end], body[msgs.Index+len(msgs.Raw)-1:])
+		out = append(out, turn)
+	}
+	return out
+}
+
+func TestMemoReadsOnlyNewMessages(t *testing.T) {
+	for _, name := range []string{"claude-turn3.json", "claude-loop-stop.json"} {
+		t.Run(name, func(t *testing.T) {
+			turns := growing(t, name)
+			if len(turns) < 4 {
+				t.Fatalf("%d turns", len(turns))
+			}
+			memo := wire.NewTurnMemo[*turnState](0)
+			// The turns from the one after the head (the first user
+			// message, which names the conversation) are remembered.
+			w, _ := read(turns[len(turns)-1])
+			u := firstUserAt(w)
+			for i, body := range turns {
+				got, err := readTurn(body, memo, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := read(body)
+				sameRead(t, body, got, want)
+				// From the second turn after the head on, only the newest
+				// message is read.
+				if i >= u+2 && got.resume.From != len(got.elems)-1 {
+					t.Fatalf("turn %d: read from message %d of %d", i, got.resume.From, len(got.elems))
+				}
+				if i >= u+1 && !got.resume.TailKnown {
+					t.Fatalf("turn %d: the bytes after the messages were read again", i)
+				}
+				judge(got)
+				got.Forwarded(true)
+				// A retry of the same turn skips every message.
+				again, err := readTurn(body, memo, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameRead(t, body, again, want)
+				if i >= u+1 && again.resume.From != len(again.elems) {
+					t.Fatalf("turn %d again: read from message %d of %d", i, again.resume.From, len(again.elems))
+				}
+				again.Forwarded(true)
+			}
+			// Another tenant's same conversation is its own.
+			other, err := readTurn(turns[len(turns)-1], memo, "u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if other.resume.Prior != nil || other.resume.From != 0 {
+				t.Fatal("another tenant's turn was read from this one's memo")
+			}
+		})
+	}
+}
+
+func TestMemoIsBoundedInBytes(t *testing.T) {
+	turns := growing(t, "claude-turn3.json")
+	body := turns[len(turns)-1]
+	memo := wire.NewTurnMemo[*turnState](256 << 10)
+	for i := range 200 {
+		r, err := readTurn(body, memo, "tenant-"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(r)
+		r.Forwarded(true)
+		if b := memo.Bytes(); b > 256<<10 {
+			t.Fatalf("after %d conversations the memo holds %d bytes", i+1, b)
+		}
+	}
+	if memo.Len() == 0 || memo.Len() >= 200 {
+		t.Fatalf("%d conversations kept", memo.Len())
+	}
+}
+
+// TestMemoConcurrentTurns: requests of one conversation read and remember
+// its turns at once, in any order; each reads as read in full (with
+// -race: none writes what another reads).
+func TestMemoConcurrentTurns(t *testing.T) {
+	turns := growing(t, "claude-loop-stop.json")
+	wants := make([]*request, len(turns))
+	for i, body := range turns {
+		w, err := read(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(w)
+		wants[i] = w
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 40 {
+				i := (g*7 + k*3) % len(turns)
+				got, err := readTurn(turns[i], memo, "t")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				judge(got)
+				if gt, wt := got.info.Tallies(), wants[i].info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != wants[i].info.Goal ||
+					!slices.Equal(got.info.Tools, wants[i].info.Tools) || got.newest != wants[i].newest || got.first != wants[i].first {
+					t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
+					return
+				}
+				got.Forwarded(true)
+			}
+		}()
+	}
+	wg.Wait()
+}

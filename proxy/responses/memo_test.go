@@ -1,0 +1,290 @@
+package responses
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/tidwall/gjson"
+)
+
+// judge sets the verdicts of r's tool results as the pipeline does,
+// by a rule of the test's own.
+func judge(r *request) {
+	for i := range r.info.ToolResults {
+		tr := &r.info.ToolResults[i]
+		tr.Failed = tr.IsError || strings.Contains(tr.Text(), "Error")
+	}
+}
+
+// resultKeys lists the keys, names, contents, arguments and notes of r's
+// tool results as read.
+func resultKeys(r *request) []string {
+	var out []string
+	for _, tr := range r.info.ToolResults {
+		out = append(out, strings.Join([]string{tr.Key, tr.Name, string(tr.Raw), string(tr.Args), string(tr.Note)}, "|"))
+	}
+	return out
+}
+
+// sameRead fails unless got, read with a memo, reads as want, read in full:
+// the same info (its tool results the newest of want's, the tallies of
+// those skipped in Prior), and the same blocks placed the same way.
+func sameRead(t *testing.T, body []byte, got, want *request) {
+	t.Helper()
+	all := resultKeys(want)
+	r := resultKeys(got)
+	if len(r) > len(all) || !slices.Equal(r, all[len(all)-len(r):]) {
+		t.Fatalf("tool results %q, in full %q", r, all)
+	}
+	judge(got)
+	judge(want)
+	if g, w := got.info.Tallies(), want.info.Tallies(); !slices.Equal(g, w) {
+		t.Fatalf("tallies with memo %v, in full %v", g, w)
+	}
+	g, w := got.info, want.info
+	if g.Model != w.Model || g.User != w.User || g.Stream != w.Stream || g.Key != w.Key || g.Later != w.Later || g.Run != w.Run || g.Origin != w.Origin ||
+		g.System != w.System || g.Goal != w.Goal || g.ToolCount != w.ToolCount || !slices.Equal(g.Tools, w.Tools) || !bytes.Equal(g.ToolDefs, w.ToolDefs) {
+		t.Fatalf("with memo %+v\nin full %+v", g, w)
+	}
+	if got.at != want.at || got.instructions != want.instructions {
+		t.Fatalf("places with memo %+v, in full %+v", got.at, want.at)
+	}
+	for _, p := range []wire.Placement{turnPlacement(), {Turn: agenttest.Blocks(), System: true}, {}} {
+		a, aerr := got.Inject(nil, body, p)
+		b, berr := want.Inject(nil, body, p)
+		if (aerr == nil) != (berr == nil) || !bytes.Equal(a, b) {
+			t.Fatalf("placed with memo %q (%v), in full %q (%v)", a, aerr, b, berr)
+		}
+	}
+}
+
+// lastEnd returns where the last message of a body read ends, 0 when
+// it has none.
+func lastEnd(r *request) int {
+	if len(r.elems) == 0 {
+		return 0
+	}
+	return r.elems[len(r.elems)-1].End
+}
+
+// FuzzReadMemo reads a turn with a memo, then the next turn (the same
+// body up to the end of its last message, then added, then the rest or
+// tail): read with the memo it must read as read in full, and the same
+// body again reads from its end.
+func FuzzReadMemo(f *testing.F) {
+	f.Add(codexTurn, `,{"type":"function_call","name":"shell_command","arguments":"{}","call_id":"call_E"},{"type":"function_call_output","call_id":"call_E","output":"Error: no"}`, "")
+	f.Add(codexTurn, `,{"type":"function_call_output","call_id":"call_A","output":"ok"}`, `,"instructions":"other"}`)
+	f.Add(`{"instructions":"s","input":[{"role":"user","content":"g"}],"model":"a"}`, `,{"role":"assistant","content":"x"}`, `,"instructions":"t","model":"b"}`)
+	f.Add(`{"input":[{"role":"developer","content":"d"},{"role":"user","content":"g"}],"instructions":"i"}`, `,{"role":"user","content":"h"}`, `}`)
+	f.Add(`{"input":[{"role":"user","content":[{"type":"input_text","text":"<environment_context>x</environment_context>"}]}]}`, `,{"role":"user","content":"the task"}`, "")
+	f.Add(`{"input":[{"role":"user","content":"g"},1]}`, `2`, "")
+	f.Add(`{"input":[{"role":"user","content":"g"}],"previous_response_id":"r"}`, `,{}`, "")
+	f.Add(`{"input":[{"role":"user","content":"g"}]}`, `,{"type":"message","role":"developer","content":[{"type":"input_text","text":"<system-reminder>x</system-reminder>"}]}`, "")
+	f.Fuzz(func(t *testing.T, first, added, tail string) {
+		memo := wire.NewTurnMemo[*turnState](1 << 20)
+		body := []byte(first)
+		r1, err := readTurn(body, "t", nil, memo)
+		if err != nil || r1.arrayEnd == 0 || len(r1.elems) == 0 {
+			return
+		}
+		judge(r1)
+		end, arrayEnd := lastEnd(r1), r1.arrayEnd
+		elems := len(r1.elems)
+		r1.Forwarded(true)
+		if string(body) != first {
+			t.Fatal("reading changed the client's body")
+		}
+		rest := first[end:]
+		if tail != "" {
+			rest = first[end:arrayEnd] + tail
+		}
+		next := []byte(first[:end] + added + rest)
+		got, gerr := readTurn(next, "t", nil, memo)
+		want, werr := read(next, "t", nil)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("with memo: %v; in full: %v", gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		sameRead(t, next, got, want)
+		if got.resume.Prior != nil && elems > 1 && next[end-1] == '}' && got.resume.From == 0 && !got.truncated {
+			// The first user message may be the last: then nothing
+			// after it was skipped.
+			if u := firstUserAt(r1); u >= 0 && u < elems-1 {
+				t.Fatalf("read from message 0, but %d remembered messages were repeated", elems)
+			}
+		}
+		judge(got)
+		got.Forwarded(true)
+		again, err := readTurn(next, "t", nil, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRead(t, next, again, want)
+		// A body that differs by one bit from a remembered one is read as
+		// it is.
+		other := bytes.Clone(next)
+		other[len(added)%len(other)] ^= 1
+		o, oerr := readTurn(other, "t", nil, memo)
+		w, werr := read(other, "t", nil)
+		if (oerr == nil) != (werr == nil) {
+			t.Fatalf("one bit off, with memo: %v; in full: %v", oerr, werr)
+		}
+		if oerr == nil {
+			sameRead(t, other, o, w)
+		}
+	})
+}
+
+// firstUserAt is the index of the first user message of r's body, -1
+// for none.
+func firstUserAt(r *request) int {
+	i := -1
+	gjson.GetBytes(r.body, "input").ForEach(func(k, m gjson.Result) bool {
+		if m.Get("role").String() == "user" {
+			i = int(k.Int())
+			return false
+		}
+		return true
+	})
+	return i
+}
+
+// growing returns the turns of a conversation built from a captured
+// Codex CLI turn: its first k input items, for k from 1 on.
+func growing(t testing.TB, name string) [][]byte {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := gjson.GetBytes(body, "input")
+	arr := msgs.Array()
+	var out [][]byte
+	for k := 1; k <= len(arr); k++ {
+		end := arr[k-1].Index + len(arr[k-1].Raw)
+		turn := slices.Concat(body[:end], body[msgs.Index+len(msgs.Raw)-1:])
+		out = append(out, turn)
+	}
+	return out
+}
+
+func TestMemoReadsOnlyNewMessages(t *testing.T) {
+	for _, name := range []string{"codex-turn3.json", "codex-gpt-5.5-turn3.json"} {
+		t.Run(name, func(t *testing.T) {
+			turns := growing(t, name)
+			if len(turns) < 4 {
+				t.Fatalf("%d turns", len(turns))
+			}
+			memo := wire.NewTurnMemo[*turnState](0)
+			// The turns from the one after the head (the first user
+			// message, which names the conversation) are remembered.
+			w, _ := read(turns[len(turns)-1], "t", nil)
+			u := firstUserAt(w)
+			for i, body := range turns {
+				got, err := readTurn(body, "t", nil, memo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := read(body, "t", nil)
+				sameRead(t, body, got, want)
+				// From the second turn after the head on, only the newest
+				// message is read.
+				if i >= u+2 && got.resume.From != len(got.elems)-1 {
+					t.Fatalf("turn %d: read from message %d of %d", i, got.resume.From, len(got.elems))
+				}
+				if i >= u+1 && !got.resume.TailKnown {
+					t.Fatalf("turn %d: the bytes after the messages were read again", i)
+				}
+				judge(got)
+				got.Forwarded(true)
+				// A retry of the same turn skips every message.
+				again, err := readTurn(body, "t", nil, memo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameRead(t, body, again, want)
+				if i >= u+1 && again.resume.From != len(again.elems) {
+					t.Fatalf("turn %d again: read from message %d of %d", i, again.resume.From, len(again.elems))
+				}
+				again.Forwarded(true)
+			}
+			// Another tenant's same conversation is its own.
+			other, err := readTurn(turns[len(turns)-1], "u", nil, memo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if other.resume.Prior != nil || other.resume.From != 0 {
+				t.Fatal("another tenant's turn was read from this one's memo")
+			}
+		})
+	}
+}
+
+func TestMemoIsBoundedInBytes(t *testing.T) {
+	turns := growing(t, "codex-gpt-5.5-turn3.json")
+	body := turns[len(turns)-1]
+	memo := wire.NewTurnMemo[*turnState](256 << 10)
+	for i := range 200 {
+		r, err := readTurn(body, "tenant-"+string(rune('a'+i%26))+string(rune('a'+i/26)), nil, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(r)
+		r.Forwarded(true)
+		if b := memo.Bytes(); b > 256<<10 {
+			t.Fatalf("after %d conversations the memo holds %d bytes", i+1, b)
+		}
+	}
+	if memo.Len() == 0 || memo.Len() >= 200 {
+		t.Fatalf("%d conversations kept", memo.Len())
+	}
+}
+
+// TestMemoConcurrentTurns: requests of one conversation read and remember
+// its turns at once, in any order; each reads as read in full (with
+// -race: none writes what another reads).
+func TestMemoConcurrentTurns(t *testing.T) {
+	turns := growing(t, "codex-turn3.json")
+	wants := make([]*request, len(turns))
+	for i, body := range turns {
+		w, err := read(body, "t", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(w)
+		wants[i] = w
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 40 {
+				i := (g*7 + k*3) % len(turns)
+				got, err := readTurn(turns[i], "t", nil, memo)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				judge(got)
+				if gt, wt := got.info.Tallies(), wants[i].info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != wants[i].info.Goal ||
+					!slices.Equal(got.info.Tools, wants[i].info.Tools) || got.at != wants[i].at {
+					t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
+					return
+				}
+				got.Forwarded(true)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,311 @@
+package wire
+
+import (
+	"hash/maphash"
+	"sync"
+	"unsafe"
+)
+
+// An agent sends its whole conversation on every turn: the body of turn
+// n+1 is, byte for byte, the body of turn n up to the end of one of the
+// elements of its conversation's array (Messages' "messages", Responses'
+// "input"), followed by new elements. A [TurnMemo] remembers, per
+// conversation, the latest turn: where each element ended, a hash of the
+// body up to there, a hash of the bytes after the array, and what the
+// format read (its state S, which keeps what it found up to the end of
+// each element). A [Resume] is one request's use of it: when the body
+// repeats the remembered bytes up to the end of element k, the format's
+// scan jumps there and reads only what follows. The validity of the bytes
+// skipped and everything read from them are as last time, because they
+// are the same bytes.
+//
+// A conversation is named by the bytes of its body up to the end of its
+// first user element (its head), with the tenant. The hash of every
+// prefix starts with the tenant, so the hash at the end of the head is the
+// name. It is maphash with a seed chosen at start-up, so a client cannot
+// make two prefixes collide on purpose.
+//
+// The memo is bounded in bytes: when a new turn takes it past its budget,
+// the conversations used least recently are forgotten first. A
+// conversation that falls out is read in full on its next turn, as is any
+// body that changed an earlier element.
+type TurnMemo[S any] struct {
+	seed   maphash.Seed
+	budget int
+
+	mu             sync.Mutex
+	turns          map[uint64]*memoItem[S]
+	newest, oldest *memoItem[S] // the order of use, newest first
+	bytes          int          // the size of the turns held
+}
+
+// memoItem is one conversation's turn in a TurnMemo's order of use.
+type memoItem[S any] struct {
+	key          uint64
+	turn         *Turn[S]
+	size         int
+	newer, older *memoItem[S]
+}
+
+// Turn is one remembered turn. It is never modified once stored.
+type Turn[S any] struct {
+	// Elems are the elements of the conversation's array, in order.
+	Elems []Elem
+	// TailLen and TailSum are the length and the memo hash of the bytes
+	// after the array.
+	TailLen int
+	TailSum uint64
+	// State is what the format read of the turn.
+	State S
+}
+
+// Elem is where one element of a conversation's array ends in its body,
+// and the memo hash of the tenant and the body up to there (0 for the
+// elements of the head, whose sums are not used).
+type Elem struct {
+	End int
+	Sum uint64
+}
+
+// MaxElems bounds the elements of a turn a format remembers: a body of
+// 32 MiB of "{}," would otherwise take gigabytes of positions. A longer
+// array is read, not remembered.
+const MaxElems = 10_000
+
+// DefaultMemoBudget is the bytes a TurnMemo holds by default.
+const DefaultMemoBudget = 32 << 20
+
+// NewTurnMemo returns an empty memo that holds at most budget bytes of
+// turns (DefaultMemoBudget when budget <= 0). A turn of more than a
+// quarter of the budget is not remembered.
+func NewTurnMemo[S any](budget int) *TurnMemo[S] {
+	if budget <= 0 {
+		budget = DefaultMemoBudget
+	}
+	return &TurnMemo[S]{seed: maphash.MakeSeed(), budget: budget, turns: make(map[uint64]*memoItem[S])}
+}
+
+// Bytes returns the bytes the memo holds, as the formats estimate them.
+// A nil memo holds none.
+func (m *TurnMemo[S]) Bytes() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes
+}
+
+// Len returns the number of conversations the memo holds.
+func (m *TurnMemo[S]) Len() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.turns)
+}
+
+// get returns the turn remembered under key, nil when none, and makes it
+// the one used most recently.
+func (m *TurnMemo[S]) get(key uint64) *Turn[S] {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it := m.turns[key]
+	if it == nil {
+		return nil
+	}
+	m.unlink(it)
+	m.pushNewest(it)
+	return it.turn
+}
+
+// holds reports whether t is the turn remembered under key.
+func (m *TurnMemo[S]) holds(key uint64, t *Turn[S]) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it := m.turns[key]
+	return it != nil && it.turn == t
+}
+
+// put remembers t, of size bytes, under key, and forgets the turns used
+// least recently past the budget. It reports whether it kept t.
+func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
+	if size > m.budget/4 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.turns[key]; old != nil {
+		m.unlink(old)
+		m.bytes -= old.size
+		delete(m.turns, key)
+	}
+	it := &memoItem[S]{key: key, turn: t, size: size}
+	m.turns[key] = it
+	m.pushNewest(it)
+	m.bytes += size
+	for m.bytes > m.budget && m.oldest != nil && m.oldest != it {
+		o := m.oldest
+		m.unlink(o)
+		m.bytes -= o.size
+		delete(m.turns, o.key)
+	}
+	return true
+}
+
+func (m *TurnMemo[S]) unlink(it *memoItem[S]) {
+	if it.newer != nil {
+		it.newer.older = it.older
+	} else {
+		m.newest = it.older
+	}
+	if it.older != nil {
+		it.older.newer = it.newer
+	} else {
+		m.oldest = it.newer
+	}
+	it.newer, it.older = nil, nil
+}
+
+func (m *TurnMemo[S]) pushNewest(it *memoItem[S]) {
+	it.older = m.newest
+	if m.newest != nil {
+		m.newest.newer = it
+	}
+	m.newest = it
+	if m.oldest == nil {
+		m.oldest = it
+	}
+}
+
+// ElemsSize is the memory elems hold, for a format's estimate of a turn's
+// size.
+func ElemsSize(elems []Elem) int { return cap(elems) * int(unsafe.Sizeof(Elem{})) }
+
+// Resume is one request's use of a TurnMemo: the conversation's name, the
+// turn remembered for it, and from where the body was read. The zero
+// Resume, or one whose memo is nil, remembers nothing.
+type Resume[S any] struct {
+	memo  *TurnMemo[S]
+	key   uint64
+	named bool
+	// hash is the memo hash of the tenant and the body up to hashed.
+	hash   maphash.Hash
+	hashed int
+	// Prior is the conversation's remembered turn, nil when none.
+	Prior *Turn[S]
+	// From is the first element read: the elements before it are
+	// Prior's, skipped.
+	From int
+	// TailKnown says the bytes after the array are Prior's.
+	TailKnown bool
+	tailSum   uint64
+}
+
+// NewResume returns a request's use of m (nil: none).
+func NewResume[S any](m *TurnMemo[S]) Resume[S] { return Resume[S]{memo: m} }
+
+// Name names the conversation by the tenant and body[:end], the end of its
+// head (its first user element), and finds its remembered turn, if any.
+func (r *Resume[S]) Name(tenant string, body []byte, end int) {
+	if r.memo == nil || r.named {
+		return
+	}
+	r.hash.SetSeed(r.memo.seed)
+	r.hash.WriteString(tenant)
+	r.hash.WriteByte(0)
+	r.hash.Write(body[:end])
+	r.hashed = end
+	r.key, r.named = r.hash.Sum64(), true
+	r.Prior = r.memo.get(r.key)
+}
+
+// Skip is called once the head is read, with probe the index of its last
+// element. It returns the last element of Prior after probe that body
+// repeats byte for byte, -1 for none; the scan goes on from its end
+// (Prior.Elems[last].End), and From is last+1. Only an element that is an
+// object is sure to end where it ended (a number could go on: "1" then
+// "12"), so only such an element is returned.
+func (r *Resume[S]) Skip(body []byte, probe int) int {
+	p := r.Prior
+	if p == nil || probe >= len(p.Elems) {
+		return -1
+	}
+	h, pos := r.hash, r.hashed
+	last := -1
+	var at maphash.Hash // h at the end of element last
+	for i := probe + 1; i < len(p.Elems); i++ {
+		end := p.Elems[i].End
+		if end > len(body) || end <= pos {
+			break
+		}
+		h.Write(body[pos:end])
+		pos = end
+		if h.Sum64() != p.Elems[i].Sum {
+			break
+		}
+		if body[end-1] == '}' {
+			last, at = i, h
+		}
+	}
+	if last < 0 {
+		return -1
+	}
+	r.hash, r.hashed, r.From = at, p.Elems[last].End, last+1
+	return last
+}
+
+// Tail reports whether the bytes of body from end on, end being where
+// the array ends, are those after Prior's array: the format's scan may
+// then end there, what it found in them being Prior's. The bytes before
+// the array are the same too (the head names the conversation), so the
+// scan of what follows would find what it found then.
+func (r *Resume[S]) Tail(body []byte, end int) bool {
+	p := r.Prior
+	if p == nil || p.TailLen != len(body)-end {
+		return false
+	}
+	sum := maphash.Bytes(r.memo.seed, body[end:])
+	if sum != p.TailSum {
+		return false
+	}
+	r.TailKnown, r.tailSum = true, sum
+	return true
+}
+
+// Remember keeps a turn of the conversation: elems, the elements of its
+// array, which ends at arrayEnd in body, state what the format read, of
+// size bytes (ElemsSize is added). The sums of the elements read (from
+// From on, past the head) are filled in elems. The turn takes over elems
+// and state: the caller must not change them afterwards. It reports
+// whether the turn was kept.
+//
+// A turn that repeats the remembered one but for its last two elements at
+// most, with the same bytes after them (a retry, a replaced step, every
+// request of a rate-limit storm), is not kept: the next turn resumes from
+// the remembered one as far, or two elements short.
+func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, size int) bool {
+	if r.memo == nil || !r.named || len(elems) == 0 || len(elems) > MaxElems {
+		return false
+	}
+	if p := r.Prior; p != nil && r.TailKnown && len(elems) <= len(p.Elems) && r.From >= len(elems)-2 && r.memo.holds(r.key, p) {
+		return false
+	}
+	h, pos := &r.hash, r.hashed
+	for i := r.From; i < len(elems); i++ {
+		end := elems[i].End
+		if end <= pos {
+			continue // in the head
+		}
+		h.Write(body[pos:end])
+		pos = end
+		elems[i].Sum = h.Sum64()
+	}
+	r.hashed = pos
+	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state}
+	if !r.TailKnown {
+		t.TailSum = maphash.Bytes(r.memo.seed, body[arrayEnd:])
+	}
+	return r.memo.put(r.key, t, size+ElemsSize(elems)+int(unsafe.Sizeof(*t))+64)
+}

@@ -1,0 +1,104 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// remember remembers under tenant a turn of body whose array is the
+// elements ending at ends, and reports whether it was kept.
+func remember(m *TurnMemo[string], tenant, body string, head int, ends []int, arrayEnd int, size int) bool {
+	r := NewResume(m)
+	r.Name(tenant, []byte(body), head)
+	elems := make([]Elem, len(ends))
+	for i, e := range ends {
+		elems[i].End = e
+	}
+	return r.Remember([]byte(body), elems, arrayEnd, body, size)
+}
+
+// TestTurnMemoForgetsTheLeastRecentlyUsed: past its budget the memo
+// forgets the conversations used least recently, and says what it holds.
+func TestTurnMemoForgetsTheLeastRecentlyUsed(t *testing.T) {
+	// Four turns fit in the budget, not five.
+	const size = 1000
+	each := size + ElemsSize(make([]Elem, 2)) + int(unsafe.Sizeof(Turn[string]{})) + 64
+	budget := 4*each + 10
+	m := NewTurnMemo[string](budget)
+	body := `[{"a":1},{"b":2}]`
+	for _, tenant := range []string{"a", "b", "e", "f"} {
+		if !remember(m, tenant, body, 8, []int{8, 16}, 17, size) {
+			t.Fatalf("turn of %s not kept", tenant)
+		}
+	}
+	if m.Len() != 4 || m.Bytes() != 4*each {
+		t.Fatalf("%d turns, %d bytes, want %d", m.Len(), m.Bytes(), 4*each)
+	}
+	// a is used again: b is now the least recently used.
+	r := NewResume(m)
+	r.Name("a", []byte(body), 8)
+	if r.Prior == nil || r.Prior.State != body {
+		t.Fatal("a's turn not found")
+	}
+	if !remember(m, "c", body, 8, []int{8, 16}, 17, size) {
+		t.Fatal("turn of c not kept")
+	}
+	for tenant, want := range map[string]bool{"a": true, "b": false, "c": true, "e": true, "f": true} {
+		r := NewResume(m)
+		r.Name(tenant, []byte(body), 8)
+		if (r.Prior != nil) != want {
+			t.Errorf("%s remembered: %v, want %v", tenant, r.Prior != nil, want)
+		}
+	}
+	if m.Len() != 4 || m.Bytes() > budget {
+		t.Fatalf("%d turns, %d bytes, budget %d", m.Len(), m.Bytes(), budget)
+	}
+	// A turn of more than a quarter of the budget is not kept.
+	if remember(m, "d", body, 8, []int{8, 16}, 17, budget) {
+		t.Fatal("a turn of the whole budget was kept")
+	}
+}
+
+// TestResumeSkipsWhatIsRepeated: a body that repeats the remembered
+// turn's bytes up to the end of an element is read from there; one that
+// changed a byte before is not; the bytes after the array are known only
+// when they are the same.
+func TestResumeSkipsWhatIsRepeated(t *testing.T) {
+	m := NewTurnMemo[string](0)
+	turn := `{"x":[{"r":"user"},{"a":1},{"b":22}],"t":1}`
+	ends := []int{18, 26, 35}
+	if !remember(m, "t", turn, 18, ends, 36, 100) {
+		t.Fatal("not kept")
+	}
+	for _, tc := range []struct {
+		name, body string
+		last       int
+		tail       bool
+	}{
+		{"the same", turn, 2, true},
+		{"one more element", `{"x":[{"r":"user"},{"a":1},{"b":22},{"c":3}],"t":1}`, 2, true},
+		{"the last element changed", `{"x":[{"r":"user"},{"a":1},{"b":23}],"t":1}`, 1, true},
+		{"the first element after the head changed", `{"x":[{"r":"user"},{"a":2},{"b":22}],"t":1}`, -1, true},
+		{"the tail changed", `{"x":[{"r":"user"},{"a":1},{"b":22}],"t":2}`, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewResume(m)
+			body := []byte(tc.body)
+			r.Name("t", body, 18)
+			if last := r.Skip(body, 0); last != tc.last {
+				t.Fatalf("Skip = %d, want %d", last, tc.last)
+			}
+			end := strings.LastIndexByte(tc.body, ']') + 1
+			if got := r.Tail(body, end); got != tc.tail {
+				t.Fatalf("Tail = %v, want %v", got, tc.tail)
+			}
+		})
+	}
+	// Another tenant's body of the same bytes has its own name.
+	r := NewResume(m)
+	r.Name("u", []byte(turn), 18)
+	if r.Prior != nil {
+		t.Fatal("another tenant found this tenant's turn")
+	}
+}
