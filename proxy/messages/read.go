@@ -27,6 +27,10 @@ type request struct {
 	// elements: it is read as a whole, and not remembered.
 	truncated bool
 
+	// detach copies what the turn keeps out of the copy of its messages
+	// (nil when that copy is small).
+	detach *wire.Detacher
+
 	// The memo (see wire.TurnMemo): the conversation's remembered turn,
 	// and what this turn will leave it.
 	body      []byte
@@ -164,10 +168,15 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		if len(spans) > 0 {
 			region = string(body[spans[0].Start:spans[len(spans)-1].End])
 		}
+		marks, calls, tools := len(r.marks), len(r.calls.Calls), len(r.info.Tools)
 		for i, el := range spans {
 			m := gjson.Parse(region[el.Start-spans[0].Start : el.End-spans[0].Start])
 			r.message(m, r.resume.From+i, el.Start, body)
 			r.marks = append(r.marks, r.mark())
+		}
+		// Nor must it keep the copy alive, with the tool results in it.
+		if r.detach = wire.NewDetacher(region); r.detach != nil {
+			r.detachNew(marks, calls, tools)
 		}
 	case msgs.OK():
 		// Not an array: no message the API reads, but what it holds is
@@ -194,6 +203,23 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		}
 	}
 	return r, nil
+}
+
+// detachNew gives what this turn read and keeps (its marks from marks
+// on, its calls from calls on, its tools from tools on, the task and the
+// origin) bytes of their own (see wire.Detacher).
+func (r *request) detachNew(marks, calls, tools int) {
+	d := r.detach
+	for i := calls; i < len(r.calls.Calls); i++ {
+		c := &r.calls.Calls[i]
+		c.id, c.name = d.Str(c.id), d.Str(c.name)
+	}
+	d.Strs(r.info.Tools[tools:])
+	r.info.Origin, r.task.Goal = d.Str(r.info.Origin), d.Str(r.task.Goal)
+	for i := marks; i < len(r.marks); i++ {
+		m := &r.marks[i]
+		m.origin, m.task.Goal = d.Str(m.origin), d.Str(m.task.Goal)
+	}
 }
 
 // priorState is the state of the conversation's remembered turn, nil
@@ -418,7 +444,7 @@ func (r *request) remember() bool {
 	in := &r.info
 	verdicts, at := slices.Clip(in.Prior), slices.Clip(r.verdictAt)
 	for _, tr := range in.ToolResults {
-		t := wire.ToolTally{Name: tr.Name, LastFailed: tr.Failed}
+		t := wire.ToolTally{Name: r.detach.Str(tr.Name), LastFailed: tr.Failed}
 		if tr.Failed {
 			t.Failures = 1
 		}

@@ -3,6 +3,7 @@ package responses
 import (
 	"cmp"
 	"net/http"
+	"strings"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
@@ -162,9 +163,19 @@ func (o *observer) remember() {
 		tools = tools[len(tools)-maxChainTools:]
 	}
 	// The request that continues from this response sends the outputs of
-	// the calls it made: their names are all it needs of them.
+	// the calls it made: their names are all it needs of them. What the
+	// chain keeps has bytes of its own: a piece of the request's copy of
+	// its input would keep all of it alive, tool outputs included.
+	tallies := in.Tallies()
+	for i := range tools {
+		tools[i] = strings.Clone(tools[i])
+	}
+	for i := range tallies {
+		tallies[i].Name = strings.Clone(tallies[i].Name)
+	}
 	r.chains.put(r.tenant, o.id, &chainState{
-		goal: in.Goal, found: r.task.Found, key: in.Key, run: in.Run, origin: cmp.Or(in.Origin, o.firstCall), tools: tools,
-		toolCount: in.ToolCount, names: o.calls, tallies: in.Tallies(),
+		goal: strings.Clone(in.Goal), found: r.task.Found, key: in.Key, run: strings.Clone(in.Run),
+		origin: strings.Clone(cmp.Or(in.Origin, o.firstCall)), tools: tools,
+		toolCount: in.ToolCount, names: o.calls, tallies: tallies,
 	})
 }

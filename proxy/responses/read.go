@@ -31,6 +31,7 @@ type request struct {
 	// The memo (see wire.TurnMemo): the conversation's remembered turn,
 	// and what this turn will leave it.
 	body      []byte
+	detach    *wire.Detacher // copies what the turn keeps out of the copy of its items (nil: that copy is small)
 	resume    wire.Resume[*turnState]
 	elems     []wire.Elem // where each input item ends
 	marks     []mark      // what was read up to the end of each item
@@ -195,11 +196,16 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 			from = ts.Elems[0].Start
 			region = string(body[from:ts.Elems[len(ts.Elems)-1].End])
 		}
+		marks, calls, tools := len(r.marks), len(r.calls.Calls), len(in.Tools)
 		for i, el := range ts.Elems {
 			item := gjson.Parse(region[el.Start-from : el.End-from])
 			r.at.item(el.Start, item)
 			r.readItem(item, r.resume.From+i, el.Start)
 			r.marks = append(r.marks, r.mark())
+		}
+		// Nor must it keep the copy alive, with the tool outputs in it.
+		if r.detach = wire.NewDetacher(region); r.detach != nil {
+			r.detachNew(marks, calls, tools)
 		}
 	case input.OK() && body[input.Start] == '"':
 		// A one-shot request: the input is its first user message.
@@ -254,6 +260,32 @@ func (r *request) resumeFrom(p *turnState, room int) {
 		n++
 	}
 	in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+}
+
+// detachNew gives what this turn read and keeps (its marks from marks
+// on, its calls from calls on, its tools from tools on, the task, the
+// origin, the developer's system text and the places of the first user
+// message) bytes of their own (see wire.Detacher).
+func (r *request) detachNew(marks, calls, tools int) {
+	d := r.detach
+	for i := calls; i < len(r.calls.Calls); i++ {
+		c := &r.calls.Calls[i]
+		c.id, c.name = d.Str(c.id), d.Str(c.name)
+	}
+	in := &r.info
+	d.Strs(in.Tools[tools:])
+	in.Origin, r.task.Goal, r.devSystem = d.Str(in.Origin), d.Str(r.task.Goal), d.Str(r.devSystem)
+	detachPlaces(d, &r.at)
+	for i := marks; i < len(r.marks); i++ {
+		m := &r.marks[i]
+		m.origin, m.task.Goal, m.system = d.Str(m.origin), d.Str(m.task.Goal), d.Str(m.system)
+		detachPlaces(d, &m.at)
+	}
+}
+
+// detachPlaces gives the texts of p bytes of their own.
+func detachPlaces(d *wire.Detacher, p *places) {
+	p.ourText, p.userText, p.userClean, p.partText = d.Str(p.ourText), d.Str(p.userText), d.Str(p.userClean), d.Str(p.partText)
 }
 
 // mark is what was read so far.
@@ -416,7 +448,7 @@ func (r *request) remember() bool {
 	in := &r.info
 	verdicts, at := slices.Clip(in.Prior), slices.Clip(r.verdictAt)
 	for _, tr := range in.ToolResults {
-		t := wire.ToolTally{Name: tr.Name, LastFailed: tr.Failed}
+		t := wire.ToolTally{Name: r.detach.Str(tr.Name), LastFailed: tr.Failed}
 		if tr.Failed {
 			t.Failures = 1
 		}
