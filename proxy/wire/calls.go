@@ -147,7 +147,9 @@ func NoteText(raw []byte) string {
 // Responses API's and Anthropic's name, the Gemini API's name of each of
 // a tool's functionDeclarations, or the type of a tool without a name (a
 // built-in such as "local_shell" or "web_search"). It returns nil when
-// defs is not an array.
+// defs is not an array. The names have bytes of their own: a caller keeps
+// them across turns, and a piece of the definitions (tens of kilobytes
+// from a coding agent) would keep them all alive.
 func DefinedTools(defs []byte) []string {
 	v := gjson.ParseBytes(defs)
 	if !v.IsArray() {
@@ -162,7 +164,7 @@ func DefinedTools(defs []byte) []string {
 		if decls.IsArray() {
 			decls.ForEach(func(_, d gjson.Result) bool {
 				if r := d.Get("name"); r.Type == gjson.String && r.Str != "" {
-					names = append(names, r.Str)
+					names = append(names, strings.Clone(r.Str))
 				}
 				return true
 			})
@@ -176,7 +178,7 @@ func DefinedTools(defs []byte) []string {
 			r = t.Get("type")
 		}
 		if r.Type == gjson.String && r.Str != "" {
-			names = append(names, r.Str)
+			names = append(names, strings.Clone(r.Str))
 		}
 		return true
 	})

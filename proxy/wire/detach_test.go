@@ -35,3 +35,20 @@ func TestDetacher(t *testing.T) {
 		t.Fatal("a nil Detacher changed a string")
 	}
 }
+
+// The names DefinedTools returns have bytes of their own: the loop
+// tracker keeps them for the conversation, and a piece of the definitions
+// would keep all of them alive (64 KB a conversation for Claude Code).
+func TestDefinedToolsKeepNoPartOfTheDefinitions(t *testing.T) {
+	defs := []byte(`[{"name":"Bash","description":"` + strings.Repeat("d", 64<<10) + `"},{"type":"function","function":{"name":"read"}}]`)
+	names := DefinedTools(defs)
+	if len(names) != 2 || names[0] != "Bash" || names[1] != "read" {
+		t.Fatalf("names %q", names)
+	}
+	// Pieces of one copy of the definitions stand as far apart as in
+	// them.
+	apart := strings.Index(string(defs), `"read"`) - strings.Index(string(defs), `"Bash"`)
+	if d := int(uintptr(unsafe.Pointer(unsafe.StringData(names[1]))) - uintptr(unsafe.Pointer(unsafe.StringData(names[0])))); d == apart {
+		t.Fatalf("the names are pieces of one copy of the definitions (%d bytes apart)", d)
+	}
+}
