@@ -446,14 +446,7 @@ func (r *request) remember() bool {
 		return false
 	}
 	in := &r.info
-	verdicts, at := slices.Clip(in.Prior), slices.Clip(r.verdictAt)
-	for _, tr := range in.ToolResults {
-		t := wire.ToolTally{Name: r.detach.Str(tr.Name), LastFailed: tr.Failed}
-		if tr.Failed {
-			t.Failures = 1
-		}
-		verdicts, at = append(verdicts, t), append(at, tr.At)
-	}
+	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach)
 	st := &turnState{
 		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
 		verdicts: verdicts, verdictAt: at,

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -57,4 +58,21 @@ func (d *Detacher) Strs(ss []string) {
 	for i, s := range ss {
 		ss[i] = d.Str(s)
 	}
+}
+
+// Verdicts returns the verdicts a turn leaves its memo: prior's (the
+// verdicts of the results before the turn's, whose positions are at)
+// followed by those of results, each at its result's position; the
+// results' tool names given their own bytes by d. The slices returned
+// never share an array with prior's or at's beyond their lengths.
+func Verdicts(prior []ToolTally, at []int, results []ToolResult, d *Detacher) ([]ToolTally, []int) {
+	verdicts, pos := slices.Clip(prior), slices.Clip(at)
+	for _, tr := range results {
+		t := ToolTally{Name: d.Str(tr.Name), LastFailed: tr.Failed}
+		if tr.Failed {
+			t.Failures = 1
+		}
+		verdicts, pos = append(verdicts, t), append(pos, tr.At)
+	}
+	return verdicts, pos
 }
