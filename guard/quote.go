@@ -11,17 +11,6 @@ import "github.com/scarproxy/scarproxy/guard/quoted"
 // QuoteNotice is the line every block that quotes stored text carries.
 const QuoteNotice = quoted.Notice
 
-// Neutralize returns s on one line with its instruction-like parts
-// replaced (see [quoted.Defuse]), or [quoted.Withheld] when s cannot be
-// judged by what it shows.
-func Neutralize(s string) string {
-	d, ok := quoted.Defuse(s)
-	if !ok {
-		return quoted.Withheld
-	}
-	return d
-}
-
 // Quote returns s as a block shows stored text (see [quoted.Text]): on one
 // line, defused, capped at max runes, in double quotes with inner double
 // quotes and backslashes escaped; "" for text that is empty once cleaned,
