@@ -224,6 +224,8 @@ var toolTable = []struct {
 	{"sqlite", catDatabase, "", "SQLite"},
 	{"mongodb", catDatabase, "", "MongoDB"},
 	{"redis", catDatabase | catBroker, "", "Redis"},
+	{"valkey", catDatabase | catBroker, "", "Valkey"},
+	{"memcached", catDatabase, "", "Memcached"},
 	{"cassandra", catDatabase, "", "Cassandra"},
 	{"dynamodb", catDatabase, "", "DynamoDB"},
 	{"clickhouse", catDatabase, "", "ClickHouse"},
