@@ -258,8 +258,38 @@ func StopBlock(l Loop) string {
 	if l.Level < LevelStop || len(l.Calls) == 0 {
 		return ""
 	}
+	return StopBlockWith(l, StopCalls(l.Calls))
+}
+
+// StopCalls renders the lines of a STOP block that show its calls and
+// their results. They stay the same while a loop goes on and only its
+// count grows: a caller that keeps them passes them to [StopBlockWith]
+// instead of quoting the calls again.
+func StopCalls(calls []Step) string {
+	var b strings.Builder
+	for i := range calls {
+		c := &calls[i]
+		b.WriteString("Repeated call: ")
+		b.WriteString(callText(c))
+		b.WriteString("\n")
+		if out := Quote(Redact(c.Output), maxOutputRunes); out != "" {
+			b.WriteString("  Its result: ")
+			b.WriteString(out)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// StopBlockWith is [StopBlock] with the lines of the loop's calls given:
+// calls is StopCalls(l.Calls).
+func StopBlockWith(l Loop, calls string) string {
+	if l.Level < LevelStop || len(l.Calls) == 0 {
+		return ""
+	}
 	n := strconv.Itoa(l.Count)
 	var b strings.Builder
+	b.Grow(len(StopStart) + len(QuoteNotice) + len(calls) + 400)
 	b.WriteString(StopStart)
 	b.WriteString("\nYou are in a recursive error loop: ")
 	switch l.Kind {
@@ -277,17 +307,7 @@ func StopBlock(l Loop) string {
 	b.WriteString("\n")
 	b.WriteString(QuoteNotice)
 	b.WriteString("\n")
-	for i := range l.Calls {
-		c := &l.Calls[i]
-		b.WriteString("Repeated call: ")
-		b.WriteString(callText(c))
-		b.WriteString("\n")
-		if out := Quote(Redact(c.Output), maxOutputRunes); out != "" {
-			b.WriteString("  Its result: ")
-			b.WriteString(out)
-			b.WriteString("\n")
-		}
-	}
+	b.WriteString(calls)
 	b.WriteString("Do not make this call again. Read the result above, find the root cause, and change approach; " +
 		"if you cannot, stop and explain the problem to the user instead of calling tools.\n")
 	if l.Level >= LevelHardStop {

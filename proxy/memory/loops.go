@@ -124,6 +124,11 @@ type convSteps struct {
 	drawnOK   bool
 	entry     *guard.Entry
 	stopBlock wire.Block
+	// What does not change while only a loop's count and level do: its
+	// entry (but its count) and the lines of its calls in the STOP block.
+	sameCalls bool // drawn's calls are the ones baseEntry and stopCalls show
+	baseEntry *guard.Entry
+	stopCalls string
 	// The guard block with the loop's entry added, and the guard block it
 	// was made from.
 	joinedFrom string
@@ -162,11 +167,25 @@ func (lt *loopTracker) render(k convRef, l guard.Loop, entries []guard.Entry, bl
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.drawnOK || c.drawn.Level != l.Level || c.drawn.Count != l.Count || c.drawn.Key() != l.Key() {
-		c.entry = nil
-		if e, ok := guard.LoopEntry(l); ok {
-			c.entry = &e
+		if !c.drawnOK || c.drawn.Kind != l.Kind || !sameSteps(c.drawn.Calls, l.Calls) {
+			c.sameCalls, c.baseEntry, c.stopCalls = false, nil, ""
 		}
-		c.stopBlock = wire.NewBlock(guard.StopBlock(l))
+		c.entry = nil
+		if l.Level != guard.LevelNone && len(l.Calls) > 0 {
+			if !c.sameCalls {
+				if e, ok := guard.LoopEntry(l); ok {
+					c.baseEntry = &e
+				}
+				c.stopCalls = guard.StopCalls(l.Calls)
+				c.sameCalls = true
+			}
+			if c.baseEntry != nil {
+				e := *c.baseEntry
+				e.Count = l.Count
+				c.entry = &e
+			}
+		}
+		c.stopBlock = wire.NewBlock(guard.StopBlockWith(l, c.stopCalls))
 		c.drawn, c.drawnOK, c.joinedOK = l, true, false
 	}
 	if c.entry == nil {
@@ -178,6 +197,14 @@ func (lt *loopTracker) render(k convRef, l guard.Loop, entries []guard.Entry, bl
 		c.joinedFrom, c.joinedOK = block.Text, true
 	}
 	return entries, c.joined, c.stopBlock
+}
+
+// sameSteps reports whether two loops' calls show the same: the same
+// tools, arguments and results.
+func sameSteps(a, b []guard.Step) bool {
+	return slices.EqualFunc(a, b, func(x, y guard.Step) bool {
+		return x.Tool == y.Tool && x.Args == y.Args && x.Output == y.Output && x.Failed == y.Failed && x.Unknown == y.Unknown
+	})
 }
 
 func newLoopTracker(max int, maxBytes int64) *loopTracker {

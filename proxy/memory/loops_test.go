@@ -3,6 +3,8 @@ package memory
 import (
 	"fmt"
 	"hash/maphash"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -144,5 +146,49 @@ func TestLoopTrackerBoundedInBytes(t *testing.T) {
 	}
 	if sum != lt.bytes() || sum == 0 {
 		t.Fatalf("bytes() = %d, the conversations hold %d", lt.bytes(), sum)
+	}
+}
+
+// TestRenderFollowsTheLoop: a conversation keeps what its loop rendered
+// to while the loop's calls stay the same, and the blocks still show the
+// loop's count, level and the calls' latest results as they change.
+func TestRenderFollowsTheLoop(t *testing.T) {
+	lt := newLoopTracker(16, 1<<20)
+	k := convRef{"w", "p", "c1"}
+	lt.get(k)
+	step := guard.Step{Tool: "run_shell", Args: `{"cmd":"make test"}`, Output: "make: *** [test] Error 1"}
+	loop := func(kind string, count, level int, steps ...guard.Step) guard.Loop {
+		return guard.Loop{Kind: kind, Count: count, Level: level, Calls: steps}
+	}
+	cases := []struct {
+		name string
+		l    guard.Loop
+	}{
+		{"warned", loop(guard.LoopNoProgress, 3, guard.LevelGuard, step)},
+		{"count grows", loop(guard.LoopNoProgress, 4, guard.LevelGuard, step)},
+		{"stop", loop(guard.LoopNoProgress, 5, guard.LevelStop, step)},
+		{"same stop, again", loop(guard.LoopNoProgress, 6, guard.LevelStop, step)},
+		{"another result", loop(guard.LoopNoProgress, 7, guard.LevelStop, guard.Step{Tool: step.Tool, Args: step.Args, Output: "make: *** [lint] Error 2"})},
+		{"hard stop", loop(guard.LoopNoProgress, 8, guard.LevelHardStop, guard.Step{Tool: step.Tool, Args: step.Args, Output: "make: *** [lint] Error 2"})},
+		{"other kind", loop(guard.LoopUnknownTool, 3, guard.LevelStop, guard.Step{Tool: "run_shel", Args: step.Args, Unknown: true})},
+		{"gone", guard.Loop{}},
+	}
+	base := []guard.Entry{{Pattern: "BUILD FAILURE", Count: 2, Call: "run_shell"}}
+	baseBlock := wire.NewBlock(guard.Block(base))
+	for _, c := range cases {
+		entries, block, stop := lt.render(k, c.l, base, baseBlock)
+		wantEntries := base
+		if e, ok := guard.LoopEntry(c.l); ok {
+			wantEntries = append(slices.Clone(base), e)
+		}
+		if !reflect.DeepEqual(entries, wantEntries) {
+			t.Errorf("%s: entries %+v, want %+v", c.name, entries, wantEntries)
+		}
+		if want := guard.Block(wantEntries); block.Text != want {
+			t.Errorf("%s: guard block\n%s\nwant\n%s", c.name, block.Text, want)
+		}
+		if want := guard.StopBlock(c.l); stop.Text != want {
+			t.Errorf("%s: STOP block\n%s\nwant\n%s", c.name, stop.Text, want)
+		}
 	}
 }
