@@ -39,6 +39,19 @@ func (e *benchEnv) base(name string) string {
 	}
 }
 
+// pid is the process that serves target name: the fake upstream for
+// "direct", or the proxy.
+func (e *benchEnv) pid(name string) int {
+	switch name {
+	case "direct":
+		return e.upstream.pid()
+	case "bare":
+		return e.bare.pid()
+	default:
+		return e.scar.pid()
+	}
+}
+
 // metricsURL is scarproxy's Prometheus endpoint.
 func (e *benchEnv) metricsURL() string { return "http://" + e.scar.addr + "/metrics" }
 

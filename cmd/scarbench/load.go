@@ -131,6 +131,11 @@ type runResult struct {
 	// OverheadUS is scarproxy's own mean time before forwarding, in
 	// microseconds, from its scarproxy_overhead_seconds histogram.
 	OverheadUS float64 `json:"overhead_mean_us,omitempty"`
+	// CPUUS is the CPU time the process serving the target (the proxy,
+	// or the upstream for direct) used per request answered in the run,
+	// in microseconds. Unlike throughput, it hardly moves with what else
+	// runs on the machine.
+	CPUUS float64 `json:"cpu_us_per_request,omitempty"`
 	// FirstError describes the first failed request, if any.
 	FirstError string `json:"first_error,omitempty"`
 }

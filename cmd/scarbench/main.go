@@ -11,7 +11,10 @@
 // run against (a) the upstream directly, (b) the bare proxy and (c)
 // scarproxy, interleaved over -rounds rounds, and prints requests/s,
 // latency p50/p90/p99 (and time to first byte with -stream), the ratio
-// (c)/(b) of throughputs and the latency (c) adds over (b).
+// (c)/(b) of throughputs and the latency (c) adds over (b), and the CPU
+// time each process used per request answered (from /proc/PID/stat):
+// what (c) adds to (b) there is its own work, and hardly moves with the
+// rest of the machine's load, unlike throughput on a shared machine.
 //
 // Requests are realistic agent turns: a ~20 KB body with a system prompt,
 // tool definitions, fifteen tool rounds (four of them failures), and a new

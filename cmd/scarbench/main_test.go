@@ -687,6 +687,64 @@ func TestProcStatus(t *testing.T) {
 	}
 }
 
+// TestProcCPU: the CPU time read grows as the process works, and a
+// process that is not there is an error.
+func TestProcCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	start, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := uint64(1)
+	for i := 0; ; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		if i%(1<<20) != 0 {
+			continue
+		}
+		now, err := procCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now < start {
+			t.Fatalf("CPU time went back: %v after %v", now, start)
+		}
+		if now > start {
+			break
+		}
+	}
+	if x == 0 {
+		t.Log(x) // keeps the loop's work
+	}
+	if _, err := procCPU(1 << 30); err == nil {
+		t.Error("a process that is not there must be an error")
+	}
+}
+
+// TestSummaryComparesCPU: the CPU time per request of both proxies gives
+// scarproxy's added CPU and the ratio, per round; without a reading in
+// every run there is none.
+func TestSummaryComparesCPU(t *testing.T) {
+	run := func(target string, rps, cpu float64) runResult {
+		return runResult{Target: target, Requests: 100, RPS: rps, CPUUS: cpu}
+	}
+	o := options{targets: []string{"bare", "scar"}, rounds: 2, conc: 32}
+	s := summarize([][]runResult{{run("bare", 1000, 100), run("scar", 800, 150)}, {run("bare", 1000, 110), run("scar", 800, 210)}}, o)
+	if c := s.Comparison; c.AddedCPU.Min != 50 || c.AddedCPU.Max != 100 || c.RatioCPU.Min != 1.5 || s.Targets[1].CPUUS.Max != 210 {
+		t.Errorf("added CPU %+v, ratio %+v, scar %+v", c.AddedCPU, c.RatioCPU, s.Targets[1].CPUUS)
+	}
+	var out bytes.Buffer
+	printSummary(&out, s, o)
+	if !strings.Contains(out.String(), "added CPU per request (c)-(b): 50.0 / 75.0 / 100.0 µs") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	s = summarize([][]runResult{{run("bare", 1000, 100), run("scar", 800, 0)}}, o)
+	if s.Comparison.AddedCPU != (spread{}) || s.Targets[1].CPUUS != (spread{}) {
+		t.Errorf("a run without a CPU reading gave %+v", s.Comparison.AddedCPU)
+	}
+}
+
 // TestEndToEnd runs the tool as a user does, small: it builds scarproxy,
 // seeds a small store, and runs one round of each target, then a soak.
 func TestEndToEnd(t *testing.T) {

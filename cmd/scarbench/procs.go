@@ -173,6 +173,36 @@ func buildScarproxy(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ): 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// procCPU returns the CPU time (user and system, of every thread, exited
+// ones included) process pid has used, from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read the CPU time of pid %d: %w", pid, err)
+	}
+	// The command name, in parentheses, may hold spaces: the fields
+	// counted are those after it (utime and stime are the 14th and 15th
+	// of the line, the 12th and 13th after the name).
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("read the CPU time of pid %d: unexpected /proc/%d/stat", pid, pid)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read the CPU time of pid %d: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // procStatus reads one "kB" field (VmRSS, VmHWM) of /proc/PID/status, in bytes.
 func procStatus(pid int, field string) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

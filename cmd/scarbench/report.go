@@ -100,18 +100,24 @@ type targetSummary struct {
 	P99     spread  `json:"p99_ms"`
 	TTFB50  *spread `json:"ttfb_p50_ms,omitempty"`
 	TTFB99  *spread `json:"ttfb_p99_ms,omitempty"`
+	CPUUS   spread  `json:"cpu_us_per_request,omitzero"`
 	Errors  int     `json:"errors"`
 	Samples int     `json:"requests"`
 }
 
 // comparison is scarproxy (c) against the bare proxy (b), per round.
 type comparison struct {
-	RatioRPS   spread  `json:"rps_ratio_c_over_b"`
-	AddedP50   spread  `json:"added_p50_ms"`
-	AddedP90   spread  `json:"added_p90_ms"`
-	AddedP99   spread  `json:"added_p99_ms"`
-	AddedTTFB  *spread `json:"added_ttfb_p50_ms,omitempty"`
-	BareDirect spread  `json:"rps_ratio_b_over_a,omitzero"`
+	RatioRPS  spread  `json:"rps_ratio_c_over_b"`
+	AddedP50  spread  `json:"added_p50_ms"`
+	AddedP90  spread  `json:"added_p90_ms"`
+	AddedP99  spread  `json:"added_p99_ms"`
+	AddedTTFB *spread `json:"added_ttfb_p50_ms,omitempty"`
+	// AddedCPU is scarproxy's CPU time per request less the bare proxy's,
+	// in microseconds: what scarproxy's own work costs, hardly moved by
+	// the load of the rest of the machine.
+	AddedCPU   spread `json:"added_cpu_us_per_request,omitzero"`
+	RatioCPU   spread `json:"cpu_ratio_c_over_b,omitzero"`
+	BareDirect spread `json:"rps_ratio_b_over_a,omitzero"`
 }
 
 type summary struct {
@@ -158,9 +164,13 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 			if t.name == "scar" {
 				before, _ = scrape(ctx, e.metricsURL(), overheadSeries...)
 			}
+			cpu0, cpuErr := procCPU(e.pid(t.name))
 			res := drive(ctx, t, wl, o.dur)
 			if ctx.Err() != nil {
 				return fmt.Errorf("run interrupted: %w", ctx.Err())
+			}
+			if cpu1, err := procCPU(e.pid(t.name)); cpuErr == nil && err == nil && res.Requests > 0 {
+				res.CPUUS = float64((cpu1 - cpu0).Microseconds()) / float64(res.Requests)
 			}
 			if before != nil {
 				if after, err := scrape(ctx, e.metricsURL(), overheadSeries...); err == nil {
@@ -338,6 +348,9 @@ func summarize(rounds [][]runResult, o options) *summary {
 			ts.Errors += r.Errors
 			ts.Samples += r.Requests
 		}
+		if !slices.ContainsFunc(rs, func(r runResult) bool { return r.CPUUS == 0 }) {
+			ts.CPUUS = pick(rs, func(r runResult) float64 { return r.CPUUS })
+		}
 		if o.stream {
 			a := pick(rs, func(r runResult) float64 { return r.TTFB.P50 })
 			b := pick(rs, func(r runResult) float64 { return r.TTFB.P99 })
@@ -365,6 +378,10 @@ func summarize(rounds [][]runResult, o options) *summary {
 	if o.stream {
 		t := per(func(b, c runResult) float64 { return c.TTFB.P50 - b.TTFB.P50 })
 		cmp.AddedTTFB = &t
+	}
+	if !slices.ContainsFunc(append(slices.Clip(bare), scar...), func(r runResult) bool { return r.CPUUS == 0 }) {
+		cmp.AddedCPU = per(func(b, c runResult) float64 { return c.CPUUS - b.CPUUS })
+		cmp.RatioCPU = per(func(b, c runResult) float64 { return c.CPUUS / b.CPUUS })
 	}
 	if len(direct) == len(bare) {
 		v := make([]float64, len(bare))
@@ -405,6 +422,9 @@ func printSummary(w io.Writer, s *summary, o options) {
 		if t.TTFB50 != nil {
 			fmt.Fprintf(tw, "\tttfb p50 %s ms", t.TTFB50.format(3))
 		}
+		if t.CPUUS != (spread{}) {
+			fmt.Fprintf(tw, "\tCPU %s µs/req", t.CPUUS.format(1))
+		}
 		fmt.Fprintf(tw, "\terrors %d\n", t.Errors)
 	}
 	tw.Flush()
@@ -416,6 +436,9 @@ func printSummary(w io.Writer, s *summary, o options) {
 		fmt.Fprintf(w, "  added p99 (c)-(b):  %s ms\n", c.AddedP99.format(3))
 		if c.AddedTTFB != nil {
 			fmt.Fprintf(w, "  added ttfb p50:     %s ms\n", c.AddedTTFB.format(3))
+		}
+		if c.AddedCPU != (spread{}) {
+			fmt.Fprintf(w, "  added CPU per request (c)-(b): %s µs; (c)/(b): %s\n", c.AddedCPU.format(1), c.RatioCPU.format(2))
 		}
 		if c.BareDirect != (spread{}) {
 			fmt.Fprintf(w, "  bare proxy throughput / direct: %s\n", c.BareDirect.format(2))
