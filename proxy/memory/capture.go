@@ -56,14 +56,13 @@ func RedactSolution(sol *store.Solution) {
 // (an agent often answers again and again in words) do not rewrite the
 // same solution. It is bounded like the seen set: two generations.
 type captureMemo struct {
-	seed      maphash.Seed
-	mu        sync.Mutex
-	max       int
-	cur, prev map[uint64]uint64 // hash of (workspace, key) -> hash of the content
+	seed maphash.Seed
+	mu   sync.Mutex
+	last *generations[uint64, uint64] // hash of (workspace, key) -> hash of the content
 }
 
 func newCaptureMemo(max int) *captureMemo {
-	return &captureMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]uint64)}
+	return &captureMemo{seed: maphash.MakeSeed(), last: newGenerations[uint64, uint64](max, 0, nil)}
 }
 
 func (m *captureMemo) hashes(sol *store.Solution) (k, v uint64) {
@@ -87,17 +86,10 @@ func (m *captureMemo) changed(sol *store.Solution) bool {
 	k, v := m.hashes(sol)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old, ok := m.cur[k]
-	if !ok {
-		old, ok = m.prev[k]
-	}
-	if ok && old == v {
+	if old, ok := m.last.get(k); ok && old == v {
 		return false
 	}
-	if len(m.cur) >= m.max {
-		m.prev, m.cur = m.cur, make(map[uint64]uint64, m.max)
-	}
-	m.cur[k] = v
+	m.last.put(k, v)
 	return true
 }
 
@@ -106,8 +98,7 @@ func (m *captureMemo) forget(sol *store.Solution) {
 	k, _ := m.hashes(sol)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.cur, k)
-	delete(m.prev, k)
+	m.last.remove(k)
 }
 
 // solutionCapture is what a final answer says of its conversation, on

@@ -142,32 +142,38 @@ func (m *Memory) Search(ctx context.Context, q recall.Query) []recall.Match {
 
 // taskVectors keeps the vectors of the latest tasks embedded, so that a
 // task run again (a script or CI job repeating one prompt) is not
-// embedded again. It is bounded: full, it starts over.
+// embedded again. It is bounded in entries and bytes (see generations).
 type taskVectors struct {
-	mu  sync.Mutex
-	max int
-	m   map[taskKey][]float32
+	mu sync.Mutex
+	m  *generations[taskKey, []float32]
 }
 
 type taskKey struct{ model, text string }
 
-func newTaskVectors(max int) *taskVectors {
-	return &taskVectors{max: max, m: map[taskKey][]float32{}}
+func newTaskVectors(maxEntries int, maxBytes int64) *taskVectors {
+	return &taskVectors{m: newGenerations(maxEntries, maxBytes, func(k taskKey, v []float32) int64 {
+		return int64(len(k.model)+len(k.text)+4*len(v)) + 64
+	})}
 }
 
 func (c *taskVectors) get(model, text string) []float32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[taskKey{model, text}]
+	v, _ := c.m.get(taskKey{model, text})
+	return v
 }
 
 func (c *taskVectors) put(model, text string, vec []float32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		clear(c.m)
-	}
-	c.m[taskKey{model, text}] = vec
+	c.m.put(taskKey{model, text}, vec)
+}
+
+// bytes returns the bytes the vectors kept hold.
+func (c *taskVectors) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m.bytes()
 }
 
 // capRunes returns s cut to at most n runes.

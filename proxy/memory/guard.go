@@ -47,7 +47,8 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 	}
 	entries := m.withFixes(t.Entries(1), w.fixes)
 	r := guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
-	w.keepDerived(ck, r, m.guardCache.maxConvs)
+	w.keepDerived(ck, r, m.guardCache.maxConvs, m.guardCache.maxBytes/8)
+	m.guardCache.recount(tenantKey{w.workspace, w.project}, w)
 	return r.entries, r.block, nil
 }
 
@@ -113,14 +114,27 @@ func (w *guardWindow) derived(ck string) (guardResult, bool) {
 }
 
 // keepDerived keeps the guard derived from w under key ck, with at most
-// max of them.
-func (w *guardWindow) keepDerived(ck string, r guardResult, max int) {
+// max of them and maxBytes of their bytes (resultBytes): past either it
+// starts over.
+func (w *guardWindow) keepDerived(ck string, r guardResult, max int, maxBytes int64) {
+	n := resultBytes(ck, r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.convs == nil || len(w.convs) >= max {
-		w.convs = make(map[string]guardResult)
+	if w.convs == nil || len(w.convs) >= max || w.derivedBytes+n > maxBytes {
+		w.convs, w.derivedBytes = make(map[string]guardResult), 0
+	}
+	if old, ok := w.convs[ck]; ok {
+		w.derivedBytes -= resultBytes(ck, old)
 	}
 	w.convs[ck] = r
+	w.derivedBytes += n
+}
+
+// derivedSize returns the bytes of the guards derived from w.
+func (w *guardWindow) derivedSize() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.derivedBytes
 }
 
 // ownCache keeps, per conversation, its own incidents that are not
@@ -130,14 +144,22 @@ func (w *guardWindow) keepDerived(ck string, r guardResult, max int) {
 // the window starts a new cache. Provider failures, which guardFor takes
 // from the window, are not kept: a storm of them changes nothing here.
 type ownCache struct {
-	mu   sync.Mutex
-	m    map[string][]store.Incident // newest first
-	held int
-	adds int64 // moves with every add: a read that began before one is not kept
+	mu       sync.Mutex
+	m        map[string][]store.Incident // newest first
+	held     int64                       // bytes (incidentsBytes)
+	maxBytes int64                       // past which it starts over
+	adds     int64                       // moves with every add: a read that began before one is not kept
 }
 
-// maxOwnHeld bounds the incidents an ownCache holds in all.
-const maxOwnHeld = 1 << 16
+// bytes returns the bytes the cache holds.
+func (o *ownCache) bytes() int64 {
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.held
+}
 
 func (o *ownCache) get(conversation string) ([]store.Incident, bool) {
 	o.mu.Lock()
@@ -160,11 +182,15 @@ func (o *ownCache) put(conversation string, incs []store.Incident, gen int64) {
 	if o.adds != gen {
 		return
 	}
-	if o.m == nil || o.held+len(incs) > maxOwnHeld {
+	n := incidentsBytes(incs)
+	if o.m == nil || o.held+n > o.maxBytes {
 		o.m, o.held = make(map[string][]store.Incident), 0
 	}
+	if old, ok := o.m[conversation]; ok {
+		o.held -= incidentsBytes(old)
+	}
 	o.m[conversation] = incs
-	o.held += len(incs)
+	o.held += n
 }
 
 // add puts the incidents of add that are not provider failures in front of
@@ -187,7 +213,7 @@ func (o *ownCache) add(add []store.Incident) {
 				k++
 			}
 			o.m[in.Session] = slices.Insert(slices.Clip(old), k, in)
-			o.held++
+			o.held += incidentsBytes(add[i : i+1])
 		}
 	}
 }
@@ -213,6 +239,7 @@ func (m *Memory) ownIncidents(budget *storeBudget, w *guardWindow, conversation 
 	own := slices.DeleteFunc(read, func(in store.Incident) bool { return guard.ProviderFailure(in.Type) })
 	if w.own != nil {
 		w.own.put(conversation, own, gen)
+		m.guardCache.recount(tenantKey{w.workspace, w.project}, w)
 	}
 	return own, nil
 }

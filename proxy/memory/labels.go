@@ -30,14 +30,14 @@ const (
 // generations of at most maxLabelSeen each, which conversations this
 // replica labelled.
 type labelBook struct {
-	seed      maphash.Seed
-	mu        sync.Mutex
-	cur, prev map[uint64]struct{}
-	pending   []store.Conversation
+	seed    maphash.Seed
+	mu      sync.Mutex
+	seen    *generations[uint64, struct{}]
+	pending []store.Conversation
 }
 
 func newLabelBook() *labelBook {
-	return &labelBook{seed: maphash.MakeSeed(), cur: map[uint64]struct{}{}}
+	return &labelBook{seed: maphash.MakeSeed(), seen: newGenerations[uint64, struct{}](maxLabelSeen, 0, nil)}
 }
 
 // first reports whether the conversation is new to the book, and
@@ -52,17 +52,10 @@ func (lb *labelBook) first(t tenant.Tenant) bool {
 	k := h.Sum64()
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
-	if _, ok := lb.cur[k]; ok {
+	if _, ok := lb.seen.get(k); ok {
 		return false
 	}
-	if _, ok := lb.prev[k]; ok {
-		lb.cur[k] = struct{}{}
-		return false
-	}
-	if len(lb.cur) >= maxLabelSeen {
-		lb.prev, lb.cur = lb.cur, make(map[uint64]struct{}, maxLabelSeen/4)
-	}
-	lb.cur[k] = struct{}{}
+	lb.seen.put(k, struct{}{})
 	return true
 }
 

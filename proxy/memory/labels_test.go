@@ -82,8 +82,8 @@ func TestLabelBookBounds(t *testing.T) {
 		}
 		lb.add(store.Conversation{ID: tn(i).Session})
 	}
-	if len(lb.cur) > maxLabelSeen || len(lb.prev) > maxLabelSeen || len(lb.pending) != maxLabelPending {
-		t.Fatalf("book holds %d + %d seen, %d pending", len(lb.cur), len(lb.prev), len(lb.pending))
+	if len(lb.seen.cur) > maxLabelSeen || len(lb.seen.prev) > maxLabelSeen || len(lb.pending) != maxLabelPending {
+		t.Fatalf("book holds %d + %d seen, %d pending", len(lb.seen.cur), len(lb.seen.prev), len(lb.pending))
 	}
 	if lb.first(tn(2*maxLabelSeen + 5)) {
 		t.Fatal("a conversation of the current generation is new again")

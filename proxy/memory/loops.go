@@ -39,6 +39,17 @@ const (
 // (maxSteps steps of maxStepArgs and maxStepOutput), most far less.
 const maxLoopBytes = 64 << 20
 
+// The byte budgets of the memory's other caches. The guard cache holds
+// the windows of the tenants in use (up to GuardReadLimit incidents of at
+// most 2 KB each, their learned fixes, the guards derived per
+// conversation); the recall cache each conversation's recall block; the
+// task vectors the embeddings of the latest tasks.
+const (
+	maxGuardCacheBytes  = 64 << 20
+	maxRecallCacheBytes = 16 << 20
+	maxTaskVectorBytes  = 16 << 20
+)
+
 // maxStepArgs is the most bytes of a call's arguments a step keeps: longer
 // ones (a file written whole) keep their start and a hash of all of them,
 // so that equal calls still have equal Args (the loop detector compares

@@ -259,13 +259,13 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		usage:     newUsageBook(),
 		labels:    newLabelBook(),
 
-		guardCache:  newGuardCache(1 << 17),
-		recallCache: newRecallCache(1 << 14),
+		guardCache:  newGuardCache(maxGuardCacheBytes),
+		recallCache: newRecallCache(1<<14, maxRecallCacheBytes),
 	}
 	m.guard.Store(opts.Guard)
 	rc := *opts.Recall
 	m.recall.Store(&rc)
-	m.vectors, m.taskVecs = recall.NewVectors(), newTaskVectors(taskVectorsKept)
+	m.vectors, m.taskVecs = recall.NewVectors(), newTaskVectors(taskVectorsKept, maxTaskVectorBytes)
 	m.embedMetrics = newEmbedMetrics(reg, m.vectors)
 	m.SetEmbedder(opts.Embedder) // before the index loads: its vectors are of this model
 	if err := m.SyncIndex(ctx); err != nil {
@@ -273,7 +273,7 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	}
 	m.writer = newIncidentWriter(m)
 	registerWriterGauges(reg, m.writer)
-	registerStateGauges(reg, m.loops)
+	registerStateGauges(reg, m)
 	m.captures = newCaptureQueue(m)
 	return m, nil
 }

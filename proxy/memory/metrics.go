@@ -67,14 +67,28 @@ func registerWriterGauges(reg prometheus.Registerer, w *incidentWriter) {
 	)
 }
 
-// registerStateGauges registers with reg (nil: none) the gauge of the
-// bytes the memory keeps per conversation.
-func registerStateGauges(reg prometheus.Registerer, lt *loopTracker) {
+// registerStateGauges registers with reg (nil: none) the gauges of the
+// bytes the memory keeps per conversation and per tenant.
+func registerStateGauges(reg prometheus.Registerer, m *Memory) {
 	if reg == nil {
 		return
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "scarproxy_loop_state_bytes",
 		Help: "Bytes of the conversations' latest tool calls kept to detect loops (capped; the least recently used conversations go first).",
-	}, func() float64 { return float64(lt.bytes()) }))
+	}, func() float64 { return float64(m.loops.bytes()) }))
+	for _, c := range []struct {
+		name  string
+		bytes func() int64
+	}{
+		{"guard", m.guardCache.bytes},
+		{"recall", m.recallCache.bytes},
+		{"task_vectors", m.taskVecs.bytes},
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "scarproxy_cache_bytes",
+			Help:        "Bytes held by one of the memory's caches: guard (the tenants' guard windows), recall (each conversation's recall), task_vectors (the latest tasks' embeddings); each capped, the least recently used go first.",
+			ConstLabels: prometheus.Labels{"cache": c.name},
+		}, func() float64 { return float64(c.bytes()) }))
+	}
 }

@@ -18,9 +18,8 @@ import (
 // whose first request another replica or process saw, recalls nothing
 // from then on.
 type recallCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[recallKey]recallResult
+	mu sync.Mutex
+	m  *generations[recallKey, recallResult]
 }
 
 // recallKey names a conversation by its key, a hash of its first messages
@@ -33,8 +32,29 @@ type recallResult struct {
 	block   wire.Block
 }
 
-func newRecallCache(max int) *recallCache {
-	return &recallCache{max: max, m: make(map[recallKey]recallResult)}
+func newRecallCache(maxEntries int, maxBytes int64) *recallCache {
+	return &recallCache{m: newGenerations(maxEntries, maxBytes, recallBytes)}
+}
+
+// recallBytes is what a conversation's recall holds: its block, and the
+// solutions it names (the index may drop them meanwhile).
+func recallBytes(k recallKey, r recallResult) int64 {
+	n := int64(len(k.workspace)+len(k.project)+len(k.conversation)+len(r.block.Text)+len(r.block.JSON)) + 128
+	for _, m := range r.matches {
+		s := &m.Solution
+		n += int64(len(s.ID)+len(s.Key)+len(s.Goal)+len(s.Approach)+len(s.Outcome)+len(m.Why.Action)+len(m.Why.Object)) + 256
+		if s.Embedding != nil {
+			n += 4 * int64(len(s.Embedding.Vector))
+		}
+	}
+	return n
+}
+
+// bytes returns the bytes the cache holds.
+func (c *recallCache) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m.bytes()
 }
 
 // recallFor returns the matches of a conversation's goal and their block,
@@ -55,10 +75,10 @@ func (m *Memory) recallFor(ctx context.Context, workspace, project, goal, conver
 	own, ok := false, false
 	if later {
 		c.mu.Lock()
-		r, ok = c.m[k]
+		r, ok = c.m.get(k)
 		own = ok
 		if !ok && task != conversation {
-			r, ok = c.m[recallKey{workspace, project, task}]
+			r, ok = c.m.get(recallKey{workspace, project, task})
 		}
 		c.mu.Unlock()
 	}
@@ -81,10 +101,7 @@ func (m *Memory) recallFor(ctx context.Context, workspace, project, goal, conver
 		r = recallResult{version: version, matches: matches, block: wire.NewBlock(recall.Block(matches))}
 	}
 	c.mu.Lock()
-	if len(c.m) >= c.max {
-		clear(c.m)
-	}
-	c.m[k] = r
+	c.m.put(k, r)
 	c.mu.Unlock()
 	return r.matches, r.block
 }

@@ -194,14 +194,13 @@ func (m *Memory) StoreFailed(ctx context.Context, op string, err error) {
 // dedupe key: the set holds no pointers for the garbage collector to
 // trace, about 10 bytes a result.
 type seenSet struct {
-	seed      maphash.Seed
-	mu        sync.Mutex
-	max       int
-	cur, prev map[uint64]bool // key -> the tool failed
+	seed maphash.Seed
+	mu   sync.Mutex
+	set  *generations[uint64, bool] // key -> the tool failed
 }
 
 func newSeenSet(max int) *seenSet {
-	return &seenSet{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]bool)}
+	return &seenSet{seed: maphash.MakeSeed(), set: newGenerations[uint64, bool](max, 0, nil)}
 }
 
 // key names the tool result with the given dedupe key in a conversation
@@ -223,18 +222,11 @@ func (ss *seenSet) key(workspace, project, conversation, dedupeKey string) uint6
 func (ss *seenSet) get(k uint64) (failed, ok bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if failed, ok = ss.cur[k]; ok {
-		return failed, true
-	}
-	failed, ok = ss.prev[k]
-	return failed, ok
+	return ss.set.get(k)
 }
 
 func (ss *seenSet) add(k uint64, failed bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.cur) >= ss.max {
-		ss.prev, ss.cur = ss.cur, make(map[uint64]bool, ss.max)
-	}
-	ss.cur[k] = failed
+	ss.set.put(k, failed)
 }

@@ -50,20 +50,21 @@ func TestSeenSetIsPerTenantAndBounded(t *testing.T) {
 		t.Fatalf("get = %v, %v", failed, ok)
 	}
 	// Four more fill the current generation: a moves to the previous one
-	// and is still known; four more again and it is forgotten.
+	// and is still known (read, it is the newest again); two generations
+	// more and it is forgotten.
 	for i := range 4 {
 		s.add(s.key("w", "p", "", "hash:"+strconv.Itoa(i)), false)
 	}
 	if _, ok := s.get(a); !ok {
 		t.Fatal("forgotten one generation early")
 	}
-	for i := range 4 {
+	for i := range 8 {
 		s.add(s.key("w", "p", "", "hash:x"+strconv.Itoa(i)), false)
 	}
 	if _, ok := s.get(a); ok {
 		t.Fatal("the set is not bounded")
 	}
-	if len(s.cur)+len(s.prev) > 8 {
-		t.Fatalf("%d keys held, at most 8", len(s.cur)+len(s.prev))
+	if s.set.len() > 8 {
+		t.Fatalf("%d keys held, at most 8", s.set.len())
 	}
 }

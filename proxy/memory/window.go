@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -57,6 +58,7 @@ type guardWindow struct {
 	convIncidents int         // incidents of conversations, not provider failures (at most this many, in a private window)
 	full          bool        // the read hit its limit: older incidents of a conversation may be missing
 	fixes         []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
+	bytes         int64       // of the incidents and fixes (incidentBytes, fixBytes)
 
 	newest  time.Time       // of the incidents
 	pending []*pendingWrite // held in incidents, not yet in the store at version
@@ -65,10 +67,11 @@ type guardWindow struct {
 	limit   int             // the incidents a read returns at most (GuardReadLimit)
 	own     *ownCache       // shared by the windows that followed one read
 
-	mu    sync.Mutex
-	convs map[string]guardResult // per conversation (and retirement), derived lazily
-	prov  *providerTally         // the provider failures counted, derived lazily
-	base  *guardWindow           // of a private window: the window it is a part of
+	mu           sync.Mutex
+	convs        map[string]guardResult // per conversation (and retirement), derived lazily
+	derivedBytes int64                  // of convs (resultBytes)
+	prov         *providerTally         // the provider failures counted, derived lazily
+	base         *guardWindow           // of a private window: the window it is a part of
 
 	lastFailOnce sync.Once
 	lastFail     map[string]time.Time // provider -> its newest failure in the window
@@ -107,11 +110,11 @@ type guardResult struct {
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
-		g: w.g, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, convIncidents: w.convIncidents}
+		g: w.g, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, convIncidents: w.convIncidents, bytes: w.bytes}
 	w.mu.Lock()
 	prov := w.prov
 	if same {
-		n.convs = maps.Clone(w.convs)
+		n.convs, n.derivedBytes = maps.Clone(w.convs), w.derivedBytes
 	}
 	w.mu.Unlock()
 	if same || len(add) == 0 {
@@ -130,6 +133,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	w.own.add(add)
 	n.incidents = incs
 	n.convIncidents += countConvIncidents(add) - countConvIncidents(trimmed)
+	n.bytes += incidentsBytes(add) - incidentsBytes(trimmed)
 	for _, in := range add {
 		if u := in.Time.Add(w.span); u.Before(n.validUntil) {
 			n.validUntil = u
@@ -187,6 +191,53 @@ func (w *guardWindow) without(p *pendingWrite) *guardWindow {
 		}
 	}
 	n.convIncidents = countConvIncidents(n.incidents)
+	n.bytes = incidentsBytes(n.incidents) + fixesBytes(n.fixes)
+	return n
+}
+
+// The bytes a guard window's parts hold: their strings, and a share for
+// their structures and the maps that find them.
+const (
+	incidentOverhead = int64(unsafe.Sizeof(store.Incident{})) + 32
+	fixOverhead      = int64(unsafe.Sizeof(store.Fix{})) + 32
+	resultOverhead   = 256
+)
+
+func incidentsBytes(incs []store.Incident) int64 {
+	var n int64
+	for i := range incs {
+		in := &incs[i]
+		n += incidentOverhead + int64(len(in.ID)+len(in.Workspace)+len(in.Project)+len(in.Session)+len(in.Agent)+
+			len(in.Provider)+len(in.Model)+len(in.Type)+len(in.Code)+len(in.Message)+len(in.Fingerprint))
+	}
+	return n
+}
+
+func fixesBytes(fixes []store.Fix) int64 {
+	var n int64
+	for i := range fixes {
+		f := &fixes[i]
+		n += fixOverhead + int64(len(f.ID)+len(f.Workspace)+len(f.Project)+len(f.Key)+len(f.Pattern)+len(f.Fingerprint)+
+			len(f.Tool)+len(f.Failure)+len(f.Call)+len(f.Explanation)+len(f.Session))
+		if f.Wrong != nil {
+			n += int64(len(f.Wrong.Note)) + 32
+		}
+	}
+	return n
+}
+
+// resultBytes is what a derived guard holds: its block and entries.
+func resultBytes(ck string, r guardResult) int64 {
+	n := resultOverhead + int64(len(ck)+len(r.block.Text)+len(r.block.JSON))
+	for _, e := range r.entries {
+		n += int64(unsafe.Sizeof(e)) + int64(len(e.Pattern)+len(e.Hint)+len(e.Example)+len(e.Provider)+len(e.Fingerprint)+len(e.Call))
+		for _, t := range e.Tools {
+			n += 16 + int64(len(t))
+		}
+		if e.Fixed != nil {
+			n += int64(unsafe.Sizeof(*e.Fixed)) + int64(len(e.Fixed.Tool)+len(e.Fixed.Call)+len(e.Fixed.Note))
+		}
+	}
 	return n
 }
 

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -11,11 +12,16 @@ import (
 )
 
 // guardCache keeps the windows of the tenants in use, bounded by the
-// incidents they hold in all, and the failures each tenant has pending.
+// bytes they hold in all (their incidents, fixes, derived guards and own
+// caches: the least recently used tenants' go first), and the failures
+// each tenant has pending.
 type guardCache struct {
 	mu       sync.Mutex
-	max      int // incidents held in all
-	held     int
+	maxBytes int64
+	held     int64                // bytes, the sum of counted
+	counted  map[tenantKey]int64  // each window's bytes (windowBytes), as last counted
+	used     map[tenantKey]uint64 // when each window was last used, in ticks
+	tick     uint64
 	m        map[tenantKey]*guardWindow
 	maxConvs int // conversations remembered per window
 
@@ -43,8 +49,9 @@ const maxLoggedSteps = 64
 
 type tenantKey struct{ workspace, project string }
 
-func newGuardCache(maxIncidents int) *guardCache {
-	return &guardCache{max: maxIncidents, maxConvs: 1 << 12,
+func newGuardCache(maxBytes int64) *guardCache {
+	return &guardCache{maxBytes: maxBytes, maxConvs: 1 << 12,
+		counted: make(map[tenantKey]int64), used: make(map[tenantKey]uint64),
 		m: make(map[tenantKey]*guardWindow), pending: make(map[tenantKey][]*pendingWrite),
 		steps: make(map[tenantKey][]loggedStep), writing: make(map[tenantKey]int)}
 }
@@ -62,6 +69,8 @@ func (c *guardCache) current(k tenantKey, version int64, g *guard.Guard) *guardW
 	if w == nil || w.g != g || (w.version < version && c.writing[k] == 0) {
 		return nil
 	}
+	c.tick++
+	c.used[k] = c.tick
 	return w
 }
 
@@ -86,15 +95,67 @@ func batchTenants(batch []*pendingWrite) []tenantKey {
 }
 
 func (c *guardCache) putLocked(k tenantKey, w *guardWindow) {
-	if old := c.m[k]; old != nil {
-		c.held -= len(old.incidents)
-	}
-	if c.held+len(w.incidents) > c.max {
-		clear(c.m) // bounded; the next requests refill what is in use
-		c.held = 0
-	}
 	c.m[k] = w
-	c.held += len(w.incidents)
+	c.tick++
+	c.used[k] = c.tick
+	c.countLocked(k, w)
+}
+
+// windowOverhead is what a window holds besides its parts.
+const windowOverhead = 1 << 10
+
+// windowBytes is what w holds: its incidents and fixes, the guards
+// derived from it, and its conversations' own incidents.
+func windowBytes(w *guardWindow) int64 {
+	return windowOverhead + w.bytes + w.derivedSize() + w.own.bytes()
+}
+
+// recount counts again the bytes of k's window w, which grew (a guard
+// derived, a conversation's incidents read), unless w is no longer k's.
+func (c *guardCache) recount(k tenantKey, w *guardWindow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[k] == w {
+		c.countLocked(k, w)
+	}
+}
+
+// countLocked counts the bytes of k's window w, and when the cache holds
+// more than its budget lets the least recently used windows go (w last)
+// until it holds three quarters of it: the next requests of their
+// tenants read them again. w stays: its parts are bounded on their own
+// (GuardReadLimit incidents, maxWindowFixes fixes, an eighth of the
+// budget each for the derived guards and the own incidents).
+func (c *guardCache) countLocked(k tenantKey, w *guardWindow) {
+	n := windowBytes(w)
+	c.held += n - c.counted[k]
+	c.counted[k] = n
+	if c.held <= c.maxBytes {
+		return
+	}
+	keys := make([]tenantKey, 0, len(c.m))
+	for o := range c.m {
+		if o != k {
+			keys = append(keys, o)
+		}
+	}
+	slices.SortFunc(keys, func(a, b tenantKey) int { return cmp.Compare(c.used[a], c.used[b]) })
+	for _, o := range keys {
+		if c.held <= c.maxBytes*3/4 {
+			break
+		}
+		c.held -= c.counted[o]
+		delete(c.m, o)
+		delete(c.counted, o)
+		delete(c.used, o)
+	}
+}
+
+// bytes returns the bytes the cache's windows hold.
+func (c *guardCache) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
 }
 
 // maxWindowFixes bounds the learned fixes a guard window holds: the most
@@ -296,7 +357,8 @@ func (m *Memory) readWindow(ctx context.Context, k tenantKey, version int64, now
 	}
 	w := &guardWindow{workspace: k.workspace, project: k.project, version: version, incidents: incs, fixes: fixes,
 		convIncidents: countConvIncidents(incs), full: len(incs) >= m.opts.GuardReadLimit, validUntil: validUntil(incs, now, span),
-		g: g, span: span, limit: m.opts.GuardReadLimit, own: &ownCache{}}
+		g: g, span: span, limit: m.opts.GuardReadLimit, own: &ownCache{maxBytes: m.guardCache.maxBytes / 8}}
+	w.bytes = incidentsBytes(incs) + fixesBytes(fixes)
 	for _, in := range incs {
 		if in.Time.After(w.newest) {
 			w.newest = in.Time
