@@ -154,3 +154,75 @@ func TestRecallCacheBoundedInBytes(t *testing.T) {
 		t.Error("the latest conversation's recall was let go")
 	}
 }
+
+// TestWindowCarriesTheGuardsItsNewIncidentsDoNotTouch: when a window
+// follows a conversation's new tool failure, the guards derived for the
+// other conversations are kept (and are what deriving them again gives),
+// that conversation's is derived again, and a provider failure, which
+// counts in every conversation, keeps none.
+func TestWindowCarriesTheGuardsItsNewIncidentsDoNotTouch(t *testing.T) {
+	st := tempBolt(t)
+	m := newTestMemory(t, st)
+	ctx := context.Background()
+	now := time.Now()
+	add := func(session, typ, msg string, status int) store.Incident {
+		in := store.Incident{Time: now.Add(-time.Minute), Workspace: "w", Project: "p", Session: session, Type: typ,
+			StatusCode: status, Provider: "up", Message: msg}
+		in.Fingerprint = guard.Fingerprint(in.Message)
+		if err := st.AddIncident(ctx, &in); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	for range 2 {
+		add("c", store.TypeToolError, "run_tests: ModuleNotFoundError: No module named 'yaml'", 0)
+		add("d", store.TypeToolError, "run_shell: make: *** [build] Error 2", 0)
+	}
+	w, at, err := m.window(ctx, "w", "p", now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	derive := func(w *guardWindow, conv string) guardResult {
+		t.Helper()
+		entries, block, err := m.guardFor(&storeBudget{ctx: ctx}, w, conv, nil, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return guardResult{entries: entries, block: block}
+	}
+	derive(w, "c")
+	derive(w, "d")
+	ck := func(conv string) string {
+		gen, _ := m.recovered.of(tenantKey{"w", "p"})
+		return conv + "\x00\x00" + fmt.Sprint(gen)
+	}
+	if _, ok := w.derived(ck("c")); !ok {
+		t.Fatalf("the guard derived for c is not kept under %q", ck("c"))
+	}
+
+	m.guardCache.mu.Lock()
+	w1 := w.with([]store.Incident{add("d", store.TypeToolError, "run_shell: make: *** [build] Error 2", 0)}, w.version+1, nil, false)
+	m.guardCache.mu.Unlock()
+	kept, ok := w1.derived(ck("c"))
+	if !ok {
+		t.Fatal("the guard of a conversation the new failure does not touch was not carried")
+	}
+	if _, ok := w1.derived(ck("d")); ok {
+		t.Fatal("the guard of the conversation that failed again was carried")
+	}
+	fresh := *w1
+	fresh.convs, fresh.derivedBytes = nil, 0
+	if again := derive(&fresh, "c"); again.block.Text != kept.block.Text {
+		t.Fatalf("carried guard\n%s\nderived again\n%s", kept.block.Text, again.block.Text)
+	}
+	if d := derive(w1, "d"); len(d.entries) != 1 || d.entries[0].Count != 3 {
+		t.Errorf("d's guard does not count its third failure: %+v", d.entries)
+	}
+
+	m.guardCache.mu.Lock()
+	w2 := w1.with([]store.Incident{add("", store.TypeHTTPError, "rate limited", 429)}, w1.version+1, nil, false)
+	m.guardCache.mu.Unlock()
+	if len(w2.convs) != 0 || w2.derivedSize() != 0 {
+		t.Fatalf("a provider failure kept %d derived guards", len(w2.convs))
+	}
+}

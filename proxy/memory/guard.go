@@ -46,7 +46,7 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 		}
 	}
 	entries := m.withFixes(t.Entries(1), w.fixes)
-	r := guardResult{entries: entries, block: wire.NewBlock(guard.Block(entries))}
+	r := guardResult{conversation: conversation, entries: entries, block: wire.NewBlock(guard.Block(entries))}
 	w.keepDerived(ck, r, m.guardCache.maxConvs, m.guardCache.maxBytes/8)
 	m.guardCache.recount(tenantKey{w.workspace, w.project}, w)
 	return r.entries, r.block, nil
@@ -117,17 +117,17 @@ func (w *guardWindow) derived(ck string) (guardResult, bool) {
 // max of them and maxBytes of their bytes (resultBytes): past either it
 // starts over.
 func (w *guardWindow) keepDerived(ck string, r guardResult, max int, maxBytes int64) {
-	n := resultBytes(ck, r)
+	r.size = resultBytes(ck, r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.convs == nil || len(w.convs) >= max || w.derivedBytes+n > maxBytes {
+	if w.convs == nil || len(w.convs) >= max || w.derivedBytes+r.size > maxBytes {
 		w.convs, w.derivedBytes = make(map[string]guardResult), 0
 	}
 	if old, ok := w.convs[ck]; ok {
-		w.derivedBytes -= resultBytes(ck, old)
+		w.derivedBytes -= old.size
 	}
 	w.convs[ck] = r
-	w.derivedBytes += n
+	w.derivedBytes += r.size
 }
 
 // derivedSize returns the bytes of the guards derived from w.

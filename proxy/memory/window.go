@@ -94,8 +94,10 @@ func (w *guardWindow) lastFailure(provider string) (time.Time, bool) {
 }
 
 type guardResult struct {
-	entries []guard.Entry
-	block   wire.Block
+	conversation string // whose guard it is
+	entries      []guard.Entry
+	block        wire.Block
+	size         int64 // resultBytes, set when kept
 }
 
 // with returns a new window: w's incidents and add, oldest first (add
@@ -145,7 +147,43 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	if prov != nil {
 		n.prov = prov.followed(add, trimmed, incs)
 	}
+	n.convs, n.derivedBytes = w.carried(add, trimmed, n.full)
 	return n
+}
+
+// carried returns the guards derived from w that a window following it
+// with add, and without trimmed, keeps. A conversation's guard is its own
+// failures and the window's provider failures: the guards of the
+// conversations add and trimmed do not touch stay, unless a provider
+// failure came or went, or the window became full (ownFailures then
+// reads a conversation's own incidents from the store).
+func (w *guardWindow) carried(add, trimmed []store.Incident, full bool) (map[string]guardResult, int64) {
+	if full != w.full {
+		return nil, 0
+	}
+	touched := make(map[string]bool)
+	for _, incs := range [2][]store.Incident{add, trimmed} {
+		for i := range incs {
+			if guard.ProviderFailure(incs[i].Type) {
+				return nil, 0
+			}
+			touched[incs[i].Session] = true
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.convs) == 0 {
+		return nil, 0
+	}
+	convs := make(map[string]guardResult, len(w.convs))
+	var n int64
+	for ck, r := range w.convs {
+		if !touched[r.conversation] {
+			convs[ck] = r
+			n += r.size
+		}
+	}
+	return convs, n
 }
 
 // joined returns w's incidents and add (sorted), oldest first: add
