@@ -42,13 +42,17 @@ func TestMetricsSayWhatTheMemosHold(t *testing.T) {
 	res := h.do(http.MethodPost, "/v1/messages", []byte(body), nil)
 	io.Copy(io.Discard, res.Body)
 	res.Body.Close()
+	chat := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}]}`
+	res = h.do(http.MethodPost, "/v1/chat/completions", []byte(chat), nil)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
 	h.inflight.Wait()
 	res = h.do(http.MethodGet, "/metrics", nil, nil)
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	held := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		for _, f := range []string{"messages", "responses"} {
+		for _, f := range []string{"chat", "messages", "responses"} {
 			if v, ok := strings.CutPrefix(line, `scarproxy_conversation_memo_bytes{format="`+f+`"} `); ok {
 				n, err := strconv.ParseFloat(v, 64)
 				if err != nil {
@@ -58,7 +62,7 @@ func TestMetricsSayWhatTheMemosHold(t *testing.T) {
 			}
 		}
 	}
-	if len(held) != 2 || held["messages"] <= 0 || held["responses"] != 0 {
+	if len(held) != 3 || held["chat"] <= 0 || held["messages"] <= 0 || held["responses"] != 0 {
 		t.Fatalf("memo bytes %v\n%s", held, b)
 	}
 }

@@ -28,6 +28,9 @@ type Format struct {
 	memo *convMemo
 }
 
+// MemoBytes returns the bytes the conversation memo holds.
+func (f *Format) MemoBytes() int { return f.memo.Bytes() }
+
 // New returns the format with an empty memo.
 func New() *Format { return &Format{memo: newConvMemo(defaultMemoSize)} }
 

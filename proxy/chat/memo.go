@@ -38,6 +38,14 @@ type convMemo struct {
 	mu        sync.Mutex
 	cur, prev map[uint64]*memoEntry
 	curBytes  int // the size of cur's entries
+	prevBytes int // and of prev's
+}
+
+// Bytes returns the bytes the memo holds (estimated, see memoEntry.size).
+func (m *convMemo) Bytes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.curBytes + m.prevBytes
 }
 
 // memoEntry is one remembered turn: the positions its scan found, and
@@ -71,13 +79,13 @@ type memoEntry struct {
 	tailTools                       span
 }
 
-// defaultMemoSize is the number of conversations convMemo keeps (twice
-// over, see convMemo): a remembered turn takes about 200 bytes a message.
-// memoBytes bounds the same half by size: long conversations make the
-// memo drop its older half sooner, and a turn of more than a quarter of
-// it is not remembered.
+// memoBytes bounds each half of convMemo by size: a remembered turn takes
+// about 200 bytes a message, long conversations make the memo drop its
+// older half sooner, and a turn of more than a quarter of it is not
+// remembered. defaultMemoSize bounds each half's conversations: the bytes
+// bind first but for conversations of a few messages.
 const (
-	defaultMemoSize = 512
+	defaultMemoSize = 1 << 14
 	memoBytes       = 16 << 20
 )
 
@@ -294,7 +302,8 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 		m.curBytes -= old.size()
 	}
 	if !ok && len(m.cur) >= m.max || m.curBytes+size > memoBytes {
-		m.prev, m.cur, m.curBytes = m.cur, make(map[uint64]*memoEntry, m.max), 0
+		m.prev, m.prevBytes = m.cur, m.curBytes
+		m.cur, m.curBytes = make(map[uint64]*memoEntry, min(len(m.prev), 1<<10)), 0
 	}
 	m.cur[c.memoKey] = e
 	m.curBytes += size

@@ -206,12 +206,16 @@ func TestMemoIsBounded(t *testing.T) {
 		}
 		memo.remember(c, body)
 		memo.mu.Lock()
-		total := memo.curBytes
+		total, all := memo.curBytes, memo.curBytes+memo.prevBytes
 		for _, e := range memo.cur {
 			total -= e.size()
+			all -= e.size()
 		}
-		if memo.curBytes > memoBytes || total != 0 {
-			t.Fatalf("after %d long turns: %d bytes counted (%d off), the bound is %d", i+1, memo.curBytes, total, memoBytes)
+		for _, e := range memo.prev {
+			all -= e.size()
+		}
+		if memo.curBytes > memoBytes || total != 0 || all != 0 {
+			t.Fatalf("after %d long turns: %d bytes counted (%d off, %d off over both halves), the bound is %d", i+1, memo.curBytes, total, all, memoBytes)
 		}
 		memo.mu.Unlock()
 	}
