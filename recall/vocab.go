@@ -66,6 +66,28 @@ var vocabGroups = [][]string{
 	{"yaml", "yml"},
 	{"excel", "xlsx", "xls"},
 	{"beautifulsoup", "bs4"},
+	// Acronyms and the names of protocols, as their specifications and
+	// the projects' documentation write them.
+	{"cors"},
+	{"tls", "ssl", "https"},
+	{"http2", "h2"},
+	{"sse"},
+	{"fk"},
+	{"utc", "gmt"},
+	{"timezone", "timezones", "tz"},
+	{"openapi", "swagger"},
+	{"ios", "iphone", "ipad"},
+	// Words of user interfaces and tests.
+	{"captcha", "hcaptcha", "recaptcha"},
+	{"hotkey", "shortcut", "keybinding"},
+	{"navbar", "nav"},
+	{"autocomplete", "autocompletion", "typeahead", "autosuggest"},
+	{"mock", "stub", "fake"},
+	{"idle", "inactivity", "inactive"},
+	{"logout", "signout"},
+	{"retry", "resend"},
+	{"minute", "min", "mins"},
+	{"develop", "dev"},
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
@@ -86,6 +108,16 @@ var vocabPhrases = [][3]string{
 	{"node", "js", "javascript"},
 	{"golangci", "lint", "golangcilint"},
 	{"beautiful", "soup", "beautifulsoup"},
+	{"cross", "origin", "cors"},
+	{"http", "2", "http2"},
+	{"server", "sent", "sse"},
+	{"foreign", "key", "fk"},
+	{"time", "zone", "timezone"},
+	{"keyboard", "shortcut", "hotkey"},
+	{"navigation", "bar", "navbar"},
+	{"log", "out", "logout"},
+	{"sign", "out", "logout"},
+	{"re", "send", "retry"},
 	{"azure", "blob", "azureblob"},
 	{"next", "js", "nextjs"},
 	{"vue", "js", "vue"},
@@ -142,6 +174,9 @@ var specificActions = []string{
 	"disable", "export", "unsubscribe",
 	"install", "uninstall", "copy", "list", "clear", "reset", "revert",
 	"rollback", "center", "align", "style", "mock", "index",
+	"revoke", "grant", "hash", "sign", "block", "unblock", "redirect",
+	"expire", "invalidate", "archive", "approve", "refund",
+	"charge", "crawl", "sync", "replay", "seed", "audit",
 }
 
 // lightVerbs lead no action of their own, whatever their group: "make the
