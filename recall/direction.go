@@ -391,12 +391,22 @@ func (l *leadScanner) result() lead {
 			}
 		}
 	}
-	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2, tailDir: l.tailDir, outcome: l.outcome}
+	outcome := l.outcome
+	if verb == repairVerb {
+		// A repair names the failure it ends or the success it brings
+		// about: "fix the build that fails", "fix the build so it
+		// succeeds" are one task.
+		outcome = 0
+	}
+	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2, tailDir: l.tailDir, outcome: outcome}
 }
 
 // conversionVerbs turn their object into something else: with a "to"
 // phrase and no "from" phrase, the object is the source. Index terms.
 var conversionVerbs = map[string]bool{}
+
+// repairVerb is the index term of "fix" and its group.
+var repairVerb string
 
 // role returns the role of the next content word: leadObject in the
 // leading phrase, leadFrom or leadTo in a "from" or "to" phrase after

@@ -36,7 +36,8 @@ import (
 //     webhook receiver", "a progress bar for the download" and "... for the
 //     upload");
 //   - the outcome: the goals do not name opposite paths ("when the payment
-//     fails", "when it succeeds"; see outcomeWords);
+//     fails", "when it succeeds"; see outcomeWords); a repair names none
+//     (its failure and its aim are one task);
 //   - the tools: in each category of toolTable (language, framework,
 //     database, CI service, format, hosted service...), the tools the two
 //     goals name are not disjoint, and a tool a goal names as its source or

@@ -64,6 +64,7 @@ func TestTaskParts(t *testing.T) {
 		{"success and failure paths", "Email the customer when the refund succeeds", "", "Email the customer when the refund fails", false},
 		{"failure path in other words", "Page the on-call engineer when the nightly job fails", "", "Page the on-call engineer when the nightly job has failed", true},
 		{"an outcome on one side only", "Retry the upload when it fails", "", "Retry the file upload", true},
+		{"a repair names the failure or the aim", "Fix the nightly build that fails on ARM", "", "Fix the nightly build so it succeeds on ARM", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -392,6 +392,7 @@ var (
 // initVocab fills actionKinds and toolIndex; text.go's init calls it once
 // the synonyms are known.
 func initVocab() {
+	repairVerb = canonical("fix")
 	for _, w := range []string{"convert", "translate"} {
 		conversionVerbs[canonical(w)] = true
 	}
