@@ -190,6 +190,12 @@ type lead struct {
 	// verb2 is the term of a second verb joined to the first ("find and
 	// remove"), or "".
 	verb2 string
+	// tailDir is the direction of the words in the phrases after the
+	// leading one (see leadScanner.tailDir).
+	tailDir uint32
+	// outcome is the path of the task: outcomeSuccess, outcomeFailure,
+	// both or neither (see outcomeWords).
+	outcome uint8
 }
 
 // leadScanner reads the head of a text, word by word. The leading phrase
@@ -216,7 +222,16 @@ type leadScanner struct {
 	tails     int    // phrases begun after the leading one
 	tailWords int
 
-	agent     bool   // an agent noun with a direction was seen
+	agent bool // an agent noun with a direction was seen
+	// tailDir is the direction of the content words of the phrases after
+	// the leading one: what the action is done to or for ("add a
+	// progress bar to the file download", "add retries to the webhook
+	// sender").
+	tailDir uint32
+	sawFrom bool // a "from" phrase was read
+	// outcome collects the outcome words of the whole text (analyze
+	// feeds them; see outcomeWords).
+	outcome   uint8
 	verbDir   uint32 // sides from words other than agent nouns
 	authorDir uint32 // sides from authoring verbs
 	agentDir  uint32 // sides from agent nouns
@@ -261,6 +276,7 @@ func (l *leadScanner) nextTail(text string) {
 	switch text {
 	case "from", "off":
 		l.tailRole = leadFrom
+		l.sawFrom = true
 	case "to", "into", "onto", "as":
 		l.tailRole = leadTo
 	case "with", "by", "for":
@@ -287,6 +303,9 @@ func (l *leadScanner) content(text, stem, term string) {
 	l.started = true
 	dir := directionStems[stem]
 	if l.tail {
+		if len(text) <= 4 || text[len(text)-2:] != "ed" {
+			l.tailDir |= dir
+		}
 		if l.tailRole != 0 {
 			l.objs = append(l.objs, leadObj{term: term, flags: l.tailRole | families(dir)})
 		}
@@ -363,8 +382,31 @@ func (l *leadScanner) result() lead {
 			}
 		}
 	}
-	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2}
+	if conversionVerbs[verb] && !l.substitute && !l.sawFrom {
+		// "Convert XML files to JSON": without a "from" phrase, what is
+		// converted is the source.
+		for i := range l.objs {
+			if l.objs[i].flags&leadObject != 0 {
+				l.objs[i].flags |= leadFrom
+			}
+		}
+	}
+	outcome := l.outcome
+	if verb == repairVerb {
+		// A repair names the failure it ends or the success it brings
+		// about: "fix the build that fails", "fix the build so it
+		// succeeds" are one task.
+		outcome = 0
+	}
+	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2, tailDir: l.tailDir, outcome: outcome}
 }
+
+// conversionVerbs turn their object into something else: with a "to"
+// phrase and no "from" phrase, the object is the source. Index terms.
+var conversionVerbs = map[string]bool{}
+
+// repairVerb is the index term of "fix" and its group.
+var repairVerb string
 
 // role returns the role of the next content word: leadObject in the
 // leading phrase, leadFrom or leadTo in a "from" or "to" phrase after

@@ -177,7 +177,7 @@ func TestFuseFallsBackToLexical(t *testing.T) {
 func TestFuseFilters(t *testing.T) {
 	a := fuseSol("a", "bring customer records in from spreadsheets", at(0.9))
 	a.Project = "p1"
-	b := fuseSol("b", "pull client rows out of excel sheets", at(0.8))
+	b := fuseSol("b", "pull client rows out of spreadsheets", at(0.8))
 	ix, vs := fuseIndex(t, a, b)
 	q := Query{Workspace: "w", Project: "p2", Goal: "import the users from a CSV file", K: 5, MinSimilarity: 0.35}
 	if got := matchIDs(Fuse(ix, vs, q, []float32{1, 0}, 0.6)); !slices.Equal(got, []string{"b"}) {

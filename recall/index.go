@@ -61,7 +61,10 @@ type doc struct {
 	verb   uint32    // term of the goal's first word (see lead.verb), noTerm if none
 	verb2  uint32    // term of a verb joined to it (lead.verb2), noTerm if none
 	kind   uint8     // what verb is: actNone, actGeneric, actSpecific
-	tools  []toolUse // tools the goal and the approach name (see parts.go)
+	// outcome and tailDir are the goal's (see lead).
+	outcome uint8
+	tailDir uint32
+	tools   []toolUse // tools the goal and the approach name (see parts.go)
 }
 
 type term struct {
@@ -235,7 +238,7 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		ws.docs = append(ws.docs, nil)
 	}
 	lg, la = min(lg, math.MaxInt32), min(la, math.MaxInt32)
-	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools}
+	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir}
 	for _, c := range counts {
 		id := ws.termID(c.word)
 		t := &ws.terms[id]

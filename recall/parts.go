@@ -25,16 +25,29 @@ import (
 //     one, and the words it acts on) shares a word with the other goal;
 //   - the source and the target: the words of a "from" phrase that are not
 //     in the "to" phrase, and the reverse, are not swapped between the goals
-//     ("from Python 2 to Python 3" against "from 3 to 2"); after "replace"
-//     or "swap" the object is the source and a "with", "by" or "for"
-//     phrase the target;
+//     ("from Python 2 to Python 3" against "from 3 to 2") more than they are
+//     shared; after "replace" or "swap" the object is the source and a
+//     "with", "by" or "for" phrase the target; after "convert" (and the
+//     words of its group) or "translate" with no "from" phrase, the object
+//     is the source ("convert XML files to JSON");
+//   - what the action is done to: the words of the phrases after the
+//     leading one do not lean to opposite sides of a family of
+//     directionTable ("add retries to the webhook sender" and "... to the
+//     webhook receiver", "a progress bar for the download" and "... for the
+//     upload");
+//   - the outcome: the goals do not name opposite paths ("when the payment
+//     fails", "when it succeeds"; see outcomeWords); a repair names none
+//     (its failure and its aim are one task);
 //   - the tools: in each category of toolTable (language, framework,
-//     database, CI service...), the tools the two goals name are not
-//     disjoint, and a tool a goal names as its source or target is named by
-//     the other whenever the other names a tool of that category. A
-//     framework stands for its language when a goal names none; a stored
-//     goal that names no tool of a category is judged by the tools its
-//     approach names.
+//     database, CI service, format, hosted service...), the tools the two
+//     goals name are not disjoint, and a tool a goal names as its source or
+//     target is named by the other whenever the other names a tool of that
+//     category. A tool stands for the tools it implies when a goal names
+//     none of their category: a framework, a linter or a runtime its
+//     language, a framework its side (React the client, Django the
+//     server), object storage its cloud (see implyTools); a stored goal
+//     that names no tool of a category is judged by the tools its approach
+//     names.
 //
 // Anything else is not known and does not count against a match: a goal
 // that names no tool is compatible with every tool.
@@ -49,7 +62,7 @@ const (
 	toolFrom     uint8 = 1 << iota // named in a "from" phrase
 	toolTo                         // named in a "to" phrase
 	toolApproach                   // named by the approach, not the goal
-	toolImplied                    // the language of a framework the goal names
+	toolImplied                    // implied by a tool the goal names (see implyTools)
 )
 
 // toolUse is one tool named by a text: its index in toolTable and its
@@ -82,20 +95,53 @@ func (a *analyzed) addTool(term string, role uint16) {
 	a.tools = append(a.tools, toolUse{tool: i, role: r})
 }
 
-// implyLanguage adds the language of the frameworks a text names when it
-// names no language.
-func (a *analyzed) implyLanguage() {
+// implyTools adds the tools the tools a text names imply, each when the
+// text names no tool of its categories: the language of a framework, a
+// runtime, a linter; the side of a framework or a runtime that runs on
+// one side only; the cloud of a storage service.
+func (a *analyzed) implyTools() {
+	var named uint32
 	for _, t := range a.tools {
-		if toolTable[t.tool].cats&catLanguage != 0 {
+		named |= toolTable[t.tool].cats
+	}
+	n := len(a.tools)
+	imply := func(name string) {
+		i, ok := toolIndex[canonical(name)]
+		if !ok || named&toolTable[i].cats != 0 {
 			return
 		}
+		for _, t := range a.tools {
+			if t.tool == i {
+				return
+			}
+		}
+		a.tools = append(a.tools, toolUse{tool: i, role: toolImplied})
 	}
-	for _, t := range a.tools {
+	for _, x := range a.implied {
+		imply(x)
+	}
+	for _, t := range a.tools[:n] {
 		if l := toolTable[t.tool].lang; l != "" {
-			a.addTool(l, 0)
-			a.tools[len(a.tools)-1].role |= toolImplied
+			imply(l)
+		}
+		for _, x := range impliedTools[toolTable[t.tool].name] {
+			imply(x)
 		}
 	}
+}
+
+// writtenImplies are the tools a word implies as written, where its
+// index term says less: Node.js is JavaScript on the server.
+var writtenImplies = map[string]string{"node": "server", "nodejs": "server"}
+
+// impliedTools are the tools a tool implies besides its language (see
+// implyTools), by canonical term.
+var impliedTools = map[string][]string{
+	"react": {"client"}, "vue": {"client"}, "angular": {"client"}, "svelte": {"client"},
+	"bun": {"server"}, "express": {"server"}, "django": {"server"},
+	"flask": {"server"}, "fastapi": {"server"}, "rails": {"server"}, "spring": {"server"},
+	"laravel": {"server"},
+	"s3":      {"aws"}, "gcs": {"gcp"}, "azureblob": {"azure"},
 }
 
 // docTools returns the tools of a stored solution: those of its goal, and
@@ -193,7 +239,7 @@ func (s *searcher) fits(d *doc) bool {
 	if !s.leadMeets(d) || !d.leadMeets(s) {
 		return false
 	}
-	if s.reversed(d) {
+	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 {
 		return false
 	}
 	return toolsFit(s.tools, d.tools)
@@ -206,7 +252,40 @@ func (s *searcher) fits(d *doc) bool {
 // in the same words), which a vector judges by meaning: semantic
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
-	return s.opposes(d) || s.reversed(d) || !toolsFit(s.tools, d.tools)
+	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
+		!toolsFit(s.tools, d.tools)
+}
+
+// Outcomes: the path of a task, when its goal names one ("when the
+// payment fails", "a success toast"). The success path and the failure
+// path are two tasks.
+const (
+	outcomeSuccess uint8 = 1 << iota
+	outcomeFailure
+)
+
+// outcomeWords name an outcome, as written. Nouns and adjectives count,
+// and the verbs in the forms that state what happened; "pass" and
+// "complete" in other forms are actions ("pass the token", "complete the
+// form").
+var outcomeWords = map[string]uint8{
+	"succeed": outcomeSuccess, "succeeds": outcomeSuccess, "succeeded": outcomeSuccess,
+	"succeeding": outcomeSuccess, "success": outcomeSuccess, "successes": outcomeSuccess,
+	"successful": outcomeSuccess, "successfully": outcomeSuccess, "passes": outcomeSuccess,
+	"completes": outcomeSuccess, "completed": outcomeSuccess, "approved": outcomeSuccess,
+	"fail": outcomeFailure, "fails": outcomeFailure, "failed": outcomeFailure,
+	"failing": outcomeFailure, "failure": outcomeFailure, "failures": outcomeFailure,
+	"error": outcomeFailure, "errors": outcomeFailure, "declined": outcomeFailure,
+	"rejected": outcomeFailure, "crashes": outcomeFailure, "crashed": outcomeFailure,
+	"unsuccessful": outcomeFailure, "unsuccessfully": outcomeFailure,
+}
+
+// otherPath reports whether the query and d name opposite outcomes, each
+// one alone: "notify when the deploy succeeds" and "notify when the
+// deploy fails".
+func (s *searcher) otherPath(d *doc) bool {
+	both := outcomeSuccess | outcomeFailure
+	return s.outcome != 0 && d.outcome != 0 && s.outcome != both && d.outcome != both && s.outcome != d.outcome
 }
 
 // sameAction reports whether two goals, led by the verbs a (and a2 joined
@@ -317,11 +396,13 @@ func (d *doc) leadMeets(s *searcher) bool {
 	return false
 }
 
-// reversed reports whether d goes the other way: a word only in the
-// query's "from" phrase is only in d's "to" phrase, or the reverse, and
-// they share neither a source nor a target word of that kind.
+// reversed reports whether d goes the other way: more words only in the
+// query's "from" phrase are only in d's "to" phrase, or the reverse, than
+// words are on the same side of both ("convert XML files to JSON" and
+// "convert JSON files to XML" share the source "files" but swap XML and
+// JSON).
 func (s *searcher) reversed(d *doc) bool {
-	var bufs [4][maxTailWords]uint32
+	var bufs [4][maxTailWords + maxLeadWords]uint32
 	qf, qt, df, dt := bufs[0][:0], bufs[1][:0], bufs[2][:0], bufs[3][:0]
 	for _, o := range s.objs {
 		if o.id == noTerm {
@@ -347,18 +428,17 @@ func (s *searcher) reversed(d *doc) bool {
 	}
 	// A word counts on a side only when the other side lacks it: "from
 	// Python 2 to Python 3" goes from 2 to 3.
-	meetsOnly := func(a, notA, c, notC []uint32) bool {
+	meetsOnly := func(a, notA, c, notC []uint32) int {
+		n := 0
 		for _, x := range a {
 			if !slices.Contains(notA, x) && slices.Contains(c, x) && !slices.Contains(notC, x) {
-				return true
+				n++
 			}
 		}
-		return false
+		return n
 	}
-	if meetsOnly(qf, qt, df, dt) || meetsOnly(qt, qf, dt, df) {
-		return false
-	}
-	return meetsOnly(qf, qt, dt, df) || meetsOnly(qt, qf, df, dt)
+	same := meetsOnly(qf, qt, df, dt) + meetsOnly(qt, qf, dt, df)
+	return meetsOnly(qf, qt, dt, df)+meetsOnly(qt, qf, df, dt) > same
 }
 
 // Reason says why a solution was recalled: the action and the object its

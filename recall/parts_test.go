@@ -46,6 +46,25 @@ func TestTaskParts(t *testing.T) {
 		{"no tool named", "Add retries with backoff to the HTTP client", "", "Add retries with exponential backoff to the Go HTTP client", true},
 		{"approach names the language", "Add structured JSON logging to the service", "Used python-json-logger with the Python logging module.", "Add structured JSON logging to the Rust service", false},
 		{"approach overruled by the goal", "Add structured JSON logging to the Go service", "Ported the Python formatter's fields.", "Add structured JSON logging to the Go service with slog", true},
+		{"other object storage", "Serve user uploads from S3 through signed URLs", "", "Serve user uploads from Azure Blob Storage through signed URLs", false},
+		{"other linter", "Run Ruff on every commit", "", "Run ESLint on every commit", false},
+		{"other hosted service", "Post a message to Slack when the nightly build finishes", "", "Post a message to Discord when the nightly build finishes", false},
+		{"other password hash", "Store passwords with scrypt", "", "Store passwords with PBKDF2", false},
+		{"other target format", "Export the invoices to CSV", "", "Export the invoices to JSON", false},
+		{"a browser framework and Node.js", "Fix the memory leak in the Node.js worker", "", "Fix the memory leak in the Vue app", false},
+		{"a framework and its own side", "Add request logging to the Express server", "", "Add request logging to the Express backend", true},
+		// Source and target of a conversion.
+		{"conversion reversed, no from", "Convert the CSV exports to Parquet", "", "Convert the Parquet exports to CSV", false},
+		{"conversion told with a from", "Convert the CSV exports to Parquet", "", "Convert the exports from CSV to Parquet", true},
+		// The direction of what the action is done to.
+		{"sender and receiver", "Add request signing to the webhook sender", "", "Add request signing to the webhook receiver", false},
+		{"producer and consumer", "Add tracing to the Kafka producer", "", "Add tracing to the Kafka consumer", false},
+		{"download and upload", "Add a resume option to the file download", "", "Add a resume option to the file upload", false},
+		// The outcome.
+		{"success and failure paths", "Email the customer when the refund succeeds", "", "Email the customer when the refund fails", false},
+		{"failure path in other words", "Page the on-call engineer when the nightly job fails", "", "Page the on-call engineer when the nightly job has failed", true},
+		{"an outcome on one side only", "Retry the upload when it fails", "", "Retry the file upload", true},
+		{"a repair names the failure or the aim", "Fix the nightly build that fails on ARM", "", "Fix the nightly build so it succeeds on ARM", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

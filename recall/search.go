@@ -200,6 +200,8 @@ type searcher struct {
 	verbSet bool
 	kind    uint8
 	tools   []toolUse
+	outcome uint8  // the query's outcome (see lead)
+	tailDir uint32 // the direction of the query's later phrases (see lead)
 	qtri    []uint32
 	invG    [256]float32 // goal weight / BM25 length norm, by goal length
 	invA    [256]float32 // same for the approach
@@ -256,7 +258,8 @@ func (ix *Index) prepare(q Query) *searcher {
 		return nil
 	}
 	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir,
-		verb: noTerm, verb2: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools}
+		verb: noTerm, verb2: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools,
+		outcome: a.lead.outcome, tailDir: a.lead.tailDir}
 	if id, ok := ws.dict[a.lead.verb]; ok && s.verbSet {
 		s.verb = id
 	}

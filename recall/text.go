@@ -314,6 +314,8 @@ type analyzed struct {
 	norm  string   // lowercase content words joined by spaces (goal only)
 	lead  lead     // the main action (goal only)
 	tools []toolUse
+	// implied are the tools words imply as written (see writtenImplies).
+	implied []string
 }
 
 // analyze tokenises text into index terms: words are split, lowercased,
@@ -354,6 +356,9 @@ func analyze(text string, maxRunes int) analyzed {
 			}
 			continue
 		}
+		if x, ok := writtenImplies[w.text]; ok && !slices.Contains(a.implied, x) {
+			a.implied = append(a.implied, x)
+		}
 		if i+1 < len(ws) && !ws[i+1].cjk {
 			if c, ok := phrases[[2]string{w.stem, ws[i+1].stem}]; ok {
 				addNorm(w.text)
@@ -369,6 +374,7 @@ func analyze(text string, maxRunes int) analyzed {
 			ls.stop(w.text)
 			continue
 		}
+		ls.outcome |= outcomeWords[w.text]
 		addNorm(w.text)
 		term := w.stem
 		if c, ok := synonyms[w.stem]; ok {
@@ -380,7 +386,7 @@ func analyze(text string, maxRunes int) analyzed {
 	}
 	a.norm = norm.String()
 	a.lead = ls.result()
-	a.implyLanguage()
+	a.implyTools()
 	return a
 }
 

@@ -63,6 +63,31 @@ var vocabGroups = [][]string{
 	{"golang", "go"},
 	{"bash", "shell", "sh", "zsh"},
 	{"rabbitmq", "amqp"},
+	{"yaml", "yml"},
+	{"excel", "xlsx", "xls"},
+	{"beautifulsoup", "bs4"},
+	// Acronyms and the names of protocols, as their specifications and
+	// the projects' documentation write them.
+	{"cors"},
+	{"tls", "ssl", "https"},
+	{"http2", "h2"},
+	{"sse"},
+	{"fk"},
+	{"utc", "gmt"},
+	{"timezone", "timezones", "tz"},
+	{"openapi", "swagger"},
+	{"ios", "iphone", "ipad"},
+	// Words of user interfaces and tests.
+	{"captcha", "hcaptcha", "recaptcha"},
+	{"hotkey", "shortcut", "keybinding"},
+	{"navbar", "nav"},
+	{"autocomplete", "autocompletion", "typeahead", "autosuggest"},
+	{"mock", "stub", "fake"},
+	{"idle", "inactivity", "inactive"},
+	{"logout", "signout"},
+	{"retry", "resend"},
+	{"minute", "min", "mins"},
+	{"develop", "dev"},
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
@@ -81,6 +106,19 @@ var vocabPhrases = [][3]string{
 	{"health", "check", "healthcheck"},
 	{"command", "line", "cli"},
 	{"node", "js", "javascript"},
+	{"golangci", "lint", "golangcilint"},
+	{"beautiful", "soup", "beautifulsoup"},
+	{"cross", "origin", "cors"},
+	{"http", "2", "http2"},
+	{"server", "sent", "sse"},
+	{"foreign", "key", "fk"},
+	{"time", "zone", "timezone"},
+	{"keyboard", "shortcut", "hotkey"},
+	{"navigation", "bar", "navbar"},
+	{"log", "out", "logout"},
+	{"sign", "out", "logout"},
+	{"re", "send", "retry"},
+	{"azure", "blob", "azureblob"},
 	{"next", "js", "nextjs"},
 	{"vue", "js", "vue"},
 	{"react", "native", "reactnative"},
@@ -136,6 +174,9 @@ var specificActions = []string{
 	"disable", "export", "unsubscribe",
 	"install", "uninstall", "copy", "list", "clear", "reset", "revert",
 	"rollback", "center", "align", "style", "mock", "index",
+	"revoke", "grant", "hash", "sign", "block", "unblock", "redirect",
+	"expire", "invalidate", "archive", "approve", "refund",
+	"charge", "crawl", "sync", "replay", "seed", "audit",
 }
 
 // lightVerbs lead no action of their own, whatever their group: "make the
@@ -174,11 +215,19 @@ const (
 	catOrchestrator
 	catSearch
 	catSide // client or server
+	catRuntime
+	catStorage // object storage
+	catService // a hosted service with an API of its own
+	catHash    // password hashing
+	catLinter  // linters and formatters
+	catScraper // scraping and browser automation
+	catFormat  // data and document formats
 )
 
 // toolTable lists tools by their canonical term (after vocabGroups and
-// vocabPhrases), with their categories and, for a framework, the language
-// it implies when a goal names none.
+// vocabPhrases), with their categories and, for a framework, a runtime, a
+// linter or a scraper of one language, the language it implies when a
+// goal names none (impliedTools in parts.go lists the other implications).
 var toolTable = []struct {
 	name  string
 	cats  uint32
@@ -218,6 +267,7 @@ var toolTable = []struct {
 	{"spring", catFramework, "java", "Spring"},
 	{"laravel", catFramework, "php", "Laravel"},
 	{"flutter", catFramework, "dart", "Flutter"},
+	{"bun", catRuntime, "javascript", "Bun"},
 	{"postgresql", catDatabase, "", "PostgreSQL"},
 	{"mysql", catDatabase, "", "MySQL"},
 	{"mariadb", catDatabase, "", "MariaDB"},
@@ -255,9 +305,53 @@ var toolTable = []struct {
 	{"newrelic", catObservability, "", "New Relic"},
 	{"sentry", catObservability, "", "Sentry"},
 	{"google", catIdentity, "", "Google"},
-	{"github", catIdentity | catCodeHost, "", "GitHub"},
-	{"gitlab", catCodeHost, "", "GitLab"},
-	{"bitbucket", catCodeHost, "", "Bitbucket"},
+	{"github", catIdentity | catCodeHost | catService, "", "GitHub"},
+	{"gitlab", catCodeHost | catService, "", "GitLab"},
+	{"bitbucket", catCodeHost | catService, "", "Bitbucket"},
+	{"stripe", catService, "", "Stripe"},
+	{"paypal", catService, "", "PayPal"},
+	{"braintree", catService, "", "Braintree"},
+	{"shopify", catService, "", "Shopify"},
+	{"slack", catService, "", "Slack"},
+	{"discord", catService, "", "Discord"},
+	{"twilio", catService, "", "Twilio"},
+	{"sendgrid", catService, "", "SendGrid"},
+	{"mailgun", catService, "", "Mailgun"},
+	{"s3", catStorage, "", "S3"},
+	{"gcs", catStorage, "", "GCS"},
+	{"azureblob", catStorage, "", "Azure Blob Storage"},
+	{"minio", catStorage, "", "MinIO"},
+	{"bcrypt", catHash, "", "bcrypt"},
+	{"argon2", catHash, "", "Argon2"},
+	{"scrypt", catHash, "", "scrypt"},
+	{"pbkdf2", catHash, "", "PBKDF2"},
+	{"eslint", catLinter, "javascript", "ESLint"},
+	{"prettier", catLinter, "javascript", "Prettier"},
+	{"stylelint", catLinter, "javascript", "Stylelint"},
+	{"black", catLinter, "python", "Black"},
+	{"flake8", catLinter, "python", "Flake8"},
+	{"ruff", catLinter, "python", "Ruff"},
+	{"pylint", catLinter, "python", "Pylint"},
+	{"rubocop", catLinter, "ruby", "RuboCop"},
+	{"clippy", catLinter, "rust", "Clippy"},
+	{"rustfmt", catLinter, "rust", "rustfmt"},
+	{"gofmt", catLinter, "golang", "gofmt"},
+	{"golangcilint", catLinter, "golang", "golangci-lint"},
+	{"beautifulsoup", catScraper, "python", "BeautifulSoup"},
+	{"scrapy", catScraper, "python", "Scrapy"},
+	{"puppeteer", catScraper, "javascript", "Puppeteer"},
+	{"cheerio", catScraper, "javascript", "Cheerio"},
+	{"playwright", catScraper, "", "Playwright"},
+	{"selenium", catScraper, "", "Selenium"},
+	{"json", catFormat, "", "JSON"},
+	{"xml", catFormat, "", "XML"},
+	{"yaml", catFormat, "", "YAML"},
+	{"toml", catFormat, "", "TOML"},
+	{"csv", catFormat, "", "CSV"},
+	{"pdf", catFormat, "", "PDF"},
+	{"excel", catFormat, "", "Excel"},
+	{"parquet", catFormat, "", "Parquet"},
+	{"protobuf", catFormat, "", "Protocol Buffers"},
 	{"apple", catIdentity, "", "Apple"},
 	{"microsoft", catIdentity, "", "Microsoft"},
 	{"facebook", catIdentity, "", "Facebook"},
@@ -298,6 +392,10 @@ var (
 // initVocab fills actionKinds and toolIndex; text.go's init calls it once
 // the synonyms are known.
 func initVocab() {
+	repairVerb = canonical("fix")
+	for _, w := range []string{"convert", "translate"} {
+		conversionVerbs[canonical(w)] = true
+	}
 	for _, w := range genericActions {
 		actionKinds[canonical(w)] = actGeneric
 	}
