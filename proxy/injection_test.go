@@ -21,6 +21,10 @@ import (
 // still miss (see its header).
 const heldOutMisses = 7
 
+// unmeasured are the probe's parts not yet measured: a held-out batch is
+// measured once, in guard/quoted, before it is planted here.
+var unmeasured = map[string]bool{"heldout4": true, "benign4": true}
+
 // probeEntry is one text of guard/testdata/injection_probe.txtar.
 type probeEntry struct {
 	part, class, text string
@@ -43,7 +47,7 @@ func readInjectionProbe(t *testing.T) []probeEntry {
 			part = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
 			continue
 		}
-		if part == "" || strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+		if part == "" || unmeasured[part] || strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
 		class, lit, _ := strings.Cut(l, "\t")
