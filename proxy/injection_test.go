@@ -18,8 +18,9 @@ import (
 )
 
 // heldOutMisses is how many texts of the probe's held-out part the rules
-// still miss (see its header).
-const heldOutMisses = 7
+// still miss (see its header): none since the rules read the shapes of
+// text that speaks to the model (guard/quoted/structure.go).
+const heldOutMisses = 0
 
 // unmeasured are the probe's parts not yet measured: a held-out batch is
 // measured once, in guard/quoted, before it is planted here.

@@ -110,7 +110,14 @@ func defuse(s string, depth int) (string, bool) {
 		return "", false
 	}
 	toks := tokenize(f.text)
-	found := append(leadInSpans(f.text), phraseSpans(f.text, toks)...)
+	if unjudgeable(f.text, toks) {
+		return "", false
+	}
+	phrased := phraseSpans(f.text, toks)
+	if len(phrased) == 0 && splitInstruction(src) {
+		return "", false
+	}
+	found := append(leadInSpans(f.text), phrased...)
 	// Back to the source's bytes.
 	spans := make([]span, 0, len(found)+2)
 	for _, sp := range found {
