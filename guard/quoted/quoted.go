@@ -54,11 +54,10 @@ const Withheld = "(not shown: it hides characters or words a model could take fo
 // cleaned. When s cannot be shown it returns [Withheld], not quoted, and
 // false.
 func Text(s string, max int) (string, bool) {
-	d, ok := Defuse(window(s, max))
+	d, ok := Plain(s, max)
 	if !ok {
 		return Withheld, false
 	}
-	d = Line(d, max)
 	if d == "" {
 		return "", true
 	}
@@ -73,6 +72,18 @@ func Text(s string, max int) (string, bool) {
 	}
 	b.WriteByte('"')
 	return b.String(), true
+}
+
+// Plain is [Text] without the quotes, for a field of its own (a JSON
+// string an MCP tool returns) that a reader cannot take for more than
+// data: s on one line, defused, capped at max runes. When s cannot be
+// shown it returns [Withheld] and false.
+func Plain(s string, max int) (string, bool) {
+	d, ok := Defuse(window(s, max))
+	if !ok {
+		return Withheld, false
+	}
+	return Line(d, max), true
 }
 
 // window returns the start of s that a text capped at max runes can show:
