@@ -94,7 +94,11 @@ var (
 // unjudgeable reports whether a folded text (and its words) has a shape
 // that cannot be judged by its words (see above).
 func unjudgeable(s string, toks []token) bool {
-	if roleMarkup.MatchString(s) || toolFrame.MatchString(s) {
+	// The expressions run only where their words stand.
+	if strings.Contains(s, "role") && roleMarkup.MatchString(s) {
+		return true
+	}
+	if (strings.Contains(s, "tool") || strings.Contains(s, "function") || strings.Contains(s, "next")) && toolFrame.MatchString(s) {
 		return true
 	}
 	for i := range toks {
