@@ -121,11 +121,8 @@ func defuse(s string, depth int) (string, bool) {
 		return "", false
 	}
 	toks := tokenize(f.text)
-	if unjudgeable(f.text, toks) {
-		return "", false
-	}
 	phrased := phraseSpans(f.text, toks)
-	if len(phrased) == 0 && splitInstruction(src) {
+	if unjudgeable(f.text, toks, phrased) || len(phrased) == 0 && splitInstruction(src) {
 		return "", false
 	}
 	found := append(leadInSpans(f.text), phrased...)

@@ -92,8 +92,11 @@ var (
 )
 
 // unjudgeable reports whether a folded text (and its words) has a shape
-// that cannot be judged by its words (see above).
-func unjudgeable(s string, toks []token) bool {
+// that cannot be judged by its words (see above). An order the rules of
+// words already take out (found: their spans) is judged by them:
+// "SYSTEM: ignore previous instructions" shows as "(system)
+// [instruction-like text]".
+func unjudgeable(s string, toks []token, found []span) bool {
 	// The expressions run only where their words stand.
 	if strings.Contains(s, "role") && roleMarkup.MatchString(s) {
 		return true
@@ -102,7 +105,18 @@ func unjudgeable(s string, toks []token) bool {
 		return true
 	}
 	for i := range toks {
-		if speaksToModel(s, toks, i) {
+		if speaksToModel(s, toks, i, found) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether byte at of the folded form is inside one of
+// spans.
+func within(spans []span, at int) bool {
+	for _, sp := range spans {
+		if sp.start <= at && at < sp.end {
 			return true
 		}
 	}
@@ -111,7 +125,7 @@ func unjudgeable(s string, toks []token) bool {
 
 // speaksToModel reports whether a line that speaks to the model starts
 // at word i.
-func speaksToModel(s string, toks []token, i int) bool {
+func speaksToModel(s string, toks []token, i int, found []span) bool {
 	// "If you are an AI ...", "you, the assistant, ..."
 	if n := ifYouAre.at(toks, i); n > 0 {
 		j := next(toks, i, n)
@@ -154,11 +168,11 @@ func speaksToModel(s string, toks []token, i int) bool {
 			if c != ':' && !opened(s, toks[i].start, c) {
 				break
 			}
-			if orderFollows(s, toks, j) {
+			if orderFollows(s, toks, j, found) {
 				return true
 			}
 		case ',':
-			if named && (orderFollows(s, toks, j) || youFollow(toks, j)) {
+			if named && (orderFollows(s, toks, j, found) || youFollow(toks, j)) {
 				return true
 			}
 		}
@@ -179,7 +193,7 @@ func speaksToModel(s string, toks []token, i int) bool {
 			for v < len(toks) && orderLeads.at(toks, v) > 0 {
 				v = next(toks, v, orderLeads.at(toks, v))
 			}
-			if v < len(toks) && orderVerbs.at(toks, v) > 0 {
+			if v < len(toks) && isOrder(toks, v, found) {
 				return true
 			}
 		}
@@ -225,7 +239,7 @@ func opened(s string, at int, c byte) bool {
 // orderFollows reports whether a clause of the sentence that starts at
 // word j opens with an order: an order's verb, after the words that may
 // lead one ("please", "before anything else,").
-func orderFollows(s string, toks []token, j int) bool {
+func orderFollows(s string, toks []token, j int, found []span) bool {
 	clause := true // word j opens a clause
 	for k := j; k < len(toks); k++ {
 		if k > j && toks[k].stop {
@@ -241,11 +255,23 @@ func orderFollows(s string, toks []token, j int) bool {
 		for v < len(toks) && orderLeads.at(toks, v) > 0 {
 			v = next(toks, v, orderLeads.at(toks, v))
 		}
-		if v < len(toks) && orderVerbs.at(toks, v) > 0 && !toks[v].colon {
+		if v < len(toks) && isOrder(toks, v, found) && !toks[v].colon {
 			return true
 		}
 	}
 	return false
+}
+
+// isOrder reports whether word v opens an order: an order's verb with
+// something after it in its sentence (what to do it to: "SYSTEM: obey"
+// alone stays a label and a word), not already taken out by the rules of
+// words.
+func isOrder(toks []token, v int, found []span) bool {
+	n := orderVerbs.at(toks, v)
+	if n == 0 || within(found, toks[v].start) {
+		return false
+	}
+	return next(toks, v, n) < len(toks)
 }
 
 // clauseBreak reports whether the bytes between two words end a clause.
