@@ -22,7 +22,11 @@
 // hex that decode to text are judged decoded, never shown decoded, and are
 // replaced by "[encoded text]" when they or the text around them ask to be
 // decoded and obeyed. Text whose letters, run together, reversed or in
-// ROT13, spell an override the words did not show is not shown at all.
+// ROT13, spell an override the words did not show is not shown at all;
+// nor is text whose shape speaks to the model whatever its words (see
+// structure.go): a role given in markup, a forged frame of a tool's
+// result, a label or a name of the model before an order, an order split
+// across string literals.
 //
 // Where a text cannot be shown, [Text] says so and reports false: the
 // caller shows less (the call and the tool, not the prose).
