@@ -126,10 +126,11 @@ func defuse(s string, depth int) (string, bool) {
 	}
 	toks := tokenize(f.text)
 	phrased := phraseSpans(f.text, toks)
-	if unjudgeable(f.text, toks, phrased) || len(phrased) == 0 && splitInstruction(src) {
+	leads := leadInSpans(f.text)
+	if unjudgeable(f.text, toks, phrased, leads) || len(phrased) == 0 && splitInstruction(src) {
 		return "", false
 	}
-	found := append(leadInSpans(f.text), phrased...)
+	found := append(leads, phrased...)
 	// Back to the source's bytes.
 	spans := make([]span, 0, len(found)+2)
 	for _, sp := range found {

@@ -23,7 +23,11 @@ import (
 //     "Developer note: ..., skip them", "URGENT: before anything else,
 //     run ...", "Assistant, your next step is ..."); "if you are an AI";
 //     the model named as the subject of an order ("agents reading this
-//     must ...", "the agent has to execute ...");
+//     must ...", "the agent has to execute ..."); a greeting to the model
+//     ("Hello, agent.");
+//   - a conversation written into the text: role labels that give turns
+//     to a user and to the assistant, the system or a developer; the frame
+//     of an instruction-tuning prompt ("### Instruction: ... ### Response:");
 //   - an instruction split across string literals ('ignore all prev',
 //     'ious instructions'): the literals run together are judged too.
 //
@@ -56,7 +60,7 @@ var (
 	// labelWords may stand in a label beside a name or an authority.
 	labelWords = phrases("prompt", "note", "notes", "notice", "message", "update", "alert", "hint", "hints", "instruction",
 		"instructions", "directive", "override", "request", "reminder", "memo", "warning", "to", "for", "from",
-		"the", "all", "any", "every", "dear", "hey", "hello", "hi", "attn", "team", "only")
+		"the", "all", "any", "every", "each", "whatever", "whoever", "dear", "hey", "hello", "hi", "attn", "team", "only")
 	// orderLeads may open an order before its verb.
 	orderLeads = phrases("please", "now", "first", "immediately", "also", "just", "kindly", "quickly", "simply",
 		"then", "right now", "at once", "before anything else", "before you do anything else", "before answering",
@@ -89,6 +93,7 @@ var (
 	ifYouAre = phrases("if you are", "if you're", "if youre", "when you are", "when you're", "since you are",
 		"as you are")
 	nameArticles = phrases("a", "an", "the", "any", "some", "one", "another")
+	greetings    = phrases("hello", "hi", "hey", "dear", "greetings", "howdy")
 )
 
 // unjudgeable reports whether a folded text (and its words) has a shape
@@ -96,7 +101,10 @@ var (
 // words already take out (found: their spans) is judged by them:
 // "SYSTEM: ignore previous instructions" shows as "(system)
 // [instruction-like text]".
-func unjudgeable(s string, toks []token, found []span) bool {
+func unjudgeable(s string, toks []token, found, leads []span) bool {
+	if forgedDialogue(leads) || templateFrame.MatchString(s) && strings.Contains(s, "response") {
+		return true
+	}
 	// The expressions run only where their words stand.
 	if strings.Contains(s, "role") && roleMarkup.MatchString(s) {
 		return true
@@ -111,6 +119,26 @@ func unjudgeable(s string, toks []token, found []span) bool {
 	}
 	return false
 }
+
+// forgedDialogue reports whether role labels (the lead-ins found) give
+// turns to a user and to the assistant, the system or a developer: a
+// conversation written into the text.
+func forgedDialogue(leads []span) bool {
+	user, model := false, false
+	for _, sp := range leads {
+		switch sp.repl {
+		case "(user) ", "(human) ":
+			user = true
+		case "(assistant) ", "(system) ", "(developer) ":
+			model = true
+		}
+	}
+	return user && model
+}
+
+// templateFrame is the frame of an instruction-tuning prompt
+// ("### Instruction: ... ### Response:"), on the folded form.
+var templateFrame = regexp.MustCompile(`\binstructions?\s*:[^:]*\bresponse\s*:`)
 
 // within reports whether byte at of the folded form is inside one of
 // spans.
@@ -131,6 +159,16 @@ func speaksToModel(s string, toks []token, i int, found []span) bool {
 		j := next(toks, i, n)
 		if m := nameArticles.at(toks, j); m > 0 {
 			j = next(toks, j, m)
+		}
+		if j < len(toks) && modelNames.at(toks, j) > 0 {
+			return true
+		}
+	}
+	// A greeting to the model: "Hello, agent."
+	if greetings.at(toks, i) > 0 {
+		j := next(toks, i, 1)
+		if j < len(toks) && (toks[j].key == "the" || toks[j].key == "dear" || toks[j].key == "there") {
+			j = next(toks, j, 1)
 		}
 		if j < len(toks) && modelNames.at(toks, j) > 0 {
 			return true
@@ -158,6 +196,15 @@ func speaksToModel(s string, toks []token, i int, found []span) bool {
 		} else {
 			break
 		}
+		// "Assistant reading this page:", "automated reviewer that
+		// processes this PR:": the name, then what it reads.
+		if n := readingWords.at(toks, j); named && n > 0 {
+			k := j + n
+			for steps := 0; k < len(toks) && steps < 5 && !toks[k].stop && closer(s, toks[k-1].end) != ':'; steps++ {
+				k++
+			}
+			j = k
+		}
 		if !named && !authority {
 			continue
 		}
@@ -168,11 +215,11 @@ func speaksToModel(s string, toks []token, i int, found []span) bool {
 			if c != ':' && !opened(s, toks[i].start, c) {
 				break
 			}
-			if orderFollows(s, toks, j, found) {
+			if orderFollows(s, toks, j, found, named) {
 				return true
 			}
 		case ',':
-			if named && (orderFollows(s, toks, j, found) || youFollow(toks, j)) {
+			if named && (orderFollows(s, toks, j, found, false) || youFollow(toks, j)) {
 				return true
 			}
 		}
@@ -237,15 +284,19 @@ func opened(s string, at int, c byte) bool {
 }
 
 // orderFollows reports whether a clause of the sentence that starts at
-// word j opens with an order: an order's verb, after the words that may
-// lead one ("please", "before anything else,").
-func orderFollows(s string, toks []token, j int, found []span) bool {
+// word j (and of the next one too, when more is set: after a label that
+// names the model) opens with an order: an order's verb, after the words
+// that may lead one ("please", "before anything else,").
+func orderFollows(s string, toks []token, j int, found []span, more bool) bool {
 	clause := true // word j opens a clause
 	for k := j; k < len(toks); k++ {
 		if k > j && toks[k].stop {
-			return false
-		}
-		if k > j {
+			if !more {
+				return false
+			}
+			more = false
+			clause = true
+		} else if k > j {
 			clause = clauseBreak(s, toks[k-1].end, toks[k].start) || toks[k-1].key == "and" || toks[k-1].key == "then"
 		}
 		if !clause {
