@@ -102,7 +102,7 @@ var (
 // "SYSTEM: ignore previous instructions" shows as "(system)
 // [instruction-like text]".
 func unjudgeable(s string, toks []token, found, leads []span) bool {
-	if forgedDialogue(leads) || templateFrame.MatchString(s) && strings.Contains(s, "response") {
+	if forgedDialogue(leads) || strings.Contains(s, "response") && strings.Contains(s, "instruction") && templateFrame.MatchString(s) {
 		return true
 	}
 	// The expressions run only where their words stand.
