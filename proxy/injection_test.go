@@ -17,9 +17,15 @@ import (
 	"github.com/scarproxy/scarproxy/store"
 )
 
-// heldOutMisses is how many texts of the probe's held-out part the rules
-// still miss (see its header).
-const heldOutMisses = 7
+// heldOutMisses is how many texts of the probe's held-out parts the rules
+// still miss (see its header): none of batches 1 to 3 since the rules read
+// the shapes of text that speaks to the model (guard/quoted/structure.go),
+// 6 of batch 4 (15 at its one measure; 9 since caught, moved to tuning).
+const heldOutMisses = 6
+
+// unmeasured are the probe's parts not yet measured: a held-out batch is
+// measured once, in guard/quoted, before it is planted here.
+var unmeasured = map[string]bool{}
 
 // probeEntry is one text of guard/testdata/injection_probe.txtar.
 type probeEntry struct {
@@ -43,7 +49,7 @@ func readInjectionProbe(t *testing.T) []probeEntry {
 			part = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
 			continue
 		}
-		if part == "" || strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+		if part == "" || unmeasured[part] || strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
 		class, lit, _ := strings.Cut(l, "\t")
@@ -55,6 +61,9 @@ func readInjectionProbe(t *testing.T) []probeEntry {
 	}
 	return out
 }
+
+// benignPart reports whether a part of the probe holds ordinary texts.
+func benignPart(part string) bool { return strings.HasPrefix(part, "benign") }
 
 // quotedStrings are the double-quoted strings of a text as blocks write
 // them.
@@ -102,7 +111,7 @@ func TestInjectionProbeThroughMemory(t *testing.T) {
 		ws := "probe-" + strconv.Itoa(i)
 		hdr := map[string]string{tenant.HeaderWorkspace: ws}
 		_, caught := shown(p.text, 200)
-		if p.part != "benign" && !caught {
+		if !benignPart(p.part) && !caught {
 			missed++
 			if p.part == "tune" {
 				t.Errorf("line %d (%s): a text of the tuning part is not caught: %q", p.line, p.class, p.text)
@@ -168,7 +177,7 @@ func checkTold(t *testing.T, p probeEntry, told string, caught bool, rendered fu
 	if !rendered(told) {
 		t.Errorf("line %d (%s): the stored text is not shown as the quoting path renders it:\n%s", p.line, p.class, told)
 	}
-	if p.part == "benign" {
+	if benignPart(p.part) {
 		if q, _ := quoted.Text(p.text, 300); !strings.Contains(told, strings.Trim(q, `"`)) {
 			t.Errorf("line %d: a benign text did not arrive whole: %q\n%s", p.line, p.text, told)
 		}

@@ -182,6 +182,9 @@ func foldRune(r rune) []rune {
 // confusables table, then the table of lookalikes; for a capital letter
 // not in them, that of its small letter.
 func lookalike(r rune) (byte, bool) {
+	if c, ok := enclosed(r); ok {
+		return c, true
+	}
 	if c, ok := confusables[r]; ok {
 		return c, true
 	}
@@ -195,6 +198,19 @@ func lookalike(r rune) (byte, bool) {
 		if c, ok := lookalikes[l]; ok {
 			return c, true
 		}
+	}
+	return 0, false
+}
+
+// enclosed returns the letter of the negative circled and negative
+// squared Latin capital letters (🅐, 🅰): they read as their letter, and
+// have no compatibility decomposition for NFKC to fold.
+func enclosed(r rune) (byte, bool) {
+	switch {
+	case 0x1f150 <= r && r <= 0x1f169: // NEGATIVE CIRCLED LATIN CAPITAL LETTER A..Z
+		return byte('a' + r - 0x1f150), true
+	case 0x1f170 <= r && r <= 0x1f189: // NEGATIVE SQUARED LATIN CAPITAL LETTER A..Z
+		return byte('a' + r - 0x1f170), true
 	}
 	return 0, false
 }

@@ -93,36 +93,57 @@ func TestProbeTune(t *testing.T) {
 
 // heldOutCaught is how many texts of the held-out part were caught at
 // their batch's first measure (15 of batch 1, 6 of batch 2, 4 of batch 3),
-// the misses since moved to the tuning part aside: seven misses remain.
+// the misses since moved to the tuning part aside. Of the seven misses
+// that stayed, the rules of shapes (structure.go) catch all seven: 32 of
+// 32 today.
 const heldOutCaught = 25
 
-// TestProbeHeldOut measures the held-out part, which no rule was written
-// from: it fails below heldOutCaught.
+// heldOut4Caught is how many of the 40 texts of batch 4 (part heldout4)
+// were caught at its one measure, after the rules of shapes: 25 (62%),
+// with 0 of its 28 ordinary texts (benign4) changed. Of its 15 misses, 9
+// moved to the tuning part once the rules caught them; 6 remain (see the
+// probe's header).
+const heldOut4Caught = 25
+
+// TestProbeHeldOut measures the held-out parts, which no rule was written
+// from: each fails below the figure of its first measure.
 func TestProbeHeldOut(t *testing.T) {
-	held := readProbe(t)["heldout"]
-	n := 0
-	for _, p := range held {
-		q, ok := caught(p.text)
-		if ok {
-			n++
-		} else {
-			t.Logf("line %d (%s): not caught: %s", p.line, p.class, q)
+	parts := readProbe(t)
+	for _, tc := range []struct {
+		part  string
+		floor int
+	}{{"heldout", heldOutCaught}, {"heldout4", heldOut4Caught}} {
+		held := parts[tc.part]
+		n := 0
+		for _, p := range held {
+			q, ok := caught(p.text)
+			if ok {
+				n++
+			} else {
+				t.Logf("line %d (%s): not caught: %s", p.line, p.class, q)
+			}
+			if !settled(q) {
+				t.Errorf("line %d (%s): judged again, more comes out: %s", p.line, p.class, q)
+			}
 		}
-		if !settled(q) {
-			t.Errorf("line %d (%s): judged again, more comes out: %s", p.line, p.class, q)
+		t.Logf("%s: %d of %d caught", tc.part, n, len(held))
+		if n < tc.floor {
+			t.Errorf("%s: %d of %d caught, fewer than the %d of its first measure", tc.part, n, len(held), tc.floor)
 		}
-	}
-	t.Logf("held-out: %d of %d caught", n, len(held))
-	if n < heldOutCaught {
-		t.Errorf("held-out: %d of %d caught, fewer than the %d of its first measure", n, len(held), heldOutCaught)
 	}
 }
 
 func TestProbeBenign(t *testing.T) {
-	for _, p := range readProbe(t)["benign"] {
-		if q, bad := caught(p.text); bad {
-			t.Errorf("line %d: an ordinary text lost words: %q -> %s", p.line, p.text, q)
+	parts := readProbe(t)
+	for _, part := range []string{"benign", "benign4"} {
+		n := 0
+		for _, p := range parts[part] {
+			if q, bad := caught(p.text); bad {
+				n++
+				t.Errorf("line %d: an ordinary text lost words: %q -> %s", p.line, p.text, q)
+			}
 		}
+		t.Logf("%s: %d of %d changed", part, n, len(parts[part]))
 	}
 }
 

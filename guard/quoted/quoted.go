@@ -22,7 +22,11 @@
 // hex that decode to text are judged decoded, never shown decoded, and are
 // replaced by "[encoded text]" when they or the text around them ask to be
 // decoded and obeyed. Text whose letters, run together, reversed or in
-// ROT13, spell an override the words did not show is not shown at all.
+// ROT13, spell an override the words did not show is not shown at all;
+// nor is text whose shape speaks to the model whatever its words (see
+// structure.go): a role given in markup, a forged frame of a tool's
+// result, a label or a name of the model before an order, an order split
+// across string literals.
 //
 // Where a text cannot be shown, [Text] says so and reports false: the
 // caller shows less (the call and the tool, not the prose).
@@ -54,11 +58,10 @@ const Withheld = "(not shown: it hides characters or words a model could take fo
 // cleaned. When s cannot be shown it returns [Withheld], not quoted, and
 // false.
 func Text(s string, max int) (string, bool) {
-	d, ok := Defuse(window(s, max))
+	d, ok := Plain(s, max)
 	if !ok {
 		return Withheld, false
 	}
-	d = Line(d, max)
 	if d == "" {
 		return "", true
 	}
@@ -73,6 +76,18 @@ func Text(s string, max int) (string, bool) {
 	}
 	b.WriteByte('"')
 	return b.String(), true
+}
+
+// Plain is [Text] without the quotes, for a field of its own (a JSON
+// string an MCP tool returns) that a reader cannot take for more than
+// data: s on one line, defused, capped at max runes. When s cannot be
+// shown it returns [Withheld] and false.
+func Plain(s string, max int) (string, bool) {
+	d, ok := Defuse(window(s, max))
+	if !ok {
+		return Withheld, false
+	}
+	return Line(d, max), true
 }
 
 // window returns the start of s that a text capped at max runes can show:
@@ -110,7 +125,12 @@ func defuse(s string, depth int) (string, bool) {
 		return "", false
 	}
 	toks := tokenize(f.text)
-	found := append(leadInSpans(f.text), phraseSpans(f.text, toks)...)
+	phrased := phraseSpans(f.text, toks)
+	leads := leadInSpans(f.text)
+	if unjudgeable(f.text, toks, phrased, leads) || len(phrased) == 0 && splitInstruction(src) {
+		return "", false
+	}
+	found := append(leads, phrased...)
 	// Back to the source's bytes.
 	spans := make([]span, 0, len(found)+2)
 	for _, sp := range found {

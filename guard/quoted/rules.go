@@ -138,7 +138,9 @@ var (
 		"are invalid", "is invalid", "are no longer valid", "is no longer valid", "no longer apply",
 		"no longer applies", "do not apply", "don't apply", "does not apply", "doesn't apply", "are lifted",
 		"are suspended", "are disabled", "have been revoked", "have been lifted", "have been removed",
-		"have been cancelled", "have been canceled", "have been updated", "have changed", "are replaced",
+		"have been cancelled", "have been canceled", "have been updated", "have changed",
+		"has been updated", "has been changed", "has changed", "has been replaced", "has been overridden",
+		"has been revoked", "has been lifted", "has been disabled", "has been removed", "has been rewritten", "are replaced",
 		"have been replaced", "are not binding", "are irrelevant", "are ignored", "should be ignored",
 		"should be treated as obsolete", "should be treated as void", "is to be treated as obsolete", "is outdated",
 		"is no longer relevant", "are no longer relevant", "is no longer in force", "are no longer in force",
@@ -677,6 +679,19 @@ func roleClaim(toks []token, i int) bool {
 		if m := leakOf.at(toks, j); m > 0 {
 			k := next(toks, j, m)
 			if leakWhat.at(toks, k) > 0 && (toks[j].key != "the" || leakHidden.at(toks, k) > 0) {
+				return true
+			}
+		}
+	}
+	// "repeat everything above this line", "print all the text before"
+	if n := leakVerbs.at(toks, i); n > 0 {
+		j := next(toks, i, n)
+		if m := everything.at(toks, j); m > 0 {
+			k := next(toks, j, m)
+			for steps := 0; k < len(toks) && steps < 2 && (toks[k].key == "the" || toks[k].key == "text" || toks[k].key == "of"); steps++ {
+				k = next(toks, k, 1)
+			}
+			if k < len(toks) && pointers.at(toks, k) > 0 {
 				return true
 			}
 		}

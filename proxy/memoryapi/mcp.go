@@ -29,6 +29,10 @@ import (
 // workspace, a gateway key its own, and an open memory API (neither
 // configured) anything.
 //
+// A tool's result is read by a model as a block is: the stored prose in
+// it goes through the blocks' quoting path, in the same JSON fields, with
+// a notice field (see mcpquote.go).
+//
 // Over HTTP the server is stateless: every POST is answered on its own,
 // with no MCP session to keep, so replicas behind a load balancer need no
 // affinity, and credentials are checked on every request.
@@ -236,6 +240,7 @@ type recallStoreOut struct {
 	// updated.
 	Created  bool           `json:"created"`
 	Solution store.Solution `json:"solution"`
+	Notice   string         `json:"notice"`
 }
 
 func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreIn) (recallStoreOut, *wire.Error) {
@@ -250,7 +255,7 @@ func (t *mcpTools) recallStore(ctx context.Context, c mcpCaller, in recallStoreI
 	if aerr != nil {
 		return recallStoreOut{}, aerr
 	}
-	return recallStoreOut{Stored: true, ID: sol.ID, Created: created, Solution: sol}, nil
+	return recallStoreOut{Stored: true, ID: sol.ID, Created: created, Solution: mcpSolution(sol), Notice: mcpNotice}, nil
 }
 
 type recallSimilarIn struct {
@@ -271,6 +276,7 @@ type recallSimilarOut struct {
 	Threshold  float64         `json:"threshold"`
 	Matches    []recall.Match  `json:"matches"`
 	Below      []recall.Match  `json:"below,omitzero"`
+	Notice     string          `json:"notice"`
 }
 
 func (t *mcpTools) recallSimilar(ctx context.Context, c mcpCaller, in recallSimilarIn) (recallSimilarOut, *wire.Error) {
@@ -280,9 +286,10 @@ func (t *mcpTools) recallSimilar(ctx context.Context, c mcpCaller, in recallSimi
 	if aerr != nil {
 		return recallSimilarOut{}, aerr
 	}
-	out := recallSimilarOut{Threshold: v.MinSimilarity, Matches: v.Matches, Below: v.Below}
-	if len(v.Matches) > 0 {
-		out.Found, out.Similarity, out.Solution = true, v.Matches[0].Similarity, &v.Matches[0].Solution
+	out := recallSimilarOut{Threshold: v.MinSimilarity, Matches: mcpMatches(v.Matches), Below: mcpMatches(v.Below), Notice: mcpNotice}
+	if len(out.Matches) > 0 {
+		sol := out.Matches[0].Solution
+		out.Found, out.Similarity, out.Solution = true, out.Matches[0].Similarity, &sol
 		return out, nil
 	}
 	// Nothing reached the threshold: report the best score, as the
@@ -358,6 +365,7 @@ type scarRecordOut struct {
 	Recorded bool           `json:"recorded"`
 	ID       string         `json:"id"`
 	Incident store.Incident `json:"incident"`
+	Notice   string         `json:"notice"`
 }
 
 func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn) (scarRecordOut, *wire.Error) {
@@ -369,7 +377,7 @@ func (t *mcpTools) scarRecord(ctx context.Context, c mcpCaller, in scarRecordIn)
 	if aerr != nil {
 		return scarRecordOut{}, aerr
 	}
-	return scarRecordOut{Recorded: true, ID: inc.ID, Incident: *inc}, nil
+	return scarRecordOut{Recorded: true, ID: inc.ID, Incident: mcpIncident(*inc), Notice: mcpNotice}, nil
 }
 
 type scarGuardIn struct {
@@ -385,6 +393,7 @@ type scarGuardOut struct {
 	ActivePatterns []patternView `json:"active_patterns"`
 	MinRepeats     int           `json:"min_repeats"`
 	Window         string        `json:"window"`
+	Notice         string        `json:"notice"`
 }
 
 func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (scarGuardOut, *wire.Error) {
@@ -399,7 +408,7 @@ func (t *mcpTools) scarGuard(ctx context.Context, c mcpCaller, in scarGuardIn) (
 		return scarGuardOut{}, aerr
 	}
 	p := t.a.activePatterns()
-	return scarGuardOut{Patterns: v.Patterns, Block: v.Block, ActivePatterns: p.Patterns, MinRepeats: p.MinRepeats, Window: p.Window}, nil
+	return scarGuardOut{Patterns: mcpEntries(v.Patterns), Block: v.Block, ActivePatterns: p.Patterns, MinRepeats: p.MinRepeats, Window: p.Window, Notice: mcpNotice}, nil
 }
 
 type scarFixesIn struct {
@@ -457,6 +466,7 @@ type scarFixesOut struct {
 	Learned []learnedView `json:"learned"`
 	Fixes   []fixView     `json:"fixes"`
 	Note    string        `json:"note"`
+	Notice  string        `json:"notice"`
 }
 
 const fixesNote = "learned: what ended this failure before in this project (the same error first, then failures that hold it, then the same guard pattern), " +
@@ -470,12 +480,15 @@ func (t *mcpTools) scarFixes(ctx context.Context, c mcpCaller, in scarFixesIn) (
 	if strings.TrimSpace(in.Error) == "" {
 		return scarFixesOut{}, wire.BadRequest("error: required, the error text")
 	}
-	out := scarFixesOut{Learned: []learnedView{}, Fixes: []fixView{}, Note: fixesNote}
+	out := scarFixesOut{Learned: []learnedView{}, Fixes: []fixView{}, Note: fixesNote, Notice: mcpNotice}
 	learned, label, ok, aerr := t.a.fixesOf(ctx, tn, in.Error, in.Type, in.StatusCode)
 	if aerr != nil {
 		return scarFixesOut{}, aerr
 	}
-	out.Learned = learned
+	for _, l := range learned {
+		l.Fix = mcpFix(l.Fix)
+		out.Learned = append(out.Learned, l)
+	}
 	if !ok {
 		return out, nil
 	}
