@@ -316,7 +316,9 @@ func TestStoreBudgetIsSharedByTheRequestsWrites(t *testing.T) {
 	up := newRecorder(t, okCompletion)
 	bolt := tempBolt(t)
 	slow := &slowStore{Store: bolt}
-	h := newHarnessOn(t, slow, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	// A budget long enough that the request's first write starts within
+	// it on a loaded machine.
+	h := newHarnessOn(t, slow, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = time.Second }))
 	// Three new failed tool results: three writes, one budget.
 	res, _ := h.chat(agentTurns(t, 3, nil), nil)
 	if res.StatusCode != 200 || res.Header.Get(HeaderDegraded) != "store" {
