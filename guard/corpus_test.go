@@ -189,3 +189,26 @@ func TestToolFailedHeldOut6(t *testing.T) {
 		t.Errorf("held-out 6: %d successes flagged", total.flagged)
 	}
 }
+
+// TestToolFailedHeldOut7: a seventh held-out batch, built before the fifth
+// round of rules was written, from tool families the other parts hold
+// least of (terraform, Maven, the JDK's tools, gpg, openssl, compressors,
+// system tools) and threads none of them quotes. Measured once before
+// that round: 81 of 93 failures caught (87.1%), 2 of 75 successes flagged.
+// Its misses and the flagged successes were not read: no rule is written
+// from it. heldOut7Flagged is what that measure flagged, a bound the rules
+// must not exceed; the aim, as everywhere, is none.
+func TestToolFailedHeldOut7(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout7.txtar")
+	logScore(t, "held-out 7", total, by)
+	if total.fails < 60 || total.oks < 60 {
+		t.Errorf("held-out 7: %d failures and %d successes; want at least 60 and 60", total.fails, total.oks)
+	}
+	if total.flagged > heldOut7Flagged {
+		t.Errorf("held-out 7: %d successes flagged, want at most %d", total.flagged, heldOut7Flagged)
+	}
+}
+
+// heldOut7Flagged is how many of held-out 7's successes the rules flagged
+// when it was first measured.
+const heldOut7Flagged = 2
