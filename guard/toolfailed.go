@@ -309,10 +309,7 @@ var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |(?i:\b(?:no
 // osErrors are the errors of the operating system as Go and C programs
 // print them, at the end of a chain of errors ("unable to prepare
 // context: …: lstat /app/Dockerfile: no such file or directory").
-var osErrors = []string{"no such file or directory", "permission denied", "connection refused", "no such host",
-	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted",
-	"directory not found", "name or service not known", "temporary failure in name resolution", "no route to host",
-	"host is unreachable", "connection timed out", "no space left on device", "read-only file system"}
+var osErrors = strerrors
 
 // osErrorLine is a line that ends with one of osErrors.
 var osErrorLine = mustRe(`(?i)^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
@@ -320,7 +317,7 @@ var osErrorLine = mustRe(`(?i)^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
 // endsWithOSError is osErrorLine's cheap first test.
 func endsWithOSError(line string) bool {
 	line = strings.TrimSuffix(line, ".")
-	var buf [40]byte
+	var buf [48]byte
 	tail := buf[:0]
 	for i := max(0, len(line)-len(buf)); i < len(line); i++ {
 		c := line[i]
@@ -433,8 +430,13 @@ func (r *toolRule) check(afterAny bool) error {
 // error, a patch that does not apply, a linter's finding, a child's
 // non-zero exit status reported by a build driver, or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
-// word of success beside it. ANSI colours and a CI log's line prefixes
-// (GitHub Actions' timestamps, BuildKit's steps) are read past. Successful
+// word of success beside it. When no rule decides, the last lines are read
+// in the words every tool borrows (see lexicon.go): a strerror text, an
+// errno name, a diagnostic prefix, an HTTP error status, a count of errors
+// found, a sentence that says something failed; a word of success there
+// outweighs them. ANSI colours and a CI log's line prefixes
+// (GitHub Actions' timestamps, BuildKit's steps, the Open Build Service's
+// seconds) are read past. Successful
 // output that merely contains "error" does not count, nor does text
 // inside fenced code blocks; an output that prints nothing cannot say it
 // failed.
@@ -500,15 +502,16 @@ func toolVerdict(content string) (failed, decided bool) {
 	if strings.IndexByte(s, '\x1b') >= 0 {
 		s = stripANSI(s)
 	}
-	if s[0] == '#' || '0' <= s[0] && s[0] <= '9' {
+	if s[0] == '#' || s[0] == '[' || '0' <= s[0] && s[0] <= '9' {
 		s = stripLogPrefix(s)
 	}
 	return textVerdict(s)
 }
 
 // logPrefix is what a CI log puts before every line of a step's output:
-// GitHub Actions' timestamp, BuildKit's step and seconds.
-var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+) `)
+// GitHub Actions' timestamp, BuildKit's step and seconds, the Open Build
+// Service's seconds ("[   28s] ").
+var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+|\[ *\d+s\]) `)
 
 // stripLogPrefix returns s without the CI log prefix of its lines, when
 // its first line has one.
@@ -709,7 +712,7 @@ func textVerdict(s string) (failed, decided bool) {
 				}
 			}
 		case anyLine:
-			failed := anyLineFailed(s) || speaksOfFailure(s)
+			failed := anyLineFailed(s) || speaksOfFailure(s) || endSpeaksOfFailure(s, tail) || lastSentenceFailed(s, tail)
 			return failed, failed
 		}
 		if matched {
