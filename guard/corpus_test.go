@@ -212,3 +212,16 @@ func TestToolFailedHeldOut7(t *testing.T) {
 // heldOut7Flagged is how many of held-out 7's successes the rules flagged
 // when it was first measured.
 const heldOut7Flagged = 2
+
+// TestToolFailedTune3: successes that speak of errors (a tuning part: rules
+// may be written from it); none may be flagged.
+func TestToolFailedTune3(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_tune3.txtar")
+	logScore(t, "corpus_tune3", total, by)
+	if total.oks < 30 {
+		t.Errorf("corpus_tune3: %d successes; want at least 30", total.oks)
+	}
+	for _, n := range total.wrong {
+		t.Errorf("corpus_tune3: success flagged: %s", n)
+	}
+}

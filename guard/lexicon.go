@@ -103,7 +103,8 @@ const endFailureLines = 3
 // endFailure's words, with no word of success among them. Lines of a log
 // (a time first; a level first but for the last line, the tool's last
 // word), of a listing (a path and a colon first, but for a checker's
-// finding) and lines that say what would happen are not read.
+// finding; an errno name first) and lines that say what would happen are
+// not read.
 func endSpeaksOfFailure(s string, tail []textLine) bool {
 	if isDocument(s) {
 		return false
@@ -116,7 +117,7 @@ func endSpeaksOfFailure(s string, tail []textLine) bool {
 		}
 		if !found && !markup(l.s) && (linterFinding.MatchString(l.s) || endFailure.MatchString(l.s) &&
 			!timestamped.MatchString(l.s) && (i == 0 || !logRecord.MatchString(l.s)) &&
-			!grepHit.MatchString(l.s) && !conditional.MatchString(l.s)) {
+			!notOSError.MatchString(l.s) && !conditional.MatchString(l.s)) {
 			found = true
 		}
 	}
@@ -135,7 +136,8 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	l := tail[0].s
 	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
 		!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
-		logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) {
+		logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
+		commitSubjectRe.MatchString(l) {
 		return false
 	}
 	for _, t := range tail[:min(len(tail), endFailureLines)] {

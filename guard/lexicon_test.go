@@ -50,6 +50,10 @@ func TestEndEvidence(t *testing.T) {
 		{"last sentence says it failed", "Spider mode enabled.\nConnecting... connected.\nHTTP request sent, awaiting response... 404\nRemote file does not exist -- broken link!!!\nthat is all\nreally\nRemote file does not exist -- broken link!!!", true},
 		{"last sentence negated", "checking links\nlink 1\nlink 2\nlink 3\nlink 4\nno link failed", false},
 		{"last sentence with success beside it", "step 1\nstep 2\nstep 3\nstep 4\nstep 5\nretry of step 3 succeeded\ncould not reach the cache, used the disk", false},
+		// Data that uses the words.
+		{"a table of errno names and texts", "EPERM: Operation not permitted\nENOENT: No such file or directory\nEACCES: Permission denied", false},
+		{"commit subjects", "docs: list the errors the CLI prints\nrevert: 'retry on connection refused'\nfix: handle a missing config file", false},
+		{"counts of zero", "checked 12 files\nerrors: 0\nfailed: 0", false},
 		// Line prefixes of build services.
 		{"Open Build Service seconds", "[   10s] + make\n[   12s] gcc -c x.c\n[   14s] error: Bad exit status from /var/tmp/rpm-tmp.x (%build)", true},
 	}

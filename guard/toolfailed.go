@@ -150,7 +150,7 @@ var toolRules = []toolRule{
 	{name: "could not", where: firstLine, re: couldNot},
 	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
 	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
-	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
+	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: notOSError},
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
@@ -163,7 +163,7 @@ var toolRules = []toolRule{
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
 	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$|Run '[^'\n]+ help(?: [^'\n]+)?' for usage\.$)`)}, // printed after a usage error only
 	{name: "could not at end", where: lastLine, re: couldNot},
-	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
+	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: notOSError},
 	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
 		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
 
@@ -303,8 +303,10 @@ func programPrefix(line string) bool {
 }
 
 // programNote is a program's line that only warns or informs, or says
-// that nothing failed.
-var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
+// that nothing failed, or the subject of a commit in the Conventional
+// Commits form ("revert: 'retry on connection refused'", as git log
+// prints it).
+var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |` + commitSubject + `|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
 
 // osErrors are the errors of the operating system as Go and C programs
 // print them, at the end of a chain of errors ("unable to prepare
@@ -336,6 +338,17 @@ func endsWithOSError(line string) bool {
 
 // grepHit is a line of grep -n's output, or of a compiler's listing.
 var grepHit = mustRe(`^\S+:\d+:`)
+
+// commitSubject is the subject of a commit in the Conventional Commits
+// form, as git log prints it: data, not a program's complaint.
+const commitSubject = `^(?:fix|feat|docs|test|chore|refactor|revert|style|perf|ci)(?:\([^)\n]*\))?!?: `
+
+var commitSubjectRe = mustRe(commitSubject)
+
+// notOSError is a line that ends with an operating system's error but is
+// no program's complaint: a grep hit, a line of a table of errno names and
+// their texts ("ENOENT: No such file or directory").
+var notOSError = mustRe(`^(?:\S+:\d+:|` + errnoNames + `\b)`)
 
 // stackFrame is the first frame of a JavaScript stack trace.
 var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[^\s(]*:\d+:\d+\)?$)`)
@@ -825,7 +838,7 @@ const (
 var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat)\b`)
 
 // negatedFailure is a line that says nothing failed.
-var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?)\b|\berrors?\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
+var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?)\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
 
 // shortSuccess is a word of success: an output that holds one is not read
 // as a failure by its words.
@@ -868,8 +881,8 @@ func mayFail(l string) bool {
 // speaksOfFailure reports whether s is a short output one of whose lines
 // says that something failed, with no word of success in it. Lines of
 // data (grep hits, lines that open with a path, log records, tables,
-// JSON, markup) and conditional sentences do not count; a document (a
-// Markdown heading, a fence) is not read at all.
+// JSON, markup, commit subjects) and conditional sentences do not count;
+// a document (a Markdown heading, a fence) is not read at all.
 func speaksOfFailure(s string) bool {
 	if len(s) > maxShortBytes {
 		return false
@@ -890,7 +903,8 @@ func speaksOfFailure(s string) bool {
 		}
 		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
 			!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
-			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) {
+			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
+			commitSubjectRe.MatchString(l) {
 			continue
 		}
 		found = true
