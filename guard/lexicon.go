@@ -135,7 +135,7 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	}
 	l := tail[0].s
 	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
-		!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
+		!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 		logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
 		commitSubjectRe.MatchString(l) {
 		return false

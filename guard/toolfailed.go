@@ -902,7 +902,7 @@ func speaksOfFailure(s string) bool {
 			return false // a document
 		}
 		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
-			!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
+			!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
 			commitSubjectRe.MatchString(l) {
 			continue
