@@ -128,7 +128,7 @@ func endSpeaksOfFailure(s string, tail []textLine) bool {
 // words that something failed (failureSentence, as speaksOfFailure reads
 // a short output), with no word of success in the last lines: a tool's
 // own last word ("Remote file does not exist -- broken link!!!",
-// "Configuring incomplete, errors occurred!").
+// "Configuring incomplete, errors occurred!"), not a line of code.
 func lastSentenceFailed(s string, tail []textLine) bool {
 	if len(tail) == 0 || isDocument(s) {
 		return false
@@ -137,7 +137,7 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
 		!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 		logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-		commitSubjectRe.MatchString(l) {
+		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) {
 		return false
 	}
 	for _, t := range tail[:min(len(tail), endFailureLines)] {
@@ -147,6 +147,10 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	}
 	return true
 }
+
+// codeLine is a line of source code rather than a sentence: a statement
+// first, a brace, a semicolon or a call.
+var codeLine = mustRe(`^(?:raise|return|throw|if|elif|else|for|while|def|func|fn|let|const|var|case|except|catch|assert|print|echo|die|panic)\b|[{};]|\w\(`)
 
 // isDocument reports whether s reads as a document rather than a tool's
 // output: it opens with a Markdown heading or holds a fenced block, and

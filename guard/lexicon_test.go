@@ -50,6 +50,14 @@ func TestEndEvidence(t *testing.T) {
 		{"last sentence says it failed", "Spider mode enabled.\nConnecting... connected.\nHTTP request sent, awaiting response... 404\nRemote file does not exist -- broken link!!!\nthat is all\nreally\nRemote file does not exist -- broken link!!!", true},
 		{"last sentence negated", "checking links\nlink 1\nlink 2\nlink 3\nlink 4\nno link failed", false},
 		{"last sentence with success beside it", "step 1\nstep 2\nstep 3\nstep 4\nstep 5\nretry of step 3 succeeded\ncould not reach the cache, used the disk", false},
+		// A program's line anywhere, in the operating system's words.
+		{"program line with a strerror", "step 1\nstep 2\nstat: /srv/data/link: Too many levels of symbolic links\nstep 3\nstep 4\nstep 5\nstep 6", true},
+		{"program line: does not exist", "step 1\nstep 2\nchage: user 'bob' does not exist in /etc/passwd\nstep 3\nstep 4\nstep 5\nstep 6", true},
+		// Words of failure in the last sentence.
+		{"last sentence: incorrect", "opening store\nreading entries\nchecking\nverifying\nsigning\nthe keystore password was incorrect", true},
+		{"last sentence: gave up", "try 1\ntry 2\ntry 3\ntry 4\ntry 5\ngave up after 5 tries", true},
+		{"as expected", "invalid JSON rejected as expected: SyntaxError", false},
+		{"a line of code", "def load(path):\n    try:\n        return json.load(f)\n    except ValueError as e:\n        pass\n    raise ValueError(f\"invalid config: {e}\") from e", false},
 		// Data that uses the words.
 		{"a table of errno names and texts", "EPERM: Operation not permitted\nENOENT: No such file or directory\nEACCES: Permission denied", false},
 		{"commit subjects", "docs: list the errors the CLI prints\nrevert: 'retry on connection refused'\nfix: handle a missing config file", false},

@@ -292,7 +292,7 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} |(?:does|do) not exist\b|\bis unknown\b|: (?i:` + strings.Join(strerrors, "|") + `)\b)`)
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
@@ -833,16 +833,17 @@ const (
 	maxShortLines = 4
 )
 
-// failureSentence is a phrase that says something failed: a verb, not a
-// noun ("error", "errors.py" and "ValidationError" are names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat)\b`)
+// failureSentence is a phrase that says something failed: a verb or an
+// adjective, not a noun ("error", "errors.py" and "ValidationError" are
+// names as often).
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // negatedFailure is a line that says nothing failed.
-var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?)\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
+var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?|invalid|mismatch(?:es)?|corrupt\w*)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?|invalid|mismatch(?:es)?|corrupt\w*)\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
 
 // shortSuccess is a word of success: an output that holds one is not read
 // as a failure by its words.
-var shortSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passing|done|complete[d]?|finished|up[ -]to[ -]date|all good|ok)\b|✓|✔`)
+var shortSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passing|done|complete[d]?|finished|up[ -]to[ -]date|all good|ok|as expected)\b|✓|✔`)
 
 // conditional is a line that says what would happen, not what did.
 var conditional = mustRe(`(?i)\b(?:if|when|whenever|unless|means|should|may|might)\b`)
@@ -856,7 +857,9 @@ var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
 var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE|ERROR)\b)`)
 
 // failureStems are what every phrase of failureSentence holds, lower-cased.
-var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported"}
+var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
+	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
+	"incomplete", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
 
 // mayFail is failureSentence's cheap first test: whether l, lower-cased,
 // holds one of failureStems.
