@@ -137,7 +137,7 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
 		!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 		logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) {
+		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) {
 		return false
 	}
 	for _, t := range tail[:min(len(tail), endFailureLines)] {
@@ -145,12 +145,28 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 			return false
 		}
 	}
-	return true
+	// Many such sentences in a row are a list of messages (strings or
+	// grep run on a program or a message catalogue), not a verdict.
+	n := 0
+	for _, t := range tail {
+		if mayFail(t.s) && failureSentence.MatchString(t.s) {
+			n++
+		}
+	}
+	return n < maxListed
 }
+
+// maxListed is how many of an output's last tailLines lines may say that
+// something failed before they read as a list of messages.
+const maxListed = 4
 
 // codeLine is a line of source code rather than a sentence: a statement
 // first, a brace, a semicolon or a call.
 var codeLine = mustRe(`^(?:raise|return|throw|if|elif|else|for|while|def|func|fn|let|const|var|case|except|catch|assert|print|echo|die|panic)\b|[{};]|\w\(`)
+
+// formatVerb is a printf verb: a line that holds one is a format string,
+// a message not yet said.
+var formatVerb = mustRe(`%[-+ #0]*\d*(?:\.\d+)?[sdiufxXcpqvlz]\b`)
 
 // isDocument reports whether s reads as a document rather than a tool's
 // output: it opens with a Markdown heading or holds a fenced block, and

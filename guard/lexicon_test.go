@@ -58,6 +58,8 @@ func TestEndEvidence(t *testing.T) {
 		{"last sentence: gave up", "try 1\ntry 2\ntry 3\ntry 4\ntry 5\ngave up after 5 tries", true},
 		{"as expected", "invalid JSON rejected as expected: SyntaxError", false},
 		{"a line of code", "def load(path):\n    try:\n        return json.load(f)\n    except ValueError as e:\n        pass\n    raise ValueError(f\"invalid config: {e}\") from e", false},
+		{"a format string", "error\nerror canonicalizing %s\ncannot access %s\ncannot open directory %s", false},
+		{"a list of messages", "error\ncannot make directory\nfailed to get attributes\nfailed to preserve times\nfailed to preserve ownership\ncannot make both hard and symbolic links\ncannot preserve security context without an SELinux-enabled kernel", false},
 		// Data that uses the words.
 		{"a table of errno names and texts", "EPERM: Operation not permitted\nENOENT: No such file or directory\nEACCES: Permission denied", false},
 		{"commit subjects", "docs: list the errors the CLI prints\nrevert: 'retry on connection refused'\nfix: handle a missing config file", false},
