@@ -884,8 +884,9 @@ func mayFail(l string) bool {
 // speaksOfFailure reports whether s is a short output one of whose lines
 // says that something failed, with no word of success in it. Lines of
 // data (grep hits, lines that open with a path, log records, tables,
-// JSON, markup, commit subjects) and conditional sentences do not count;
-// a document (a Markdown heading, a fence) is not read at all.
+// JSON, markup, commit subjects, format strings) and conditional
+// sentences do not count; a document (a Markdown heading, a fence) is not
+// read at all.
 func speaksOfFailure(s string) bool {
 	if len(s) > maxShortBytes {
 		return false
@@ -907,7 +908,7 @@ func speaksOfFailure(s string) bool {
 		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
 			!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-			commitSubjectRe.MatchString(l) {
+			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) {
 			continue
 		}
 		found = true
