@@ -70,13 +70,95 @@ var endFailure = mustRe(`^(?:` +
 	`(?:E|F|FAILED|FAILURE|FAIL|Failed|Failure): \S|` +
 	`(?:ERROR|FAILED|FAILURE) [A-Za-z(\["'\x60]|` +
 	`(?:FAILED|FAILURE)$` +
-	`)` +
-	`|(?i:: (?:` + strings.Join(strerrors, "|") + `)\.?$)` +
-	`|\b(?:[Ee]rror|ERR!?|code)\b.*\b` + errnoNames + `\b|\[Errno \d+\]|\(os error \d+\)` +
-	`|\b[45]\d\d:? (?:` + httpFailures + `)\b` +
-	`|\b[1-9]\d* (?:errors?|failures?|offen[cs]es?|problems?|violations?)(?:\(s\))? (?:were |was )?(?:found|detected|occurred|reported|generated)\b` +
-	`|^[1-9]\d* (?:failed|failing|errors?)\.?$` +
-	`|\b[1-9]\d* (?:files?|tests?|checks?|targets?|jobs?|tasks?|hooks?|packages?|modules?) (?:with (?:errors|problems|failures)|failed)\b`)
+	`)`)
+
+// endSystemError, endHTTPError and endCount are endFailure's other
+// languages, each run only on the lines a cheap test lets through (see
+// endFailed).
+var (
+	endSystemError = mustRe(`\b(?:[Ee]rror|ERR!?|code)\b.*\b` + errnoNames + `\b|\[Errno \d+\]|\(os error \d+\)`)
+	endHTTPError   = mustRe(`\b[45]\d\d:? (?:` + httpFailures + `)\b`)
+	endCount       = mustRe(`\b[1-9]\d* (?:errors?|failures?|offen[cs]es?|problems?|violations?)(?:\(s\))? (?:were |was )?(?:found|detected|occurred|reported|generated)\b` +
+		`|^[1-9]\d* (?:failed|failing|errors?)\.?$` +
+		`|\b[1-9]\d* (?:files?|tests?|checks?|targets?|jobs?|tasks?|hooks?|packages?|modules?) (?:with (?:errors|problems|failures)|failed)\b`)
+)
+
+// endFailed reports whether l says the tool failed in endFailure's words,
+// running each regex only on a line that can match it.
+func endFailed(l string) bool {
+	if mayEndFail(l) && endFailure.MatchString(l) {
+		return true
+	}
+	if endsWithOSError(l) && osErrorLine.MatchString(l) {
+		return true
+	}
+	if hasErrnoToken(l) && endSystemError.MatchString(l) {
+		return true
+	}
+	return hasErrorStatus(l) && endHTTPError.MatchString(l) || hasCount(l) && containsAny(l, countStems) && endCount.MatchString(l)
+}
+
+// hasErrnoToken reports whether l holds what endSystemError looks for: a
+// word of an upper-case E and two more capitals or digits (an errno
+// name), "[Errno " or "(os error ".
+func hasErrnoToken(l string) bool {
+	for i := 0; i+2 < len(l); i++ {
+		if l[i] == 'E' && (i == 0 || !isLetter(l[i-1])) && isUpperOrDigit(l[i+1]) && isUpperOrDigit(l[i+2]) {
+			return true
+		}
+	}
+	return strings.Contains(l, "[Errno ") || strings.Contains(l, "(os error ")
+}
+
+func isUpperOrDigit(c byte) bool { return 'A' <= c && c <= 'Z' || isDigit(c) }
+
+// hasCount reports whether l holds a number followed by a space and a
+// letter: where endCount's counts can be.
+func hasCount(l string) bool {
+	for i := 0; i+2 < len(l); i++ {
+		if '1' <= l[i] && l[i] <= '9' && (i == 0 || !isDigit(l[i-1])) {
+			j := i + 1
+			for j < len(l) && isDigit(l[j]) {
+				j++
+			}
+			if j+1 < len(l) && l[j] == ' ' && isLetter(l[j+1]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayEndFail is endFailure's cheap first test: the line opens with a
+// byte its prefixes open with, or its second word is "error" or "fatal".
+func mayEndFail(l string) bool {
+	switch l[0] {
+	case '[', 'E', 'F', 'C', 'e', 'f':
+		return true
+	}
+	i := strings.IndexByte(l, ' ')
+	if i < 0 {
+		return false
+	}
+	w := l[i+1:]
+	return strings.HasPrefix(w, "error") || strings.HasPrefix(w, "Error") || strings.HasPrefix(w, "ERROR") ||
+		strings.HasPrefix(w, "fatal") || strings.HasPrefix(w, "Fatal") || strings.HasPrefix(w, "FATAL")
+}
+
+// countStems are what a line must hold for endCount to match it.
+var countStems = []string{"error", "fail", "offen", "problem", "violation"}
+
+// hasErrorStatus reports whether l holds three digits from 400 to 599
+// followed by a space or a colon: where an HTTP error status can be.
+func hasErrorStatus(l string) bool {
+	for i := 0; i+3 < len(l); i++ {
+		if (l[i] == '4' || l[i] == '5') && isDigit(l[i+1]) && isDigit(l[i+2]) && (l[i+3] == ' ' || l[i+3] == ':') &&
+			(i == 0 || !isDigit(l[i-1])) {
+			return true
+		}
+	}
+	return false
+}
 
 // endSuccess is a word of success among an output's last lines: it
 // outweighs endFailure there (a log that records an error and then
@@ -109,19 +191,25 @@ func endSpeaksOfFailure(s string, tail []textLine) bool {
 	if isDocument(s) {
 		return false
 	}
-	n := min(len(tail), endFailureLines)
+	end := tail[:min(len(tail), endFailureLines)]
 	found := false
-	for i, l := range tail[:n] {
-		if endSuccess.MatchString(l.s) {
-			return false
-		}
-		if !found && !markup(l.s) && (linterFinding.MatchString(l.s) || endFailure.MatchString(l.s) &&
+	for i, l := range end {
+		if !markup(l.s) && (linterFinding.MatchString(l.s) || endFailed(l.s) &&
 			!timestamped.MatchString(l.s) && (i == 0 || !logRecord.MatchString(l.s)) &&
 			!notOSError.MatchString(l.s) && !conditional.MatchString(l.s)) {
 			found = true
+			break
 		}
 	}
-	return found
+	if !found {
+		return false
+	}
+	for _, l := range end {
+		if endSuccess.MatchString(l.s) {
+			return false
+		}
+	}
+	return true
 }
 
 // lastSentenceFailed reports whether the last line of an output says in
@@ -135,8 +223,8 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	}
 	l := tail[0].s
 	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
-		!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
-		logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
+		notOSError.MatchString(l) || pathFirst.MatchString(l) || logRecord.MatchString(l) ||
+		!failureSentence.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
 		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) {
 		return false
 	}

@@ -328,6 +328,10 @@ func endsWithOSError(line string) bool {
 		}
 		tail = append(tail, c)
 	}
+	last := tail[bytes.LastIndexByte(tail, ' ')+1:]
+	if !osErrorLastWords[string(last)] {
+		return false
+	}
 	for _, e := range osErrors {
 		if len(e) <= len(tail) && string(tail[len(tail)-len(e):]) == e {
 			return true
@@ -335,6 +339,16 @@ func endsWithOSError(line string) bool {
 	}
 	return false
 }
+
+// osErrorLastWords holds the last word of each of osErrors: a line whose
+// last word is none of them ends with none of osErrors.
+var osErrorLastWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, e := range osErrors {
+		m[e[strings.LastIndexByte(e, ' ')+1:]] = true
+	}
+	return m
+}()
 
 // grepHit is a line of grep -n's output, or of a compiler's listing.
 var grepHit = mustRe(`^\S+:\d+:`)
