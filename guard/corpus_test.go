@@ -233,19 +233,16 @@ func TestToolFailedTune3(t *testing.T) {
 // and threads none of them quotes (rake, helm, CMake), and measured once,
 // after that round: 55 of 64 failures caught (85.9%; the rules before the
 // round caught 52), 1 of 45 successes flagged (the rules before the round
-// flagged none). heldOut8Flagged is that measure's count, a bound the
-// rules must not exceed.
+// flagged none). Spent since: that success (pgbench's "number of failed
+// transactions: 0") was read, and a labelled count of zero now says
+// nothing failed; no success may be flagged.
 func TestToolFailedHeldOut8(t *testing.T) {
 	total, by := scoreCorpus(t, "testdata/corpus_heldout8.txtar")
 	logScore(t, "held-out 8", total, by)
 	if total.fails < 40 || total.oks < 40 {
 		t.Errorf("held-out 8: %d failures and %d successes; want at least 40 and 40", total.fails, total.oks)
 	}
-	if total.flagged > heldOut8Flagged {
-		t.Errorf("held-out 8: %d successes flagged, want at most %d", total.flagged, heldOut8Flagged)
+	if total.flagged > 0 {
+		t.Errorf("held-out 8: %d successes flagged", total.flagged)
 	}
 }
-
-// heldOut8Flagged is how many of held-out 8's successes the rules flagged
-// when it was measured.
-const heldOut8Flagged = 1

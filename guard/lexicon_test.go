@@ -64,6 +64,7 @@ func TestEndEvidence(t *testing.T) {
 		{"a table of errno names and texts", "EPERM: Operation not permitted\nENOENT: No such file or directory\nEACCES: Permission denied", false},
 		{"commit subjects", "docs: list the errors the CLI prints\nrevert: 'retry on connection refused'\nfix: handle a missing config file", false},
 		{"counts of zero", "checked 12 files\nerrors: 0\nfailed: 0", false},
+		{"a labelled count of zero", "clients: 2\nthreads: 1\ntries: 1\nper client: 20\nprocessed: 40/40\nnumber of failed transactions: 0 (0.000%)", false},
 		// Line prefixes of build services.
 		{"Open Build Service seconds", "[   10s] + make\n[   12s] gcc -c x.c\n[   14s] error: Bad exit status from /var/tmp/rpm-tmp.x (%build)", true},
 	}

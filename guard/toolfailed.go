@@ -853,7 +853,7 @@ const (
 var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // negatedFailure is a line that says nothing failed.
-var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?|invalid|mismatch(?:es)?|corrupt\w*)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?|invalid|mismatch(?:es)?|corrupt\w*)\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
+var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?|invalid|mismatch(?:es)?|corrupt\w*)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?|invalid|mismatch(?:es)?|corrupt\w*)\b[^:=\n]{0,40}[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
 
 // shortSuccess is a word of success: an output that holds one is not read
 // as a failure by its words.
