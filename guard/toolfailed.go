@@ -50,6 +50,7 @@ type toolRule struct {
 	next       *regexp.Regexp    // firstLine, anyLine: when set, the next non-empty line must match it too
 	notAfter   *regexp.Regexp    // anyLine: when set, the previous non-empty line must not match it
 	also       *regexp.Regexp    // text rules: when set, the line must match it too (run only on lines re matched: re stays small and fails fast)
+	alsoFn     func(string) bool // text rules: when set, the line must satisfy it too (as also, for a test no one regex says cheaply)
 	unless     *regexp.Regexp    // text rules: when set, a line that matches it does not match the rule
 	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
 	pre        func(string) bool // text rules: when set, a line it rejects cannot match (spares the regex a common line)
@@ -198,8 +199,8 @@ var toolRules = []toolRule{
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
-	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
-	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), alsoFn: programFailedLine, unless: programNote},
+	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), alsoFn: programFailedLine, unless: programNote},
 	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?: \d+)?:(?:\d+:)* (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash
 	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                    // make's "*** [target] Error 1"
 	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                      // a makefile's own error
@@ -292,7 +293,16 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} |(?:does|do) not exist\b|\bis unknown\b|: (?i:` + strings.Join(strerrors, "|") + `)\b)`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+
+// programFailedLine is what the "program error" rules ask of a line: that
+// it says a program failed in programFailed's words, ends with a strerror
+// text ("stat: /srv/link: Too many levels of symbolic links"), or says
+// that something does not exist or is unknown.
+func programFailedLine(l string) bool {
+	return programFailed.MatchString(l) || endsWithOSError(l) && osErrorLine.MatchString(l) ||
+		strings.Contains(l, "does not exist") || strings.Contains(l, "do not exist") || strings.Contains(l, " is unknown")
+}
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
@@ -429,8 +439,8 @@ func (r *toolRule) check(afterAny bool) error {
 		return fmt.Errorf("next is for firstLine and anyLine rules")
 	case (r.notAfter != nil || r.located) && r.where != anyLine:
 		return fmt.Errorf("notAfter and located are for anyLine rules")
-	case (r.unless != nil || r.also != nil || r.pre != nil) && (r.re == nil || r.code):
-		return fmt.Errorf("pre, also and unless are for text rules that say failed or succeeded")
+	case (r.unless != nil || r.also != nil || r.alsoFn != nil || r.pre != nil) && (r.re == nil || r.code):
+		return fmt.Errorf("pre, also, alsoFn and unless are for text rules that say failed or succeeded")
 	case r.where == anyLine && (!r.filter || r.ok || r.code):
 		return fmt.Errorf("an anyLine rule must be anchored, with a first-byte filter, and say failed")
 	case r.code && r.re.NumSubexp() < 1:
@@ -766,7 +776,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 		}
 	}
 	if !r.code {
-		return !r.ok, r.re.MatchString(line) && (r.also == nil || r.also.MatchString(line)) &&
+		return !r.ok, r.re.MatchString(line) && (r.also == nil || r.also.MatchString(line)) && (r.alsoFn == nil || r.alsoFn(line)) &&
 			(r.next == nil || r.next.MatchString(next)) && (r.unless == nil || !r.unless.MatchString(line))
 	}
 	m := r.re.FindStringSubmatch(line)
