@@ -189,3 +189,60 @@ func TestToolFailedHeldOut6(t *testing.T) {
 		t.Errorf("held-out 6: %d successes flagged", total.flagged)
 	}
 }
+
+// TestToolFailedHeldOut7: a seventh held-out batch, built before the fifth
+// round of rules was written, from tool families the other parts hold
+// least of (terraform, Maven, the JDK's tools, gpg, openssl, compressors,
+// system tools) and threads none of them quotes. Measured once before
+// that round: 81 of 93 failures caught (87.1%), 2 of 75 successes flagged.
+// Its misses and the flagged successes were not read: no rule is written
+// from it. heldOut7Flagged is what that measure flagged, a bound the rules
+// must not exceed; the aim, as everywhere, is none.
+func TestToolFailedHeldOut7(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout7.txtar")
+	logScore(t, "held-out 7", total, by)
+	if total.fails < 60 || total.oks < 60 {
+		t.Errorf("held-out 7: %d failures and %d successes; want at least 60 and 60", total.fails, total.oks)
+	}
+	if total.flagged > heldOut7Flagged {
+		t.Errorf("held-out 7: %d successes flagged, want at most %d", total.flagged, heldOut7Flagged)
+	}
+}
+
+// heldOut7Flagged is how many of held-out 7's successes the rules flagged
+// when it was first measured.
+const heldOut7Flagged = 2
+
+// TestToolFailedTune3: successes that speak of errors (a tuning part: rules
+// may be written from it); none may be flagged.
+func TestToolFailedTune3(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_tune3.txtar")
+	logScore(t, "corpus_tune3", total, by)
+	if total.oks < 30 {
+		t.Errorf("corpus_tune3: %d successes; want at least 30", total.oks)
+	}
+	for _, n := range total.wrong {
+		t.Errorf("corpus_tune3: success flagged: %s", n)
+	}
+}
+
+// TestToolFailedHeldOut8: an eighth held-out batch, built before the fifth
+// round of rules was written, from tool families none of the other parts
+// holds (LLVM, the JDK's keytool/javap/jarsigner, Perl's prove, gettext,
+// PostgreSQL's client programs, Debian's packaging tools, systemd-analyze)
+// and threads none of them quotes (rake, helm, CMake), and measured once,
+// after that round: 55 of 64 failures caught (85.9%; the rules before the
+// round caught 52), 1 of 45 successes flagged (the rules before the round
+// flagged none). Spent since: that success (pgbench's "number of failed
+// transactions: 0") was read, and a labelled count of zero now says
+// nothing failed; no success may be flagged.
+func TestToolFailedHeldOut8(t *testing.T) {
+	total, by := scoreCorpus(t, "testdata/corpus_heldout8.txtar")
+	logScore(t, "held-out 8", total, by)
+	if total.fails < 40 || total.oks < 40 {
+		t.Errorf("held-out 8: %d failures and %d successes; want at least 40 and 40", total.fails, total.oks)
+	}
+	if total.flagged > 0 {
+		t.Errorf("held-out 8: %d successes flagged", total.flagged)
+	}
+}

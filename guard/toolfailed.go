@@ -50,6 +50,7 @@ type toolRule struct {
 	next       *regexp.Regexp    // firstLine, anyLine: when set, the next non-empty line must match it too
 	notAfter   *regexp.Regexp    // anyLine: when set, the previous non-empty line must not match it
 	also       *regexp.Regexp    // text rules: when set, the line must match it too (run only on lines re matched: re stays small and fails fast)
+	alsoFn     func(string) bool // text rules: when set, the line must satisfy it too (as also, for a test no one regex says cheaply)
 	unless     *regexp.Regexp    // text rules: when set, a line that matches it does not match the rule
 	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
 	pre        func(string) bool // text rules: when set, a line it rejects cannot match (spares the regex a common line)
@@ -150,7 +151,7 @@ var toolRules = []toolRule{
 	{name: "could not", where: firstLine, re: couldNot},
 	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
 	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
-	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
+	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: notOSError},
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
@@ -163,7 +164,7 @@ var toolRules = []toolRule{
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
 	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$|Run '[^'\n]+ help(?: [^'\n]+)?' for usage\.$)`)}, // printed after a usage error only
 	{name: "could not at end", where: lastLine, re: couldNot},
-	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: grepHit},
+	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: notOSError},
 	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
 		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
 
@@ -198,8 +199,8 @@ var toolRules = []toolRule{
 	{name: "opencode timeout", where: anyLine, col0: true, re: mustRe(`^bash tool terminated command after exceeding timeout\b`)},
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
-	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), also: programFailed, unless: programNote},
-	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), also: programFailed, unless: programNote},
+	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), alsoFn: programFailedLine, unless: programNote},
+	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), alsoFn: programFailedLine, unless: programNote},
 	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?: \d+)?:(?:\d+:)* (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash
 	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                    // make's "*** [target] Error 1"
 	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                      // a makefile's own error
@@ -294,6 +295,15 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // not found".
 var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
 
+// programFailedLine is what the "program error" rules ask of a line: that
+// it says a program failed in programFailed's words, ends with a strerror
+// text ("stat: /srv/link: Too many levels of symbolic links"), or says
+// that something does not exist or is unknown.
+func programFailedLine(l string) bool {
+	return programFailed.MatchString(l) || endsWithOSError(l) && osErrorLine.MatchString(l) ||
+		strings.Contains(l, "does not exist") || strings.Contains(l, "do not exist") || strings.Contains(l, " is unknown")
+}
+
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
 // a path without spaces or colons: what the "program error" rule's regex
 // says, without the cost of running it on every line of an output.
@@ -303,16 +313,15 @@ func programPrefix(line string) bool {
 }
 
 // programNote is a program's line that only warns or informs, or says
-// that nothing failed.
-var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
+// that nothing failed, or the subject of a commit in the Conventional
+// Commits form ("revert: 'retry on connection refused'", as git log
+// prints it).
+var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |` + commitSubject + `|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
 
 // osErrors are the errors of the operating system as Go and C programs
 // print them, at the end of a chain of errors ("unable to prepare
 // context: …: lstat /app/Dockerfile: no such file or directory").
-var osErrors = []string{"no such file or directory", "permission denied", "connection refused", "no such host",
-	"i/o timeout", "connection reset by peer", "network is unreachable", "operation not permitted",
-	"directory not found", "name or service not known", "temporary failure in name resolution", "no route to host",
-	"host is unreachable", "connection timed out", "no space left on device", "read-only file system"}
+var osErrors = strerrors
 
 // osErrorLine is a line that ends with one of osErrors.
 var osErrorLine = mustRe(`(?i)^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
@@ -320,7 +329,7 @@ var osErrorLine = mustRe(`(?i)^.*: (?:` + strings.Join(osErrors, "|") + `)\.?$`)
 // endsWithOSError is osErrorLine's cheap first test.
 func endsWithOSError(line string) bool {
 	line = strings.TrimSuffix(line, ".")
-	var buf [40]byte
+	var buf [48]byte
 	tail := buf[:0]
 	for i := max(0, len(line)-len(buf)); i < len(line); i++ {
 		c := line[i]
@@ -328,6 +337,10 @@ func endsWithOSError(line string) bool {
 			c += 'a' - 'A'
 		}
 		tail = append(tail, c)
+	}
+	last := tail[bytes.LastIndexByte(tail, ' ')+1:]
+	if !osErrorLastWords[string(last)] {
+		return false
 	}
 	for _, e := range osErrors {
 		if len(e) <= len(tail) && string(tail[len(tail)-len(e):]) == e {
@@ -337,8 +350,29 @@ func endsWithOSError(line string) bool {
 	return false
 }
 
+// osErrorLastWords holds the last word of each of osErrors: a line whose
+// last word is none of them ends with none of osErrors.
+var osErrorLastWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, e := range osErrors {
+		m[e[strings.LastIndexByte(e, ' ')+1:]] = true
+	}
+	return m
+}()
+
 // grepHit is a line of grep -n's output, or of a compiler's listing.
 var grepHit = mustRe(`^\S+:\d+:`)
+
+// commitSubject is the subject of a commit in the Conventional Commits
+// form, as git log prints it: data, not a program's complaint.
+const commitSubject = `^(?:fix|feat|docs|test|chore|refactor|revert|style|perf|ci)(?:\([^)\n]*\))?!?: `
+
+var commitSubjectRe = mustRe(commitSubject)
+
+// notOSError is a line that ends with an operating system's error but is
+// no program's complaint: a grep hit, a line of a table of errno names and
+// their texts ("ENOENT: No such file or directory").
+var notOSError = mustRe(`^(?:\S+:\d+:|` + errnoNames + `\b)`)
 
 // stackFrame is the first frame of a JavaScript stack trace.
 var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[^\s(]*:\d+:\d+\)?$)`)
@@ -405,8 +439,8 @@ func (r *toolRule) check(afterAny bool) error {
 		return fmt.Errorf("next is for firstLine and anyLine rules")
 	case (r.notAfter != nil || r.located) && r.where != anyLine:
 		return fmt.Errorf("notAfter and located are for anyLine rules")
-	case (r.unless != nil || r.also != nil || r.pre != nil) && (r.re == nil || r.code):
-		return fmt.Errorf("pre, also and unless are for text rules that say failed or succeeded")
+	case (r.unless != nil || r.also != nil || r.alsoFn != nil || r.pre != nil) && (r.re == nil || r.code):
+		return fmt.Errorf("pre, also, alsoFn and unless are for text rules that say failed or succeeded")
 	case r.where == anyLine && (!r.filter || r.ok || r.code):
 		return fmt.Errorf("an anyLine rule must be anchored, with a first-byte filter, and say failed")
 	case r.code && r.re.NumSubexp() < 1:
@@ -433,8 +467,13 @@ func (r *toolRule) check(afterAny bool) error {
 // error, a patch that does not apply, a linter's finding, a child's
 // non-zero exit status reported by a build driver, or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
-// word of success beside it. ANSI colours and a CI log's line prefixes
-// (GitHub Actions' timestamps, BuildKit's steps) are read past. Successful
+// word of success beside it. When no rule decides, the last lines are read
+// in the words every tool borrows (see lexicon.go): a strerror text, an
+// errno name, a diagnostic prefix, an HTTP error status, a count of errors
+// found, a sentence that says something failed; a word of success there
+// outweighs them. ANSI colours and a CI log's line prefixes
+// (GitHub Actions' timestamps, BuildKit's steps, the Open Build Service's
+// seconds) are read past. Successful
 // output that merely contains "error" does not count, nor does text
 // inside fenced code blocks; an output that prints nothing cannot say it
 // failed.
@@ -500,15 +539,16 @@ func toolVerdict(content string) (failed, decided bool) {
 	if strings.IndexByte(s, '\x1b') >= 0 {
 		s = stripANSI(s)
 	}
-	if s[0] == '#' || '0' <= s[0] && s[0] <= '9' {
+	if s[0] == '#' || s[0] == '[' || '0' <= s[0] && s[0] <= '9' {
 		s = stripLogPrefix(s)
 	}
 	return textVerdict(s)
 }
 
 // logPrefix is what a CI log puts before every line of a step's output:
-// GitHub Actions' timestamp, BuildKit's step and seconds.
-var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+) `)
+// GitHub Actions' timestamp, BuildKit's step and seconds, the Open Build
+// Service's seconds ("[   28s] ").
+var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+|\[ *\d+s\]) `)
 
 // stripLogPrefix returns s without the CI log prefix of its lines, when
 // its first line has one.
@@ -709,7 +749,7 @@ func textVerdict(s string) (failed, decided bool) {
 				}
 			}
 		case anyLine:
-			failed := anyLineFailed(s) || speaksOfFailure(s)
+			failed := anyLineFailed(s) || speaksOfFailure(s) || endSpeaksOfFailure(s, tail) || lastSentenceFailed(s, tail)
 			return failed, failed
 		}
 		if matched {
@@ -736,7 +776,7 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 		}
 	}
 	if !r.code {
-		return !r.ok, r.re.MatchString(line) && (r.also == nil || r.also.MatchString(line)) &&
+		return !r.ok, r.re.MatchString(line) && (r.also == nil || r.also.MatchString(line)) && (r.alsoFn == nil || r.alsoFn(line)) &&
 			(r.next == nil || r.next.MatchString(next)) && (r.unless == nil || !r.unless.MatchString(line))
 	}
 	m := r.re.FindStringSubmatch(line)
@@ -817,16 +857,17 @@ const (
 	maxShortLines = 4
 )
 
-// failureSentence is a phrase that says something failed: a verb, not a
-// noun ("error", "errors.py" and "ValidationError" are names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat)\b`)
+// failureSentence is a phrase that says something failed: a verb or an
+// adjective, not a noun ("error", "errors.py" and "ValidationError" are
+// names as often).
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // negatedFailure is a line that says nothing failed.
-var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?)\b|\berrors?\s*[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
+var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?|invalid|mismatch(?:es)?|corrupt\w*)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?|invalid|mismatch(?:es)?|corrupt\w*)\b[^:=\n]{0,40}[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
 
 // shortSuccess is a word of success: an output that holds one is not read
 // as a failure by its words.
-var shortSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passing|done|complete[d]?|finished|up[ -]to[ -]date|all good|ok)\b|✓|✔`)
+var shortSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passing|done|complete[d]?|finished|up[ -]to[ -]date|all good|ok|as expected)\b|✓|✔`)
 
 // conditional is a line that says what would happen, not what did.
 var conditional = mustRe(`(?i)\b(?:if|when|whenever|unless|means|should|may|might)\b`)
@@ -840,7 +881,9 @@ var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
 var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE|ERROR)\b)`)
 
 // failureStems are what every phrase of failureSentence holds, lower-cased.
-var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported"}
+var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
+	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
+	"incomplete", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
 
 // mayFail is failureSentence's cheap first test: whether l, lower-cased,
 // holds one of failureStems.
@@ -865,8 +908,9 @@ func mayFail(l string) bool {
 // speaksOfFailure reports whether s is a short output one of whose lines
 // says that something failed, with no word of success in it. Lines of
 // data (grep hits, lines that open with a path, log records, tables,
-// JSON, markup) and conditional sentences do not count; a document (a
-// Markdown heading, a fence) is not read at all.
+// JSON, markup, commit subjects, format strings) and conditional
+// sentences do not count; a document (a Markdown heading, a fence) is not
+// read at all.
 func speaksOfFailure(s string) bool {
 	if len(s) > maxShortBytes {
 		return false
@@ -886,8 +930,9 @@ func speaksOfFailure(s string) bool {
 			return false // a document
 		}
 		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
-			!failureSentence.MatchString(l) || grepHit.MatchString(l) || pathFirst.MatchString(l) ||
-			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) {
+			!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
+			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
+			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) {
 			continue
 		}
 		found = true
