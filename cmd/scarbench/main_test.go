@@ -745,6 +745,19 @@ func TestSummaryComparesCPU(t *testing.T) {
 	}
 }
 
+// TestSummaryOfARunThatAnsweredNothing: a run with no request answered in
+// its window has no ratio, and the report still encodes as JSON.
+func TestSummaryOfARunThatAnsweredNothing(t *testing.T) {
+	o := options{targets: []string{"direct", "bare", "scar"}, rounds: 1, conc: 32}
+	s := summarize([][]runResult{{{Target: "direct"}, {Target: "bare", RPS: 100, CPUUS: 90}, {Target: "scar", RPS: 0, CPUUS: 0}}}, o)
+	if _, err := json.Marshal(s); err != nil {
+		t.Fatalf("summary does not encode: %v", err)
+	}
+	if c := s.Comparison; c.RatioRPS.Median != 0 || c.BareDirect.Median != 0 {
+		t.Errorf("ratios of a run that answered nothing: %+v, %+v", c.RatioRPS, c.BareDirect)
+	}
+}
+
 // TestEndToEnd runs the tool as a user does, small: it builds scarproxy,
 // seeds a small store, and runs one round of each target, then a soak.
 func TestEndToEnd(t *testing.T) {

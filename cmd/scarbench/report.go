@@ -370,7 +370,7 @@ func summarize(rounds [][]runResult, o options) *summary {
 		return spreadOf(v)
 	}
 	cmp := &comparison{
-		RatioRPS: per(func(b, c runResult) float64 { return c.RPS / b.RPS }),
+		RatioRPS: per(func(b, c runResult) float64 { return ratio(c.RPS, b.RPS) }),
 		AddedP50: per(func(b, c runResult) float64 { return c.Latency.P50 - b.Latency.P50 }),
 		AddedP90: per(func(b, c runResult) float64 { return c.Latency.P90 - b.Latency.P90 }),
 		AddedP99: per(func(b, c runResult) float64 { return c.Latency.P99 - b.Latency.P99 }),
@@ -381,12 +381,12 @@ func summarize(rounds [][]runResult, o options) *summary {
 	}
 	if !slices.ContainsFunc(append(slices.Clip(bare), scar...), func(r runResult) bool { return r.CPUUS == 0 }) {
 		cmp.AddedCPU = per(func(b, c runResult) float64 { return c.CPUUS - b.CPUUS })
-		cmp.RatioCPU = per(func(b, c runResult) float64 { return c.CPUUS / b.CPUUS })
+		cmp.RatioCPU = per(func(b, c runResult) float64 { return ratio(c.CPUUS, b.CPUUS) })
 	}
 	if len(direct) == len(bare) {
 		v := make([]float64, len(bare))
 		for i := range bare {
-			v[i] = bare[i].RPS / direct[i].RPS
+			v[i] = ratio(bare[i].RPS, direct[i].RPS)
 		}
 		cmp.BareDirect = spreadOf(v)
 	}
@@ -412,6 +412,16 @@ func summarize(rounds [][]runResult, o options) *summary {
 			fmt.Sprintf("median over rounds %.2f", cmp.RatioRPS.Median))
 	}
 	return s
+}
+
+// ratio is a/b, or 0 when b is: a run that answered nothing in its
+// window (a loaded machine, a short -d) has no ratio, and JSON has no
+// infinity.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 func printSummary(w io.Writer, s *summary, o options) {
