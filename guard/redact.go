@@ -36,7 +36,9 @@ func rd(name, expr, repl string, check func(string) bool) redaction {
 // shell operator, sudo, a "$ " prompt or an agent's "Command: "); the mysql
 // clients.
 const (
-	quotedOrWord = `(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)`
+	// quotedOrWord is one shell word: quoted or bare pieces glued
+	// together (''0, "pa ss"word), not beginning with "-".
+	quotedOrWord = `(?:"[^"\n]*"|'[^'\n]*'|[^\s"'-][^\s"']*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"']+)*`
 	cmdStart     = `(?m)(?:^|[;&|(]|\bsudo|\$|\bCommand:)[ \t]*`
 	mysqlFamily  = `\b(?:mysql(?:dump|admin|import|check|slap|sh)?|mariadb(?:-dump|-admin)?)\b`
 	// userPassOption is a command's option that takes "user:password",

@@ -86,6 +86,7 @@ func TestRedact(t *testing.T) {
 		{"s3 presigned url", "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=9a3f0c2b1d&X-Amz-Expires=900 403", "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=[REDACTED]&X-Amz-Expires=900 403"},
 		{"mongosh", "$ mongosh --host db -u app -p hunter2 shop", "$ mongosh --host db -u app -p [REDACTED] shop"},
 		{"sshpass mid-sentence", "I ran sshpass -p hunter2 ssh deploy@web1 and it hung", "I ran sshpass -p [REDACTED] ssh deploy@web1 and it hung"},
+		{"a password of quoted and bare pieces", `psql --password ''0 --host db; pg --passwd "pa ss"word2 -v`, `psql --password [REDACTED] --host db; pg --passwd [REDACTED] -v`},
 		{"sshpass glued after an option", "then sshpass -v -pS3cr3t scp a.tgz web1:/srv", "then sshpass -v -p[REDACTED] scp a.tgz web1:/srv"},
 		{"sshpass -f kept", "sshpass -f /run/secrets/pw ssh web1 -p 2222", "sshpass -f /run/secrets/pw ssh web1 -p 2222"},
 		{"curl -u", "curl -s -u deploy:Tr0ub4dor https://api.example.com/v1/x failed", "curl -s -u deploy:[REDACTED] https://api.example.com/v1/x failed"},
