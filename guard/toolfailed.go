@@ -537,7 +537,10 @@ func toolVerdict(content string) (failed, decided bool) {
 		}
 	}
 	if strings.IndexByte(s, '\x1b') >= 0 {
-		s = stripANSI(s)
+		// An output of escapes alone leaves nothing to read.
+		if s = stripANSI(s); s == "" {
+			return false, false
+		}
 	}
 	if s[0] == '#' || s[0] == '[' || '0' <= s[0] && s[0] <= '9' {
 		s = stripLogPrefix(s)
