@@ -361,3 +361,20 @@ func TestNoCaptureWhenTheStoreFailed(t *testing.T) {
 		t.Fatalf("captured %+v from a request the store failed on", sols)
 	}
 }
+
+// TestAToolResultOfEscapesAloneIsAnswered: a tool result that is nothing
+// but terminal escapes is judged (it cannot say it failed) and the turn
+// is answered, on every turn it is resent.
+func TestAToolResultOfEscapesAloneIsAnswered(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	h := newHarness(t, up.srv.URL)
+	body := `{"model":"m","messages":[{"role":"user","content":"run it"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"run_shell","arguments":"{\"cmd\":\"tput sgr0\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"\u001b0"}]}`
+	for turn := range 2 {
+		res, b := h.chat(body, nil)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("turn %d: status %d: %s", turn+1, res.StatusCode, b)
+		}
+	}
+}
