@@ -3,10 +3,12 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,5 +378,51 @@ func TestAToolResultOfEscapesAloneIsAnswered(t *testing.T) {
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("turn %d: status %d: %s", turn+1, res.StatusCode, b)
 		}
+	}
+}
+
+// panickyStore panics on a read of one conversation's incidents, which
+// only the guard's derivation makes, once armed.
+type panickyStore struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *panickyStore) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]store.Incident, error) {
+	if q.Session != "" && s.armed.Load() {
+		panic("a bug in the memory")
+	}
+	return s.Store.ListIncidents(ctx, q)
+}
+
+// TestAPanicInTheMemoryForwardsTheRequestAsSent: should the memory panic
+// while deciding a request's blocks, the request goes out as the client
+// sent it, byte for byte, says X-Scar-Degraded: memory, and the proxy goes
+// on serving.
+func TestAPanicInTheMemoryForwardsTheRequestAsSent(t *testing.T) {
+	up := newRecorder(t, okCompletion)
+	st := &panickyStore{Store: tempBolt(t)}
+	// A window of one incident is full with two: the guard then reads the
+	// conversation's own incidents.
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.GuardReadLimit = 1 }))
+	for i := range 2 {
+		in := store.Incident{Time: time.Now().Add(-time.Minute), Workspace: "default", Project: "default", Session: "other",
+			Type: store.TypeToolError, Message: fmt.Sprintf("run_tests: FAIL %d", i)}
+		if err := st.AddIncident(context.Background(), &in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.armed.Store(true)
+	body := `{"model":"m","messages":[{"role":"user","content":"fix the tests"}]}`
+	res, b := h.chat(body, map[string]string{"X-Scar-Session": "s1"})
+	if res.StatusCode != http.StatusOK || res.Header.Get(HeaderDegraded) != "memory" {
+		t.Fatalf("status %d, X-Scar-Degraded %q: %s", res.StatusCode, res.Header.Get(HeaderDegraded), b)
+	}
+	if got := up.last(t).Body; string(got) != body {
+		t.Fatalf("forwarded\n%s\nwant the request as sent\n%s", got, body)
+	}
+	st.armed.Store(false)
+	if res, b := h.chat(body, map[string]string{"X-Scar-Session": "s1"}); res.StatusCode != http.StatusOK || res.Header.Get(HeaderDegraded) != "" {
+		t.Fatalf("after the panic: status %d, X-Scar-Degraded %q: %s", res.StatusCode, res.Header.Get(HeaderDegraded), b)
 	}
 }

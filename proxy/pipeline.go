@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +51,8 @@ type exchange struct {
 	chain    []*providers.Provider // the providers to try, in order
 	out      []byte                // the body forwarded
 
-	turn memory.Turn // what the memory decided: the blocks, or Degraded
+	turn         memory.Turn // what the memory decided: the blocks, or Degraded
+	memoryFailed bool        // the memory panicked on the request (see decide)
 
 	wantCapture bool // a final answer would be captured
 	// unnamedRun says the request is the first of a run that names itself
@@ -119,13 +123,29 @@ func (s *Server) prepare(ex *exchange) *apiError {
 	if aerr := s.read(ex, t, body); aerr != nil {
 		return aerr
 	}
+	s.decide(ctx, early, ex, body)
+	s.setBlockHeaders(ex)
+	return nil
+}
+
+// decide asks the memory what the request needs and places its blocks.
+// The proxy never fails an agent for its own sake: should either panic
+// (a bug, on text nobody foresaw), the panic is logged with its stack and
+// the request goes out as the client sent it, X-Scar-Degraded: memory;
+// nothing it leads to is captured.
+func (s *Server) decide(ctx context.Context, early memory.Early, ex *exchange, body []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.ErrorContext(ctx, "memory failed on a request; it goes out as sent", "panic", fmt.Sprint(p),
+				"stack", string(debug.Stack()), "workspace", ex.tenant.Workspace, "project", ex.tenant.Project)
+			ex.turn, ex.out, ex.memoryFailed = memory.Turn{Degraded: true}, body, true
+		}
+	}()
 	ex.turn = s.memory.Decide(ctx, early, ex.tenant, ex.info, ex.chain[0].Name(), ex.now)
 	ex.out = body
 	if !ex.turn.Degraded {
 		s.place(ex, body)
 	}
-	s.setBlockHeaders(ex)
-	return nil
 }
 
 // read reads the body in the request's format, finds the providers that
@@ -192,6 +212,9 @@ func (s *Server) setBlockHeaders(ex *exchange) {
 	if ex.turn.Degraded {
 		s.metrics.degraded.Inc()
 		h.Set(HeaderDegraded, "store")
+		if ex.memoryFailed {
+			h.Set(HeaderDegraded, "memory")
+		}
 	}
 	h.Set(HeaderGuard, strconv.Itoa(len(ex.turn.Entries)))
 	h.Set(HeaderRecall, strconv.Itoa(len(ex.turn.Matches)))
