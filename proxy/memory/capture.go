@@ -2,7 +2,9 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -127,10 +129,13 @@ type captureQueue struct {
 	// The gathering's clock and timer: time.Now and time.After.
 	clock func() time.Time
 	after func(time.Duration) <-chan time.Time
+	// solution builds a capture's solution: (*solutionCapture).solution.
+	solution func(*solutionCapture) store.Solution
 }
 
 func newCaptureQueue(m *Memory) *captureQueue {
-	q := &captureQueue{m: m, queue: newQueue[solutionCapture](CaptureQueueSize), clock: time.Now, after: time.After}
+	q := &captureQueue{m: m, queue: newQueue[solutionCapture](CaptureQueueSize), clock: time.Now, after: time.After,
+		solution: (*solutionCapture).solution}
 	go q.loop()
 	return q
 }
@@ -181,7 +186,7 @@ func (q *captureQueue) loop() {
 			}
 			// The memo compares what the conversation said, which
 			// redaction maps to the same stored text every time.
-			if sol := c.solution(); m.captured.changed(&sol) {
+			if sol, ok := q.solutionOf(c); ok && m.captured.changed(&sol) {
 				put = append(put, sol)
 			}
 		}
@@ -196,6 +201,21 @@ func (q *captureQueue) loop() {
 		clear(batch)
 		q.ended(len(batch))
 	}
+}
+
+// solutionOf returns the solution c captured. Building it reads a
+// conversation's texts, which nobody foresaw all of: should it panic (a
+// bug), the capture is dropped and logged with its stack, and the queue
+// goes on; the process and every other capture stay.
+func (q *captureQueue) solutionOf(c *solutionCapture) (sol store.Solution, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			q.m.log.Error("capture failed on a conversation; dropped", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
+				"workspace", c.conv.Workspace, "project", c.conv.Project)
+			sol, ok = store.Solution{}, false
+		}
+	}()
+	return q.solution(c), true
 }
 
 // put redacts and stores sols in one transaction and returns how many it

@@ -139,6 +139,30 @@ func TestAStreamOfCapturesGathers(t *testing.T) {
 	}
 }
 
+// TestACaptureThatPanicsIsDropped: should building a capture's solution
+// panic (a bug), that capture is dropped and the queue goes on storing
+// the others: the process stays.
+func TestACaptureThatPanicsIsDropped(t *testing.T) {
+	st := tempBolt(t)
+	m := newTestMemory(t, st)
+	q := m.captures
+	q.solution = func(c *solutionCapture) store.Solution {
+		if strings.Contains(c.conv.Goal, "poison") {
+			panic("a bug in capture")
+		}
+		return c.solution()
+	}
+	tn := tenant.Tenant{Workspace: "default", Project: "default"}
+	for _, goal := range []string{"Rotate the poison keys of the billing service", "Migrate the invoices table to the new schema"} {
+		m.Capture(tn, &wire.Info{Key: goal, Goal: goal, Tools: []string{"read_file"}}, "Done.")
+		q.wait()
+	}
+	sols, err := st.ListSolutions(context.Background(), "default")
+	if err != nil || len(sols) != 1 || !strings.Contains(sols[0].Goal, "invoices") {
+		t.Fatalf("stored %+v (%v), want the invoices solution alone", sols, err)
+	}
+}
+
 // frozenClock makes the writer's clock stand still: the store's health
 // then depends on what its batches did, not on how fast the test runs.
 func frozenClock(m *Memory) {
