@@ -140,7 +140,9 @@ var impliedTools = map[string][]string{
 	"react": {"client"}, "vue": {"client"}, "angular": {"client"}, "svelte": {"client"},
 	"bun": {"server"}, "express": {"server"}, "django": {"server"},
 	"flask": {"server"}, "fastapi": {"server"}, "rails": {"server"}, "spring": {"server"},
-	"laravel": {"server"},
+	"laravel": {"server"}, "celery": {"server"}, "reactnative": {"client"}, "flutter": {"client"},
+	"esp32": {"firmware"}, "esp8266": {"firmware"}, "stm32": {"firmware"}, "nrf52": {"firmware"},
+	"arduino": {"firmware"},
 	"s3":      {"aws"}, "gcs": {"gcp"}, "azureblob": {"azure"},
 }
 
@@ -239,7 +241,7 @@ func (s *searcher) fits(d *doc) bool {
 	if !s.leadMeets(d) || !d.leadMeets(s) {
 		return false
 	}
-	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 {
+	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 || !qualsFit(s.quals, d.quals) {
 		return false
 	}
 	return toolsFit(s.tools, d.tools)
@@ -253,7 +255,7 @@ func (s *searcher) fits(d *doc) bool {
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
 	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
-		!toolsFit(s.tools, d.tools)
+		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools)
 }
 
 // Outcomes: the path of a task, when its goal names one ("when the
