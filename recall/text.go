@@ -55,7 +55,7 @@ var synonymGroups = [][]string{
 	{"directory", "directories", "folder", "dir"},
 	{"run", "execute", "execution", "launch", "invoke", "exec"},
 	{"update", "modify", "modification", "change", "edit", "alter", "tweak"},
-	{"read", "load", "import", "ingest"},
+	{"read", "load", "import", "ingest", "poll"},
 	{"write", "save", "persist", "dump"},
 	{"find", "search", "locate", "lookup", "grep"},
 	{"list", "enumerate", "ls"},

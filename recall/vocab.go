@@ -98,7 +98,7 @@ var vocabGroups = [][]string{
 	// mode"), Sigstore's cosign, Apple's and Android's biometric
 	// authentication (Face ID, Touch ID), pytest-xdist, SQL Server's own
 	// name and T-SQL, and the glossaries of personal data (PII) and of
-	// high availability (failover).
+	// high availability (failover). To poll is to read again and again.
 	{"refresh", "rebuild", "regenerate", "recompute"},
 	{"rollback"},
 	{"matview"},
