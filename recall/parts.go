@@ -35,6 +35,9 @@ import (
 //     directionTable ("add retries to the webhook sender" and "... to the
 //     webhook receiver", "a progress bar for the download" and "... for the
 //     upload");
+//   - the qualifiers of the object: where both goals name a kind of the
+//     thing in one category (a resource, serial or parallel, a model's
+//     task...), it is the same kind (see qualifiers.go);
 //   - the outcome: the goals do not name opposite paths ("when the payment
 //     fails", "when it succeeds"; see outcomeWords); a repair names none
 //     (its failure and its aim are one task);
