@@ -196,6 +196,9 @@ type lead struct {
 	// outcome is the path of the task: outcomeSuccess, outcomeFailure,
 	// both or neither (see outcomeWords).
 	outcome uint8
+	// quals are the qualifiers of the object the text names (see
+	// qualifiers.go).
+	quals uint32
 }
 
 // leadScanner reads the head of a text, word by word. The leading phrase

@@ -64,6 +64,7 @@ type doc struct {
 	// outcome and tailDir are the goal's (see lead).
 	outcome uint8
 	tailDir uint32
+	quals   uint32    // the goal's qualifiers (see qualifiers.go)
 	tools   []toolUse // tools the goal and the approach name (see parts.go)
 }
 
@@ -238,7 +239,7 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		ws.docs = append(ws.docs, nil)
 	}
 	lg, la = min(lg, math.MaxInt32), min(la, math.MaxInt32)
-	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir}
+	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir, quals: ld.quals}
 	for _, c := range counts {
 		id := ws.termID(c.word)
 		t := &ws.terms[id]

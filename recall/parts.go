@@ -35,6 +35,9 @@ import (
 //     directionTable ("add retries to the webhook sender" and "... to the
 //     webhook receiver", "a progress bar for the download" and "... for the
 //     upload");
+//   - the qualifiers of the object: where both goals name a kind of the
+//     thing in one category (a resource, serial or parallel, a model's
+//     task...), it is the same kind (see qualifiers.go);
 //   - the outcome: the goals do not name opposite paths ("when the payment
 //     fails", "when it succeeds"; see outcomeWords); a repair names none
 //     (its failure and its aim are one task);
@@ -140,7 +143,9 @@ var impliedTools = map[string][]string{
 	"react": {"client"}, "vue": {"client"}, "angular": {"client"}, "svelte": {"client"},
 	"bun": {"server"}, "express": {"server"}, "django": {"server"},
 	"flask": {"server"}, "fastapi": {"server"}, "rails": {"server"}, "spring": {"server"},
-	"laravel": {"server"},
+	"laravel": {"server"}, "celery": {"server"}, "reactnative": {"client"}, "flutter": {"client"},
+	"esp32": {"firmware"}, "esp8266": {"firmware"}, "stm32": {"firmware"}, "nrf52": {"firmware"},
+	"arduino": {"firmware"},
 	"s3":      {"aws"}, "gcs": {"gcp"}, "azureblob": {"azure"},
 }
 
@@ -239,7 +244,7 @@ func (s *searcher) fits(d *doc) bool {
 	if !s.leadMeets(d) || !d.leadMeets(s) {
 		return false
 	}
-	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 {
+	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 || !qualsFit(s.quals, d.quals) {
 		return false
 	}
 	return toolsFit(s.tools, d.tools)
@@ -253,7 +258,7 @@ func (s *searcher) fits(d *doc) bool {
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
 	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
-		!toolsFit(s.tools, d.tools)
+		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools)
 }
 
 // Outcomes: the path of a task, when its goal names one ("when the

@@ -65,6 +65,33 @@ func TestTaskParts(t *testing.T) {
 		{"failure path in other words", "Page the on-call engineer when the nightly job fails", "", "Page the on-call engineer when the nightly job has failed", true},
 		{"an outcome on one side only", "Retry the upload when it fails", "", "Retry the file upload", true},
 		{"a repair names the failure or the aim", "Fix the nightly build that fails on ARM", "", "Fix the nightly build so it succeeds on ARM", true},
+		// Qualifiers of the object (qualifiers.go).
+		{"other resource", "Lower the CPU limit of the worker pods", "", "Lower the memory limit of the worker pods", false},
+		{"same resource in other words", "Increase the RAM limit of the build container", "", "Raise the memory limit of the build container", true},
+		{"open files and connections", "Raise the file descriptor limit of the gateway", "", "Raise the connection limit of the gateway", false},
+		{"a resource on one side only", "Raise the memory limit of the CI runner", "", "Raise the limits of the CI runner", true},
+		{"serial and parallel", "Run the integration tests in parallel", "", "Run the integration tests sequentially", false},
+		{"the first named mode counts", "Run the e2e suite serially since parallel runs share a browser profile", "", "Run the e2e suite sequentially", true},
+		{"serially is no serialize", "Run the migrations serially", "", "Serialize the migration state to JSON", false},
+		{"synchronous and asynchronous", "Call the billing API asynchronously from the checkout", "", "Call the billing API synchronously from the checkout", false},
+		{"incremental and full", "Take an incremental backup of the media bucket", "", "Take a full backup of the media bucket", false},
+		{"another task of a model", "Train a DistilBERT model for question answering on the FAQ", "", "Train a DistilBERT model for summarization of the FAQ", false},
+		// Actions that conflict on the same object.
+		{"create and rebuild", "Rebuild the search index every night", "", "Create a search index for the products", false},
+		{"refresh in other words", "Regenerate the cached sitemap when a page is published", "", "Refresh the cached sitemap when a page is published", true},
+		{"roll back and apply", "Apply the pending Alembic migrations on deploy", "", "Roll back the last Alembic migration on deploy", false},
+		{"refresh token is a thing", "Add refresh token rotation to the OAuth server", "", "Rotate refresh tokens in the OAuth server", true},
+		// Platforms and tools of the fifth round's categories.
+		{"other database, by its acronym", "List the slowest queries of the MySQL server", "", "List the slowest queries of the MSSQL server", false},
+		{"other microcontroller", "Blink the status LED from a timer interrupt on the ESP32", "", "Blink the status LED from a timer interrupt on the Arduino", false},
+		{"a board and an app", "Add firmware updates over BLE to the nRF52 sensor", "", "Add updates over BLE to the Flutter app", false},
+		{"other ML framework", "Quantize the Keras model to int8", "", "Quantize the PyTorch model to int8", false},
+		{"ML framework by its nickname", "Add gradient checkpointing to the PyTorch trainer", "", "Add gradient checkpointing to the torch trainer", true},
+		{"other model format", "Export the classifier to ONNX", "", "Export the classifier to GGUF", false},
+		{"other secret store", "Read the database password from AWS Secrets Manager", "", "Read the database password from Doppler", false},
+		{"service manager and container engine", "Restart the worker automatically under systemd when it crashes", "", "Restart the worker automatically under Docker when it crashes", false},
+		{"other log store", "Ship the nginx logs to Loki", "", "Ship the nginx logs to Datadog", false},
+		{"a task queue implies its language", "Retry the failed Celery tasks with backoff", "", "Retry the failed Sidekiq jobs in Ruby with backoff", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

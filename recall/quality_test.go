@@ -198,7 +198,9 @@ func TestQualityIssueTitles(t *testing.T) {
 // that imply tools, more tool categories and named actions, acronyms and
 // other words of the vocabulary): it is tune data for those since, and its
 // figure after them (25/48 found, 3 of 81 false recalls) is no held-out
-// figure.
+// figure. The fifth round's rules (qualifiers of the object, conflicting
+// actions, new tool categories) were written from the misses of this set
+// and the fourth: it is tune data for them too (25/48, 3 of 81 after).
 func TestQualityHeldOut3(t *testing.T) {
 	set, ix := loadQualitySet(t, "heldout3.json")
 	f := runQualitySet(set, ix, DefaultMinSimilarity)
@@ -214,31 +216,34 @@ func TestQualityHeldOut3(t *testing.T) {
 	}
 }
 
-// TestQualityHeldOut4 reports the fourth held-out set, written from issue
-// and pull request titles and system and database administration pages
-// before its author read the rules, and never tuned on
-// (testdata/quality/README.md). Its first measure is below the bar:
-// reworded found 20/43, same words different task rejected 44/62,
-// unrelated rejected 22/22, false recalls 18 of 84 (another tool or
-// platform for the same action and object, the opposite action such as
-// creating what the solution refreshes or rolling back what it updates).
-// It is report-only until the rules meet the bar on it, and checks that
-// the figures do not get worse than that first measure.
+// TestQualityHeldOut4 reports and checks the fourth held-out set, written
+// from issue and pull request titles and system and database
+// administration pages before its author read the rules
+// (testdata/quality/README.md). Its first measure, before any rule was
+// changed from it, was below the bar: reworded found 20/43, same words
+// different task rejected 44/62, unrelated rejected 22/22, false recalls
+// 18 of 84 (another tool or platform for the same action and object,
+// another qualifier of the object, the opposite action such as creating
+// what the solution refreshes or rolling back what it applies). The fifth
+// round's rules (qualifiers.go, conflicting actions, tool categories for
+// boards, ML frameworks, model formats, secret stores and service
+// managers, the vocabulary of its misses) were written from its misses
+// and the third set's: it is tune data since, and its figure after them
+// (30/43 found, 4 of 84 false recalls) is no held-out figure.
 func TestQualityHeldOut4(t *testing.T) {
 	set, ix := loadQualitySet(t, "heldout4.json")
 	f := runQualitySet(set, ix, DefaultMinSimilarity)
-	t.Logf("fourth held-out at %.2f: %s", DefaultMinSimilarity, f)
+	t.Logf("fourth set at %.2f: %s", DefaultMinSimilarity, f)
 	for _, m := range f.misses {
 		t.Logf("missed: %s", m)
 	}
 	for _, m := range f.falses {
 		t.Logf("false recall: %s", m)
 	}
-	const firstFound, firstFalses = 20, 18
 	if f.reworded != 43 || f.negatives() != 84 {
-		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its first figures", f.reworded, f.negatives())
+		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	if f.found < firstFound || f.falseRecalls() > firstFalses {
-		t.Errorf("fourth held-out figures worse than the first measure (found %d/43, %d of 84 false recalls): %s", firstFound, firstFalses, f)
+	if !f.meetsBar() {
+		t.Errorf("fourth set's figures below the bar (false recalls <= 1 in 20, reworded found >= half): %s", f)
 	}
 }

@@ -202,6 +202,7 @@ type searcher struct {
 	tools   []toolUse
 	outcome uint8  // the query's outcome (see lead)
 	tailDir uint32 // the direction of the query's later phrases (see lead)
+	quals   uint32 // the query's qualifiers (see qualifiers.go)
 	qtri    []uint32
 	invG    [256]float32 // goal weight / BM25 length norm, by goal length
 	invA    [256]float32 // same for the approach
@@ -259,7 +260,7 @@ func (ix *Index) prepare(q Query) *searcher {
 	}
 	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir,
 		verb: noTerm, verb2: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools,
-		outcome: a.lead.outcome, tailDir: a.lead.tailDir}
+		outcome: a.lead.outcome, tailDir: a.lead.tailDir, quals: a.lead.quals}
 	if id, ok := ws.dict[a.lead.verb]; ok && s.verbSet {
 		s.verb = id
 	}

@@ -55,7 +55,7 @@ var synonymGroups = [][]string{
 	{"directory", "directories", "folder", "dir"},
 	{"run", "execute", "execution", "launch", "invoke", "exec"},
 	{"update", "modify", "modification", "change", "edit", "alter", "tweak"},
-	{"read", "load", "import", "ingest"},
+	{"read", "load", "import", "ingest", "poll"},
 	{"write", "save", "persist", "dump"},
 	{"find", "search", "locate", "lookup", "grep"},
 	{"list", "enumerate", "ls"},
@@ -334,6 +334,7 @@ func analyze(text string, maxRunes int) analyzed {
 	})
 	var a analyzed
 	var ls leadScanner
+	var quals uint32
 	var norm strings.Builder
 	addNorm := func(w string) {
 		if norm.Len() > 0 {
@@ -365,6 +366,7 @@ func analyze(text string, maxRunes int) analyzed {
 				addNorm(ws[i+1].text)
 				a.terms = append(a.terms, c)
 				a.addTool(c, ls.role())
+				quals = addQual(quals, c, true)
 				ls.content(c, c, c)
 				i++
 				continue
@@ -382,10 +384,12 @@ func analyze(text string, maxRunes int) analyzed {
 		}
 		a.terms = append(a.terms, term)
 		a.addTool(term, ls.role())
+		quals = addQual(quals, w.text, false)
 		ls.content(w.text, w.stem, term)
 	}
 	a.norm = norm.String()
 	a.lead = ls.result()
+	a.lead.quals = quals
 	a.implyTools()
 	return a
 }

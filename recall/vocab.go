@@ -88,6 +88,40 @@ var vocabGroups = [][]string{
 	{"retry", "resend"},
 	{"minute", "min", "mins"},
 	{"develop", "dev"},
+	// The fifth round's words, each from the documentation that names
+	// it: PostgreSQL's (REFRESH MATERIALIZED VIEW rebuilds a
+	// materialized view; "matview" is the name its catalog and its
+	// mailing lists use), systemd.exec(5) and getrlimit(2) (LimitNOFILE=,
+	// RLIMIT_NOFILE: the open files limit, set with ulimit -n), PyTorch's
+	// "Automatic Mixed Precision" (torch.amp, autocast, GradScaler), MDN's
+	// Content-Security-Policy (CSP), Android's DayNight theme ("night
+	// mode"), Sigstore's cosign, Apple's and Android's biometric
+	// authentication (Face ID, Touch ID), pytest-xdist, SQL Server's own
+	// name and T-SQL, and the glossaries of personal data (PII) and of
+	// high availability (failover). To poll is to read again and again.
+	{"refresh", "rebuild", "regenerate", "recompute"},
+	{"rollback"},
+	{"matview"},
+	{"csp"},
+	{"ota", "fota"},
+	{"mixedprecision", "amp", "autocast", "fp16", "bf16", "gradscaler"},
+	{"darkmode", "daynight"},
+	{"nofile", "ulimit", "limitnofile"},
+	{"failover", "ha"},
+	{"cosign", "sigstore"},
+	{"sign", "signature", "signing"},
+	{"redact", "mask", "masking", "anonymize", "anonymise", "scrub"},
+	{"pii"},
+	{"biometric", "biometrics", "faceid", "touchid"},
+	{"secret", "credential", "credentials", "creds"},
+	{"parallel", "xdist", "parallelize", "parallelise"},
+	{"sqlserver", "mssql", "tsql"},
+	{"pytorch", "torch"},
+	{"raspberrypi", "rpi"},
+	{"firmware", "microcontroller", "mcu", "embedded"},
+	{"secretsmanager"},
+	{"ner"},
+	{"qa"},
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
@@ -137,6 +171,37 @@ var vocabPhrases = [][3]string{
 	{"new", "relic", "newrelic"},
 	{"dark", "mode", "darkmode"},
 	{"dark", "theme", "darkmode"},
+	{"night", "mode", "darkmode"},
+	{"night", "theme", "darkmode"},
+	{"materialized", "view", "matview"},
+	{"materialised", "view", "matview"},
+	{"roll", "back", "rollback"},
+	{"content", "security", "csp"},
+	{"the", "air", "ota"},
+	{"mixed", "precision", "mixedprecision"},
+	{"half", "precision", "mixedprecision"},
+	{"file", "limit", "nofile"},
+	{"file", "descriptor", "nofile"},
+	{"high", "availability", "failover"},
+	{"personal", "data", "pii"},
+	{"personal", "information", "pii"},
+	{"face", "id", "biometric"},
+	{"touch", "id", "biometric"},
+	{"schema", "changes", "migration"},
+	{"sql", "server", "sqlserver"},
+	{"raspberry", "pi", "raspberrypi"},
+	{"gh", "action", "githubactions"},
+	{"github", "workflow", "githubactions"},
+	{"docker", "compose", "dockercompose"},
+	{"compose", "file", "dockercompose"},
+	{"compose", "yml", "dockercompose"},
+	{"named", "entity", "ner"},
+	{"question", "answering", "qa"},
+	{"sentiment", "analysis", "sentiment"},
+	{"refresh", "token", "refreshtoken"},
+	{"secrets", "manager", "secretsmanager"},
+	{"key", "vault", "keyvault"},
+	{"tensorflow", "lite", "tflite"},
 }
 
 // Kinds of the action that leads a goal.
@@ -176,7 +241,7 @@ var specificActions = []string{
 	"rollback", "center", "align", "style", "mock", "index",
 	"revoke", "grant", "hash", "sign", "block", "unblock", "redirect",
 	"expire", "invalidate", "archive", "approve", "refund",
-	"charge", "crawl", "sync", "replay", "seed", "audit",
+	"charge", "crawl", "sync", "replay", "seed", "audit", "refresh", "redact", "apply",
 }
 
 // lightVerbs lead no action of their own, whatever their group: "make the
@@ -222,6 +287,10 @@ const (
 	catLinter  // linters and formatters
 	catScraper // scraping and browser automation
 	catFormat  // data and document formats
+	catBoard   // microcontrollers and single-board computers
+	catML      // machine learning frameworks
+	catSecrets // secret stores
+	catProcess // what runs a service: a service manager or a container engine
 )
 
 // toolTable lists tools by their canonical term (after vocabGroups and
@@ -382,6 +451,42 @@ var toolTable = []struct {
 	{"kubernetes", catOrchestrator, "", "Kubernetes"},
 	{"nomad", catOrchestrator, "", "Nomad"},
 	{"ecs", catOrchestrator, "", "ECS"},
+	{"dockercompose", catOrchestrator, "", "Docker Compose"},
+	// The fifth round's categories and tools, named as their projects'
+	// documentation names them: databases (Microsoft SQL Server),
+	// microcontrollers and boards (Espressif's ESP32 and ESP8266,
+	// ST's STM32, Nordic's nRF52, Arduino, Raspberry Pi and its Pico),
+	// machine learning frameworks (PyTorch, TensorFlow, Keras, JAX) and
+	// model formats (ONNX, TensorFlow Lite, GGUF, safetensors), secret
+	// stores (HashiCorp Vault, AWS Secrets Manager, Azure Key Vault,
+	// Doppler), what runs a service (systemd, Docker, supervisord, PM2),
+	// logs (Grafana Loki) and task queues (Celery).
+	{"sqlserver", catDatabase, "", "SQL Server"},
+	{"esp32", catBoard, "", "ESP32"},
+	{"esp8266", catBoard, "", "ESP8266"},
+	{"stm32", catBoard, "", "STM32"},
+	{"nrf52", catBoard, "", "nRF52"},
+	{"arduino", catBoard, "", "Arduino"},
+	{"raspberrypi", catBoard, "", "Raspberry Pi"},
+	{"firmware", catSide, "", "firmware"},
+	{"pytorch", catML, "python", "PyTorch"},
+	{"tensorflow", catML, "python", "TensorFlow"},
+	{"keras", catML, "python", "Keras"},
+	{"jax", catML, "python", "JAX"},
+	{"onnx", catFormat, "", "ONNX"},
+	{"tflite", catFormat, "", "TensorFlow Lite"},
+	{"gguf", catFormat, "", "GGUF"},
+	{"safetensors", catFormat, "", "safetensors"},
+	{"vault", catSecrets, "", "Vault"},
+	{"secretsmanager", catSecrets, "", "Secrets Manager"},
+	{"keyvault", catSecrets, "", "Key Vault"},
+	{"doppler", catSecrets, "", "Doppler"},
+	{"systemd", catProcess, "", "systemd"},
+	{"containerize", catProcess, "", "Docker"},
+	{"supervisord", catProcess, "", "supervisord"},
+	{"pm2", catProcess, "", "PM2"},
+	{"loki", catObservability, "", "Loki"},
+	{"celery", catFramework, "python", "Celery"},
 }
 
 var (
