@@ -125,6 +125,30 @@ func (f qualityFigures) meetsBar() bool {
 	return f.falseRecalls()*20 <= f.negatives() && f.found*2 >= f.reworded
 }
 
+// measureSet runs a set at the default threshold and logs its figures,
+// its misses and its false recalls.
+func measureSet(t *testing.T, file, label string) qualityFigures {
+	t.Helper()
+	set, ix := loadQualitySet(t, file)
+	f := runQualitySet(set, ix, DefaultMinSimilarity)
+	t.Logf("%s at %.2f: %s", label, DefaultMinSimilarity, f)
+	for _, m := range f.misses {
+		t.Logf("missed: %s", m)
+	}
+	for _, m := range f.falses {
+		t.Logf("false recall: %s", m)
+	}
+	return f
+}
+
+// checkBar fails t when f is below issue 28's bar.
+func checkBar(t *testing.T, label string, f qualityFigures) {
+	t.Helper()
+	if !f.meetsBar() {
+		t.Errorf("%s figures below the bar (false recalls <= 1 in 20, reworded found >= half): %s", label, f)
+	}
+}
+
 // TestQualityHeldOut reports and checks the held-out figures at the
 // default threshold. The held-out set is never tuned on: when it fails,
 // fix the rules on the tune set and measure again. Its last two false
@@ -133,18 +157,7 @@ func (f qualityFigures) meetsBar() bool {
 // parts of a task; they were added since: it is held out from the
 // vocabulary, not from those two rules.
 func TestQualityHeldOut(t *testing.T) {
-	set, ix := loadQualitySet(t, "heldout.json")
-	f := runQualitySet(set, ix, DefaultMinSimilarity)
-	t.Logf("held-out at %.2f: %s", DefaultMinSimilarity, f)
-	for _, m := range f.misses {
-		t.Logf("missed: %s", m)
-	}
-	for _, m := range f.falses {
-		t.Logf("false recall: %s", m)
-	}
-	if !f.meetsBar() {
-		t.Errorf("held-out figures below the bar (false recalls <= 1 in 20, reworded found >= half): %s", f)
-	}
+	checkBar(t, "held-out", measureSet(t, "heldout.json", "held-out"))
 }
 
 // TestQualityTune reports the tune set's figures at thresholds around the
@@ -154,16 +167,7 @@ func TestQualityTune(t *testing.T) {
 	for _, th := range []float64{0.25, 0.3, 0.35, 0.4, 0.45, 0.5} {
 		t.Logf("tune at %.2f: %s", th, runQualitySet(set, ix, th))
 	}
-	f := runQualitySet(set, ix, DefaultMinSimilarity)
-	if !f.meetsBar() {
-		t.Errorf("tune figures at the default threshold below the bar: %s", f)
-	}
-	for _, m := range f.misses {
-		t.Logf("missed: %s", m)
-	}
-	for _, m := range f.falses {
-		t.Logf("false recall: %s", m)
-	}
+	checkBar(t, "tune", measureSet(t, "tune.json", "tune"))
 }
 
 // TestQualityIssueTitles reports the second held-out set, made of issue
@@ -174,15 +178,7 @@ func TestQualityTune(t *testing.T) {
 // were changed after its first measurement (substitutions; a light verb's
 // own word): it is held out from the vocabulary, no longer from those.
 func TestQualityIssueTitles(t *testing.T) {
-	set, ix := loadQualitySet(t, "heldout-issues.json")
-	f := runQualitySet(set, ix, DefaultMinSimilarity)
-	t.Logf("issue titles at %.2f: %s", DefaultMinSimilarity, f)
-	for _, m := range f.misses {
-		t.Logf("missed: %s", m)
-	}
-	for _, m := range f.falses {
-		t.Logf("false recall: %s", m)
-	}
+	f := measureSet(t, "heldout-issues.json", "issue titles")
 	if f.found*2 < f.reworded {
 		t.Errorf("fewer than half of the reworded tasks found: %s", f)
 	}
@@ -202,18 +198,7 @@ func TestQualityIssueTitles(t *testing.T) {
 // actions, new tool categories) were written from the misses of this set
 // and the fourth: it is tune data for them too (25/48, 3 of 81 after).
 func TestQualityHeldOut3(t *testing.T) {
-	set, ix := loadQualitySet(t, "heldout3.json")
-	f := runQualitySet(set, ix, DefaultMinSimilarity)
-	t.Logf("third held-out at %.2f: %s", DefaultMinSimilarity, f)
-	for _, m := range f.misses {
-		t.Logf("missed: %s", m)
-	}
-	for _, m := range f.falses {
-		t.Logf("false recall: %s", m)
-	}
-	if !f.meetsBar() {
-		t.Errorf("third held-out figures below the bar (false recalls <= 1 in 20, reworded found >= half): %s", f)
-	}
+	checkBar(t, "third set", measureSet(t, "heldout3.json", "third set"))
 }
 
 // TestQualityHeldOut4 reports and checks the fourth held-out set, written
@@ -231,19 +216,33 @@ func TestQualityHeldOut3(t *testing.T) {
 // and the third set's: it is tune data since, and its figure after them
 // (30/43 found, 4 of 84 false recalls) is no held-out figure.
 func TestQualityHeldOut4(t *testing.T) {
-	set, ix := loadQualitySet(t, "heldout4.json")
-	f := runQualitySet(set, ix, DefaultMinSimilarity)
-	t.Logf("fourth set at %.2f: %s", DefaultMinSimilarity, f)
-	for _, m := range f.misses {
-		t.Logf("missed: %s", m)
-	}
-	for _, m := range f.falses {
-		t.Logf("false recall: %s", m)
-	}
+	f := measureSet(t, "heldout4.json", "fourth set")
 	if f.reworded != 43 || f.negatives() != 84 {
 		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	if !f.meetsBar() {
-		t.Errorf("fourth set's figures below the bar (false recalls <= 1 in 20, reworded found >= half): %s", f)
+	checkBar(t, "fourth set", f)
+}
+
+// TestQualityHeldOut5 measures the fifth held-out set, written from
+// CHANGELOG entries, issue and pull request titles and tool documentation
+// without reading the rules, and committed before any measure of it
+// (testdata/quality/README.md); the fifth round's rules were written
+// without seeing it. Its one measure, the first clean figure since the
+// first held-out set, is far below the bar: reworded found 18/53, same
+// words different task rejected 71/102, unrelated rejected 22/22, false
+// recalls 31 of 124. Most false recalls share the platform and the
+// kind of work and differ in the thing done ("add gamepad support to the
+// Unity game" recalls another feature of a Unity game; Terraform state
+// imported, moved or unlocked recalls its remote backend). It reports, and
+// fails only when the figures get worse than that measure: a rule written
+// from what it shows makes it tune data, as the third and fourth sets are.
+func TestQualityHeldOut5(t *testing.T) {
+	f := measureSet(t, "heldout5.json", "fifth set")
+	if f.reworded != 53 || f.negatives() != 124 {
+		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
+	}
+	const firstFound, firstFalses = 18, 31
+	if f.found < firstFound || f.falseRecalls() > firstFalses {
+		t.Errorf("fifth set worse than its one measure (%d found, %d false recalls): %s", firstFound, firstFalses, f)
 	}
 }
