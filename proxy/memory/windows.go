@@ -121,7 +121,7 @@ func (c *guardCache) recount(k tenantKey, w *guardWindow) {
 }
 
 // countLocked counts the bytes of k's window w, and when the cache holds
-// more than its budget lets the least recently used windows go (w last)
+// more than its budget lets the least recently used windows go (never w)
 // until it holds three quarters of it: the next requests of their
 // tenants read them again. w stays: its parts are bounded on their own
 // (GuardReadLimit incidents, maxWindowFixes fixes, an eighth of the
