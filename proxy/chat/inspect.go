@@ -77,12 +77,8 @@ type mark struct {
 func (c *conversation) release() {
 	c.scan, c.marks, c.calls, c.prior, c.verdictMsgs = chatScan{}, nil, wire.CallIndex[callName]{}, nil, nil
 	c.body = nil
-	c.info.System, c.info.ToolDefs = "", nil
-	// The verdicts stay (capture reads them); their contents go.
-	for i := range c.info.ToolResults {
-		tr := &c.info.ToolResults[i]
-		tr.Raw, tr.Args, tr.Note = nil, nil, nil
-	}
+	c.info.System = ""
+	c.info.DropBody()
 }
 
 // parseRaw parses one JSON value of the body. The result never refers to

@@ -24,11 +24,7 @@ func (r *request) Forwarded(remember bool) {
 	}
 	r.body, r.elems, r.marks, r.calls, r.verdictAt = nil, nil, nil, wire.CallIndex[call]{}, nil
 	r.resume = wire.Resume[*turnState]{}
-	r.info.ToolDefs = nil
-	for i := range r.info.ToolResults {
-		tr := &r.info.ToolResults[i]
-		tr.Raw, tr.Args, tr.Note = nil, nil, nil
-	}
+	r.info.DropBody()
 }
 
 // Inject implements [wire.Request]. With p.System the blocks go in front

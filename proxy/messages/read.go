@@ -146,7 +146,7 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 	if sp[keyTools].OK() {
 		in.ToolDefs = sp[keyTools].Raw(body)
 	}
-	prior := r.priorState()
+	prior := r.resume.PriorState()
 	switch msgs := sp[keyMessages]; {
 	case r.truncated:
 		// Read whole, as a body without a memo.
@@ -220,15 +220,6 @@ func (r *request) detachNew(marks, calls, tools int) {
 		m := &r.marks[i]
 		m.origin, m.task.Goal = d.Str(m.origin), d.Str(m.task.Goal)
 	}
-}
-
-// priorState is the state of the conversation's remembered turn, nil
-// when none.
-func (r *request) priorState() *turnState {
-	if r.resume.Prior == nil {
-		return nil
-	}
-	return r.resume.Prior.State
 }
 
 // resumeFrom sets what was read up to the last message skipped from p,

@@ -149,7 +149,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 	in := &r.info
 	in.Model = sp[keyModel].Value(body).String()
 	in.Stream = sp[keyStream].Value(body).Bool()
-	prior := r.priorState()
+	prior := r.resume.PriorState()
 	// The instructions' text: the memo's when their bytes are the same
 	// (before the input: in the head; after it: in the tail).
 	ins := r.instructions
@@ -228,15 +228,6 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 		}
 	}
 	return r, nil
-}
-
-// priorState is the state of the conversation's remembered turn, nil
-// when none.
-func (r *request) priorState() *turnState {
-	if r.resume.Prior == nil {
-		return nil
-	}
-	return r.resume.Prior.State
 }
 
 // resumeFrom sets what was read up to the last item skipped from p, the

@@ -203,6 +203,15 @@ type Resume[S any] struct {
 	tailSum   uint64
 }
 
+// PriorState is the state of the remembered turn, or S's zero value when
+// there is none.
+func (r *Resume[S]) PriorState() (s S) {
+	if r.Prior != nil {
+		s = r.Prior.State
+	}
+	return s
+}
+
 // NewResume returns a request's use of m (nil: none).
 func NewResume[S any](m *TurnMemo[S]) Resume[S] { return Resume[S]{memo: m} }
 

@@ -137,6 +137,17 @@ type Info struct {
 	ToolDefs []byte
 }
 
+// DropBody lets go of what refers to the request's body once it is
+// forwarded: its tool definitions and each tool result's content, call
+// arguments and note. The verdicts stay: capture reads them.
+func (in *Info) DropBody() {
+	in.ToolDefs = nil
+	for i := range in.ToolResults {
+		tr := &in.ToolResults[i]
+		tr.Raw, tr.Args, tr.Note = nil, nil, nil
+	}
+}
+
 // ConversationKey is the key that names the request's conversation in
 // memory: RunKey, else Key.
 func (in *Info) ConversationKey() string {
