@@ -248,3 +248,55 @@ func TestACaptureKeepsWhatItWasGiven(t *testing.T) {
 		t.Fatalf("stored approach %q, want the tools as captured", approach)
 	}
 }
+
+// TestAContinuedTurnsToolFailureIsShownBeforeItsCommit: a tool failure in
+// a turn that continues the one this replica read last is in the guard at
+// once, while the store holds its write: the next turn's guard counts it.
+// A failure in a turn this replica did not see the previous of is counted
+// only once it is known to be new (another replica may have stored it).
+func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	})
+	st := newStuckStore(t, "AddIncidentOnce")
+	st.ignoreCtx = true
+	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	msgs := []map[string]any{msg("system", "You are an agent."), msg("user", "make the parser tests pass")}
+	turn := func(n int) string {
+		for i := len(msgs)/2 - 1; i < n; i++ {
+			id := fmt.Sprintf("f%d", i)
+			msgs = append(msgs, toolCall(id, "run_tests"), toolResultMsg(id, "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: expected 3, got 2\nFAIL"))
+		}
+		return chatBody(t, nil, msgs...)
+	}
+	send := func(body string) *httptest.ResponseRecorder {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("answer: %d %s", rec.Code, rec.Body)
+		}
+		return rec
+	}
+	send(turn(0))
+	send(turn(1)) // the first failure, stored
+	h.srv.memory.Wait()
+	st.stick(t)
+	send(turn(2)) // the second, held by the store
+	<-st.blocked
+	if n := len(h.incidents("default", "default")); n != 1 {
+		t.Fatalf("%d incidents stored while the write is held, want 1", n)
+	}
+	rec := send(turn(3))
+	if rec.Header().Get(HeaderGuard) != "1" || !strings.Contains(toldOf(t, up.last(t).Body), "Failed 3 times") {
+		t.Fatalf("third failure: X-Scar-Guard %q, told:\n%s", rec.Header().Get(HeaderGuard), toldOf(t, up.last(t).Body))
+	}
+	st.unstick()
+	h.srv.memory.Wait()
+	if n := len(h.incidents("default", "default")); n != 3 {
+		t.Fatalf("%d incidents stored once the store went on, want 3", n)
+	}
+}

@@ -164,8 +164,10 @@ func (c *conversation) read(body []byte) {
 	if c.from > 0 {
 		call = c.marks[c.from-1].scanCalls
 	}
+	var answers wire.Answers
 	for i := c.from; i < len(cs.msgs); i++ {
 		m := &cs.msgs[i]
+		answers.Add(m.obj && m.kind == roleAssistant)
 		switch {
 		case !m.obj:
 		case m.kind == roleSystem || m.kind == roleDeveloper:
@@ -185,6 +187,7 @@ func (c *conversation) read(body []byte) {
 		}
 		c.marks = append(c.marks, mark{tools: len(c.info.Tools), calls: len(c.calls.Calls), scanCalls: call, toolCount: c.info.ToolCount})
 	}
+	c.info.Continued = c.prior != nil && answers.One()
 }
 
 // readUser reads user message i: the task, until it is found.

@@ -573,3 +573,40 @@ func unsafeBytes[T any](s []T) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
+
+// TestContinuedTurnAddsOneAnswer: a turn is Continued when it extends the
+// turn remembered last by one assistant message and its results; not the
+// conversation's first, nor one that extends it by two (the turn between
+// went through another replica), nor the same turn again.
+func TestContinuedTurnAddsOneAnswer(t *testing.T) {
+	memo := newConvMemo(8)
+	const tenant = "ws\x00proj"
+	next := func(n int) bool {
+		t.Helper()
+		body := agentTurn(t, n)
+		c, err := inspect(body, memo, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(c)
+		memo.remember(c, body)
+		return c.info.Continued
+	}
+	if next(0) {
+		t.Fatal("the first request is Continued")
+	}
+	for n := 1; n <= 3; n++ {
+		if !next(n) {
+			t.Fatalf("turn %d, one answer after the one remembered, is not Continued", n)
+		}
+	}
+	if next(3) {
+		t.Fatal("the same turn again is Continued")
+	}
+	if next(5) {
+		t.Fatal("a turn two answers after the one remembered is Continued")
+	}
+	if c, _ := inspect(agentTurn(t, 2), nil, ""); c.info.Continued {
+		t.Fatal("a turn read without a memo is Continued")
+	}
+}

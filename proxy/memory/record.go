@@ -54,6 +54,14 @@ func (b *storeBudget) end() {
 // failed that it had not seen before (stored by this request or, as a
 // duplicate, by another), and false when the store failed. Each incident
 // names provider, the one the request is sent to first.
+//
+// A failure of a request that continues the turn this replica read last
+// (wire.Info.Continued) is new to every replica: it is shown to the
+// guard at once, and the request waits for its commit only as a
+// provider's failure does (see the writer). Any other may have been
+// stored already, by a replica that read the turns this one did not: the
+// request waits to learn whether it was new, or the guard would count it
+// twice.
 func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wire.Info, provider string, now time.Time) (int, bool) {
 	n := 0
 	for i := range info.ToolResults {
@@ -78,7 +86,7 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wi
 			if t.Session != "" {
 				dedupe = t.Session + "|" + tr.Key
 			}
-			_, err := m.writeIncident(budget.context(), inc, dedupe, false)
+			_, err := m.writeIncident(budget.context(), inc, dedupe, info.Continued)
 			if err != nil {
 				m.StoreFailed(budget.parent, "add_incident", err)
 				return n, false

@@ -34,8 +34,11 @@ import (
 //     arrive) the answer waits for the commit as with DurabilitySync: the
 //     bound holds the answers back, not a queue of thousands.
 //
-// A tool failure found in a request is waited for (within the request's
-// store budget): whether it was new decides the request's guard. The
+// A tool failure found in a request that continues the turn this replica
+// read last of its conversation is shown and answered the same way: no
+// other replica read it. Any other tool failure is waited for (within the
+// request's store budget): whether it was new decides the request's
+// guard, and another replica may have stored it already. The
 // memory API's POST /scar/v1/incidents returns after its commit, as
 // before.
 //

@@ -288,3 +288,51 @@ func TestMemoConcurrentTurns(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestContinuedTurnAddsOneAnswer: a turn is Continued when it extends the
+// turn remembered last by one answer of the model and its results; not
+// the conversation's first, nor one that extends it by two answers (the
+// turn between went through another replica), nor the same turn again.
+func TestContinuedTurnAddsOneAnswer(t *testing.T) {
+	turns := growing(t, "claude-loop-stop.json")
+	// The agent's requests: the turns that end with a user message.
+	var reqs [][]byte
+	for _, body := range turns {
+		msgs := gjson.GetBytes(body, "messages").Array()
+		if msgs[len(msgs)-1].Get("role").String() == "user" {
+			reqs = append(reqs, body)
+		}
+	}
+	if len(reqs) < 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	next := func(body []byte) *request {
+		t.Helper()
+		r, err := readTurn(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(r)
+		r.Forwarded(true)
+		return r
+	}
+	if next(reqs[0]).info.Continued {
+		t.Fatal("the first request is Continued")
+	}
+	for i := 1; i < len(reqs)-2; i++ {
+		if !next(reqs[i]).info.Continued {
+			t.Fatalf("request %d, one answer after the one remembered, is not Continued", i)
+		}
+	}
+	if next(reqs[len(reqs)-3]).info.Continued {
+		t.Fatal("the same request again is Continued")
+	}
+	if next(reqs[len(reqs)-1]).info.Continued {
+		t.Fatal("a request two answers after the one remembered is Continued")
+	}
+	// Without a memo nothing is.
+	if r, _ := read(reqs[2]); r.info.Continued {
+		t.Fatal("a request read whole is Continued")
+	}
+}

@@ -22,6 +22,7 @@ type request struct {
 	// What reading the messages array found so far, message by message.
 	users    int  // user messages read
 	answered bool // an assistant message was read
+	answers  wire.Answers
 	calls    wire.CallIndex[call]
 	// truncated says the messages array has more than wire.MaxElems
 	// elements: it is read as a whole, and not remembered.
@@ -187,6 +188,7 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		})
 	}
 	r.info.Goal = r.task.Goal
+	in.Continued = r.resume.Prior != nil && r.answers.One()
 	// The system text and the key: the memo's when the system value is
 	// the same bytes.
 	known := prior != nil && (r.system.OK() && r.system.End <= sp[keyMessages].Start || r.resume.TailKnown)
@@ -260,7 +262,9 @@ func (r *request) message(m gjson.Result, i, base int, body []byte) {
 	// An assistant message followed by another is an earlier answer of
 	// the model; one that ends the messages is the client's prefill.
 	in.Later = in.Later || r.answered
-	switch m.Get("role").String() {
+	role := m.Get("role").String()
+	r.answers.Add(role == "assistant")
+	switch role {
 	case "user":
 		c := r.readUser(m, i, base, body)
 		if r.arrayEnd == 0 {

@@ -288,3 +288,63 @@ func TestMemoConcurrentTurns(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestContinuedTurnAddsOneAnswer: a turn is Continued when it extends the
+// turn remembered last by one answer of the model (its reasoning, message
+// and calls) and their outputs; not the conversation's first, nor one
+// that extends it by two answers (the turn between went through another
+// replica), nor the same turn again.
+func TestContinuedTurnAddsOneAnswer(t *testing.T) {
+	for _, name := range []string{"codex-loop-stop.json", "codex-gpt-5.5-loop-stop.json"} {
+		t.Run(name, func(t *testing.T) {
+			turns := growing(t, name)
+			// The agent's requests: the turns whose last item is not the
+			// model's and is followed by the model's, or by nothing.
+			model := func(it gjson.Result) bool {
+				typ := it.Get("type").String()
+				if typ == "message" {
+					return it.Get("role").String() == "assistant"
+				}
+				return !strings.HasSuffix(typ, "_output") && typ != "additional_tools"
+			}
+			items := gjson.GetBytes(turns[len(turns)-1], "input").Array()
+			var reqs [][]byte
+			for k := range items {
+				if !model(items[k]) && (k == len(items)-1 || model(items[k+1])) {
+					reqs = append(reqs, turns[k])
+				}
+			}
+			if len(reqs) < 4 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			memo := wire.NewTurnMemo[*turnState](0)
+			next := func(body []byte) *request {
+				t.Helper()
+				r, err := readTurn(body, "t", nil, memo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				judge(r)
+				r.Forwarded(true)
+				return r
+			}
+			if next(reqs[0]).info.Continued {
+				t.Fatal("the first request is Continued")
+			}
+			for i := 1; i < len(reqs)-2; i++ {
+				if !next(reqs[i]).info.Continued {
+					t.Fatalf("request %d, one answer after the one remembered, is not Continued", i)
+				}
+			}
+			if next(reqs[len(reqs)-3]).info.Continued {
+				t.Fatal("the same request again is Continued")
+			}
+			if next(reqs[len(reqs)-1]).info.Continued {
+				t.Fatal("a request two answers after the one remembered is Continued")
+			}
+			if r, _ := read(reqs[2], "t", nil); r.info.Continued {
+				t.Fatal("a request read whole is Continued")
+			}
+		})
+	}
+}

@@ -21,6 +21,8 @@ type request struct {
 	names  map[string]string // call id -> tool name, of the calls of the response continued
 	calls  wire.CallIndex[call]
 	note   wire.Span // the content of the latest assistant message read
+	// answers counts the model's answers read (see wire.Info.Continued).
+	answers wire.Answers
 
 	systemSeen bool   // a developer or system message was read
 	devSystem  string // the text of the first one: the system text without instructions
@@ -217,6 +219,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 			return true
 		})
 	}
+	in.Continued = r.resume.Prior != nil && r.answers.One()
 	if !r.instructions.OK() {
 		in.System = r.devSystem
 	}
@@ -299,7 +302,9 @@ func (r *request) readItem(item gjson.Result, at, base int) {
 	typ := item.Get("type").String()
 	switch {
 	case typ == "message" || typ == "" && item.Get("role").Exists():
-		switch role := item.Get("role").String(); role {
+		role := item.Get("role").String()
+		r.answers.Add(role == "assistant")
+		switch role {
 		case "user":
 			content, cat := item.Get("content"), -1
 			if content.Index > 0 {
@@ -328,8 +333,24 @@ func (r *request) readItem(item gjson.Result, at, base int) {
 		// their outputs, reasoning, item references...); Codex's
 		// additional_tools item is its first request's own.
 		in.Later = true
+		r.answers.Add(modelItem(typ))
 		r.readOutput(typ, item, at, base)
+	default:
+		r.answers.Add(false)
 	}
+}
+
+// modelItem reports whether an input item of kind typ, not a message, is
+// the model's output (reasoning, a call) rather than what answers it (a
+// call's output, an approval) or refers to it. The kinds that answer a
+// call end in "_output"; any other kind not named here counts as the
+// model's.
+func modelItem(typ string) bool {
+	switch {
+	case strings.HasSuffix(typ, "_output"), typ == "mcp_approval_response", typ == "item_reference":
+		return false
+	}
+	return true
 }
 
 // spanOf is where v, read by gjson from the value at base in the body,

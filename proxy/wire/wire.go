@@ -121,6 +121,12 @@ type Info struct {
 	// (recall, capture, X-Scar-Conversation). The pipeline sets it (see
 	// [RunKey]); "" means Key.
 	RunKey string
+	// Continued says the body extends the turn this replica read last of
+	// its conversation by one answer of the model and what follows it:
+	// its new tool results answer that answer, and no other replica read
+	// them before (unless the client sent the request there too). Their
+	// failures are shown to the guard before their commit.
+	Continued bool
 
 	Tools     []string // names of the tools the assistant called, in order
 	ToolCount int      // tool results in the conversation
@@ -303,3 +309,23 @@ func (in *Info) Tallies() []ToolTally {
 	}
 	return out
 }
+
+// Answers counts the model's answers among the elements of a turn read
+// after its remembered turn: runs of elements the model wrote (an
+// assistant message; in the Responses API its reasoning, calls and
+// message items).
+type Answers struct {
+	n     int
+	inRun bool
+}
+
+// Add counts the next element, which the model wrote or not.
+func (a *Answers) Add(model bool) {
+	if model && !a.inRun {
+		a.n++
+	}
+	a.inRun = model
+}
+
+// One reports whether the elements counted hold exactly one answer.
+func (a *Answers) One() bool { return a.n == 1 }
