@@ -125,6 +125,11 @@ type convSteps struct {
 	defined  []string
 	loop     guard.Loop     // the loop found after the latest update
 	levels   map[string]int // the highest level recorded of each loop, by key
+	// broken holds the loops whose end was recorded, by key: one that
+	// forms again and breaks again (a call that fails and works by turns)
+	// is not recorded again. The store would keep one record anyway, but
+	// the request would wait for the write.
+	broken map[string]struct{}
 	// learned is, per tool, the failures of the conversation a fix was
 	// last looked for at (see learnFixes).
 	learned map[string]int
@@ -388,7 +393,16 @@ func (c *convSteps) push(key string, st guard.Step) {
 func (c *convSteps) events(prev guard.Loop) []loopEvent {
 	var events []loopEvent
 	if prev.Level > guard.LevelNone && prev.Key() != c.loop.Key() {
-		events = append(events, loopEvent{loop: prev, level: "broken", store: c.levels[prev.Key()] >= firstRecorded(prev)})
+		key := prev.Key()
+		_, again := c.broken[key]
+		ev := loopEvent{loop: prev, level: "broken", store: !again && c.levels[key] >= firstRecorded(prev)}
+		if ev.store {
+			if c.broken == nil {
+				c.broken = make(map[string]struct{})
+			}
+			c.broken[key] = struct{}{}
+		}
+		events = append(events, ev)
 	}
 	if l := c.loop; l.Level > guard.LevelNone {
 		key := l.Key()

@@ -192,3 +192,35 @@ func TestRenderFollowsTheLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestALoopThatBreaksAgainIsRecordedOnce: a loop that forms again after
+// it broke (a call that fails and works by turns) and breaks again
+// records its end once: the request does not wait for a write the store
+// would drop as a duplicate. Each time is still an event (counted).
+func TestALoopThatBreaksAgainIsRecordedOnce(t *testing.T) {
+	loop := guard.Loop{Kind: guard.LoopFailing, Count: 4, Level: guard.LevelStop,
+		Calls: []guard.Step{{Tool: "run_shell", Args: `{"cmd":"make"}`, Failed: true}}}
+	c := &convSteps{}
+	var stored, broken int
+	for range 3 {
+		c.loop = loop
+		for _, ev := range c.events(guard.Loop{}) {
+			if ev.store {
+				stored++
+			}
+		}
+		c.loop = guard.Loop{}
+		for _, ev := range c.events(loop) {
+			if ev.level == "broken" {
+				broken++
+				if ev.store {
+					stored++
+				}
+			}
+		}
+	}
+	// The STOP level once, its end once.
+	if broken != 3 || stored != 2 {
+		t.Fatalf("%d ends of the loop, %d records, want 3 and 2", broken, stored)
+	}
+}
