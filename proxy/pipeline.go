@@ -141,7 +141,7 @@ func (s *Server) decide(ctx context.Context, early memory.Early, ex *exchange, b
 			ex.turn, ex.out, ex.memoryFailed = memory.Turn{Degraded: true}, body, true
 		}
 	}()
-	ex.turn = s.memory.Decide(ctx, early, ex.tenant, ex.info, ex.chain[0].Name(), ex.now)
+	ex.turn = s.memory.Decide(ctx, early, ex.tenant, ex.req, ex.chain[0].Name(), ex.now)
 	ex.out = body
 	if !ex.turn.Degraded {
 		s.place(ex, body)

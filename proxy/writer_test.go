@@ -300,3 +300,47 @@ func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
 		t.Fatalf("%d incidents stored once the store went on, want 3", n)
 	}
 }
+
+// TestAToolFailureWhoseWriteFailsIsRecordedFromTheNextTurn: a failed
+// tool result shown before its commit, whose write then fails, is not
+// taken as recorded: the next turn, which sends it again, stores it.
+func TestAToolFailureWhoseWriteFailsIsRecordedFromTheNextTurn(t *testing.T) {
+	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	})
+	st := newStuckStore(t, "AddIncidentOnce")
+	h := newHarnessOn(t, st, up.srv.URL)
+	msgs := []map[string]any{msg("system", "You are an agent."), msg("user", "make the parser tests pass")}
+	turn := func(n int) string {
+		for i := len(msgs)/2 - 1; i < n; i++ {
+			id := fmt.Sprintf("f%d", i)
+			msgs = append(msgs, toolCall(id, "run_tests"), toolResultMsg(id, fmt.Sprintf("--- FAIL: TestParse%d (0.00s)\nFAIL", i)))
+		}
+		return chatBody(t, nil, msgs...)
+	}
+	send := func(body string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("answer: %d %s", rec.Code, rec.Body)
+		}
+		h.srv.memory.Wait()
+	}
+	send(turn(0))
+	send(turn(1)) // stored
+	st.failFast = true
+	st.stick(t)
+	send(turn(2)) // its write fails
+	if n := len(h.incidents("default", "default")); n != 1 {
+		t.Fatalf("%d incidents stored while the store fails, want 1", n)
+	}
+	st.unstick()
+	send(turn(3)) // sends the lost one again, and one more
+	if n := len(h.incidents("default", "default")); n != 3 {
+		t.Fatalf("%d incidents stored once the store works again, want 3", n)
+	}
+}

@@ -71,10 +71,20 @@ func (c *conversation) Inject(dst, body []byte, p wire.Placement) ([]byte, error
 // found, or the next request reuses its slices, and the conversation lets
 // go of the body.
 func (c *conversation) Forwarded(remember bool) {
-	if !remember || c.memo == nil || !c.memo.remember(c, c.body) {
+	if !remember || c.forgot.Load() || c.memo == nil || !c.memo.remember(c, c.body) {
 		c.giveBack()
+	} else if c.forgot.Load() {
+		c.memo.forget(c.memoKey) // Forget came while it was remembered
 	}
 	c.release()
+}
+
+// Forget implements [wire.Request].
+func (c *conversation) Forget() {
+	c.forgot.Store(true)
+	if c.memo != nil && c.memoOK {
+		c.memo.forget(c.memoKey)
+	}
 }
 
 // Observe implements [wire.Request].

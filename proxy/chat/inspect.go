@@ -2,6 +2,7 @@ package chat
 
 import (
 	"hash/maphash"
+	"sync/atomic"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -41,11 +42,14 @@ type conversation struct {
 	// read (0 unless a remembered turn's messages were skipped).
 	memoKey uint64
 	memoOK  bool
-	from    int
-	hash    maphash.Hash // memo hash of the tenant and the body up to hashed
-	hashed  int
-	prior   *memoEntry  // the conversation's remembered turn, if any
-	work    *workSlices // where the working slices came from (see giveBack)
+	// forgot is set by Forget: the turn is not remembered, or is
+	// forgotten again.
+	forgot atomic.Bool
+	from   int
+	hash   maphash.Hash // memo hash of the tenant and the body up to hashed
+	hashed int
+	prior  *memoEntry  // the conversation's remembered turn, if any
+	work   *workSlices // where the working slices came from (see giveBack)
 	// The memo hash of the bytes after the messages array, when the memo
 	// knew them.
 	tailSum   uint64

@@ -310,6 +310,20 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 	return true
 }
 
+// forget drops the turn remembered under key, if any.
+func (m *convMemo) forget(key uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.cur[key]; ok {
+		m.curBytes -= e.size()
+		delete(m.cur, key)
+	}
+	if e, ok := m.prev[key]; ok {
+		m.prevBytes -= e.size()
+		delete(m.prev, key)
+	}
+}
+
 // repeatsCurrent reports whether c repeats the turn the memo holds for
 // its conversation but for its last message or two (a retry, a replaced
 // step, every request of a storm), with the same bytes after them: it is

@@ -610,3 +610,35 @@ func TestContinuedTurnAddsOneAnswer(t *testing.T) {
 		t.Fatal("a turn read without a memo is Continued")
 	}
 }
+
+// TestForgetDropsTheRemembered: Forget, before the request is forwarded
+// or after, leaves the conversation's next turn to be read whole.
+func TestForgetDropsTheRemembered(t *testing.T) {
+	for _, before := range []bool{true, false} {
+		f := New()
+		read := func(n int) *conversation {
+			t.Helper()
+			c, err := inspect(agentTurn(t, n), f.memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			judge(c)
+			return c
+		}
+		read(1).Forwarded(true)
+		c := read(2)
+		if c.from == 0 {
+			t.Fatal("the turn before was not remembered")
+		}
+		if before {
+			c.Forget()
+		}
+		c.Forwarded(true)
+		if !before {
+			c.Forget()
+		}
+		if next := read(3); next.from != 0 || next.prior != nil {
+			t.Fatalf("Forget before forwarding %v: the next turn resumed from message %d", before, next.from)
+		}
+	}
+}

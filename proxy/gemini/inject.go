@@ -15,6 +15,9 @@ func (r *request) Info() *wire.Info { return &r.info }
 // Forwarded implements [wire.Request]: nothing refers to the body.
 func (r *request) Forwarded(bool) {}
 
+// Forget implements [wire.Request]: nothing is remembered.
+func (r *request) Forget() {}
+
 // Inject implements [wire.Request]. With p.System the blocks go, as a text
 // part of their own, in front of the parts of systemInstruction, which is
 // created when absent. Otherwise earlier blocks are only stripped from the

@@ -62,7 +62,8 @@ func (b *storeBudget) end() {
 // stored already, by a replica that read the turns this one did not: the
 // request waits to learn whether it was new, or the guard would count it
 // twice.
-func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wire.Info, provider string, now time.Time) (int, bool) {
+func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire.Request, provider string, now time.Time) (int, bool) {
+	info := req.Info()
 	n := 0
 	for i := range info.ToolResults {
 		tr := &info.ToolResults[i]
@@ -86,14 +87,24 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, info *wi
 			if t.Session != "" {
 				dedupe = t.Session + "|" + tr.Key
 			}
-			_, err := m.writeIncident(budget.context(), inc, dedupe, info.Continued)
+			// Seen from now on, unless the write fails: the next turn,
+			// which sends the result again, is then read whole and
+			// records it.
+			m.seen.add(seenKey, true)
+			lost := func() {
+				m.seen.remove(seenKey)
+				req.Forget()
+			}
+			_, err := m.writeIncident(budget.context(), inc, dedupe, info.Continued, lost)
 			if err != nil {
+				lost()
 				m.StoreFailed(budget.parent, "add_incident", err)
 				return n, false
 			}
 			n++
+			continue
 		}
-		m.seen.add(seenKey, failed)
+		m.seen.add(seenKey, false)
 	}
 	return n, true
 }
@@ -172,7 +183,7 @@ func (m *Memory) Record(ctx context.Context, t tenant.Tenant, model, provider, t
 	inc := m.Incident(t, model, provider, typ, status, message, m.opts.Now())
 	sctx, cancel := m.storeCtx(ctx)
 	defer cancel()
-	if _, err := m.writeIncident(sctx, inc, "", guard.ProviderFailure(typ)); err != nil {
+	if _, err := m.writeIncident(sctx, inc, "", guard.ProviderFailure(typ), nil); err != nil {
 		m.StoreFailed(ctx, "add_incident", err)
 		return false
 	}
@@ -237,4 +248,10 @@ func (ss *seenSet) add(k uint64, failed bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.set.put(k, failed)
+}
+
+func (ss *seenSet) remove(k uint64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.set.remove(k)
 }

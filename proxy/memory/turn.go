@@ -51,9 +51,10 @@ type decision struct {
 	ctx      context.Context
 	budget   *storeBudget
 	t        tenant.Tenant
-	info     *wire.Info
-	provider string    // the first provider of the request's route
-	now      time.Time // when the request arrived
+	req      wire.Request
+	info     *wire.Info // req's
+	provider string     // the first provider of the request's route
+	now      time.Time  // when the request arrived
 
 	window *guardWindow
 	at     time.Time // when the guard is derived (see requestWindow)
@@ -73,11 +74,11 @@ type decision struct {
 // provider of the request's route, which its tool failures and loops are
 // recorded under: the provider the conversation's requests go to, unless
 // it fails over (which one answers is known only once the request is
-// sent).
-func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, info *wire.Info, provider string, arrived time.Time) Turn {
+// sent). req is the request as its format read it.
+func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, req wire.Request, provider string, arrived time.Time) Turn {
 	budget := storeBudget{parent: ctx, d: m.opts.StoreTimeout}
 	defer budget.end()
-	d := &decision{m: m, ctx: ctx, budget: &budget, t: t, info: info, provider: provider, now: arrived, window: early.window, at: early.at}
+	d := &decision{m: m, ctx: ctx, budget: &budget, t: t, req: req, info: req.Info(), provider: provider, now: arrived, window: early.window, at: early.at}
 	if early.err != nil {
 		return d.failOpen(early.err)
 	}
@@ -100,7 +101,7 @@ func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, info 
 // recordFailures stores the request's new failed tool results. It reports
 // false when the store failed.
 func (d *decision) recordFailures() bool {
-	failed, ok := d.m.recordToolErrors(d.budget, d.t, d.info, d.provider, d.now)
+	failed, ok := d.m.recordToolErrors(d.budget, d.t, d.req, d.provider, d.now)
 	d.stored = failed > 0
 	return ok
 }

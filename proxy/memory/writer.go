@@ -89,6 +89,9 @@ type pendingWrite struct {
 	inc    store.Incident // prepared (store.PrepareIncident): what the store will read back
 	dedupe string
 	shown  bool // shown in the guard before its commit (a provider failure)
+	// lost, when set, is called if the write fails: what the incident's
+	// request marked as recorded is to be recorded again.
+	lost   func()
 	waited bool // a request waits for its commit; else its answer is out (see answerEarly)
 
 	done   chan struct{} // closed once stored or failed; then stored and err are set
@@ -245,6 +248,11 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 	if err != nil {
 		m.metrics.storeErrs.WithLabelValues("write_incidents").Add(float64(len(batch)))
 		m.log.Warn("storing incidents failed; they are lost", "count", len(batch), "err", err)
+		for _, p := range batch {
+			if p.lost != nil {
+				p.lost()
+			}
+		}
 	}
 	m.guardCache.committed(batch, writes, steps)
 	// The counts first: a writer told of its commit finds its incident
@@ -268,10 +276,11 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 // until its write commits (then it is read from the store) or fails (it
 // is dated as it joins them, see guardCache.addPending), and, with
 // DurabilityAsync, writeIncident may return once it is queued (see
-// answerEarly): then it reports true. It logs, at debug, each incident it
-// recorded (not one its dedupe key had recorded before).
-func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
-	stored, err := m.queueIncident(ctx, inc, dedupe, show)
+// answerEarly): then it reports true. lost, if not nil, is called when
+// the write fails after writeIncident returned. It logs, at debug, each
+// incident it recorded (not one its dedupe key had recorded before).
+func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
+	stored, err := m.queueIncident(ctx, inc, dedupe, show, lost)
 	if stored {
 		m.log.DebugContext(ctx, "incident recorded", "workspace", inc.Workspace, "project", inc.Project,
 			"conversation", inc.Session, "type", inc.Type, "provider", inc.Provider, "status", inc.StatusCode,
@@ -281,8 +290,8 @@ func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe 
 }
 
 // queueIncident is writeIncident without its log line.
-func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool) (bool, error) {
-	p := &pendingWrite{dedupe: dedupe, shown: show, done: make(chan struct{})}
+func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
+	p := &pendingWrite{dedupe: dedupe, shown: show, lost: lost, done: make(chan struct{})}
 	if show {
 		if err := m.guardCache.addPending(p, inc, m.opts.Now); err != nil {
 			return false, err

@@ -336,3 +336,43 @@ func TestContinuedTurnAddsOneAnswer(t *testing.T) {
 		t.Fatal("a request read whole is Continued")
 	}
 }
+
+// TestForgetDropsTheRemembered: Forget, before the request is forwarded
+// or after, leaves the conversation's next turn to be read whole.
+func TestForgetDropsTheRemembered(t *testing.T) {
+	turns := growing(t, "claude-turn3.json")
+	if len(turns) < 4 {
+		t.Fatalf("%d turns", len(turns))
+	}
+	for _, before := range []bool{true, false} {
+		memo := wire.NewTurnMemo[*turnState](0)
+		prev, err := readTurn(turns[len(turns)-3], memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(prev)
+		prev.Forwarded(true)
+		r, err := readTurn(turns[len(turns)-2], memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(r)
+		if r.resume.Prior == nil {
+			t.Fatal("the turn before was not remembered")
+		}
+		if before {
+			r.Forget()
+		}
+		r.Forwarded(true)
+		if !before {
+			r.Forget()
+		}
+		next, err := readTurn(turns[len(turns)-1], memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.resume.Prior != nil || next.resume.From != 0 {
+			t.Fatalf("Forget before forwarding %v: the next turn resumed from message %d", before, next.resume.From)
+		}
+	}
+}

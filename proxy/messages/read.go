@@ -3,6 +3,7 @@ package messages
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -36,10 +37,12 @@ type request struct {
 	// and what this turn will leave it.
 	body      []byte
 	resume    wire.Resume[*turnState]
-	elems     []wire.Elem // where each message ends
-	marks     []mark      // what was read up to the end of each message
-	arrayEnd  int         // where the messages array ends; 0 when it is not one
-	verdictAt []int       // the messages of info.Prior's verdicts
+	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
+	forgot    atomic.Bool              // set by Forget
+	elems     []wire.Elem              // where each message ends
+	marks     []mark                   // what was read up to the end of each message
+	arrayEnd  int                      // where the messages array ends; 0 when it is not one
+	verdictAt []int                    // the messages of info.Prior's verdicts
 	// Where the top-level members are after the messages array, relative
 	// to its end (the memo keeps them with the bytes they are in).
 	after []wire.Span
@@ -188,6 +191,7 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		})
 	}
 	r.info.Goal = r.task.Goal
+	r.ref = r.resume.Ref()
 	in.Continued = r.resume.Prior != nil && r.answers.One()
 	// The system text and the key: the memo's when the system value is
 	// the same bytes.

@@ -15,12 +15,21 @@ func (r *request) Info() *wire.Info { return &r.info }
 // the observer reads to remember the chain (the task, the tools, the
 // verdicts) stays.
 func (r *request) Forwarded(remember bool) {
-	if remember {
+	if remember && !r.forgot.Load() {
 		r.remember()
+		if r.forgot.Load() {
+			r.ref.Forget() // Forget came while it was remembered
+		}
 	}
 	r.body, r.elems, r.marks, r.calls, r.verdictAt = nil, nil, nil, wire.CallIndex[call]{}, nil
 	r.resume = wire.Resume[*turnState]{}
 	r.info.DropBody()
+}
+
+// Forget implements [wire.Request].
+func (r *request) Forget() {
+	r.forgot.Store(true)
+	r.ref.Forget()
 }
 
 // Inject implements [wire.Request].

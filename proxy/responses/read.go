@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -35,11 +36,13 @@ type request struct {
 	body      []byte
 	detach    *wire.Detacher // copies what the turn keeps out of the copy of its items (nil: that copy is small)
 	resume    wire.Resume[*turnState]
-	elems     []wire.Elem // where each input item ends
-	marks     []mark      // what was read up to the end of each item
-	arrayEnd  int         // where the input array ends; 0 when it is not one
-	verdictAt []int       // the items of info.Prior's verdicts
-	after     []wire.Span // top-level members after the input, relative to its end
+	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
+	forgot    atomic.Bool              // set by Forget
+	elems     []wire.Elem              // where each input item ends
+	marks     []mark                   // what was read up to the end of each item
+	arrayEnd  int                      // where the input array ends; 0 when it is not one
+	verdictAt []int                    // the items of info.Prior's verdicts
+	after     []wire.Span              // top-level members after the input, relative to its end
 	// continued says the request continues a stored response, truncated
 	// that its input has more than wire.MaxElems items: either is read
 	// whole, and not remembered.
@@ -219,6 +222,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 			return true
 		})
 	}
+	r.ref = r.resume.Ref()
 	in.Continued = r.resume.Prior != nil && r.answers.One()
 	if !r.instructions.OK() {
 		in.System = r.devSystem

@@ -120,6 +120,40 @@ func (m *TurnMemo[S]) get(key uint64) *Turn[S] {
 	return it.turn
 }
 
+// forget drops the turn remembered under key, if any.
+func (m *TurnMemo[S]) forget(key uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if it := m.turns[key]; it != nil {
+		m.unlink(it)
+		m.bytes -= it.size
+		delete(m.turns, key)
+	}
+}
+
+// MemoRef names a conversation in a TurnMemo, to forget its turn later
+// (see Request.Forget). The zero MemoRef names none.
+type MemoRef[S any] struct {
+	memo *TurnMemo[S]
+	key  uint64
+}
+
+// Forget drops the conversation's remembered turn: its next turn is read
+// whole.
+func (f MemoRef[S]) Forget() {
+	if f.memo != nil {
+		f.memo.forget(f.key)
+	}
+}
+
+// Ref names r's conversation, once Name named it.
+func (r *Resume[S]) Ref() MemoRef[S] {
+	if r.memo == nil || !r.named {
+		return MemoRef[S]{}
+	}
+	return MemoRef[S]{memo: r.memo, key: r.key}
+}
+
 // holds reports whether t is the turn remembered under key.
 func (m *TurnMemo[S]) holds(key uint64, t *Turn[S]) bool {
 	m.mu.Lock()

@@ -89,6 +89,12 @@ type Request interface {
 	// remember reports that the reading is complete (every tool result
 	// judged) and may be remembered for the conversation's next turn.
 	Forwarded(remember bool)
+	// Forget drops what the format remembers of the request's
+	// conversation, or will remember once it is forwarded: its next turn
+	// is read whole. It may be called from any goroutine, at any time
+	// (what the request found is lost to the store after it was
+	// forwarded: its next turn must read it again).
+	Forget()
 	// Observe returns the observer of the provider's 2xx answer. sse tells
 	// an event stream; keep bounds the bytes of any other answer kept to
 	// read its outcome (0: none, only streams are read).
