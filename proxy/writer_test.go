@@ -249,50 +249,65 @@ func TestACaptureKeepsWhatItWasGiven(t *testing.T) {
 	}
 }
 
-// TestAContinuedTurnsToolFailureIsShownBeforeItsCommit: a tool failure in
-// a turn that continues the one this replica read last is in the guard at
-// once, while the store holds its write: the next turn's guard counts it.
-// A failure in a turn this replica did not see the previous of is counted
-// only once it is known to be new (another replica may have stored it).
-func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
+// failingRun is an agent's conversation whose tool fails turn after
+// turn, sent straight to a proxy's handler on a stuck store.
+type failingRun struct {
+	t    *testing.T
+	h    *harness
+	up   *recorder
+	msgs []map[string]any
+	// output is the failed result of the i-th call.
+	output func(i int) string
+}
+
+func newFailingRun(t *testing.T, st *stuckStore, output func(i int) string, opts ...harnessOpt) *failingRun {
 	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
 	})
+	return &failingRun{t: t, h: newHarnessOn(t, st, up.srv.URL, opts...), up: up, output: output,
+		msgs: []map[string]any{msg("system", "You are an agent."), msg("user", "make the parser tests pass")}}
+}
+
+// send sends the turn with n failed calls, and returns its answer. The
+// harness's server would wait for the writes: this does not.
+func (r *failingRun) send(n int) *httptest.ResponseRecorder {
+	r.t.Helper()
+	for i := len(r.msgs)/2 - 1; i < n; i++ {
+		id := fmt.Sprintf("f%d", i)
+		r.msgs = append(r.msgs, toolCall(id, "run_tests"), toolResultMsg(id, r.output(i)))
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody(r.t, nil, r.msgs...)))
+	req.Header.Set("Content-Type", "application/json")
+	r.h.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		r.t.Fatalf("answer: %d %s", rec.Code, rec.Body)
+	}
+	return rec
+}
+
+// TestAContinuedTurnsToolFailureIsShownBeforeItsCommit: a tool failure in
+// a turn that continues the one this replica read last is in the guard at
+// once, while the store holds its write: the next turn's guard counts it.
+func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
 	st := newStuckStore(t, "AddIncidentOnce")
 	st.ignoreCtx = true
-	h := newHarnessOn(t, st, up.srv.URL, withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
-	msgs := []map[string]any{msg("system", "You are an agent."), msg("user", "make the parser tests pass")}
-	turn := func(n int) string {
-		for i := len(msgs)/2 - 1; i < n; i++ {
-			id := fmt.Sprintf("f%d", i)
-			msgs = append(msgs, toolCall(id, "run_tests"), toolResultMsg(id, "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: expected 3, got 2\nFAIL"))
-		}
-		return chatBody(t, nil, msgs...)
-	}
-	send := func(body string) *httptest.ResponseRecorder {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		h.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("answer: %d %s", rec.Code, rec.Body)
-		}
-		return rec
-	}
-	send(turn(0))
-	send(turn(1)) // the first failure, stored
+	r := newFailingRun(t, st, func(int) string { return "--- FAIL: TestParse (0.00s)\n    parse_test.go:12: expected 3, got 2\nFAIL" },
+		withOptions(func(o *Options) { o.StoreTimeout = 50 * time.Millisecond }))
+	h := r.h
+	r.send(0)
+	r.send(1) // the first failure, stored
 	h.srv.memory.Wait()
 	st.stick(t)
-	send(turn(2)) // the second, held by the store
+	r.send(2) // the second, held by the store
 	<-st.blocked
 	if n := len(h.incidents("default", "default")); n != 1 {
 		t.Fatalf("%d incidents stored while the write is held, want 1", n)
 	}
-	rec := send(turn(3))
-	if rec.Header().Get(HeaderGuard) != "1" || !strings.Contains(toldOf(t, up.last(t).Body), "Failed 3 times") {
-		t.Fatalf("third failure: X-Scar-Guard %q, told:\n%s", rec.Header().Get(HeaderGuard), toldOf(t, up.last(t).Body))
+	rec := r.send(3)
+	if rec.Header().Get(HeaderGuard) != "1" || !strings.Contains(toldOf(t, r.up.last(t).Body), "Failed 3 times") {
+		t.Fatalf("third failure: X-Scar-Guard %q, told:\n%s", rec.Header().Get(HeaderGuard), toldOf(t, r.up.last(t).Body))
 	}
 	st.unstick()
 	h.srv.memory.Wait()
@@ -305,41 +320,23 @@ func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
 // tool result shown before its commit, whose write then fails, is not
 // taken as recorded: the next turn, which sends it again, stores it.
 func TestAToolFailureWhoseWriteFailsIsRecordedFromTheNextTurn(t *testing.T) {
-	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
-	})
 	st := newStuckStore(t, "AddIncidentOnce")
-	h := newHarnessOn(t, st, up.srv.URL)
-	msgs := []map[string]any{msg("system", "You are an agent."), msg("user", "make the parser tests pass")}
-	turn := func(n int) string {
-		for i := len(msgs)/2 - 1; i < n; i++ {
-			id := fmt.Sprintf("f%d", i)
-			msgs = append(msgs, toolCall(id, "run_tests"), toolResultMsg(id, fmt.Sprintf("--- FAIL: TestParse%d (0.00s)\nFAIL", i)))
-		}
-		return chatBody(t, nil, msgs...)
-	}
-	send := func(body string) {
-		t.Helper()
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		h.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("answer: %d %s", rec.Code, rec.Body)
-		}
+	r := newFailingRun(t, st, func(i int) string { return fmt.Sprintf("--- FAIL: TestParse%d (0.00s)\nFAIL", i) })
+	h := r.h
+	send := func(n int) {
+		r.send(n)
 		h.srv.memory.Wait()
 	}
-	send(turn(0))
-	send(turn(1)) // stored
+	send(0)
+	send(1) // stored
 	st.failFast = true
 	st.stick(t)
-	send(turn(2)) // its write fails
+	send(2) // its write fails
 	if n := len(h.incidents("default", "default")); n != 1 {
 		t.Fatalf("%d incidents stored while the store fails, want 1", n)
 	}
 	st.unstick()
-	send(turn(3)) // sends the lost one again, and one more
+	send(3) // sends the lost one again, and one more
 	if n := len(h.incidents("default", "default")); n != 3 {
 		t.Fatalf("%d incidents stored once the store works again, want 3", n)
 	}

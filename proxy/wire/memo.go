@@ -125,10 +125,15 @@ func (m *TurnMemo[S]) forget(key uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if it := m.turns[key]; it != nil {
-		m.unlink(it)
-		m.bytes -= it.size
-		delete(m.turns, key)
+		m.dropLocked(it)
 	}
+}
+
+// dropLocked forgets it. m.mu must be held.
+func (m *TurnMemo[S]) dropLocked(it *memoItem[S]) {
+	m.unlink(it)
+	m.bytes -= it.size
+	delete(m.turns, it.key)
 }
 
 // MemoRef names a conversation in a TurnMemo, to forget its turn later
@@ -171,19 +176,14 @@ func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.turns[key]; old != nil {
-		m.unlink(old)
-		m.bytes -= old.size
-		delete(m.turns, key)
+		m.dropLocked(old)
 	}
 	it := &memoItem[S]{key: key, turn: t, size: size}
 	m.turns[key] = it
 	m.pushNewest(it)
 	m.bytes += size
 	for m.bytes > m.budget && m.oldest != nil && m.oldest != it {
-		o := m.oldest
-		m.unlink(o)
-		m.bytes -= o.size
-		delete(m.turns, o.key)
+		m.dropLocked(m.oldest)
 	}
 	return true
 }
