@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
 )
@@ -580,65 +581,35 @@ func unsafeBytes[T any](s []T) []byte {
 // went through another replica), nor the same turn again.
 func TestContinuedTurnAddsOneAnswer(t *testing.T) {
 	memo := newConvMemo(8)
-	const tenant = "ws\x00proj"
-	next := func(n int) bool {
-		t.Helper()
-		body := agentTurn(t, n)
-		c, err := inspect(body, memo, tenant)
+	var reqs [][]byte
+	for n := range 6 {
+		reqs = append(reqs, agentTurn(t, n))
+	}
+	agenttest.CheckContinued(t, reqs, func(body []byte) *wire.Info {
+		c, err := inspect(body, memo, "ws\x00proj")
 		if err != nil {
 			t.Fatal(err)
 		}
 		judge(c)
 		memo.remember(c, body)
-		return c.info.Continued
-	}
-	if next(0) {
-		t.Fatal("the first request is Continued")
-	}
-	for n := 1; n <= 3; n++ {
-		if !next(n) {
-			t.Fatalf("turn %d, one answer after the one remembered, is not Continued", n)
-		}
-	}
-	if next(3) {
-		t.Fatal("the same turn again is Continued")
-	}
-	if next(5) {
-		t.Fatal("a turn two answers after the one remembered is Continued")
-	}
-	if c, _ := inspect(agentTurn(t, 2), nil, ""); c.info.Continued {
-		t.Fatal("a turn read without a memo is Continued")
-	}
+		return &c.info
+	}, func(body []byte) *wire.Info {
+		c, _ := inspect(body, nil, "")
+		return &c.info
+	})
 }
 
 // TestForgetDropsTheRemembered: Forget, before the request is forwarded
 // or after, leaves the conversation's next turn to be read whole.
 func TestForgetDropsTheRemembered(t *testing.T) {
-	for _, before := range []bool{true, false} {
-		f := New()
-		read := func(n int) *conversation {
-			t.Helper()
-			c, err := inspect(agentTurn(t, n), f.memo, "t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			judge(c)
-			return c
+	var memo *convMemo
+	turns := [][]byte{agentTurn(t, 1), agentTurn(t, 2), agentTurn(t, 3)}
+	agenttest.CheckForget(t, turns, func() { memo = New().memo }, func(body []byte) (wire.Request, bool) {
+		c, err := inspect(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
 		}
-		read(1).Forwarded(true)
-		c := read(2)
-		if c.from == 0 {
-			t.Fatal("the turn before was not remembered")
-		}
-		if before {
-			c.Forget()
-		}
-		c.Forwarded(true)
-		if !before {
-			c.Forget()
-		}
-		if next := read(3); next.from != 0 || next.prior != nil {
-			t.Fatalf("Forget before forwarding %v: the next turn resumed from message %d", before, next.from)
-		}
-	}
+		judge(c)
+		return c, c.prior != nil && c.from > 0
+	})
 }

@@ -314,37 +314,19 @@ func TestContinuedTurnAddsOneAnswer(t *testing.T) {
 					reqs = append(reqs, turns[k])
 				}
 			}
-			if len(reqs) < 4 {
-				t.Fatalf("%d requests", len(reqs))
-			}
 			memo := wire.NewTurnMemo[*turnState](0)
-			next := func(body []byte) *request {
-				t.Helper()
+			agenttest.CheckContinued(t, reqs, func(body []byte) *wire.Info {
 				r, err := readTurn(body, "t", nil, memo)
 				if err != nil {
 					t.Fatal(err)
 				}
 				judge(r)
 				r.Forwarded(true)
-				return r
-			}
-			if next(reqs[0]).info.Continued {
-				t.Fatal("the first request is Continued")
-			}
-			for i := 1; i < len(reqs)-2; i++ {
-				if !next(reqs[i]).info.Continued {
-					t.Fatalf("request %d, one answer after the one remembered, is not Continued", i)
-				}
-			}
-			if next(reqs[len(reqs)-3]).info.Continued {
-				t.Fatal("the same request again is Continued")
-			}
-			if next(reqs[len(reqs)-1]).info.Continued {
-				t.Fatal("a request two answers after the one remembered is Continued")
-			}
-			if r, _ := read(reqs[2], "t", nil); r.info.Continued {
-				t.Fatal("a request read whole is Continued")
-			}
+				return &r.info
+			}, func(body []byte) *wire.Info {
+				r, _ := read(body, "t", nil)
+				return &r.info
+			})
 		})
 	}
 }
@@ -352,39 +334,13 @@ func TestContinuedTurnAddsOneAnswer(t *testing.T) {
 // TestForgetDropsTheRemembered: Forget, before the request is forwarded
 // or after, leaves the conversation's next turn to be read whole.
 func TestForgetDropsTheRemembered(t *testing.T) {
-	turns := growing(t, "codex-turn3.json")
-	if len(turns) < 4 {
-		t.Fatalf("%d turns", len(turns))
-	}
-	for _, before := range []bool{true, false} {
-		memo := wire.NewTurnMemo[*turnState](0)
-		prev, err := readTurn(turns[len(turns)-3], "t", nil, memo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		judge(prev)
-		prev.Forwarded(true)
-		r, err := readTurn(turns[len(turns)-2], "t", nil, memo)
+	var memo *wire.TurnMemo[*turnState]
+	agenttest.CheckForget(t, growing(t, "codex-turn3.json"), func() { memo = wire.NewTurnMemo[*turnState](0) }, func(body []byte) (wire.Request, bool) {
+		r, err := readTurn(body, "t", nil, memo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		judge(r)
-		if r.resume.Prior == nil {
-			t.Fatal("the turn before was not remembered")
-		}
-		if before {
-			r.Forget()
-		}
-		r.Forwarded(true)
-		if !before {
-			r.Forget()
-		}
-		next, err := readTurn(turns[len(turns)-1], "t", nil, memo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if next.resume.Prior != nil || next.resume.From != 0 {
-			t.Fatalf("Forget before forwarding %v: the next turn resumed from item %d", before, next.resume.From)
-		}
-	}
+		return r, r.resume.Prior != nil
+	})
 }

@@ -207,3 +207,66 @@ func CommonPrefix(a, b []byte) int {
 	}
 	return n
 }
+
+// CheckContinued checks wire.Info.Continued over reqs, the requests of an
+// agent's run in order (each one answer of the model after the one
+// before): next reads a request with the format's memo as the proxy does
+// (its verdicts set, then forwarded) and returns its info, whole reads
+// one without a memo. The first request is not Continued, each later one
+// is, the same request again is not, nor one two answers after the one
+// remembered, nor one read whole.
+func CheckContinued(t *testing.T, reqs [][]byte, next, whole func(body []byte) *wire.Info) {
+	t.Helper()
+	if len(reqs) < 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if next(reqs[0]).Continued {
+		t.Fatal("the first request is Continued")
+	}
+	for i := 1; i < len(reqs)-2; i++ {
+		if !next(reqs[i]).Continued {
+			t.Fatalf("request %d, one answer after the one remembered, is not Continued", i)
+		}
+	}
+	if next(reqs[len(reqs)-3]).Continued {
+		t.Fatal("the same request again is Continued")
+	}
+	if next(reqs[len(reqs)-1]).Continued {
+		t.Fatal("a request two answers after the one remembered is Continued")
+	}
+	if whole(reqs[2]).Continued {
+		t.Fatal("a request read whole is Continued")
+	}
+}
+
+// CheckForget checks wire.Request.Forget on the last three of turns, a
+// run's turns in order: read reads one with the format's memo (verdicts
+// set) and reports whether it resumed from a remembered turn; each read
+// gets a new memo from fresh. Forget, before the second is forwarded or
+// after, leaves the third to be read whole.
+func CheckForget(t *testing.T, turns [][]byte, fresh func(), read func(body []byte) (wire.Request, bool)) {
+	t.Helper()
+	if len(turns) < 3 {
+		t.Fatalf("%d turns", len(turns))
+	}
+	last := turns[len(turns)-3:]
+	for _, before := range []bool{true, false} {
+		fresh()
+		prev, _ := read(last[0])
+		prev.Forwarded(true)
+		r, resumed := read(last[1])
+		if !resumed {
+			t.Fatal("the turn before was not remembered")
+		}
+		if before {
+			r.Forget()
+		}
+		r.Forwarded(true)
+		if !before {
+			r.Forget()
+		}
+		if _, resumed := read(last[2]); resumed {
+			t.Fatalf("Forget before forwarding %v: the next turn resumed from the remembered one", before)
+		}
+	}
+}
