@@ -87,10 +87,13 @@ func (s *searcher) goalIDF(df int) float64 {
 // CSV, HTTPS), which name kinds of things more often than one thing, nor
 // tools of toolTable (toolsFit judges those) or words of the context.
 func names(text string) []string {
+	if len(text) > maxNameBytes {
+		text = text[:maxNameBytes] // a word cut in two is read as it is
+	}
 	var out []string
 	start := true
 	i := 0
-	for i < len(text) {
+	for i < len(text) && len(out) < maxNames {
 		c := text[i]
 		if !isNameByte(c) {
 			switch c {
@@ -123,6 +126,14 @@ func names(text string) []string {
 	}
 	return out
 }
+
+// Bounds of names: the bytes of a text read (a goal is read up to
+// maxGoalRunes runes; its names in the first sentences), and the names
+// kept.
+const (
+	maxNameBytes = 2000
+	maxNames     = 8
+)
 
 func isNameByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80

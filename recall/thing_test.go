@@ -2,6 +2,7 @@ package recall
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -94,4 +95,24 @@ func TestGoalDocumentFrequency(t *testing.T) {
 	if got := df(); got != 0 {
 		t.Fatalf("goalDF after deleting a = %d, want 0 (c's approach still holds the word)", got)
 	}
+}
+
+// Every name is a word of the text, lowercased, and there are at most
+// maxNames of them.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"Add gamepad support to the Unity game", "Use SonarCloud. Then Codecov", "a-B_c D-", "İstanbul Ünity ÄÖ", "x\xffY Zz", strings.Repeat("Aa ", 1000)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := names(s)
+		if len(got) > maxNames {
+			t.Fatalf("%d names from %q", len(got), s)
+		}
+		low := strings.ToLower(s)
+		for _, n := range got {
+			if n == "" || n != strings.ToLower(n) || !strings.Contains(low, n) {
+				t.Fatalf("name %q is not a lowercased word of %q", n, s)
+			}
+		}
+	})
 }
