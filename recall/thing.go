@@ -30,10 +30,8 @@ import (
 //     things (see otherThing). A word weighs its inverse document
 //     frequency over the stored goals of the workspace (as BM25's, with
 //     the same prior documents): a word of one goal in a hundred weighs
-//     more than a word of one in three. Words of the context weigh
-//     nothing, and so do the query's words no stored goal or approach
-//     holds: a word nothing stored uses tells nothing of which stored task
-//     differs.
+//     more than a word of one in three, and a word of the query no stored
+//     goal holds weighs most. Words of the context weigh nothing.
 //
 // A goal led by a named action (fix, parse, migrate...) is judged by its
 // action instead (parts.go): two goals led by the same named action on
