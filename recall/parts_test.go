@@ -101,6 +101,8 @@ func TestTaskParts(t *testing.T) {
 		{"two things made in one place", "Add a tray icon menu to the Qt desktop app", "", "Add a badge icon counter to the Qt desktop app", false},
 		{"one thing made in other words", "Add a tray icon menu to the Qt desktop app", "", "Add a menu on the tray icon of our Qt app", true},
 		{"other things scanned", "Scan the Docker images for vulnerabilities in CI with Trivy", "", "Scan the Python dependencies for known vulnerabilities in CI", false},
+		{"one named action on two things", "Run the linters in a Git pre-commit hook", "", "Run the test suite in a Git pre-push hook", false},
+		{"what data moves, in other words", "Receive messages from a Kafka topic and store them in PostgreSQL", "", "Consume the order events from the Kafka topic", true},
 		{"a named action the stored goal lacks", "Route the Django app's read queries to a PostgreSQL read replica", "", "Monitor the replication lag of the PostgreSQL read replica", false},
 		{"a named action the stored goal holds", "Put the product page's queries in a Redis cache", "", "Cache the product page's queries in Redis", true},
 		{"stopping is an action", "Reconnect the WebSocket client with exponential backoff when the connection drops", "", "Stop the WebSocket client from reconnecting after the user logs out", false},

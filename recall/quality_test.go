@@ -216,7 +216,7 @@ func TestQualityHeldOut3(t *testing.T) {
 // managers, the vocabulary of its misses) were written from its misses
 // and the third set's: it is tune data since, and its figure after them
 // (31/43 found, 4 of 84 false recalls) is no held-out figure. The sixth
-// round's rules were checked on it too: 29/43 found, 4 of 84 after them
+// round's rules were checked on it too: 29/43 found, 3 of 84 after them
 // (a reduced power draw against a board put to sleep, failing jobs sent
 // to Sentry against failures reported there: a named action against a
 // stored goal led by a verb the vocabulary does not name).
@@ -242,14 +242,14 @@ func TestQualityHeldOut4(t *testing.T) {
 // leading phrases; a named action against a goal that names none; the
 // vocabulary, directions and qualifiers of its misses) were written from
 // its misses: it is tune data since, like the third and fourth sets, and
-// its figure after them (18/53 found, 10 of 124 false recalls) is no
+// its figure after them (18/53 found, 9 of 124 false recalls) is no
 // held-out figure. It fails when the figures get worse than that.
 func TestQualityHeldOut5(t *testing.T) {
 	f := measureSet(t, "heldout5.json", "fifth set")
 	if f.reworded != 53 || f.negatives() != 124 {
 		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	const tunedFound, tunedFalses = 18, 10
+	const tunedFound, tunedFalses = 18, 9
 	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
 		t.Errorf("fifth set worse than after the sixth round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
 	}
@@ -264,7 +264,7 @@ var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5
 // sets together: rewordings found against false recalls at thresholds
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than when it
-// was chosen, after the sixth round: 103 of 179 found, 18 false recalls of
+// was chosen, after the sixth round: 103 of 179 found, 16 false recalls of
 // 345 (the rules before it: 105 and 39).
 func TestQualityTuneCurve(t *testing.T) {
 	type loaded struct {
@@ -292,7 +292,7 @@ func TestQualityTuneCurve(t *testing.T) {
 	if reworded != 179 || negatives != 345 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 103, 18
+	const chosenFound, chosenFalses = 103, 16
 	if found < chosenFound || falses > chosenFalses {
 		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; when it was chosen %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)

@@ -9,12 +9,12 @@ import (
 // The thing done. Two goals can share their whole context and still be two
 // tasks: "add gamepad support to the Unity game" and "... to the Godot
 // game", "keep the dependencies up to date with Dependabot" and "... with
-// Renovate", "add a system tray icon to the Qt app" and "add a splash
-// screen to the Qt app". A goal's context is where the work happens and
-// with what: the tools it names (toolTable), the words that say something
-// is made or put in place (genericActions: add, create, set up, support),
-// the words of almost every task (commonWords) and the generic nouns of
-// where the work happens (app, service, project, repository, codebase;
+// Renovate", "add a badge icon to the Qt app" and "add a tray icon menu to
+// the Qt app". A goal's context is where the work happens and with what:
+// the tools it names (toolTable), the words that say something is made or
+// put in place (genericActions: add, create, set up, support), the words
+// of almost every task (commonWords) and the generic nouns of where the
+// work happens (app, service, project, repository, codebase, CI, pipeline;
 // see contextWords). The thing done is the rest: the action and what it
 // acts on. Besides the parts of parts.go, two rules judge it:
 //
@@ -24,19 +24,22 @@ import (
 //     names another thing the first lacks (a name of its own, or a tool of
 //     toolTable) are about two tools (see namesConflict);
 //   - the leading phrases: when neither goal is led by a named action
-//     ("add", "set up", "make" or a verb the vocabulary does not name),
-//     what they make is in their leading phrases; when each leading phrase
-//     has most of its weight in words the other goal lacks, they make two
-//     things (see otherThing). A word weighs its inverse document
-//     frequency over the stored goals of the workspace (as BM25's, with
-//     the same prior documents): a word of one goal in a hundred weighs
-//     more than a word of one in three, and a word of the query no stored
-//     goal holds weighs most. Words of the context weigh nothing.
+//     ("add", "set up", "make" or a verb the vocabulary does not name), or
+//     both by the same one, what they act on is in their leading phrases;
+//     when each leading phrase has most of its weight in words the other
+//     goal lacks, they act on two things (see otherThing). A word weighs
+//     its inverse document frequency over the stored goals of the
+//     workspace (as BM25's, with the same prior documents): a word of one
+//     goal in a hundred weighs more than a word of one in three, and a
+//     word of the query no stored goal holds weighs most. Words of the
+//     context weigh nothing.
 //
-// A goal led by a named action (fix, parse, migrate...) is judged by its
-// action instead (parts.go): two goals led by the same named action on
-// other words are often one task in other words ("consume the order
-// events from the Kafka topic", "receive messages from a Kafka topic").
+// Two goals led by two named actions are judged by their actions
+// (parts.go). An action that moves data (read, write, send, receive,
+// upload, download: the flow families of directionTable) is left to the
+// other parts: what it moves is named in many ways for one task ("consume
+// the order events from the Kafka topic", "receive messages from a Kafka
+// topic").
 
 // contextWords are the generic nouns of where a task's work happens: they
 // say nothing of what is done there. Words as written; their index terms
@@ -46,6 +49,7 @@ var contextWords = []string{
 	"repository", "repo", "codebase", "code", "program", "software", "system",
 	"platform", "desktop", "mobile", "web", "frontend", "backend", "game",
 	"site", "website", "server", "client", "automatically", "existing",
+	"ci", "pipeline", "workflow",
 }
 
 // contextTerms holds the index terms of a task's context (see the top of
@@ -259,14 +263,18 @@ func (s *searcher) leadGap(d *doc) (q, qTot, g, gTot float64) {
 const otherThingShare = 0.6
 
 // otherThing reports whether the query and d, neither led by a named
-// action, make two different things: each leading phrase has at least
-// otherThingShare of its weight in words the other goal lacks ("add a
-// splash screen to the Qt app" and "add a system tray icon to the Qt
-// app", "scan the Python dependencies for vulnerabilities" and "scan the
-// Docker images for vulnerabilities").
+// action or both by the same one (not one that moves data), act on two
+// different things: each leading phrase has at least otherThingShare of
+// its weight in words the other goal lacks ("add a badge icon to the Qt
+// app" and "add a tray icon menu to the Qt app", "scan the Python
+// dependencies for vulnerabilities" and "scan the Docker images for
+// vulnerabilities", "run the test suite in a pre-push hook" and "run the
+// linters in a pre-commit hook").
 func (s *searcher) otherThing(d *doc) bool {
 	if s.kind == actSpecific || d.kind == actSpecific {
-		return false
+		if s.verb == noTerm || s.verb != d.verb || families(s.dir)&flowFamilies != 0 || families(d.dir)&flowFamilies != 0 {
+			return false
+		}
 	}
 	q, qTot, g, gTot := s.leadGap(d)
 	return qTot > 0 && gTot > 0 && q >= otherThingShare*qTot && g >= otherThingShare*gTot
