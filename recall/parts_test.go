@@ -98,6 +98,7 @@ func TestTaskParts(t *testing.T) {
 		{"two tools the vocabulary does not know", "Keep the dependencies up to date automatically with Renovate", "", "Keep the dependencies up to date automatically with Dependabot", false},
 		{"an unknown tool and a known one", "Store the Terraform state in an S3 backend with DynamoDB locking", "", "Store the Terraform state in Terraform Cloud", false},
 		{"the same unknown tool", "Add gamepad support to the Godot game", "", "Gamepad support for our Godot game", true},
+		{"capitals of a title are no names", "Add a dark mode to the settings screen of the Android app", "", "Add Dark Theme To The Settings Screen", true},
 		{"two things made in one place", "Add a tray icon menu to the Qt desktop app", "", "Add a badge icon counter to the Qt desktop app", false},
 		{"one thing made in other words", "Add a tray icon menu to the Qt desktop app", "", "Add a menu on the tray icon of our Qt app", true},
 		{"other things scanned", "Scan the Docker images for vulnerabilities in CI with Trivy", "", "Scan the Python dependencies for known vulnerabilities in CI", false},

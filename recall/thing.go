@@ -87,15 +87,24 @@ func (s *searcher) goalIDF(df int) float64 {
 // capital letter that do not start a sentence (Unity, Dependabot,
 // SonarCloud, PgBouncer, Qt), and are not acronyms in capitals (CI, API,
 // CSV, HTTPS), which name kinds of things more often than one thing, nor
-// tools of toolTable (toolsFit judges those) or words of the context.
+// stopwords, tools of toolTable (toolsFit judges those) or words of the
+// context. In
+// a text written in title case ("Add Dark Mode To The Settings Page"),
+// where a capital says nothing, only words with a capital past their
+// first letter count (SonarCloud, PgBouncer, iPhone).
 func names(text string) []string {
 	if len(text) > maxNameBytes {
 		text = text[:maxNameBytes] // a word cut in two is read as it is
 	}
-	var out []string
+	type cand struct {
+		w            string
+		first, camel bool
+	}
+	var cands []cand
+	titled, lower := 0, 0
 	start := true
 	i := 0
-	for i < len(text) && len(out) < maxNames {
+	for i < len(text) {
 		c := text[i]
 		if !isNameByte(c) {
 			switch c {
@@ -115,16 +124,33 @@ func names(text string) []string {
 		first := start
 		start = false
 		i = j
+		if !first && len(w) >= 3 {
+			switch {
+			case w[0] >= 'A' && w[0] <= 'Z' && !hasUpper(w[1:]) && !isKnownTool(strings.ToLower(w)):
+				titled++ // a tool's name is capitalised in any text
+			case w[0] >= 'a' && w[0] <= 'z':
+				lower++
+			}
+		}
 		if len(w) < 2 || !hasUpper(w) || first && !hasUpper(w[1:]) || isAcronym(w) {
 			continue
 		}
-		lw := strings.ToLower(w)
-		if isKnownTool(lw) || contextTerms[canonical(lw)] {
+		cands = append(cands, cand{w: w, first: first, camel: hasUpper(w[1:])})
+	}
+	titleCase := titled > lower
+	var out []string
+	for _, c := range cands {
+		if len(out) == maxNames {
+			break
+		}
+		if titleCase && !c.camel {
 			continue
 		}
-		if !slices.Contains(out, lw) {
-			out = append(out, lw)
+		lw := strings.ToLower(c.w)
+		if isStopword(lw) || isKnownTool(lw) || contextTerms[canonical(lw)] || slices.Contains(out, lw) {
+			continue
 		}
+		out = append(out, lw)
 	}
 	return out
 }

@@ -23,6 +23,9 @@ func TestNames(t *testing.T) {
 		{"Fix the memory leak in the Node.js service", nil},
 		{"Migrate the users from MySQL to PostgreSQL", nil},
 		{"Make the Electron App start faster", []string{"electron"}},
+		// In title case only a capital past the first letter counts.
+		{"Add Dark Mode To The Settings Page", nil},
+		{"Upload Coverage Reports To SonarCloud From The Pipeline", []string{"sonarcloud"}},
 		{"", nil},
 	}
 	for _, tc := range tests {
