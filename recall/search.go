@@ -256,6 +256,8 @@ func (ix *Index) prepare(q Query) *searcher {
 		order = order[:maxQueryTerms]
 	}
 
+	qnames := names(q.Goal)
+
 	ws.mu.RLock()
 	if ws.n == 0 {
 		ws.mu.RUnlock()
@@ -320,7 +322,7 @@ func (ix *Index) prepare(q Query) *searcher {
 		}
 		s.objs = append(s.objs, qobj{id: id, flags: o.flags, ctx: contextTerms[o.term], w: s.goalIDF(df)})
 	}
-	s.names = names(q.Goal)
+	s.names = qnames
 	s.suffix = make([]float64, len(s.terms)+1)
 	for i := len(s.terms) - 1; i >= 0; i-- {
 		s.suffix[i] = s.suffix[i+1] + s.terms[i].ub
