@@ -20,8 +20,8 @@ var directionTable = []struct {
 	one, other []string
 }{
 	{"data", true,
-		[]string{"read", "parse", "import", "deserialize", "decode", "unmarshal", "ingest"},
-		[]string{"write", "save", "dump", "persist", "export", "serialize", "encode", "marshal", "generate"}},
+		[]string{"read", "parse", "import", "deserialize", "decode", "unmarshal", "ingest", "input"},
+		[]string{"write", "save", "dump", "persist", "export", "serialize", "encode", "marshal", "generate", "output"}},
 	{"messages", true,
 		[]string{"consume", "receive", "subscribe"},
 		[]string{"produce", "publish", "send", "emit"}},
@@ -112,6 +112,8 @@ var (
 	flowFamilies uint16
 	// existenceAdds is the side "add" of the family "existence".
 	existenceAdds uint32
+	// flowSides has both sides of each flow family.
+	flowSides uint32
 )
 
 func init() {
@@ -121,6 +123,7 @@ func init() {
 	for f, fam := range directionTable {
 		if fam.flow {
 			flowFamilies |= 1 << f
+			flowSides |= 3 << (2 * f)
 		}
 		for side, words := range [][]string{fam.one, fam.other} {
 			for _, w := range words {
@@ -340,6 +343,10 @@ func (l *leadScanner) content(text, stem, term string) {
 		l.verbDir |= dir
 	}
 	if !verbSlot {
+		// What the leading phrase acts on leans like the later phrases
+		// do: "show the upload progress" and "show a progress bar while
+		// the CLI downloads files".
+		l.tailDir |= dir & flowSides
 		flags := leadObject | families(dir)
 		if l.substitute {
 			flags |= leadFrom

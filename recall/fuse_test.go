@@ -211,6 +211,10 @@ func TestFuseKeepsThePrecisionRules(t *testing.T) {
 			fuseSol("rust", "write the command line tool in Rust", at(0.98)),
 			fuseSol("reworded", "build a Python CLI", at(0.9)),
 		}, []string{"reworded"}},
+		{"keep the dependencies up to date with Dependabot", []store.Solution{
+			fuseSol("renovate", "keep the dependencies up to date with Renovate", at(0.97)),
+			fuseSol("reworded", "a bot that opens pull requests to bump our libraries, Dependabot", at(0.9)),
+		}, []string{"reworded"}},
 	} {
 		ix, vs := fuseIndex(t, c.sols...)
 		q := Query{Workspace: "w", Goal: c.goal, K: 5, MinSimilarity: DefaultMinSimilarity}

@@ -66,12 +66,18 @@ type doc struct {
 	tailDir uint32
 	quals   uint32    // the goal's qualifiers (see qualifiers.go)
 	tools   []toolUse // tools the goal and the approach name (see parts.go)
+	names   []string  // the names the goal gives (see thing.go)
 }
 
 type term struct {
 	word   string
 	post   []posting
 	common bool // one of commonTerms
+	// context marks a word of a task's context rather than of the thing
+	// it does (see thing.go); goalDF counts the solutions whose goal
+	// holds the term.
+	context bool
+	goalDF  int32
 }
 
 type workspace struct {
@@ -141,7 +147,7 @@ func (ix *Index) Put(s store.Solution) {
 	if slot, ok := ws.byID[s.ID]; ok {
 		ws.remove(slot)
 	}
-	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead, docTools(g.tools, a.tools))
+	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead, docTools(g.tools, a.tools), names(s.Goal))
 }
 
 // Delete removes the solution with the given ID from the workspace's index.
@@ -229,7 +235,7 @@ func clampU8[N int | int32](n N) uint8 {
 }
 
 // add indexes one solution. The caller holds ws.mu.
-func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris []uint32, ld lead, tools []toolUse) {
+func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris []uint32, ld lead, tools []toolUse, names []string) {
 	var slot uint32
 	if n := len(ws.freeSlots); n > 0 {
 		slot = ws.freeSlots[n-1]
@@ -239,12 +245,15 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		ws.docs = append(ws.docs, nil)
 	}
 	lg, la = min(lg, math.MaxInt32), min(la, math.MaxInt32)
-	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir, quals: ld.quals}
+	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir, quals: ld.quals, names: names}
 	for _, c := range counts {
 		id := ws.termID(c.word)
 		t := &ws.terms[id]
 		d.terms = append(d.terms, docTerm{id: id, pos: uint32(len(t.post)), tfG: c.tfG, tfA: c.tfA, lead: c.lead})
 		t.post = append(t.post, posting{slot: slot, tfG: c.tfG, tfA: c.tfA, lg: clampU8(lg), la: clampU8(la)})
+		if c.tfG > 0 {
+			t.goalDF++
+		}
 	}
 	slices.SortFunc(d.terms, func(a, b docTerm) int { return cmp.Compare(a.id, b.id) })
 	if id, ok := ws.dict[ld.verb]; ok && ld.verb != "" {
@@ -270,6 +279,9 @@ func (ws *workspace) remove(slot uint32) {
 	d := ws.docs[slot]
 	for _, dt := range d.terms {
 		t := &ws.terms[dt.id]
+		if dt.tfG > 0 {
+			t.goalDF--
+		}
 		last := uint32(len(t.post) - 1)
 		if dt.pos != last {
 			moved := t.post[last]
@@ -314,10 +326,10 @@ func (ws *workspace) termID(w string) uint32 {
 	if n := len(ws.freeTerms); n > 0 {
 		id = ws.freeTerms[n-1]
 		ws.freeTerms = ws.freeTerms[:n-1]
-		ws.terms[id] = term{word: w, common: commonTerms[w]}
+		ws.terms[id] = term{word: w, common: commonTerms[w], context: contextTerms[w]}
 	} else {
 		id = uint32(len(ws.terms))
-		ws.terms = append(ws.terms, term{word: w, common: commonTerms[w]})
+		ws.terms = append(ws.terms, term{word: w, common: commonTerms[w], context: contextTerms[w]})
 	}
 	ws.dict[w] = id
 	if fuzzyEligible(w) {

@@ -19,8 +19,14 @@ import (
 //     named action matches a goal that makes something (add, write, set
 //     up...) only when that goal's leading phrase names the action ("enable
 //     gzip compression" for "compress the responses with gzip"); a light
-//     verb ("make the build faster") names none. Opposite directions are
-//     direction.go's;
+//     verb ("make the build faster") names none. A query led by a named
+//     action matches a stored goal led by none (a light verb, or a verb
+//     the vocabulary does not name) only when the stored goal holds the
+//     action's word: "monitor the replication lag of the read replica" is
+//     not "route the read queries to the read replica". The reverse is
+//     not asked: a stored goal says its task plainly, a reworded query
+//     often leads with any verb ("turn XML documents into JSON", "let
+//     users download the report"). Opposite directions are direction.go's;
 //   - the object: each goal's leading phrase (its action when it names
 //     one, and the words it acts on) shares a word with the other goal;
 //   - the source and the target: the words of a "from" phrase that are not
@@ -31,10 +37,11 @@ import (
 //     words of its group) or "translate" with no "from" phrase, the object
 //     is the source ("convert XML files to JSON");
 //   - what the action is done to: the words of the phrases after the
-//     leading one do not lean to opposite sides of a family of
+//     leading one, and the words of a flow family in the leading phrase
+//     past its verb, do not lean to opposite sides of a family of
 //     directionTable ("add retries to the webhook sender" and "... to the
-//     webhook receiver", "a progress bar for the download" and "... for the
-//     upload");
+//     webhook receiver", "a progress bar for the download" and "show the
+//     upload progress");
 //   - the qualifiers of the object: where both goals name a kind of the
 //     thing in one category (a resource, serial or parallel, a model's
 //     task...), it is the same kind (see qualifiers.go);
@@ -51,6 +58,10 @@ import (
 //     server), object storage its cloud (see implyTools); a stored goal
 //     that names no tool of a category is judged by the tools its approach
 //     names.
+//
+//   - the thing done: the names of tools the vocabulary does not know, and
+//     the leading phrases of goals that only say something is made (see
+//     thing.go).
 //
 // Anything else is not known and does not count against a match: a goal
 // that names no tool is compatible with every tool.
@@ -239,6 +250,10 @@ func (s *searcher) fits(d *doc) bool {
 		if !s.leads(d.verb) {
 			return false
 		}
+	case s.kind == actSpecific && d.kind == actNone:
+		if !d.holdsTerm(s.verb) && !d.holdsTerm(s.verb2) {
+			return false
+		}
 	}
 	// The object, both ways.
 	if !s.leadMeets(d) || !d.leadMeets(s) {
@@ -247,7 +262,10 @@ func (s *searcher) fits(d *doc) bool {
 	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 || !qualsFit(s.quals, d.quals) {
 		return false
 	}
-	return toolsFit(s.tools, d.tools)
+	if !toolsFit(s.tools, d.tools) || s.namesConflict(d) {
+		return false
+	}
+	return !s.otherThing(d)
 }
 
 // conflicts reports whether d is a different task from the query's
@@ -258,7 +276,7 @@ func (s *searcher) fits(d *doc) bool {
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
 	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
-		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools)
+		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d)
 }
 
 // Outcomes: the path of a task, when its goal names one ("when the
@@ -302,6 +320,15 @@ func sameAction(a, a2, b, b2 uint32) bool {
 		}
 	}
 	return false
+}
+
+// holdsTerm reports whether d's goal holds the term id.
+func (d *doc) holdsTerm(id uint32) bool {
+	if id == noTerm {
+		return false
+	}
+	j := findTerm(d.terms, id)
+	return j >= 0 && d.terms[j].tfG > 0
 }
 
 // leads reports whether the query's leading phrase, past its verb, holds

@@ -92,6 +92,28 @@ func TestTaskParts(t *testing.T) {
 		{"service manager and container engine", "Restart the worker automatically under systemd when it crashes", "", "Restart the worker automatically under Docker when it crashes", false},
 		{"other log store", "Ship the nginx logs to Loki", "", "Ship the nginx logs to Datadog", false},
 		{"a task queue implies its language", "Retry the failed Celery tasks with backoff", "", "Retry the failed Sidekiq jobs in Ruby with backoff", false},
+		// The sixth round: the thing done (thing.go), a named action
+		// against a goal that names none, and the vocabulary of its
+		// misses.
+		{"two tools the vocabulary does not know", "Keep the dependencies up to date automatically with Renovate", "", "Keep the dependencies up to date automatically with Dependabot", false},
+		{"an unknown tool and a known one", "Store the Terraform state in an S3 backend with DynamoDB locking", "", "Store the Terraform state in Terraform Cloud", false},
+		{"the same unknown tool", "Add gamepad support to the Godot game", "", "Gamepad support for our Godot game", true},
+		{"capitals of a title are no names", "Add a dark mode to the settings screen of the Android app", "", "Add Dark Theme To The Settings Screen", true},
+		{"two things made in one place", "Add a tray icon menu to the Qt desktop app", "", "Add a badge icon counter to the Qt desktop app", false},
+		{"one thing made in other words", "Add a tray icon menu to the Qt desktop app", "", "Add a menu on the tray icon of our Qt app", true},
+		{"other things scanned", "Scan the Docker images for vulnerabilities in CI with Trivy", "", "Scan the Python dependencies for known vulnerabilities in CI", false},
+		{"one named action on two things", "Run the linters in a Git pre-commit hook", "", "Run the test suite in a Git pre-push hook", false},
+		{"what data moves, in other words", "Receive messages from a Kafka topic and store them in PostgreSQL", "", "Consume the order events from the Kafka topic", true},
+		{"a named action the stored goal lacks", "Route the Django app's read queries to a PostgreSQL read replica", "", "Monitor the replication lag of the PostgreSQL read replica", false},
+		{"a named action the stored goal holds", "Put the product page's queries in a Redis cache", "", "Cache the product page's queries in Redis", true},
+		{"stopping is an action", "Reconnect the WebSocket client with exponential backoff when the connection drops", "", "Stop the WebSocket client from reconnecting after the user logs out", false},
+		{"turning off is disabling", "Add auto-update to the Electron desktop app", "", "Turn off auto-update in the Electron app", false},
+		{"partitioning is splitting", "Partition the PostgreSQL events table by month", "", "Split the Postgres events table into monthly partitions", true},
+		{"merging the partitions", "Partition the PostgreSQL events table by month", "", "Merge the monthly partitions of the events table back into one table", false},
+		{"input and output", "Add a --json output flag to the CLI's list command", "", "Accept a JSON file as input to the CLI's import command", false},
+		{"upload in the leading phrase", "Show a progress bar while the Rust CLI downloads files", "", "Show upload progress while the Rust CLI sends files to the server", false},
+		{"text and images", "Add data augmentation to the image classifier's training pipeline", "", "Add data augmentation to the NLP model's training pipeline", false},
+		{"images both ways", "Add data augmentation to the image classifier's training pipeline", "", "Add data augmentation to the training pipeline of the image classifier", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,7 +24,10 @@ package recall
 //   - the task of a model, as the Hugging Face pipelines name them:
 //     text classification (sentiment analysis), token classification
 //     (named entity recognition), summarization, question answering,
-//     object detection, image segmentation.
+//     object detection, image segmentation;
+//   - the data a model reads, as the Hugging Face Hub groups its tasks:
+//     natural language processing, computer vision (images), audio
+//     (speech), video.
 //
 // A goal's qualifier of a category is the first one it names: "run the
 // tests serially because the parallel workers share one database" runs
@@ -37,10 +40,11 @@ const (
 	qualCall      uint32 = 0x3 << 10  // synchronous, asynchronous
 	qualExtent    uint32 = 0x3 << 12  // incremental, full
 	qualModelTask uint32 = 0x3f << 14 // what a model is trained for
-	qualCats             = 5          // categories above
+	qualModality  uint32 = 0xf << 20  // what data a model reads
+	qualCats             = 6          // categories above
 )
 
-var qualCategories = [qualCats]uint32{qualResource, qualExecution, qualCall, qualExtent, qualModelTask}
+var qualCategories = [qualCats]uint32{qualResource, qualExecution, qualCall, qualExtent, qualModelTask, qualModality}
 
 // qualWords name a qualifier, as written (see qualPhrases for phrases).
 var qualWords = map[string]uint32{
@@ -64,6 +68,9 @@ var qualWords = map[string]uint32{
 	// Tasks of a model.
 	"sentiment": 1 << 14, "ner": 2 << 14, "summarization": 4 << 14, "summarize": 4 << 14,
 	"qa": 8 << 14, "detection": 16 << 14, "segmentation": 32 << 14,
+	// What data a model reads.
+	"nlp": 1 << 20, "vision": 2 << 20, "image": 2 << 20, "images": 2 << 20,
+	"audio": 4 << 20, "speech": 4 << 20, "video": 8 << 20, "videos": 8 << 20,
 }
 
 // qualPhrases are the qualifiers of vocabPhrases' terms, by canonical

@@ -48,6 +48,7 @@ func TestQualifiersRead(t *testing.T) {
 		{"Serialize the config to YAML", 0},
 		{"Take an incremental backup of the disk", qualWords["incremental"] | qualWords["disk"]},
 		{"Tag the named entities in the reviews", qualWords["ner"]},
+		{"Add back-translation to the NLP pipeline before the image captions", qualWords["nlp"]},
 	}
 	for _, tc := range tests {
 		if got := analyze(tc.goal, maxGoalRunes).lead.quals; got != tc.want {

@@ -196,7 +196,8 @@ func TestQualityIssueTitles(t *testing.T) {
 // figure after them (25/48 found, 3 of 81 false recalls) is no held-out
 // figure. The fifth round's rules (qualifiers of the object, conflicting
 // actions, new tool categories) were written from the misses of this set
-// and the fourth: it is tune data for them too (25/48, 3 of 81 after).
+// and the fourth: it is tune data for them too (25/48, 3 of 81 after),
+// and for the sixth round's (thing.go; 25/48, 3 of 81 after).
 func TestQualityHeldOut3(t *testing.T) {
 	checkBar(t, "third set", measureSet(t, "heldout3.json", "third set"))
 }
@@ -214,7 +215,11 @@ func TestQualityHeldOut3(t *testing.T) {
 // boards, ML frameworks, model formats, secret stores and service
 // managers, the vocabulary of its misses) were written from its misses
 // and the third set's: it is tune data since, and its figure after them
-// (30/43 found, 4 of 84 false recalls) is no held-out figure.
+// (31/43 found, 4 of 84 false recalls) is no held-out figure. The sixth
+// round's rules were checked on it too: 29/43 found, 3 of 84 after them
+// (a reduced power draw against a board put to sleep, failing jobs sent
+// to Sentry against failures reported there: a named action against a
+// stored goal led by a verb the vocabulary does not name).
 func TestQualityHeldOut4(t *testing.T) {
 	f := measureSet(t, "heldout4.json", "fourth set")
 	if f.reworded != 43 || f.negatives() != 84 {
@@ -223,26 +228,73 @@ func TestQualityHeldOut4(t *testing.T) {
 	checkBar(t, "fourth set", f)
 }
 
-// TestQualityHeldOut5 measures the fifth held-out set, written from
-// CHANGELOG entries, issue and pull request titles and tool documentation
-// without reading the rules, and committed before any measure of it
+// TestQualityHeldOut5 reports the fifth set, written from CHANGELOG
+// entries, issue and pull request titles and tool documentation without
+// reading the rules, and committed before any measure of it
 // (testdata/quality/README.md); the fifth round's rules were written
-// without seeing it. Its one measure, the first clean figure since the
-// first held-out set, is far below the bar: reworded found 18/53, same
-// words different task rejected 71/102, unrelated rejected 22/22, false
-// recalls 31 of 124. Most false recalls share the platform and the
-// kind of work and differ in the thing done ("add gamepad support to the
-// Unity game" recalls another feature of a Unity game; Terraform state
-// imported, moved or unlocked recalls its remote backend). It reports, and
-// fails only when the figures get worse than that measure: a rule written
-// from what it shows makes it tune data, as the third and fourth sets are.
+// without seeing it. Its one measure as a held-out set, the first clean
+// figure since the first held-out set, was far below the bar: reworded
+// found 18/53, same words different task rejected 71/102, unrelated
+// rejected 22/22, false recalls 31 of 124. Most false recalls shared the
+// platform and the kind of work and differed in the thing done ("add
+// gamepad support to the Unity game" recalled the Godot game's, Dependabot
+// recalled Renovate). The sixth round's rules (thing.go: names, the
+// leading phrases; a named action against a goal that names none; the
+// vocabulary, directions and qualifiers of its misses) were written from
+// its misses: it is tune data since, like the third and fourth sets, and
+// its figure after them (18/53 found, 9 of 124 false recalls) is no
+// held-out figure. It fails when the figures get worse than that.
 func TestQualityHeldOut5(t *testing.T) {
 	f := measureSet(t, "heldout5.json", "fifth set")
 	if f.reworded != 53 || f.negatives() != 124 {
 		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	const firstFound, firstFalses = 18, 31
-	if f.found < firstFound || f.falseRecalls() > firstFalses {
-		t.Errorf("fifth set worse than its one measure (%d found, %d false recalls): %s", firstFound, firstFalses, f)
+	const tunedFound, tunedFalses = 18, 9
+	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
+		t.Errorf("fifth set worse than after the sixth round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
+	}
+}
+
+// tuneSets are the sets the rules and the threshold are chosen on: the
+// tune set and the third, fourth and fifth sets, each tune data since the
+// rules were written from its misses.
+var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json"}
+
+// TestQualityTuneCurve reports the trade-off of the threshold on the tune
+// sets together: rewordings found against false recalls at thresholds
+// around the default (BENCHMARKS.md, "Recall quality"). It fails when the
+// default finds fewer rewordings or makes more false recalls than when it
+// was chosen, after the sixth round: 103 of 179 found, 16 false recalls of
+// 345 (the rules before it: 105 and 39).
+func TestQualityTuneCurve(t *testing.T) {
+	type loaded struct {
+		set *qualitySet
+		ix  *Index
+	}
+	var sets []loaded
+	for _, name := range tuneSets {
+		set, ix := loadQualitySet(t, name)
+		sets = append(sets, loaded{set, ix})
+	}
+	sum := func(th float64) (found, reworded, falses, negatives int) {
+		for _, l := range sets {
+			f := runQualitySet(l.set, l.ix, th)
+			found, reworded = found+f.found, reworded+f.reworded
+			falses, negatives = falses+f.falseRecalls(), negatives+f.negatives()
+		}
+		return
+	}
+	for _, th := range []float64{0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6} {
+		found, reworded, falses, negatives := sum(th)
+		t.Logf("tune sets at %.2f: reworded found %d/%d, false recalls %d of %d", th, found, reworded, falses, negatives)
+	}
+	found, reworded, falses, negatives := sum(DefaultMinSimilarity)
+	if reworded != 179 || negatives != 345 {
+		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
+	}
+	const chosenFound, chosenFalses = 103, 16
+	if found < chosenFound || falses > chosenFalses {
+		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; when it was chosen %d found, %d false recalls",
+			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)
 	}
 }

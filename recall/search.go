@@ -115,6 +115,8 @@ func (ix *Index) Search(q Query) []Match {
 type qobj struct {
 	id    uint32 // noTerm when the workspace does not have it
 	flags uint16
+	ctx   bool    // a word of the context (see thing.go)
+	w     float64 // its weight (see thing.go)
 }
 
 // qid locates a query term by id: its share of a matching goal term's
@@ -200,9 +202,10 @@ type searcher struct {
 	verbSet bool
 	kind    uint8
 	tools   []toolUse
-	outcome uint8  // the query's outcome (see lead)
-	tailDir uint32 // the direction of the query's later phrases (see lead)
-	quals   uint32 // the query's qualifiers (see qualifiers.go)
+	outcome uint8    // the query's outcome (see lead)
+	tailDir uint32   // the direction of the query's later phrases (see lead)
+	quals   uint32   // the query's qualifiers (see qualifiers.go)
+	names   []string // the names the query gives (see thing.go)
 	qtri    []uint32
 	invG    [256]float32 // goal weight / BM25 length norm, by goal length
 	invA    [256]float32 // same for the approach
@@ -252,6 +255,8 @@ func (ix *Index) prepare(q Query) *searcher {
 	if len(order) > maxQueryTerms {
 		order = order[:maxQueryTerms]
 	}
+
+	qnames := names(q.Goal)
 
 	ws.mu.RLock()
 	if ws.n == 0 {
@@ -311,8 +316,13 @@ func (ix *Index) prepare(q Query) *searcher {
 		if !known {
 			id = noTerm
 		}
-		s.objs = append(s.objs, qobj{id: id, flags: o.flags})
+		df := 0
+		if known {
+			df = int(ws.terms[id].goalDF)
+		}
+		s.objs = append(s.objs, qobj{id: id, flags: o.flags, ctx: contextTerms[o.term], w: s.goalIDF(df)})
 	}
+	s.names = qnames
 	s.suffix = make([]float64, len(s.terms)+1)
 	for i := len(s.terms) - 1; i >= 0; i-- {
 		s.suffix[i] = s.suffix[i+1] + s.terms[i].ub

@@ -122,12 +122,19 @@ var vocabGroups = [][]string{
 	{"secretsmanager"},
 	{"ner"},
 	{"qa"},
+	// The sixth round's: PostgreSQL's "Table Partitioning" ("splitting
+	// what is logically one large table into smaller physical pieces").
+	{"split", "partition", "partitioned", "partitioning", "partitions"},
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
 // read as one term.
 var vocabPhrases = [][3]string{
 	{"deal", "with", "handle"},
+	{"turn", "off", "disable"},
+	{"switch", "off", "disable"},
+	{"turn", "on", "enable"},
+	{"switch", "on", "enable"},
 	{"rate", "limit", "ratelimit"},
 	{"rate", "limiting", "ratelimit"},
 	{"rate", "limiter", "ratelimit"},
@@ -242,6 +249,7 @@ var specificActions = []string{
 	"revoke", "grant", "hash", "sign", "block", "unblock", "redirect",
 	"expire", "invalidate", "archive", "approve", "refund",
 	"charge", "crawl", "sync", "replay", "seed", "audit", "refresh", "redact", "apply",
+	"stop",
 }
 
 // lightVerbs lead no action of their own, whatever their group: "make the
@@ -526,6 +534,7 @@ func initVocab() {
 	for _, w := range camelNames {
 		wholeWords[w] = true
 	}
+	initThing()
 }
 
 // camelNames are names written in camel case that are one word, besides

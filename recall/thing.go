@@ -1,0 +1,307 @@
+package recall
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// The thing done. Two goals can share their whole context and still be two
+// tasks: "add gamepad support to the Unity game" and "... to the Godot
+// game", "keep the dependencies up to date with Dependabot" and "... with
+// Renovate", "add a badge icon to the Qt app" and "add a tray icon menu to
+// the Qt app". A goal's context is where the work happens and with what:
+// the tools it names (toolTable), the words that say something is made or
+// put in place (genericActions: add, create, set up, support), the words
+// of almost every task (commonWords) and the generic nouns of where the
+// work happens (app, service, project, repository, codebase, CI, pipeline;
+// see contextWords). The thing done is the rest: the action and what it
+// acts on. Besides the parts of parts.go, two rules judge it:
+//
+//   - names: a goal that names a thing the vocabulary does not know (a
+//     word written with a capital inside a sentence: Dependabot,
+//     SonarCloud, Tauri, Godot) and the other goal, which lacks that name,
+//     names another thing the first lacks (a name of its own, or a tool of
+//     toolTable) are about two tools (see namesConflict);
+//   - the leading phrases: when neither goal is led by a named action
+//     ("add", "set up", "make" or a verb the vocabulary does not name), or
+//     both by the same one, what they act on is in their leading phrases;
+//     when each leading phrase has most of its weight in words the other
+//     goal lacks, they act on two things (see otherThing). A word weighs
+//     its inverse document frequency over the stored goals of the
+//     workspace (as BM25's, with the same prior documents): a word of one
+//     goal in a hundred weighs more than a word of one in three, and a
+//     word of the query no stored goal holds weighs most. Words of the
+//     context weigh nothing.
+//
+// Two goals led by two named actions are judged by their actions
+// (parts.go). An action that moves data (read, write, send, receive,
+// upload, download: the flow families of directionTable) is left to the
+// other parts: what it moves is named in many ways for one task ("consume
+// the order events from the Kafka topic", "receive messages from a Kafka
+// topic").
+
+// contextWords are the generic nouns of where a task's work happens: they
+// say nothing of what is done there. Words as written; their index terms
+// join contextTerms.
+var contextWords = []string{
+	"app", "application", "apps", "service", "services", "project", "projects",
+	"repository", "repo", "codebase", "code", "program", "software", "system",
+	"platform", "desktop", "mobile", "web", "frontend", "backend", "game",
+	"site", "website", "server", "client", "automatically", "existing",
+	"ci", "pipeline", "workflow",
+}
+
+// contextTerms holds the index terms of a task's context (see the top of
+// this file).
+var contextTerms = map[string]bool{}
+
+// initThing fills contextTerms; initVocab calls it once the vocabulary is
+// known.
+func initThing() {
+	for _, w := range contextWords {
+		contextTerms[canonical(w)] = true
+	}
+	for w := range commonTerms {
+		if actionKinds[w] != actSpecific {
+			contextTerms[w] = true
+		}
+	}
+	for w, k := range actionKinds {
+		if k == actGeneric {
+			contextTerms[w] = true
+		}
+	}
+	for w := range toolIndex {
+		contextTerms[w] = true
+	}
+}
+
+// goalIDF is the weight of a word that df stored goals hold (see the top
+// of this file).
+func (s *searcher) goalIDF(df int) float64 {
+	return s.idf(df, false)
+}
+
+// names returns the names a text gives, lowercased: words written with a
+// capital letter that do not start a sentence (Unity, Dependabot,
+// SonarCloud, PgBouncer, Qt), and are not acronyms in capitals (CI, API,
+// CSV, HTTPS), which name kinds of things more often than one thing, nor
+// stopwords, tools of toolTable (toolsFit judges those) or words of the
+// context. In
+// a text written in title case ("Add Dark Mode To The Settings Page"),
+// where a capital says nothing, only words with a capital past their
+// first letter count (SonarCloud, PgBouncer, iPhone).
+func names(text string) []string {
+	if len(text) > maxNameBytes {
+		text = text[:maxNameBytes] // a word cut in two is read as it is
+	}
+	type cand struct {
+		w            string
+		first, camel bool
+	}
+	var cands []cand
+	titled, lower := 0, 0
+	start := true
+	i := 0
+	for i < len(text) {
+		c := text[i]
+		if !isNameByte(c) {
+			switch c {
+			case '.', '!', '?', ':', ';', '\n', '(', '"':
+				if i+1 >= len(text) || text[i+1] == ' ' || text[i+1] == '\n' || c == '\n' || c == '(' || c == '"' {
+					start = true
+				}
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && (isNameByte(text[j]) || (text[j] == '-' || text[j] == '_') && j+1 < len(text) && isNameByte(text[j+1])) {
+			j++
+		}
+		w := text[i:j]
+		first := start
+		start = false
+		i = j
+		if !first && len(w) >= 3 {
+			switch {
+			case w[0] >= 'A' && w[0] <= 'Z' && !hasUpper(w[1:]) && !isKnownTool(strings.ToLower(w)):
+				titled++ // a tool's name is capitalised in any text
+			case w[0] >= 'a' && w[0] <= 'z':
+				lower++
+			}
+		}
+		if len(w) < 2 || !hasUpper(w) || first && !hasUpper(w[1:]) || isAcronym(w) {
+			continue
+		}
+		cands = append(cands, cand{w: w, first: first, camel: hasUpper(w[1:])})
+	}
+	titleCase := titled > lower
+	var out []string
+	for _, c := range cands {
+		if len(out) == maxNames {
+			break
+		}
+		if titleCase && !c.camel {
+			continue
+		}
+		lw := strings.ToLower(c.w)
+		if isStopword(lw) || isKnownTool(lw) || contextTerms[canonical(lw)] || slices.Contains(out, lw) {
+			continue
+		}
+		out = append(out, lw)
+	}
+	return out
+}
+
+// Bounds of names: the bytes of a text read (a goal is read up to
+// maxGoalRunes runes; its names in the first sentences), and the names
+// kept.
+const (
+	maxNameBytes = 2000
+	maxNames     = 8
+)
+
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+func hasUpper(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 'A' && w[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// isAcronym reports whether w is written in capitals and digits, with
+// perhaps a plural s (CI, APIs, CSV, SFTP, HTTPS).
+func isAcronym(w string) bool {
+	w = strings.TrimSuffix(w, "s")
+	for i := 0; i < len(w); i++ {
+		if w[i] >= 'a' && w[i] <= 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// isKnownTool reports whether the word, or each part of it split the way
+// the index splits it, is a tool of toolTable.
+func isKnownTool(lw string) bool {
+	_, ok := toolIndex[canonical(lw)]
+	return ok
+}
+
+// containsFold reports whether s holds sub, ASCII letters compared
+// without case.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	for i := 0; i+n <= len(s); i++ {
+		k := 0
+		for k < n && lowerASCII(s[i+k]) == sub[k] {
+			k++
+		}
+		if k == n {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// namesConflict reports whether the query gives a name d's goal and
+// approach do not hold while d's goal gives a name, or names a tool, that
+// the query does not: the same task with two tools the vocabulary does
+// not know ("with Dependabot", "with Renovate"), or with one it does not
+// know and one it knows ("in Terraform Cloud", "in an S3 backend").
+func (s *searcher) namesConflict(d *doc) bool {
+	if len(s.names) == 0 {
+		return false
+	}
+	qOnly := false
+	for _, n := range s.names {
+		if !containsFold(d.sol.Goal, n) && !containsFold(d.sol.Approach, n) {
+			qOnly = true
+			break
+		}
+	}
+	if !qOnly {
+		return false
+	}
+	for _, n := range d.names {
+		if !containsFold(s.q.Goal, n) {
+			return true
+		}
+	}
+	for _, t := range d.tools {
+		if t.role&(toolApproach|toolImplied) != 0 {
+			continue
+		}
+		if !slices.ContainsFunc(s.tools, func(u toolUse) bool { return u.tool == t.tool }) {
+			return true
+		}
+	}
+	return false
+}
+
+// leadGap weighs the content words of the two leading phrases (what the
+// action acts on), context left out, and those of them the other goal
+// lacks: the query's that d holds nowhere, in its goal or its approach (q,
+// of qTot), d's that the query lacks (g, of gTot).
+func (s *searcher) leadGap(d *doc) (q, qTot, g, gTot float64) {
+	for _, o := range s.objs {
+		if o.flags&leadObject == 0 || o.ctx {
+			continue
+		}
+		qTot += o.w
+		if o.id == noTerm || findTerm(d.terms, o.id) < 0 {
+			q += o.w
+		}
+	}
+	for _, dt := range d.terms {
+		if dt.lead&leadObject == 0 || dt.tfG == 0 {
+			continue
+		}
+		t := &s.ws.terms[dt.id]
+		if t.context {
+			continue
+		}
+		w := s.goalIDF(int(t.goalDF))
+		gTot += w
+		if _, ok := slices.BinarySearchFunc(s.ids, dt.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); !ok {
+			g += w
+		}
+	}
+	return q, qTot, g, gTot
+}
+
+// otherThingShare is the share of a leading phrase's weight (see
+// leadGap) that, unmatched on both sides, makes two goals two things.
+const otherThingShare = 0.6
+
+// otherThing reports whether the query and d, neither led by a named
+// action or both by the same one (not one that moves data), act on two
+// different things: each leading phrase has at least otherThingShare of
+// its weight in words the other goal lacks ("add a badge icon to the Qt
+// app" and "add a tray icon menu to the Qt app", "scan the Python
+// dependencies for vulnerabilities" and "scan the Docker images for
+// vulnerabilities", "run the test suite in a pre-push hook" and "run the
+// linters in a pre-commit hook").
+func (s *searcher) otherThing(d *doc) bool {
+	if s.kind == actSpecific || d.kind == actSpecific {
+		if s.verb == noTerm || s.verb != d.verb || families(s.dir)&flowFamilies != 0 || families(d.dir)&flowFamilies != 0 {
+			return false
+		}
+	}
+	q, qTot, g, gTot := s.leadGap(d)
+	return qTot > 0 && gTot > 0 && q >= otherThingShare*qTot && g >= otherThingShare*gTot
+}

@@ -1,0 +1,121 @@
+package recall
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestNames(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"Add gamepad support to the Unity game", []string{"unity"}},
+		{"Keep the dependencies up to date automatically with Dependabot", []string{"dependabot"}},
+		{"Upload the test coverage report to SonarCloud from CI", []string{"sonarcloud"}},
+		{"Add a system tray icon to the Qt desktop app", []string{"qt"}},
+		{"Tune the PgBouncer connection pool. Then tune HikariCP", []string{"pgbouncer", "hikaricp"}},
+		// A sentence's first word, acronyms in capitals, tools the
+		// vocabulary knows and words of the context are no names.
+		{"Unity savegame: write progress to a file", nil},
+		{"Deploy the API to AWS over HTTPS from CI", nil},
+		{"Fix the memory leak in the Node.js service", nil},
+		{"Migrate the users from MySQL to PostgreSQL", nil},
+		{"Make the Electron App start faster", []string{"electron"}},
+		// In title case only a capital past the first letter counts.
+		{"Add Dark Mode To The Settings Page", nil},
+		{"Upload Coverage Reports To SonarCloud From The Pipeline", []string{"sonarcloud"}},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		if got := names(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("names(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+// recalled searches ix at the default threshold and returns the IDs found.
+func recalled(ix *Index, goal string) []string {
+	return ids(ix.Search(Query{Workspace: "w", Goal: goal, K: 5, MinSimilarity: DefaultMinSimilarity}))
+}
+
+// A task that names a tool the vocabulary does not know is not the task of
+// another such tool, however much else it shares.
+func TestNamesOfTwoToolsConflict(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("renovate", "Keep the dependencies up to date automatically with Renovate"))
+	ix.Put(sol("godot", "Add gamepad support to the Godot game"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Keep the dependencies up to date automatically with Dependabot", nil},
+		{"Add gamepad support to the Unity game", nil},
+		// Naming nothing, or the same name, fits.
+		{"Keep our dependencies up to date automatically", []string{"renovate"}},
+		{"Keep the dependencies up to date with a Renovate bot", []string{"renovate"}},
+		{"Add gamepad support to the game", []string{"godot"}},
+		{"Gamepad support for our Godot game", []string{"godot"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// goalDF counts the solutions whose goal holds a term, through puts,
+// replacements and deletes.
+func TestGoalDocumentFrequency(t *testing.T) {
+	ix := NewIndex()
+	a := sol("a", "Add gamepad support to the game")
+	b := sol("b", "Remap the gamepad buttons")
+	c := sol("c", "Ship the save system")
+	c.Approach = "Tested with a gamepad."
+	for _, s := range []struct{ id, goal, approach string }{{a.ID, a.Goal, a.Approach}, {b.ID, b.Goal, b.Approach}, {c.ID, c.Goal, c.Approach}} {
+		x := sol(s.id, s.goal)
+		x.Approach = s.approach
+		ix.Put(x)
+	}
+	df := func() int32 {
+		ws := ix.workspace("w", false)
+		id, ok := ws.dict["gamepad"]
+		if !ok {
+			return -1
+		}
+		return ws.terms[id].goalDF
+	}
+	if got := df(); got != 2 {
+		t.Fatalf("goalDF after three puts = %d, want 2 (the approach does not count)", got)
+	}
+	ix.Put(sol("b", "Remap the keyboard keys"))
+	if got := df(); got != 1 {
+		t.Fatalf("goalDF after replacing b = %d, want 1", got)
+	}
+	ix.Delete("w", "a")
+	if got := df(); got != 0 {
+		t.Fatalf("goalDF after deleting a = %d, want 0 (c's approach still holds the word)", got)
+	}
+}
+
+// Every name is a word of the text, lowercased, and there are at most
+// maxNames of them.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"Add gamepad support to the Unity game", "Use SonarCloud. Then Codecov", "a-B_c D-", "İstanbul Ünity ÄÖ", "x\xffY Zz", strings.Repeat("Aa ", 1000)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := names(s)
+		if len(got) > maxNames {
+			t.Fatalf("%d names from %q", len(got), s)
+		}
+		low := strings.ToLower(s)
+		for _, n := range got {
+			if n == "" || n != strings.ToLower(n) || !strings.Contains(low, n) {
+				t.Fatalf("name %q is not a lowercased word of %q", n, s)
+			}
+		}
+	})
+}
