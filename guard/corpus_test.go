@@ -135,27 +135,24 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		name             string
 		minFails, minOKs int
 		maxFlagged       int
-		// unmeasured: built and not yet measured; its figures are only
-		// logged until its one measure sets its bounds.
-		unmeasured bool
 	}{
 		// Built after the rules of its round were written. Measured once:
 		// 48 of 70 failures caught (68.6%; the rules before that round
 		// caught 46), no success flagged. Spent: its misses were read
 		// while writing the next round's rules.
-		{"heldout3", 60, 50, 0, false},
+		{"heldout3", 60, 50, 0},
 		// Built after the second round of rules was written. Measured
 		// once: 52 of 64 failures caught (81.2%; the first round's rules
 		// caught 47, the rules before both rounds 43), no success flagged.
-		{"heldout4", 60, 40, 0, false},
+		{"heldout4", 60, 40, 0},
 		// Built after the third round. Measured once: 40 of 55 caught
 		// (72.7%; the second round's rules caught 41, the first round's
 		// 35, the rules before the rounds 35), 0 of 49 successes flagged.
-		{"heldout5", 50, 45, 0, false},
+		{"heldout5", 50, 45, 0},
 		// Built after the fourth round. Measured once: 30 of 34 caught
 		// (88.2%; the third round's rules caught 29, the rules before the
 		// rounds 21), 0 of 27 successes flagged.
-		{"heldout6", 30, 25, 0, false},
+		{"heldout6", 30, 25, 0},
 		// Built before the fifth round of rules was written, from the tool
 		// families the other parts hold least of (terraform, Maven, the
 		// JDK's tools, gpg, openssl, compressors, system tools) and
@@ -164,7 +161,7 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// the flagged successes were not read: no rule is written from it,
 		// and what that measure flagged is a bound the rules must not
 		// exceed (the aim, as everywhere, is none).
-		{"heldout7", 60, 60, 2, false},
+		{"heldout7", 60, 60, 2},
 		// Built before the fifth round, from tool families none of the
 		// other parts holds (LLVM, the JDK's keytool/javap/jarsigner,
 		// Perl's prove, gettext, PostgreSQL's client programs, Debian's
@@ -174,7 +171,7 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// 45 successes flagged (the rules before flagged none). Spent:
 		// that success (pgbench's "number of failed transactions: 0") was
 		// read, and a labelled count of zero now says nothing failed.
-		{"heldout8", 40, 40, 0, false},
+		{"heldout8", 40, 40, 0},
 		// Built before the learned scorer of the sixth round was written,
 		// from tool families the other parts hold least of or not at all
 		// (the AWS CLI against a local server, cfn-lint, kubectl without a
@@ -182,15 +179,17 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// OpenAPI validators, docutils, the JDK's javadoc and jlink,
 		// PostgreSQL's server programs, e2fsprogs, ICU, groff, flask,
 		// headless chromium) and threads none of them quotes (Bazel, Deno,
-		// dotnet, Zig, Flutter). Not measured yet.
-		{"heldout9", 60, 60, 0, true},
+		// dotnet, Zig, Flutter), before a learned scorer was tried.
+		// Measured once: 72 of 89 caught (80.9%), 1 of 74 successes
+		// flagged, by these rules and by the rules with the scorer alike
+		// (the scorer added no failure; it was left out, see
+		// BENCHMARKS.md). Its misses and the flagged success were not
+		// read.
+		{"heldout9", 80, 70, 1},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
 			logScore(t, b.name, total, by)
-			if b.unmeasured {
-				return
-			}
 			if total.fails < b.minFails || total.oks < b.minOKs {
 				t.Errorf("%s: %d failures and %d successes; want at least %d and %d", b.name, total.fails, total.oks, b.minFails, b.minOKs)
 			}
