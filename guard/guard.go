@@ -173,6 +173,10 @@ type Guard struct {
 	mu   sync.RWMutex
 	cur  map[uint64]memo // newest generation of the classification cache
 	prev map[uint64]memo // previous generation, consulted on a miss in cur
+	// curBytes is what cur holds (memoBytes of each entry), of at most
+	// genBytes; cur holds at most genEntries entries.
+	curBytes, prevBytes  int
+	genEntries, genBytes int
 }
 
 // pattern is a compiled, enabled pattern.
@@ -194,9 +198,29 @@ type memo struct {
 	ex  string // the example an entry of its fingerprint group shows (see example)
 }
 
-// cacheGeneration bounds each cache generation; the cache holds at most
-// twice this many entries.
-const cacheGeneration = 4096
+// A generation of the classification cache holds at most
+// cacheGeneration entries and cacheGenerationBytes bytes (memoBytes): the
+// cache holds at most twice that. A guard window counts every
+// conversation's failures through it on each of their turns, so it holds
+// the distinct messages of a busy gateway's window (tens of thousands of
+// short ones), at most 8 MiB; one that thrashes classifies again, with
+// every pattern, each failure of a conversation whose guard is derived.
+const (
+	cacheGeneration      = 32768
+	cacheGenerationBytes = 4 << 20
+)
+
+// CacheBytes returns the bytes the classification cache holds (at most
+// 8 MiB).
+func (g *Guard) CacheBytes() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.curBytes + g.prevBytes
+}
+
+// memoBytes is what a cached classification holds: its strings, its map
+// slot and key.
+func memoBytes(m memo) int { return 48 + len(m.fp) + len(m.ex) }
 
 // New validates cfg, compiles its patterns and returns a Guard.
 func New(cfg Config) (*Guard, error) {
@@ -205,10 +229,12 @@ func New(cfg Config) (*Guard, error) {
 		return nil, err
 	}
 	return &Guard{
-		cfg:      cfg.normalized(),
-		patterns: pats,
-		seed:     maphash.MakeSeed(),
-		cur:      make(map[uint64]memo),
+		cfg:        cfg.normalized(),
+		patterns:   pats,
+		seed:       maphash.MakeSeed(),
+		cur:        make(map[uint64]memo),
+		genEntries: cacheGeneration,
+		genBytes:   cacheGenerationBytes,
 	}, nil
 }
 
@@ -286,11 +312,16 @@ func (g *Guard) storeOne(k uint64, m memo) {
 // put stores m in the newest cache generation, rotating generations when it
 // is full. g.mu must be held for writing.
 func (g *Guard) put(k uint64, m memo) {
-	if len(g.cur) >= cacheGeneration {
-		g.prev = g.cur
-		g.cur = make(map[uint64]memo, cacheGeneration)
+	n := memoBytes(m)
+	if len(g.cur) >= g.genEntries || g.curBytes+n > g.genBytes {
+		g.prev, g.prevBytes = g.cur, g.curBytes
+		g.cur, g.curBytes = make(map[uint64]memo, len(g.prev)), 0
+	}
+	if old, ok := g.cur[k]; ok {
+		g.curBytes -= memoBytes(old)
 	}
 	g.cur[k] = m
+	g.curBytes += n
 }
 
 // key hashes what a classification depends on.

@@ -361,6 +361,32 @@ func TestClassifyCacheBounded(t *testing.T) {
 	}
 }
 
+// The cache stays bounded in bytes: long unmatched messages (whose
+// examples it keeps) fill a generation before its count does.
+func TestClassifyCacheBoundedInBytes(t *testing.T) {
+	g := mustGuard(t, DefaultConfig())
+	g.genBytes = 64 << 10
+	long := strings.Repeat("the frobnicator reported an unexpected state ", 10)
+	for i := range 3 * g.genBytes / 200 {
+		g.Classify(store.TypeToolError, 0, fmt.Sprintf("%s%d", long, i))
+	}
+	reported := g.CacheBytes()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	held := 0
+	for _, gen := range []map[uint64]memo{g.cur, g.prev} {
+		for _, m := range gen {
+			held += memoBytes(m)
+		}
+	}
+	if held > 2*g.genBytes || held < g.genBytes/2 {
+		t.Errorf("cache holds %d bytes in %d entries, want at most %d bytes (and more than a generation's half)", held, len(g.cur)+len(g.prev), 2*g.genBytes)
+	}
+	if held != reported {
+		t.Errorf("CacheBytes says %d bytes, the cache holds %d", reported, held)
+	}
+}
+
 // Detect and Classify from many goroutines (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	g := mustGuard(t, DefaultConfig())

@@ -17,6 +17,16 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	body := string(b)
+	// The tool errors were classified once and kept.
+	classified := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, `scarproxy_cache_bytes{cache="classifications"} `); ok {
+			classified, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if classified <= 0 {
+		t.Errorf("the classifications' bytes are %v", classified)
+	}
 	for _, want := range []string{
 		`scarproxy_requests_total{provider="up",route="chat",status="200"} 2`,
 		`scarproxy_incidents_total{pattern="SYNTAX COMPLIANCE ERROR",type="tool_error"} 2`,

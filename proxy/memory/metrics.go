@@ -84,10 +84,11 @@ func registerStateGauges(reg prometheus.Registerer, m *Memory) {
 		{"guard", m.guardCache.bytes},
 		{"recall", m.recallCache.bytes},
 		{"task_vectors", m.taskVecs.bytes},
+		{"classifications", func() int64 { return int64(m.Guard().CacheBytes()) }},
 	} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "scarproxy_cache_bytes",
-			Help:        "Bytes held by one of the memory's caches: guard (the tenants' guard windows), recall (each conversation's recall), task_vectors (the latest tasks' embeddings); each capped, the least recently used go first.",
+			Help:        "Bytes held by one of the memory's caches: guard (the tenants' guard windows), recall (each conversation's recall), task_vectors (the latest tasks' embeddings), classifications (the guard's patterns' verdict on each failure message); each capped, the least recently used go first.",
 			ConstLabels: prometheus.Labels{"cache": c.name},
 		}, func() float64 { return float64(c.bytes()) }))
 	}
