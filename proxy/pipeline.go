@@ -302,6 +302,11 @@ func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
 		}
 	}})
 	ex.bodyDone()
+	// The request's tool failures were written while it went out: the
+	// agent's next turn, wherever it goes, must find them stored.
+	if !s.memory.Committed(ctx, &ex.turn) {
+		c.Response().Header().Set(HeaderDegraded, "store")
+	}
 	if fail != nil {
 		last := chain[len(chain)-1]
 		ex.provider, ex.providerType = last.Name(), last.Config().Type

@@ -57,12 +57,12 @@ func (b *storeBudget) end() {
 //
 // A failure of a request that continues the turn this replica read last
 // (wire.Info.Continued) is new to every replica: it is shown to the
-// guard at once, and the request waits for its commit only as a
-// provider's failure does (see the writer). Any other may have been
-// stored already, by a replica that read the turns this one did not: the
-// request waits to learn whether it was new, or the guard would count it
-// twice.
-func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire.Request, provider string, now time.Time) (int, bool) {
+// guard at once and the request goes out while it is written; its answer
+// waits for the commit (Memory.Committed), so the agent's next turn finds
+// it stored. Any other may have been stored already, by a replica that
+// read the turns this one did not: the request waits to learn whether it
+// was new, or the guard would count it twice.
+func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire.Request, provider string, now time.Time, commits *[]*pendingWrite) (int, bool) {
 	info := req.Info()
 	n := 0
 	for i := range info.ToolResults {
@@ -95,7 +95,15 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 				m.seen.remove(seenKey)
 				req.Forget()
 			}
-			_, err := m.writeIncident(budget.context(), inc, dedupe, info.Continued, lost)
+			var err error
+			if info.Continued {
+				var p *pendingWrite
+				if p, err = m.queueShown(budget.context(), inc, dedupe, lost); err == nil {
+					*commits = append(*commits, p)
+				}
+			} else {
+				_, err = m.writeIncident(budget.context(), inc, dedupe, false, lost)
+			}
 			if err != nil {
 				lost()
 				m.StoreFailed(budget.parent, "add_incident", err)

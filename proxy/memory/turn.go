@@ -25,6 +25,9 @@ type Turn struct {
 	Degraded bool
 
 	window *guardWindow // the guard's window, for ProviderAnswered
+	// commits are the writes of the request's tool failures shown before
+	// their commit: the answer waits for them (see Memory.Committed).
+	commits []*pendingWrite
 }
 
 // Early is a tenant's guard window looked up before the request's body is
@@ -101,7 +104,7 @@ func (m *Memory) Decide(ctx context.Context, early Early, t tenant.Tenant, req w
 // recordFailures stores the request's new failed tool results. It reports
 // false when the store failed.
 func (d *decision) recordFailures() bool {
-	failed, ok := d.m.recordToolErrors(d.budget, d.t, d.req, d.provider, d.now)
+	failed, ok := d.m.recordToolErrors(d.budget, d.t, d.req, d.provider, d.now, &d.turn.commits)
 	d.stored = failed > 0
 	return ok
 }

@@ -35,10 +35,12 @@ import (
 //     bound holds the answers back, not a queue of thousands.
 //
 // A tool failure found in a request that continues the turn this replica
-// read last of its conversation is shown and answered the same way: no
-// other replica read it. Any other tool failure is waited for (within the
-// request's store budget): whether it was new decides the request's
-// guard, and another replica may have stored it already. The
+// read last of its conversation is shown at once (no other replica read
+// it) and written while the request goes to the provider; its answer
+// waits for the commit (Memory.Committed). Any other tool failure is
+// waited for before the request goes out (within the request's store
+// budget): whether it was new decides the request's guard, and another
+// replica may have stored it already. The
 // memory API's POST /scar/v1/incidents returns after its commit, as
 // before.
 //
@@ -282,11 +284,16 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
 	stored, err := m.queueIncident(ctx, inc, dedupe, show, lost)
 	if stored {
-		m.log.DebugContext(ctx, "incident recorded", "workspace", inc.Workspace, "project", inc.Project,
-			"conversation", inc.Session, "type", inc.Type, "provider", inc.Provider, "status", inc.StatusCode,
-			"code", inc.Code, "fingerprint", inc.Fingerprint, "bytes", len(inc.Message))
+		m.logRecorded(ctx, inc)
 	}
 	return stored, err
+}
+
+// logRecorded writes, at debug, that inc was recorded.
+func (m *Memory) logRecorded(ctx context.Context, inc *store.Incident) {
+	m.log.DebugContext(ctx, "incident recorded", "workspace", inc.Workspace, "project", inc.Project,
+		"conversation", inc.Session, "type", inc.Type, "provider", inc.Provider, "status", inc.StatusCode,
+		"code", inc.Code, "fingerprint", inc.Fingerprint, "bytes", len(inc.Message))
 }
 
 // queueIncident is writeIncident without its log line.
@@ -324,6 +331,51 @@ func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe 
 		// guard when it fails.
 		return false, ctx.Err()
 	}
+}
+
+// queueShown queues inc (with a dedupe key) and shows it in the guard of
+// the tenant's requests through this replica until its write ends, as
+// writeIncident does with show, without waiting: the caller waits for
+// the returned write before the answer goes out (Memory.Committed), so
+// it is not one of the answers out before their commit. lost is called
+// if the write fails.
+func (m *Memory) queueShown(ctx context.Context, inc *store.Incident, dedupe string, lost func()) (*pendingWrite, error) {
+	p := &pendingWrite{dedupe: dedupe, shown: true, waited: true, lost: lost, done: make(chan struct{})}
+	if err := m.guardCache.addPending(p, inc, m.opts.Now); err != nil {
+		return nil, err
+	}
+	if err := m.writer.push(ctx, p); err != nil {
+		m.guardCache.dropPending(p)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Committed waits, within StoreTimeout, for the writes of the turn's tool
+// failures that were shown before their commit (see recordToolErrors):
+// call it once the request went out and before its answer does. It
+// reports false when one of them failed or did not commit in time: the
+// answer then says X-Scar-Degraded: store.
+func (m *Memory) Committed(ctx context.Context, tu *Turn) bool {
+	if len(tu.commits) == 0 {
+		return true
+	}
+	wctx, cancel := m.storeCtx(ctx)
+	defer cancel()
+	ok := true
+	for _, p := range tu.commits {
+		select {
+		case <-p.done:
+			ok = ok && p.err == nil
+			if p.stored {
+				m.logRecorded(ctx, &p.inc)
+			}
+		case <-wctx.Done():
+			ok = false
+		}
+	}
+	tu.commits = nil
+	return ok
 }
 
 // Shutdown stops the background writers after they stored what their
