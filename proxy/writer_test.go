@@ -290,6 +290,7 @@ func (r *failingRun) send(n int) *httptest.ResponseRecorder {
 // TestAContinuedTurnsToolFailureIsShownBeforeItsCommit: a tool failure in
 // a turn that continues the one this replica read last is in the guard at
 // once, while the store holds its write: the next turn's guard counts it.
+// The request goes out meanwhile; its answer waits for the commit.
 func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
 	st := newStuckStore(t, "AddIncidentOnce")
 	st.ignoreCtx = true
@@ -300,7 +301,15 @@ func TestAContinuedTurnsToolFailureIsShownBeforeItsCommit(t *testing.T) {
 	r.send(1) // the first failure, stored
 	h.srv.memory.Wait()
 	st.stick(t)
-	r.send(2) // the second, held by the store
+	// The second, held by the store: the request goes out while it is
+	// written, and its answer, which waits for the commit, says the
+	// store did not commit in time.
+	if rec := r.send(2); rec.Header().Get(HeaderDegraded) != "store" {
+		t.Fatalf("the answer of a turn whose failure's write is held: X-Scar-Degraded %q", rec.Header().Get(HeaderDegraded))
+	}
+	if !strings.Contains(string(r.up.last(t).Body), `"f1"`) {
+		t.Fatal("the turn whose failure's write is held did not reach the provider")
+	}
 	<-st.blocked
 	if n := len(h.incidents("default", "default")); n != 1 {
 		t.Fatalf("%d incidents stored while the write is held, want 1", n)
