@@ -85,6 +85,26 @@ func newGeoProvider(t *testing.T) *geoProvider {
 	return g
 }
 
+// newGeoHarness returns a geoProvider and a proxy in front of it whose
+// recall embeds through it (recall.embeddings on the provider "up").
+func newGeoHarness(t *testing.T) (*geoProvider, *harness) {
+	up := newGeoProvider(t)
+	pc := providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: up.srv.URL + "/v1"}
+	p, err := providers.New(pc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := providers.NewEmbedder(p, "geo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := recall.DefaultConfig()
+	rc.Embeddings = recall.EmbeddingsConfig{Provider: "up", Model: "geo", Timeout: time.Minute, MinSimilarity: 0.6}
+	return up, newHarness(t, "", withProviders(pc), withOptions(func(o *Options) {
+		o.Recall, o.Embedder = &rc, emb
+	}))
+}
+
 // fallbacks returns scarproxy_recall_embedding_fallbacks_total{reason}.
 func (h *harness) fallbacks(reason string) float64 {
 	h.t.Helper()
@@ -111,21 +131,7 @@ func (h *harness) fallbacks(reason string) float64 {
 // proxy by its vector; when the provider's embeddings fail or hang, the
 // run recalls on words alone, and the metric counts it.
 func TestSemanticRecallThroughTheProxy(t *testing.T) {
-	up := newGeoProvider(t)
-	pc := providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: up.srv.URL + "/v1"}
-	p, err := providers.New(pc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, err := providers.NewEmbedder(p, "geo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := recall.DefaultConfig()
-	rc.Embeddings = recall.EmbeddingsConfig{Provider: "up", Model: "geo", Timeout: time.Minute, MinSimilarity: 0.6}
-	h := newHarness(t, "", withProviders(pc), withOptions(func(o *Options) {
-		o.Recall, o.Embedder = &rc, emb
-	}))
+	up, h := newGeoHarness(t)
 	ctx := context.Background()
 	m := h.srv.memory
 	for _, goal := range []string{"bring customer records in from spreadsheets", "rotate the TLS certificates"} {
@@ -164,6 +170,7 @@ func TestSemanticRecallThroughTheProxy(t *testing.T) {
 		t.Fatalf("error fallbacks %v", got)
 	}
 
+	rc := m.Recall()
 	rc.Embeddings.Timeout = 20 * time.Millisecond
 	if err := m.Reconfigure(m.Guard(), rc); err != nil {
 		t.Fatal(err)
@@ -237,21 +244,7 @@ func TestSemanticRecallWithTheMock(t *testing.T) {
 // embeddings: the solution both rankings find first, then the words'
 // best, then the one only its vector finds.
 func TestFusionOrderThroughTheProxy(t *testing.T) {
-	up := newGeoProvider(t)
-	pc := providers.Config{Name: "up", Type: providers.TypeOpenAI, BaseURL: up.srv.URL + "/v1"}
-	p, err := providers.New(pc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, err := providers.NewEmbedder(p, "geo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := recall.DefaultConfig()
-	rc.Embeddings = recall.EmbeddingsConfig{Provider: "up", Model: "geo", Timeout: time.Minute, MinSimilarity: 0.6}
-	h := newHarness(t, "", withProviders(pc), withOptions(func(o *Options) {
-		o.Recall, o.Embedder = &rc, emb
-	}))
+	_, h := newGeoHarness(t)
 	ctx := context.Background()
 	m := h.srv.memory
 	const (
