@@ -2,6 +2,7 @@ package messages
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -330,4 +331,59 @@ func TestForgetDropsTheRemembered(t *testing.T) {
 		judge(r)
 		return r, r.resume.Prior != nil
 	})
+}
+
+// claudeRun returns the requests of one run of Claude Code 2.1.197, in
+// order, as it sent them through the proxy (serve --mock, a prompt whose
+// shell command fails four times, then works): the same bytes before and
+// after the messages array on every request, and an array that grows by
+// the model's answer and the results, the cache_control marker moving to
+// the newest message each time.
+func claudeRun(t *testing.T) [][]byte {
+	t.Helper()
+	dir := filepath.Join("testdata", "agents", "claude-run")
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	head, tail := read("head.part"), read("tail.part")
+	var reqs [][]byte
+	for i := 1; ; i++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%d.part", i))); err != nil {
+			break
+		}
+		reqs = append(reqs, slices.Concat(head, read(fmt.Sprintf("%d.part", i)), tail))
+	}
+	return reqs
+}
+
+// TestContinuedOnARealRun: the requests of a real Claude Code run, read in
+// order with one memo, are Continued from the third on. The first holds
+// only the head, which names the conversation and is not remembered, so
+// the second (its first tool result) is not. Each later one reads the
+// newest results again with the message the agent moved its
+// cache_control marker out of, and still adds one answer of the model.
+func TestContinuedOnARealRun(t *testing.T) {
+	reqs := claudeRun(t)
+	if len(reqs) != 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	for i, body := range reqs {
+		r, err := readTurn(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(r)
+		if want := i >= 2; r.info.Continued != want {
+			t.Fatalf("request %d: Continued %v, want %v", i+1, r.info.Continued, want)
+		}
+		if i > 0 && len(r.info.ToolResults) == 0 {
+			t.Fatalf("request %d: its newest tool result was not read", i+1)
+		}
+		r.Forwarded(true)
+	}
 }
