@@ -361,11 +361,12 @@ func claudeRun(t *testing.T) [][]byte {
 }
 
 // TestContinuedOnARealRun: the requests of a real Claude Code run, read in
-// order with one memo, are Continued from the third on. The first holds
-// only the head, which names the conversation and is not remembered, so
-// the second (its first tool result) is not. Each later one reads the
-// newest results again with the message the agent moved its
-// cache_control marker out of, and still adds one answer of the model.
+// order with one memo, are Continued from the third on. The first user
+// message names the conversation, and in the first request it carries the
+// cache_control marker, which the second moves to its newest message: the
+// second request (its first tool result) does not find the first. Each
+// later one reads the newest results again with the message the marker
+// moved out of, and still adds one answer of the model.
 func TestContinuedOnARealRun(t *testing.T) {
 	reqs := claudeRun(t)
 	if len(reqs) != 6 {
