@@ -158,6 +158,7 @@ var impliedTools = map[string][]string{
 	"esp32": {"firmware"}, "esp8266": {"firmware"}, "stm32": {"firmware"}, "nrf52": {"firmware"},
 	"arduino": {"firmware"},
 	"s3":      {"aws"}, "gcs": {"gcp"}, "azureblob": {"azure"},
+	"postgis": {"postgresql"}, "timescaledb": {"postgresql"}, "awsbatch": {"aws"},
 }
 
 // docTools returns the tools of a stored solution: those of its goal, and
@@ -262,7 +263,7 @@ func (s *searcher) fits(d *doc) bool {
 	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 || !qualsFit(s.quals, d.quals) {
 		return false
 	}
-	if !toolsFit(s.tools, d.tools) || s.namesConflict(d) {
+	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) {
 		return false
 	}
 	return !s.otherThing(d)
@@ -276,7 +277,7 @@ func (s *searcher) fits(d *doc) bool {
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
 	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
-		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d)
+		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d, false)
 }
 
 // Outcomes: the path of a task, when its goal names one ("when the

@@ -201,3 +201,39 @@ func TestSearchWhy(t *testing.T) {
 		}
 	}
 }
+
+// The seventh round's actions and tool categories: cancelling, pausing,
+// resuming, scanning, rendering, reindexing and printing are tasks of
+// their own; editors, chart and map libraries, batch schedulers and
+// workflow managers are kinds of tool.
+func TestSeventhRoundActionsAndTools(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("sched", "Schedule the weekly digest email with cron"))
+	ix.Put(sol("etl", "Run the nightly import job on the Kubernetes cluster"))
+	ix.Put(sol("fmt", "Add a command to the VS Code extension that formats the open buffer"))
+	ix.Put(sol("pbs", "Submit the simulation jobs to the PBS cluster"))
+	ix.Put(sol("plot", "Draw the sales figures as a line chart with Highcharts"))
+	ix.Put(sol("flow", "Retry the failed tasks of the Airflow DAG"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Cancel the scheduled weekly digest email", nil},
+		{"Resume the nightly import job on the Kubernetes cluster", nil},
+		{"Pause the nightly import job on the Kubernetes cluster", nil},
+		{"Add a command to the Emacs extension that formats the open buffer", nil},
+		{"Submit the simulation jobs to the Slurm cluster", nil},
+		{"Draw the sales figures as a line chart with D3", nil},
+		{"Retry the failed tasks of the Prefect flow", nil},
+		// The same task in other words still fits.
+		{"Schedule the weekly digest email", []string{"sched"}},
+		{"Add a command to the vscode extension that formats the open buffer", []string{"fmt"}},
+		{"Submit the simulation jobs to the PBS cluster with qsub", []string{"pbs"}},
+		{"Draw the sales figures as a line chart", []string{"plot"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

@@ -33,6 +33,9 @@ var extraStopwords = map[string]bool{
 	"correctly": true, "currently": true, "using": true, "use": true,
 	"may": true, "might": true, "must": true, "shall": true, "one": true,
 	"us": true, "lot": true, "bit": true, "onto": true,
+	// Forms of "go" other than the word itself: their stem is "go", which
+	// the vocabulary reads as the language ("MV2 is going away").
+	"going": true, "goes": true, "gone": true, "went": true,
 }
 
 func isStopword(w string) bool {
@@ -127,6 +130,7 @@ var commonWords = []string{
 var (
 	synonyms    = map[string]string{}    // stem -> canonical term
 	phrases     = map[[2]string]string{} // stems of two words -> canonical term
+	triples     = map[[3]string]string{} // stems of three words -> canonical term
 	commonTerms = map[string]bool{}      // index terms of commonWords
 )
 
@@ -143,6 +147,13 @@ func init() {
 			canon = c
 		}
 		phrases[[2]string{stemWord(p[0]), stemWord(p[1])}] = canon
+	}
+	for _, p := range vocabTriples {
+		canon := stemWord(p[3])
+		if c, ok := synonyms[canon]; ok {
+			canon = c
+		}
+		triples[[3]string{stemWord(p[0]), stemWord(p[1]), stemWord(p[2])}] = canon
 	}
 	for _, w := range commonWords {
 		t := stemWord(w)
@@ -286,12 +297,15 @@ func englishStem(w string) string {
 	if s, ok := stemCache.Load(w); ok {
 		return s.(string)
 	}
-	b := w
+	b := americanSpelling(w)
 	if v, ok := irregular[w]; ok {
 		b = v
 	}
 	s := english.Stem(b, true)
 	if v, ok := agentStems[s]; ok {
+		s = v
+	}
+	if v, ok := spelledOut[w]; ok {
 		s = v
 	}
 	if stemCacheSize.Load() < maxStemCache {
@@ -359,6 +373,19 @@ func analyze(text string, maxRunes int) analyzed {
 		}
 		if x, ok := writtenImplies[w.text]; ok && !slices.Contains(a.implied, x) {
 			a.implied = append(a.implied, x)
+		}
+		if i+2 < len(ws) && !ws[i+1].cjk && !ws[i+2].cjk {
+			if c, ok := triples[[3]string{w.stem, ws[i+1].stem, ws[i+2].stem}]; ok {
+				addNorm(w.text)
+				addNorm(ws[i+1].text)
+				addNorm(ws[i+2].text)
+				a.terms = append(a.terms, c)
+				a.addTool(c, ls.role())
+				quals = addQual(quals, c, true)
+				ls.content(c, c, c)
+				i += 2
+				continue
+			}
 		}
 		if i+1 < len(ws) && !ws[i+1].cjk {
 			if c, ok := phrases[[2]string{w.stem, ws[i+1].stem}]; ok {

@@ -223,16 +223,24 @@ func lowerASCII(c byte) byte {
 // the query does not: the same task with two tools the vocabulary does
 // not know ("with Dependabot", "with Renovate"), or with one it does not
 // know and one it knows ("in Terraform Cloud", "in an S3 backend").
-func (s *searcher) namesConflict(d *doc) bool {
-	if len(s.names) == 0 {
-		return false
-	}
+//
+// With tools set, a tool the query names counts as one of its names when
+// d names no tool of its categories anywhere, in its goal or its
+// approach: toolsFit does not judge a tool the other side is silent on
+// ("plot the simulation with Matplotlib" against "speed up the NumPy
+// simulation with Numba"). Semantic recall leaves it out (conflicts): a
+// vector can tell that the other side says the tool in other words
+// ("spreadsheets" for a CSV file).
+func (s *searcher) namesConflict(d *doc, tools bool) bool {
 	qOnly := false
 	for _, n := range s.names {
 		if !containsFold(d.sol.Goal, n) && !containsFold(d.sol.Approach, n) {
 			qOnly = true
 			break
 		}
+	}
+	if !qOnly && tools {
+		qOnly = s.toolOnly(d)
 	}
 	if !qOnly {
 		return false
@@ -304,4 +312,21 @@ func (s *searcher) otherThing(d *doc) bool {
 	}
 	q, qTot, g, gTot := s.leadGap(d)
 	return qTot > 0 && gTot > 0 && q >= otherThingShare*qTot && g >= otherThingShare*gTot
+}
+
+// toolOnly reports whether the query names a tool (not one only implied)
+// of a category d names no tool of, in its goal or its approach. Client
+// and server are left out: "browser", "frontend" and "backend" say where,
+// not with what.
+func (s *searcher) toolOnly(d *doc) bool {
+	var dc uint32
+	for _, t := range d.tools {
+		dc |= toolTable[t.tool].cats
+	}
+	for _, t := range s.tools {
+		if c := toolTable[t.tool].cats; t.role&toolImplied == 0 && c != catSide && c&dc == 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -119,3 +119,30 @@ func FuzzNames(f *testing.F) {
 		}
 	})
 }
+
+// A tool the query names, of a kind the stored task names none of, counts
+// as a name of the query's: against a stored task that names another
+// thing of its own, they are two tasks.
+func TestToolAgainstANameConflicts(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("quest", "Store the sensor readings in QuestDB every minute"))
+	ix.Put(sol("altair", "Plot the weekly signups as a bar chart with Altair"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Store the sensor readings in a CSV file every minute", nil},
+		{"Plot the weekly signups as a bar chart with Matplotlib", nil},
+		// Naming no tool, or the same name, fits.
+		{"Store the sensor readings every minute", []string{"quest"}},
+		{"Plot the weekly signups as a bar chart", []string{"altair"}},
+		{"Plot the weekly signups with Altair as a bar chart", []string{"altair"}},
+		// Client and server say where, not with what.
+		{"Store the sensor readings in QuestDB every minute from the backend", []string{"quest"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

@@ -37,7 +37,6 @@ var vocabGroups = [][]string{
 	{"reduce", "decrease", "shrink", "minimize", "lower", "cut"},
 	{"increase", "raise", "grow"},
 	{"schedule", "cron", "crontab", "periodic", "periodically"},
-	{"monitor", "monitoring", "observability"},
 	{"instrument", "instrumentation"},
 	{"containerize", "docker", "dockerize", "dockerfile"},
 	{"setup", "install", "installation", "provision"},
@@ -62,7 +61,7 @@ var vocabGroups = [][]string{
 	{"opentelemetry", "otel"},
 	{"golang", "go"},
 	{"bash", "shell", "sh", "zsh"},
-	{"rabbitmq", "amqp"},
+	{"rabbitmq", "amqp", "rmq"},
 	{"yaml", "yml"},
 	{"excel", "xlsx", "xls"},
 	{"beautifulsoup", "bs4"},
@@ -125,6 +124,71 @@ var vocabGroups = [][]string{
 	// The sixth round's: PostgreSQL's "Table Partitioning" ("splitting
 	// what is logically one large table into smaller physical pieces").
 	{"split", "partition", "partitioned", "partitioning", "partitions"},
+	// The seventh round's: acronyms, numeronyms and nicknames, each as the
+	// documentation of the tool or the specification writes it (an
+	// acronym spelled out in full is read as the acronym: vocabPhrases,
+	// vocabTriples). Numeronyms as the W3C's glossaries and MDN write
+	// them: a11y for accessibility (spelledOut), o11y for observability
+	// (with monitoring above). Nicknames of tools as their own commands
+	// and prefixes: Neovim's nvim, Home Assistant's hass (its core and
+	// its command), WordPress's wp (wp-admin, WP-CLI), Slurm's sbatch,
+	// srun, squeue and salloc, InfluxDB's influx, RabbitMQ's rmq,
+	// SQLite's sqlite3, GitHub's gh. Formats as their specifications
+	// name them: iCalendar (RFC 5545: .ics files, the webcal: scheme),
+	// glTF and its binary GLB (Khronos), HLS and its m3u8 playlists (RFC
+	// 8216), the Jupyter notebook and its .ipynb file, TeX and LaTeX and
+	// their engines (latexmk, pdfLaTeX, XeLaTeX, LuaLaTeX), JPEG and jpg.
+	// Signals as signal(7) names them (SIGHUP, kill -HUP). DKIM as RFC
+	// 6376 spells it out (DomainKeys Identified Mail). Loudness as
+	// FFmpeg's loudnorm filter and EBU R 128 measure it (LUFS).
+	{"a11y"},
+	{"monitor", "monitoring", "observability", "o11y"},
+	{"neovim", "nvim"},
+	{"vscode"},
+	{"homeassistant", "hass"},
+	{"wordpress", "wp"},
+	{"icalendar", "ical", "ics", "webcal"},
+	{"slurm", "sbatch", "srun", "squeue", "salloc"},
+	{"sighup", "hup"},
+	{"dkim", "domainkeys"},
+	{"latex", "tex", "latexmk", "pdflatex", "xelatex", "lualatex"},
+	{"gltf", "glb"},
+	{"notebook", "ipynb"},
+	{"loudness", "loudnorm", "lufs"},
+	{"hls", "m3u8"},
+	{"influxdb", "influx"},
+	{"sqlite", "sqlite3"},
+	{"github", "gh"},
+	{"jpeg", "jpg"},
+	{"webassembly", "wasm"},
+	{"vue", "vuejs"},
+	{"react", "reactjs"},
+	{"tailwind", "tailwindcss"},
+	// Acronyms read from their expansions (vocabPhrases, vocabTriples),
+	// as the specifications and the projects write them: LSP (Microsoft's
+	// Language Server Protocol), PWA (web.dev's and MDN's progressive web
+	// apps), RTL and LTR (the W3C's right-to-left and left-to-right
+	// text), POS (point of sale), JIT (just-in-time compilation, as
+	// Numba and PyPy describe themselves), CDN (content delivery
+	// network), HPC (high-performance computing), ABR (adaptive bitrate
+	// streaming), SPA, SSR and SSG (single-page apps, server-side
+	// rendering, static site generators), ORM, DSL, JWT (RFC 7519), RBAC,
+	// CSRF and XSS (OWASP), E2E tests, ETL, CDC (change data capture),
+	// OCR, TTS and STT (text to speech, speech to text; ASR), NLP, BLE
+	// (Bluetooth Low Energy), IoT, EHR (electronic health records; EMR),
+	// CRM, CMS, LTS (long-term support), VOD, GC (garbage collection).
+	{"lsp"}, {"pwa"}, {"rtl"}, {"ltr"}, {"pos"}, {"jit"}, {"cdn"}, {"hpc"},
+	{"abr"}, {"spa"}, {"ssr"}, {"ssg"}, {"orm"}, {"dsl"}, {"jwt"}, {"rbac"},
+	{"csrf"}, {"xss"}, {"e2e"}, {"etl"}, {"cdc"}, {"ocr"}, {"tts"},
+	{"stt", "asr"}, {"nlp"}, {"ble"}, {"iot"}, {"ehr", "emr"}, {"crm"},
+	{"cms"}, {"lts"}, {"vod"}, {"gc"},
+}
+
+// spelledOut are words read as the acronym or numeronym that stands for
+// them, in place of their stem, where the stem would join other words:
+// "accessibility" stems to "access" (access tokens, access control).
+var spelledOut = map[string]string{
+	"accessibility": "a11y",
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
@@ -209,6 +273,59 @@ var vocabPhrases = [][3]string{
 	{"secrets", "manager", "secretsmanager"},
 	{"key", "vault", "keyvault"},
 	{"tensorflow", "lite", "tflite"},
+	// The seventh round's (see the acronyms of vocabGroups).
+	{"language", "server", "lsp"},
+	{"progressive", "web", "pwa"},
+	{"content", "delivery", "cdn"},
+	{"adaptive", "bitrate", "abr"},
+	{"adaptive", "streaming", "abr"},
+	{"single", "page", "spa"},
+	{"object", "relational", "orm"},
+	{"domain", "specific", "dsl"},
+	{"garbage", "collection", "gc"},
+	{"garbage", "collector", "gc"},
+	{"content", "management", "cms"},
+	{"vs", "code", "vscode"},
+	{"home", "assistant", "homeassistant"},
+	{"chart", "js", "chartjs"},
+	{"d3", "js", "d3"},
+	{"aws", "batch", "awsbatch"},
+	{"microsoft", "teams", "msteams"},
+	{"ms", "teams", "msteams"},
+}
+
+// vocabTriples are three words, by their stems, read as one term: the
+// expansions of acronyms whose middle word is a stopword ("point of
+// sale") or that hold a two-word phrase of their own ("server-side
+// rendering"). They are matched before vocabPhrases.
+var vocabTriples = [][4]string{
+	{"right", "to", "left", "rtl"},
+	{"left", "to", "right", "ltr"},
+	{"point", "of", "sale", "pos"},
+	{"just", "in", "time", "jit"},
+	{"high", "performance", "computing", "hpc"},
+	{"http", "live", "streaming", "hls"},
+	{"server", "side", "rendering", "ssr"},
+	{"static", "site", "generator", "ssg"},
+	{"json", "web", "token", "jwt"},
+	{"role", "based", "access", "rbac"},
+	{"cross", "site", "request", "csrf"},
+	{"cross", "site", "scripting", "xss"},
+	{"end", "to", "end", "e2e"},
+	{"extract", "transform", "load", "etl"},
+	{"change", "data", "capture", "cdc"},
+	{"optical", "character", "recognition", "ocr"},
+	{"text", "to", "speech", "tts"},
+	{"speech", "to", "text", "stt"},
+	{"natural", "language", "processing", "nlp"},
+	{"bluetooth", "low", "energy", "ble"},
+	{"internet", "of", "things", "iot"},
+	{"electronic", "health", "records", "ehr"},
+	{"customer", "relationship", "management", "crm"},
+	{"long", "term", "support", "lts"},
+	{"video", "on", "demand", "vod"},
+	{"visual", "studio", "code", "vscode"},
+	{"domainkeys", "identified", "mail", "dkim"},
 }
 
 // Kinds of the action that leads a goal.
@@ -250,6 +367,11 @@ var specificActions = []string{
 	"expire", "invalidate", "archive", "approve", "refund",
 	"charge", "crawl", "sync", "replay", "seed", "audit", "refresh", "redact", "apply",
 	"stop",
+	// The seventh round's: actions with a sense of their own, each the
+	// other task of a stored one that names the thing it acts on
+	// ("cancel the scheduled job", "render the scene", "reindex the
+	// catalog", "resume the workflow", "scan the barcodes").
+	"cancel", "pause", "resume", "scan", "render", "reindex", "print",
 }
 
 // lightVerbs lead no action of their own, whatever their group: "make the
@@ -289,16 +411,20 @@ const (
 	catSearch
 	catSide // client or server
 	catRuntime
-	catStorage // object storage
-	catService // a hosted service with an API of its own
-	catHash    // password hashing
-	catLinter  // linters and formatters
-	catScraper // scraping and browser automation
-	catFormat  // data and document formats
-	catBoard   // microcontrollers and single-board computers
-	catML      // machine learning frameworks
-	catSecrets // secret stores
-	catProcess // what runs a service: a service manager or a container engine
+	catStorage  // object storage
+	catService  // a hosted service with an API of its own
+	catHash     // password hashing
+	catLinter   // linters and formatters
+	catScraper  // scraping and browser automation
+	catFormat   // data and document formats
+	catBoard    // microcontrollers and single-board computers
+	catML       // machine learning frameworks
+	catSecrets  // secret stores
+	catProcess  // what runs a service: a service manager or a container engine
+	catEditor   // code editors and IDEs, which plugins and extensions extend
+	catViz      // chart and map libraries
+	catBatch    // batch schedulers of clusters and their cloud services
+	catWorkflow // workflow managers
 )
 
 // toolTable lists tools by their canonical term (after vocabGroups and
@@ -495,6 +621,88 @@ var toolTable = []struct {
 	{"pm2", catProcess, "", "PM2"},
 	{"loki", catObservability, "", "Loki"},
 	{"celery", catFramework, "python", "Celery"},
+	// The seventh round's, named as their projects' documentation names
+	// them: code editors and IDEs (Visual Studio Code, Neovim, Vim, Emacs,
+	// JetBrains' IntelliJ, Sublime Text, Eclipse, Zed); platforms that
+	// plugins and integrations are written for (WordPress, Drupal and
+	// Joomla in PHP, Home Assistant in Python, openHAB in Java,
+	// Homebridge in JavaScript); chart and map libraries (D3,
+	// Chart.js, Highcharts, Apache ECharts, Recharts, Matplotlib,
+	// Seaborn, Bokeh, Leaflet, Mapbox, OpenLayers, CesiumJS); the batch
+	// schedulers that Nextflow's and Snakemake's executors name (Slurm,
+	// PBS, LSF, HTCondor, AWS Batch); workflow managers (Snakemake,
+	// Nextflow, Airflow, Prefect, Dagster, Luigi); configuration
+	// management (SaltStack; Puppet's name stems as Puppeteer's does, and
+	// Plotly's as "plot", so they are left to the names of thing.go);
+	// time-series, graph and
+	// document databases and PostgreSQL's extensions (InfluxDB,
+	// TimescaleDB, PostGIS, Neo4j, CouchDB, CockroachDB, Firestore);
+	// chat and commerce services (Telegram, Mattermost, WhatsApp, Zulip,
+	// Mastodon, Microsoft Teams, WooCommerce, Magento); formats of
+	// calendars, 3D scenes and images (iCalendar, glTF, FBX, PNG, JPEG,
+	// WebP, SVG, GIF; RSS is resident memory in the groups above).
+	{"vscode", catEditor, "", "VS Code"},
+	{"neovim", catEditor, "", "Neovim"},
+	{"vim", catEditor, "", "Vim"},
+	{"emacs", catEditor, "", "Emacs"},
+	{"jetbrains", catEditor, "", "JetBrains"},
+	{"intellij", catEditor, "", "IntelliJ"},
+	{"sublime", catEditor, "", "Sublime Text"},
+	{"eclipse", catEditor, "", "Eclipse"},
+	{"zed", catEditor, "", "Zed"},
+	{"wordpress", catFramework, "php", "WordPress"},
+	{"drupal", catFramework, "php", "Drupal"},
+	{"joomla", catFramework, "php", "Joomla"},
+	{"homeassistant", catFramework, "python", "Home Assistant"},
+	{"openhab", catFramework, "java", "openHAB"},
+	{"homebridge", catFramework, "javascript", "Homebridge"},
+	{"d3", catViz, "javascript", "D3"},
+	{"chartjs", catViz, "javascript", "Chart.js"},
+	{"highcharts", catViz, "javascript", "Highcharts"},
+	{"echarts", catViz, "javascript", "ECharts"},
+	{"recharts", catViz, "javascript", "Recharts"},
+	{"matplotlib", catViz, "python", "Matplotlib"},
+	{"seaborn", catViz, "python", "Seaborn"},
+	{"bokeh", catViz, "python", "Bokeh"},
+	{"leaflet", catViz, "javascript", "Leaflet"},
+	{"mapbox", catViz, "", "Mapbox"},
+	{"openlayers", catViz, "javascript", "OpenLayers"},
+	{"cesium", catViz, "javascript", "Cesium"},
+	{"slurm", catBatch, "", "Slurm"},
+	{"pbs", catBatch, "", "PBS"},
+	{"lsf", catBatch, "", "LSF"},
+	{"htcondor", catBatch, "", "HTCondor"},
+	{"awsbatch", catBatch, "", "AWS Batch"},
+	{"snakemake", catWorkflow, "python", "Snakemake"},
+	{"nextflow", catWorkflow, "", "Nextflow"},
+	{"airflow", catWorkflow, "python", "Airflow"},
+	{"prefect", catWorkflow, "python", "Prefect"},
+	{"dagster", catWorkflow, "python", "Dagster"},
+	{"luigi", catWorkflow, "python", "Luigi"},
+	{"saltstack", catIaC, "", "SaltStack"},
+	{"influxdb", catDatabase, "", "InfluxDB"},
+	{"timescaledb", catDatabase, "", "TimescaleDB"},
+	{"postgis", catDatabase, "", "PostGIS"},
+	{"neo4j", catDatabase, "", "Neo4j"},
+	{"couchdb", catDatabase, "", "CouchDB"},
+	{"cockroachdb", catDatabase, "", "CockroachDB"},
+	{"firestore", catDatabase, "", "Firestore"},
+	{"telegram", catService, "", "Telegram"},
+	{"mattermost", catService, "", "Mattermost"},
+	{"whatsapp", catService, "", "WhatsApp"},
+	{"zulip", catService, "", "Zulip"},
+	{"mastodon", catService, "", "Mastodon"},
+	{"msteams", catService, "", "Microsoft Teams"},
+	{"woocommerce", catService, "", "WooCommerce"},
+	{"magento", catService, "", "Magento"},
+	{"icalendar", catFormat, "", "iCalendar"},
+	{"gltf", catFormat, "", "glTF"},
+	{"fbx", catFormat, "", "FBX"},
+	{"png", catFormat, "", "PNG"},
+	{"jpeg", catFormat, "", "JPEG"},
+	{"webp", catFormat, "", "WebP"},
+	{"svg", catFormat, "", "SVG"},
+	{"gif", catFormat, "", "GIF"},
 }
 
 var (

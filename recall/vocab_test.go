@@ -74,6 +74,53 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"re-send", "retry"},
 		{"yml", "YAML"},
 		{"xlsx", "Excel"},
+		// The seventh round's acronyms, numeronyms and nicknames.
+		{"a11y", "accessibility"},
+		{"o11y", "observability"},
+		{"nvim", "Neovim"},
+		{"hass", "Home Assistant"},
+		{"wp", "WordPress"},
+		{"VS Code", "vscode"},
+		{"Visual Studio Code", "VS Code"},
+		{"language server", "LSP"},
+		{"progressive web", "PWA"},
+		{"right-to-left", "RTL"},
+		{"left to right", "LTR"},
+		{"point of sale", "POS"},
+		{"just-in-time", "JIT"},
+		{"content delivery", "CDN"},
+		{"high-performance computing", "HPC"},
+		{"adaptive bitrate", "ABR"},
+		{"HTTP Live Streaming", "HLS"},
+		{"m3u8", "HLS"},
+		{"server-side rendering", "SSR"},
+		{"JSON Web Token", "JWT"},
+		{"cross-site scripting", "XSS"},
+		{"cross-site request", "CSRF"},
+		{"end-to-end", "e2e"},
+		{"text-to-speech", "TTS"},
+		{"ASR", "STT"},
+		{"electronic health records", "EHR"},
+		{"EMR", "EHR"},
+		{"internet of things", "IoT"},
+		{"garbage collector", "GC"},
+		{"sbatch", "Slurm"},
+		{"HUP", "SIGHUP"},
+		{"webcal", "iCalendar"},
+		{".ics", "ical"},
+		{"DomainKeys", "DKIM"},
+		{"latexmk", "LaTeX"},
+		{"TeX", "LaTeX"},
+		{"GLB", "glTF"},
+		{"ipynb", "notebook"},
+		{"loudnorm", "LUFS"},
+		{"influx", "InfluxDB"},
+		{"sqlite3", "SQLite"},
+		{"gh", "GitHub"},
+		{"jpg", "JPEG"},
+		{"wasm", "WebAssembly"},
+		{"Chart.js", "chartjs"},
+		{"AWS Batch", "awsbatch"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.a+"="+tc.b, func(t *testing.T) {
@@ -95,6 +142,14 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"log in", "log out"},
 		{"S3", "GCS"},
 		{"CSV", "Excel"},
+		{"RTL", "LTR"},
+		{"CSRF", "XSS"},
+		{"TTS", "STT"},
+		{"HA", "Home Assistant"}, // HA is high availability
+		{"access", "accessibility"},
+		{"going", "Go"},
+		{"Vim", "Neovim"},
+		{"Slurm", "AWS Batch"},
 	}
 	for _, tc := range apart {
 		if a, b := termsOf(tc.a), termsOf(tc.b); slices.Equal(a, b) {
@@ -126,7 +181,20 @@ func TestVocabularyTables(t *testing.T) {
 			t.Errorf("phrase %q %q -> %v, want [%s]", p[0], p[1], got, want)
 		}
 	}
+	for _, p := range vocabTriples {
+		if got, want := termsOf(p[0]+" "+p[1]+" "+p[2]), canonical(p[3]); len(got) != 1 || got[0] != want {
+			t.Errorf("triple %q %q %q -> %v, want [%s]", p[0], p[1], p[2], got, want)
+		}
+	}
+	for w, a := range spelledOut {
+		if got, want := termsOf(w), canonical(a); len(got) != 1 || got[0] != want {
+			t.Errorf("%q -> %v, want [%s]", w, got, want)
+		}
+	}
 	for _, tt := range toolTable {
+		if c, st := canonical(tt.name), stemWord(tt.name); c != st {
+			t.Errorf("tool %q is read as %q, another group's term", tt.name, c)
+		}
 		if tt.cats == 0 {
 			t.Errorf("tool %q has no category", tt.name)
 		}
