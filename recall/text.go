@@ -49,7 +49,7 @@ var synonymGroups = [][]string{
 	{"fetch", "get", "retrieve", "retrieval", "download", "pull", "grab", "obtain", "scrape", "scraping"},
 	{"html", "webpage", "website", "site", "homepage", "webpages", "websites"},
 	{"delete", "deletion", "remove", "removal", "erase", "drop", "purge", "wipe", "rm", "unlink", "del"},
-	{"create", "creation", "make", "add", "generate", "construct", "scaffold"},
+	{"create", "creation", "make", "add", "generate", "construct", "scaffold", "autogenerate"},
 	{"fix", "repair", "resolve", "debug", "patch", "troubleshoot", "solve"},
 	{"error", "errors", "exception", "failure", "fail", "bug", "crash", "fault", "panic", "broken"},
 	{"test", "spec", "unittest", "unittests", "testcase", "testcases"},

@@ -182,6 +182,27 @@ var vocabGroups = [][]string{
 	{"csrf"}, {"xss"}, {"e2e"}, {"etl"}, {"cdc"}, {"ocr"}, {"tts"},
 	{"stt", "asr"}, {"nlp"}, {"ble"}, {"iot"}, {"ehr", "emr"}, {"crm"},
 	{"cms"}, {"lts"}, {"vod"}, {"gc"},
+	// Words of everyday software work that name one thing, each as a
+	// reference names it: OpenSSH's ssh and its daemon sshd, POSIX's
+	// regular expressions (regex, regexp), RFC 9562's UUIDs ("also known
+	// as GUIDs"), WAI-ARIA's dialog role (a modal dialog; a popup window),
+	// the user interface (UI, GUI), the virtual machine (VM), machine
+	// learning (ML), large language models (LLM), email and mail, junk
+	// mail and spam, passwd as Unix names the password, the administrator,
+	// NIST's "hardening" of a system (locking it down), geospatial data
+	// (geo, GIS: a geographic information system).
+	{"ssh", "sshd", "openssh"},
+	{"regex", "regexp", "regexes"},
+	{"uuid", "guid", "uuids", "guids"},
+	{"dialog", "modal", "popup"},
+	{"ui", "gui"},
+	{"vm"}, {"ml"}, {"llm"},
+	{"email", "mail", "emails", "mails"},
+	{"spam", "junk"},
+	{"password", "passwd"},
+	{"admin", "administrator"},
+	{"harden", "hardening"},
+	{"geospatial", "geo", "gis", "geographic"},
 }
 
 // spelledOut are words read as the acronym or numeronym that stands for
@@ -292,6 +313,13 @@ var vocabPhrases = [][3]string{
 	{"aws", "batch", "awsbatch"},
 	{"microsoft", "teams", "msteams"},
 	{"ms", "teams", "msteams"},
+	{"regular", "expression", "regex"},
+	{"pop", "up", "popup"},
+	{"user", "interface", "ui"},
+	{"virtual", "machine", "vm"},
+	{"machine", "learning", "ml"},
+	{"lock", "down", "harden"},
+	{"continuous", "integration", "ci"},
 }
 
 // vocabTriples are three words, by their stems, read as one term: the
@@ -326,6 +354,8 @@ var vocabTriples = [][4]string{
 	{"video", "on", "demand", "vod"},
 	{"visual", "studio", "code", "vscode"},
 	{"domainkeys", "identified", "mail", "dkim"},
+	{"large", "language", "model", "llm"},
+	{"large", "language", "models", "llm"},
 }
 
 // Kinds of the action that leads a goal.

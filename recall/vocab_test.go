@@ -121,6 +121,23 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"wasm", "WebAssembly"},
 		{"Chart.js", "chartjs"},
 		{"AWS Batch", "awsbatch"},
+		{"sshd", "OpenSSH"},
+		{"regular expression", "regexp"},
+		{"GUID", "UUID"},
+		{"modal", "dialog"},
+		{"pop-up", "popup"},
+		{"user interface", "GUI"},
+		{"virtual machine", "VM"},
+		{"machine learning", "ML"},
+		{"large language model", "LLM"},
+		{"e-mail", "mail"},
+		{"junk", "spam"},
+		{"passwd", "password"},
+		{"administrator", "admin"},
+		{"lock down", "harden"},
+		{"geo", "GIS"},
+		{"continuous integration", "CI"},
+		{"autogenerate", "generate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.a+"="+tc.b, func(t *testing.T) {
