@@ -263,7 +263,7 @@ func (s *searcher) fits(d *doc) bool {
 	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 || !qualsFit(s.quals, d.quals) {
 		return false
 	}
-	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) {
+	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) || versionsConflict(s.versions, d.versions) {
 		return false
 	}
 	return !s.otherThing(d)
@@ -277,7 +277,8 @@ func (s *searcher) fits(d *doc) bool {
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
 	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
-		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d, false)
+		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d, false) ||
+		versionsConflict(s.versions, d.versions)
 }
 
 // Outcomes: the path of a task, when its goal names one ("when the

@@ -22,7 +22,12 @@ import (
 //     word written with a capital inside a sentence: Dependabot,
 //     SonarCloud, Tauri, Godot) and the other goal, which lacks that name,
 //     names another thing the first lacks (a name of its own, or a tool of
-//     toolTable) are about two tools (see namesConflict);
+//     toolTable) are about two tools (see namesConflict); a tool the
+//     query names, of a kind the other goal names none of, counts as a
+//     name of the query's there;
+//   - versions: two goals that name one tool in two versions ("ROS 1",
+//     "ROS 2"; "Python 2", "Python 3") and in none in common are two
+//     tasks (see versions);
 //   - the leading phrases: when neither goal is led by a named action
 //     ("add", "set up", "make" or a verb the vocabulary does not name), or
 //     both by the same one, what they act on is in their leading phrases;
@@ -325,6 +330,101 @@ func (s *searcher) toolOnly(d *doc) bool {
 	}
 	for _, t := range s.tools {
 		if c := toolTable[t.tool].cats; t.role&toolImplied == 0 && c != catSide && c&dc == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// versions returns the versions of tools a text names, lowercased, each as
+// the name and its number ("ros 2", "python 3", "manifest 3" for Manifest
+// V3): a word that is a tool of toolTable or written with a capital (see
+// below), followed by a space and a number of at most three digits, bare
+// or after a "v". Two tasks on two versions of one tool are two tasks
+// ("publish odometry from the ROS 1 node" is not "... from the ROS 2
+// node"). At most maxVersions, from the first maxNameBytes bytes.
+func versions(text string) []string {
+	if len(text) > maxNameBytes {
+		text = text[:maxNameBytes]
+	}
+	var out []string
+	prev := ""
+	i := 0
+	for i < len(text) && len(out) < maxVersions {
+		if !isNameByte(text[i]) {
+			if text[i] != ' ' {
+				prev = ""
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isNameByte(text[j]) {
+			j++
+		}
+		w := text[i:j]
+		if prev != "" {
+			if n, ok := versionNumber(w); ok {
+				v := prev + " " + n
+				if !slices.Contains(out, v) {
+					out = append(out, v)
+				}
+				prev = ""
+				i = j
+				continue
+			}
+		}
+		prev = ""
+		// A capital counts past the text's first word, or past a word's
+		// first letter (ROS, PyQt): the first word of a task is mostly
+		// its verb ("Retry 3 times").
+		named := hasUpper(w[:1]) && (i > 0 || hasUpper(w[1:]))
+		if lw := strings.ToLower(w); len(w) >= 2 && !isStopword(lw) && (named || isKnownTool(lw)) {
+			if _, isNum := versionNumber(w); !isNum {
+				prev = lw
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// maxVersions bounds the versions read from one text.
+const maxVersions = 4
+
+// versionNumber returns the number of a version written as w: one to
+// three digits, perhaps after a "v" ("2", "12", "v3").
+func versionNumber(w string) (string, bool) {
+	d := strings.TrimPrefix(strings.TrimPrefix(w, "v"), "V")
+	if len(d) == 0 || len(d) > 3 {
+		return "", false
+	}
+	for k := 0; k < len(d); k++ {
+		if d[k] < '0' || d[k] > '9' {
+			return "", false
+		}
+	}
+	return d, true
+}
+
+// versionsConflict reports whether q and d name one tool in versions
+// that have none in common: "Python 2" against "Python 3", not "from
+// Python 2 to Python 3" against "to Python 3" (the direction rules judge
+// that one).
+func versionsConflict(q, d []string) bool {
+	for _, v := range q {
+		if slices.Contains(d, v) {
+			continue
+		}
+		name := v[:strings.LastIndexByte(v, ' ')+1]
+		other, common := false, false
+		for _, u := range d {
+			if strings.HasPrefix(u, name) {
+				other = true
+				common = common || slices.Contains(q, u)
+			}
+		}
+		if other && !common {
 			return true
 		}
 	}

@@ -146,3 +146,86 @@ func TestToolAgainstANameConflicts(t *testing.T) {
 		}
 	}
 }
+
+func TestVersions(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"Port the scripts from Python 2 to Python 3.12", []string{"python 2", "python 3"}},
+		{"Publish the pose from the ROS 2 node", []string{"ros 2"}},
+		{"Move the extension to Manifest V3", []string{"manifest 3"}},
+		{"ROS 2 node that publishes the pose", []string{"ros 2"}},
+		{"Upgrade the app to vue 3", []string{"vue 3"}},
+		// Numbers after other words are no versions.
+		{"Show the top 10 products", nil},
+		{"Find the stores within 5 km", nil},
+		{"Retry 3 times, then give up", nil},
+		{"Python, 3 times", nil},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		if got := versions(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("versions(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	conflicts := []struct {
+		q, d []string
+		want bool
+	}{
+		{[]string{"python 2"}, []string{"python 3"}, true},
+		{[]string{"python 3"}, []string{"python 3"}, false},
+		{[]string{"python 2", "python 3"}, []string{"python 3"}, false},
+		{[]string{"python 3"}, []string{"vue 3"}, false},
+		{nil, []string{"python 3"}, false},
+	}
+	for _, tc := range conflicts {
+		if got := versionsConflict(tc.q, tc.d); got != tc.want {
+			t.Errorf("versionsConflict(%q, %q) = %v, want %v", tc.q, tc.d, got, tc.want)
+		}
+	}
+}
+
+// One tool in two versions makes two tasks; no version, or the same, fits.
+func TestVersionsOfOneTool(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("py2", "Package the command-line tool as a wheel for Python 2"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Package the command-line tool as a wheel for Python 3", nil},
+		{"Package the command-line tool as a wheel", []string{"py2"}},
+		{"Package the command-line tool as a wheel for Python 2", []string{"py2"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// Every version is a lowercased name of the text, a space and one to
+// three digits, and there are at most maxVersions of them.
+func FuzzVersions(f *testing.F) {
+	for _, s := range []string{"Port from Python 2 to Python 3", "ROS 2 node", "Manifest V3", "x\xffY 2", "A 1 B 2 C 3 D 4 E 5", strings.Repeat("Aa 1 ", 1000)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := versions(s)
+		if len(got) > maxVersions {
+			t.Fatalf("%d versions from %q", len(got), s)
+		}
+		low := strings.ToLower(s)
+		for _, v := range got {
+			sp := strings.LastIndexByte(v, ' ')
+			name, num := v[:max(sp, 0)], v[sp+1:]
+			if sp <= 0 || name != strings.ToLower(name) || !strings.Contains(low, name) {
+				t.Fatalf("version %q of %q: the name is not a lowercased word of the text", v, s)
+			}
+			if _, ok := versionNumber(num); !ok || strings.HasPrefix(num, "v") {
+				t.Fatalf("version %q of %q: %q is no number", v, s, num)
+			}
+		}
+	})
+}

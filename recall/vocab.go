@@ -320,6 +320,8 @@ var vocabPhrases = [][3]string{
 	{"machine", "learning", "ml"},
 	{"lock", "down", "harden"},
 	{"continuous", "integration", "ci"},
+	{"rss", "feed", "rssfeed"},
+	{"atom", "feed", "atomfeed"},
 }
 
 // vocabTriples are three words, by their stems, read as one term: the
@@ -670,7 +672,8 @@ var toolTable = []struct {
 	// chat and commerce services (Telegram, Mattermost, WhatsApp, Zulip,
 	// Mastodon, Microsoft Teams, WooCommerce, Magento); formats of
 	// calendars, 3D scenes and images (iCalendar, glTF, FBX, PNG, JPEG,
-	// WebP, SVG, GIF; RSS is resident memory in the groups above).
+	// WebP, SVG, GIF) and feeds (an RSS or Atom feed: RSS alone is the
+	// resident memory of the groups above).
 	{"vscode", catEditor, "", "VS Code"},
 	{"neovim", catEditor, "", "Neovim"},
 	{"vim", catEditor, "", "Vim"},
@@ -726,6 +729,8 @@ var toolTable = []struct {
 	{"woocommerce", catService, "", "WooCommerce"},
 	{"magento", catService, "", "Magento"},
 	{"icalendar", catFormat, "", "iCalendar"},
+	{"rssfeed", catFormat, "", "RSS feed"},
+	{"atomfeed", catFormat, "", "Atom feed"},
 	{"gltf", catFormat, "", "glTF"},
 	{"fbx", catFormat, "", "FBX"},
 	{"png", catFormat, "", "PNG"},

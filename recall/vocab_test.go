@@ -167,6 +167,8 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"going", "Go"},
 		{"Vim", "Neovim"},
 		{"Slurm", "AWS Batch"},
+		{"RSS feed", "Atom feed"},
+		{"RSS feed", "RSS"}, // RSS alone is resident memory
 	}
 	for _, tc := range apart {
 		if a, b := termsOf(tc.a), termsOf(tc.b); slices.Equal(a, b) {
