@@ -237,3 +237,28 @@ func TestSeventhRoundActionsAndTools(t *testing.T) {
 		}
 	}
 }
+
+// Moving a project to another tool migrates it, and exporting to a format
+// converts to it; renaming is neither, and exporting with no format named
+// is another action than converting.
+func TestMoveMigratesExportConverts(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("vite", "Migrate the frontend build from webpack to Vite"))
+	ix.Put(sol("pdf", "Export the monthly invoices to PDF"))
+	ix.Put(sol("arch", "Export the monthly invoices for the accountant"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Move the frontend build from webpack to Vite", []string{"vite"}},
+		{"Rename the frontend build of webpack", nil},
+		{"Convert the monthly invoices to PDF", []string{"pdf"}},
+		{"Convert the monthly invoices to Excel", nil},
+		{"Convert the monthly invoices for the accountant", nil},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

@@ -749,6 +749,7 @@ var (
 // the synonyms are known.
 func initVocab() {
 	repairVerb = canonical("fix")
+	exportTerm, convertTerm = canonical("export"), canonical("convert")
 	for _, w := range []string{"convert", "translate"} {
 		conversionVerbs[canonical(w)] = true
 	}

@@ -54,6 +54,7 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"browser", "client side"},
 		{"backend", "server side"},
 		{"migrate", "convert"},
+		{"move", "migrate"},
 		{"publish", "send"},
 		{"subscribe", "consume"},
 		{"Dockerize", "containerize"},
@@ -168,6 +169,7 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"Vim", "Neovim"},
 		{"Slurm", "AWS Batch"},
 		{"RSS feed", "Atom feed"},
+		{"move", "rename"},
 		{"RSS feed", "RSS"}, // RSS alone is resident memory
 	}
 	for _, tc := range apart {
