@@ -203,6 +203,28 @@ var vocabGroups = [][]string{
 	{"admin", "administrator"},
 	{"harden", "hardening"},
 	{"geospatial", "geo", "gis", "geographic"},
+	// And their nicknames and acronyms: CVE (cve.org: "Common
+	// Vulnerabilities and Exposures", one record per publicly disclosed
+	// vulnerability), WDT (the watchdog timer of the microcontrollers'
+	// manuals), TTL (time to live), DLQ (a dead-letter queue, as SQS and
+	// RabbitMQ name it), feature toggles and feature flags (one thing, as
+	// Martin Fowler's "Feature Toggles (aka Feature Flags)" says), bq
+	// (BigQuery's command), RN (React Native), CRA (Create React App),
+	// GHA (GitHub Actions), HF (Hugging Face), md (Markdown's extension),
+	// prod (production), btn (a button's class prefix), bulk and batch,
+	// microSD and SD cards, PWM (pulse-width modulation).
+	{"vulnerability", "vulnerabilities", "vuln", "vulns", "cve", "cves"},
+	{"watchdog", "wdt"},
+	{"ttl"}, {"dlq"}, {"featureflag"}, {"pwm"}, {"cra"},
+	{"bigquery", "bq"},
+	{"reactnative", "rn"},
+	{"githubactions", "gha"},
+	{"huggingface", "hf"},
+	{"markdown", "md"},
+	{"production", "prod"},
+	{"button", "btn"},
+	{"batch", "bulk"},
+	{"sd", "microsd", "sdcard"},
 }
 
 // spelledOut are words read as the acronym or numeronym that stands for
@@ -320,6 +342,11 @@ var vocabPhrases = [][3]string{
 	{"machine", "learning", "ml"},
 	{"lock", "down", "harden"},
 	{"continuous", "integration", "ci"},
+	{"dead", "letter", "dlq"},
+	{"pulse", "width", "pwm"},
+	{"feature", "toggle", "featureflag"},
+	{"feature", "flag", "featureflag"},
+	{"hugging", "face", "huggingface"},
 	{"rss", "feed", "rssfeed"},
 	{"atom", "feed", "atomfeed"},
 }
@@ -356,6 +383,8 @@ var vocabTriples = [][4]string{
 	{"video", "on", "demand", "vod"},
 	{"visual", "studio", "code", "vscode"},
 	{"domainkeys", "identified", "mail", "dkim"},
+	{"time", "to", "live", "ttl"},
+	{"create", "react", "app", "cra"},
 	{"large", "language", "model", "llm"},
 	{"large", "language", "models", "llm"},
 }

@@ -139,6 +139,22 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"geo", "GIS"},
 		{"continuous integration", "CI"},
 		{"autogenerate", "generate"},
+		{"CVEs", "vulnerabilities"},
+		{"WDT", "watchdog"},
+		{"time to live", "TTL"},
+		{"dead-letter", "DLQ"},
+		{"feature toggle", "feature flag"},
+		{"bq", "BigQuery"},
+		{"RN", "React Native"},
+		{"create-react-app", "CRA"},
+		{"GHA", "GitHub Actions"},
+		{"HF", "Hugging Face"},
+		{"md", "Markdown"},
+		{"prod", "production"},
+		{"btn", "button"},
+		{"bulk", "batch"},
+		{"microSD", "SD"},
+		{"pulse-width", "PWM"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.a+"="+tc.b, func(t *testing.T) {
@@ -203,6 +219,9 @@ func TestVocabularyTables(t *testing.T) {
 		}
 	}
 	for _, p := range vocabTriples {
+		if p[3] == "" {
+			t.Errorf("triple %q has no term", p)
+		}
 		if got, want := termsOf(p[0]+" "+p[1]+" "+p[2]), canonical(p[3]); len(got) != 1 || got[0] != want {
 			t.Errorf("triple %q %q %q -> %v, want [%s]", p[0], p[1], p[2], got, want)
 		}
