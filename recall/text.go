@@ -399,7 +399,7 @@ func analyze(text string, maxRunes int) analyzed {
 				continue
 			}
 		}
-		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) {
+		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) || goVerb(ws, i) {
 			ls.stop(w.text)
 			continue
 		}
@@ -419,6 +419,13 @@ func analyze(text string, maxRunes int) analyzed {
 	a.lead.quals = quals
 	a.implyTools()
 	return a
+}
+
+// goVerb reports whether ws[i] is the verb "go" of "go to definition" or
+// "go to the settings page", not the Go language: "go" followed by "to"
+// and not after "from" ("port the service from Go to Rust").
+func goVerb(ws []word, i int) bool {
+	return ws[i].text == "go" && i+1 < len(ws) && ws[i+1].text == "to" && (i == 0 || ws[i-1].text != "from")
 }
 
 // trigrams returns the sorted, distinct hashes of the character trigrams of

@@ -269,3 +269,25 @@ func TestVocabularyTables(t *testing.T) {
 		t.Errorf("parseConfig -> %v, want two terms", got)
 	}
 }
+
+// "go" is the language except as the verb of "go to ..." and in the
+// other forms of that verb.
+func TestGoTheLanguageAndTheVerb(t *testing.T) {
+	golang := canonical("golang")
+	tests := []struct {
+		text string
+		lang bool
+	}{
+		{"Add go to definition to the language server", false},
+		{"Go to the settings page after login", false},
+		{"The old manifest is going away", false},
+		{"Rewrite the service in Go", true},
+		{"Port the service from Go to Rust", true},
+		{"Write a Go client for the API", true},
+	}
+	for _, tc := range tests {
+		if got := slices.Contains(termsOf(tc.text), golang); got != tc.lang {
+			t.Errorf("%q names the Go language: %v, want %v", tc.text, got, tc.lang)
+		}
+	}
+}
