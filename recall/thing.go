@@ -322,14 +322,15 @@ func (s *searcher) otherThing(d *doc) bool {
 // toolOnly reports whether the query names a tool (not one only implied)
 // of a category d names no tool of, in its goal or its approach. Client
 // and server are left out: "browser", "frontend" and "backend" say where,
-// not with what.
+// not with what; and so are the tools whose names are common words (see
+// wordTools).
 func (s *searcher) toolOnly(d *doc) bool {
 	var dc uint32
 	for _, t := range d.tools {
 		dc |= toolTable[t.tool].cats
 	}
 	for _, t := range s.tools {
-		if c := toolTable[t.tool].cats; t.role&toolImplied == 0 && c != catSide && c&dc == 0 {
+		if c := toolTable[t.tool].cats; t.role&toolImplied == 0 && c != catSide && c&dc == 0 && !wordTools[toolTable[t.tool].name] {
 			return true
 		}
 	}
@@ -429,4 +430,16 @@ func versionsConflict(q, d []string) bool {
 		}
 	}
 	return false
+}
+
+// wordTools are the tools whose names are also common English words ("a
+// black background", "react to changes", "the vault contract", "make the
+// output prettier"): toolOnly does not take them for a name of the task.
+var wordTools = map[string]bool{
+	"black": true, "express": true, "spring": true, "rails": true, "react": true,
+	"flutter": true, "prettier": true, "stripe": true, "swift": true, "rust": true,
+	"bun": true, "flask": true, "mocha": true, "jest": true, "parcel": true,
+	"rollup": true, "sentry": true, "vault": true, "doppler": true, "airflow": true,
+	"excel": true, "windows": true, "apple": true, "slack": true, "discord": true,
+	"eclipse": true, "sublime": true, "leaflet": true, "prefect": true,
 }

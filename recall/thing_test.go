@@ -229,3 +229,18 @@ func FuzzVersions(f *testing.F) {
 		}
 	})
 }
+
+// A tool whose name is a common word is no name of the task: "a black
+// background" does not make the task one of the Black formatter.
+func TestWordToolsAreNoNames(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("theme", "Add a dark theme to the settings window with Tailwind"))
+	if got := recalled(ix, "Add a dark theme with a black background to the settings window"); !slices.Equal(got, []string{"theme"}) {
+		t.Errorf("recalled %v, want [theme]", got)
+	}
+	for w := range wordTools {
+		if _, ok := toolIndex[canonical(w)]; !ok {
+			t.Errorf("%q of wordTools is no tool", w)
+		}
+	}
+}
