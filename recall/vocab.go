@@ -232,6 +232,9 @@ var vocabGroups = [][]string{
 // "accessibility" stems to "access" (access tokens, access control).
 var spelledOut = map[string]string{
 	"accessibility": "a11y",
+	// The operating system, not a window of the user interface: both
+	// stem to "window".
+	"windows": "windows",
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,

@@ -186,6 +186,7 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"Slurm", "AWS Batch"},
 		{"RSS feed", "Atom feed"},
 		{"move", "rename"},
+		{"window", "Windows"},
 		{"RSS feed", "RSS"}, // RSS alone is resident memory
 	}
 	for _, tc := range apart {
