@@ -24,7 +24,8 @@ import (
 //     names another thing the first lacks (a name of its own, or a tool of
 //     toolTable) are about two tools (see namesConflict); a tool the
 //     query names, of a kind the other goal names none of, counts as a
-//     name of the query's there;
+//     name of the query's there, and so do the commands, flags and paths a
+//     goal gives ("a /warp command", "the --json flag"; see commandNames);
 //   - versions: two goals that name one tool in two versions ("ROS 1",
 //     "ROS 2"; "Python 2", "Python 3") and in none in common are two
 //     tasks (see versions);
@@ -156,6 +157,40 @@ func names(text string) []string {
 			continue
 		}
 		out = append(out, lw)
+	}
+	return commandNames(text, out)
+}
+
+// commandNames appends to out the commands, flags and paths a text gives,
+// lowercased: a word that starts with "/" or "--" after a space or at the
+// start of the text ("a /warp command", "the --json flag", "back up
+// /home"). Two tasks on two of them are two tasks, as with names.
+func commandNames(text string, out []string) []string {
+	for i := 0; i < len(text) && len(out) < maxNames; i++ {
+		if i > 0 && text[i-1] != ' ' {
+			continue
+		}
+		j := i
+		switch {
+		case text[i] == '/':
+			j = i + 1
+		case strings.HasPrefix(text[i:], "--"):
+			j = i + 2
+		default:
+			continue
+		}
+		k := j
+		for k < len(text) && (isNameByte(text[k]) || text[k] == '/' || text[k] == '-' || text[k] == '_') {
+			k++
+		}
+		if k == j || !isNameByte(text[j]) {
+			continue
+		}
+		w := strings.ToLower(strings.TrimRight(text[i:k], "/-_"))
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+		i = k - 1
 	}
 	return out
 }

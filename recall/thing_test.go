@@ -27,6 +27,10 @@ func TestNames(t *testing.T) {
 		{"Add Dark Mode To The Settings Page", nil},
 		{"Upload Coverage Reports To SonarCloud From The Pipeline", []string{"sonarcloud"}},
 		{"", nil},
+		// Commands, flags and paths.
+		{"Add a /warp command and a --dry-run flag to the CLI", []string{"/warp", "--dry-run"}},
+		{"Back up /home/user/ to the NAS", []string{"/home/user"}},
+		{"Read and/or write the file, -- or not, /", nil},
 	}
 	for _, tc := range tests {
 		if got := names(tc.text); !slices.Equal(got, tc.want) {
@@ -241,6 +245,25 @@ func TestWordToolsAreNoNames(t *testing.T) {
 	for w := range wordTools {
 		if _, ok := toolIndex[canonical(w)]; !ok {
 			t.Errorf("%q of wordTools is no tool", w)
+		}
+	}
+}
+
+// Two commands, flags or paths are two things, as two names are.
+func TestCommandNamesConflict(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("ban", "Add a /ban command to the chat bot"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Add a /kick command to the chat bot", nil},
+		{"Add a /ban command for moderators to the chat bot", []string{"ban"}},
+		{"Add a ban command to the chat bot", []string{"ban"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
 		}
 	}
 }
