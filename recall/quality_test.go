@@ -269,14 +269,14 @@ func TestQualityHeldOut5(t *testing.T) {
 // acronyms, nicknames and tool kinds of vocab.go; a tool against a name,
 // versions, moving and exporting) were written from its misses and false
 // recalls: it is tune data since, like the third, fourth and fifth sets,
-// and its figure after them (34/96 found, 22 of 220 false recalls) is no
+// and its figure after them (34/96 found, 21 of 220 false recalls) is no
 // held-out figure. It fails when the figures get worse than that.
 func TestQualityHeldOut6(t *testing.T) {
 	f := measureSet(t, "heldout6.json", "sixth set")
 	if f.reworded != 96 || f.negatives() != 220 {
 		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	const tunedFound, tunedFalses = 34, 22
+	const tunedFound, tunedFalses = 34, 21
 	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
 		t.Errorf("sixth set worse than after the seventh round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
 	}
@@ -292,7 +292,7 @@ var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than after
 // the seventh round, which added the sixth set to them: 142 of 275 found,
-// 37 false recalls of 565 (the rules before it: 131 and 56). Without the
+// 36 false recalls of 565 (the rules before it: 131 and 56). Without the
 // sixth set, the default was chosen after the sixth round at 103 of 179
 // found, 16 of 345 false recalls (108 and 15 after the seventh).
 func TestQualityTuneCurve(t *testing.T) {
@@ -321,7 +321,7 @@ func TestQualityTuneCurve(t *testing.T) {
 	if reworded != 275 || negatives != 565 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 142, 37
+	const chosenFound, chosenFalses = 142, 36
 	if found < chosenFound || falses > chosenFalses {
 		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the seventh round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)
