@@ -67,6 +67,8 @@ type doc struct {
 	quals   uint32    // the goal's qualifiers (see qualifiers.go)
 	tools   []toolUse // tools the goal and the approach name (see parts.go)
 	names   []string  // the names the goal gives (see thing.go)
+	// versions are the versions of tools the goal names (see thing.go).
+	versions []string
 }
 
 type term struct {
@@ -148,6 +150,9 @@ func (ix *Index) Put(s store.Solution) {
 		ws.remove(slot)
 	}
 	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead, docTools(g.tools, a.tools), names(s.Goal))
+	if v := versions(s.Goal); len(v) > 0 {
+		ws.docs[ws.byID[s.ID]].versions = v
+	}
 }
 
 // Delete removes the solution with the given ID from the workspace's index.

@@ -158,6 +158,7 @@ var impliedTools = map[string][]string{
 	"esp32": {"firmware"}, "esp8266": {"firmware"}, "stm32": {"firmware"}, "nrf52": {"firmware"},
 	"arduino": {"firmware"},
 	"s3":      {"aws"}, "gcs": {"gcp"}, "azureblob": {"azure"},
+	"postgis": {"postgresql"}, "timescaledb": {"postgresql"}, "awsbatch": {"aws"},
 }
 
 // docTools returns the tools of a stored solution: those of its goal, and
@@ -239,7 +240,7 @@ func (s *searcher) fits(d *doc) bool {
 	// The action.
 	switch {
 	case s.kind == actSpecific && d.kind == actSpecific:
-		if !sameAction(s.verb, s.verb2, d.verb, d.verb2) {
+		if !sameAction(s.verb, s.verb2, d.verb, d.verb2) && !s.exportsAsConverts(d) {
 			return false
 		}
 	case s.kind == actSpecific && d.kind == actGeneric:
@@ -262,7 +263,7 @@ func (s *searcher) fits(d *doc) bool {
 	if s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 || !qualsFit(s.quals, d.quals) {
 		return false
 	}
-	if !toolsFit(s.tools, d.tools) || s.namesConflict(d) {
+	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) || versionsConflict(s.versions, d.versions) {
 		return false
 	}
 	return !s.otherThing(d)
@@ -276,7 +277,8 @@ func (s *searcher) fits(d *doc) bool {
 // recall's candidates pass this test, not [searcher.fits].
 func (s *searcher) conflicts(d *doc) bool {
 	return s.opposes(d) || s.reversed(d) || s.otherPath(d) || opposedFamilies(s.tailDir, d.tailDir) != 0 ||
-		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d)
+		!qualsFit(s.quals, d.quals) || !toolsFit(s.tools, d.tools) || s.namesConflict(d, false) ||
+		versionsConflict(s.versions, d.versions)
 }
 
 // Outcomes: the path of a task, when its goal names one ("when the
@@ -321,6 +323,26 @@ func sameAction(a, a2, b, b2 uint32) bool {
 	}
 	return false
 }
+
+// exportsAsConverts reports whether one of the query and d exports and the
+// other converts, each to a format: "export the model to ONNX" and
+// "convert the model to ONNX" are one task.
+func (s *searcher) exportsAsConverts(d *doc) bool {
+	exp, conv := s.ws.dict[exportTerm], s.ws.dict[convertTerm]
+	if !(s.verb == exp && d.verb == conv || s.verb == conv && d.verb == exp) {
+		return false
+	}
+	toFormat := func(tools []toolUse) bool {
+		return slices.ContainsFunc(tools, func(t toolUse) bool {
+			return t.role&toolTo != 0 && t.role&toolApproach == 0 && toolTable[t.tool].cats&catFormat != 0
+		})
+	}
+	return toFormat(s.tools) && toFormat(d.tools)
+}
+
+// exportTerm and convertTerm are the index terms of "export" and
+// "convert"; initVocab sets them.
+var exportTerm, convertTerm string
 
 // holdsTerm reports whether d's goal holds the term id.
 func (d *doc) holdsTerm(id uint32) bool {

@@ -201,3 +201,64 @@ func TestSearchWhy(t *testing.T) {
 		}
 	}
 }
+
+// The seventh round's actions and tool categories: cancelling, pausing,
+// resuming, scanning, rendering, reindexing and printing are tasks of
+// their own; editors, chart and map libraries, batch schedulers and
+// workflow managers are kinds of tool.
+func TestSeventhRoundActionsAndTools(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("sched", "Schedule the weekly digest email with cron"))
+	ix.Put(sol("etl", "Run the nightly import job on the Kubernetes cluster"))
+	ix.Put(sol("fmt", "Add a command to the VS Code extension that formats the open buffer"))
+	ix.Put(sol("pbs", "Submit the simulation jobs to the PBS cluster"))
+	ix.Put(sol("plot", "Draw the sales figures as a line chart with Highcharts"))
+	ix.Put(sol("flow", "Retry the failed tasks of the Airflow DAG"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Cancel the scheduled weekly digest email", nil},
+		{"Resume the nightly import job on the Kubernetes cluster", nil},
+		{"Pause the nightly import job on the Kubernetes cluster", nil},
+		{"Add a command to the Emacs extension that formats the open buffer", nil},
+		{"Submit the simulation jobs to the Slurm cluster", nil},
+		{"Draw the sales figures as a line chart with D3", nil},
+		{"Retry the failed tasks of the Prefect flow", nil},
+		// The same task in other words still fits.
+		{"Schedule the weekly digest email", []string{"sched"}},
+		{"Add a command to the vscode extension that formats the open buffer", []string{"fmt"}},
+		{"Submit the simulation jobs to the PBS cluster with qsub", []string{"pbs"}},
+		{"Draw the sales figures as a line chart", []string{"plot"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// Moving a project to another tool migrates it, and exporting to a format
+// converts to it; renaming is neither, and exporting with no format named
+// is another action than converting.
+func TestMoveMigratesExportConverts(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("vite", "Migrate the frontend build from webpack to Vite"))
+	ix.Put(sol("pdf", "Export the monthly invoices to PDF"))
+	ix.Put(sol("arch", "Export the monthly invoices for the accountant"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Move the frontend build from webpack to Vite", []string{"vite"}},
+		{"Rename the frontend build of webpack", nil},
+		{"Convert the monthly invoices to PDF", []string{"pdf"}},
+		{"Convert the monthly invoices to Excel", nil},
+		{"Convert the monthly invoices for the accountant", nil},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

@@ -243,15 +243,17 @@ func TestQualityHeldOut4(t *testing.T) {
 // vocabulary, directions and qualifiers of its misses) were written from
 // its misses: it is tune data since, like the third and fourth sets, and
 // its figure after them (18/53 found, 9 of 124 false recalls) is no
-// held-out figure. It fails when the figures get worse than that.
+// held-out figure. The seventh round's rules found four more of its
+// rewordings (22/53, 9 of 124 false recalls). It fails when the figures
+// get worse than that.
 func TestQualityHeldOut5(t *testing.T) {
 	f := measureSet(t, "heldout5.json", "fifth set")
 	if f.reworded != 53 || f.negatives() != 124 {
 		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	const tunedFound, tunedFalses = 18, 9
+	const tunedFound, tunedFalses = 22, 9
 	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
-		t.Errorf("fifth set worse than after the sixth round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
+		t.Errorf("fifth set worse than after the seventh round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
 	}
 }
 
@@ -259,34 +261,40 @@ func TestQualityHeldOut5(t *testing.T) {
 // request titles and CHANGELOG entries of fields the other sets barely
 // touch, without reading the rules, while the sixth round changed them,
 // and committed before any measure of it (testdata/quality/README.md). Its
-// one measure, after the sixth round: reworded found 28/96, same words
-// different task rejected 152/192, unrelated rejected 28/28, false recalls
-// 40 of 220 (18%), below the bar on both halves. The rules before the
-// sixth round, run on it at the same time: 31/96 found, 69 of 220 false
-// recalls. It is report-only, and fails when its figures get worse than
-// that measure; a rule written from what it shows makes it tune data.
+// one measure as a held-out set, after the sixth round: reworded found
+// 28/96, same words different task rejected 152/192, unrelated rejected
+// 28/28, false recalls 40 of 220 (18%), below the bar on both halves. The
+// rules before the sixth round, run on it at the same time: 31/96 found,
+// 69 of 220 false recalls. The seventh round's rules (spelling.go; the
+// acronyms, nicknames and tool kinds of vocab.go; a tool against a name,
+// versions, moving and exporting) were written from its misses and false
+// recalls: it is tune data since, like the third, fourth and fifth sets,
+// and its figure after them (34/96 found, 21 of 220 false recalls) is no
+// held-out figure. It fails when the figures get worse than that.
 func TestQualityHeldOut6(t *testing.T) {
 	f := measureSet(t, "heldout6.json", "sixth set")
 	if f.reworded != 96 || f.negatives() != 220 {
 		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
 	}
-	const firstFound, firstFalses = 28, 40
-	if f.found < firstFound || f.falseRecalls() > firstFalses {
-		t.Errorf("sixth set worse than its first measure (%d found, %d false recalls): %s", firstFound, firstFalses, f)
+	const tunedFound, tunedFalses = 34, 21
+	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
+		t.Errorf("sixth set worse than after the seventh round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
 	}
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
-// tune set and the third, fourth and fifth sets, each tune data since the
-// rules were written from its misses.
-var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json"}
+// tune set and the third, fourth, fifth and sixth sets, each tune data
+// since the rules were written from its misses.
+var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json"}
 
 // TestQualityTuneCurve reports the trade-off of the threshold on the tune
 // sets together: rewordings found against false recalls at thresholds
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
-// default finds fewer rewordings or makes more false recalls than when it
-// was chosen, after the sixth round: 103 of 179 found, 16 false recalls of
-// 345 (the rules before it: 105 and 39).
+// default finds fewer rewordings or makes more false recalls than after
+// the seventh round, which added the sixth set to them: 142 of 275 found,
+// 36 false recalls of 565 (the rules before it: 131 and 56). Without the
+// sixth set, the default was chosen after the sixth round at 103 of 179
+// found, 16 of 345 false recalls (108 and 15 after the seventh).
 func TestQualityTuneCurve(t *testing.T) {
 	type loaded struct {
 		set *qualitySet
@@ -310,12 +318,12 @@ func TestQualityTuneCurve(t *testing.T) {
 		t.Logf("tune sets at %.2f: reworded found %d/%d, false recalls %d of %d", th, found, reworded, falses, negatives)
 	}
 	found, reworded, falses, negatives := sum(DefaultMinSimilarity)
-	if reworded != 179 || negatives != 345 {
+	if reworded != 275 || negatives != 565 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 103, 16
+	const chosenFound, chosenFalses = 142, 36
 	if found < chosenFound || falses > chosenFalses {
-		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; when it was chosen %d found, %d false recalls",
+		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the seventh round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)
 	}
 }

@@ -206,11 +206,13 @@ type searcher struct {
 	tailDir uint32   // the direction of the query's later phrases (see lead)
 	quals   uint32   // the query's qualifiers (see qualifiers.go)
 	names   []string // the names the query gives (see thing.go)
-	qtri    []uint32
-	invG    [256]float32 // goal weight / BM25 length norm, by goal length
-	invA    [256]float32 // same for the approach
-	sc      *scratch
-	top     []result // best first, at most k
+	// versions are the versions of tools the query names (see thing.go).
+	versions []string
+	qtri     []uint32
+	invG     [256]float32 // goal weight / BM25 length norm, by goal length
+	invA     [256]float32 // same for the approach
+	sc       *scratch
+	top      []result // best first, at most k
 	// diceLeft counts the trigram similarities still allowed.
 	diceLeft int
 	// exhaustive lifts the effort bounds on trigrams, leaving only exact
@@ -256,7 +258,7 @@ func (ix *Index) prepare(q Query) *searcher {
 		order = order[:maxQueryTerms]
 	}
 
-	qnames := names(q.Goal)
+	qnames, qversions := names(q.Goal), versions(q.Goal)
 
 	ws.mu.RLock()
 	if ws.n == 0 {
@@ -322,7 +324,7 @@ func (ix *Index) prepare(q Query) *searcher {
 		}
 		s.objs = append(s.objs, qobj{id: id, flags: o.flags, ctx: contextTerms[o.term], w: s.goalIDF(df)})
 	}
-	s.names = qnames
+	s.names, s.versions = qnames, qversions
 	s.suffix = make([]float64, len(s.terms)+1)
 	for i := len(s.terms) - 1; i >= 0; i-- {
 		s.suffix[i] = s.suffix[i+1] + s.terms[i].ub

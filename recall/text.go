@@ -33,6 +33,9 @@ var extraStopwords = map[string]bool{
 	"correctly": true, "currently": true, "using": true, "use": true,
 	"may": true, "might": true, "must": true, "shall": true, "one": true,
 	"us": true, "lot": true, "bit": true, "onto": true,
+	// Forms of "go" other than the word itself: their stem is "go", which
+	// the vocabulary reads as the language ("MV2 is going away").
+	"going": true, "goes": true, "gone": true, "went": true,
 }
 
 func isStopword(w string) bool {
@@ -46,7 +49,7 @@ var synonymGroups = [][]string{
 	{"fetch", "get", "retrieve", "retrieval", "download", "pull", "grab", "obtain", "scrape", "scraping"},
 	{"html", "webpage", "website", "site", "homepage", "webpages", "websites"},
 	{"delete", "deletion", "remove", "removal", "erase", "drop", "purge", "wipe", "rm", "unlink", "del"},
-	{"create", "creation", "make", "add", "generate", "construct", "scaffold"},
+	{"create", "creation", "make", "add", "generate", "construct", "scaffold", "autogenerate"},
 	{"fix", "repair", "resolve", "debug", "patch", "troubleshoot", "solve"},
 	{"error", "errors", "exception", "failure", "fail", "bug", "crash", "fault", "panic", "broken"},
 	{"test", "spec", "unittest", "unittests", "testcase", "testcases"},
@@ -59,12 +62,12 @@ var synonymGroups = [][]string{
 	{"write", "save", "persist", "dump"},
 	{"find", "search", "locate", "lookup", "grep"},
 	{"list", "enumerate", "ls"},
-	{"rename", "move", "mv"},
+	{"rename", "mv"},
 	{"copy", "duplicate", "clone", "cp"},
 	{"database", "db"},
 	{"repository", "repo"},
 	{"authentication", "authenticate", "auth", "login", "signin", "logon", "sso", "oauth"},
-	{"convert", "conversion", "transform", "transformation", "migrate", "migration", "porting", "replace", "replacement", "swap"},
+	{"convert", "conversion", "transform", "transformation", "migrate", "migration", "porting", "replace", "replacement", "swap", "move"},
 	{"documentation", "docs", "doc"},
 	{"dependency", "dependencies", "deps", "dep"},
 	{"library", "libraries", "lib"},
@@ -127,6 +130,7 @@ var commonWords = []string{
 var (
 	synonyms    = map[string]string{}    // stem -> canonical term
 	phrases     = map[[2]string]string{} // stems of two words -> canonical term
+	triples     = map[[3]string]string{} // stems of three words -> canonical term
 	commonTerms = map[string]bool{}      // index terms of commonWords
 )
 
@@ -143,6 +147,13 @@ func init() {
 			canon = c
 		}
 		phrases[[2]string{stemWord(p[0]), stemWord(p[1])}] = canon
+	}
+	for _, p := range vocabTriples {
+		canon := stemWord(p[3])
+		if c, ok := synonyms[canon]; ok {
+			canon = c
+		}
+		triples[[3]string{stemWord(p[0]), stemWord(p[1]), stemWord(p[2])}] = canon
 	}
 	for _, w := range commonWords {
 		t := stemWord(w)
@@ -286,12 +297,15 @@ func englishStem(w string) string {
 	if s, ok := stemCache.Load(w); ok {
 		return s.(string)
 	}
-	b := w
+	b := americanSpelling(w)
 	if v, ok := irregular[w]; ok {
 		b = v
 	}
 	s := english.Stem(b, true)
 	if v, ok := agentStems[s]; ok {
+		s = v
+	}
+	if v, ok := spelledOut[w]; ok {
 		s = v
 	}
 	if stemCacheSize.Load() < maxStemCache {
@@ -360,6 +374,19 @@ func analyze(text string, maxRunes int) analyzed {
 		if x, ok := writtenImplies[w.text]; ok && !slices.Contains(a.implied, x) {
 			a.implied = append(a.implied, x)
 		}
+		if i+2 < len(ws) && !ws[i+1].cjk && !ws[i+2].cjk {
+			if c, ok := triples[[3]string{w.stem, ws[i+1].stem, ws[i+2].stem}]; ok {
+				addNorm(w.text)
+				addNorm(ws[i+1].text)
+				addNorm(ws[i+2].text)
+				a.terms = append(a.terms, c)
+				a.addTool(c, ls.role())
+				quals = addQual(quals, c, true)
+				ls.content(c, c, c)
+				i += 2
+				continue
+			}
+		}
 		if i+1 < len(ws) && !ws[i+1].cjk {
 			if c, ok := phrases[[2]string{w.stem, ws[i+1].stem}]; ok {
 				addNorm(w.text)
@@ -372,7 +399,7 @@ func analyze(text string, maxRunes int) analyzed {
 				continue
 			}
 		}
-		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) {
+		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) || goVerb(ws, i) {
 			ls.stop(w.text)
 			continue
 		}
@@ -392,6 +419,13 @@ func analyze(text string, maxRunes int) analyzed {
 	a.lead.quals = quals
 	a.implyTools()
 	return a
+}
+
+// goVerb reports whether ws[i] is the verb "go" of "go to definition" or
+// "go to the settings page", not the Go language: "go" followed by "to"
+// and not after "from" ("port the service from Go to Rust").
+func goVerb(ws []word, i int) bool {
+	return ws[i].text == "go" && i+1 < len(ws) && ws[i+1].text == "to" && (i == 0 || ws[i-1].text != "from")
 }
 
 // trigrams returns the sorted, distinct hashes of the character trigrams of

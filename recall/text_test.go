@@ -103,7 +103,7 @@ func TestTrigramsAndDice(t *testing.T) {
 }
 
 func FuzzTokenize(f *testing.F) {
-	for _, s := range []string{"parseConfig", "ParseHTTPResponse", "下载网页", "ошибки", "a\xffb", "web page", "\u0301\u0301x", "ǅungla", "İstanbul", "Write a CSV parser for the export", "don't remove it from x to y"} {
+	for _, s := range []string{"parseConfig", "ParseHTTPResponse", "下载网页", "ошибки", "a\xffb", "web page", "\u0301\u0301x", "ǅungla", "İstanbul", "Write a CSV parser for the export", "don't remove it from x to y", "Support right-to-left layouts at the point of sale", "Go to definition, from Go to Rust", "Normalise the colours of the catalogue", "Publish the ROS 2 node's odometry as an RSS feed"} {
 		f.Add(s)
 	}
 	ix := rankingIndex(f)

@@ -22,7 +22,13 @@ import (
 //     word written with a capital inside a sentence: Dependabot,
 //     SonarCloud, Tauri, Godot) and the other goal, which lacks that name,
 //     names another thing the first lacks (a name of its own, or a tool of
-//     toolTable) are about two tools (see namesConflict);
+//     toolTable) are about two tools (see namesConflict); a tool the
+//     query names, of a kind the other goal names none of, counts as a
+//     name of the query's there, and so do the commands, flags and paths a
+//     goal gives ("a /warp command", "the --json flag"; see commandNames);
+//   - versions: two goals that name one tool in two versions ("ROS 1",
+//     "ROS 2"; "Python 2", "Python 3") and in none in common are two
+//     tasks (see versions);
 //   - the leading phrases: when neither goal is led by a named action
 //     ("add", "set up", "make" or a verb the vocabulary does not name), or
 //     both by the same one, what they act on is in their leading phrases;
@@ -152,6 +158,40 @@ func names(text string) []string {
 		}
 		out = append(out, lw)
 	}
+	return commandNames(text, out)
+}
+
+// commandNames appends to out the commands, flags and paths a text gives,
+// lowercased: a word that starts with "/" or "--" after a space or at the
+// start of the text ("a /warp command", "the --json flag", "back up
+// /home"). Two tasks on two of them are two tasks, as with names.
+func commandNames(text string, out []string) []string {
+	for i := 0; i < len(text) && len(out) < maxNames; i++ {
+		if i > 0 && text[i-1] != ' ' {
+			continue
+		}
+		j := i
+		switch {
+		case text[i] == '/':
+			j = i + 1
+		case strings.HasPrefix(text[i:], "--"):
+			j = i + 2
+		default:
+			continue
+		}
+		k := j
+		for k < len(text) && (isNameByte(text[k]) || text[k] == '/' || text[k] == '-' || text[k] == '_') {
+			k++
+		}
+		if k == j || !isNameByte(text[j]) {
+			continue
+		}
+		w := strings.ToLower(strings.TrimRight(text[i:k], "/-_"))
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+		i = k - 1
+	}
 	return out
 }
 
@@ -223,16 +263,24 @@ func lowerASCII(c byte) byte {
 // the query does not: the same task with two tools the vocabulary does
 // not know ("with Dependabot", "with Renovate"), or with one it does not
 // know and one it knows ("in Terraform Cloud", "in an S3 backend").
-func (s *searcher) namesConflict(d *doc) bool {
-	if len(s.names) == 0 {
-		return false
-	}
+//
+// With tools set, a tool the query names counts as one of its names when
+// d names no tool of its categories anywhere, in its goal or its
+// approach: toolsFit does not judge a tool the other side is silent on
+// ("plot the simulation with Matplotlib" against "speed up the NumPy
+// simulation with Numba"). Semantic recall leaves it out (conflicts): a
+// vector can tell that the other side says the tool in other words
+// ("spreadsheets" for a CSV file).
+func (s *searcher) namesConflict(d *doc, tools bool) bool {
 	qOnly := false
 	for _, n := range s.names {
 		if !containsFold(d.sol.Goal, n) && !containsFold(d.sol.Approach, n) {
 			qOnly = true
 			break
 		}
+	}
+	if !qOnly && tools {
+		qOnly = s.toolOnly(d)
 	}
 	if !qOnly {
 		return false
@@ -304,4 +352,129 @@ func (s *searcher) otherThing(d *doc) bool {
 	}
 	q, qTot, g, gTot := s.leadGap(d)
 	return qTot > 0 && gTot > 0 && q >= otherThingShare*qTot && g >= otherThingShare*gTot
+}
+
+// toolOnly reports whether the query names a tool (not one only implied)
+// of a category d names no tool of, in its goal or its approach. Client
+// and server are left out: "browser", "frontend" and "backend" say where,
+// not with what; and so are the tools whose names are common words (see
+// wordTools).
+func (s *searcher) toolOnly(d *doc) bool {
+	var dc uint32
+	for _, t := range d.tools {
+		dc |= toolTable[t.tool].cats
+	}
+	for _, t := range s.tools {
+		if c := toolTable[t.tool].cats; t.role&toolImplied == 0 && c != catSide && c&dc == 0 && !wordTools[toolTable[t.tool].name] {
+			return true
+		}
+	}
+	return false
+}
+
+// versions returns the versions of tools a text names, lowercased, each as
+// the name and its number ("ros 2", "python 3", "manifest 3" for Manifest
+// V3): a word that is a tool of toolTable or written with a capital (see
+// below), followed by a space and a number of at most three digits, bare
+// or after a "v". Two tasks on two versions of one tool are two tasks
+// ("publish odometry from the ROS 1 node" is not "... from the ROS 2
+// node"). At most maxVersions, from the first maxNameBytes bytes.
+func versions(text string) []string {
+	if len(text) > maxNameBytes {
+		text = text[:maxNameBytes]
+	}
+	var out []string
+	prev := ""
+	i := 0
+	for i < len(text) && len(out) < maxVersions {
+		if !isNameByte(text[i]) {
+			if text[i] != ' ' {
+				prev = ""
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isNameByte(text[j]) {
+			j++
+		}
+		w := text[i:j]
+		if prev != "" {
+			if n, ok := versionNumber(w); ok {
+				v := prev + " " + n
+				if !slices.Contains(out, v) {
+					out = append(out, v)
+				}
+				prev = ""
+				i = j
+				continue
+			}
+		}
+		prev = ""
+		// A capital counts past the text's first word, or past a word's
+		// first letter (ROS, PyQt): the first word of a task is mostly
+		// its verb ("Retry 3 times").
+		named := hasUpper(w[:1]) && (i > 0 || hasUpper(w[1:]))
+		if lw := strings.ToLower(w); len(w) >= 2 && !isStopword(lw) && (named || isKnownTool(lw)) {
+			if _, isNum := versionNumber(w); !isNum {
+				prev = lw
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// maxVersions bounds the versions read from one text.
+const maxVersions = 4
+
+// versionNumber returns the number of a version written as w: one to
+// three digits, perhaps after a "v" ("2", "12", "v3").
+func versionNumber(w string) (string, bool) {
+	d := strings.TrimPrefix(strings.TrimPrefix(w, "v"), "V")
+	if len(d) == 0 || len(d) > 3 {
+		return "", false
+	}
+	for k := 0; k < len(d); k++ {
+		if d[k] < '0' || d[k] > '9' {
+			return "", false
+		}
+	}
+	return d, true
+}
+
+// versionsConflict reports whether q and d name one tool in versions
+// that have none in common: "Python 2" against "Python 3", not "from
+// Python 2 to Python 3" against "to Python 3" (the direction rules judge
+// that one).
+func versionsConflict(q, d []string) bool {
+	for _, v := range q {
+		if slices.Contains(d, v) {
+			continue
+		}
+		name := v[:strings.LastIndexByte(v, ' ')+1]
+		other, common := false, false
+		for _, u := range d {
+			if strings.HasPrefix(u, name) {
+				other = true
+				common = common || slices.Contains(q, u)
+			}
+		}
+		if other && !common {
+			return true
+		}
+	}
+	return false
+}
+
+// wordTools are the tools whose names are also common English words ("a
+// black background", "react to changes", "the vault contract", "make the
+// output prettier"): toolOnly does not take them for a name of the task.
+var wordTools = map[string]bool{
+	"black": true, "express": true, "spring": true, "rails": true, "react": true,
+	"flutter": true, "prettier": true, "stripe": true, "swift": true, "rust": true,
+	"bun": true, "flask": true, "mocha": true, "jest": true, "parcel": true,
+	"rollup": true, "sentry": true, "vault": true, "doppler": true, "airflow": true,
+	"excel": true, "windows": true, "apple": true, "slack": true, "discord": true,
+	"eclipse": true, "sublime": true, "leaflet": true, "prefect": true,
 }

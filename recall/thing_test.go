@@ -27,6 +27,10 @@ func TestNames(t *testing.T) {
 		{"Add Dark Mode To The Settings Page", nil},
 		{"Upload Coverage Reports To SonarCloud From The Pipeline", []string{"sonarcloud"}},
 		{"", nil},
+		// Commands, flags and paths.
+		{"Add a /warp command and a --dry-run flag to the CLI", []string{"/warp", "--dry-run"}},
+		{"Back up /home/user/ to the NAS", []string{"/home/user"}},
+		{"Read and/or write the file, -- or not, /", nil},
 	}
 	for _, tc := range tests {
 		if got := names(tc.text); !slices.Equal(got, tc.want) {
@@ -118,4 +122,148 @@ func FuzzNames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A tool the query names, of a kind the stored task names none of, counts
+// as a name of the query's: against a stored task that names another
+// thing of its own, they are two tasks.
+func TestToolAgainstANameConflicts(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("quest", "Store the sensor readings in QuestDB every minute"))
+	ix.Put(sol("altair", "Plot the weekly signups as a bar chart with Altair"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Store the sensor readings in a CSV file every minute", nil},
+		{"Plot the weekly signups as a bar chart with Matplotlib", nil},
+		// Naming no tool, or the same name, fits.
+		{"Store the sensor readings every minute", []string{"quest"}},
+		{"Plot the weekly signups as a bar chart", []string{"altair"}},
+		{"Plot the weekly signups with Altair as a bar chart", []string{"altair"}},
+		// Client and server say where, not with what.
+		{"Store the sensor readings in QuestDB every minute from the backend", []string{"quest"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestVersions(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"Port the scripts from Python 2 to Python 3.12", []string{"python 2", "python 3"}},
+		{"Publish the pose from the ROS 2 node", []string{"ros 2"}},
+		{"Move the extension to Manifest V3", []string{"manifest 3"}},
+		{"ROS 2 node that publishes the pose", []string{"ros 2"}},
+		{"Upgrade the app to vue 3", []string{"vue 3"}},
+		// Numbers after other words are no versions.
+		{"Show the top 10 products", nil},
+		{"Find the stores within 5 km", nil},
+		{"Retry 3 times, then give up", nil},
+		{"Python, 3 times", nil},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		if got := versions(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("versions(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	conflicts := []struct {
+		q, d []string
+		want bool
+	}{
+		{[]string{"python 2"}, []string{"python 3"}, true},
+		{[]string{"python 3"}, []string{"python 3"}, false},
+		{[]string{"python 2", "python 3"}, []string{"python 3"}, false},
+		{[]string{"python 3"}, []string{"vue 3"}, false},
+		{nil, []string{"python 3"}, false},
+	}
+	for _, tc := range conflicts {
+		if got := versionsConflict(tc.q, tc.d); got != tc.want {
+			t.Errorf("versionsConflict(%q, %q) = %v, want %v", tc.q, tc.d, got, tc.want)
+		}
+	}
+}
+
+// One tool in two versions makes two tasks; no version, or the same, fits.
+func TestVersionsOfOneTool(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("py2", "Package the command-line tool as a wheel for Python 2"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Package the command-line tool as a wheel for Python 3", nil},
+		{"Package the command-line tool as a wheel", []string{"py2"}},
+		{"Package the command-line tool as a wheel for Python 2", []string{"py2"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// Every version is a lowercased name of the text, a space and one to
+// three digits, and there are at most maxVersions of them.
+func FuzzVersions(f *testing.F) {
+	for _, s := range []string{"Port from Python 2 to Python 3", "ROS 2 node", "Manifest V3", "x\xffY 2", "A 1 B 2 C 3 D 4 E 5", strings.Repeat("Aa 1 ", 1000)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := versions(s)
+		if len(got) > maxVersions {
+			t.Fatalf("%d versions from %q", len(got), s)
+		}
+		low := strings.ToLower(s)
+		for _, v := range got {
+			sp := strings.LastIndexByte(v, ' ')
+			name, num := v[:max(sp, 0)], v[sp+1:]
+			if sp <= 0 || name != strings.ToLower(name) || !strings.Contains(low, name) {
+				t.Fatalf("version %q of %q: the name is not a lowercased word of the text", v, s)
+			}
+			if _, ok := versionNumber(num); !ok || strings.HasPrefix(num, "v") {
+				t.Fatalf("version %q of %q: %q is no number", v, s, num)
+			}
+		}
+	})
+}
+
+// A tool whose name is a common word is no name of the task: "a black
+// background" does not make the task one of the Black formatter.
+func TestWordToolsAreNoNames(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("theme", "Add a dark theme to the settings window with Tailwind"))
+	if got := recalled(ix, "Add a dark theme with a black background to the settings window"); !slices.Equal(got, []string{"theme"}) {
+		t.Errorf("recalled %v, want [theme]", got)
+	}
+	for w := range wordTools {
+		if _, ok := toolIndex[canonical(w)]; !ok {
+			t.Errorf("%q of wordTools is no tool", w)
+		}
+	}
+}
+
+// Two commands, flags or paths are two things, as two names are.
+func TestCommandNamesConflict(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("ban", "Add a /ban command to the chat bot"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Add a /kick command to the chat bot", nil},
+		{"Add a /ban command for moderators to the chat bot", []string{"ban"}},
+		{"Add a ban command to the chat bot", []string{"ban"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
 }

@@ -37,7 +37,6 @@ var vocabGroups = [][]string{
 	{"reduce", "decrease", "shrink", "minimize", "lower", "cut"},
 	{"increase", "raise", "grow"},
 	{"schedule", "cron", "crontab", "periodic", "periodically"},
-	{"monitor", "monitoring", "observability"},
 	{"instrument", "instrumentation"},
 	{"containerize", "docker", "dockerize", "dockerfile"},
 	{"setup", "install", "installation", "provision"},
@@ -62,7 +61,7 @@ var vocabGroups = [][]string{
 	{"opentelemetry", "otel"},
 	{"golang", "go"},
 	{"bash", "shell", "sh", "zsh"},
-	{"rabbitmq", "amqp"},
+	{"rabbitmq", "amqp", "rmq"},
 	{"yaml", "yml"},
 	{"excel", "xlsx", "xls"},
 	{"beautifulsoup", "bs4"},
@@ -125,6 +124,117 @@ var vocabGroups = [][]string{
 	// The sixth round's: PostgreSQL's "Table Partitioning" ("splitting
 	// what is logically one large table into smaller physical pieces").
 	{"split", "partition", "partitioned", "partitioning", "partitions"},
+	// The seventh round's: acronyms, numeronyms and nicknames, each as the
+	// documentation of the tool or the specification writes it (an
+	// acronym spelled out in full is read as the acronym: vocabPhrases,
+	// vocabTriples). Numeronyms as the W3C's glossaries and MDN write
+	// them: a11y for accessibility (spelledOut), o11y for observability
+	// (with monitoring above). Nicknames of tools as their own commands
+	// and prefixes: Neovim's nvim, Home Assistant's hass (its core and
+	// its command), WordPress's wp (wp-admin, WP-CLI), Slurm's sbatch,
+	// srun, squeue and salloc, InfluxDB's influx, RabbitMQ's rmq,
+	// SQLite's sqlite3, GitHub's gh. Formats as their specifications
+	// name them: iCalendar (RFC 5545: .ics files, the webcal: scheme),
+	// glTF and its binary GLB (Khronos), HLS and its m3u8 playlists (RFC
+	// 8216), the Jupyter notebook and its .ipynb file, TeX and LaTeX and
+	// their engines (latexmk, pdfLaTeX, XeLaTeX, LuaLaTeX), JPEG and jpg.
+	// Signals as signal(7) names them (SIGHUP, kill -HUP). DKIM as RFC
+	// 6376 spells it out (DomainKeys Identified Mail). Loudness as
+	// FFmpeg's loudnorm filter and EBU R 128 measure it (LUFS).
+	{"a11y"},
+	{"monitor", "monitoring", "observability", "o11y"},
+	{"neovim", "nvim"},
+	{"vscode"},
+	{"homeassistant", "hass"},
+	{"wordpress", "wp"},
+	{"icalendar", "ical", "ics", "webcal"},
+	{"slurm", "sbatch", "srun", "squeue", "salloc"},
+	{"sighup", "hup"},
+	{"dkim", "domainkeys"},
+	{"latex", "tex", "latexmk", "pdflatex", "xelatex", "lualatex"},
+	{"gltf", "glb"},
+	{"notebook", "ipynb"},
+	{"loudness", "loudnorm", "lufs"},
+	{"hls", "m3u8"},
+	{"influxdb", "influx"},
+	{"sqlite", "sqlite3"},
+	{"github", "gh"},
+	{"jpeg", "jpg"},
+	{"webassembly", "wasm"},
+	{"vue", "vuejs"},
+	{"react", "reactjs"},
+	{"tailwind", "tailwindcss"},
+	// Acronyms read from their expansions (vocabPhrases, vocabTriples),
+	// as the specifications and the projects write them: LSP (Microsoft's
+	// Language Server Protocol), PWA (web.dev's and MDN's progressive web
+	// apps), RTL and LTR (the W3C's right-to-left and left-to-right
+	// text), POS (point of sale), JIT (just-in-time compilation, as
+	// Numba and PyPy describe themselves), CDN (content delivery
+	// network), HPC (high-performance computing), ABR (adaptive bitrate
+	// streaming), SPA, SSR and SSG (single-page apps, server-side
+	// rendering, static site generators), ORM, DSL, JWT (RFC 7519), RBAC,
+	// CSRF and XSS (OWASP), E2E tests, ETL, CDC (change data capture),
+	// OCR, TTS and STT (text to speech, speech to text; ASR), NLP, BLE
+	// (Bluetooth Low Energy), IoT, EHR (electronic health records; EMR),
+	// CRM, CMS, LTS (long-term support), VOD, GC (garbage collection).
+	{"lsp"}, {"pwa"}, {"rtl"}, {"ltr"}, {"pos"}, {"jit"}, {"cdn"}, {"hpc"},
+	{"abr"}, {"spa"}, {"ssr"}, {"ssg"}, {"orm"}, {"dsl"}, {"jwt"}, {"rbac"},
+	{"csrf"}, {"xss"}, {"e2e"}, {"etl"}, {"cdc"}, {"ocr"}, {"tts"},
+	{"stt", "asr"}, {"nlp"}, {"ble"}, {"iot"}, {"ehr", "emr"}, {"crm"},
+	{"cms"}, {"lts"}, {"vod"}, {"gc"},
+	// Words of everyday software work that name one thing, each as a
+	// reference names it: OpenSSH's ssh and its daemon sshd, POSIX's
+	// regular expressions (regex, regexp), RFC 9562's UUIDs ("also known
+	// as GUIDs"), WAI-ARIA's dialog role (a modal dialog; a popup window),
+	// the user interface (UI, GUI), the virtual machine (VM), machine
+	// learning (ML), large language models (LLM), email and mail, junk
+	// mail and spam, passwd as Unix names the password, the administrator,
+	// NIST's "hardening" of a system (locking it down), geospatial data
+	// (geo, GIS: a geographic information system).
+	{"ssh", "sshd", "openssh"},
+	{"regex", "regexp", "regexes"},
+	{"uuid", "guid", "uuids", "guids"},
+	{"dialog", "modal", "popup"},
+	{"ui", "gui"},
+	{"vm"}, {"ml"}, {"llm"},
+	{"email", "mail", "emails", "mails"},
+	{"spam", "junk"},
+	{"password", "passwd"},
+	{"admin", "administrator"},
+	{"harden", "hardening"},
+	{"geospatial", "geo", "gis", "geographic"},
+	// And their nicknames and acronyms: CVE (cve.org: "Common
+	// Vulnerabilities and Exposures", one record per publicly disclosed
+	// vulnerability), WDT (the watchdog timer of the microcontrollers'
+	// manuals), TTL (time to live), DLQ (a dead-letter queue, as SQS and
+	// RabbitMQ name it), feature toggles and feature flags (one thing, as
+	// Martin Fowler's "Feature Toggles (aka Feature Flags)" says), bq
+	// (BigQuery's command), RN (React Native), CRA (Create React App),
+	// GHA (GitHub Actions), HF (Hugging Face), md (Markdown's extension),
+	// prod (production), btn (a button's class prefix), bulk and batch,
+	// microSD and SD cards, PWM (pulse-width modulation).
+	{"vulnerability", "vulnerabilities", "vuln", "vulns", "cve", "cves"},
+	{"watchdog", "wdt"},
+	{"ttl"}, {"dlq"}, {"featureflag"}, {"pwm"}, {"cra"},
+	{"bigquery", "bq"},
+	{"reactnative", "rn"},
+	{"githubactions", "gha"},
+	{"huggingface", "hf"},
+	{"markdown", "md"},
+	{"production", "prod"},
+	{"button", "btn"},
+	{"batch", "bulk"},
+	{"sd", "microsd", "sdcard"},
+}
+
+// spelledOut are words read as the acronym or numeronym that stands for
+// them, in place of their stem, where the stem would join other words:
+// "accessibility" stems to "access" (access tokens, access control).
+var spelledOut = map[string]string{
+	"accessibility": "a11y",
+	// The operating system, not a window of the user interface: both
+	// stem to "window".
+	"windows": "windows",
 }
 
 // vocabPhrases extend synonymPhrases (text.go): two words, by their stems,
@@ -209,6 +319,77 @@ var vocabPhrases = [][3]string{
 	{"secrets", "manager", "secretsmanager"},
 	{"key", "vault", "keyvault"},
 	{"tensorflow", "lite", "tflite"},
+	// The seventh round's (see the acronyms of vocabGroups).
+	{"language", "server", "lsp"},
+	{"progressive", "web", "pwa"},
+	{"content", "delivery", "cdn"},
+	{"adaptive", "bitrate", "abr"},
+	{"adaptive", "streaming", "abr"},
+	{"single", "page", "spa"},
+	{"object", "relational", "orm"},
+	{"domain", "specific", "dsl"},
+	{"garbage", "collection", "gc"},
+	{"garbage", "collector", "gc"},
+	{"content", "management", "cms"},
+	{"vs", "code", "vscode"},
+	{"home", "assistant", "homeassistant"},
+	{"chart", "js", "chartjs"},
+	{"d3", "js", "d3"},
+	{"aws", "batch", "awsbatch"},
+	{"microsoft", "teams", "msteams"},
+	{"ms", "teams", "msteams"},
+	{"regular", "expression", "regex"},
+	{"pop", "up", "popup"},
+	{"user", "interface", "ui"},
+	{"virtual", "machine", "vm"},
+	{"machine", "learning", "ml"},
+	{"lock", "down", "harden"},
+	{"continuous", "integration", "ci"},
+	{"dead", "letter", "dlq"},
+	{"pulse", "width", "pwm"},
+	{"feature", "toggle", "featureflag"},
+	{"feature", "flag", "featureflag"},
+	{"hugging", "face", "huggingface"},
+	{"rss", "feed", "rssfeed"},
+	{"atom", "feed", "atomfeed"},
+}
+
+// vocabTriples are three words, by their stems, read as one term: the
+// expansions of acronyms whose middle word is a stopword ("point of
+// sale") or that hold a two-word phrase of their own ("server-side
+// rendering"). They are matched before vocabPhrases.
+var vocabTriples = [][4]string{
+	{"right", "to", "left", "rtl"},
+	{"left", "to", "right", "ltr"},
+	{"point", "of", "sale", "pos"},
+	{"just", "in", "time", "jit"},
+	{"high", "performance", "computing", "hpc"},
+	{"http", "live", "streaming", "hls"},
+	{"server", "side", "rendering", "ssr"},
+	{"static", "site", "generator", "ssg"},
+	{"json", "web", "token", "jwt"},
+	{"role", "based", "access", "rbac"},
+	{"cross", "site", "request", "csrf"},
+	{"cross", "site", "scripting", "xss"},
+	{"end", "to", "end", "e2e"},
+	{"extract", "transform", "load", "etl"},
+	{"change", "data", "capture", "cdc"},
+	{"optical", "character", "recognition", "ocr"},
+	{"text", "to", "speech", "tts"},
+	{"speech", "to", "text", "stt"},
+	{"natural", "language", "processing", "nlp"},
+	{"bluetooth", "low", "energy", "ble"},
+	{"internet", "of", "things", "iot"},
+	{"electronic", "health", "records", "ehr"},
+	{"customer", "relationship", "management", "crm"},
+	{"long", "term", "support", "lts"},
+	{"video", "on", "demand", "vod"},
+	{"visual", "studio", "code", "vscode"},
+	{"domainkeys", "identified", "mail", "dkim"},
+	{"time", "to", "live", "ttl"},
+	{"create", "react", "app", "cra"},
+	{"large", "language", "model", "llm"},
+	{"large", "language", "models", "llm"},
 }
 
 // Kinds of the action that leads a goal.
@@ -250,6 +431,11 @@ var specificActions = []string{
 	"expire", "invalidate", "archive", "approve", "refund",
 	"charge", "crawl", "sync", "replay", "seed", "audit", "refresh", "redact", "apply",
 	"stop",
+	// The seventh round's: actions with a sense of their own, each the
+	// other task of a stored one that names the thing it acts on
+	// ("cancel the scheduled job", "render the scene", "reindex the
+	// catalog", "resume the workflow", "scan the barcodes").
+	"cancel", "pause", "resume", "scan", "render", "reindex", "print",
 }
 
 // lightVerbs lead no action of their own, whatever their group: "make the
@@ -289,16 +475,20 @@ const (
 	catSearch
 	catSide // client or server
 	catRuntime
-	catStorage // object storage
-	catService // a hosted service with an API of its own
-	catHash    // password hashing
-	catLinter  // linters and formatters
-	catScraper // scraping and browser automation
-	catFormat  // data and document formats
-	catBoard   // microcontrollers and single-board computers
-	catML      // machine learning frameworks
-	catSecrets // secret stores
-	catProcess // what runs a service: a service manager or a container engine
+	catStorage  // object storage
+	catService  // a hosted service with an API of its own
+	catHash     // password hashing
+	catLinter   // linters and formatters
+	catScraper  // scraping and browser automation
+	catFormat   // data and document formats
+	catBoard    // microcontrollers and single-board computers
+	catML       // machine learning frameworks
+	catSecrets  // secret stores
+	catProcess  // what runs a service: a service manager or a container engine
+	catEditor   // code editors and IDEs, which plugins and extensions extend
+	catViz      // chart and map libraries
+	catBatch    // batch schedulers of clusters and their cloud services
+	catWorkflow // workflow managers
 )
 
 // toolTable lists tools by their canonical term (after vocabGroups and
@@ -495,6 +685,91 @@ var toolTable = []struct {
 	{"pm2", catProcess, "", "PM2"},
 	{"loki", catObservability, "", "Loki"},
 	{"celery", catFramework, "python", "Celery"},
+	// The seventh round's, named as their projects' documentation names
+	// them: code editors and IDEs (Visual Studio Code, Neovim, Vim, Emacs,
+	// JetBrains' IntelliJ, Sublime Text, Eclipse, Zed); platforms that
+	// plugins and integrations are written for (WordPress, Drupal and
+	// Joomla in PHP, Home Assistant in Python, openHAB in Java,
+	// Homebridge in JavaScript); chart and map libraries (D3,
+	// Chart.js, Highcharts, Apache ECharts, Recharts, Matplotlib,
+	// Seaborn, Bokeh, Leaflet, Mapbox, OpenLayers, CesiumJS); the batch
+	// schedulers that Nextflow's and Snakemake's executors name (Slurm,
+	// PBS, LSF, HTCondor, AWS Batch); workflow managers (Snakemake,
+	// Nextflow, Airflow, Prefect, Dagster, Luigi); configuration
+	// management (SaltStack; Puppet's name stems as Puppeteer's does, and
+	// Plotly's as "plot", so they are left to the names of thing.go);
+	// time-series, graph and
+	// document databases and PostgreSQL's extensions (InfluxDB,
+	// TimescaleDB, PostGIS, Neo4j, CouchDB, CockroachDB, Firestore);
+	// chat and commerce services (Telegram, Mattermost, WhatsApp, Zulip,
+	// Mastodon, Microsoft Teams, WooCommerce, Magento); formats of
+	// calendars, 3D scenes and images (iCalendar, glTF, FBX, PNG, JPEG,
+	// WebP, SVG, GIF) and feeds (an RSS or Atom feed: RSS alone is the
+	// resident memory of the groups above).
+	{"vscode", catEditor, "", "VS Code"},
+	{"neovim", catEditor, "", "Neovim"},
+	{"vim", catEditor, "", "Vim"},
+	{"emacs", catEditor, "", "Emacs"},
+	{"jetbrains", catEditor, "", "JetBrains"},
+	{"intellij", catEditor, "", "IntelliJ"},
+	{"sublime", catEditor, "", "Sublime Text"},
+	{"eclipse", catEditor, "", "Eclipse"},
+	{"zed", catEditor, "", "Zed"},
+	{"wordpress", catFramework, "php", "WordPress"},
+	{"drupal", catFramework, "php", "Drupal"},
+	{"joomla", catFramework, "php", "Joomla"},
+	{"homeassistant", catFramework, "python", "Home Assistant"},
+	{"openhab", catFramework, "java", "openHAB"},
+	{"homebridge", catFramework, "javascript", "Homebridge"},
+	{"d3", catViz, "javascript", "D3"},
+	{"chartjs", catViz, "javascript", "Chart.js"},
+	{"highcharts", catViz, "javascript", "Highcharts"},
+	{"echarts", catViz, "javascript", "ECharts"},
+	{"recharts", catViz, "javascript", "Recharts"},
+	{"matplotlib", catViz, "python", "Matplotlib"},
+	{"seaborn", catViz, "python", "Seaborn"},
+	{"bokeh", catViz, "python", "Bokeh"},
+	{"leaflet", catViz, "javascript", "Leaflet"},
+	{"mapbox", catViz, "", "Mapbox"},
+	{"openlayers", catViz, "javascript", "OpenLayers"},
+	{"cesium", catViz, "javascript", "Cesium"},
+	{"slurm", catBatch, "", "Slurm"},
+	{"pbs", catBatch, "", "PBS"},
+	{"lsf", catBatch, "", "LSF"},
+	{"htcondor", catBatch, "", "HTCondor"},
+	{"awsbatch", catBatch, "", "AWS Batch"},
+	{"snakemake", catWorkflow, "python", "Snakemake"},
+	{"nextflow", catWorkflow, "", "Nextflow"},
+	{"airflow", catWorkflow, "python", "Airflow"},
+	{"prefect", catWorkflow, "python", "Prefect"},
+	{"dagster", catWorkflow, "python", "Dagster"},
+	{"luigi", catWorkflow, "python", "Luigi"},
+	{"saltstack", catIaC, "", "SaltStack"},
+	{"influxdb", catDatabase, "", "InfluxDB"},
+	{"timescaledb", catDatabase, "", "TimescaleDB"},
+	{"postgis", catDatabase, "", "PostGIS"},
+	{"neo4j", catDatabase, "", "Neo4j"},
+	{"couchdb", catDatabase, "", "CouchDB"},
+	{"cockroachdb", catDatabase, "", "CockroachDB"},
+	{"firestore", catDatabase, "", "Firestore"},
+	{"telegram", catService, "", "Telegram"},
+	{"mattermost", catService, "", "Mattermost"},
+	{"whatsapp", catService, "", "WhatsApp"},
+	{"zulip", catService, "", "Zulip"},
+	{"mastodon", catService, "", "Mastodon"},
+	{"msteams", catService, "", "Microsoft Teams"},
+	{"woocommerce", catService, "", "WooCommerce"},
+	{"magento", catService, "", "Magento"},
+	{"icalendar", catFormat, "", "iCalendar"},
+	{"rssfeed", catFormat, "", "RSS feed"},
+	{"atomfeed", catFormat, "", "Atom feed"},
+	{"gltf", catFormat, "", "glTF"},
+	{"fbx", catFormat, "", "FBX"},
+	{"png", catFormat, "", "PNG"},
+	{"jpeg", catFormat, "", "JPEG"},
+	{"webp", catFormat, "", "WebP"},
+	{"svg", catFormat, "", "SVG"},
+	{"gif", catFormat, "", "GIF"},
 }
 
 var (
@@ -506,6 +781,7 @@ var (
 // the synonyms are known.
 func initVocab() {
 	repairVerb = canonical("fix")
+	exportTerm, convertTerm = canonical("export"), canonical("convert")
 	for _, w := range []string{"convert", "translate"} {
 		conversionVerbs[canonical(w)] = true
 	}

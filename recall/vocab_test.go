@@ -54,6 +54,7 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"browser", "client side"},
 		{"backend", "server side"},
 		{"migrate", "convert"},
+		{"move", "migrate"},
 		{"publish", "send"},
 		{"subscribe", "consume"},
 		{"Dockerize", "containerize"},
@@ -74,6 +75,86 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"re-send", "retry"},
 		{"yml", "YAML"},
 		{"xlsx", "Excel"},
+		// The seventh round's acronyms, numeronyms and nicknames.
+		{"a11y", "accessibility"},
+		{"o11y", "observability"},
+		{"nvim", "Neovim"},
+		{"hass", "Home Assistant"},
+		{"wp", "WordPress"},
+		{"VS Code", "vscode"},
+		{"Visual Studio Code", "VS Code"},
+		{"language server", "LSP"},
+		{"progressive web", "PWA"},
+		{"right-to-left", "RTL"},
+		{"left to right", "LTR"},
+		{"point of sale", "POS"},
+		{"just-in-time", "JIT"},
+		{"content delivery", "CDN"},
+		{"high-performance computing", "HPC"},
+		{"adaptive bitrate", "ABR"},
+		{"HTTP Live Streaming", "HLS"},
+		{"m3u8", "HLS"},
+		{"server-side rendering", "SSR"},
+		{"JSON Web Token", "JWT"},
+		{"cross-site scripting", "XSS"},
+		{"cross-site request", "CSRF"},
+		{"end-to-end", "e2e"},
+		{"text-to-speech", "TTS"},
+		{"ASR", "STT"},
+		{"electronic health records", "EHR"},
+		{"EMR", "EHR"},
+		{"internet of things", "IoT"},
+		{"garbage collector", "GC"},
+		{"sbatch", "Slurm"},
+		{"HUP", "SIGHUP"},
+		{"webcal", "iCalendar"},
+		{".ics", "ical"},
+		{"DomainKeys", "DKIM"},
+		{"latexmk", "LaTeX"},
+		{"TeX", "LaTeX"},
+		{"GLB", "glTF"},
+		{"ipynb", "notebook"},
+		{"loudnorm", "LUFS"},
+		{"influx", "InfluxDB"},
+		{"sqlite3", "SQLite"},
+		{"gh", "GitHub"},
+		{"jpg", "JPEG"},
+		{"wasm", "WebAssembly"},
+		{"Chart.js", "chartjs"},
+		{"AWS Batch", "awsbatch"},
+		{"sshd", "OpenSSH"},
+		{"regular expression", "regexp"},
+		{"GUID", "UUID"},
+		{"modal", "dialog"},
+		{"pop-up", "popup"},
+		{"user interface", "GUI"},
+		{"virtual machine", "VM"},
+		{"machine learning", "ML"},
+		{"large language model", "LLM"},
+		{"e-mail", "mail"},
+		{"junk", "spam"},
+		{"passwd", "password"},
+		{"administrator", "admin"},
+		{"lock down", "harden"},
+		{"geo", "GIS"},
+		{"continuous integration", "CI"},
+		{"autogenerate", "generate"},
+		{"CVEs", "vulnerabilities"},
+		{"WDT", "watchdog"},
+		{"time to live", "TTL"},
+		{"dead-letter", "DLQ"},
+		{"feature toggle", "feature flag"},
+		{"bq", "BigQuery"},
+		{"RN", "React Native"},
+		{"create-react-app", "CRA"},
+		{"GHA", "GitHub Actions"},
+		{"HF", "Hugging Face"},
+		{"md", "Markdown"},
+		{"prod", "production"},
+		{"btn", "button"},
+		{"bulk", "batch"},
+		{"microSD", "SD"},
+		{"pulse-width", "PWM"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.a+"="+tc.b, func(t *testing.T) {
@@ -95,6 +176,18 @@ func TestVocabularyEquivalences(t *testing.T) {
 		{"log in", "log out"},
 		{"S3", "GCS"},
 		{"CSV", "Excel"},
+		{"RTL", "LTR"},
+		{"CSRF", "XSS"},
+		{"TTS", "STT"},
+		{"HA", "Home Assistant"}, // HA is high availability
+		{"access", "accessibility"},
+		{"going", "Go"},
+		{"Vim", "Neovim"},
+		{"Slurm", "AWS Batch"},
+		{"RSS feed", "Atom feed"},
+		{"move", "rename"},
+		{"window", "Windows"},
+		{"RSS feed", "RSS"}, // RSS alone is resident memory
 	}
 	for _, tc := range apart {
 		if a, b := termsOf(tc.a), termsOf(tc.b); slices.Equal(a, b) {
@@ -126,7 +219,23 @@ func TestVocabularyTables(t *testing.T) {
 			t.Errorf("phrase %q %q -> %v, want [%s]", p[0], p[1], got, want)
 		}
 	}
+	for _, p := range vocabTriples {
+		if p[3] == "" {
+			t.Errorf("triple %q has no term", p)
+		}
+		if got, want := termsOf(p[0]+" "+p[1]+" "+p[2]), canonical(p[3]); len(got) != 1 || got[0] != want {
+			t.Errorf("triple %q %q %q -> %v, want [%s]", p[0], p[1], p[2], got, want)
+		}
+	}
+	for w, a := range spelledOut {
+		if got, want := termsOf(w), canonical(a); len(got) != 1 || got[0] != want {
+			t.Errorf("%q -> %v, want [%s]", w, got, want)
+		}
+	}
 	for _, tt := range toolTable {
+		if c, st := canonical(tt.name), stemWord(tt.name); c != st {
+			t.Errorf("tool %q is read as %q, another group's term", tt.name, c)
+		}
 		if tt.cats == 0 {
 			t.Errorf("tool %q has no category", tt.name)
 		}
@@ -159,5 +268,27 @@ func TestVocabularyTables(t *testing.T) {
 	// Identifiers still split.
 	if got := termsOf("parseConfig"); len(got) != 2 {
 		t.Errorf("parseConfig -> %v, want two terms", got)
+	}
+}
+
+// "go" is the language except as the verb of "go to ..." and in the
+// other forms of that verb.
+func TestGoTheLanguageAndTheVerb(t *testing.T) {
+	golang := canonical("golang")
+	tests := []struct {
+		text string
+		lang bool
+	}{
+		{"Add go to definition to the language server", false},
+		{"Go to the settings page after login", false},
+		{"The old manifest is going away", false},
+		{"Rewrite the service in Go", true},
+		{"Port the service from Go to Rust", true},
+		{"Write a Go client for the API", true},
+	}
+	for _, tc := range tests {
+		if got := slices.Contains(termsOf(tc.text), golang); got != tc.lang {
+			t.Errorf("%q names the Go language: %v, want %v", tc.text, got, tc.lang)
+		}
 	}
 }
