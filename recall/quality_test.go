@@ -282,6 +282,32 @@ func TestQualityHeldOut6(t *testing.T) {
 	}
 }
 
+// TestQualityHeldOut7 reports the seventh set, written from issue and pull
+// request titles, manual pages and how-to titles of fields no other set
+// touches (accounting, storefronts, mail deliverability, privacy, VPNs,
+// printing, IoT fleets...), without reading the rules, while the seventh
+// round changed them, and committed before any measure of it
+// (testdata/quality/README.md). Its one measure, after the seventh round:
+// reworded found 27/98, same words different task rejected 127/151,
+// unrelated rejected 28/28, false recalls 24 of 179 (13%), below the bar
+// on both halves. Run on it at the same time, the rules before the
+// seventh round gave the same figures, and the rules before the sixth
+// 29/98 found and 36 of 179 false recalls: the sixth round (the thing
+// done against the context) carried to it, the seventh (the sixth set's
+// vocabulary and kinds) did not. It is report-only, and fails when its
+// figures get worse than that measure; a rule written from what it shows
+// makes it tune data.
+func TestQualityHeldOut7(t *testing.T) {
+	f := measureSet(t, "heldout7.json", "seventh set")
+	if f.reworded != 98 || f.negatives() != 179 {
+		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
+	}
+	const firstFound, firstFalses = 27, 24
+	if f.found < firstFound || f.falseRecalls() > firstFalses {
+		t.Errorf("seventh set worse than its first measure (%d found, %d false recalls): %s", firstFound, firstFalses, f)
+	}
+}
+
 // tuneSets are the sets the rules and the threshold are chosen on: the
 // tune set and the third, fourth, fifth and sixth sets, each tune data
 // since the rules were written from its misses.
