@@ -228,6 +228,21 @@ func TestQualityHeldOut4(t *testing.T) {
 	checkBar(t, "fourth set", f)
 }
 
+// measureBounded measures a set of the given size and fails when it finds
+// fewer rewordings than found or makes more false recalls than falses:
+// the figures it was last stated at (its first measure, or the figure
+// after the round that tuned on it).
+func measureBounded(t *testing.T, file, label string, reworded, negatives, found, falses int) {
+	t.Helper()
+	f := measureSet(t, file, label)
+	if f.reworded != reworded || f.negatives() != negatives {
+		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
+	}
+	if f.found < found || f.falseRecalls() > falses {
+		t.Errorf("%s worse than its stated figures (%d found, %d false recalls): %s", label, found, falses, f)
+	}
+}
+
 // TestQualityHeldOut5 reports the fifth set, written from CHANGELOG
 // entries, issue and pull request titles and tool documentation without
 // reading the rules, and committed before any measure of it
@@ -247,14 +262,7 @@ func TestQualityHeldOut4(t *testing.T) {
 // rewordings (22/53, 9 of 124 false recalls). It fails when the figures
 // get worse than that.
 func TestQualityHeldOut5(t *testing.T) {
-	f := measureSet(t, "heldout5.json", "fifth set")
-	if f.reworded != 53 || f.negatives() != 124 {
-		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
-	}
-	const tunedFound, tunedFalses = 22, 9
-	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
-		t.Errorf("fifth set worse than after the seventh round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
-	}
+	measureBounded(t, "heldout5.json", "fifth set", 53, 124, 22, 9)
 }
 
 // TestQualityHeldOut6 reports the sixth set, written from issue and pull
@@ -272,14 +280,7 @@ func TestQualityHeldOut5(t *testing.T) {
 // and its figure after them (34/96 found, 21 of 220 false recalls) is no
 // held-out figure. It fails when the figures get worse than that.
 func TestQualityHeldOut6(t *testing.T) {
-	f := measureSet(t, "heldout6.json", "sixth set")
-	if f.reworded != 96 || f.negatives() != 220 {
-		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
-	}
-	const tunedFound, tunedFalses = 34, 21
-	if f.found < tunedFound || f.falseRecalls() > tunedFalses {
-		t.Errorf("sixth set worse than after the seventh round (%d found, %d false recalls): %s", tunedFound, tunedFalses, f)
-	}
+	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 21)
 }
 
 // TestQualityHeldOut7 reports the seventh set, written from issue and pull
@@ -298,14 +299,7 @@ func TestQualityHeldOut6(t *testing.T) {
 // figures get worse than that measure; a rule written from what it shows
 // makes it tune data.
 func TestQualityHeldOut7(t *testing.T) {
-	f := measureSet(t, "heldout7.json", "seventh set")
-	if f.reworded != 98 || f.negatives() != 179 {
-		t.Fatalf("the set changed (%d reworded, %d negatives): measure it again and restate its figures", f.reworded, f.negatives())
-	}
-	const firstFound, firstFalses = 27, 24
-	if f.found < firstFound || f.falseRecalls() > firstFalses {
-		t.Errorf("seventh set worse than its first measure (%d found, %d false recalls): %s", firstFound, firstFalses, f)
-	}
+	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 24)
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
