@@ -135,24 +135,27 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		name             string
 		minFails, minOKs int
 		maxFlagged       int
+		// unmeasured: built and not yet measured; its figures are only
+		// logged until its one measure sets its bounds.
+		unmeasured bool
 	}{
 		// Built after the rules of its round were written. Measured once:
 		// 48 of 70 failures caught (68.6%; the rules before that round
 		// caught 46), no success flagged. Spent: its misses were read
 		// while writing the next round's rules.
-		{"heldout3", 60, 50, 0},
+		{"heldout3", 60, 50, 0, false},
 		// Built after the second round of rules was written. Measured
 		// once: 52 of 64 failures caught (81.2%; the first round's rules
 		// caught 47, the rules before both rounds 43), no success flagged.
-		{"heldout4", 60, 40, 0},
+		{"heldout4", 60, 40, 0, false},
 		// Built after the third round. Measured once: 40 of 55 caught
 		// (72.7%; the second round's rules caught 41, the first round's
 		// 35, the rules before the rounds 35), 0 of 49 successes flagged.
-		{"heldout5", 50, 45, 0},
+		{"heldout5", 50, 45, 0, false},
 		// Built after the fourth round. Measured once: 30 of 34 caught
 		// (88.2%; the third round's rules caught 29, the rules before the
 		// rounds 21), 0 of 27 successes flagged.
-		{"heldout6", 30, 25, 0},
+		{"heldout6", 30, 25, 0, false},
 		// Built before the fifth round of rules was written, from the tool
 		// families the other parts hold least of (terraform, Maven, the
 		// JDK's tools, gpg, openssl, compressors, system tools) and
@@ -161,7 +164,7 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// the flagged successes were not read: no rule is written from it,
 		// and what that measure flagged is a bound the rules must not
 		// exceed (the aim, as everywhere, is none).
-		{"heldout7", 60, 60, 2},
+		{"heldout7", 60, 60, 2, false},
 		// Built before the fifth round, from tool families none of the
 		// other parts holds (LLVM, the JDK's keytool/javap/jarsigner,
 		// Perl's prove, gettext, PostgreSQL's client programs, Debian's
@@ -171,7 +174,7 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// 45 successes flagged (the rules before flagged none). Spent:
 		// that success (pgbench's "number of failed transactions: 0") was
 		// read, and a labelled count of zero now says nothing failed.
-		{"heldout8", 40, 40, 0},
+		{"heldout8", 40, 40, 0, false},
 		// Built before the learned scorer of the sixth round was written,
 		// from tool families the other parts hold least of or not at all
 		// (the AWS CLI against a local server, cfn-lint, kubectl without a
@@ -185,11 +188,23 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// (the scorer added no failure; it was left out, see
 		// BENCHMARKS.md). Its misses and the flagged success were not
 		// read.
-		{"heldout9", 80, 70, 1},
+		{"heldout9", 80, 70, 1, false},
+		// Built before the seventh round of rules was written and before
+		// the ninth batch's misses were read, from tools no other part
+		// names (Go's analysis tools, rustdoc, Python's JSON tools,
+		// libcst, Python 2.7, GLib and GTK tools, tzcode, libwww-perl,
+		// nftables, libcap, and new tools of the JDK, Perl, binutils,
+		// LLVM, ICU, gettext, groff, util-linux, GnuPG) and threads none
+		// of them quotes (cabal, dune, Julia, Nix, Rscript, rebar3). Not
+		// measured yet.
+		{"heldout10", 100, 90, 0, true},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
 			logScore(t, b.name, total, by)
+			if b.unmeasured {
+				return
+			}
 			if total.fails < b.minFails || total.oks < b.minOKs {
 				t.Errorf("%s: %d failures and %d successes; want at least %d and %d", b.name, total.fails, total.oks, b.minFails, b.minOKs)
 			}
