@@ -186,9 +186,13 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// Measured once: 72 of 89 caught (80.9%), 1 of 74 successes
 		// flagged, by these rules and by the rules with the scorer alike
 		// (the scorer added no failure; it was left out, see
-		// BENCHMARKS.md). Its misses and the flagged success were not
-		// read.
-		{"heldout9", 80, 70, 1, false},
+		// BENCHMARKS.md). Spent since: its misses and the flagged success
+		// were read while writing the seventh round's rules (a log's clock
+		// or level before each line, glog's records, JSON Schema's
+		// messages, a checker's codes, botocore's "An error occurred",
+		// a Windows path before a compiler's error, a JSON array of log
+		// lines as data); it now flags none.
+		{"heldout9", 80, 70, 0, false},
 		// Built before the seventh round of rules was written and before
 		// the ninth batch's misses were read, from tools no other part
 		// names (Go's analysis tools, rustdoc, Python's JSON tools,

@@ -167,9 +167,11 @@ var endSuccess = mustRe(`(?i)\b(?:success(?:ful(?:ly)?)?|succeeded|passed|passin
 
 // linterFinding is a checker's finding with its code: "x.py:1:89: E501
 // line too long" (pycodestyle, flake8, ruff, pylint's parseable form),
-// "a.rb:1:81: C: Line is too long." (RuboCop). A checker that finds
+// "a.rb:1:81: C: Line is too long." (RuboCop), the code first and the
+// place on the next line ("E3003 'Role' is a required property",
+// cfn-lint), or the place as a range ("t.yaml:5:5:5:15:E3003:…"). A checker that finds
 // something exits with a status that says so.
-var linterFinding = mustRe(`^[^\s:]+:\d+:\d+: (?:[A-Z]{1,3}\d{2,4}\b|[CWEF]: )`)
+var linterFinding = mustRe(`^(?:[^\s:]+:\d+:\d+(?:: |:\d+:\d+:)(?:[A-Z]{1,3}\d{2,4}\b|[CWEF]: )|[EWF]\d{4} [^\d\s])`)
 
 // timestamped is a line of a log: a time first. What a log records among
 // the last lines of an output is no verdict on the command.
@@ -234,10 +236,12 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 		}
 	}
 	// Many such sentences in a row are a list of messages (strings or
-	// grep run on a program or a message catalogue), not a verdict.
+	// grep run on a program or a message catalogue), not a verdict; the
+	// records of a log (kubectl's retries before its last word) are no
+	// such list.
 	n := 0
 	for _, t := range tail {
-		if mayFail(t.s) && failureSentence.MatchString(t.s) {
+		if mayFail(t.s) && !glogRecord.MatchString(t.s) && failureSentence.MatchString(t.s) {
 			n++
 		}
 	}

@@ -177,11 +177,14 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^[^\s:(]+:\d+(?:(?::\d+)?: |::)(?:fatal )?(?:error|Error): `)},        // gcc, clang, javac, mypy
-	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)}, // tsc, dotnet, Watcom
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^(?:[A-Za-z]:\\)?[^\s:(]+:\d+(?:(?::\d+)?: |::)(?:fatal )?(?:error|Error): `)}, // gcc, clang, javac, mypy, zig; a Windows path too
+	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)},          // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
-	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:fatal|FATAL|Fatal)(?: error| ERROR)?: `)},
+	// A log record at FATAL or PANIC level (a time first; glog's "F"
+	// severity) is the last a program writes before it exits; one at
+	// ERROR level is not (see logRecord).
+	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error| ERROR)?: |\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*\]?(?: [A-Z]{2,5})?(?: \[\d+\])? \[?(?:FATAL|PANIC)\b|F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s:]+:\d+\] )`)},
 	{name: "git or pip error", where: anyLine, col0: true, re: mustRe(`^error: (?:failed to push some refs|src refspec|pathspec '|Your local changes to the following files|could not apply|subprocess-exited-with-error|metadata-generation-failed|externally-managed-environment|could not compile|test failed, to rerun)`)},
 	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
 	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
@@ -214,13 +217,13 @@ var toolRules = []toolRule{
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
-	{name: "JSON decode error", where: anyLine, col0: true, re: mustRe(`^Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$`)}, // python -m json.tool
+	{name: "JSON error", where: anyLine, col0: true, re: mustRe(`^(?:Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$|Failed validating '[^'\n]+' in (?:meta)?schema\b)`)}, // python -m json.tool; JSON Schema's validation report (python-jsonschema and the validators built on it)
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
 	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
 	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR  \S|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
-	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An error occurred while loading )`)}, // rake, RSpec
+	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An? (?:unexpected |unknown |internal |fatal )?error (?:has )?occurred\b)`)}, // rake, RSpec, botocore's "An error occurred (NoSuchBucket) when calling …"
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
@@ -293,7 +296,7 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} |\bwhile (?:trying|attempting) to \w+|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|exceeds? (?:the )?(?:maximum|limit)\b|'[^'\n]*' is not of type '|is a required property$|is not valid under any of the given schemas$)`)
 
 // programFailedLine is what the "program error" rules ask of a line: that
 // it says a program failed in programFailed's words, ends with a strerror
@@ -464,7 +467,8 @@ func (r *toolRule) check(afterAny bool) error {
 // ("deploy failed: …"), or holds, at the start of a line, a shape only a
 // failure prints: a traceback, a compiler error, a program's own error
 // line ("mkdir: missing operand"), a failed test or assertion, an SQL
-// error, a patch that does not apply, a linter's finding, a child's
+// error, a patch that does not apply, a linter's finding, a log record
+// at FATAL level, a JSON Schema validation report, a child's
 // non-zero exit status reported by a build driver, or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
 // word of success beside it. When no rule decides, the last lines are read
@@ -473,7 +477,8 @@ func (r *toolRule) check(afterAny bool) error {
 // found, a sentence that says something failed; a word of success there
 // outweighs them. ANSI colours and a CI log's line prefixes
 // (GitHub Actions' timestamps, BuildKit's steps, the Open Build Service's
-// seconds) are read past. Successful
+// seconds, a build tool's clock) are read past; a JSON array of strings
+// is data, never a complaint. Successful
 // output that merely contains "error" does not count, nor does text
 // inside fenced code blocks; an output that prints nothing cannot say it
 // failed.
@@ -530,6 +535,12 @@ func toolVerdict(content string) (failed, decided bool) {
 		if items, ok := jsonObjects(s); ok {
 			return arrayVerdict(items)
 		}
+		if json.Valid([]byte(s)) {
+			// A JSON array of strings or numbers is data the tool
+			// printed (a query's result, log lines fetched), not its
+			// own complaint.
+			return false, false
+		}
 	case '"':
 		var inner string
 		if json.Unmarshal([]byte(strings.TrimSpace(s)), &inner) == nil {
@@ -542,7 +553,7 @@ func toolVerdict(content string) (failed, decided bool) {
 			return false, false
 		}
 	}
-	if s[0] == '#' || s[0] == '[' || '0' <= s[0] && s[0] <= '9' {
+	if s[0] == '#' || s[0] == '[' || s[0] == '(' || '0' <= s[0] && s[0] <= '9' {
 		s = stripLogPrefix(s)
 	}
 	return textVerdict(s)
@@ -550,8 +561,10 @@ func toolVerdict(content string) (failed, decided bool) {
 
 // logPrefix is what a CI log puts before every line of a step's output:
 // GitHub Actions' timestamp, BuildKit's step and seconds, the Open Build
-// Service's seconds ("[   28s] ").
-var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+|\[ *\d+s\]) `)
+// Service's seconds ("[   28s] "), or the clock time a build tool puts
+// before each of its lines ("(04:10:24) " with Bazel's
+// --show_timestamps, "[04:10:24] ").
+var logPrefix = mustRe(`^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z|#\d+ \d+\.\d+|\[ *\d+s\]|\(\d\d:\d\d:\d\d\)|\[\d\d:\d\d:\d\d\]) `)
 
 // stripLogPrefix returns s without the CI log prefix of its lines, when
 // its first line has one.
@@ -863,7 +876,7 @@ const (
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // negatedFailure is a line that says nothing failed.
 var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?|invalid|mismatch(?:es)?|corrupt\w*)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?|invalid|mismatch(?:es)?|corrupt\w*)\b[^:=\n]{0,40}[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
@@ -883,10 +896,14 @@ var pathFirst = mustRe(`^[^\s:]*[./][^\s:]*:`)
 // record among others is no verdict on the command).
 var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|NOTICE|ERROR)\b)`)
 
+// glogRecord is a record of glog's format (a severity letter, the date
+// and the time: Kubernetes' tools and many a Go or C++ program log so).
+var glogRecord = mustRe(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d`)
+
 // failureStems are what every phrase of failureSentence holds, lower-cased.
 var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
 	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
-	"incomplete", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
+	"incomplete", "exiting", "stopping", "halting", "terminating", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
 
 // mayFail is failureSentence's cheap first test: whether l, lower-cased,
 // holds one of failureStems.

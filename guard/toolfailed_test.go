@@ -338,6 +338,23 @@ func TestToolFailedKinds(t *testing.T) {
 		{"capitalised Invalid", "truncate: Invalid number: '1Q'", true},
 		{"no file found", "go: no go.work file found\n\t(run 'go work init' first)", true},
 		{"non-integer argument", "expr: non-integer argument", true},
+		{"compiler error on a Windows path", "C:\\src\\app\\build.zig:12:5: error: expected type 'u8', found 'i32'\n    const x: u8 = y;\n                  ^", true},
+		{"a build tool's clock before each line", "(10:00:02) ERROR: /src/app/BUILD:3:1: Compiling a.cc failed: (Exit 1)\n(10:00:02) INFO: Elapsed time: 1.0s\n(10:00:02) FAILED: Build did NOT complete successfully", true},
+		{"a build tool's clock, built", "(10:00:01) INFO: Found 1 target...\n(10:00:03) INFO: Elapsed time: 2.1s\n(10:00:03) INFO: Build completed successfully, 4 total actions", false},
+		{"a FATAL record", "2024-03-01 10:00:00.123 UTC [4242] LOG:  starting PostgreSQL 16\n2024-03-01 10:00:00.124 UTC [4242] FATAL:  invalid value for parameter \"port\": \"abc\"\n2024-03-01 10:00:00.125 UTC [4242] LOG:  database system is shut down", true},
+		{"a glog FATAL record", "I0301 10:00:00.000000    1 main.go:10] starting\nF0301 10:00:00.100000    1 main.go:22] Check cfg != nullptr\n*** Check failure stack trace: ***", true},
+		{"ERROR records and a recovery", "2024-03-01 10:00:00.123 UTC [4242] ERROR:  relation \"t\" does not exist\n2024-03-01 10:00:01.000 UTC [4242] LOG:  checkpoint complete", false},
+		{"glog retries, then the verdict", strings.Repeat("E0301 10:00:00.370393    9183 memcache.go:265] \"Unhandled Error\" err=\"couldn't get current server API group list: Get \\\"http://localhost:8080/api\\\": dial tcp 127.0.0.1:8080: connect: connection refused\"\n", 5) + "The connection to the server localhost:8080 was refused - did you specify the right host or port?", true},
+		{"an error occurred", "\nAn error occurred (AccessDenied) when calling the PutObject operation: Access Denied", true},
+		{"JSON Schema's report", "Failed validating 'additionalProperties' in schema['properties']['server']:\n" + strings.Repeat("    {'type': 'object', 'properties': {'port': {'type': 'integer'}}, 'additionalProperties': False}\n", 12) + "\nOn instance['server']:\n    {'port': 80, 'hots': 'x'}", true},
+		{"not of the type", "/usr/bin/jsonschema:5: DeprecationWarning: the CLI is deprecated\n  from jsonschema.cli import main\nport: 'eighty' is not of type 'integer'", true},
+		{"a kind of error after a path", "api/spec.yaml: Validation Error: 'info' is a required property", true},
+		{"a checker's code first", "W3011 Both UpdateReplacePolicy and DeletionPolicy are needed\ntemplate.yaml:12:3", true},
+		{"a checker's range", "t.yaml:5:5:5:15:E3003:'Role' is a required property", true},
+		{"exiting due to", "doc.rst:3: (WARNING/2) Title underline too short.\nExiting due to level-2 (WARNING) system message.", true},
+		{"while trying to open", "e2fsck 1.47.0 (5-Feb-2023)\nfsck.ext4: Bad magic number in super-block while trying to open /dev/sdb1", true},
+		{"smaller than the minimum", "resize2fs 1.47.0 (5-Feb-2023)\nresize2fs: New size smaller than minimum (5120)", true},
+		{"a JSON array of log lines", "[\n    \"ERROR upload to s3://logs/app timed out\",\n    \"WARN cache could not be reached\"\n]", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
