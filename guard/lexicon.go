@@ -80,7 +80,8 @@ var (
 	endHTTPError   = mustRe(`\b[45]\d\d:? (?:` + httpFailures + `)\b`)
 	endCount       = mustRe(`\b[1-9]\d* (?:errors?|failures?|offen[cs]es?|problems?|violations?)(?:\(s\))? (?:were |was )?(?:found|detected|occurred|reported|generated)\b` +
 		`|^[1-9]\d* (?:failed|failing|errors?)\.?$` +
-		`|\b[1-9]\d* (?:files?|tests?|checks?|targets?|jobs?|tasks?|hooks?|packages?|modules?) (?:with (?:errors|problems|failures)|failed)\b`)
+		`|\b[1-9]\d* (?:files?|tests?|checks?|targets?|jobs?|tasks?|hooks?|packages?|modules?) (?:with (?:errors|problems|failures)|failed)\b` +
+		`|\b(?:has|have|had|with) [1-9]\d* (?:[\w-]+ ){0,2}(?:errors?|failures?)\b`)
 )
 
 // endFailed reports whether l says the tool failed in endFailure's words,

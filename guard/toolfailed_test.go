@@ -354,6 +354,14 @@ func TestToolFailedKinds(t *testing.T) {
 		{"exiting due to", "doc.rst:3: (WARNING/2) Title underline too short.\nExiting due to level-2 (WARNING) system message.", true},
 		{"while trying to open", "e2fsck 1.47.0 (5-Feb-2023)\nfsck.ext4: Bad magic number in super-block while trying to open /dev/sdb1", true},
 		{"smaller than the minimum", "resize2fs 1.47.0 (5-Feb-2023)\nresize2fs: New size smaller than minimum (5120)", true},
+		{"an unknown thing, quoted", "chrt: unknown policy \"frob\"\n" + strings.Repeat("  policy options listed in chrt(1)\n", 5), true},
+		{"not in a format", "readpe: app.exe is not a valid PE file\n" + strings.Repeat("scanned section table\n", 5), true},
+		{"a fatal error in a program's line", "app.timer: Timer configuration has fatal error, unit will not be started.", true},
+		{"isn't supported", "This archive format isn't supported by this build of bsdtar", true},
+		{"need to install", "You need to install the python3-venv package to use this command.", true},
+		{"a count of failed tests alone", "Running 12 tests using 2 workers\n\n  2 failed\n    [chromium] › a.spec.ts:3:1 › login\n  10 passed (4.2s)", true},
+		{"has a count of errors", "checking schema.xml\nschema.xml has 3 validation errors.", true},
+		{"has no errors", "checking schema.xml\nschema.xml has 0 validation errors.", false},
 		{"a JSON array of log lines", "[\n    \"ERROR upload to s3://logs/app timed out\",\n    \"WARN cache could not be reached\"\n]", false},
 	}
 	for _, tc := range tests {
