@@ -227,7 +227,7 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	l := tail[0].s
 	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
 		notOSError.MatchString(l) || pathFirst.MatchString(l) || logRecord.MatchString(l) ||
-		!failureSentence.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
+		!saysFailed(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
 		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) {
 		return false
 	}
@@ -242,7 +242,7 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 	// such list.
 	n := 0
 	for _, t := range tail {
-		if mayFail(t.s) && !glogRecord.MatchString(t.s) && failureSentence.MatchString(t.s) {
+		if mayFail(t.s) && !glogRecord.MatchString(t.s) && saysFailed(t.s) {
 			n++
 		}
 	}

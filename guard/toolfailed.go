@@ -184,7 +184,7 @@ var toolRules = []toolRule{
 	// A log record at FATAL or PANIC level (a time first; glog's "F"
 	// severity) is the last a program writes before it exits; one at
 	// ERROR level is not (see logRecord).
-	{name: "fatal", where: anyLine, col0: true, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error| ERROR)?: |\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*\]?(?: [A-Z]{2,5})?(?: \[\d+\])? \[?(?:FATAL|PANIC)\b|F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s:]+:\d+\] )`)},
+	{name: "fatal", where: anyLine, col0: true, pre: fatalCandidate, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error| ERROR)?: |\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*\]?(?: [A-Z]{2,5})?(?: \[\d+\])? \[?(?:FATAL|PANIC)\b|F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s:]+:\d+\] )`)},
 	{name: "git or pip error", where: anyLine, col0: true, re: mustRe(`^error: (?:failed to push some refs|src refspec|pathspec '|Your local changes to the following files|could not apply|subprocess-exited-with-error|metadata-generation-failed|externally-managed-environment|could not compile|test failed, to rerun)`)},
 	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
 	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
@@ -266,6 +266,13 @@ func endsWithCode(l string) bool {
 
 func goPrefixed(l string) bool { return strings.HasPrefix(l, "go: ") }
 
+// fatalCandidate is the "fatal" rule's cheap first test: a line that opens
+// with an "f" or "F" (the word, glog's severity), or one that names the
+// level.
+func fatalCandidate(l string) bool {
+	return l[0] == 'f' || l[0] == 'F' || strings.Contains(l, "FATAL") || strings.Contains(l, "PANIC")
+}
+
 func tclFrame(l string) bool { return l == "while executing" || l == "invoked from within" }
 
 // cliErrorCandidate is the "CLI error" rule's cheap first test: most lines
@@ -296,14 +303,23 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) \w+ ["'\x60‘]|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} |\bwhile (?:trying|attempting) to \w+|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\bfatal error\b|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|exceeds? (?:the )?(?:maximum|limit)\b|'[^'\n]*' is not of type '|is a required property$|is not valid under any of the given schemas$)`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+
+// programFailedMore are more of programFailed's words, each found only in
+// a line that holds one of programFailedMoreStems: an unknown thing named
+// in quotes, a file not in a format, a fatal error, com_err's "… while
+// trying to open …", a limit not met, JSON Schema's messages.
+var programFailedMore = mustRe(`(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) \w+ ["'\x60‘]|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\bfatal error\b|\bwhile (?:trying|attempting) to \w+|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|\bexceeds? (?:the )?(?:maximum|limit)\b|\bis not of type '|\bis a required property$|\bis not valid under any of the given schemas$`)
+
+var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "fatal error", "while ", "magic", " than ", "exceed", "required property"}
 
 // programFailedLine is what the "program error" rules ask of a line: that
 // it says a program failed in programFailed's words, ends with a strerror
 // text ("stat: /srv/link: Too many levels of symbolic links"), or says
 // that something does not exist or is unknown.
 func programFailedLine(l string) bool {
-	return programFailed.MatchString(l) || endsWithOSError(l) && osErrorLine.MatchString(l) ||
+	return programFailed.MatchString(l) || containsAny(l, programFailedMoreStems) && programFailedMore.MatchString(l) ||
+		endsWithOSError(l) && osErrorLine.MatchString(l) ||
 		strings.Contains(l, "does not exist") || strings.Contains(l, "do not exist") || strings.Contains(l, " is unknown")
 }
 
@@ -876,7 +892,21 @@ const (
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|need to install\b|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+
+// failureSentenceMore are more phrases of failureSentence, each found
+// only in a line that holds one of failureSentenceMoreStems: a short
+// negation ("isn't supported"), a tool that stops for a reason ("Exiting
+// due to level-1 (INFO) system message."), a package to install first.
+var failureSentenceMore = mustRe(`(?i)\b(?:(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|need to install)\b`)
+
+var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install"}
+
+// saysFailed reports whether l holds a phrase of failureSentence or of
+// failureSentenceMore. Its callers have checked mayFail(l).
+func saysFailed(l string) bool {
+	return failureSentence.MatchString(l) || containsAny(l, failureSentenceMoreStems) && failureSentenceMore.MatchString(l)
+}
 
 // negatedFailure is a line that says nothing failed.
 var negatedFailure = mustRe(`(?i)\b(?:no|0|zero|without|none|never|nothing)\s+(?:\w+\s+)?(?:errors?|fail\w*|problems?|issues?|warnings?|invalid|mismatch(?:es)?|corrupt\w*)\b|\b(?:errors?|fail(?:ed|ures?|s)?|problems?|invalid|mismatch(?:es)?|corrupt\w*)\b[^:=\n]{0,40}[:=]\s*(?:0|none|\[\]|null|nil|false)\b|\berror[ _]handling\b`)
@@ -900,10 +930,11 @@ var logRecord = mustRe(`^(?:\d{2,4}[-/:]\d|\[?(?:INFO|DEBUG|WARN(?:ING)?|TRACE|N
 // and the time: Kubernetes' tools and many a Go or C++ program log so).
 var glogRecord = mustRe(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d`)
 
-// failureStems are what every phrase of failureSentence holds, lower-cased.
+// failureStems are what every phrase of failureSentence and
+// failureSentenceMore holds, lower-cased.
 var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
 	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
-	"incomplete", "need to install", "exiting", "stopping", "halting", "terminating", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
+	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
 
 // mayFail is failureSentence's cheap first test: whether l, lower-cased,
 // holds one of failureStems.
@@ -950,7 +981,7 @@ func speaksOfFailure(s string) bool {
 			return false // a document
 		}
 		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
-			!failureSentence.MatchString(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
+			!saysFailed(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
 			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) {
 			continue
