@@ -199,9 +199,14 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// libcst, Python 2.7, GLib and GTK tools, tzcode, libwww-perl,
 		// nftables, libcap, and new tools of the JDK, Perl, binutils,
 		// LLVM, ICU, gettext, groff, util-linux, GnuPG) and threads none
-		// of them quotes (cabal, dune, Julia, Nix, Rscript, rebar3). Not
-		// measured yet.
-		{"heldout10", 100, 90, 0, true},
+		// of them quotes (cabal, dune, Julia, Nix, Rscript, rebar3).
+		// Measured once, after that round: 71 of 101 failures caught
+		// (70.3%; the rules before the round caught 70), 10 of 94
+		// successes flagged (the rules before: the same 10). Its misses
+		// and the flagged successes were not read: no rule is written
+		// from it, and what that measure flagged is a bound the rules
+		// must not exceed (the aim, as everywhere, is none).
+		{"heldout10", 100, 90, 10, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
