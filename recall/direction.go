@@ -265,6 +265,8 @@ func (l *leadScanner) stop(text string) {
 			l.abstain, l.done = true, true
 		}
 	case leadSkip[text] || len(text) == 1 && text != "t":
+	case l.words == 1 && !l.tail && questionWords[text]:
+		// "Find which zone contains the point": the object follows.
 	case l.tail:
 		l.nextTail(text)
 	case (text == "and" || text == "or") && l.words == 1:
@@ -276,6 +278,10 @@ func (l *leadScanner) stop(text string) {
 		l.nextTail(text)
 	}
 }
+
+// questionWords, right after the verb, open its object ("find which
+// queries block", "show what changed") rather than end the phrase.
+var questionWords = map[string]bool{"which": true, "what": true, "whose": true}
 
 // nextTail begins the phrase after the boundary word text.
 func (l *leadScanner) nextTail(text string) {
