@@ -266,7 +266,7 @@ func (s *searcher) fits(d *doc) bool {
 	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) || versionsConflict(s.versions, d.versions) {
 		return false
 	}
-	return !s.otherThing(d) && !s.otherFeature(d)
+	return !s.otherThing(d) && !s.otherFeature(d) && !s.otherPlace(d)
 }
 
 // conflicts reports whether d is a different task from the query's

@@ -279,11 +279,11 @@ func TestQualityHeldOut5(t *testing.T) {
 // versions, moving and exporting) were written from its misses and false
 // recalls: it is tune data since, like the third, fourth and fifth sets,
 // and its figure after them (34/96 found, 21 of 220 false recalls) is no
-// held-out figure. The eighth round's rule (otherFeature) left 34/96
-// found, 18 of 220 false recalls. It fails when the figures get worse
-// than that.
+// held-out figure. The eighth round's rules (otherFeature, otherPlace,
+// question words) left 34/96 found, 16 of 220 false recalls. It fails
+// when the figures get worse than that.
 func TestQualityHeldOut6(t *testing.T) {
-	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 18)
+	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 16)
 }
 
 // TestQualityHeldOut7 reports the seventh set, written from issue and pull
@@ -298,13 +298,13 @@ func TestQualityHeldOut6(t *testing.T) {
 // rules before the seventh round gave the same figures, and the rules
 // before the sixth 29/98 found and 36 of 179 false recalls: the sixth
 // round (the thing done against the context) carried to it, the seventh
-// (the sixth set's vocabulary and kinds) did not. The eighth round's rule
-// (otherFeature in thing.go) was chosen on it and the other tune sets: it
-// is tune data since, and its figure after that rule (27/98 found, 21 of
-// 179 false recalls) is no held-out figure. It fails when the figures get
-// worse than that.
+// (the sixth set's vocabulary and kinds) did not. The eighth round's
+// rules (otherFeature and otherPlace in thing.go, question words) were
+// chosen on it and the other tune sets: it is tune data since, and its
+// figure after them (27/98 found, 20 of 179 false recalls) is no held-out
+// figure. It fails when the figures get worse than that.
 func TestQualityHeldOut7(t *testing.T) {
-	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 21)
+	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 20)
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
@@ -317,11 +317,11 @@ var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than after
 // the eighth round, which added the seventh set to them: 168 of 373
-// found, 50 false recalls of 744 (the rules before it: 169 and 60; the
+// found, 46 false recalls of 744 (the rules before it: 169 and 60; the
 // one rewording lost is a custom lint rule asked for as a plugin rule,
 // two features of one rule by the eighth round's reading). Without the
 // seventh set the seventh round left 142 of 275 found, 36 false recalls
-// of 565 (141 and 29 after the eighth).
+// of 565 (141 and 26 after the eighth).
 func TestQualityTuneCurve(t *testing.T) {
 	type loaded struct {
 		set *qualitySet
@@ -348,7 +348,7 @@ func TestQualityTuneCurve(t *testing.T) {
 	if reworded != 373 || negatives != 744 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 168, 50
+	const chosenFound, chosenFalses = 168, 46
 	if found < chosenFound || falses > chosenFalses {
 		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the eighth round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)

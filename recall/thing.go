@@ -42,7 +42,10 @@ import (
 //   - other features: goals led the same way whose leading phrases share
 //     the thing acted on (the head of one of them) and each add a word of
 //     their own to it ("an options flow", "a config flow") do two things
-//     to one thing (see otherFeature).
+//     to one thing (see otherFeature);
+//   - other places: goals that make something (add, write, set up) in
+//     two places named by "to" phrases that share no word are two tasks
+//     (see otherPlace).
 //
 // Two goals led by two named actions are judged by their actions
 // (parts.go). An action that moves data (read, write, send, receive,
@@ -431,6 +434,44 @@ func (s *searcher) otherFeature(d *doc) bool {
 		dOwn = dOwn || !abbr
 	}
 	return dOwn && int(short) != 1<<len(qOwn)-1
+}
+
+// otherPlace reports whether the query and d, both led by a word that
+// says something is made ("add", "write", "set up"), put it in two
+// places: each names where in a "to" phrase, with words outside the
+// context, and neither goal holds a word of the other's ("add constant
+// folding to the query planner" and "... to the compiler's optimizer",
+// "add drag and drop reordering to the list" and "... to the form"). The
+// same thing made for two places is two tasks; a goal that names no place
+// fits any.
+func (s *searcher) otherPlace(d *doc) bool {
+	if s.kind != actGeneric || d.kind != actGeneric {
+		return false
+	}
+	qTo := false
+	for _, o := range s.objs {
+		if o.flags&leadTo == 0 || o.ctx {
+			continue
+		}
+		if o.id != noTerm && findTerm(d.terms, o.id) >= 0 {
+			return false
+		}
+		qTo = true
+	}
+	if !qTo {
+		return false
+	}
+	dTo := false
+	for _, dt := range d.terms {
+		if dt.lead&leadTo == 0 || dt.tfG == 0 || s.ws.terms[dt.id].context {
+			continue
+		}
+		if _, ok := slices.BinarySearchFunc(s.ids, dt.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); ok {
+			return false
+		}
+		dTo = true
+	}
+	return dTo
 }
 
 // shortens reports whether one of two words is the other cut short, at

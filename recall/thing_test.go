@@ -320,3 +320,24 @@ func TestShortens(t *testing.T) {
 		}
 	}
 }
+
+// The same thing made for two places is two tasks; a goal that names no
+// place, or a place the other shares a word of, fits.
+func TestOtherPlace(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("planner", "Add request tracing to the billing service's query planner"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Add request tracing to the mobile app's image cache", nil},
+		{"Add request tracing to the query planner", []string{"planner"}},
+		{"Add request tracing", []string{"planner"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
