@@ -193,6 +193,10 @@ type lead struct {
 	// verb2 is the term of a second verb joined to the first ("find and
 	// remove"), or "".
 	verb2 string
+	// head is the term of the leading phrase's last word past the verb
+	// slot, or "": in "add an options flow" the head is "flow", what
+	// the words before it modify (see otherFeature).
+	head string
 	// tailDir is the direction of the words in the phrases after the
 	// leading one (see leadScanner.tailDir).
 	tailDir uint32
@@ -244,7 +248,8 @@ type leadScanner struct {
 	objs      []leadObj
 	verb      string
 	verb2     string
-	light     bool // the verb is a light verb (see lightVerbs)
+	head      string // see lead.head
+	light     bool   // the verb is a light verb (see lightVerbs)
 	// substitute: the verb puts one thing in place of another ("replace
 	// moment with date-fns"): its object is the source, a "with", "by"
 	// or "for" phrase the target.
@@ -260,6 +265,8 @@ func (l *leadScanner) stop(text string) {
 			l.abstain, l.done = true, true
 		}
 	case leadSkip[text] || len(text) == 1 && text != "t":
+	case l.words == 1 && !l.tail && questionWords[text]:
+		// "Find which zone contains the point": the object follows.
 	case l.tail:
 		l.nextTail(text)
 	case (text == "and" || text == "or") && l.words == 1:
@@ -271,6 +278,10 @@ func (l *leadScanner) stop(text string) {
 		l.nextTail(text)
 	}
 }
+
+// questionWords, right after the verb, open its object ("find which
+// queries block", "show what changed") rather than end the phrase.
+var questionWords = map[string]bool{"which": true, "what": true, "whose": true}
 
 // nextTail begins the phrase after the boundary word text.
 func (l *leadScanner) nextTail(text string) {
@@ -352,6 +363,7 @@ func (l *leadScanner) content(text, stem, term string) {
 			flags |= leadFrom
 		}
 		l.objs = append(l.objs, leadObj{term: term, flags: flags})
+		l.head = term
 	}
 	if l.words == maxLeadWords {
 		l.tail = true
@@ -408,7 +420,7 @@ func (l *leadScanner) result() lead {
 		// succeeds" are one task.
 		outcome = 0
 	}
-	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2, tailDir: l.tailDir, outcome: outcome}
+	return lead{dir: dir, objs: l.objs, verb: verb, kind: kind, verb2: l.verb2, head: l.head, tailDir: l.tailDir, outcome: outcome}
 }
 
 // conversionVerbs turn their object into something else: with a "to"

@@ -60,6 +60,7 @@ type doc struct {
 	dir    uint32    // the goal's main action (see lead)
 	verb   uint32    // term of the goal's first word (see lead.verb), noTerm if none
 	verb2  uint32    // term of a verb joined to it (lead.verb2), noTerm if none
+	head   uint32    // term of the leading phrase's head (lead.head), noTerm if none
 	kind   uint8     // what verb is: actNone, actGeneric, actSpecific
 	// outcome and tailDir are the goal's (see lead).
 	outcome uint8
@@ -250,7 +251,7 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 		ws.docs = append(ws.docs, nil)
 	}
 	lg, la = min(lg, math.MaxInt32), min(la, math.MaxInt32)
-	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir, quals: ld.quals, names: names}
+	d := &doc{sol: s, terms: make([]docTerm, 0, len(counts)), tris: make([]docTri, 0, len(tris)), lg: int32(lg), la: int32(la), dir: ld.dir, verb: noTerm, verb2: noTerm, head: noTerm, kind: ld.kind, tools: tools, outcome: ld.outcome, tailDir: ld.tailDir, quals: ld.quals, names: names}
 	for _, c := range counts {
 		id := ws.termID(c.word)
 		t := &ws.terms[id]
@@ -266,6 +267,9 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 	}
 	if id, ok := ws.dict[ld.verb2]; ok && ld.verb2 != "" {
 		d.verb2 = id
+	}
+	if id, ok := ws.dict[ld.head]; ok && ld.head != "" {
+		d.head = id
 	}
 	for _, h := range tris {
 		p := ws.tri[h]

@@ -59,9 +59,9 @@ import (
 //     that names no tool of a category is judged by the tools its approach
 //     names.
 //
-//   - the thing done: the names of tools the vocabulary does not know, and
-//     the leading phrases of goals that only say something is made (see
-//     thing.go).
+//   - the thing done: the names of tools the vocabulary does not know,
+//     the leading phrases of goals that only say something is made, and
+//     another feature of the thing both act on (see thing.go).
 //
 // Anything else is not known and does not count against a match: a goal
 // that names no tool is compatible with every tool.
@@ -266,7 +266,7 @@ func (s *searcher) fits(d *doc) bool {
 	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) || versionsConflict(s.versions, d.versions) {
 		return false
 	}
-	return !s.otherThing(d)
+	return !s.otherThing(d) && !s.otherFeature(d) && !s.otherPlace(d)
 }
 
 // conflicts reports whether d is a different task from the query's

@@ -171,6 +171,37 @@ func TestLeadVerb(t *testing.T) {
 	}
 }
 
+// TestLeadingPhrase checks the words of a goal's leading phrase past its
+// verb, and its head (the last of them).
+func TestLeadingPhrase(t *testing.T) {
+	tests := []struct {
+		goal string
+		objs []string
+		head string
+	}{
+		{"Add an options flow to the integration", []string{canonical("options"), "flow"}, "flow"},
+		{"Make the sidebar collapsible on small screens", []string{"sidebar", canonical("collapsible")}, canonical("collapsible")},
+		// A question word after the verb opens its object.
+		{"Find which delivery zone contains the point", []string{canonical("delivery"), "zone", canonical("contains"), "point"}, "point"},
+		{"Show what changed in the release", []string{canonical("changed")}, canonical("changed")},
+		// Elsewhere it ends the phrase.
+		{"Add a button which opens the dialog", []string{"button"}, "button"},
+		{"Deploy", nil, ""},
+	}
+	for _, tc := range tests {
+		ld := analyze(tc.goal, maxGoalRunes).lead
+		var objs []string
+		for _, o := range ld.objs {
+			if o.flags&leadObject != 0 {
+				objs = append(objs, o.term)
+			}
+		}
+		if !slices.Equal(objs, tc.objs) || ld.head != tc.head {
+			t.Errorf("%q: leading phrase %v head %q, want %v %q", tc.goal, objs, ld.head, tc.objs, tc.head)
+		}
+	}
+}
+
 // TestSearchWhy checks that a match says which action and object it
 // shares, in the stored goal's words.
 func TestSearchWhy(t *testing.T) {

@@ -259,10 +259,11 @@ func measureBounded(t *testing.T, file, label string, reworded, negatives, found
 // its misses: it is tune data since, like the third and fourth sets, and
 // its figure after them (18/53 found, 9 of 124 false recalls) is no
 // held-out figure. The seventh round's rules found four more of its
-// rewordings (22/53, 9 of 124 false recalls). It fails when the figures
-// get worse than that.
+// rewordings (22/53, 9 of 124 false recalls), the eighth round's rule
+// (otherFeature) two fewer false recalls (22/53, 7 of 124). It fails when
+// the figures get worse than that.
 func TestQualityHeldOut5(t *testing.T) {
-	measureBounded(t, "heldout5.json", "fifth set", 53, 124, 22, 9)
+	measureBounded(t, "heldout5.json", "fifth set", 53, 124, 22, 7)
 }
 
 // TestQualityHeldOut6 reports the sixth set, written from issue and pull
@@ -278,9 +279,11 @@ func TestQualityHeldOut5(t *testing.T) {
 // versions, moving and exporting) were written from its misses and false
 // recalls: it is tune data since, like the third, fourth and fifth sets,
 // and its figure after them (34/96 found, 21 of 220 false recalls) is no
-// held-out figure. It fails when the figures get worse than that.
+// held-out figure. The eighth round's rules (otherFeature, otherPlace,
+// question words) left 34/96 found, 16 of 220 false recalls. It fails
+// when the figures get worse than that.
 func TestQualityHeldOut6(t *testing.T) {
-	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 21)
+	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 16)
 }
 
 // TestQualityHeldOut7 reports the seventh set, written from issue and pull
@@ -288,33 +291,37 @@ func TestQualityHeldOut6(t *testing.T) {
 // touches (accounting, storefronts, mail deliverability, privacy, VPNs,
 // printing, IoT fleets...), without reading the rules, while the seventh
 // round changed them, and committed before any measure of it
-// (testdata/quality/README.md). Its one measure, after the seventh round:
-// reworded found 27/98, same words different task rejected 127/151,
-// unrelated rejected 28/28, false recalls 24 of 179 (13%), below the bar
-// on both halves. Run on it at the same time, the rules before the
-// seventh round gave the same figures, and the rules before the sixth
-// 29/98 found and 36 of 179 false recalls: the sixth round (the thing
-// done against the context) carried to it, the seventh (the sixth set's
-// vocabulary and kinds) did not. It is report-only, and fails when its
-// figures get worse than that measure; a rule written from what it shows
-// makes it tune data.
+// (testdata/quality/README.md). Its one measure as a held-out set, after
+// the seventh round: reworded found 27/98, same words different task
+// rejected 127/151, unrelated rejected 28/28, false recalls 24 of 179
+// (13%), below the bar on both halves. Run on it at the same time, the
+// rules before the seventh round gave the same figures, and the rules
+// before the sixth 29/98 found and 36 of 179 false recalls: the sixth
+// round (the thing done against the context) carried to it, the seventh
+// (the sixth set's vocabulary and kinds) did not. The eighth round's
+// rules (otherFeature and otherPlace in thing.go, question words) were
+// chosen on it and the other tune sets: it is tune data since, and its
+// figure after them (27/98 found, 20 of 179 false recalls) is no held-out
+// figure. It fails when the figures get worse than that.
 func TestQualityHeldOut7(t *testing.T) {
-	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 24)
+	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 20)
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
-// tune set and the third, fourth, fifth and sixth sets, each tune data
-// since the rules were written from its misses.
-var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json"}
+// tune set and the third to seventh sets, each tune data since rules were
+// written from its misses or chosen on its figures.
+var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json", "heldout7.json"}
 
 // TestQualityTuneCurve reports the trade-off of the threshold on the tune
 // sets together: rewordings found against false recalls at thresholds
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than after
-// the seventh round, which added the sixth set to them: 142 of 275 found,
-// 36 false recalls of 565 (the rules before it: 131 and 56). Without the
-// sixth set, the default was chosen after the sixth round at 103 of 179
-// found, 16 of 345 false recalls (108 and 15 after the seventh).
+// the eighth round, which added the seventh set to them: 168 of 373
+// found, 46 false recalls of 744 (the rules before it: 169 and 60; the
+// one rewording lost is a custom lint rule asked for as a plugin rule,
+// two features of one rule by the eighth round's reading). Without the
+// seventh set the seventh round left 142 of 275 found, 36 false recalls
+// of 565 (141 and 26 after the eighth).
 func TestQualityTuneCurve(t *testing.T) {
 	type loaded struct {
 		set *qualitySet
@@ -338,12 +345,12 @@ func TestQualityTuneCurve(t *testing.T) {
 		t.Logf("tune sets at %.2f: reworded found %d/%d, false recalls %d of %d", th, found, reworded, falses, negatives)
 	}
 	found, reworded, falses, negatives := sum(DefaultMinSimilarity)
-	if reworded != 275 || negatives != 565 {
+	if reworded != 373 || negatives != 744 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 142, 36
+	const chosenFound, chosenFalses = 168, 46
 	if found < chosenFound || falses > chosenFalses {
-		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the seventh round %d found, %d false recalls",
+		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the eighth round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)
 	}
 }

@@ -113,6 +113,7 @@ func (ix *Index) Search(q Query) []Match {
 
 // qobj is a word around the query's main action (see leadObj).
 type qobj struct {
+	term  string
 	id    uint32 // noTerm when the workspace does not have it
 	flags uint16
 	ctx   bool    // a word of the context (see thing.go)
@@ -199,6 +200,7 @@ type searcher struct {
 	// what it is (see vocab.go); tools the tools the query names.
 	verb    uint32
 	verb2   uint32
+	head    uint32 // the term of the query's head (see lead.head), or noTerm
 	verbSet bool
 	kind    uint8
 	tools   []toolUse
@@ -266,13 +268,16 @@ func (ix *Index) prepare(q Query) *searcher {
 		return nil
 	}
 	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir,
-		verb: noTerm, verb2: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools,
+		verb: noTerm, verb2: noTerm, head: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools,
 		outcome: a.lead.outcome, tailDir: a.lead.tailDir, quals: a.lead.quals}
 	if id, ok := ws.dict[a.lead.verb]; ok && s.verbSet {
 		s.verb = id
 	}
 	if id, ok := ws.dict[a.lead.verb2]; ok && a.lead.verb2 != "" {
 		s.verb2 = id
+	}
+	if id, ok := ws.dict[a.lead.head]; ok && a.lead.head != "" {
+		s.head = id
 	}
 	avgG := max(float64(ws.sumG)/float64(ws.n), 1)
 	avgA := max(float64(ws.sumA)/float64(ws.n), 1)
@@ -322,7 +327,7 @@ func (ix *Index) prepare(q Query) *searcher {
 		if known {
 			df = int(ws.terms[id].goalDF)
 		}
-		s.objs = append(s.objs, qobj{id: id, flags: o.flags, ctx: contextTerms[o.term], w: s.goalIDF(df)})
+		s.objs = append(s.objs, qobj{term: o.term, id: id, flags: o.flags, ctx: contextTerms[o.term], w: s.goalIDF(df)})
 	}
 	s.names, s.versions = qnames, qversions
 	s.suffix = make([]float64, len(s.terms)+1)

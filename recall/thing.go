@@ -38,7 +38,14 @@ import (
 //     workspace (as BM25's, with the same prior documents): a word of one
 //     goal in a hundred weighs more than a word of one in three, and a
 //     word of the query no stored goal holds weighs most. Words of the
-//     context weigh nothing.
+//     context weigh nothing;
+//   - other features: goals led the same way whose leading phrases share
+//     the thing acted on (the head of one of them) and each add a word of
+//     their own to it ("an options flow", "a config flow") do two things
+//     to one thing (see otherFeature);
+//   - other places: goals that make something (add, write, set up) in
+//     two places named by "to" phrases that share no word are two tasks
+//     (see otherPlace).
 //
 // Two goals led by two named actions are judged by their actions
 // (parts.go). An action that moves data (read, write, send, receive,
@@ -352,6 +359,137 @@ func (s *searcher) otherThing(d *doc) bool {
 	}
 	q, qTot, g, gTot := s.leadGap(d)
 	return qTot > 0 && gTot > 0 && q >= otherThingShare*qTot && g >= otherThingShare*gTot
+}
+
+// otherFeature reports whether the query and d, led the same way (both by
+// a word that says something is made, both by no named action, or both by
+// the same action the vocabulary names), do two things to one thing: their
+// leading phrases share a word outside the context, the head of one of
+// them (the phrase's last word: "flow" in "an options flow"), and each has
+// a word outside the context that the other goal lacks (what is done to
+// it). "Add an options flow to the integration" and "add a config flow to
+// the integration", "make the toast notifications dismissible" and "make
+// the toast notifications announced", "make the chart zoomable" and "make
+// the chart resize" are other features of one thing: the shared word is
+// where the feature lives, not the feature. After a light verb the thing
+// made is said after the head ("make the chart zoomable"), so any shared
+// word counts there; after a verb, a shared word that is no head is a
+// modifier, and the heads then say the thing in two ways ("encode order
+// objects", "serialize the order structs"). For the query the word must
+// be missing from d's approach too (a rewording often says the feature in
+// the words of the approach), and a word cut short from the other's
+// ("temp" for "temporary") is no word of its own. A verb the vocabulary
+// does not name leaves the phrase unread: it may be a word of another
+// language, whose phrases put the head first. When unsure, nothing is
+// shown: a rewording that adds a word of its own before the shared head
+// and drops one of the stored goal's is lost ("a plugin rule" for "a
+// custom rule").
+func (s *searcher) otherFeature(d *doc) bool {
+	light := !s.verbSet && d.verb == noTerm
+	sameLead := light || s.kind == actGeneric && d.kind == actGeneric ||
+		s.verb != noTerm && s.verb == d.verb && s.kind != actNone
+	if !sameLead {
+		return false
+	}
+	shared := false
+	var own [maxLeadWords]string
+	qOwn := own[:0]
+	for _, o := range s.objs {
+		if o.flags&leadObject == 0 || o.ctx && (o.id == noTerm || !featureWord(o.term)) {
+			continue
+		}
+		j := -1
+		if o.id != noTerm {
+			j = findTerm(d.terms, o.id)
+		}
+		switch {
+		case j < 0:
+			if len(qOwn) < len(own) {
+				qOwn = append(qOwn, o.term)
+			}
+		case d.terms[j].lead&leadObject != 0 && d.terms[j].tfG > 0 && (light || o.id == s.head || o.id == d.head):
+			shared = true
+		}
+	}
+	if !shared || len(qOwn) == 0 {
+		return false
+	}
+	var short uint8 // the query's own words that shorten one of d's
+	dOwn := false
+	for _, dt := range d.terms {
+		t := &s.ws.terms[dt.id]
+		if dt.lead&leadObject == 0 || dt.tfG == 0 || t.context && !featureWord(t.word) {
+			continue
+		}
+		if _, ok := slices.BinarySearchFunc(s.ids, dt.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); ok {
+			continue
+		}
+		abbr := false
+		for i, w := range qOwn {
+			if shortens(w, t.word) {
+				short |= 1 << i
+				abbr = true
+			}
+		}
+		dOwn = dOwn || !abbr
+	}
+	return dOwn && int(short) != 1<<len(qOwn)-1
+}
+
+// otherPlace reports whether the query and d, both led by a word that
+// says something is made ("add", "write", "set up"), put it in two
+// places: each names where in a "to" phrase, with words outside the
+// context, and neither goal holds a word of the other's ("add constant
+// folding to the query planner" and "... to the compiler's optimizer",
+// "add drag and drop reordering to the list" and "... to the form"). The
+// same thing made for two places is two tasks; a goal that names no place
+// fits any.
+func (s *searcher) otherPlace(d *doc) bool {
+	if s.kind != actGeneric || d.kind != actGeneric {
+		return false
+	}
+	qTo := false
+	for _, o := range s.objs {
+		if o.flags&leadTo == 0 || o.ctx {
+			continue
+		}
+		if o.id != noTerm && findTerm(d.terms, o.id) >= 0 {
+			return false
+		}
+		qTo = true
+	}
+	if !qTo {
+		return false
+	}
+	dTo := false
+	for _, dt := range d.terms {
+		if dt.lead&leadTo == 0 || dt.tfG == 0 || s.ws.terms[dt.id].context {
+			continue
+		}
+		if _, ok := slices.BinarySearchFunc(s.ids, dt.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); ok {
+			return false
+		}
+		dTo = true
+	}
+	return dTo
+}
+
+// shortens reports whether one of two words is the other cut short, at
+// three letters or more ("temp" and "temporary", "dir" and "directory",
+// "repo" and "repository"): one word written two ways.
+func shortens(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return len(a) >= 3 && strings.HasPrefix(b, a)
+}
+
+// featureWord reports whether a word of the context, past the verb of a
+// leading phrase, still says which feature it is: a word of an action
+// that only makes something, used as a noun ("a config flow", "a setup
+// wizard").
+func featureWord(term string) bool {
+	return actionKinds[term] == actGeneric
 }
 
 // toolOnly reports whether the query names a tool (not one only implied)

@@ -267,3 +267,77 @@ func TestCommandNamesConflict(t *testing.T) {
 		}
 	}
 }
+
+// Two goals led the same way that share what they act on and each add a
+// word of their own to it are two features of one thing; a goal that
+// shares the thing's modifier and names its head in other words is not.
+func TestOtherFeature(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("dialog", "Add a settings dialog to the Qt editor"))
+	ix.Put(sol("sidebar", "Make the sidebar collapsible"))
+	ix.Put(sol("records", "Cache the product records in Redis"))
+	ix.Put(sol("token", "Add a temporary token cache to the HTTP client"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		// Another feature of the same thing: the head is shared, the
+		// words before it (or, after a light verb, what the thing is
+		// made) are not.
+		{"Add a font dialog to the Qt editor", nil},
+		{"Make the sidebar resizable", nil},
+		// The same feature.
+		{"Add a settings dialog to our Qt editor", []string{"dialog"}},
+		{"Make the sidebar collapsible on small screens", []string{"sidebar"}},
+		// The modifier shared, the head said in other words.
+		{"Cache the product rows in Redis", []string{"records"}},
+		// A modifier cut short is the same modifier.
+		{"Add a temp token cache to the HTTP client", []string{"token"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestShortens(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"temp", "temporari", true},
+		{"directori", "dir", true},
+		{"repo", "repositori", true},
+		{"do", "document", false}, // too short to say which word
+		{"cach", "config", false},
+		{"option", "option", true},
+	}
+	for _, tc := range tests {
+		if got := shortens(tc.a, tc.b); got != tc.want {
+			t.Errorf("shortens(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// The same thing made for two places is two tasks; a goal that names no
+// place, or a place the other shares a word of, fits.
+func TestOtherPlace(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("planner", "Add request tracing to the billing service's query planner"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Add request tracing to the mobile app's image cache", nil},
+		{"Add request tracing to the query planner", []string{"planner"}},
+		{"Add request tracing", []string{"planner"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
