@@ -307,6 +307,23 @@ func TestQualityHeldOut7(t *testing.T) {
 	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 20)
 }
 
+// TestQualityHeldOut8 reports the eighth set, written from issue and pull
+// request titles of fields no other set touches (audio plugins, CAD and 3D
+// printing, office add-ins, GIS, civic and legal tech, healthcare
+// interoperability, education platforms, game engines, vehicle buses...),
+// without reading the rules, while the eighth round changed them, and
+// committed before any measure of it (testdata/quality/README.md). Its one
+// measure, after the eighth round: reworded found 12/91, same words
+// different task rejected 129/148, unrelated rejected 28/28, false
+// recalls 19 of 176 (11%). Run on it at the same time, the rules before
+// the eighth round gave the same figures, and the rules before the sixth
+// 13/91 found and 39 of 176 false recalls: as on the seventh set, the
+// sixth round carried and the later ones did not. It is report-only, and
+// fails when its figures get worse than that measure.
+func TestQualityHeldOut8(t *testing.T) {
+	measureBounded(t, "heldout8.json", "eighth set", 91, 176, 12, 19)
+}
+
 // tuneSets are the sets the rules and the threshold are chosen on: the
 // tune set and the third to seventh sets, each tune data since rules were
 // written from its misses or chosen on its figures.
