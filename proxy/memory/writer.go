@@ -299,22 +299,12 @@ func (m *Memory) logRecorded(ctx context.Context, inc *store.Incident) {
 // queueIncident is writeIncident without its log line.
 func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
 	p := &pendingWrite{dedupe: dedupe, shown: show, lost: lost, done: make(chan struct{})}
-	if show {
-		if err := m.guardCache.addPending(p, inc, m.opts.Now); err != nil {
-			return false, err
-		}
-	} else {
-		if err := store.PrepareIncident(inc, inc.Time); err != nil {
-			return false, err
-		}
-		p.inc = *inc
+	if err := m.prepare(p, inc); err != nil {
+		return false, err
 	}
 	wait := !show || m.opts.Durability == DurabilitySync || !m.writer.answerEarly()
 	p.waited = wait
-	if err := m.writer.push(ctx, p); err != nil {
-		if show {
-			m.guardCache.dropPending(p)
-		}
+	if err := m.push(ctx, p); err != nil {
 		if !wait {
 			m.writer.releaseEarly(1)
 		}
@@ -341,14 +331,35 @@ func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe 
 // if the write fails.
 func (m *Memory) queueShown(ctx context.Context, inc *store.Incident, dedupe string, lost func()) (*pendingWrite, error) {
 	p := &pendingWrite{dedupe: dedupe, shown: true, waited: true, lost: lost, done: make(chan struct{})}
-	if err := m.guardCache.addPending(p, inc, m.opts.Now); err != nil {
+	if err := m.prepare(p, inc); err != nil {
 		return nil, err
 	}
-	if err := m.writer.push(ctx, p); err != nil {
-		m.guardCache.dropPending(p)
+	if err := m.push(ctx, p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// prepare makes inc p's incident, ready for the store: shown in its
+// tenant's guard from now on when p is to be shown.
+func (m *Memory) prepare(p *pendingWrite, inc *store.Incident) error {
+	if p.shown {
+		return m.guardCache.addPending(p, inc, m.opts.Now)
+	}
+	if err := store.PrepareIncident(inc, inc.Time); err != nil {
+		return err
+	}
+	p.inc = *inc
+	return nil
+}
+
+// push queues p for the writer; a p the queue refuses leaves the guard.
+func (m *Memory) push(ctx context.Context, p *pendingWrite) error {
+	err := m.writer.push(ctx, p)
+	if err != nil && p.shown {
+		m.guardCache.dropPending(p)
+	}
+	return err
 }
 
 // Committed waits, within StoreTimeout, for the writes of the turn's tool

@@ -19,11 +19,9 @@ func (r *request) Info() *wire.Info { return &r.info }
 // Forwarded implements [wire.Request]: the memo keeps what was read, once
 // the tool results are judged, and the request lets go of the body.
 func (r *request) Forwarded(remember bool) {
-	if remember && !r.forgot.Load() {
+	if remember && !r.ref.Forgotten() {
 		r.remember()
-		if r.forgot.Load() {
-			r.ref.Forget() // Forget came while it was remembered
-		}
+		r.ref.Remembered()
 	}
 	r.body, r.elems, r.marks, r.calls, r.verdictAt = nil, nil, nil, wire.CallIndex[call]{}, nil
 	r.resume = wire.Resume[*turnState]{}
@@ -31,10 +29,7 @@ func (r *request) Forwarded(remember bool) {
 }
 
 // Forget implements [wire.Request].
-func (r *request) Forget() {
-	r.forgot.Store(true)
-	r.ref.Forget()
-}
+func (r *request) Forget() { r.ref.Forget() }
 
 // Inject implements [wire.Request]. With p.System the blocks go in front
 // of the top-level system text, which is created when absent. Otherwise

@@ -3,7 +3,6 @@ package messages
 import (
 	"slices"
 	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -38,7 +37,6 @@ type request struct {
 	body      []byte
 	resume    wire.Resume[*turnState]
 	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
-	forgot    atomic.Bool              // set by Forget
 	elems     []wire.Elem              // where each message ends
 	marks     []mark                   // what was read up to the end of each message
 	arrayEnd  int                      // where the messages array ends; 0 when it is not one
@@ -191,7 +189,7 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		})
 	}
 	r.info.Goal = r.task.Goal
-	r.ref = r.resume.Ref()
+	r.resume.Refer(&r.ref)
 	in.Continued = r.resume.Prior != nil && r.answers.One()
 	// The system text and the key: the memo's when the system value is
 	// the same bytes.

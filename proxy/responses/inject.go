@@ -15,11 +15,9 @@ func (r *request) Info() *wire.Info { return &r.info }
 // the observer reads to remember the chain (the task, the tools, the
 // verdicts) stays.
 func (r *request) Forwarded(remember bool) {
-	if remember && !r.forgot.Load() {
+	if remember && !r.ref.Forgotten() {
 		r.remember()
-		if r.forgot.Load() {
-			r.ref.Forget() // Forget came while it was remembered
-		}
+		r.ref.Remembered()
 	}
 	r.body, r.elems, r.marks, r.calls, r.verdictAt = nil, nil, nil, wire.CallIndex[call]{}, nil
 	r.resume = wire.Resume[*turnState]{}
@@ -27,10 +25,7 @@ func (r *request) Forwarded(remember bool) {
 }
 
 // Forget implements [wire.Request].
-func (r *request) Forget() {
-	r.forgot.Store(true)
-	r.ref.Forget()
-}
+func (r *request) Forget() { r.ref.Forget() }
 
 // Inject implements [wire.Request].
 //

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -37,7 +36,6 @@ type request struct {
 	detach    *wire.Detacher // copies what the turn keeps out of the copy of its items (nil: that copy is small)
 	resume    wire.Resume[*turnState]
 	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
-	forgot    atomic.Bool              // set by Forget
 	elems     []wire.Elem              // where each input item ends
 	marks     []mark                   // what was read up to the end of each item
 	arrayEnd  int                      // where the input array ends; 0 when it is not one
@@ -222,7 +220,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 			return true
 		})
 	}
-	r.ref = r.resume.Ref()
+	r.resume.Refer(&r.ref)
 	in.Continued = r.resume.Prior != nil && r.answers.One()
 	if !r.instructions.OK() {
 		in.System = r.devSystem

@@ -3,6 +3,7 @@ package wire
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -136,27 +137,45 @@ func (m *TurnMemo[S]) dropLocked(it *memoItem[S]) {
 	delete(m.turns, it.key)
 }
 
-// MemoRef names a conversation in a TurnMemo, to forget its turn later
-// (see Request.Forget). The zero MemoRef names none.
+// MemoRef names a conversation in a TurnMemo, so that its turn can be
+// forgotten from any goroutine, before the request that read it is
+// forwarded or after (see Request.Forget). The zero MemoRef names none.
 type MemoRef[S any] struct {
-	memo *TurnMemo[S]
-	key  uint64
+	memo   *TurnMemo[S]
+	key    uint64
+	forgot atomic.Bool
 }
 
-// Forget drops the conversation's remembered turn: its next turn is read
-// whole.
-func (f MemoRef[S]) Forget() {
+// Forget drops the conversation's remembered turn, and keeps the request
+// that f belongs to from remembering its own: the next turn is read whole.
+func (f *MemoRef[S]) Forget() {
+	f.forgot.Store(true)
+	f.drop()
+}
+
+// Forgotten reports whether Forget was called: the request's turn is not
+// to be remembered.
+func (f *MemoRef[S]) Forgotten() bool { return f.forgot.Load() }
+
+// Remembered is called once the request's turn was remembered: a Forget
+// that came meanwhile drops it.
+func (f *MemoRef[S]) Remembered() {
+	if f.forgot.Load() {
+		f.drop()
+	}
+}
+
+func (f *MemoRef[S]) drop() {
 	if f.memo != nil {
 		f.memo.forget(f.key)
 	}
 }
 
-// Ref names r's conversation, once Name named it.
-func (r *Resume[S]) Ref() MemoRef[S] {
-	if r.memo == nil || !r.named {
-		return MemoRef[S]{}
+// Refer makes f name r's conversation, once Name named it.
+func (r *Resume[S]) Refer(f *MemoRef[S]) {
+	if r.memo != nil && r.named {
+		f.memo, f.key = r.memo, r.key
 	}
-	return MemoRef[S]{memo: r.memo, key: r.key}
 }
 
 // holds reports whether t is the turn remembered under key.
