@@ -138,7 +138,7 @@ func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int
 			misses = append(misses, i)
 			continue
 		}
-		t.add(inc, m, 1)
+		t.add(inc, m, ToolOf(inc), 1)
 	}
 	g.mu.RUnlock()
 
@@ -155,7 +155,7 @@ func (g *Guard) detect(incidents []store.Incident, now time.Time, minRepeats int
 			if !hit {
 				memos[j] = g.compute(inc.Type, inc.StatusCode, inc.Message)
 			}
-			t.add(inc, memos[j], 1)
+			t.add(inc, memos[j], ToolOf(inc), 1)
 		}
 		g.mu.Lock()
 		for j, k := range keys {

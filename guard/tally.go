@@ -62,7 +62,7 @@ func (g *Guard) NewTally() *Tally {
 // Incidents of type [store.TypeLoop] are not failures: they are ignored.
 func (t *Tally) Add(inc *store.Incident) {
 	if inc.Type != store.TypeLoop {
-		t.add(inc, t.g.lookup(inc.Type, inc.StatusCode, inc.Message), 1)
+		t.add(inc, t.g.lookup(inc.Type, inc.StatusCode, inc.Message), ToolOf(inc), 1)
 	}
 }
 
@@ -71,7 +71,36 @@ func (t *Tally) Add(inc *store.Incident) {
 // [Tally.Renew].
 func (t *Tally) Remove(inc *store.Incident) {
 	if inc.Type != store.TypeLoop {
-		t.add(inc, t.g.lookup(inc.Type, inc.StatusCode, inc.Message), -1)
+		t.add(inc, t.g.lookup(inc.Type, inc.StatusCode, inc.Message), ToolOf(inc), -1)
+	}
+}
+
+// Class is an incident's classification for counting ([Guard.ClassOf]):
+// a caller that tallies the same incidents again and again (a
+// conversation's own failures, on each of its turns) keeps it beside the
+// incident and adds the incident with [Tally.AddClassed], without
+// classifying it again.
+type Class struct {
+	m    memo
+	tool string
+}
+
+// ClassOf classifies inc for counting by a Tally of g.
+func (g *Guard) ClassOf(inc *store.Incident) Class {
+	if inc.Type == store.TypeLoop {
+		return Class{}
+	}
+	return Class{m: g.lookup(inc.Type, inc.StatusCode, inc.Message), tool: ToolOf(inc)}
+}
+
+// Tool returns the tool of the classified incident ([ToolOf]).
+func (c Class) Tool() string { return c.tool }
+
+// AddClassed counts inc, of class c (from the Guard of t, for inc or an
+// identical copy of it), as [Tally.Add] does.
+func (t *Tally) AddClassed(inc *store.Incident, c Class) {
+	if inc.Type != store.TypeLoop {
+		t.add(inc, c.m, c.tool, 1)
 	}
 }
 
@@ -136,8 +165,8 @@ func groupKey(inc *store.Incident, m memo) (key, fp string) {
 	return key, fp
 }
 
-// add counts inc (classified as m) d more times, d being 1 or -1.
-func (t *Tally) add(inc *store.Incident, m memo, d int) {
+// add counts inc (classified as m, of tool) d more times, d being 1 or -1.
+func (t *Tally) add(inc *store.Incident, m memo, tool string, d int) {
 	sc := scope(inc)
 	if m.pat >= 0 {
 		if sc != "" {
@@ -153,7 +182,7 @@ func (t *Tally) add(inc *store.Incident, m memo, d int) {
 			return
 		}
 		t.counts[m.pat] = max(0, t.counts[m.pat]+d)
-		if tool := ToolOf(inc); tool != "" {
+		if tool != "" {
 			if t.patTools == nil {
 				t.patTools = make(map[int32][]toolCount)
 			}
@@ -188,7 +217,7 @@ func (t *Tally) add(inc *store.Incident, m memo, d int) {
 		t.stale++
 	}
 	gr.count += d
-	if tool := ToolOf(inc); tool != "" {
+	if tool != "" {
 		gr.tools = countTool(gr.tools, tool, d)
 	}
 	if t.groups == nil {
@@ -250,15 +279,37 @@ func (t *Tally) Entries(minRepeats int) []Entry {
 				Provider: gr.provider, Fingerprint: gr.fp, Tools: toolNames(gr.tools)})
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(
-			cmp.Compare(b.Count, a.Count),
-			strings.Compare(a.Pattern, b.Pattern),
-			strings.Compare(a.Provider, b.Provider),
-			strings.Compare(a.Example, b.Example),
-		)
-	})
+	slices.SortFunc(out, compareEntries)
 	return out
+}
+
+// compareEntries orders entries as [Tally.Entries] returns them: by
+// count (highest first), then label, provider and example.
+func compareEntries(a, b Entry) int {
+	return cmp.Or(
+		cmp.Compare(b.Count, a.Count),
+		strings.Compare(a.Pattern, b.Pattern),
+		strings.Compare(a.Provider, b.Provider),
+		strings.Compare(a.Example, b.Example),
+	)
+}
+
+// MergeEntries returns, in a new slice, the entries of two Tallies of
+// one Guard that count no group in common, as one Tally counting both
+// would return them. Tallies of provider failures that all name their
+// provider and of incidents that are not provider failures count no
+// group in common.
+func MergeEntries(a, b []Entry) []Entry {
+	out := make([]Entry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if compareEntries(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	out = append(out, a...)
+	return append(out, b...)
 }
 
 // example is the sanitised, redacted text an entry shows of an incident:

@@ -223,7 +223,19 @@ func TestWindowCarriesTheGuardsItsNewIncidentsDoNotTouch(t *testing.T) {
 	m.guardCache.mu.Lock()
 	w2 := w1.with([]store.Incident{add("", store.TypeHTTPError, "rate limited", 429)}, w1.version+1, nil, false)
 	m.guardCache.mu.Unlock()
-	if len(w2.convs) != 0 || w2.derivedSize() != 0 {
+	if len(w2.convs) != 0 || w2.derivedBytes != 0 {
 		t.Fatalf("a provider failure kept %d derived guards", len(w2.convs))
+	}
+	// The conversations' own failures did not change: they are kept,
+	// and count as counted afresh.
+	if len(w2.owns) != 2 || w2.owns["c"] != w1.owns["c"] || w2.owns["d"] != w1.owns["d"] {
+		t.Fatalf("a provider failure changed the conversations' own failures: %v → %v", w1.owns, w2.owns)
+	}
+	carried := derive(w2, "d")
+	w2.mu.Lock()
+	w2.convs, w2.derivedBytes, w2.owns, w2.ownsBytes = nil, 0, nil, 0
+	w2.mu.Unlock()
+	if again := derive(w2, "d"); again.block.Text != carried.block.Text {
+		t.Fatalf("guard from the failures carried\n%s\nfrom the window\n%s", carried.block.Text, again.block.Text)
 	}
 }

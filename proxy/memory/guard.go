@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -25,6 +26,11 @@ import (
 // window's read hit its limit, the conversation's own incidents are read
 // too, so a busy tenant does not crowd them out. That read is made within
 // budget, which starts only then.
+//
+// The window's provider failures are counted once per window (see
+// providerTally) and the conversation's own failures once per change of
+// them (see convFailures): the two count no group in common, so their
+// entries are merged, not counted again together.
 func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation string, tallies []wire.ToolTally, now time.Time) ([]guard.Entry, wire.Block, error) {
 	overcome := overcomeTools(tallies)
 	gen, recovered := m.recovered.of(tenantKey{w.workspace, w.project})
@@ -32,20 +38,30 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 	if r, ok := w.derived(ck); ok {
 		return r.entries, r.block, nil
 	}
-	own, err := m.ownFailures(budget, w, conversation, overcome, now)
+	cf, err := m.convFailures(budget, w, conversation, now)
 	if err != nil {
 		return nil, wire.Block{}, err
 	}
-	// The provider failures come counted with the window; the
-	// conversation's own failures are counted on top of them.
 	t := w.providerTally(w.g, gen, recovered)
-	if len(own) > 0 {
+	entries := t.Entries(1)
+	from, to := cf.span(now.Add(-w.span), now)
+	switch {
+	case from == to:
+	case slices.ContainsFunc(entries, func(e guard.Entry) bool { return e.Provider == "" }):
+		// A provider failure that names no provider counts with the
+		// conversation's own: count them together.
 		t = t.Clone()
-		for _, in := range own {
-			t.Add(in)
+		classes := cf.classified(w.g)
+		for i := from; i < to; i++ {
+			if !retired(overcome, classes[i].Tool()) {
+				t.AddClassed(&cf.incs[i], classes[i])
+			}
 		}
+		entries = t.Entries(1)
+	default:
+		entries = guard.MergeEntries(entries, cf.entries(w.g, from, to, overcome))
 	}
-	entries := m.withFixes(t.Entries(1), w.fixes)
+	entries = m.withFixes(entries, w.fixes)
 	r := guardResult{conversation: conversation, entries: entries, block: wire.NewBlock(guard.Block(entries))}
 	w.keepDerived(ck, r, m.guardCache.maxConvs, m.guardCache.maxBytes/8)
 	m.guardCache.recount(tenantKey{w.workspace, w.project}, w)
@@ -65,44 +81,237 @@ func overcomeTools(tallies []wire.ToolTally) []string {
 	return overcome
 }
 
-// ownFailures returns the failures of a conversation in w that count for
-// its guard at now: its own (not provider failures, not loops), inside
-// the guard's window, of tools not overcome (sorted). When the window's
-// read hit its limit, the conversation's own incidents are read too
-// (ownIncidents), so a busy tenant does not crowd them out.
-func (m *Memory) ownFailures(budget *storeBudget, w *guardWindow, conversation string, overcome []string, now time.Time) ([]*store.Incident, error) {
-	lo := now.Add(-w.span)
-	mine := func(in *store.Incident) bool {
-		if in.Type == store.TypeLoop || guard.ProviderFailure(in.Type) || in.Session != conversation ||
-			in.Time.Before(lo) || in.Time.After(now) {
-			return false
+// retired reports whether tool is among overcome (sorted): its failures
+// no longer count.
+func retired(overcome []string, tool string) bool {
+	_, found := slices.BinarySearch(overcome, tool)
+	return found
+}
+
+// convFailures is a conversation's own failures in a window: its
+// incidents that are neither provider failures nor loops, oldest first,
+// each classified once. It is shared by the windows that follow one
+// another while the conversation's failures stay the same, and a window
+// that adds some makes a new one from it (followed): a turn pays for the
+// failures that changed, not for the window nor for classifying the
+// conversation's failures again. A window follows another under its
+// cache's lock: the failures it adds are classified later, on the next
+// request that needs them (classified).
+type convFailures struct {
+	incs []store.Incident // never modified
+	size int64            // convFailuresBytes
+
+	mu        sync.Mutex
+	classes   []guard.Class  // of incs, in order; those of unclassed are set once, under mu
+	unclassed []int          // incs not classified yet
+	last      [4]*ownEntries // the entries last counted
+	next      int            // the one of last to replace
+}
+
+// ownEntries are the entries a conversation's failures incs[from:to]
+// give, those of the tools overcome retired.
+type ownEntries struct {
+	from, to int
+	overcome []string
+	tally    *guard.Tally  // never modified: cloned to count more
+	entries  []guard.Entry // shared: never modified (MergeEntries copies them)
+}
+
+// span returns the range of cf's failures at lo or later and at now or
+// earlier: those inside the guard's window at now.
+func (cf *convFailures) span(lo, now time.Time) (from, to int) {
+	from, _ = slices.BinarySearchFunc(cf.incs, lo, func(in store.Incident, lo time.Time) int {
+		if in.Time.Before(lo) {
+			return -1
 		}
-		_, retired := slices.BinarySearch(overcome, guard.ToolOf(in))
-		return !retired
+		return 1
+	})
+	to, _ = slices.BinarySearchFunc(cf.incs, now, func(in store.Incident, now time.Time) int {
+		if in.Time.After(now) {
+			return 1
+		}
+		return -1
+	})
+	return from, max(from, to)
+}
+
+// classified returns the classes of cf's failures, classifying by g those
+// that are not yet, outside the lock.
+func (cf *convFailures) classified(g *guard.Guard) []guard.Class {
+	cf.mu.Lock()
+	todo := cf.unclassed
+	cf.mu.Unlock()
+	if len(todo) > 0 {
+		classes := make([]guard.Class, len(todo))
+		for k, i := range todo {
+			classes[k] = g.ClassOf(&cf.incs[i])
+		}
+		cf.mu.Lock()
+		if cf.unclassed != nil {
+			for k, i := range todo {
+				cf.classes[i] = classes[k]
+			}
+			cf.unclassed = nil
+		}
+		cf.mu.Unlock()
 	}
-	var own []*store.Incident
+	return cf.classes
+}
+
+// entries returns the entries of cf's failures incs[from:to], those of
+// the tools overcome retired, counted by a tally of g. The last counts
+// are kept: a turn whose range only grew counts the failures it added.
+func (cf *convFailures) entries(g *guard.Guard, from, to int, overcome []string) []guard.Entry {
+	var near *ownEntries
+	cf.mu.Lock()
+	for _, e := range cf.last {
+		if e == nil || e.from != from || e.to > to || !slices.Equal(e.overcome, overcome) {
+			continue
+		}
+		if e.to == to {
+			cf.mu.Unlock()
+			return e.entries
+		}
+		if near == nil || e.to > near.to {
+			near = e
+		}
+	}
+	cf.mu.Unlock()
+	classes := cf.classified(g)
+	var t *guard.Tally
+	start := from
+	if near != nil {
+		t, start = near.tally.Clone(), near.to
+	} else {
+		t = g.NewTally()
+	}
+	var tool string
+	var skip bool
+	for i := start; i < to; i++ {
+		if c := classes[i]; c.Tool() != tool || i == start {
+			tool, skip = c.Tool(), retired(overcome, c.Tool())
+		}
+		if !skip {
+			t.AddClassed(&cf.incs[i], classes[i])
+		}
+	}
+	e := &ownEntries{from: from, to: to, overcome: overcome, tally: t, entries: t.Entries(1)}
+	cf.mu.Lock()
+	cf.last[cf.next%len(cf.last)] = e
+	cf.next++
+	cf.mu.Unlock()
+	return e.entries
+}
+
+// ownFailure reports whether in is one of its conversation's own
+// failures: neither a provider failure nor a loop.
+func ownFailure(in *store.Incident) bool {
+	return in.Type != store.TypeLoop && !guard.ProviderFailure(in.Type)
+}
+
+// newConvFailures classifies incs (oldest first) by g.
+func newConvFailures(g *guard.Guard, incs []store.Incident) *convFailures {
+	cf := &convFailures{incs: incs, classes: make([]guard.Class, len(incs))}
+	for i := range incs {
+		cf.classes[i] = g.ClassOf(&incs[i])
+	}
+	cf.size = convFailuresBytes(cf)
+	return cf
+}
+
+// followed returns the failures of the conversation in a window that
+// followed cf's with add (sorted by time; the conversation's own
+// failures only), or cf when add is empty. The failures kept keep their
+// classes; those of add are classified later (classified). When add
+// comes after them, the counts cf kept are kept too. A window
+// trims its oldest incidents only when its read hit its limit, and then
+// the conversation's failures come from the store too (convFailures):
+// those trimmed stay.
+func (cf *convFailures) followed(add []store.Incident) *convFailures {
+	if len(add) == 0 {
+		return cf
+	}
+	cf.mu.Lock()
+	classes, unclassed, last, next := slices.Clone(cf.classes), cf.unclassed, cf.last, cf.next
+	cf.mu.Unlock()
+	var pending []bool
+	if len(unclassed) > 0 {
+		pending = make([]bool, len(cf.incs))
+		for _, i := range unclassed {
+			pending[i] = true
+		}
+	}
+	n := &convFailures{
+		incs:    make([]store.Incident, 0, len(cf.incs)+len(add)),
+		classes: make([]guard.Class, 0, len(cf.incs)+len(add)),
+	}
+	// As the window joins them: add after the failures of the same time.
+	i, j := 0, 0
+	for i < len(cf.incs) || j < len(add) {
+		if j == len(add) || i < len(cf.incs) && !add[j].Time.Before(cf.incs[i].Time) {
+			if pending != nil && pending[i] {
+				n.unclassed = append(n.unclassed, len(n.incs))
+			}
+			n.incs, n.classes = append(n.incs, cf.incs[i]), append(n.classes, classes[i])
+			i++
+			continue
+		}
+		if i < len(cf.incs) {
+			last = [len(last)]*ownEntries{} // the failures counted moved
+		}
+		n.unclassed = append(n.unclassed, len(n.incs))
+		n.incs, n.classes = append(n.incs, add[j]), append(n.classes, guard.Class{})
+		j++
+	}
+	// add came after cf's failures: what cf counted is n's too.
+	n.last, n.next = last, next
+	n.size = convFailuresBytes(n)
+	return n
+}
+
+// convFailuresBytes is what cf holds besides the strings, which its
+// window's incidents share.
+func convFailuresBytes(cf *convFailures) int64 {
+	return resultOverhead + int64(len(cf.incs))*(incidentOverhead+int64(unsafe.Sizeof(guard.Class{})))
+}
+
+// convFailures returns the conversation's own failures in w (see
+// ownFailure), from those w keeps or found within budget: w's incidents
+// of the conversation and, when the window's read hit its limit, the
+// conversation's incidents read too (ownIncidents), so a busy tenant
+// does not crowd them out.
+func (m *Memory) convFailures(budget *storeBudget, w *guardWindow, conversation string, now time.Time) (*convFailures, error) {
+	w.mu.Lock()
+	cf := w.owns[conversation]
+	w.mu.Unlock()
+	if cf != nil {
+		return cf, nil
+	}
+	var own []store.Incident
 	for i := 0; i < len(w.incidents) && w.convIncidents > 0; i++ {
-		if in := &w.incidents[i]; mine(in) {
-			own = append(own, in)
+		if in := &w.incidents[i]; in.Session == conversation && ownFailure(in) {
+			own = append(own, *in)
 		}
 	}
-	if !w.full || conversation == "" {
-		return own, nil
-	}
-	read, err := m.ownIncidents(budget, w, conversation, now)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(own))
-	for _, in := range own {
-		seen[in.ID] = true
-	}
-	for i := range read {
-		if in := &read[i]; !seen[in.ID] && mine(in) {
-			own = append(own, in)
+	if w.full && conversation != "" {
+		read, err := m.ownIncidents(budget, w, conversation, now)
+		if err != nil {
+			return nil, err
 		}
+		seen := make(map[string]bool, len(own))
+		for i := range own {
+			seen[own[i].ID] = true
+		}
+		for i := range read {
+			if in := &read[i]; !seen[in.ID] && ownFailure(in) {
+				own = append(own, *in)
+			}
+		}
+		slices.SortStableFunc(own, func(a, b store.Incident) int { return a.Time.Compare(b.Time) })
 	}
-	return own, nil
+	cf = newConvFailures(w.g, own)
+	w.keepOwn(conversation, cf, m.guardCache.maxConvs, m.guardCache.maxBytes/8)
+	return cf, nil
 }
 
 // derived returns the guard derived from w under key ck, if it was.
@@ -130,11 +339,63 @@ func (w *guardWindow) keepDerived(ck string, r guardResult, max int, maxBytes in
 	w.derivedBytes += r.size
 }
 
-// derivedSize returns the bytes of the guards derived from w.
+// keepOwn keeps a conversation's own failures in w, with at most max
+// conversations and maxBytes of their bytes (convFailuresBytes): past
+// either it starts over.
+func (w *guardWindow) keepOwn(conversation string, cf *convFailures, max int, maxBytes int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.owns == nil || len(w.owns) >= max || w.ownsBytes+cf.size > maxBytes {
+		w.owns, w.ownsBytes = make(map[string]*convFailures), 0
+	}
+	if old, ok := w.owns[conversation]; ok {
+		w.ownsBytes -= old.size
+	}
+	w.owns[conversation] = cf
+	w.ownsBytes += cf.size
+}
+
+// followedOwns returns the conversations' own failures w keeps, as a
+// window that followed it with add and without trimmed keeps them (see
+// convFailures.followed). The failures of no conversation ("") come
+// from the window alone: trimming one of them finds them again.
+func (w *guardWindow) followedOwns(add, trimmed []store.Incident, full bool) (map[string]*convFailures, int64) {
+	if full != w.full {
+		return nil, 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.owns) == 0 {
+		return nil, 0
+	}
+	added := make(map[string][]store.Incident)
+	for i := range add {
+		if in := &add[i]; ownFailure(in) {
+			if _, kept := w.owns[in.Session]; kept {
+				added[in.Session] = append(added[in.Session], *in)
+			}
+		}
+	}
+	kept := !slices.ContainsFunc(trimmed, func(in store.Incident) bool { return in.Session == "" && ownFailure(&in) })
+	owns := make(map[string]*convFailures, len(w.owns))
+	var n int64
+	for conv, cf := range w.owns {
+		if conv == "" && !kept {
+			continue
+		}
+		cf = cf.followed(added[conv])
+		owns[conv] = cf
+		n += cf.size
+	}
+	return owns, n
+}
+
+// derivedSize returns the bytes of the guards derived from w and of the
+// conversations' own failures it keeps.
 func (w *guardWindow) derivedSize() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.derivedBytes
+	return w.derivedBytes + w.ownsBytes
 }
 
 // ownCache keeps, per conversation, its own incidents that are not

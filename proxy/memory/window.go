@@ -39,10 +39,15 @@ import (
 // Deriving a guard does not run guard.Detect over the window: the
 // window's provider failures, which every conversation shares, are
 // counted by a guard.Tally that follows the window from version to
-// version (a new failure in, the oldest out), and a conversation's guard
-// is that tally with the conversation's own failures added. In a storm,
-// where every failure changes every conversation's counts, a request pays
-// for the failures that are new, not for the whole window.
+// version (a new failure in, the oldest out). A conversation's own
+// failures are found once per window lineage and then follow it the same
+// way (convFailures: a new failure of the conversation in, classified
+// once), with the counts of the last turns, which a turn that only adds
+// failures extends. The two count no group in common: a conversation's
+// guard merges their entries. In a storm, where every failure changes
+// every conversation's counts, a request pays for the failures that are
+// new, not for the whole window; in a long conversation, for its own
+// failures that are new.
 
 // guardWindow is a tenant's incidents inside the guard's window, oldest
 // first, at most GuardReadLimit of them, and the tenant's pending
@@ -68,10 +73,12 @@ type guardWindow struct {
 	own     *ownCache       // shared by the windows that followed one read
 
 	mu           sync.Mutex
-	convs        map[string]guardResult // per conversation (and retirement), derived lazily
-	derivedBytes int64                  // of convs (resultBytes)
-	prov         *providerTally         // the provider failures counted, derived lazily
-	base         *guardWindow           // of a private window: the window it is a part of
+	convs        map[string]guardResult   // per conversation (and retirement), derived lazily
+	derivedBytes int64                    // of convs (resultBytes)
+	owns         map[string]*convFailures // per conversation, found lazily
+	ownsBytes    int64                    // of owns (convFailuresBytes)
+	prov         *providerTally           // the provider failures counted, derived lazily
+	base         *guardWindow             // of a private window: the window it is a part of
 
 	lastFailOnce sync.Once
 	lastFail     map[string]time.Time // provider -> its newest failure in the window
@@ -117,6 +124,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 	prov := w.prov
 	if same {
 		n.convs, n.derivedBytes = maps.Clone(w.convs), w.derivedBytes
+		n.owns, n.ownsBytes = maps.Clone(w.owns), w.ownsBytes
 	}
 	w.mu.Unlock()
 	if same || len(add) == 0 {
@@ -148,6 +156,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		n.prov = prov.followed(add, trimmed, incs)
 	}
 	n.convs, n.derivedBytes = w.carried(add, trimmed, n.full)
+	n.owns, n.ownsBytes = w.followedOwns(add, trimmed, n.full)
 	return n
 }
 
@@ -155,7 +164,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 // with add, and without trimmed, keeps. A conversation's guard is its own
 // failures and the window's provider failures: the guards of the
 // conversations add and trimmed do not touch stay, unless a provider
-// failure came or went, or the window became full (ownFailures then
+// failure came or went, or the window became full (convFailures then
 // reads a conversation's own incidents from the store).
 func (w *guardWindow) carried(add, trimmed []store.Incident, full bool) (map[string]guardResult, int64) {
 	if full != w.full {

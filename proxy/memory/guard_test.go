@@ -1,0 +1,230 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scarproxy/scarproxy/guard"
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/store"
+)
+
+// TestGuardForCountsWhatTheWindowHolds follows a tenant's window through
+// batches of new incidents (tool failures of three conversations and of
+// none, provider failures that name their provider or not, loops, some
+// older than the window's newest) and checks, after every batch, each
+// conversation's guard against guard.DetectAll run afresh over what the
+// guard counts: the window's provider failures and the conversation's
+// own failures, those of the tools it overcame retired. Its own failures
+// and the entries they give are carried from window to window
+// (convFailures), so this compares the carried counts with counting anew.
+// With a read limit below the tenant's incidents the window is full and
+// a conversation's own failures come from the store too (each
+// conversation keeps within one read's limit, so the store gives them
+// all).
+func TestGuardForCountsWhatTheWindowHolds(t *testing.T) {
+	for _, limit := range []int{0, 12} {
+		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+			st := tempBolt(t)
+			m := newTestMemory(t, st, func(o *Options) { o.GuardReadLimit = limit })
+			ctx := context.Background()
+			g := m.Guard()
+			rng := rand.New(rand.NewPCG(7, uint64(limit)))
+			base := time.Now().Add(-10 * time.Minute)
+			clock := base
+			convs := []string{"c", "d", "e", ""}
+			tools := []string{"run_tests", "run_shell", "read_file"}
+			messages := []string{
+				"ModuleNotFoundError: No module named 'yaml'",
+				"make: *** [build] Error 2",
+				"cat: notes.txt: No such file or directory",
+				"the widget frobnicated unexpectedly",
+				"exit status 1",
+			}
+			seq := 0
+			per := make(map[string]int) // incidents per conversation
+			incident := func(older bool) store.Incident {
+				seq++
+				at := clock
+				if older {
+					at = clock.Add(-time.Duration(rng.IntN(60)) * time.Second)
+				} else {
+					clock = clock.Add(time.Duration(rng.IntN(3)) * time.Second) // some share a time
+					at = clock
+				}
+				in := store.Incident{ID: fmt.Sprintf("i%04d", seq), Time: at, Workspace: "w", Project: "p",
+					Session: convs[rng.IntN(len(convs))]}
+				if limit > 0 && in.Session != "" && per[in.Session] >= limit-1 {
+					// Keep within one read of the conversation's incidents:
+					// other conversations fill the window.
+					in.Session = fmt.Sprint("other-", seq)
+				}
+				per[in.Session]++
+				switch k := rng.IntN(10); {
+				case k < 6:
+					in.Type = store.TypeToolError
+					in.Message = tools[rng.IntN(len(tools))] + ": " + messages[rng.IntN(len(messages))]
+				case k < 8:
+					in.Type, in.StatusCode, in.Message = store.TypeHTTPError, []int{429, 500, 503}[rng.IntN(3)], "upstream said no"
+					in.Provider = []string{"up", "down", ""}[rng.IntN(3)]
+				case k < 9:
+					in.Type, in.Provider = store.TypeTimeout, "up"
+				default:
+					in.Type, in.Message = store.TypeLoop, "run_tests: same call"
+				}
+				in.Fingerprint = guard.Fingerprint(in.Message)
+				return in
+			}
+			var all []store.Incident
+			for range 20 {
+				in := incident(false)
+				if err := st.AddIncident(ctx, &in); err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, in)
+			}
+			w, at, err := m.window(ctx, "w", "p", clock, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			overcomes := make(map[string][]wire.ToolTally)
+			for step := range 40 {
+				now := clock.Add(time.Second)
+				for _, conv := range convs {
+					if rng.IntN(4) == 0 { // a turn that changes what the agent overcame
+						var overcome []wire.ToolTally
+						for _, tool := range tools {
+							if rng.IntN(3) == 0 {
+								overcome = append(overcome, wire.ToolTally{Name: tool})
+							}
+						}
+						overcomes[conv] = overcome
+					}
+					overcome := overcomes[conv]
+					got, _, err := m.guardFor(&storeBudget{ctx: ctx}, w, conv, overcome, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := m.withFixes(g.DetectAll(counted(w, all, conv, overcomeTools(overcome)), now), nil)
+					if a, b := entryKeys(got), entryKeys(want); !slices.Equal(a, b) {
+						t.Fatalf("step %d, conversation %q, overcome %v:\ngot  %q\nwant %q", step, conv, overcomeTools(overcome), a, b)
+					}
+				}
+				var add []store.Incident
+				for range 1 + rng.IntN(3) {
+					in := incident(rng.IntN(5) == 0)
+					if err := st.AddIncident(ctx, &in); err != nil {
+						t.Fatal(err)
+					}
+					add = append(add, in)
+					all = append(all, in)
+				}
+				m.guardCache.mu.Lock()
+				w = w.with(add, w.version+1, nil, false)
+				m.guardCache.mu.Unlock()
+			}
+			_ = at
+			if limit > 0 && !w.full {
+				t.Fatal("the window never filled")
+			}
+		})
+	}
+}
+
+// counted returns what a conversation's guard counts in w: the window's
+// provider failures and the conversation's own failures (from all, the
+// tenant's incidents, when w is full, as the store holds them), those of
+// the tools overcome retired.
+func counted(w *guardWindow, all []store.Incident, conv string, overcome []string) []store.Incident {
+	var out []store.Incident
+	for _, in := range w.incidents {
+		if guard.ProviderFailure(in.Type) {
+			out = append(out, in)
+		}
+	}
+	own := w.incidents
+	if w.full && conv != "" {
+		own = all
+	}
+	for _, in := range own {
+		if in.Session == conv && ownFailure(&in) && !retired(overcome, guard.ToolOf(&in)) {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// entryKeys returns the entries as sorted strings of all their fields,
+// so that entries of equal rank compare whatever their order.
+func entryKeys(entries []guard.Entry) []string {
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		keys[i] = fmt.Sprintf("%d|%s|%s|%s|%s|%s", e.Count, e.Pattern, e.Provider, e.Example, e.Fingerprint, strings.Join(e.Tools, ","))
+	}
+	slices.SortFunc(keys, cmp.Compare)
+	return keys
+}
+
+// TestConvFailuresSharedByConcurrentTurns: the failures a window carries
+// for a conversation are classified and counted by whichever of its
+// concurrent turns comes first, and every turn gets what a lone turn
+// gets (run with -race).
+func TestConvFailuresSharedByConcurrentTurns(t *testing.T) {
+	st := tempBolt(t)
+	m := newTestMemory(t, st)
+	ctx := context.Background()
+	now := time.Now()
+	add := func(msg string, at time.Duration) store.Incident {
+		in := store.Incident{Time: now.Add(at), Workspace: "w", Project: "p", Session: "c", Type: store.TypeToolError, Message: msg}
+		in.Fingerprint = guard.Fingerprint(in.Message)
+		if err := st.AddIncident(ctx, &in); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	add("run_tests: FAILED test_parse", -time.Minute)
+	add("run_shell: make: *** [build] Error 2", -time.Minute)
+	w, _, err := m.window(ctx, "w", "p", now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.guardFor(&storeBudget{ctx: ctx}, w, "c", nil, now); err != nil {
+		t.Fatal(err)
+	}
+	m.guardCache.mu.Lock()
+	w = w.with([]store.Incident{add("run_tests: FAILED test_parse", -time.Second), add("run_shell: make: *** [build] Error 2", -time.Second)}, w.version+1, nil, false)
+	m.guardCache.mu.Unlock()
+	if cf := w.owns["c"]; cf == nil || len(cf.unclassed) != 2 {
+		t.Fatalf("the window did not carry c's failures with two to classify: %+v", cf)
+	}
+	overcomes := [][]wire.ToolTally{nil, {{Name: "run_tests"}}, {{Name: "run_shell"}}, {{Name: "run_shell"}, {Name: "run_tests"}}}
+	results := make([][]string, 4*len(overcomes))
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			entries, _, err := m.guardFor(&storeBudget{ctx: ctx}, w, "c", overcomes[i%len(overcomes)], now)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = entryKeys(entries)
+		})
+	}
+	wg.Wait()
+	for i, got := range results {
+		fresh := newConvFailures(m.Guard(), w.owns["c"].incs)
+		want := m.withFixes(fresh.entries(m.Guard(), 0, len(fresh.incs), overcomeTools(overcomes[i%len(overcomes)])), nil)
+		if !slices.Equal(got, entryKeys(want)) {
+			t.Errorf("turn %d: got %q, want %q", i, got, entryKeys(want))
+		}
+	}
+	if n := len(results[0]); n != 2 {
+		t.Errorf("with nothing overcome, %d entries: %q", n, results[0])
+	}
+}
