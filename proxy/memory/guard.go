@@ -106,6 +106,7 @@ type convFailures struct {
 	unclassed []int          // incs not classified yet
 	last      [4]*ownEntries // the entries last counted
 	next      int            // the one of last to replace
+	extended  bool           // a follower appended to incs' and classes' arrays
 }
 
 // ownEntries are the entries a conversation's failures incs[from:to]
@@ -221,34 +222,51 @@ func newConvFailures(g *guard.Guard, incs []store.Incident) *convFailures {
 
 // followed returns the failures of the conversation in a window that
 // followed cf's with add (sorted by time; the conversation's own
-// failures only), or cf when add is empty. The failures kept keep their
-// classes; those of add are classified later (classified). When add
-// comes after them, the counts cf kept are kept too. A window
+// failures only), or cf when add holds none cf does not. The failures
+// kept keep their classes; those of add are classified later
+// (classified). When add comes after them, the counts cf kept are kept
+// too, and the first window to follow cf so puts add in cf's arrays past
+// their end, as a window does with its incidents (joined). A window
 // trims its oldest incidents only when its read hit its limit, and then
 // the conversation's failures come from the store too (convFailures):
 // those trimmed stay.
 func (cf *convFailures) followed(add []store.Incident) *convFailures {
+	add = cf.unseen(add)
 	if len(add) == 0 {
 		return cf
 	}
+	k := len(cf.incs)
+	after := k == 0 || !add[0].Time.Before(cf.incs[k-1].Time)
 	cf.mu.Lock()
-	classes, unclassed, last, next := slices.Clone(cf.classes), cf.unclassed, cf.last, cf.next
+	last, next := cf.last, cf.next
+	if after && len(cf.unclassed) == 0 && !cf.extended && cap(cf.incs)-k >= len(add) && cap(cf.classes)-k >= len(add) {
+		cf.extended = true
+		cf.mu.Unlock()
+		n := &convFailures{incs: append(cf.incs, add...), classes: append(cf.classes, make([]guard.Class, len(add))...),
+			last: last, next: next}
+		for j := range add {
+			n.unclassed = append(n.unclassed, k+j)
+		}
+		n.size = convFailuresBytes(n)
+		return n
+	}
+	classes, unclassed := slices.Clone(cf.classes), cf.unclassed
 	cf.mu.Unlock()
 	var pending []bool
 	if len(unclassed) > 0 {
-		pending = make([]bool, len(cf.incs))
+		pending = make([]bool, k)
 		for _, i := range unclassed {
 			pending[i] = true
 		}
 	}
 	n := &convFailures{
-		incs:    make([]store.Incident, 0, len(cf.incs)+len(add)),
-		classes: make([]guard.Class, 0, len(cf.incs)+len(add)),
+		incs:    make([]store.Incident, 0, 2*(k+len(add))),
+		classes: make([]guard.Class, 0, 2*(k+len(add))),
 	}
 	// As the window joins them: add after the failures of the same time.
 	i, j := 0, 0
-	for i < len(cf.incs) || j < len(add) {
-		if j == len(add) || i < len(cf.incs) && !add[j].Time.Before(cf.incs[i].Time) {
+	for i < k || j < len(add) {
+		if j == len(add) || i < k && !add[j].Time.Before(cf.incs[i].Time) {
 			if pending != nil && pending[i] {
 				n.unclassed = append(n.unclassed, len(n.incs))
 			}
@@ -256,7 +274,7 @@ func (cf *convFailures) followed(add []store.Incident) *convFailures {
 			i++
 			continue
 		}
-		if i < len(cf.incs) {
+		if i < k {
 			last = [len(last)]*ownEntries{} // the failures counted moved
 		}
 		n.unclassed = append(n.unclassed, len(n.incs))
@@ -267,6 +285,46 @@ func (cf *convFailures) followed(add []store.Incident) *convFailures {
 	n.last, n.next = last, next
 	n.size = convFailuresBytes(n)
 	return n
+}
+
+// unseen returns add without the failures cf holds already: a read of
+// the store (convFailures) may see a failure before the window follows
+// its write.
+func (cf *convFailures) unseen(add []store.Incident) []store.Incident {
+	if len(cf.incs) == 0 {
+		return add
+	}
+	newest := cf.incs[len(cf.incs)-1].Time
+	holds := func(in *store.Incident) bool {
+		i, _ := slices.BinarySearchFunc(cf.incs, in.Time, func(h store.Incident, t time.Time) int {
+			if h.Time.Before(t) {
+				return -1
+			}
+			return 1
+		})
+		for ; i < len(cf.incs) && cf.incs[i].Time.Equal(in.Time); i++ {
+			if cf.incs[i].ID == in.ID {
+				return true
+			}
+		}
+		return false
+	}
+	var out []store.Incident
+	for j := range add {
+		if !add[j].Time.After(newest) && holds(&add[j]) {
+			if out == nil {
+				out = append(make([]store.Incident, 0, len(add)), add[:j]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, add[j])
+		}
+	}
+	if out == nil {
+		return add
+	}
+	return out
 }
 
 // convFailuresBytes is what cf holds besides the strings, which its
@@ -304,6 +362,7 @@ func (m *Memory) convFailures(budget *storeBudget, w *guardWindow, conversation 
 		}
 		for i := range read {
 			if in := &read[i]; !seen[in.ID] && ownFailure(in) {
+				seen[in.ID] = true
 				own = append(own, *in)
 			}
 		}
@@ -406,7 +465,7 @@ func (w *guardWindow) derivedSize() int64 {
 // from the window, are not kept: a storm of them changes nothing here.
 type ownCache struct {
 	mu       sync.Mutex
-	m        map[string][]store.Incident // newest first
+	m        map[string][]store.Incident // oldest first
 	held     int64                       // bytes (incidentsBytes)
 	maxBytes int64                       // past which it starts over
 	adds     int64                       // moves with every add: a read that began before one is not kept
@@ -435,8 +494,8 @@ func (o *ownCache) gen() int64 {
 	return o.adds
 }
 
-// put keeps what a read that began at gen returned, unless an add came
-// since.
+// put keeps what a read that began at gen returned (oldest first),
+// unless an add came since.
 func (o *ownCache) put(conversation string, incs []store.Incident, gen int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -454,28 +513,36 @@ func (o *ownCache) put(conversation string, incs []store.Incident, gen int64) {
 	o.held += n
 }
 
-// add puts the incidents of add that are not provider failures in front of
-// their conversation's (newest first, in add's order: add is sorted).
+// add puts the incidents of add that are not provider failures among
+// their conversation's (oldest first, after those of the same time; add
+// is sorted). One newer than them all is appended in place: a reader's
+// slice ends before it.
 func (o *ownCache) add(add []store.Incident) {
 	if o == nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i := len(add) - 1; i >= 0; i-- {
+	for i := range add {
 		in := add[i]
 		if in.Session == "" || guard.ProviderFailure(in.Type) {
 			continue
 		}
 		o.adds++
-		if old, ok := o.m[in.Session]; ok {
-			k := 0
-			for k < len(old) && old[k].Time.After(in.Time) {
-				k++
-			}
-			o.m[in.Session] = slices.Insert(slices.Clip(old), k, in)
-			o.held += incidentsBytes(add[i : i+1])
+		old, ok := o.m[in.Session]
+		if !ok {
+			continue
 		}
+		k := len(old)
+		for k > 0 && old[k-1].Time.After(in.Time) {
+			k--
+		}
+		if k == len(old) {
+			o.m[in.Session] = append(old, in)
+		} else {
+			o.m[in.Session] = slices.Insert(slices.Clip(old), k, in)
+		}
+		o.held += incidentsBytes(add[i : i+1])
 	}
 }
 
@@ -498,6 +565,7 @@ func (m *Memory) ownIncidents(budget *storeBudget, w *guardWindow, conversation 
 		return nil, err
 	}
 	own := slices.DeleteFunc(read, func(in store.Incident) bool { return guard.ProviderFailure(in.Type) })
+	slices.Reverse(own) // oldest first
 	if w.own != nil {
 		w.own.put(conversation, own, gen)
 		m.guardCache.recount(tenantKey{w.workspace, w.project}, w)

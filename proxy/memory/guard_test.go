@@ -228,3 +228,53 @@ func TestConvFailuresSharedByConcurrentTurns(t *testing.T) {
 		t.Errorf("with nothing overcome, %d entries: %q", n, results[0])
 	}
 }
+
+// TestConvFailuresFollowedTwice: the first window to follow a
+// conversation's failures with newer ones appends them to the shared
+// arrays; a second follower of the same failures copies, so neither
+// sees the other's; a failure already held (read from the store before
+// the window followed its write) is not added again.
+func TestConvFailuresFollowedTwice(t *testing.T) {
+	g, err := guard.New(guard.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	fail := func(id string, at time.Duration) store.Incident {
+		return store.Incident{ID: id, Time: t0.Add(at), Session: "c", Type: store.TypeToolError, Message: "run_tests: FAILED test_" + id}
+	}
+	incs := make([]store.Incident, 0, 8)
+	incs = append(incs, fail("a", 0), fail("b", time.Second))
+	cf := newConvFailures(g, incs)
+	cf.classes = append(make([]guard.Class, 0, 8), cf.classes...)
+
+	first := cf.followed([]store.Incident{fail("x", 2 * time.Second)})
+	second := cf.followed([]store.Incident{fail("y", 2 * time.Second)})
+	if &first.incs[0] != &cf.incs[0] {
+		t.Error("the first follower copied the failures instead of appending to them")
+	}
+	if &second.incs[0] == &cf.incs[0] {
+		t.Error("the second follower appended to the arrays the first one did")
+	}
+	for _, c := range []struct {
+		cf   *convFailures
+		want []string
+	}{{cf, []string{"a", "b"}}, {first, []string{"a", "b", "x"}}, {second, []string{"a", "b", "y"}}} {
+		if got := ids(c.cf.incs); !slices.Equal(got, c.want) {
+			t.Errorf("failures %v, want %v", got, c.want)
+		}
+		classes := c.cf.classified(g)
+		for i := range c.cf.incs {
+			if classes[i] != g.ClassOf(&c.cf.incs[i]) {
+				t.Errorf("%s: class %+v, want that of its own failure", c.cf.incs[i].ID, classes[i])
+			}
+		}
+	}
+	if again := first.followed([]store.Incident{fail("x", 2 * time.Second), fail("b", time.Second)}); again != first {
+		t.Errorf("failures held already were added again: %v", ids(again.incs))
+	}
+	older := first.followed([]store.Incident{fail("o", time.Second / 2)})
+	if got := ids(older.incs); !slices.Equal(got, []string{"a", "o", "b", "x"}) {
+		t.Errorf("an older failure joined as %v", got)
+	}
+}
