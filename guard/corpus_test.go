@@ -208,6 +208,17 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// from it, and what that measure flagged is a bound the rules
 		// must not exceed (the aim, as everywhere, is none).
 		{"heldout10", 100, 90, 10, false},
+		// Built before the eighth round of rules was written and before
+		// the tenth batch's misses were read, from tools no other part
+		// names (Python's standard modules run as tools, X11 clients
+		// without a display, D-Bus, Avahi, polkit, systemd's clients,
+		// procps, psmisc, net-tools, dpkg's and apt's helpers, new tools
+		// of LLVM, ICU, gettext, coreutils, binutils, e2fsprogs, glibc,
+		// groff, valgrind) and threads of families none of them quotes
+		// (conda, Dart's pub, Conan, LuaRocks, pipenv, Vagrant,
+		// Leiningen, SCons). Not yet measured: its figures are only
+		// logged until its one measure.
+		{"heldout11", 140, 100, 0, true},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
