@@ -399,15 +399,24 @@ var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[
 // mustRe compiles a rule regex.
 func mustRe(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
 
+// ruleSet is a set of anyLine rules: bit i of word i/64 stands for
+// toolRules[anyStart+i].
+type ruleSet [2]uint64
+
+// maxAnyRules is how many anyLine rules a ruleSet holds.
+const maxAnyRules = 64 * len(ruleSet{})
+
+func (s *ruleSet) add(i int) { s[i/64] |= 1 << (i % 64) }
+
 // anyStart is the index in toolRules of the first anyLine rule; anyIndex[b]
-// has bit i set when the anyLine rule toolRules[anyStart+i] can match a line
-// that begins with byte b, anyCol0 when it must not be indented, and
-// anyLocated when it must be located.
+// holds the anyLine rules that can match a line that begins with byte b,
+// anyCol0 those that must not be indented, and anyLocated those that must
+// be located.
 var (
 	anyStart   int
-	anyIndex   [256]uint64
-	anyCol0    uint64
-	anyLocated uint64
+	anyIndex   [256]ruleSet
+	anyCol0    ruleSet
+	anyLocated ruleSet
 )
 
 func init() {
@@ -427,19 +436,19 @@ func init() {
 			panic(fmt.Sprintf("guard: tool rule %q: %v", r.name, err))
 		}
 	}
-	if len(toolRules)-anyStart > 64 {
-		panic("guard: more than 64 anyLine tool rules")
+	if len(toolRules)-anyStart > maxAnyRules {
+		panic(fmt.Sprintf("guard: more than %d anyLine tool rules", maxAnyRules))
 	}
 	for i, r := range toolRules[anyStart:] {
 		if r.col0 {
-			anyCol0 |= 1 << i
+			anyCol0.add(i)
 		}
 		if r.located {
-			anyLocated |= 1 << i
+			anyLocated.add(i)
 		}
 		for b := 0; b < 256; b++ {
 			if r.first.has(byte(b)) {
-				anyIndex[b] |= 1 << i
+				anyIndex[b].add(i)
 			}
 		}
 	}
@@ -862,15 +871,19 @@ func anyLineFailed(s string) bool {
 		line := textLine{s: l, indented: raw[0] == ' ' || raw[0] == '\t'}
 		cand := anyIndex[l[0]]
 		if line.indented {
-			cand &^= anyCol0
+			cand[0] &^= anyCol0[0]
+			cand[1] &^= anyCol0[1]
 		}
 		if !isLocated(l) {
-			cand &^= anyLocated
+			cand[0] &^= anyLocated[0]
+			cand[1] &^= anyLocated[1]
 		}
-		for ; cand != 0; cand &= cand - 1 {
-			r := &rules[bits.TrailingZeros64(cand)]
-			if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
-				return true
+		for w, c := range cand {
+			for ; c != 0; c &= c - 1 {
+				r := &rules[64*w+bits.TrailingZeros64(c)]
+				if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
+					return true
+				}
 			}
 		}
 		prev = l
