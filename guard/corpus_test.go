@@ -203,10 +203,14 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// Measured once, after that round: 71 of 101 failures caught
 		// (70.3%; the rules before the round caught 70), 10 of 94
 		// successes flagged (the rules before: the same 10, compared by a
-		// digest of their names). Its misses
-		// and the flagged successes were not read: no rule is written
-		// from it, and what that measure flagged is a bound the rules
-		// must not exceed (the aim, as everywhere, is none).
+		// digest of their names). Spent since: its misses and the flagged
+		// successes were read while writing the eighth round's rules (a
+		// status line with its headers, a parser's complaint about a
+		// line, a place and what failed there, a linker's undefined
+		// reference, a synopsis alone, "Error creating …", an unknown
+		// thing, a thing not found, a program's warning, a row of
+		// columns); it now catches 96 and flags 10, seven of them outputs
+		// that print an error and exit 0 (see docs/guard-and-recall.md).
 		{"heldout10", 100, 90, 10, false},
 		// Built before the eighth round of rules was written and before
 		// the tenth batch's misses were read, from tools no other part
