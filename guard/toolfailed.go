@@ -243,8 +243,9 @@ var toolRules = []toolRule{
 	{name: "Tcl error", where: anyLine, pre: tclFrame, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
 	// A parser's complaint about a line of its input: "Line 1: missing
 	// 'cmd' line" (valgrind's annotators), "\"zone.txt\", line 2: input
-	// line of unknown type" (zic, and the C tradition of "FILE", line N).
-	{name: "line complaint", where: anyLine, col0: true, literal: "ine ", re: mustRe(`^(?:"[^"\n]+", )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S`), alsoFn: complains},
+	// line of unknown type" (zic, and the C tradition of "FILE", line N;
+	// rpcgen's without the quotes).
+	{name: "line complaint", where: anyLine, col0: true, literal: "ine ", re: mustRe(`^(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S`), alsoFn: complains},
 	// A diagnostic at a line and a column that opens with what it failed
 	// to do ("f.xml:3:66  Failed to parse …", glib's tools).
 	{name: "located failure", where: anyLine, col0: true, literal: " to ", re: mustRe(`^[^\s:]+:\d+:\d+:?\s+(?:Failed|Unable) to \S`)},
@@ -940,7 +941,7 @@ func tableRow(l string) bool {
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|can not|could ?n[o']t|unable to|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not found|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|can not|could ?n[o']t|unable to|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not found|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // failureSentenceMore are more phrases of failureSentence, each found
 // only in a line that holds one of failureSentenceMoreStems: a short
@@ -981,7 +982,7 @@ var glogRecord = mustRe(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d`)
 
 // failureStems are what every phrase of failureSentence and
 // failureSentenceMore holds, lower-cased.
-var failureStems = []string{"fail", "not", "n't", "unable", "unknown", "bad ", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
+var failureStems = []string{"fail", "not", "n't", "unable", "unknown", "bad ", "found for", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
 	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
 	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
 

@@ -415,6 +415,8 @@ func TestToolFailedMessageShapes(t *testing.T) {
 		{"a line that is missing something", "Line 7: unexpected token ')'", true},
 		{"a file and a line in C's way", "\"rules.txt\", line 3: unknown keyword", true},
 		{"a line that says all is well", "Line 7: all checks passed", false},
+		{"a file and a line without quotes", "generating\nspec.x, line 1: expected ';'\n/*\n * generated\n */\n#include <rpc/rpc.h>", true},
+		{"nothing found for a name", "No documentation found for 'nosuch'.\nUse help() for more.", true},
 		{"a place and what failed there", "ui/main.glade:12:4  Failed to load image 'x.png'", true},
 		{"a place and a note on failures", "notes.md:3:1  Failed tests are re-run", false},
 		{"an undefined reference in a function", "main.o:main.c:function main: error: undefined reference to 'init'", true},
