@@ -240,10 +240,10 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 		return false
 	}
 	l := tail[0].s
-	if markup(l) || tableRow(l) || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) || warningLine.MatchString(l) ||
+	if markup(l) || tableRow(l) || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
 		notOSError.MatchString(l) || pathFirst.MatchString(l) || logRecord.MatchString(l) ||
 		!saysFailed(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) {
+		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) || warningLine(l) {
 		return false
 	}
 	for _, t := range tail[:min(len(tail), endFailureLines)] {

@@ -333,7 +333,7 @@ var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|mi
 // what was given does not contain, JSON Schema's messages.
 var programFailedMore = mustRe(`(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) (?:[\w-]+ ){1,3}["'\x60‘“]|\b(?:doesn't|does not|don't|do not) (?:contain|have|define|support|match)\b|\b(?:limit|maximum|quota) (?:of )?\S+ exceeded\b|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\bfatal error\b|\bwhile (?:trying|attempting) to \w+|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|\bexceeds? (?:the )?(?:maximum|limit)\b|\bis not of type '|\bis a required property$|\bis not valid under any of the given schemas$`)
 
-var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "fatal error", "while ", "magic", " than ", "exceed", "required property", "n't ", " not "}
+var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "fatal error", "while ", "magic", " than ", "exceed", "required property", "doesn't ", "does not ", "don't ", "do not "}
 
 // programFailedLine is what the "program error" rules ask of a line: that
 // it says a program failed in programFailed's words, ends with a strerror
@@ -925,9 +925,29 @@ const (
 	maxShortLines = 4
 )
 
-// warningLine is a line that only warns or informs, the tool's name first
-// or not ("npm warn Unknown user config …").
-var warningLine = mustRe(`^(?:[\w.+/@-]+:? )?(?i:warn|warning|note|notice|info|hint)\b`)
+// warningLine reports whether l only warns or informs: its first word, or
+// its second after the tool's name, is a level below error ("npm warn
+// Unknown user config …", "tool: warning: …").
+func warningLine(l string) bool {
+	if isLevelWord(l) {
+		return true
+	}
+	i := strings.IndexByte(l, ' ')
+	return i > 0 && !strings.ContainsAny(l[:i], "\"'") && isLevelWord(l[i+1:])
+}
+
+// isLevelWord reports whether s opens with a word of a level below error.
+func isLevelWord(s string) bool {
+	n := 0
+	for n < len(s) && ('a' <= s[n]|0x20 && s[n]|0x20 <= 'z') {
+		n++
+	}
+	switch strings.ToLower(s[:n]) {
+	case "warn", "warning", "note", "notice", "info", "hint":
+		return true
+	}
+	return false
+}
 
 // tabRun is a run of tabs between the columns of a table's row.
 var tabRun = mustRe(`\t\t`)
@@ -941,16 +961,19 @@ func tableRow(l string) bool {
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|can not|could ?n[o']t|unable to|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not found|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // failureSentenceMore are more phrases of failureSentence, each found
 // only in a line that holds one of failureSentenceMoreStems: a short
-// negation ("isn't supported"), a tool that stops for a reason ("Exiting
-// due to level-1 (INFO) system message."), a package to install first, a
-// file whose magic number or checksum is wrong.
-var failureSentenceMore = mustRe(`(?i)\b(?:(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b)\b`)
+// negation ("isn't supported", "can not"), a thing of a kind named and
+// not found ("Class X not found."), nothing found for a name, a thing
+// unknown ("is unknown to libcap", "Unknown identifier \"user\""), a
+// tool that stops for a reason ("Exiting due to level-1 (INFO) system
+// message."), a package to install first, a file whose magic number or
+// checksum is wrong.
+var failureSentenceMore = mustRe(`(?i)\b(?:can not|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not found|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b)\b`)
 
-var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad "}
+var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad ", "can not", "not found", "found for", "nknown"}
 
 // saysFailed reports whether l holds a phrase of failureSentence or of
 // failureSentenceMore. Its callers have checked mayFail(l).
@@ -1030,10 +1053,10 @@ func speaksOfFailure(s string) bool {
 		if l[0] == '#' || strings.HasPrefix(l, "```") {
 			return false // a document
 		}
-		if found || !mayFail(l) || tableRow(l) || strings.IndexByte("[{<>", l[0]) >= 0 || warningLine.MatchString(l) ||
+		if found || !mayFail(l) || tableRow(l) || strings.IndexByte("[{<>", l[0]) >= 0 ||
 			!saysFailed(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) {
+			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) || warningLine(l) {
 			continue
 		}
 		found = true
