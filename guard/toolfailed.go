@@ -241,18 +241,59 @@ var toolRules = []toolRule{
 	{name: "exception with frames", where: anyLine, col0: true, pre: namesException, re: mustRe(`^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)`), next: mustRe(`^at [\w$.<>]+\(`)},                                                                                              // Java, Kotlin, C#
 	{name: "status line failed", where: anyLine, col0: true, pre: endsFailed, re: mustRe(`^[A-Za-z][^\n]*?\.{3,}\s*(?:Failed|FAILED)$`)},                                                                                                                                                     // pre-commit's hooks
 	{name: "Tcl error", where: anyLine, pre: tclFrame, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
-	// A parser's complaint about a line of its input: "Line 1: missing
-	// 'cmd' line" (valgrind's annotators), "\"zone.txt\", line 2: input
-	// line of unknown type" (zic, and the C tradition of "FILE", line N;
-	// rpcgen's without the quotes).
-	{name: "line complaint", where: anyLine, col0: true, literal: "ine ", re: mustRe(`^(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S`), alsoFn: complains},
-	// A diagnostic at a line and a column that opens with what it failed
-	// to do ("f.xml:3:66  Failed to parse …", glib's tools).
-	{name: "located failure", where: anyLine, col0: true, literal: " to ", re: mustRe(`^[^\s:]+:\d+:\d+:?\s+(?:Failed|Unable) to \S`)},
-	// GNU ld's, gold's and lld's message for a symbol no object defines.
-	{name: "undefined reference", where: anyLine, col0: true, literal: "undefined reference to ", re: mustRe(`^\S[^\n]*?: (?:error: )?undefined reference to [\x60'‘]`)},
+	// A place in a tool's input and what is wrong there, in three shapes
+	// run as one rule (one cheap test for every line): a parser's
+	// complaint about a line ("Line 1: missing 'cmd' line", valgrind's
+	// annotators; "\"zone.txt\", line 2: input line of unknown type", zic
+	// and the C tradition of "FILE", line N; rpcgen's without the
+	// quotes), a line and a column then what failed there ("f.xml:3:66
+	// Failed to parse …", glib's tools), and GNU ld's, gold's and lld's
+	// undefined reference to a symbol no object defines.
+	{name: "place and complaint", where: anyLine, col0: true, pre: placeFirst, literal: ":",
+		re:     mustRe(`^(?:(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S|[^\s:]+:\d+:\d+:?\s+(?:Failed|Unable) to \S|\S[^\n]*?: (?:error: )?undefined reference to [\x60'‘])`),
+		alsoFn: complainsOfLine},
 	// Julia's stack trace (its "ERROR: …" line may be cut off above it).
 	{name: "Julia stacktrace", where: anyLine, col0: true, re: mustRe(`^Stacktrace:$`), next: mustRe(`^\[1\] \S`)},
+}
+
+// placeFirst is the "place and complaint" rule's cheap first test: one of
+// its three shapes' (linePlace, placeThenFailed, endsQuoted).
+func placeFirst(l string) bool { return linePlace(l) || placeThenFailed(l) || endsQuoted(l) }
+
+// complainsOfLine is what the "place and complaint" rule asks of a
+// parser's line: that it says what is wrong (the other shapes say it).
+func complainsOfLine(l string) bool { return !linePlace(l) || complains(l) }
+
+// endsQuoted: the line ends with a quote, as the symbol a linker names
+// does.
+func endsQuoted(l string) bool {
+	return l[len(l)-1] == '\'' || strings.HasSuffix(l, "’")
+}
+
+// linePlace: the line opens with "Line" or with a word that ends with a
+// comma and "line" after it.
+func linePlace(l string) bool {
+	w, rest, _ := strings.Cut(l, " ")
+	return w == "Line" || w == "line" || strings.HasSuffix(w, ",") && strings.HasPrefix(rest, "line ")
+}
+
+// placeThenFailed: the first word holds a colon and the text after it
+// opens with "Failed" or "Unable".
+func placeThenFailed(l string) bool {
+	i := strings.IndexByte(l, ' ')
+	if i < 0 {
+		i = len(l)
+	}
+	if t := strings.IndexByte(l[:i], '\t'); t >= 0 {
+		i = t
+	}
+	if i < 2 || i == len(l) || !isDigit(l[i-1]) && l[i-1] != ':' || strings.IndexByte(l[:i], ':') < 0 {
+		return false
+	}
+	for i < len(l) && (l[i] == ' ' || l[i] == '\t') {
+		i++
+	}
+	return strings.HasPrefix(l[i:], "Failed ") || strings.HasPrefix(l[i:], "Unable ")
 }
 
 // complains reports whether a line about a place in a tool's input says
