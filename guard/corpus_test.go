@@ -220,9 +220,16 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// of LLVM, ICU, gettext, coreutils, binutils, e2fsprogs, glibc,
 		// groff, valgrind) and threads of families none of them quotes
 		// (conda, Dart's pub, Conan, LuaRocks, pipenv, Vagrant,
-		// Leiningen, SCons). Not yet measured: its figures are only
-		// logged until its one measure.
-		{"heldout11", 140, 100, 0, true},
+		// Leiningen, SCons). Measured once, after that round: 119 of 144
+		// failures caught (82.6%; local tools 106 of 126, threads 13 of
+		// 18; the rules before the round caught 117, and the two more
+		// are the only difference, compared by a digest of the names),
+		// 11 of 100 successes flagged (the rules before: 10, the same ten
+		// among the eleven). Its misses and the flagged successes were
+		// not read: no rule is written from it, and what that measure
+		// flagged is a bound the rules must not exceed (the aim, as
+		// everywhere, is none).
+		{"heldout11", 140, 100, 11, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
