@@ -558,7 +558,9 @@ func (r *toolRule) check(afterAny bool) error {
 // line ("mkdir: missing operand"), a failed test or assertion, an SQL
 // error, a patch that does not apply, a linter's finding, a log record
 // at FATAL level, a JSON Schema validation report, a child's
-// non-zero exit status reported by a build driver, or, in a short output,
+// non-zero exit status reported by a build driver, a parser's complaint
+// about a line of its input, a linker's undefined reference, a synopsis
+// printed alone, an HTTP status line over its headers, or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
 // word of success beside it. When no rule decides, the last lines are read
 // in the words every tool borrows (see lexicon.go): a strerror text, an
