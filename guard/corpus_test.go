@@ -203,11 +203,33 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// Measured once, after that round: 71 of 101 failures caught
 		// (70.3%; the rules before the round caught 70), 10 of 94
 		// successes flagged (the rules before: the same 10, compared by a
-		// digest of their names). Its misses
-		// and the flagged successes were not read: no rule is written
-		// from it, and what that measure flagged is a bound the rules
-		// must not exceed (the aim, as everywhere, is none).
+		// digest of their names). Spent since: its misses and the flagged
+		// successes were read while writing the eighth round's rules (a
+		// status line with its headers, a parser's complaint about a
+		// line, a place and what failed there, a linker's undefined
+		// reference, a synopsis alone, "Error creating …", an unknown
+		// thing, a thing not found, a program's warning, a row of
+		// columns); it now catches 96 and flags 10, seven of them outputs
+		// that print an error and exit 0 (see docs/guard-and-recall.md).
 		{"heldout10", 100, 90, 10, false},
+		// Built before the eighth round of rules was written and before
+		// the tenth batch's misses were read, from tools no other part
+		// names (Python's standard modules run as tools, X11 clients
+		// without a display, D-Bus, Avahi, polkit, systemd's clients,
+		// procps, psmisc, net-tools, dpkg's and apt's helpers, new tools
+		// of LLVM, ICU, gettext, coreutils, binutils, e2fsprogs, glibc,
+		// groff, valgrind) and threads of families none of them quotes
+		// (conda, Dart's pub, Conan, LuaRocks, pipenv, Vagrant,
+		// Leiningen, SCons). Measured once, after that round: 119 of 144
+		// failures caught (82.6%; local tools 106 of 126, threads 13 of
+		// 18; the rules before the round caught 117, and the two more
+		// are the only difference, compared by a digest of the names),
+		// 11 of 100 successes flagged (the rules before: 10, the same ten
+		// among the eleven). Its misses and the flagged successes were
+		// not read: no rule is written from it, and what that measure
+		// flagged is a bound the rules must not exceed (the aim, as
+		// everywhere, is none).
+		{"heldout11", 140, 100, 11, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")

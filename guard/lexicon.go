@@ -59,7 +59,8 @@ var httpFailures = "Bad Request|Unauthorized|Payment Required|Forbidden|Not Foun
 //     ("ERROR:sync:upstream returned 503, giving up");
 //   - a system error: a strerror text at the end of the line ("x: y:
 //     File exists"), an errno name after "Error" or "code", Python's
-//     "[Errno 2]", Rust's "(os error 2)";
+//     "[Errno 2]", Rust's "(os error 2)", one of ICU's UErrorCode
+//     names ("U_FILE_ACCESS_ERROR", utypes.h);
 //   - an HTTP status of 400 or more with its reason phrase;
 //   - a count of errors, failures, offences, problems or violations that
 //     were found or detected, or of files, tests or checks that failed.
@@ -93,10 +94,24 @@ func endFailed(l string) bool {
 	if endsWithOSError(l) && osErrorLine.MatchString(l) {
 		return true
 	}
-	if hasErrnoToken(l) && endSystemError.MatchString(l) {
+	if hasErrnoToken(l) && endSystemError.MatchString(l) || strings.Contains(l, "U_") && icuFailed(l) {
 		return true
 	}
 	return hasErrorStatus(l) && endHTTPError.MatchString(l) || hasCount(l) && containsAny(l, countStems) && endCount.MatchString(l)
+}
+
+// icuErrorCode is one of ICU's UErrorCode names (utypes.h); U_ZERO_ERROR
+// is its success.
+var icuErrorCode = mustRe(`\bU_[A-Z_]*_(?:ERROR|FAILURE)\b`)
+
+// icuFailed reports whether l names an ICU error code other than success.
+func icuFailed(l string) bool {
+	for _, c := range icuErrorCode.FindAllString(l, -1) {
+		if c != "U_ZERO_ERROR" {
+			return true
+		}
+	}
+	return false
 }
 
 // hasErrnoToken reports whether l holds what endSystemError looks for: a
@@ -225,10 +240,10 @@ func lastSentenceFailed(s string, tail []textLine) bool {
 		return false
 	}
 	l := tail[0].s
-	if markup(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
+	if markup(l) || tableRow(l) || strings.IndexByte("[{<", l[0]) >= 0 || !mayFail(l) ||
 		notOSError.MatchString(l) || pathFirst.MatchString(l) || logRecord.MatchString(l) ||
 		!saysFailed(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) {
+		commitSubjectRe.MatchString(l) || codeLine.MatchString(l) || formatVerb.MatchString(l) || warningLine(l) {
 		return false
 	}
 	for _, t := range tail[:min(len(tail), endFailureLines)] {

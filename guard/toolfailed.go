@@ -131,7 +131,8 @@ var toolRules = []toolRule{
 	// 4. How the output opens.
 	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
 	{name: "error prefix", where: firstLine, re: mustRe(`^(?:Error|ERROR|error)(?:\[[\w-]+\])?:(?:\s|$)`)}, // not "ERROR:root:…", a log record
-	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:executing|calling|running|reading|writing|opening|parsing|loading|invoking|fetching|processing|connecting|while|during|occurred|in tool|response from daemon|from server)\b`)},
+	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:\w+ing|while|during|occurred|in tool|response from daemon|from server)\b`),
+		unless: mustRe(`^\w+ (?:handling|reporting|logging|tracking|checking|recovery|messages?)\b`)}, // "Error creating converter for …"; not a heading's "Error handling"
 	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
@@ -142,9 +143,10 @@ var toolRules = []toolRule{
 	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`)},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:[Pp]ermission denied|No such file or directory|Access denied|Operation not permitted)\b`)},
 	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
-	{name: "a step failed", where: firstLine, literal: " failed", re: mustRe(`^(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b`)}, // "Gradle build failed to …"
-	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)},                                                                                  // eslint -f unix
-	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},                                                                                           // go vet, staticcheck, golangci-lint
+	{name: "a step failed", where: firstLine, literal: " failed", re: mustRe(`^(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b`), unless: tabRun}, // "Gradle build failed to …"
+	{name: "eslint error", where: firstLine, literal: "[Error/", re: mustRe(`^[^\s:]+:\d+:\d+: .*\[Error/`)},                                                                                                  // eslint -f unix
+	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},                                                                                                           // go vet, staticcheck, golangci-lint
+	{name: "HTTP status line", where: firstLine, re: mustRe(`^[45]\d\d [A-Z][A-Za-z' -]*$`), next: mustRe(`^[A-Z][\w-]*: \S`)},                                                                                // libwww-perl's "404 File not found" and the headers under it
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
 	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
@@ -204,9 +206,9 @@ var toolRules = []toolRule{
 	// the message says it failed (programFailed); a warning does not.
 	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), alsoFn: programFailedLine, unless: programNote},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), alsoFn: programFailedLine, unless: programNote},
-	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?: \d+)?:(?:\d+:)* (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash
-	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                    // make's "*** [target] Error 1"
-	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                      // a makefile's own error
+	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?::[^\s:]+)*(?: \d+)?:(?: \d+:)? (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash, groff's "pic:f.pic:2: syntax error"
+	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                                  // make's "*** [target] Error 1"
+	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                                    // a makefile's own error
 	{name: "go unused", where: anyLine, col0: true, located: true, literal: " not used", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: .*\b(?:imported|declared) (?:and|but) not used\b`)},
 	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
@@ -227,7 +229,7 @@ var toolRules = []toolRule{
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
-	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: [A-Z"'\x60‘]`)},                                                               // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
+	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: (?:[A-Z"'\x60‘]|[a-z][\w.+-]*: [A-Z])`)},                                      // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
 	{name: "go module error", where: anyLine, col0: true, located: true, pre: goPrefixed, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                     // a module that cannot be had
 	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
 	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
@@ -239,7 +241,67 @@ var toolRules = []toolRule{
 	{name: "exception with frames", where: anyLine, col0: true, pre: namesException, re: mustRe(`^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)`), next: mustRe(`^at [\w$.<>]+\(`)},                                                                                              // Java, Kotlin, C#
 	{name: "status line failed", where: anyLine, col0: true, pre: endsFailed, re: mustRe(`^[A-Za-z][^\n]*?\.{3,}\s*(?:Failed|FAILED)$`)},                                                                                                                                                     // pre-commit's hooks
 	{name: "Tcl error", where: anyLine, pre: tclFrame, re: mustRe(`^(?:while executing|invoked from within)$`), next: mustRe(`^"`)},
+	// A place in a tool's input and what is wrong there, in three shapes
+	// run as one rule (one cheap test for every line): a parser's
+	// complaint about a line ("Line 1: missing 'cmd' line", valgrind's
+	// annotators; "\"zone.txt\", line 2: input line of unknown type", zic
+	// and the C tradition of "FILE", line N; rpcgen's without the
+	// quotes), a line and a column then what failed there ("f.xml:3:66
+	// Failed to parse …", glib's tools), and GNU ld's, gold's and lld's
+	// undefined reference to a symbol no object defines.
+	{name: "place and complaint", where: anyLine, col0: true, pre: placeFirst, literal: ":",
+		re:     mustRe(`^(?:(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S|[^\s:]+:\d+:\d+:?\s+(?:Failed|Unable) to \S|\S[^\n]*?: (?:error: )?undefined reference to [\x60'‘])`),
+		alsoFn: complainsOfLine},
+	// Julia's stack trace (its "ERROR: …" line may be cut off above it).
+	{name: "Julia stacktrace", where: anyLine, col0: true, re: mustRe(`^Stacktrace:$`), next: mustRe(`^\[1\] \S`)},
 }
+
+// placeFirst is the "place and complaint" rule's cheap first test: one of
+// its three shapes' (linePlace, placeThenFailed, endsQuoted).
+func placeFirst(l string) bool { return linePlace(l) || placeThenFailed(l) || endsQuoted(l) }
+
+// complainsOfLine is what the "place and complaint" rule asks of a
+// parser's line: that it says what is wrong (the other shapes say it).
+func complainsOfLine(l string) bool { return !linePlace(l) || complains(l) }
+
+// endsQuoted: the line ends with a quote, as the symbol a linker names
+// does.
+func endsQuoted(l string) bool {
+	return l[len(l)-1] == '\'' || strings.HasSuffix(l, "’")
+}
+
+// linePlace: the line opens with "Line" or with a word that ends with a
+// comma and "line" after it.
+func linePlace(l string) bool {
+	w, rest, _ := strings.Cut(l, " ")
+	return w == "Line" || w == "line" || strings.HasSuffix(w, ",") && strings.HasPrefix(rest, "line ")
+}
+
+// placeThenFailed: the first word holds a colon and the text after it
+// opens with "Failed" or "Unable".
+func placeThenFailed(l string) bool {
+	i := strings.IndexByte(l, ' ')
+	if i < 0 {
+		i = len(l)
+	}
+	if t := strings.IndexByte(l[:i], '\t'); t >= 0 {
+		i = t
+	}
+	if i < 2 || i == len(l) || !isDigit(l[i-1]) && l[i-1] != ':' || strings.IndexByte(l[:i], ':') < 0 {
+		return false
+	}
+	for i < len(l) && (l[i] == ' ' || l[i] == '\t') {
+		i++
+	}
+	return strings.HasPrefix(l[i:], "Failed ") || strings.HasPrefix(l[i:], "Unable ")
+}
+
+// complains reports whether a line about a place in a tool's input says
+// what is wrong there.
+func complains(l string) bool { return complaint.MatchString(l) }
+
+// complaint is what a parser says of a line it cannot read.
+var complaint = mustRe(`(?i)\b(?:missing|unknown|unexpected|invalid|illegal|unterminated|expected|bad|syntax|parse|error|cannot|can't|unable|not (?:found|allowed|supported))\b`)
 
 // namesException, endsWithException, goPrefixed and tclFrame are cheap
 // first tests of the rules that every line of an output goes through.
@@ -257,10 +319,10 @@ func endsFailed(l string) bool {
 
 func pytestTail(l string) bool { return strings.HasSuffix(l, "%]") || endsWithException(l) }
 
-// endsWithCode: the line ends with a number, maybe a full stop or a
-// parenthesis after it.
+// endsWithCode: the line ends with a number, maybe a full stop, a
+// parenthesis, a semicolon or a comma after it.
 func endsWithCode(l string) bool {
-	l = strings.TrimRight(l, ".)")
+	l = strings.TrimRight(l, ".);,")
 	return l != "" && '0' <= l[len(l)-1] && l[len(l)-1] <= '9'
 }
 
@@ -303,15 +365,16 @@ var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|could not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|[Cc]ould not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$| not found\.?$|: FAILED(?: open or read)?$|: \*{4} )`)
 
 // programFailedMore are more of programFailed's words, each found only in
 // a line that holds one of programFailedMoreStems: an unknown thing named
 // in quotes, a file not in a format, a fatal error, com_err's "… while
-// trying to open …", a limit not met, JSON Schema's messages.
-var programFailedMore = mustRe(`(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) \w+ ["'\x60‘]|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\bfatal error\b|\bwhile (?:trying|attempting) to \w+|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|\bexceeds? (?:the )?(?:maximum|limit)\b|\bis not of type '|\bis a required property$|\bis not valid under any of the given schemas$`)
+// trying to open …", a limit not met or exceeded, a thing asked for that
+// what was given does not contain, JSON Schema's messages.
+var programFailedMore = mustRe(`(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) (?:[\w-]+ ){1,3}["'\x60‘“]|\b(?:doesn't|does not|don't|do not) (?:contain|have|define|support|match)\b|\b(?:limit|maximum|quota) (?:of )?\S+ exceeded\b|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\bfatal error\b|\bwhile (?:trying|attempting) to \w+|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|\bexceeds? (?:the )?(?:maximum|limit)\b|\bis not of type '|\bis a required property$|\bis not valid under any of the given schemas$`)
 
-var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "fatal error", "while ", "magic", " than ", "exceed", "required property"}
+var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "fatal error", "while ", "magic", " than ", "exceed", "required property", "doesn't ", "does not ", "don't ", "do not "}
 
 // programFailedLine is what the "program error" rules ask of a line: that
 // it says a program failed in programFailed's words, ends with a strerror
@@ -331,11 +394,12 @@ func programPrefix(line string) bool {
 	return i > 0 && line[i] == ':' && i+1 < len(line) && line[i+1] == ' '
 }
 
-// programNote is a program's line that only warns or informs, or says
+// programNote is a program's line that only warns or informs (its name
+// first or not: "dpkg-parsechangelog: warning: …"), or says
 // that nothing failed, or the subject of a commit in the Conventional
 // Commits form ("revert: 'retry on connection refused'", as git log
 // prints it).
-var programNote = mustRe(`^(?:warning|note|hint|info|debug|notice): |` + commitSubject + `|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
+var programNote = mustRe(`^(?:[\w.+/@-]+: )?(?:warning|note|hint|info|debug|notice): |` + commitSubject + `|(?i:\b(?:no|none|nothing|zero|never|not)\s+(?:\w+\s+)?failed\b)`)
 
 // osErrors are the errors of the operating system as Go and C programs
 // print them, at the end of a chain of errors ("unable to prepare
@@ -399,15 +463,24 @@ var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[
 // mustRe compiles a rule regex.
 func mustRe(expr string) *regexp.Regexp { return regexp.MustCompile(expr) }
 
+// ruleSet is a set of anyLine rules: bit i of word i/64 stands for
+// toolRules[anyStart+i].
+type ruleSet [2]uint64
+
+// maxAnyRules is how many anyLine rules a ruleSet holds.
+const maxAnyRules = 64 * len(ruleSet{})
+
+func (s *ruleSet) add(i int) { s[i/64] |= 1 << (i % 64) }
+
 // anyStart is the index in toolRules of the first anyLine rule; anyIndex[b]
-// has bit i set when the anyLine rule toolRules[anyStart+i] can match a line
-// that begins with byte b, anyCol0 when it must not be indented, and
-// anyLocated when it must be located.
+// holds the anyLine rules that can match a line that begins with byte b,
+// anyCol0 those that must not be indented, and anyLocated those that must
+// be located.
 var (
 	anyStart   int
-	anyIndex   [256]uint64
-	anyCol0    uint64
-	anyLocated uint64
+	anyIndex   [256]ruleSet
+	anyCol0    ruleSet
+	anyLocated ruleSet
 )
 
 func init() {
@@ -427,19 +500,19 @@ func init() {
 			panic(fmt.Sprintf("guard: tool rule %q: %v", r.name, err))
 		}
 	}
-	if len(toolRules)-anyStart > 64 {
-		panic("guard: more than 64 anyLine tool rules")
+	if len(toolRules)-anyStart > maxAnyRules {
+		panic(fmt.Sprintf("guard: more than %d anyLine tool rules", maxAnyRules))
 	}
 	for i, r := range toolRules[anyStart:] {
 		if r.col0 {
-			anyCol0 |= 1 << i
+			anyCol0.add(i)
 		}
 		if r.located {
-			anyLocated |= 1 << i
+			anyLocated.add(i)
 		}
 		for b := 0; b < 256; b++ {
 			if r.first.has(byte(b)) {
-				anyIndex[b] |= 1 << i
+				anyIndex[b].add(i)
 			}
 		}
 	}
@@ -485,7 +558,9 @@ func (r *toolRule) check(afterAny bool) error {
 // line ("mkdir: missing operand"), a failed test or assertion, an SQL
 // error, a patch that does not apply, a linter's finding, a log record
 // at FATAL level, a JSON Schema validation report, a child's
-// non-zero exit status reported by a build driver, or, in a short output,
+// non-zero exit status reported by a build driver, a parser's complaint
+// about a line of its input, a linker's undefined reference, a synopsis
+// printed alone, an HTTP status line over its headers, or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
 // word of success beside it. When no rule decides, the last lines are read
 // in the words every tool borrows (see lexicon.go): a strerror text, an
@@ -781,7 +856,7 @@ func textVerdict(s string) (failed, decided bool) {
 				}
 			}
 		case anyLine:
-			failed := anyLineFailed(s) || speaksOfFailure(s) || endSpeaksOfFailure(s, tail) || lastSentenceFailed(s, tail)
+			failed := anyLineFailed(s) || speaksOfFailure(s) || endSpeaksOfFailure(s, tail) || lastSentenceFailed(s, tail) || usageAlone(s, head)
 			return failed, failed
 		}
 		if matched {
@@ -862,15 +937,19 @@ func anyLineFailed(s string) bool {
 		line := textLine{s: l, indented: raw[0] == ' ' || raw[0] == '\t'}
 		cand := anyIndex[l[0]]
 		if line.indented {
-			cand &^= anyCol0
+			cand[0] &^= anyCol0[0]
+			cand[1] &^= anyCol0[1]
 		}
 		if !isLocated(l) {
-			cand &^= anyLocated
+			cand[0] &^= anyLocated[0]
+			cand[1] &^= anyLocated[1]
 		}
-		for ; cand != 0; cand &= cand - 1 {
-			r := &rules[bits.TrailingZeros64(cand)]
-			if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
-				return true
+		for w, c := range cand {
+			for ; c != 0; c &= c - 1 {
+				r := &rules[64*w+bits.TrailingZeros64(c)]
+				if _, matched := r.match(line, rest); matched && (r.notAfter == nil || !r.notAfter.MatchString(prev)) {
+					return true
+				}
 			}
 		}
 		prev = l
@@ -889,18 +968,55 @@ const (
 	maxShortLines = 4
 )
 
+// warningLine reports whether l only warns or informs: its first word, or
+// its second after the tool's name, is a level below error ("npm warn
+// Unknown user config …", "tool: warning: …").
+func warningLine(l string) bool {
+	if isLevelWord(l) {
+		return true
+	}
+	i := strings.IndexByte(l, ' ')
+	return i > 0 && !strings.ContainsAny(l[:i], "\"'") && isLevelWord(l[i+1:])
+}
+
+// isLevelWord reports whether s opens with a word of a level below error.
+func isLevelWord(s string) bool {
+	n := 0
+	for n < len(s) && ('a' <= s[n]|0x20 && s[n]|0x20 <= 'z') {
+		n++
+	}
+	switch strings.ToLower(s[:n]) {
+	case "warn", "warning", "note", "notice", "info", "hint":
+		return true
+	}
+	return false
+}
+
+// tabRun is a run of tabs between the columns of a table's row.
+var tabRun = mustRe(`\t\t`)
+
+// tableRow reports whether l is a row of a table: cells between bars, or
+// columns apart by a run of tabs (sdiff, paste, column -t's input).
+func tableRow(l string) bool {
+	return strings.ContainsRune(l, '|') || strings.Contains(l, "\t\t")
+}
+
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|(?:was|were|is|are|been) not found|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
 
 // failureSentenceMore are more phrases of failureSentence, each found
 // only in a line that holds one of failureSentenceMoreStems: a short
-// negation ("isn't supported"), a tool that stops for a reason ("Exiting
-// due to level-1 (INFO) system message."), a package to install first.
-var failureSentenceMore = mustRe(`(?i)\b(?:(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|need to install)\b`)
+// negation ("isn't supported", "can not"), a thing of a kind named and
+// not found ("Class X not found."), nothing found for a name, a thing
+// unknown ("is unknown to libcap", "Unknown identifier \"user\""), a
+// tool that stops for a reason ("Exiting due to level-1 (INFO) system
+// message."), a package to install first, a file whose magic number or
+// checksum is wrong.
+var failureSentenceMore = mustRe(`(?i)\b(?:can not|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not found|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b)\b`)
 
-var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install"}
+var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad ", "can not", "not found", "found for", "nknown"}
 
 // saysFailed reports whether l holds a phrase of failureSentence or of
 // failureSentenceMore. Its callers have checked mayFail(l).
@@ -932,7 +1048,7 @@ var glogRecord = mustRe(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d`)
 
 // failureStems are what every phrase of failureSentence and
 // failureSentenceMore holds, lower-cased.
-var failureStems = []string{"fail", "not", "n't", "unable", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
+var failureStems = []string{"fail", "not", "n't", "unable", "unknown", "bad ", "found for", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
 	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
 	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
 
@@ -980,16 +1096,33 @@ func speaksOfFailure(s string) bool {
 		if l[0] == '#' || strings.HasPrefix(l, "```") {
 			return false // a document
 		}
-		if found || !mayFail(l) || strings.ContainsRune(l, '|') || strings.IndexByte("[{<>", l[0]) >= 0 ||
+		if found || !mayFail(l) || tableRow(l) || strings.IndexByte("[{<>", l[0]) >= 0 ||
 			!saysFailed(l) || notOSError.MatchString(l) || pathFirst.MatchString(l) ||
 			logRecord.MatchString(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) ||
-			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) {
+			commitSubjectRe.MatchString(l) || formatVerb.MatchString(l) || warningLine(l) {
 			continue
 		}
 		found = true
 	}
 	return found && !shortSuccess.MatchString(s)
 }
+
+// usageAlone reports whether s is a tool's synopsis and nothing more
+// ("Usage: chattr [-RVf] [-+=aAcCdDeijPsStTuFx] files...", Perl's
+// pod2usage): what a tool prints when it was called wrong. Asked for its
+// help, a tool says more: what it does, its options.
+func usageAlone(s string, head []textLine) bool {
+	if len(s) > maxShortBytes || len(head) == 0 || !usageLine.MatchString(head[0].s) {
+		return false
+	}
+	return len(head) <= maxUsageLines && !strings.Contains(s, "\n-") && !strings.Contains(s, " -h, ")
+}
+
+// usageLine opens a synopsis.
+var usageLine = mustRe(`^(?:[Uu]sage|USAGE):(?: \S|$)`)
+
+// maxUsageLines is how many non-empty lines a synopsis alone may take.
+const maxUsageLines = 3
 
 // isLocated reports whether the first word of l ends with ':' and a space,
 // as the lines of compilers and programs that say where an error is do

@@ -389,3 +389,60 @@ func TestStripANSI(t *testing.T) {
 		}
 	}
 }
+
+// TestToolFailedMessageShapes: shapes of failure messages that carry
+// across tools (a status line, a parser's place, a linker's symbol, a
+// synopsis alone) and the data that looks like them.
+func TestToolFailedMessageShapes(t *testing.T) {
+	tests := []struct {
+		name, content string
+		want          bool
+	}{
+		{"HTTP status line with headers", "404 Object Missing\nContent-Length: 0\nServer: nginx", true},
+		{"a count that opens like a status", "404 files checked\nall fine", false},
+		{"error and what it was doing", "Error creating converter for \"x.cnv\" from \"x.ucm\"", true},
+		{"a heading on error handling", "Error handling in this module is described below", false},
+		{"syntax error after a tool and a file", "m4:macros.m4:12: syntax error", true},
+		{"a grep hit on syntax errors", "notes.txt:3:syntax error handling", false},
+		{"error then a program's message", "building\nError: stack: Could not parse the resolver\n1\n2\n3\n4", true},
+		{"exit code before a semicolon", "building\nerror: job 'build' failed with exit code 2;\n1\n2\n3\n4", true},
+		{"a program could not", "reading\ncargo-deb: Could not read the manifest\nstopping\n1\n2\n3\n4", true},
+		{"a program's thing not found", "probing\nmount.ext4: superblock signature not found\n1\n2\n3\n4", true},
+		{"unknown thing named in quotes after words", "stty: unknown terminal mode 'raw2'\n1\n2\n3\n4", true},
+		{"what was given does not contain", "objcopy: archive doesn't contain member 'x.o'\n1\n2\n3\n4", true},
+		{"a limit exceeded", "checking names\nnamecheck: limit 4096 exceeded by line 12\n1\n2\n3\n4", true},
+		{"a program's warning", "tool: warning: unknown field 'x' ignored\nwrote out.txt", false},
+		{"a line that is missing something", "Line 7: unexpected token ')'", true},
+		{"a file and a line in C's way", "\"rules.txt\", line 3: unknown keyword", true},
+		{"a line that says all is well", "Line 7: all checks passed", false},
+		{"a file and a line without quotes", "generating\nspec.x, line 1: expected ';'\n/*\n * generated\n */\n#include <rpc/rpc.h>", true},
+		{"nothing found for a name", "No documentation found for 'nosuch'.\nUse help() for more.", true},
+		{"a place and what failed there", "ui/main.glade:12:4  Failed to load image 'x.png'", true},
+		{"a place and a note on failures", "notes.md:3:1  Failed tests are re-run", false},
+		{"an undefined reference in a function", "main.o:main.c:function main: error: undefined reference to 'init'", true},
+		{"an undefined reference at an offset", "x.c:(.text+0x1a): undefined reference to `g'\ncollect2 was told", true},
+		{"prose on undefined references", "docs: an undefined reference to a symbol is a linker error", false},
+		{"Julia's stack trace", "Stacktrace:\n [1] f()\n   @ Main ./a.jl:3", true},
+		{"a stack trace that is none", "Stacktrace: none", false},
+		{"a synopsis alone", "Usage: tool [-v] FILE", true},
+		{"a synopsis over two lines", "Usage:\n    tool [-v] FILE", true},
+		{"help with options", "Usage: tool [-v] FILE\n\nOptions:\n  -v, --verbose  say more\n  -h, --help     this help", false},
+		{"a thing not found", "Module foo.bar not found.", true},
+		{"key not found as a description", "Inappropriate argument value (of correct type).\nMapping key not found.", false},
+		{"an unknown thing named", "Unknown command \"deploy\".", true},
+		{"unknown to a library", "cpu_bogus is unknown to the kernel", true},
+		{"can not be found", "script engine can not be found", true},
+		{"a bad magic number", "reading image\nbad magic number in image header", true},
+		{"a row of two columns", "the deploy failed at 3\t\tthe deploy failed at 3", false},
+		{"a warning line", "pip warn Unknown option \"x\" in config\nok", false},
+		{"an ICU error code", "loading data\nerror loading data: U_FILE_ACCESS_ERROR", true},
+		{"ICU's success code", "initialising\nICU init returned: U_ZERO_ERROR", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ToolFailed(tc.content); got != tc.want {
+				t.Errorf("ToolFailed(%q) = %v, want %v", tc.content, got, tc.want)
+			}
+		})
+	}
+}
