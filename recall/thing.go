@@ -275,7 +275,7 @@ func goalAcronyms(text string) []string {
 // least three letters or digits (a plural s aside), and not a word the
 // vocabulary knows (a tool of toolTable, a word of a synonym group, a
 // common word or a word of the context): "SES", "OFX", "MQTT", "MLLP",
-// not "CI", "UI", "API", "CSV" or "DLQ".
+// not "CI", "UI", "CSV" or "DLQ".
 func acronymName(w string) bool {
 	lw := strings.ToLower(w)
 	base := strings.ToLower(strings.TrimSuffix(w, "s"))
@@ -718,12 +718,13 @@ func (s *searcher) insteadOf(d *doc) bool {
 // otherFeature) and acting on one thing (their leading phrases share a
 // word outside the context), fill one slot in two ways: both have a
 // phrase after a preposition of one kind (where: "in", "on"; by what
-// means: "with", "over", "via"; into what: "to"; from what; for what;
-// see slotWords), and the words of the query's phrases of that kind are
-// nowhere in d's goal, nor d's anywhere in the query, the context left
-// out ("export the FreeCAD model to STL" and "... to STEP", "receive HL7
-// v2 messages over HTTPS" and "... over MLLP", "run the linters in CI on
-// every pull request" and "... in a Git pre-commit hook"). The same
+// means: "over", "via"; into what: "to"; from what; for what; see
+// slotWords) with a word outside the context, and no word of the query's
+// phrases of that kind is anywhere in d's goal, nor any of d's in the
+// query, words of the context included ("export the FreeCAD model to
+// STL" and "... to STEP", "receive HL7 v2 messages over HTTPS" and "...
+// over MLLP", "run the linters in CI on every pull request" and "... in a
+// Git pre-commit hook"). The same
 // action on the same thing in another place, by other means or into
 // another thing is another task; a goal that leaves a slot empty fits
 // any way of filling it ("parse the CSV exports in the billing service"
