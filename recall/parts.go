@@ -306,6 +306,7 @@ var outcomeWords = map[string]uint8{
 	"failing": outcomeFailure, "failure": outcomeFailure, "failures": outcomeFailure,
 	"error": outcomeFailure, "errors": outcomeFailure, "declined": outcomeFailure,
 	"rejected": outcomeFailure, "crashes": outcomeFailure, "crashed": outcomeFailure,
+	"declines": outcomeFailure, "rejects": outcomeFailure, "crash": outcomeFailure,
 	"unsuccessful": outcomeFailure, "unsuccessfully": outcomeFailure,
 }
 

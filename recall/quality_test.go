@@ -327,10 +327,10 @@ func TestQualityHeldOut7(t *testing.T) {
 // another way to fill one slot; thing.go) were chosen on the false
 // recalls of this set and the sixth and seventh together: it is tune data
 // since, like the third to seventh, and its figure after them (12/91
-// found, 12 of 176 false recalls) is no held-out figure. It fails when
+// found, 11 of 176 false recalls) is no held-out figure. It fails when
 // the figures get worse than that.
 func TestQualityHeldOut8(t *testing.T) {
-	measureBounded(t, "heldout8.json", "eighth set", 91, 176, 12, 12)
+	measureBounded(t, "heldout8.json", "eighth set", 91, 176, 12, 11)
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
@@ -343,7 +343,7 @@ var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than after
 // the ninth round, which added the eighth set to them: 180 of 464 found,
-// 49 false recalls of 920 (the rules before it: 180 and 65). Without the
+// 48 false recalls of 920 (the rules before it: 180 and 65). Without the
 // eighth set the eighth round left 168 of 373 found, 46 false recalls of
 // 744 (the rules before it: 169 and 60), the ninth 168 and 37.
 func TestQualityTuneCurve(t *testing.T) {
@@ -372,7 +372,7 @@ func TestQualityTuneCurve(t *testing.T) {
 	if reworded != 464 || negatives != 920 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 180, 49
+	const chosenFound, chosenFalses = 180, 48
 	if found < chosenFound || falses > chosenFalses {
 		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the ninth round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)

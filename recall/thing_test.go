@@ -447,6 +447,7 @@ func TestTaskDoneOnFailure(t *testing.T) {
 	}{
 		{"Email the sheet owner when the sync to the CRM fails", true},
 		{"Show a toast if the upload failed", true},
+		{"Notify the account manager when a signer declines the envelope", true},
 		{"Retry failed webhook deliveries with backoff", false},
 		{"Fix the deploy when it fails on a fresh cluster", false},
 		{"Email the sheet owner when the sync finishes", false},
