@@ -203,6 +203,13 @@ type lead struct {
 	// outcome is the path of the task: outcomeSuccess, outcomeFailure,
 	// both or neither (see outcomeWords).
 	outcome uint8
+	// onFailure says that the task is done when something fails: a
+	// failure outcome in its condition ("email the owner when the sync
+	// fails"); never for a repair.
+	onFailure bool
+	// slots are the words of the phrases after prepositions (see
+	// slotWords), in text order.
+	slots []slotTerm
 	// quals are the qualifiers of the object the text names (see
 	// qualifiers.go).
 	quals uint32

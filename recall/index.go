@@ -70,6 +70,17 @@ type doc struct {
 	names   []string  // the names the goal gives (see thing.go)
 	// versions are the versions of tools the goal names (see thing.go).
 	versions []string
+	// acronyms are the goal's acronyms the vocabulary does not know (see
+	// goalAcronyms).
+	acronyms []string
+	// slots are the goal's words in slots (see slotWords), as terms.
+	slots []docSlot
+}
+
+// docSlot is a term of a goal's slot (see slotWords).
+type docSlot struct {
+	id   uint32
+	slot uint8
 }
 
 type term struct {
@@ -151,9 +162,11 @@ func (ix *Index) Put(s store.Solution) {
 		ws.remove(slot)
 	}
 	ws.add(s, counts, len(g.terms), len(a.terms), tris, g.lead, docTools(g.tools, a.tools), names(s.Goal))
+	d := ws.docs[ws.byID[s.ID]]
 	if v := versions(s.Goal); len(v) > 0 {
-		ws.docs[ws.byID[s.ID]].versions = v
+		d.versions = v
 	}
+	d.acronyms = goalAcronyms(s.Goal)
 }
 
 // Delete removes the solution with the given ID from the workspace's index.
@@ -270,6 +283,11 @@ func (ws *workspace) add(s store.Solution, counts []termCount, lg, la int, tris 
 	}
 	if id, ok := ws.dict[ld.head]; ok && ld.head != "" {
 		d.head = id
+	}
+	for _, st := range ld.slots {
+		if id, ok := ws.dict[st.term]; ok {
+			d.slots = append(d.slots, docSlot{id: id, slot: st.slot})
+		}
 	}
 	for _, h := range tris {
 		p := ws.tri[h]

@@ -47,7 +47,10 @@ import (
 //     task...), it is the same kind (see qualifiers.go);
 //   - the outcome: the goals do not name opposite paths ("when the payment
 //     fails", "when it succeeds"; see outcomeWords); a repair names none
-//     (its failure and its aim are one task);
+//     (its failure and its aim are one task). A query done when something
+//     fails (a failure in its "when" or "if" clause: "email the owner when
+//     the sync fails") is the failure path, not the task of a stored goal
+//     that names no outcome ("sync the rows to the CRM");
 //   - the tools: in each category of toolTable (language, framework,
 //     database, CI service, format, hosted service...), the tools the two
 //     goals name are not disjoint, and a tool a goal names as its source or
@@ -60,8 +63,9 @@ import (
 //     names.
 //
 //   - the thing done: the names of tools the vocabulary does not know,
-//     the leading phrases of goals that only say something is made, and
-//     another feature of the thing both act on (see thing.go).
+//     the leading phrases of goals that only say something is made,
+//     another feature of the thing both act on, another way to fill one
+//     slot, and what the query says it is not (see thing.go).
 //
 // Anything else is not known and does not count against a match: a goal
 // that names no tool is compatible with every tool.
@@ -266,7 +270,7 @@ func (s *searcher) fits(d *doc) bool {
 	if !toolsFit(s.tools, d.tools) || s.namesConflict(d, true) || versionsConflict(s.versions, d.versions) {
 		return false
 	}
-	return !s.otherThing(d) && !s.otherFeature(d) && !s.otherPlace(d)
+	return !s.otherThing(d) && !s.otherFeature(d) && !s.otherPlace(d) && !s.otherSlot(d) && !s.insteadOf(d)
 }
 
 // conflicts reports whether d is a different task from the query's
@@ -302,6 +306,7 @@ var outcomeWords = map[string]uint8{
 	"failing": outcomeFailure, "failure": outcomeFailure, "failures": outcomeFailure,
 	"error": outcomeFailure, "errors": outcomeFailure, "declined": outcomeFailure,
 	"rejected": outcomeFailure, "crashes": outcomeFailure, "crashed": outcomeFailure,
+	"declines": outcomeFailure, "rejects": outcomeFailure, "crash": outcomeFailure,
 	"unsuccessful": outcomeFailure, "unsuccessfully": outcomeFailure,
 }
 
@@ -310,6 +315,9 @@ var outcomeWords = map[string]uint8{
 // deploy fails".
 func (s *searcher) otherPath(d *doc) bool {
 	both := outcomeSuccess | outcomeFailure
+	if s.onFailure && d.outcome == 0 {
+		return true
+	}
 	return s.outcome != 0 && d.outcome != 0 && s.outcome != both && d.outcome != both && s.outcome != d.outcome
 }
 

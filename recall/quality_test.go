@@ -260,10 +260,12 @@ func measureBounded(t *testing.T, file, label string, reworded, negatives, found
 // its figure after them (18/53 found, 9 of 124 false recalls) is no
 // held-out figure. The seventh round's rules found four more of its
 // rewordings (22/53, 9 of 124 false recalls), the eighth round's rule
-// (otherFeature) two fewer false recalls (22/53, 7 of 124). It fails when
-// the figures get worse than that.
+// (otherFeature) two fewer false recalls (22/53, 7 of 124), the ninth
+// round's (acronyms of a stored goal, "instead of", a task done on a
+// failure, another way to fill one slot) one fewer (22/53, 6 of 124). It
+// fails when the figures get worse than that.
 func TestQualityHeldOut5(t *testing.T) {
-	measureBounded(t, "heldout5.json", "fifth set", 53, 124, 22, 7)
+	measureBounded(t, "heldout5.json", "fifth set", 53, 124, 22, 6)
 }
 
 // TestQualityHeldOut6 reports the sixth set, written from issue and pull
@@ -280,10 +282,11 @@ func TestQualityHeldOut5(t *testing.T) {
 // recalls: it is tune data since, like the third, fourth and fifth sets,
 // and its figure after them (34/96 found, 21 of 220 false recalls) is no
 // held-out figure. The eighth round's rules (otherFeature, otherPlace,
-// question words) left 34/96 found, 16 of 220 false recalls. It fails
-// when the figures get worse than that.
+// question words) left 34/96 found, 16 of 220 false recalls; the ninth
+// round's 34/96, 13 of 220. It fails when the figures get worse than
+// that.
 func TestQualityHeldOut6(t *testing.T) {
-	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 16)
+	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 13)
 }
 
 // TestQualityHeldOut7 reports the seventh set, written from issue and pull
@@ -302,9 +305,10 @@ func TestQualityHeldOut6(t *testing.T) {
 // rules (otherFeature and otherPlace in thing.go, question words) were
 // chosen on it and the other tune sets: it is tune data since, and its
 // figure after them (27/98 found, 20 of 179 false recalls) is no held-out
-// figure. It fails when the figures get worse than that.
+// figure. The ninth round's rules left 27/98 found, 15 of 179 false
+// recalls. It fails when the figures get worse than that.
 func TestQualityHeldOut7(t *testing.T) {
-	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 20)
+	measureBounded(t, "heldout7.json", "seventh set", 98, 179, 27, 15)
 }
 
 // TestQualityHeldOut8 reports the eighth set, written from issue and pull
@@ -318,27 +322,30 @@ func TestQualityHeldOut7(t *testing.T) {
 // recalls 19 of 176 (11%). Run on it at the same time, the rules before
 // the eighth round gave the same figures, and the rules before the sixth
 // 13/91 found and 39 of 176 false recalls: as on the seventh set, the
-// sixth round carried and the later ones did not. It is report-only, and
-// fails when its figures get worse than that measure.
+// sixth round carried and the later ones did not. The ninth round's rules
+// (acronyms of a stored goal, "instead of", a task done on a failure,
+// another way to fill one slot; thing.go) were chosen on the false
+// recalls of this set and the sixth and seventh together: it is tune data
+// since, like the third to seventh, and its figure after them (12/91
+// found, 11 of 176 false recalls) is no held-out figure. It fails when
+// the figures get worse than that.
 func TestQualityHeldOut8(t *testing.T) {
-	measureBounded(t, "heldout8.json", "eighth set", 91, 176, 12, 19)
+	measureBounded(t, "heldout8.json", "eighth set", 91, 176, 12, 11)
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
-// tune set and the third to seventh sets, each tune data since rules were
+// tune set and the third to eighth sets, each tune data since rules were
 // written from its misses or chosen on its figures.
-var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json", "heldout7.json"}
+var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json", "heldout7.json", "heldout8.json"}
 
 // TestQualityTuneCurve reports the trade-off of the threshold on the tune
 // sets together: rewordings found against false recalls at thresholds
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than after
-// the eighth round, which added the seventh set to them: 168 of 373
-// found, 46 false recalls of 744 (the rules before it: 169 and 60; the
-// one rewording lost is a custom lint rule asked for as a plugin rule,
-// two features of one rule by the eighth round's reading). Without the
-// seventh set the seventh round left 142 of 275 found, 36 false recalls
-// of 565 (141 and 26 after the eighth).
+// the ninth round, which added the eighth set to them: 180 of 464 found,
+// 48 false recalls of 920 (the rules before it: 180 and 65). Without the
+// eighth set the eighth round left 168 of 373 found, 46 false recalls of
+// 744 (the rules before it: 169 and 60), the ninth 168 and 37.
 func TestQualityTuneCurve(t *testing.T) {
 	type loaded struct {
 		set *qualitySet
@@ -357,17 +364,17 @@ func TestQualityTuneCurve(t *testing.T) {
 		}
 		return
 	}
-	for _, th := range []float64{0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6} {
+	for _, th := range []float64{0.25, 0.3, 0.33, 0.35, 0.36, 0.37, 0.38, 0.4, 0.45, 0.5, 0.55, 0.6} {
 		found, reworded, falses, negatives := sum(th)
 		t.Logf("tune sets at %.2f: reworded found %d/%d, false recalls %d of %d", th, found, reworded, falses, negatives)
 	}
 	found, reworded, falses, negatives := sum(DefaultMinSimilarity)
-	if reworded != 373 || negatives != 744 {
+	if reworded != 464 || negatives != 920 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 168, 46
+	const chosenFound, chosenFalses = 180, 48
 	if found < chosenFound || falses > chosenFalses {
-		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the eighth round %d found, %d false recalls",
+		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the ninth round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)
 	}
 }

@@ -204,10 +204,18 @@ type searcher struct {
 	verbSet bool
 	kind    uint8
 	tools   []toolUse
-	outcome uint8    // the query's outcome (see lead)
-	tailDir uint32   // the direction of the query's later phrases (see lead)
-	quals   uint32   // the query's qualifiers (see qualifiers.go)
-	names   []string // the names the query gives (see thing.go)
+	outcome uint8 // the query's outcome (see lead)
+	// onFailure: the query's task is done on a failure (see lead).
+	onFailure bool
+	tailDir   uint32   // the direction of the query's later phrases (see lead)
+	quals     uint32   // the query's qualifiers (see qualifiers.go)
+	names     []string // the names the query gives (see thing.go)
+	// instead are the terms of what the query says it is not (see
+	// insteadOf), those the workspace holds.
+	instead []uint32
+	// slots are the query's words in slots (see slotWords); an id is
+	// noTerm when the workspace does not hold the word.
+	slots []docSlot
 	// versions are the versions of tools the query names (see thing.go).
 	versions []string
 	qtri     []uint32
@@ -269,7 +277,7 @@ func (ix *Index) prepare(q Query) *searcher {
 	}
 	s := &searcher{ws: ws, q: q, k: k, min: minSim, qtri: qtri, diceLeft: diceBudget * k, n: float64(ws.n), dir: a.lead.dir,
 		verb: noTerm, verb2: noTerm, head: noTerm, verbSet: a.lead.verb != "", kind: a.lead.kind, tools: a.tools,
-		outcome: a.lead.outcome, tailDir: a.lead.tailDir, quals: a.lead.quals}
+		outcome: a.lead.outcome, onFailure: a.lead.onFailure, tailDir: a.lead.tailDir, quals: a.lead.quals}
 	if id, ok := ws.dict[a.lead.verb]; ok && s.verbSet {
 		s.verb = id
 	}
@@ -330,6 +338,18 @@ func (ix *Index) prepare(q Query) *searcher {
 		s.objs = append(s.objs, qobj{term: o.term, id: id, flags: o.flags, ctx: contextTerms[o.term], w: s.goalIDF(df)})
 	}
 	s.names, s.versions = qnames, qversions
+	for _, st := range a.lead.slots {
+		id, ok := ws.dict[st.term]
+		if !ok {
+			id = noTerm
+		}
+		s.slots = append(s.slots, docSlot{id: id, slot: st.slot})
+	}
+	for _, t := range a.instead {
+		if id, ok := ws.dict[t]; ok && (!contextTerms[t] || isKnownTool(t)) {
+			s.instead = append(s.instead, id)
+		}
+	}
 	s.suffix = make([]float64, len(s.terms)+1)
 	for i := len(s.terms) - 1; i >= 0; i-- {
 		s.suffix[i] = s.suffix[i+1] + s.terms[i].ub

@@ -330,6 +330,10 @@ type analyzed struct {
 	tools []toolUse
 	// implied are the tools words imply as written (see writtenImplies).
 	implied []string
+	// instead are the terms of what the text says it is not, after
+	// "instead of" or "rather than", that it names nowhere else (see
+	// insteadOf in thing.go).
+	instead []string
 }
 
 // analyze tokenises text into index terms: words are split, lowercased,
@@ -348,6 +352,24 @@ func analyze(text string, maxRunes int) analyzed {
 	})
 	var a analyzed
 	var ls leadScanner
+	// insteadLeft counts the content words still to read after "instead
+	// of" or "rather than"; insteadAt is where their terms start.
+	insteadLeft, insteadAt := 0, 0
+	// condLeft counts the content words still read as a condition after
+	// "when" or "if" (see lead.onFailure).
+	condLeft := 0
+	onFailure := false
+	// slot is the slot of the phrase read (see slotWords), 0 outside
+	// one; slotLeft counts the content words it may still take.
+	var slot uint8
+	slotLeft := 0
+	var slots []slotTerm
+	inSlot := func(term string) {
+		if slot != 0 && slotLeft > 0 && len(slots) < maxSlotTerms {
+			slots = append(slots, slotTerm{term: term, slot: slot})
+			slotLeft--
+		}
+	}
 	var quals uint32
 	var norm strings.Builder
 	addNorm := func(w string) {
@@ -371,6 +393,16 @@ func analyze(text string, maxRunes int) analyzed {
 			}
 			continue
 		}
+		if isInstead(ws, i) {
+			// "Instead of" and "rather than" end the phrase before them
+			// and say nothing of the task: what follows is what the task
+			// is not.
+			ls.stop(w.text)
+			slot = 0
+			insteadLeft, insteadAt = maxInsteadWords, len(a.terms)
+			i++
+			continue
+		}
 		if x, ok := writtenImplies[w.text]; ok && !slices.Contains(a.implied, x) {
 			a.implied = append(a.implied, x)
 		}
@@ -383,6 +415,7 @@ func analyze(text string, maxRunes int) analyzed {
 				a.addTool(c, ls.role())
 				quals = addQual(quals, c, true)
 				ls.content(c, c, c)
+				inSlot(c)
 				i += 2
 				continue
 			}
@@ -395,15 +428,32 @@ func analyze(text string, maxRunes int) analyzed {
 				a.addTool(c, ls.role())
 				quals = addQual(quals, c, true)
 				ls.content(c, c, c)
+				inSlot(c)
 				i++
 				continue
 			}
 		}
 		if isStopword(w.text) || utf8.RuneCountInString(w.text) == 1 && !unicode.IsDigit([]rune(w.text)[0]) || goVerb(ws, i) {
 			ls.stop(w.text)
+			if g, ok := slotWords[w.text]; ok {
+				slot, slotLeft = g, maxSlotWords
+			} else if !leadSkip[w.text] {
+				slot = 0
+			}
+			if conditionWords[w.text] {
+				condLeft = maxConditionWords
+			}
+			if insteadLeft > 0 && !leadSkip[w.text] {
+				a.instead = append(a.instead, a.terms[insteadAt:]...)
+				insteadLeft = 0
+			}
 			continue
 		}
 		ls.outcome |= outcomeWords[w.text]
+		if condLeft > 0 {
+			condLeft--
+			onFailure = onFailure || outcomeWords[w.text] == outcomeFailure
+		}
 		addNorm(w.text)
 		term := w.stem
 		if c, ok := synonyms[w.stem]; ok {
@@ -413,9 +463,21 @@ func analyze(text string, maxRunes int) analyzed {
 		a.addTool(term, ls.role())
 		quals = addQual(quals, w.text, false)
 		ls.content(w.text, w.stem, term)
+		inSlot(term)
+		if insteadLeft > 0 {
+			if insteadLeft--; insteadLeft == 0 {
+				a.instead = append(a.instead, a.terms[insteadAt:]...)
+			}
+		}
 	}
+	if insteadLeft > 0 {
+		a.instead = append(a.instead, a.terms[insteadAt:]...)
+	}
+	a.instead = notElsewhere(a.terms, a.instead)
 	a.norm = norm.String()
 	a.lead = ls.result()
+	a.lead.onFailure = onFailure && a.lead.verb != repairVerb
+	a.lead.slots = slots
 	a.lead.quals = quals
 	a.implyTools()
 	return a
@@ -485,3 +547,84 @@ func intersect(a, b []uint32) int {
 	}
 	return n
 }
+
+// maxInsteadWords bounds the content words read after "instead of".
+const maxInsteadWords = 4
+
+// isInstead reports whether ws[i] opens what a text says it is not:
+// "instead" before "of", "rather" before "than".
+func isInstead(ws []word, i int) bool {
+	if i+1 >= len(ws) || ws[i+1].cjk {
+		return false
+	}
+	return ws[i].text == "instead" && ws[i+1].text == "of" || ws[i].text == "rather" && ws[i+1].text == "than"
+}
+
+// notElsewhere returns the distinct terms of instead (a span of terms)
+// that terms holds no more often than instead does: the words a text
+// names only as what it is not.
+func notElsewhere(terms, instead []string) []string {
+	if len(instead) == 0 {
+		return nil
+	}
+	out := instead[:0:0]
+	for _, t := range instead {
+		n, m := 0, 0
+		for _, u := range terms {
+			if u == t {
+				n++
+			}
+		}
+		for _, u := range instead {
+			if u == t {
+				m++
+			}
+		}
+		if n <= m && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// conditionWords open the condition of a task ("when the sync fails",
+// "if the upload fails"), read for maxConditionWords content words;
+// stopwords, as written.
+var conditionWords = map[string]bool{"when": true, "if": true}
+
+const maxConditionWords = 6
+
+// Slots: what a phrase after a preposition says of a task. "In CI" and
+// "in a pre-commit hook" fill one slot (where), "over HTTPS" and "over
+// MLLP" another (by what means), "to STL" and "to STEP" another (into
+// what), each in two ways (see otherSlot in thing.go).
+const (
+	slotWhere uint8 = 1 + iota
+	slotMeans
+	slotTarget
+	slotSource
+	slotPurpose
+)
+
+// slotWords open a slot, as written: stopwords, which end the phrase
+// before them.
+var slotWords = map[string]uint8{
+	"in": slotWhere, "on": slotWhere, "at": slotWhere,
+	"using": slotMeans, "via": slotMeans, "through": slotMeans, "over": slotMeans,
+	"to": slotTarget, "into": slotTarget, "onto": slotTarget,
+	"from": slotSource,
+	"for":  slotPurpose,
+}
+
+// slotTerm is a content word of a slot's phrase: its index term and its
+// slot.
+type slotTerm struct {
+	term string
+	slot uint8
+}
+
+// Bounds of slots: the content words of one phrase, and of a text.
+const (
+	maxSlotWords = 4
+	maxSlotTerms = 16
+)

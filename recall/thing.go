@@ -25,7 +25,10 @@ import (
 //     toolTable) are about two tools (see namesConflict); a tool the
 //     query names, of a kind the other goal names none of, counts as a
 //     name of the query's there, and so do the commands, flags and paths a
-//     goal gives ("a /warp command", "the --json flag"; see commandNames);
+//     goal gives ("a /warp command", "the --json flag"; see commandNames).
+//     A stored goal's acronyms the vocabulary does not know ("from SES
+//     notifications", "over MLLP") count as its names against a name of
+//     the query's ("Mailgun", "WebSocket"; see goalAcronyms);
 //   - versions: two goals that name one tool in two versions ("ROS 1",
 //     "ROS 2"; "Python 2", "Python 3") and in none in common are two
 //     tasks (see versions);
@@ -45,7 +48,14 @@ import (
 //     to one thing (see otherFeature);
 //   - other places: goals that make something (add, write, set up) in
 //     two places named by "to" phrases that share no word are two tasks
-//     (see otherPlace).
+//     (see otherPlace);
+//   - other slots: goals led the same way that act on one thing and fill
+//     one slot after a preposition (where, by what means, into what,
+//     from what, for what) with words the other goal lacks are two tasks
+//     (see otherSlot);
+//   - what the query is not: a stored goal that holds a word the query
+//     names only after "instead of" or "rather than" does what the query
+//     does not (see insteadOf).
 //
 // Two goals led by two named actions are judged by their actions
 // (parts.go). An action that moves data (read, write, send, receive,
@@ -202,6 +212,12 @@ func commandNames(text string, out []string) []string {
 	return out
 }
 
+// isCommandName reports whether a name of names is a command, a flag or
+// a path (see commandNames).
+func isCommandName(n string) bool {
+	return strings.HasPrefix(n, "/") || strings.HasPrefix(n, "--")
+}
+
 // Bounds of names: the bytes of a text read (a goal is read up to
 // maxGoalRunes runes; its names in the first sentences), and the names
 // kept.
@@ -221,6 +237,56 @@ func hasUpper(w string) bool {
 		}
 	}
 	return false
+}
+
+// goalAcronyms returns the acronyms a stored goal gives that the
+// vocabulary does not know (see acronymName), lowercased: "SES", "MQTT",
+// "OFX", "MLLP". A stored goal names its tools, formats and protocols
+// plainly ("from SES notifications", "over MLLP"); a query's acronym is as
+// often a nickname of what the stored goal spells out ("MV3" for Manifest
+// V3, "JDBC connections" for a connection pool), so only a stored goal's
+// count (see namesConflict).
+func goalAcronyms(text string) []string {
+	if len(text) > maxNameBytes {
+		text = text[:maxNameBytes]
+	}
+	var out []string
+	for i := 0; i < len(text) && len(out) < maxNames; {
+		if !isNameByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && (isNameByte(text[j]) || (text[j] == '-' || text[j] == '_') && j+1 < len(text) && isNameByte(text[j+1])) {
+			j++
+		}
+		w := text[i:j]
+		i = j
+		if hasUpper(w) && isAcronym(w) && acronymName(w) {
+			if lw := strings.ToLower(w); !slices.Contains(out, lw) {
+				out = append(out, lw)
+			}
+		}
+	}
+	return out
+}
+
+// acronymName reports whether the acronym w names a thing of its own: at
+// least three letters or digits (a plural s aside), and not a word the
+// vocabulary knows (a tool of toolTable, a word of a synonym group, a
+// common word or a word of the context): "SES", "OFX", "MQTT", "MLLP",
+// not "CI", "UI", "CSV" or "DLQ".
+func acronymName(w string) bool {
+	lw := strings.ToLower(w)
+	base := strings.ToLower(strings.TrimSuffix(w, "s"))
+	if len(base) < 3 || wholeWords[lw] || wholeWords[base] || isKnownTool(lw) || isKnownTool(base) {
+		return false
+	}
+	if _, ok := synonyms[stemWord(lw)]; ok {
+		return false
+	}
+	t := canonical(lw)
+	return !commonTerms[t] && !contextTerms[t]
 }
 
 // isAcronym reports whether w is written in capitals and digits, with
@@ -279,11 +345,11 @@ func lowerASCII(c byte) byte {
 // vector can tell that the other side says the tool in other words
 // ("spreadsheets" for a CSV file).
 func (s *searcher) namesConflict(d *doc, tools bool) bool {
-	qOnly := false
+	qOnly, qName := false, false // qName: a name of a thing, not a command
 	for _, n := range s.names {
 		if !containsFold(d.sol.Goal, n) && !containsFold(d.sol.Approach, n) {
 			qOnly = true
-			break
+			qName = qName || !isCommandName(n)
 		}
 	}
 	if !qOnly && tools {
@@ -295,6 +361,19 @@ func (s *searcher) namesConflict(d *doc, tools bool) bool {
 	for _, n := range d.names {
 		if !containsFold(s.q.Goal, n) {
 			return true
+		}
+	}
+	if qName {
+		// d's acronyms (see goalAcronyms) against a name of the query's:
+		// "with WebSocket ping timeouts" against "with an MQTT last will".
+		// A tool the query names is judged against d's tools alone: an
+		// acronym of d's may be a kind of thing ("the REST API") that
+		// the tool is one of; and a command, flag or path ("GET
+		// /api/me/export") says where, not with what.
+		for _, n := range d.acronyms {
+			if !containsFold(s.q.Goal, n) {
+				return true
+			}
 		}
 	}
 	for _, t := range d.tools {
@@ -615,4 +694,83 @@ var wordTools = map[string]bool{
 	"rollup": true, "sentry": true, "vault": true, "doppler": true, "airflow": true,
 	"excel": true, "windows": true, "apple": true, "slack": true, "discord": true,
 	"eclipse": true, "sublime": true, "leaflet": true, "prefect": true,
+}
+
+// insteadOf reports whether d's goal does what the query says it is not:
+// it holds a word the query names only after "instead of" or "rather
+// than", other than as d's verb or its source ("publish the budget
+// dataset to Socrata instead of CKAN" against "... to the open data
+// portal (CKAN)", "make the parser stop at the first error instead of
+// recovering" against "make the parser recover from syntax errors").
+func (s *searcher) insteadOf(d *doc) bool {
+	for _, id := range s.instead {
+		if id == d.verb || id == d.verb2 {
+			continue
+		}
+		if j := findTerm(d.terms, id); j >= 0 && d.terms[j].tfG > 0 && d.terms[j].lead&leadFrom == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// otherSlot reports whether the query and d, led the same way (see
+// otherFeature) and acting on one thing (their leading phrases share a
+// word outside the context), fill one slot in two ways: both have a
+// phrase after a preposition of one kind (where: "in", "on"; by what
+// means: "over", "via"; into what: "to"; from what; for what; see
+// slotWords) with a word outside the context, and no word of the query's
+// phrases of that kind is anywhere in d's goal, nor any of d's in the
+// query, words of the context included ("export the FreeCAD model to
+// STL" and "... to STEP", "receive HL7 v2 messages over HTTPS" and "...
+// over MLLP", "run the linters in CI on every pull request" and "... in a
+// Git pre-commit hook"). The same
+// action on the same thing in another place, by other means or into
+// another thing is another task; a goal that leaves a slot empty fits
+// any way of filling it ("parse the CSV exports in the billing service"
+// and "parse the CSV exports with retries").
+func (s *searcher) otherSlot(d *doc) bool {
+	if len(s.slots) == 0 || len(d.slots) == 0 {
+		return false
+	}
+	light := !s.verbSet && d.verb == noTerm
+	sameLead := light || s.kind == actGeneric && d.kind == actGeneric ||
+		s.verb != noTerm && s.verb == d.verb
+	if !sameLead {
+		return false
+	}
+	shared := false
+	for _, o := range s.objs {
+		if o.flags&leadObject == 0 || o.ctx || o.id == noTerm {
+			continue
+		}
+		if j := findTerm(d.terms, o.id); j >= 0 && d.terms[j].lead&leadObject != 0 {
+			shared = true
+			break
+		}
+	}
+	if !shared {
+		return false
+	}
+	content := func(id uint32) bool { return id == noTerm || !s.ws.terms[id].context }
+	var qFilled, dFilled, met uint32 // bits by slot
+	for _, st := range s.slots {
+		if content(st.id) {
+			qFilled |= 1 << st.slot
+		}
+		if st.id != noTerm {
+			if j := findTerm(d.terms, st.id); j >= 0 && d.terms[j].tfG > 0 {
+				met |= 1 << st.slot
+			}
+		}
+	}
+	for _, st := range d.slots {
+		if content(st.id) {
+			dFilled |= 1 << st.slot
+		}
+		if _, ok := slices.BinarySearchFunc(s.ids, st.id, func(q qid, id uint32) int { return cmp.Compare(q.id, id) }); ok {
+			met |= 1 << st.slot
+		}
+	}
+	return qFilled&dFilled&^met != 0
 }

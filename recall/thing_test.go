@@ -341,3 +341,162 @@ func TestOtherPlace(t *testing.T) {
 		}
 	}
 }
+
+// A stored goal's acronyms that the vocabulary does not know are read
+// apart from its names.
+func TestGoalAcronyms(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"Suppress addresses that hard-bounce, from SES notifications", []string{"ses"}},
+		{"Mark devices offline with an MQTT last will message", []string{"mqtt"}},
+		{"OFX files over MLLP, then OFX again", []string{"ofx", "mllp"}},
+		{"Show live aircraft positions from ADS-B data", []string{"ads-b"}},
+		// Two letters, a plural s aside, and acronyms the vocabulary
+		// knows are not read.
+		{"Deploy to AWS over HTTPS from CI, with PRs and VMs", nil},
+		{"Send failed messages to a DLQ and show them in the UI", nil},
+		{"Import the bank files with Plaid", nil},
+	}
+	for _, tc := range tests {
+		if got := goalAcronyms(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("goalAcronyms(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+		if got := names(tc.text); slices.ContainsFunc(got, func(n string) bool { return slices.Contains(tc.want, n) }) {
+			t.Errorf("names(%q) = %q holds an acronym", tc.text, got)
+		}
+	}
+}
+
+// A query that gives a name of its own is not the task of a stored goal
+// that names another thing by its acronym; a tool the query names is
+// judged against the stored goal's tools alone.
+func TestStoredAcronymConflicts(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("lwt", "Mark devices offline with an MQTT last will message"))
+	ix.Put(sol("rest", "Add rate limiting to the public REST API"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Mark devices offline with WebSocket ping timeouts", nil},
+		{"Add rate limiting to the public Express API", []string{"rest"}},
+		// A path says where, not with what.
+		{"Add rate limiting to /api/search of the public REST API", []string{"rest"}},
+		{"Add rate limiting to /api/search of the public API", []string{"rest"}},
+		{"Mark the devices offline with an MQTT last will", []string{"lwt"}},
+		{"Mark devices as offline with a last will message", []string{"lwt"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// What a query says it is not, after "instead of" or "rather than", is
+// what a stored goal that does it does.
+func TestInsteadOf(t *testing.T) {
+	words := []struct {
+		text string
+		want []string
+	}{
+		{"Publish the budget dataset to Socrata instead of CKAN", []string{"ckan"}},
+		{"Make the parser stop at the first error rather than recover", []string{canonical("recover")}},
+		// A word the text names elsewhere is no word of what it is not.
+		{"Mark user accounts as deleted instead of removing the rows", []string{canonical("rows")}},
+		{"Publish the budget dataset", nil},
+	}
+	for _, tc := range words {
+		if got := analyze(tc.text, maxGoalRunes).instead; !slices.Equal(got, tc.want) {
+			t.Errorf("analyze(%q).instead = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	ix := NewIndex()
+	ix.Put(sol("ckan", "Publish the city's budget dataset to the open data portal every night (CKAN)"))
+	ix.Put(sol("parser", "Make the parser recover from syntax errors and report all of them"))
+	ix.Put(sol("moment", "Replace moment with date-fns in the frontend"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Publish the budget dataset to Socrata instead of CKAN", nil},
+		{"Publish the city's budget dataset to CKAN every night", []string{"ckan"}},
+		{"Make the parser stop at the first syntax error instead of recovering", nil},
+		{"Make the parser recover from syntax errors instead of stopping at the first", []string{"parser"}},
+		// What a stored goal moves away from is no thing it does.
+		{"Use date-fns in the frontend instead of moment", []string{"moment"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// A task done when something fails is not the task of a stored goal that
+// names no outcome; a retry of what failed, and a repair, name no such
+// condition.
+func TestTaskDoneOnFailure(t *testing.T) {
+	conds := []struct {
+		text string
+		want bool
+	}{
+		{"Email the sheet owner when the sync to the CRM fails", true},
+		{"Show a toast if the upload failed", true},
+		{"Notify the account manager when a signer declines the envelope", true},
+		{"Retry failed webhook deliveries with backoff", false},
+		{"Fix the deploy when it fails on a fresh cluster", false},
+		{"Email the sheet owner when the sync finishes", false},
+	}
+	for _, tc := range conds {
+		if got := analyze(tc.text, maxGoalRunes).lead.onFailure; got != tc.want {
+			t.Errorf("analyze(%q).lead.onFailure = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+	ix := NewIndex()
+	ix.Put(sol("sync", "Sync Google Sheets rows to the CRM when a row is edited"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Email the sheet owner when the Google Sheets sync to the CRM fails", nil},
+		{"Sync the Google Sheets rows to our CRM whenever a row is edited", []string{"sync"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
+
+// The same action on the same thing, with one slot filled in two ways
+// (into what, from what, where, by what means), is two tasks; a slot
+// only one goal fills fits.
+func TestOtherSlot(t *testing.T) {
+	ix := NewIndex()
+	ix.Put(sol("step", "Export the FreeCAD model to STEP from a Python script"))
+	ix.Put(sol("mllp", "Receive HL7 v2 messages over MLLP and acknowledge them"))
+	ix.Put(sol("csv", "Parse the CSV exports with retries"))
+	ix.Put(sol("other", "Plot the monthly revenue with matplotlib"))
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"Export the FreeCAD model to STL from the GUI", nil},
+		{"Receive HL7 v2 messages over HTTPS from the exchange", nil},
+		{"Export the FreeCAD model to STEP", []string{"step"}},
+		{"Export the FreeCAD model to STEP files from a script", []string{"step"}},
+		{"Receive HL7 v2 messages over MLLP", []string{"mllp"}},
+		{"Parse the CSV exports in the billing service", []string{"csv"}},
+	}
+	for _, tc := range tests {
+		if got := recalled(ix, tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("%q recalled %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}
