@@ -333,6 +333,23 @@ func TestQualityHeldOut8(t *testing.T) {
 	measureBounded(t, "heldout8.json", "eighth set", 91, 176, 12, 11)
 }
 
+// TestQualityHeldOut9 reports the ninth set, written from commit messages
+// and issue titles of fields no other set touches (package managers,
+// algorithmic trading, eBPF tracing, EV charging, logistics, telephony,
+// fitness wearables, library catalogues, hotel booking), without reading
+// the rules, while the ninth round changed them, and committed before any
+// measure of it (testdata/quality/README.md). Its one measure, after the
+// ninth round: reworded found 17/96, same words different task rejected
+// 113/145, unrelated rejected 28/28, false recalls 32 of 173 (18%). Run on
+// it at the same time, the rules before the ninth round gave 17/96 found
+// and 38 of 173 false recalls, and the rules before the sixth 18/96 and 61
+// of 173: the sixth and the ninth rounds carried to it, both on false
+// recalls. It is report-only, and fails when its figures get worse than
+// that measure.
+func TestQualityHeldOut9(t *testing.T) {
+	measureBounded(t, "heldout9.json", "ninth set", 96, 173, 17, 32)
+}
+
 // tuneSets are the sets the rules and the threshold are chosen on: the
 // tune set and the third to eighth sets, each tune data since rules were
 // written from its misses or chosen on its figures.
