@@ -248,8 +248,8 @@ func TestConvFailuresFollowedTwice(t *testing.T) {
 	cf := newConvFailures(g, incs)
 	cf.classes = append(make([]guard.Class, 0, 8), cf.classes...)
 
-	first := cf.followed([]store.Incident{fail("x", 2 * time.Second)})
-	second := cf.followed([]store.Incident{fail("y", 2 * time.Second)})
+	first := cf.followed([]store.Incident{fail("x", 2*time.Second)})
+	second := cf.followed([]store.Incident{fail("y", 2*time.Second)})
 	if &first.incs[0] != &cf.incs[0] {
 		t.Error("the first follower copied the failures instead of appending to them")
 	}
@@ -270,10 +270,10 @@ func TestConvFailuresFollowedTwice(t *testing.T) {
 			}
 		}
 	}
-	if again := first.followed([]store.Incident{fail("x", 2 * time.Second), fail("b", time.Second)}); again != first {
+	if again := first.followed([]store.Incident{fail("x", 2*time.Second), fail("b", time.Second)}); again != first {
 		t.Errorf("failures held already were added again: %v", ids(again.incs))
 	}
-	older := first.followed([]store.Incident{fail("o", time.Second / 2)})
+	older := first.followed([]store.Incident{fail("o", time.Second/2)})
 	if got := ids(older.incs); !slices.Equal(got, []string{"a", "o", "b", "x"}) {
 		t.Errorf("an older failure joined as %v", got)
 	}
