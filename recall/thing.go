@@ -139,10 +139,7 @@ func names(text string) []string {
 			i++
 			continue
 		}
-		j := i
-		for j < len(text) && (isNameByte(text[j]) || (text[j] == '-' || text[j] == '_') && j+1 < len(text) && isNameByte(text[j+1])) {
-			j++
-		}
+		j := nameEnd(text, i)
 		w := text[i:j]
 		first := start
 		start = false
@@ -256,10 +253,7 @@ func goalAcronyms(text string) []string {
 			i++
 			continue
 		}
-		j := i
-		for j < len(text) && (isNameByte(text[j]) || (text[j] == '-' || text[j] == '_') && j+1 < len(text) && isNameByte(text[j+1])) {
-			j++
-		}
+		j := nameEnd(text, i)
 		w := text[i:j]
 		i = j
 		if hasUpper(w) && isAcronym(w) && acronymName(w) {
@@ -773,4 +767,14 @@ func (s *searcher) otherSlot(d *doc) bool {
 		}
 	}
 	return qFilled&dFilled&^met != 0
+}
+
+// nameEnd returns where the word that starts at text[i] (a name byte)
+// ends: name bytes, and single hyphens or underscores between them.
+func nameEnd(text string, i int) int {
+	j := i
+	for j < len(text) && (isNameByte(text[j]) || (text[j] == '-' || text[j] == '_') && j+1 < len(text) && isNameByte(text[j+1])) {
+		j++
+	}
+	return j
 }
