@@ -83,6 +83,7 @@ type mark struct {
 type turnState struct {
 	marks     []mark
 	calls     []call
+	ext       wire.Extension // of marks and calls
 	tools     []string
 	verdicts  []wire.ToolTally // the verdicts of the tool results, in message order
 	verdictAt []int            // the message of each verdict
@@ -233,14 +234,14 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	last := r.resume.From - 1
 	mk := p.marks[last]
 	in := &r.info
-	// Clipped: what this turn appends must not write into the memo's
-	// arrays. Info's tools outlive the request (capture reads them).
+	// What this turn appends must not write into what the memo's turn
+	// holds (wire.Resumed). Info's tools outlive the request (capture
+	// reads them): clipped.
 	in.Tools = slices.Clip(p.tools[:mk.tools])
-	r.calls.Calls = slices.Clip(p.calls[:mk.calls])
 	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
 	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
 	r.first, r.newest = mk.first, mk.newest
-	r.marks = append(make([]mark, 0, last+1+room), p.marks[:last+1]...)
+	r.marks, r.calls.Calls = wire.Resumed(&p.ext, p.marks, p.calls, last, mk.calls, room)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++

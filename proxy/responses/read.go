@@ -75,6 +75,7 @@ type mark struct {
 type turnState struct {
 	marks     []mark
 	calls     []call
+	ext       wire.Extension // of marks and calls
 	tools     []string
 	verdicts  []wire.ToolTally // the verdicts of the tool results, in item order
 	verdictAt []int            // the item of each verdict
@@ -246,11 +247,11 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	r.note, r.systemSeen, r.task = mk.note, mk.systemSeen, mk.task
 	r.devSystem = mk.system
 	in.Later, in.Origin, in.ToolCount = mk.later, mk.origin, mk.toolCount
-	// Clipped: what this turn appends must not write into the memo's
-	// arrays. Info's tools outlive the request (capture reads them).
+	// What this turn appends must not write into what the memo's turn
+	// holds (wire.Resumed). Info's tools outlive the request (capture
+	// reads them): clipped.
 	in.Tools = slices.Clip(p.tools[:mk.tools])
-	r.calls.Calls = slices.Clip(p.calls[:mk.calls])
-	r.marks = append(make([]mark, 0, last+1+room), p.marks[:last+1]...)
+	r.marks, r.calls.Calls = wire.Resumed(&p.ext, p.marks, p.calls, last, mk.calls, room)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -370,4 +371,26 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 		t.TailSum = maphash.Bytes(r.memo.seed, body[arrayEnd:])
 	}
 	return r.memo.put(r.key, t, size+ElemsSize(elems)+int(unsafe.Sizeof(*t))+64)
+}
+
+// Extension is a remembered turn's claim on its arrays (its marks, one
+// per element read, and its calls): the first request that resumes from
+// the turn's end takes it and appends what it reads to those arrays in
+// place, past what the turn holds, instead of copying the conversation's
+// marks and calls on every turn. Any other resumer copies, so two
+// requests that resume from one turn (a retry) never write to one array,
+// and the turn's own slices never see what was appended past them.
+type Extension struct{ taken atomic.Bool }
+
+// Resumed returns the marks (up to and including element last) and the
+// calls (the first calls) that a request resuming from the remembered
+// turn after its element last appends to, with room for room more marks:
+// the turn's own arrays when last is its final element and the caller is
+// the first to take ext, copies otherwise (the calls clipped, copied on
+// the first append).
+func Resumed[M, C any](ext *Extension, marks []M, calls []C, last, ncalls, room int) ([]M, []C) {
+	if last+1 == len(marks) && ncalls == len(calls) && ext.taken.CompareAndSwap(false, true) {
+		return marks, calls
+	}
+	return append(make([]M, 0, last+1+room), marks[:last+1]...), slices.Clip(calls[:ncalls])
 }
