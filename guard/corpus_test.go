@@ -230,6 +230,19 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// flagged is a bound the rules must not exceed (the aim, as
 		// everywhere, is none).
 		{"heldout11", 140, 100, 11, false},
+		// Built before the ninth round of rules was written and before
+		// the eleventh batch's misses were read, from tools no other
+		// part names (shadow's user and group tools, debconf, man-db,
+		// device-mapper, FUSE, PackageKit, moto, OpenSSH's agent tools,
+		// git's scalar, fontconfig, gdk-pixbuf, Python's standard
+		// modules not run before, util-linux's IPC and scheduling
+		// tools, iproute2's bridge, genl and nstat, the compressors'
+		// wrappers, systemd's journalctl, timedatectl and their
+		// siblings) and threads of families none of them quotes (Meson,
+		// CocoaPods, opam, Hugo, Jekyll, MkDocs, Sphinx, Podman,
+		// Hardhat, Terragrunt, PDM). Not yet measured: its figures are
+		// only logged until its one measure.
+		{"heldout12", 115, 95, 0, true},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
