@@ -233,8 +233,9 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// what was expected against what came, a thing not available,
 		// a make-like driver's target error, a heavy ballot X, nothing
 		// usable found, an exception after a progress line, compileall's
-		// last line; a record's "E: KEY=VALUE" and a warning's missing
-		// file are no failure); it now catches 138 and flags 9, all of
+		// last line, ed's question mark, err(3)'s "PROG: OBJECT:
+		// Message"; a record's "E: KEY=VALUE" and a warning's missing
+		// file are no failure); it now catches 139 and flags 9, all of
 		// them outputs that print an error and exit 0 (see
 		// docs/guard-and-recall.md).
 		{"heldout11", 140, 100, 9, false},

@@ -151,6 +151,7 @@ var toolRules = []toolRule{
 	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
 	{name: "could not", where: firstLine, re: couldNot, unless: negatedFailure},
+	{name: "ed's question mark", where: firstLine, re: mustRe(`^\?$`)},                                 // ed's and red's one word for every error
 	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
 	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
 	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: notOSErrorOrNote},
@@ -211,6 +212,13 @@ var toolRules = []toolRule{
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
 	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), alsoFn: programFailedLine, unless: programNote},
+	// "PROG: OBJECT: Message", the Unix convention of err(3) and perror:
+	// a program, the file or name it could not deal with, and why, in a
+	// sentence that opens with a capital ("pzstd: f: Unknown frame
+	// descriptor."); a warning or a note in the third field is none.
+	{name: "program, object and message", where: anyLine, col0: true, located: true, pre: programPrefix,
+		re:     mustRe(`^[a-z][\w.+-]*: (?:[^\s:]+|'[^'\n]+'|"[^"\n]+"|‘[^’\n]+’): [A-Z][a-z]`),
+		unless: mustRe(`^(?:[\w.+/@-]+: )?(?:warning|note|hint|info|debug|notice): |^[^:]+: [^:]+: (?:Warning|Note|Hint|Info|Debug|Notice|Success|Done|Skipping|Ignoring)\b`)},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), alsoFn: programFailedLine, unless: programNote},
 	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?::[^\s:]+)*(?: \d+)?:(?: \d+:)? (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash, groff's "pic:f.pic:2: syntax error"
 	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[\w.-]+: )?\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                   // make's "*** [target] Error 1"
@@ -587,7 +595,9 @@ func (r *toolRule) check(afterAny bool) error {
 // about a line of its input, a linker's undefined reference, a synopsis
 // printed alone or after a complaint, an HTTP status line over its
 // headers, a shell's report of a script's line, a make-like driver's
-// "*** [target] Error 1", an exception after a progress line, or, in a short output,
+// "*** [target] Error 1", an exception after a progress line, a
+// program, the object it failed on and why ("PROG: FILE: Message", as
+// err(3) prints it), ed's "?", or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
 // word of success beside it. When no rule decides, the last lines are read
 // in the words every tool borrows (see lexicon.go): a strerror text, an
