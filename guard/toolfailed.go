@@ -1172,17 +1172,16 @@ func usageAfterComplaint(head []textLine) bool {
 	if len(head) < 2 || usageLine.MatchString(head[0].s) {
 		return false
 	}
-	l := head[0].s
-	if !strings.Contains(l, "rror: ") && !('a' <= l[0] && l[0] <= 'z') ||
-		markup(l) || !mayFail(l) || !saysFailed(l) || negatedFailure.MatchString(l) || conditional.MatchString(l) || warningLine(l) {
-		return false
-	}
+	synopsis := false
 	for _, h := range head[1:] {
-		if usageLine.MatchString(h.s) {
-			return true
+		if h.s[0]|0x20 == 'u' && usageLine.MatchString(h.s) {
+			synopsis = true
+			break
 		}
 	}
-	return false
+	l := head[0].s
+	return synopsis && (strings.Contains(l, "rror: ") || 'a' <= l[0] && l[0] <= 'z') &&
+		!markup(l) && mayFail(l) && saysFailed(l) && !negatedFailure.MatchString(l) && !conditional.MatchString(l) && !warningLine(l)
 }
 
 // usageLine opens a synopsis.
