@@ -249,9 +249,15 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// wrappers, systemd's journalctl, timedatectl and their
 		// siblings) and threads of families none of them quotes (Meson,
 		// CocoaPods, opam, Hugo, Jekyll, MkDocs, Sphinx, Podman,
-		// Hardhat, Terragrunt, PDM). Not yet measured: its figures are
-		// only logged until its one measure.
-		{"heldout12", 115, 95, 0, true},
+		// Hardhat, Terragrunt, PDM). Measured once, after that round: 96
+		// of 119 failures caught (80.7%; local tools 81 of 89, threads 15
+		// of 30), 8 of 97 successes flagged; the rules the round started
+		// from caught the same 96 and flagged the same 8 (compared by a
+		// digest of the names): the round's rules added nothing here. Its
+		// misses and the flagged successes were not read: no rule is
+		// written from it, and what that measure flagged is a bound the
+		// rules must not exceed (the aim, as everywhere, is none).
+		{"heldout12", 115, 95, 8, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
