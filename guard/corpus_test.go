@@ -225,11 +225,39 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// 18; the rules before the round caught 117, and the two more
 		// are the only difference, compared by a digest of the names),
 		// 11 of 100 successes flagged (the rules before: 10, the same ten
-		// among the eleven). Its misses and the flagged successes were
-		// not read: no rule is written from it, and what that measure
-		// flagged is a bound the rules must not exceed (the aim, as
-		// everywhere, is none).
-		{"heldout11", 140, 100, 11, false},
+		// among the eleven). Spent since: its misses and the flagged
+		// successes were read while writing the ninth round's rules (a
+		// complaint then the synopsis, a shell's report of a script's
+		// line, a file not in a format or not opened, com_err's "while
+		// opening", two names of one file, a value that must be given,
+		// what was expected against what came, a thing not available,
+		// a make-like driver's target error, a heavy ballot X, nothing
+		// usable found, an exception after a progress line, compileall's
+		// last line, ed's question mark, err(3)'s "PROG: OBJECT:
+		// Message"; a record's "E: KEY=VALUE" and a warning's missing
+		// file are no failure); it now catches 139 and flags 9, all of
+		// them outputs that print an error and exit 0 (see
+		// docs/guard-and-recall.md).
+		{"heldout11", 140, 100, 9, false},
+		// Built before the ninth round of rules was written and before
+		// the eleventh batch's misses were read, from tools no other
+		// part names (shadow's user and group tools, debconf, man-db,
+		// device-mapper, FUSE, PackageKit, moto, OpenSSH's agent tools,
+		// git's scalar, fontconfig, gdk-pixbuf, Python's standard
+		// modules not run before, util-linux's IPC and scheduling
+		// tools, iproute2's bridge, genl and nstat, the compressors'
+		// wrappers, systemd's journalctl, timedatectl and their
+		// siblings) and threads of families none of them quotes (Meson,
+		// CocoaPods, opam, Hugo, Jekyll, MkDocs, Sphinx, Podman,
+		// Hardhat, Terragrunt, PDM). Measured once, after that round: 96
+		// of 119 failures caught (80.7%; local tools 81 of 89, threads 15
+		// of 30), 8 of 97 successes flagged; the rules the round started
+		// from caught the same 96 and flagged the same 8 (compared by a
+		// digest of the names): the round's rules added nothing here. Its
+		// misses and the flagged successes were not read: no rule is
+		// written from it, and what that measure flagged is a bound the
+		// rules must not exceed (the aim, as everywhere, is none).
+		{"heldout12", 115, 95, 8, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")

@@ -212,7 +212,7 @@ func endSpeaksOfFailure(s string, tail []textLine) bool {
 	end := tail[:min(len(tail), endFailureLines)]
 	found := false
 	for i, l := range end {
-		if !markup(l.s) && (linterFinding.MatchString(l.s) || endFailed(l.s) &&
+		if !markup(l.s) && !keyValueRecord.MatchString(l.s) && (linterFinding.MatchString(l.s) || endFailed(l.s) &&
 			!timestamped.MatchString(l.s) && (i == 0 || !logRecord.MatchString(l.s)) &&
 			!notOSError.MatchString(l.s) && !conditional.MatchString(l.s)) {
 			found = true

@@ -139,8 +139,8 @@ var toolRules = []toolRule{
 	{name: "labelled exception", where: firstLine, re: mustRe(`^(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): (?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|\s*$)`)}, // py_compile's "Sorry: IndentationError: …"
 	{name: "unhandled", where: firstLine, re: mustRe(`^(?:Uncaught|Unhandled)\b`)},
 	{name: "command failed", where: firstLine, re: mustRe(`^(?:Command failed\b|Command (?:exited|returned) (?:with )?(?:a )?non-zero)`)},
-	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?: `)},
-	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`)},
+	{name: "shell error", where: firstLine, re: mustRe(`^(?:/(?:usr/)?bin/)?(?:(?:ba|z|da|fi|k)?sh(?:: line \d+|: \d+)?|[a-z]*sh: line \d+): `)}, // and any other shell with the script's line (rbash's "line 1: cd: restricted")
+	{name: "command error", where: firstLine, re: mustRe(`^[\w./-]+: (?:[^:\n]+: )?(?:No such file or directory|Permission denied|command not found|cannot (?:access|open|stat|remove|create)|can't open file|Is a directory|Not a directory|not found$|Connection refused|Could not resolve host)`), unless: noteFirst},
 	{name: "os error", where: firstLine, re: mustRe(`^(?:[Pp]ermission denied|No such file or directory|Access denied|Operation not permitted)\b`)},
 	{name: "failed", where: firstLine, re: mustRe(`^(?:(?:FAIL|FAILED|FAILURE)\b|BUILD FAILED|Build failed|Compilation failed|Failed to compile|[Ff]ailed to \w|Failed:)`)},
 	{name: "a step failed", where: firstLine, literal: " failed", re: mustRe(`^(?:[A-Za-z]\S* ){0,2}(?:build|compilation|installation|install|deployment|deploy|migration|tests?) failed\b`), unless: tabRun}, // "Gradle build failed to …"
@@ -150,10 +150,16 @@ var toolRules = []toolRule{
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
 	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
 	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
-	{name: "could not", where: firstLine, re: couldNot},
+	{name: "could not", where: firstLine, re: couldNot, unless: negatedFailure},
+	{name: "ed's question mark", where: firstLine, re: mustRe(`^\?$`)},                                 // ed's and red's one word for every error
 	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
 	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
-	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: notOSError},
+	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: notOSErrorOrNote},
+	// An exception named with its message right after the line a tool
+	// prints while it works ("Fetching package metadata ………", then
+	// conda's "PackageNotFoundError: Package not found: …").
+	{name: "exception after progress", where: firstLine, re: mustRe(`^[A-Z][^\n]*?(?:\.{3,}|…)\s*(?:done|failed)?$`),
+		next: mustRe(`^(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception): \S`)},
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
@@ -165,8 +171,9 @@ var toolRules = []toolRule{
 		unless: mustRe(`^(?:[-*+>#|]|\S+:\d+:)|\b(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|CRITICAL|level=)\b|^\d{2,4}[-/:]\d|(?i:\b(?:no|none|nothing|zero|never|not|0)\s+(?:\w+\s+)?failed\b)`)},
 	{name: "failed count at end", where: lastLines, literal: "FAILED: ", re: mustRe(`\bFAILED: [1-9]`)},
 	{name: "usage footer", where: lastLines, re: mustRe(`^(?:Try '[^'\n]+ --help' for more information\.$|Run '[^'\n]+ --help' for more information$|See '[^'\n]+ --help'\.$|Run '[^'\n]+ help(?: [^'\n]+)?' for usage\.$)`)}, // printed after a usage error only
-	{name: "could not at end", where: lastLine, re: couldNot},
-	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: notOSError},
+	{name: "could not at end", where: lastLine, re: couldNot, unless: negatedFailure},
+	{name: "labelled exception at end", where: lastLine, col0: true, re: mustRe(`^(?:\*+ )?(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): (?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|\s*$)`)}, // compileall's "*** Sorry: TabError: …"
+	{name: "os error at end", where: lastLine, pre: endsWithOSError, re: osErrorLine, unless: notOSErrorOrNote},
 	{name: "perl die", where: lastLine, literal: " line ", re: mustRe(`^.+ at \S+ line \d+(?:, <\w+> (?:line|chunk) \d+)?\.$`),
 		unless: mustRe(`^(?:Use of |Useless use |Name "|Scalar value |Possible |Argument "|Odd number |Deep recursion )|deprecated`)}, // a warning reads alike
 
@@ -205,17 +212,24 @@ var toolRules = []toolRule{
 	// "PROG: [CONTEXT: ]MESSAGE" from a program, a shell or a script, when
 	// the message says it failed (programFailed); a warning does not.
 	{name: "program error", where: anyLine, col0: true, located: true, pre: programPrefix, re: mustRe(`^(?:[a-z_./][\w.+/@-]*: \S|[a-z_][\w+-]*:  \S)`), alsoFn: programFailedLine, unless: programNote},
+	// "PROG: OBJECT: Message", the Unix convention of err(3) and perror:
+	// a program, the file or name it could not deal with, and why, in a
+	// sentence that opens with a capital ("pzstd: f: Unknown frame
+	// descriptor."); a warning or a note in the third field is none.
+	{name: "program, object and message", where: anyLine, col0: true, located: true, pre: programPrefix,
+		re:     mustRe(`^[a-z][\w.+-]*: (?:[^\s:]+|'[^'\n]+'|"[^"\n]+"|‘[^’\n]+’): [A-Z][a-z]`),
+		unless: mustRe(`^(?:[\w.+/@-]+: )?(?:warning|note|hint|info|debug|notice): |^[^:]+: [^:]+: (?:Warning|Note|Hint|Info|Debug|Notice|Success|Done|Skipping|Ignoring)\b`)},
 	{name: "Windows program error", where: anyLine, col0: true, located: true, literal: `:\`, re: mustRe(`^[A-Za-z]:\\[^\s:]*: `), alsoFn: programFailedLine, unless: programNote},
 	{name: "syntax error", where: anyLine, col0: true, literal: " error", re: mustRe(`^(?:(?:[Ss]yntax|[Pp]arse) error(?: at | near |: |, )|[^\s:]+(?::[^\s:]+)*(?: \d+)?:(?: \d+:)? (?:[Ss]yntax|[Pp]arse) error\b)`)}, // perl, jq, dash, groff's "pic:f.pic:2: syntax error"
-	{name: "make stop", where: anyLine, re: mustRe(`^\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                                                  // make's "*** [target] Error 1"
+	{name: "make stop", where: anyLine, literal: "*** ", re: mustRe(`^(?:[\w.-]+: )?\*\*\* (?:.*\bStop\.$|\[[^\]\n]+\] Error \d+$)`)},                                                                                   // make's "*** [target] Error 1"
 	{name: "makefile error", where: anyLine, located: true, literal: "*** ", re: mustRe(`^[^\s:]+:\d+: \*\*\* .*(?:\bStop\.|停止。)$`)},                                                                                    // a makefile's own error
 	{name: "go unused", where: anyLine, col0: true, located: true, literal: " not used", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: .*\b(?:imported|declared) (?:and|but) not used\b`)},
 	{name: "go undefined", where: anyLine, col0: true, located: true, literal: ": undefined: ", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: undefined: `)},
 	{name: "TAP failure", where: anyLine, re: mustRe(`^(?:not ok(?: \d+\b|$)|# fail [1-9]\d*$|# not ok$|Result: FAIL$)`)},                                   // node --test, prove
 	{name: "assertion failed", where: anyLine, col0: true, located: true, literal: "Assertion ", re: mustRe(`^\S+: .*\bAssertion [\x60'‘].*['’] failed\.`)}, // glibc assert()
 	{name: "abort", where: anyLine, col0: true, re: mustRe(`^(?:\*\*\* (?:stack smashing|buffer overflow) detected \*\*\*|double free or corruption\b|==\d+==ERROR: \w+Sanitizer: |SUMMARY: \w+Sanitizer: |WARNING: DATA RACE$|terminate called (?:after throwing|without an active exception)|Program (?:received|terminated with) signal SIG[A-Z]+|compilation terminated\.$)`)},
-	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},                                // glibc's malloc
-	{name: "CLI error", where: anyLine, col0: true, pre: cliErrorCandidate, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
+	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},                                                        // glibc's malloc
+	{name: "CLI error", where: anyLine, col0: true, pre: cliErrorCandidate, unless: keyValueRecord, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
 	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
@@ -233,7 +247,7 @@ var toolRules = []toolRule{
 	{name: "go module error", where: anyLine, col0: true, located: true, pre: goPrefixed, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                     // a module that cannot be had
 	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
 	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
-	{name: "failure mark", where: anyLine, re: mustRe(`^(?:[✖✗✕❌×] \S|\^-+ SC\d{4}\b)`), unless: mustRe(`\(0 errors?\b`)},                              // node --test, jest, vitest, eslint, webpack-dev-middleware
+	{name: "failure mark", where: anyLine, re: mustRe(`^(?:[✖✗✘✕❌×] \S|\^-+ SC\d{4}\b)`), unless: mustRe(`\(0 errors?\b`)},                             // node --test, jest, vitest, eslint, webpack-dev-middleware
 	{name: "PowerShell error", where: anyLine, col0: true, re: mustRe(`^(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId) +: )`)},
 	{name: "runtime error", where: anyLine, col0: true, pre: runtimeErrorCandidate, re: mustRe(`^(?:\*\* \((?:\w+\.)*\w+\) \S|Error in \S.* : \S|Execution halted$|stack traceback:$|ERROR \d+ \([0-9A-Z]{5}\)(?: at line \d+)?: |e: (?:file://)?\S+\.kts?(?::\d+:\d+ |: \(\d+, \d+\): ))`)}, // Elixir, R, Lua, MySQL, Kotlin
 	{name: "child exit status", where: anyLine, col0: true, literal: "xit", pre: endsWithCode, re: mustRe(`(?i)^(?:.*\b(?:returned|exited with|failed with|terminated with)(?: an?)? (?:non-zero )?(?:exit )?(?:code|status)[: ]+[1-9]|(?:.*: )?exit status [1-9]\d*$)`)},                    // CI runners, build drivers
@@ -358,23 +372,29 @@ func runtimeErrorCandidate(l string) bool {
 	return true
 }
 
-// couldNot is an output that opens, or ends, saying what it could not do.
-var couldNot = mustRe(`^(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b`)
+// couldNot is an output that opens, or ends, saying what it could not do,
+// or that nothing of a kind could be found ("No usable default provider
+// could be found for your system.").
+var couldNot = mustRe(`^(?:(?:Could not|Couldn't|Cannot|Can't|Unable to) [a-z]+\b|No (?:[\w-]+ ){1,3}(?:could|can) be (?:found|located)\b)`)
 
 // programFailed is what a program's, a shell's or a script's error line
 // says after "PROG: [CONTEXT: ]" (see the "program error" rule): coreutils,
 // tar, gzip, sed, awk, sudo, dpkg, md5sum, a script's "line 3: x: command
 // not found".
-var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|[Cc]ould not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|Error (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$| not found\.?$|: FAILED(?: open or read)?$|: \*{4} )`)
+var programFailed = mustRe(`(?:\b(?:missing (?:\w+ ){0,3}(?:operand|argument)|missing \S+ near\b|(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal|non-\w+) (?:(?:\w+ ){0,2}(?:option|mode|date|number|argument|specification|value|expression|input|predicate|command|subcommand|flag|field|key|keyword|function|variable|type|operator|directive|action|revision)s?|number of \w+)|[Cc]ould not \w+|unable to \w+|too (?:few|many) \S|no \S+(?: \S+){0,2} found\b|\w*[A-Za-z] failed(?:: |$)|: (?:[A-Z][a-z]+ )?(?:[Ee]rror|ERROR|FATAL|[Ff]atal): |No module named \S|already exists(?:$|;)|not overwritten|omitting directory|disorder: |(?:file)?name not matched|[Ee]rror (?:running|reading|writing|parsing|loading|opening|executing|calling|processing|connecting|fetching|compiling|while|during)\b|(?:computed checksums?|listed files?) did NOT match|(?:[Ff]ile )?format not recognized|option requires an argument|failed to \w+|(?i:cannot|can't|couldn't) \w+|(?i:no such file or directory)|Permission denied|Is a directory|Not a directory|File exists|Operation not permitted|Directory not empty|No space left on device|Read-only file system|not in gzip format|is not installed\b|[Bb]ad (?:configuration option|option|argument|interpreter|address)|Error is not recoverable|Exiting with failure status|Child returned status [1-9]|unterminated|Unmatched|[Ss]yntax error|command not found|not in a function|unbound variable|bad substitution|Exec format error|Connection refused|error \()|: (?:command )?not found$| not found\.?$|: FAILED(?: open or read)?$|: \*{4} )`)
 
 // programFailedMore are more of programFailed's words, each found only in
 // a line that holds one of programFailedMoreStems: an unknown thing named
-// in quotes, a file not in a format, a fatal error, com_err's "… while
-// trying to open …", a limit not met or exceeded, a thing asked for that
-// what was given does not contain, JSON Schema's messages.
-var programFailedMore = mustRe(`(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) (?:[\w-]+ ){1,3}["'\x60‘“]|\b(?:doesn't|does not|don't|do not) (?:contain|have|define|support|match)\b|\b(?:limit|maximum|quota) (?:of )?\S+ exceeded\b|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\bfatal error\b|\bwhile (?:trying|attempting) to \w+|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|\bexceeds? (?:the )?(?:maximum|limit)\b|\bis not of type '|\bis a required property$|\bis not valid under any of the given schemas$`)
+// in quotes, a file not in a format ("not an ICU data file", "Not a .lzma
+// file"), a fatal error, com_err's "… while trying to open …" and "…
+// while opening filesystem", a limit not met or exceeded, a thing asked
+// for that what was given does not contain, JSON Schema's messages, two
+// names of one file (coreutils' "'a' and 'a' are the same file"), and a
+// message after the object's name that opens with what is wrong with it
+// ("pzstd: f: Unknown frame descriptor.", "x: y: Invalid header").
+var programFailedMore = mustRe(`(?:[Ii]nvalid|[Uu]nrecognized|[Uu]nknown|[Ii]llegal) (?:[\w-]+ ){1,3}["'\x60‘“]|\b(?:doesn't|does not|don't|do not) (?:contain|have|define|support|match)\b|\b(?:limit|maximum|quota) (?:of )?\S+ exceeded\b|\bis not (?:an? |in )?(?:valid |GNU )?[\w.-]+ (?:format|file|archive)\b|\b[Nn]ot an? (?:valid )?(?:[\w.-]+ ){1,2}(?:format|file|archive)\b|\bfatal error\b|\bwhile (?:(?:trying|attempting) to \w+|(?:opening|reading|writing|loading|parsing|initializing|allocating|creating|checking)\b)|\bare the same file\b|: (?:Unknown|Invalid|Unsupported|Unexpected|Corrupt(?:ed)?|Malformed|Truncated|Bad) [^:]*$|[Bb]ad magic number\b|(?:[Ss]maller|[Ll]arger|[Gg]reater|[Ll]ess|[Ff]ewer) than (?:the )?(?:minimum|maximum|allowed|limit)\b|\bexceeds? (?:the )?(?:maximum|limit)\b|\bis not of type '|\bis a required property$|\bis not valid under any of the given schemas$`)
 
-var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "fatal error", "while ", "magic", " than ", "exceed", "required property", "doesn't ", "does not ", "don't ", "do not "}
+var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "llegal ", "is not ", "ot a", "fatal error", "while ", "magic", " than ", "exceed", "required property", "doesn't ", "does not ", "don't ", "do not ", "same file", ": Unsupported ", ": Unexpected ", ": Corrupt", ": Malformed ", ": Truncated ", ": Bad "}
 
 // programFailedLine is what the "program error" rules ask of a line: that
 // it says a program failed in programFailed's words, ends with a strerror
@@ -456,6 +476,19 @@ var commitSubjectRe = mustRe(commitSubject)
 // no program's complaint: a grep hit, a line of a table of errno names and
 // their texts ("ENOENT: No such file or directory").
 var notOSError = mustRe(`^(?:\S+:\d+:|` + errnoNames + `\b)`)
+
+// notOSErrorOrNote is notOSError or a line that opens with a level below
+// error ("Warning: Failed loading manifest for …: No such file or
+// directory", then the list the tool was asked for).
+var notOSErrorOrNote = mustRe(`^(?:\S+:\d+:|` + errnoNames + `\b|(?i:warn(?:ing)?|note|notice|info|hint)\b)`)
+
+// noteFirst is a line that opens with a level below error and a colon.
+var noteFirst = mustRe(`^(?i:warn(?:ing)?|note|notice|info|hint):`)
+
+// keyValueRecord is a line of a record of tagged fields whose "E:" holds
+// a variable and its value (udevadm info's "E: DEVNAME=/dev/null"), not
+// apt's "E: " complaint.
+var keyValueRecord = mustRe(`^E: [A-Z_][A-Z0-9_]*=`)
 
 // stackFrame is the first frame of a JavaScript stack trace.
 var stackFrame = mustRe(`^at (?:(?:(?:new|async) )?[^\s(]+(?: \[as \w+\])? ?\(|[^\s(]*:\d+:\d+\)?$)`)
@@ -560,7 +593,11 @@ func (r *toolRule) check(afterAny bool) error {
 // at FATAL level, a JSON Schema validation report, a child's
 // non-zero exit status reported by a build driver, a parser's complaint
 // about a line of its input, a linker's undefined reference, a synopsis
-// printed alone, an HTTP status line over its headers, or, in a short output,
+// printed alone or after a complaint, an HTTP status line over its
+// headers, a shell's report of a script's line, a make-like driver's
+// "*** [target] Error 1", an exception after a progress line, a
+// program, the object it failed on and why ("PROG: FILE: Message", as
+// err(3) prints it), ed's "?", or, in a short output,
 // a sentence that says something failed ("key1 already exists.") with no
 // word of success beside it. When no rule decides, the last lines are read
 // in the words every tool borrows (see lexicon.go): a strerror text, an
@@ -856,7 +893,7 @@ func textVerdict(s string) (failed, decided bool) {
 				}
 			}
 		case anyLine:
-			failed := anyLineFailed(s) || speaksOfFailure(s) || endSpeaksOfFailure(s, tail) || lastSentenceFailed(s, tail) || usageAlone(s, head)
+			failed := anyLineFailed(s) || speaksOfFailure(s) || endSpeaksOfFailure(s, tail) || lastSentenceFailed(s, tail) || usageAlone(s, head) || usageAfterComplaint(head)
 			return failed, failed
 		}
 		if matched {
@@ -1009,14 +1046,19 @@ var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable 
 // failureSentenceMore are more phrases of failureSentence, each found
 // only in a line that holds one of failureSentenceMoreStems: a short
 // negation ("isn't supported", "can not"), a thing of a kind named and
-// not found ("Class X not found."), nothing found for a name, a thing
-// unknown ("is unknown to libcap", "Unknown identifier \"user\""), a
-// tool that stops for a reason ("Exiting due to level-1 (INFO) system
-// message."), a package to install first, a file whose magic number or
-// checksum is wrong.
-var failureSentenceMore = mustRe(`(?i)\b(?:can not|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not found|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exiting|stopping|halting|terminating) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b)\b`)
+// not found or not opened ("Class X not found.", "File x.out not
+// opened"), nothing found for a name, a thing unknown ("is unknown to
+// libcap", "Unknown identifier \"user\""), a tool that stops for a reason
+// ("Exiting due to level-1 (INFO) system message.", "building terminated
+// because of errors."), a package to install first, a file whose magic
+// number or checksum is wrong, a thing named in quotes that is not
+// available ("locale 'xx_YY.UTF-8' not available"), a value that must be
+// given and was not (LLVM's "for the -o option: must be specified at
+// least once!"), and what was expected against what came ("Expected 3
+// lines, got 2.").
+var failureSentenceMore = mustRe(`(?i)\b(?:can not|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not (?:found|opened|loaded)|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exit(?:ing|ed)|stop(?:ping|ped)|halt(?:ing|ed)|terminat(?:ing|ed)) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b|\w[\x60'"’”] (?:is )?not available|must (?:\w+ )?be (?:specified|given|provided|supplied)|expected\b[^.;!?\n]{1,60}?,? (?:but )?(?:got|found|received)\b)\b`)
 
-var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad ", "can not", "not found", "found for", "nknown"}
+var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad ", "can not", "not found", "not opened", "not loaded", "found for", "nknown", "not available", "must ", "xpected"}
 
 // saysFailed reports whether l holds a phrase of failureSentence or of
 // failureSentenceMore. Its callers have checked mayFail(l).
@@ -1050,7 +1092,7 @@ var glogRecord = mustRe(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d`)
 // failureSentenceMore holds, lower-cased.
 var failureStems = []string{"fail", "not", "n't", "unable", "unknown", "bad ", "found for", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
 	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
-	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecognized", "invalid", "illegal"}
+	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecognized", "invalid", "illegal", "must ", "expected"}
 
 // mayFail is failureSentence's cheap first test: whether l, lower-cased,
 // holds one of failureStems.
@@ -1116,6 +1158,30 @@ func usageAlone(s string, head []textLine) bool {
 		return false
 	}
 	return len(head) <= maxUsageLines && !strings.Contains(s, "\n-") && !strings.Contains(s, " -h, ")
+}
+
+// usageAfterComplaint reports whether an output opens with a complaint
+// ("input and output file must both be specified.", "`cargo metadata`
+// exited with an error: …") and shows the tool's synopsis within its
+// first lines: a tool called wrong says why, then how to call it. Asked
+// for its help, a tool opens with what it does, a sentence that begins
+// with a capital ("Checks files for invalid UTF-8."), or with its name: a
+// complaint here is a sentence that begins in lower case and says
+// something failed, or one that holds "error:".
+func usageAfterComplaint(head []textLine) bool {
+	if len(head) < 2 || usageLine.MatchString(head[0].s) {
+		return false
+	}
+	synopsis := false
+	for _, h := range head[1:] {
+		if h.s[0]|0x20 == 'u' && usageLine.MatchString(h.s) {
+			synopsis = true
+			break
+		}
+	}
+	l := head[0].s
+	return synopsis && (strings.Contains(l, "rror: ") || 'a' <= l[0] && l[0] <= 'z') &&
+		!markup(l) && mayFail(l) && saysFailed(l) && !negatedFailure.MatchString(l) && !conditional.MatchString(l) && !warningLine(l)
 }
 
 // usageLine opens a synopsis.
