@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,5 +63,104 @@ func BenchmarkReadNext(b *testing.B) {
 				r.Forwarded(false)
 			}
 		})
+	}
+}
+
+// growingConversation returns turns successive turns of a Claude Code
+// conversation that starts at about size bytes, each one more tool round
+// than the turn before.
+func growingConversation(tb testing.TB, size, turns int) [][]byte {
+	tb.Helper()
+	turn, next := longConversation(tb, size)
+	// The round longConversation adds: next holds it before the tail.
+	msgs := gjson.GetBytes(turn, "messages")
+	tail := len(turn) - (msgs.Index + len(msgs.Raw) - 1) // from the array's closing ']' on
+	round := next[len(turn)-tail : len(next)-tail]
+	out := [][]byte{turn}
+	for i := 1; i < turns; i++ {
+		prev := out[i-1]
+		r := bytes.ReplaceAll(round, []byte("toolu_long_99999"), fmt.Appendf(nil, "toolu_grow_%04d", i))
+		out = append(out, slices.Concat(prev[:len(prev)-tail], r, prev[len(prev)-tail:]))
+	}
+	return out
+}
+
+// TestTwoTurnsResumedFromOneKeepTheirOwnCalls: each turn of a growing
+// conversation is read twice, with two different new rounds (a retry
+// that took another path), both resumed from the remembered turn before;
+// each keeps its own calls and marks, and the conversation read turn by
+// turn ends with what reading its last turn whole gives.
+func TestTwoTurnsResumedFromOneKeepTheirOwnCalls(t *testing.T) {
+	turns := growingConversation(t, 20<<10, 12)
+	f := New()
+	route := wire.Route{Tenant: "t"}
+	read := func(body []byte) *request {
+		t.Helper()
+		r, err := f.Read(body, route)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*request)
+	}
+	read(turns[0]).Forwarded(true)
+	last := func(r *request) string { return r.calls.Calls[len(r.calls.Calls)-1].id }
+	var a *request
+	for k := 1; k < len(turns); k++ {
+		id := fmt.Sprintf("toolu_grow_%04d", k)
+		other := bytes.ReplaceAll(turns[k], []byte(id), []byte(fmt.Sprintf("toolu_othr_%04d", k)))
+		a = read(turns[k])
+		b := read(other)
+		if a.resume.From == 0 || b.resume.From == 0 {
+			t.Fatalf("turn %d did not resume (from %d and %d)", k, a.resume.From, b.resume.From)
+		}
+		if last(a) != id || last(b) != fmt.Sprintf("toolu_othr_%04d", k) {
+			t.Fatalf("turn %d: last calls %s and %s", k, last(a), last(b))
+		}
+		for _, r := range []*request{a, b} {
+			if n := len(r.marks); n != len(r.elems) || r.marks[n-1].calls != len(r.calls.Calls) {
+				t.Fatalf("turn %d: %d marks for %d messages, the last counting %d calls of %d", k, n, len(r.elems), r.marks[n-1].calls, len(r.calls.Calls))
+			}
+		}
+		if k < len(turns)-1 {
+			b.Forwarded(false)
+			a.Forwarded(true)
+		}
+	}
+	fresh, err := New().Read(turns[len(turns)-1], route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(a.calls.Calls), ids(fresh.(*request).calls.Calls); !slices.Equal(got, want) {
+		t.Fatalf("calls read turn by turn %v, read whole %v", got, want)
+	}
+}
+
+func ids(calls []call) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = c.id
+	}
+	return out
+}
+
+// BenchmarkReadGrowing reads the turns of a Claude Code conversation that
+// grows by one tool round a turn from about 100 KB, each resumed from the
+// turn before: what a turn costs an agent's real run.
+func BenchmarkReadGrowing(b *testing.B) {
+	turns := growingConversation(b, 100<<10, 64)
+	route := wire.Route{Tenant: "t"}
+	b.ReportAllocs()
+	f := New()
+	i := 0
+	for b.Loop() {
+		if i == len(turns) {
+			f, i = New(), 0 // a new run of the conversation
+		}
+		r, err := f.Read(turns[i], route)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Forwarded(true)
+		i++
 	}
 }

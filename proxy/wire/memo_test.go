@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -100,5 +101,48 @@ func TestResumeSkipsWhatIsRepeated(t *testing.T) {
 	r.Name("u", []byte(turn), 18)
 	if r.Prior != nil {
 		t.Fatal("another tenant found this tenant's turn")
+	}
+}
+
+// TestResumedTakesTheArraysOnce: the first request to resume from a
+// remembered turn's end appends to the turn's arrays; a second one (a
+// retry of the same turn) and one that resumes from an earlier element
+// copy, and what each appends stays its own.
+func TestResumedTakesTheArraysOnce(t *testing.T) {
+	marks := append(make([]int, 0, 16), 1, 2, 3)
+	calls := append(make([]string, 0, 16), "a", "b")
+	var ext Extension
+
+	m1, c1 := Resumed(&ext, marks, calls, 2, 2, 4)
+	if &m1[0] != &marks[0] || &c1[0] != &calls[0] {
+		t.Fatal("the first resumer from the end copied the turn's arrays")
+	}
+	m1, c1 = append(m1, 41), append(c1, "x")
+
+	m2, c2 := Resumed(&ext, marks, calls, 2, 2, 4)
+	if &m2[0] == &marks[0] || cap(c2) != len(c2) {
+		t.Fatal("a second resumer from the end got the arrays the first one appends to")
+	}
+	m2, c2 = append(m2, 42), append(c2, "y")
+
+	var fresh Extension
+	m3, c3 := Resumed(&fresh, marks, calls, 1, 1, 4)
+	if &m3[0] == &marks[0] {
+		t.Fatal("a resumer from an earlier element got the turn's arrays")
+	}
+	m3, c3 = append(m3, 43), append(c3, "z")
+
+	for _, c := range []struct {
+		marks, want      []int
+		calls, wantCalls []string
+	}{
+		{marks, []int{1, 2, 3}, calls, []string{"a", "b"}},
+		{m1, []int{1, 2, 3, 41}, c1, []string{"a", "b", "x"}},
+		{m2, []int{1, 2, 3, 42}, c2, []string{"a", "b", "y"}},
+		{m3, []int{1, 2, 43}, c3, []string{"a", "z"}},
+	} {
+		if !slices.Equal(c.marks, c.want) || !slices.Equal(c.calls, c.wantCalls) {
+			t.Errorf("marks %v calls %v, want %v %v", c.marks, c.calls, c.want, c.wantCalls)
+		}
 	}
 }
