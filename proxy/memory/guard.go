@@ -339,10 +339,8 @@ func convFailuresBytes(cf *convFailures) int64 {
 // conversation's incidents read too (ownIncidents), so a busy tenant
 // does not crowd them out.
 func (m *Memory) convFailures(budget *storeBudget, w *guardWindow, conversation string, now time.Time) (*convFailures, error) {
-	w.mu.Lock()
-	cf := w.owns[conversation]
-	w.mu.Unlock()
-	if cf != nil {
+	owns := w.ownSet()
+	if cf := owns.get(conversation); cf != nil {
 		return cf, nil
 	}
 	var own []store.Incident
@@ -368,8 +366,8 @@ func (m *Memory) convFailures(budget *storeBudget, w *guardWindow, conversation 
 		}
 		slices.SortStableFunc(own, func(a, b store.Incident) int { return a.Time.Compare(b.Time) })
 	}
-	cf = newConvFailures(w.g, own)
-	w.keepOwn(conversation, cf, m.guardCache.maxConvs, m.guardCache.maxBytes/8)
+	cf := newConvFailures(w.g, own)
+	owns.keep(conversation, cf, m.guardCache.maxConvs, m.guardCache.maxBytes/8)
 	return cf, nil
 }
 
@@ -398,55 +396,95 @@ func (w *guardWindow) keepDerived(ck string, r guardResult, max int, maxBytes in
 	w.derivedBytes += r.size
 }
 
-// keepOwn keeps a conversation's own failures in w, with at most max
-// conversations and maxBytes of their bytes (convFailuresBytes): past
-// either it starts over.
-func (w *guardWindow) keepOwn(conversation string, cf *convFailures, max int, maxBytes int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.owns == nil || len(w.owns) >= max || w.ownsBytes+cf.size > maxBytes {
-		w.owns, w.ownsBytes = make(map[string]*convFailures), 0
-	}
-	if old, ok := w.owns[conversation]; ok {
-		w.ownsBytes -= old.size
-	}
-	w.owns[conversation] = cf
-	w.ownsBytes += cf.size
+// ownSet is the conversations' own failures a window keeps
+// (convFailures), found lazily. The windows that follow one share it
+// while no conversation's failures change (a provider failure, a loop, a
+// commit); a new failure of a conversation it keeps makes a new one
+// (followed).
+type ownSet struct {
+	mu    sync.Mutex
+	m     map[string]*convFailures
+	bytes int64 // of m (convFailuresBytes)
 }
 
-// followedOwns returns the conversations' own failures w keeps, as a
-// window that followed it with add and without trimmed keeps them (see
-// convFailures.followed). The failures of no conversation ("") come
-// from the window alone: trimming one of them finds them again.
-func (w *guardWindow) followedOwns(add, trimmed []store.Incident, full bool) (map[string]*convFailures, int64) {
-	if full != w.full {
-		return nil, 0
-	}
+// ownSet returns w's set of conversations' own failures, made on first use.
+func (w *guardWindow) ownSet() *ownSet {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.owns) == 0 {
-		return nil, 0
+	if w.owns == nil {
+		w.owns = &ownSet{}
 	}
-	added := make(map[string][]store.Incident)
+	return w.owns
+}
+
+func (s *ownSet) get(conversation string) *convFailures {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[conversation]
+}
+
+// size returns the bytes s holds; 0 for nil.
+func (s *ownSet) size() int64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
+}
+
+// keep keeps a conversation's own failures, with at most max
+// conversations and maxBytes of their bytes: past either it starts over.
+func (s *ownSet) keep(conversation string, cf *convFailures, max int, maxBytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= max || s.bytes+cf.size > maxBytes {
+		s.m, s.bytes = make(map[string]*convFailures), 0
+	}
+	if old, ok := s.m[conversation]; ok {
+		s.bytes -= old.size
+	}
+	s.m[conversation] = cf
+	s.bytes += cf.size
+}
+
+// followed returns the conversations' own failures a window keeps that
+// followed s's with add and without trimmed (see convFailures.followed):
+// s itself when neither changes the failures of a conversation s keeps,
+// a new set otherwise. The failures of no conversation ("") come from
+// the window alone: trimming one of them finds them again.
+func (s *ownSet) followed(add, trimmed []store.Incident) *ownSet {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var added map[string][]store.Incident
 	for i := range add {
 		if in := &add[i]; ownFailure(in) {
-			if _, kept := w.owns[in.Session]; kept {
+			if _, kept := s.m[in.Session]; kept {
+				if added == nil {
+					added = make(map[string][]store.Incident)
+				}
 				added[in.Session] = append(added[in.Session], *in)
 			}
 		}
 	}
-	kept := !slices.ContainsFunc(trimmed, func(in store.Incident) bool { return in.Session == "" && ownFailure(&in) })
-	owns := make(map[string]*convFailures, len(w.owns))
-	var n int64
-	for conv, cf := range w.owns {
+	_, none := s.m[""]
+	kept := !none || !slices.ContainsFunc(trimmed, func(in store.Incident) bool { return in.Session == "" && ownFailure(&in) })
+	if added == nil && kept {
+		return s
+	}
+	n := &ownSet{m: make(map[string]*convFailures, len(s.m))}
+	for conv, cf := range s.m {
 		if conv == "" && !kept {
 			continue
 		}
 		cf = cf.followed(added[conv])
-		owns[conv] = cf
-		n += cf.size
+		n.m[conv] = cf
+		n.bytes += cf.size
 	}
-	return owns, n
+	return n
 }
 
 // derivedSize returns the bytes of the guards derived from w and of the
@@ -454,7 +492,7 @@ func (w *guardWindow) followedOwns(add, trimmed []store.Incident, full bool) (ma
 func (w *guardWindow) derivedSize() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.derivedBytes + w.ownsBytes
+	return w.derivedBytes + w.owns.size()
 }
 
 // ownCache keeps, per conversation, its own incidents that are not

@@ -30,13 +30,14 @@ import (
 // conversation keeps within one read's limit, so the store gives them
 // all).
 func TestGuardForCountsWhatTheWindowHolds(t *testing.T) {
-	for _, limit := range []int{0, 12} {
-		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+	for seed := range 32 { // each read limit with 8 seeds
+		limit := []int{0, 6, 12, 25}[seed%4]
+		t.Run(fmt.Sprint("limit ", limit, " seed ", seed), func(t *testing.T) {
 			st := tempBolt(t)
 			m := newTestMemory(t, st, func(o *Options) { o.GuardReadLimit = limit })
 			ctx := context.Background()
 			g := m.Guard()
-			rng := rand.New(rand.NewPCG(7, uint64(limit)))
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(limit)))
 			base := time.Now().Add(-10 * time.Minute)
 			clock := base
 			convs := []string{"c", "d", "e", ""}
@@ -201,7 +202,7 @@ func TestConvFailuresSharedByConcurrentTurns(t *testing.T) {
 	m.guardCache.mu.Lock()
 	w = w.with([]store.Incident{add("run_tests: FAILED test_parse", -time.Second), add("run_shell: make: *** [build] Error 2", -time.Second)}, w.version+1, nil, false)
 	m.guardCache.mu.Unlock()
-	if cf := w.owns["c"]; cf == nil || len(cf.unclassed) != 2 {
+	if cf := w.owns.get("c"); cf == nil || len(cf.unclassed) != 2 {
 		t.Fatalf("the window did not carry c's failures with two to classify: %+v", cf)
 	}
 	overcomes := [][]wire.ToolTally{nil, {{Name: "run_tests"}}, {{Name: "run_shell"}}, {{Name: "run_shell"}, {Name: "run_tests"}}}
@@ -218,7 +219,7 @@ func TestConvFailuresSharedByConcurrentTurns(t *testing.T) {
 	}
 	wg.Wait()
 	for i, got := range results {
-		fresh := newConvFailures(m.Guard(), w.owns["c"].incs)
+		fresh := newConvFailures(m.Guard(), w.owns.get("c").incs)
 		want := m.withFixes(fresh.entries(m.Guard(), 0, len(fresh.incs), overcomeTools(overcomes[i%len(overcomes)])), nil)
 		if !slices.Equal(got, entryKeys(want)) {
 			t.Errorf("turn %d: got %q, want %q", i, got, entryKeys(want))

@@ -73,12 +73,11 @@ type guardWindow struct {
 	own     *ownCache       // shared by the windows that followed one read
 
 	mu           sync.Mutex
-	convs        map[string]guardResult   // per conversation (and retirement), derived lazily
-	derivedBytes int64                    // of convs (resultBytes)
-	owns         map[string]*convFailures // per conversation, found lazily
-	ownsBytes    int64                    // of owns (convFailuresBytes)
-	prov         *providerTally           // the provider failures counted, derived lazily
-	base         *guardWindow             // of a private window: the window it is a part of
+	convs        map[string]guardResult // per conversation (and retirement), derived lazily
+	derivedBytes int64                  // of convs (resultBytes)
+	owns         *ownSet                // the conversations' own failures (convFailures)
+	prov         *providerTally         // the provider failures counted, derived lazily
+	base         *guardWindow           // of a private window: the window it is a part of
 
 	lastFailOnce sync.Once
 	lastFail     map[string]time.Time // provider -> its newest failure in the window
@@ -121,10 +120,10 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
 		g: w.g, span: w.span, limit: w.limit, fixes: w.fixes, own: w.own, convIncidents: w.convIncidents, bytes: w.bytes}
 	w.mu.Lock()
-	prov := w.prov
+	prov, owns := w.prov, w.owns
 	if same {
 		n.convs, n.derivedBytes = maps.Clone(w.convs), w.derivedBytes
-		n.owns, n.ownsBytes = maps.Clone(w.owns), w.ownsBytes
+		n.owns = w.owns
 	}
 	w.mu.Unlock()
 	if same || len(add) == 0 {
@@ -156,7 +155,9 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		n.prov = prov.followed(add, trimmed, incs)
 	}
 	n.convs, n.derivedBytes = w.carried(add, trimmed, n.full)
-	n.owns, n.ownsBytes = w.followedOwns(add, trimmed, n.full)
+	if n.full == w.full {
+		n.owns = owns.followed(add, trimmed)
+	}
 	return n
 }
 
