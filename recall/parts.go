@@ -593,7 +593,7 @@ func surfaceWords(goal string, fn func(term, text string) bool) {
 		if stopped || isStopword(text) || utf8.RuneCountInString(text) == 1 && !unicode.IsDigit([]rune(text)[0]) {
 			return
 		}
-		if c, ok := synonyms[stem]; ok {
+		if c, ok := synonym(stem); ok {
 			stem = c
 		}
 		stopped = !fn(stem, text)

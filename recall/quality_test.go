@@ -197,7 +197,10 @@ func TestQualityIssueTitles(t *testing.T) {
 // figure. The fifth round's rules (qualifiers of the object, conflicting
 // actions, new tool categories) were written from the misses of this set
 // and the fourth: it is tune data for them too (25/48, 3 of 81 after),
-// and for the sixth round's (thing.go; 25/48, 3 of 81 after).
+// and for the sixth round's (thing.go; 25/48, 3 of 81 after). Before the
+// tenth round it gave 25/48 found and 0 of 81 false recalls; WordNet's
+// equivalences (wordnet.go) found one more, a store for a shop (26/48, 0
+// of 81).
 func TestQualityHeldOut3(t *testing.T) {
 	checkBar(t, "third set", measureSet(t, "heldout3.json", "third set"))
 }
@@ -283,10 +286,11 @@ func TestQualityHeldOut5(t *testing.T) {
 // and its figure after them (34/96 found, 21 of 220 false recalls) is no
 // held-out figure. The eighth round's rules (otherFeature, otherPlace,
 // question words) left 34/96 found, 16 of 220 false recalls; the ninth
-// round's 34/96, 13 of 220. It fails when the figures get worse than
-// that.
+// round's 34/96, 13 of 220; the tenth round's (WordNet's equivalences,
+// "shops" for a "store") 35/96, 13 of 220. It fails when the figures get
+// worse than that.
 func TestQualityHeldOut6(t *testing.T) {
-	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 34, 13)
+	measureBounded(t, "heldout6.json", "sixth set", 96, 220, 35, 13)
 }
 
 // TestQualityHeldOut7 reports the seventh set, written from issue and pull
@@ -338,31 +342,36 @@ func TestQualityHeldOut8(t *testing.T) {
 // algorithmic trading, eBPF tracing, EV charging, logistics, telephony,
 // fitness wearables, library catalogues, hotel booking), without reading
 // the rules, while the ninth round changed them, and committed before any
-// measure of it (testdata/quality/README.md). Its one measure, after the
-// ninth round: reworded found 17/96, same words different task rejected
-// 113/145, unrelated rejected 28/28, false recalls 32 of 173 (18%). Run on
-// it at the same time, the rules before the ninth round gave 17/96 found
-// and 38 of 173 false recalls, and the rules before the sixth 18/96 and 61
-// of 173: the sixth and the ninth rounds carried to it, both on false
-// recalls. It is report-only, and fails when its figures get worse than
-// that measure.
+// measure of it (testdata/quality/README.md). Its one measure as a
+// held-out set, after the ninth round: reworded found 17/96, same words
+// different task rejected 113/145, unrelated rejected 28/28, false
+// recalls 32 of 173 (18%). Run on it at the same time, the rules before
+// the ninth round gave 17/96 found and 38 of 173 false recalls, and the
+// rules before the sixth 18/96 and 61 of 173: the sixth and the ninth
+// rounds carried to it, both on false recalls. The tenth round's
+// vocabulary (wordnet.go) was chosen on it and the other tune sets
+// together: it is tune data since, like the third to eighth, and fails
+// when its figures get worse than they were stated after that round.
 func TestQualityHeldOut9(t *testing.T) {
 	measureBounded(t, "heldout9.json", "ninth set", 96, 173, 17, 32)
 }
 
 // tuneSets are the sets the rules and the threshold are chosen on: the
-// tune set and the third to eighth sets, each tune data since rules were
+// tune set and the third to ninth sets, each tune data since rules were
 // written from its misses or chosen on its figures.
-var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json", "heldout7.json", "heldout8.json"}
+var tuneSets = []string{"tune.json", "heldout3.json", "heldout4.json", "heldout5.json", "heldout6.json", "heldout7.json", "heldout8.json", "heldout9.json"}
 
 // TestQualityTuneCurve reports the trade-off of the threshold on the tune
 // sets together: rewordings found against false recalls at thresholds
 // around the default (BENCHMARKS.md, "Recall quality"). It fails when the
 // default finds fewer rewordings or makes more false recalls than after
-// the ninth round, which added the eighth set to them: 180 of 464 found,
-// 48 false recalls of 920 (the rules before it: 180 and 65). Without the
-// eighth set the eighth round left 168 of 373 found, 46 false recalls of
-// 744 (the rules before it: 169 and 60), the ninth 168 and 37.
+// the tenth round, which added the ninth set to them and WordNet's
+// equivalences (wordnet.go): 199 of 560 found, 80 false recalls of 1093
+// (the rules before it: 197 and 80). Without the ninth set the
+// ninth round left 180 of 464 found, 48 false recalls of 920 (the rules
+// before it: 180 and 65); without the eighth, the eighth round left 168
+// of 373 found, 46 false recalls of 744 (the rules before it: 169 and 60),
+// the ninth 168 and 37.
 func TestQualityTuneCurve(t *testing.T) {
 	type loaded struct {
 		set *qualitySet
@@ -386,12 +395,12 @@ func TestQualityTuneCurve(t *testing.T) {
 		t.Logf("tune sets at %.2f: reworded found %d/%d, false recalls %d of %d", th, found, reworded, falses, negatives)
 	}
 	found, reworded, falses, negatives := sum(DefaultMinSimilarity)
-	if reworded != 464 || negatives != 920 {
+	if reworded != 560 || negatives != 1093 {
 		t.Fatalf("the tune sets changed (%d reworded, %d negatives): measure them again and restate the figures", reworded, negatives)
 	}
-	const chosenFound, chosenFalses = 180, 48
+	const chosenFound, chosenFalses = 199, 80
 	if found < chosenFound || falses > chosenFalses {
-		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the ninth round %d found, %d false recalls",
+		t.Errorf("tune sets at the default %.2f: %d/%d found, %d false recalls; after the tenth round %d found, %d false recalls",
 			DefaultMinSimilarity, found, reworded, falses, chosenFound, chosenFalses)
 	}
 }

@@ -21,7 +21,9 @@
 // vocabulary maps the actions, things, acronyms and tool names of
 // programming tasks to canonical terms (fetch/get/download, web
 // page/html/site, throttle/rate limit, memoize/cache, Postgres/PostgreSQL,
-// k8s/Kubernetes, ...; see vocab.go for its sources). Names of the
+// k8s/Kubernetes, ...; see vocab.go for its sources), and, for words it
+// does not name, WordNet 3.0's synsets and derived nouns (cursor/pointer,
+// pay/payment; wordnet.go, from a generated table). Names of the
 // vocabulary written in camel case (PostgreSQL, JavaScript) stay whole.
 //
 // A goal is scored by BM25F (k1 1.2, b 0.75) over the goal field, weighted

@@ -456,7 +456,7 @@ func analyze(text string, maxRunes int) analyzed {
 		}
 		addNorm(w.text)
 		term := w.stem
-		if c, ok := synonyms[w.stem]; ok {
+		if c, ok := synonym(w.stem); ok {
 			term = c
 		}
 		a.terms = append(a.terms, term)

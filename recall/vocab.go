@@ -811,6 +811,7 @@ func initVocab() {
 		wholeWords[w] = true
 	}
 	initThing()
+	initWordNet()
 }
 
 // camelNames are names written in camel case that are one word, besides
@@ -827,7 +828,7 @@ var camelNames = []string{
 // canonical returns the index term of one word.
 func canonical(w string) string {
 	t := stemWord(w)
-	if c, ok := synonyms[t]; ok {
+	if c, ok := synonym(t); ok {
 		return c
 	}
 	return t
