@@ -356,6 +356,23 @@ func TestQualityHeldOut9(t *testing.T) {
 	measureBounded(t, "heldout9.json", "ninth set", 96, 173, 17, 32)
 }
 
+// TestQualityHeldOut10 reports the tenth set, written from issue and pull
+// request titles and documentation pages of fields no other set touches
+// (ad tech, feature flags, CRM integrations, helpdesks, payroll, event
+// ticketing, photo libraries, cheminformatics, weather data, real-estate
+// listings, container registries, farm management), without reading the
+// rules, while the tenth round changed them, and committed before any
+// measure of it (testdata/quality/README.md). Its one measure, after the
+// tenth round: reworded found 15/96, same words different task rejected
+// 121/150, unrelated rejected 28/28, false recalls 29 of 178 (16%). Run
+// on it at the same time, the ninth round's rules gave the same figures
+// (WordNet's equivalences found nothing more), the eighth round's 15/96
+// and 34 of 178, and the rules before the sixth 19/96 and 51 of 178. It
+// is report-only, and fails when its figures get worse than that measure.
+func TestQualityHeldOut10(t *testing.T) {
+	measureBounded(t, "heldout10.json", "tenth set", 96, 178, 15, 29)
+}
+
 // tuneSets are the sets the rules and the threshold are chosen on: the
 // tune set and the third to ninth sets, each tune data since rules were
 // written from its misses or chosen on its figures.
