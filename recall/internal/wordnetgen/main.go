@@ -247,19 +247,7 @@ func readCounts(path string) (map[string]int, error) {
 // readData reads the synsets of a data file: "offset lex_filenum ss_type
 // w_cnt word lex_id ...".
 func readData(path string, pos byte, synsets map[string]*synset) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 || line[0] == ' ' {
-			continue // the license header
-		}
-		fs := strings.Fields(string(line))
+	return eachRecord(path, func(fs []string) error {
 		if len(fs) < 4 {
 			return fmt.Errorf("%s: short line %q", path, fs[0])
 		}
@@ -300,27 +288,15 @@ func readData(path string, pos byte, synsets map[string]*synset) error {
 			s.derived = append(s.derived, derivation{int(from) - 1, p[2] + p[1], int(to) - 1})
 		}
 		synsets[string(pos)+fs[0]] = s
-	}
-	return sc.Err()
+		return nil
+	})
 }
 
 // readIndex reads an index file: "lemma pos synset_cnt p_cnt [ptr...]
 // sense_cnt tagsense_cnt offset...", the offsets in WordNet's sense order,
 // and gives each sense its count in the concordance.
 func readIndex(path string, pos byte, num int, synsets map[string]*synset, counts map[string]int, senses map[string][]sense) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 || line[0] == ' ' {
-			continue
-		}
-		fs := strings.Fields(string(line))
+	return eachRecord(path, func(fs []string) error {
 		if len(fs) < 6 {
 			return fmt.Errorf("%s: short line %q", path, fs[0])
 		}
@@ -347,6 +323,28 @@ func readIndex(path string, pos byte, num int, synsets map[string]*synset, count
 			}
 			sk := fmt.Sprintf("%s%%%d:%02d:%02d::", lemma, num, s.lexFile, lexID)
 			senses[lemma] = append(senses[lemma], sense{key: key, computing: s.computing, rank: rank, count: counts[sk]})
+		}
+		return nil
+	})
+}
+
+// eachRecord calls f with the fields of each line of a WordNet data or
+// index file past its license header (lines that open with a space).
+func eachRecord(path string, f func(fs []string) error) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] == ' ' {
+			continue
+		}
+		if err := f(strings.Fields(string(line))); err != nil {
+			return err
 		}
 	}
 	return sc.Err()
