@@ -450,30 +450,29 @@ func (s *ownSet) keep(conversation string, cf *convFailures, max int, maxBytes i
 
 // followed returns the conversations' own failures a window keeps that
 // followed s's with add and without trimmed (see convFailures.followed):
-// s itself when neither changes the failures of a conversation s keeps,
-// a new set otherwise. The failures of no conversation ("") come from
+// s itself when neither changes any conversation's failures, a new set
+// otherwise. The failures of no conversation ("") come from
 // the window alone: trimming one of them finds them again.
 func (s *ownSet) followed(add, trimmed []store.Incident) *ownSet {
 	if s == nil {
 		return nil
 	}
+	// Shared only while no conversation's failures change: a request
+	// still on the older window may add a conversation to s, read from
+	// that window's incidents.
+	kept := !slices.ContainsFunc(trimmed, func(in store.Incident) bool { return in.Session == "" && ownFailure(&in) })
+	if kept && !slices.ContainsFunc(add, func(in store.Incident) bool { return ownFailure(&in) }) {
+		return s
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var added map[string][]store.Incident
+	added := make(map[string][]store.Incident)
 	for i := range add {
 		if in := &add[i]; ownFailure(in) {
-			if _, kept := s.m[in.Session]; kept {
-				if added == nil {
-					added = make(map[string][]store.Incident)
-				}
+			if _, held := s.m[in.Session]; held {
 				added[in.Session] = append(added[in.Session], *in)
 			}
 		}
-	}
-	_, none := s.m[""]
-	kept := !none || !slices.ContainsFunc(trimmed, func(in store.Incident) bool { return in.Session == "" && ownFailure(&in) })
-	if added == nil && kept {
-		return s
 	}
 	n := &ownSet{m: make(map[string]*convFailures, len(s.m))}
 	for conv, cf := range s.m {

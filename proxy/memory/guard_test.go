@@ -24,7 +24,8 @@ import (
 // guard counts: the window's provider failures and the conversation's
 // own failures, those of the tools it overcame retired. Its own failures
 // and the entries they give are carried from window to window
-// (convFailures), so this compares the carried counts with counting anew.
+// (convFailures), so this compares the carried counts with counting anew;
+// a request still on the window before each batch derives its guard too.
 // With a read limit below the tenant's incidents the window is full and
 // a conversation's own failures come from the store too (each
 // conversation keeps within one read's limit, so the store gives them
@@ -99,6 +100,9 @@ func TestGuardForCountsWhatTheWindowHolds(t *testing.T) {
 			for step := range 40 {
 				now := clock.Add(time.Second)
 				for _, conv := range convs {
+					if rng.IntN(3) == 0 {
+						continue // no turn of this conversation on this window
+					}
 					if rng.IntN(4) == 0 { // a turn that changes what the agent overcame
 						var overcome []wire.ToolTally
 						for _, tool := range tools {
@@ -128,8 +132,23 @@ func TestGuardForCountsWhatTheWindowHolds(t *testing.T) {
 					all = append(all, in)
 				}
 				m.guardCache.mu.Lock()
+				prev := w
 				w = w.with(add, w.version+1, nil, false)
 				m.guardCache.mu.Unlock()
+				if !prev.full {
+					// A request that took the window before the batch
+					// derives its guard after it: from what it took,
+					// and what it keeps does not leak into the new one.
+					conv := convs[rng.IntN(len(convs))]
+					got, _, err := m.guardFor(&storeBudget{ctx: ctx}, prev, conv, overcomes[conv], now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := m.withFixes(g.DetectAll(counted(prev, nil, conv, overcomeTools(overcomes[conv])), now), nil)
+					if a, b := entryKeys(got), entryKeys(want); !slices.Equal(a, b) {
+						t.Fatalf("step %d, conversation %q on the window before:\ngot  %q\nwant %q", step, conv, a, b)
+					}
+				}
 			}
 			_ = at
 			if limit > 0 && !w.full {
