@@ -146,3 +146,17 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestResumedLeavesTheArraysToATurnThatAdds: a request that repeats the
+// remembered turn (nothing to append) does not take its arrays from the
+// next turn, which appends.
+func TestResumedLeavesTheArraysToATurnThatAdds(t *testing.T) {
+	marks := append(make([]int, 0, 8), 1, 2)
+	var ext Extension
+	if m, _ := Resumed(&ext, marks, []string(nil), 1, 0, 0); &m[0] == &marks[0] {
+		t.Fatal("a repeat of the turn took its arrays")
+	}
+	if m, _ := Resumed(&ext, marks, []string(nil), 1, 0, 1); &m[0] != &marks[0] {
+		t.Fatal("the turn after a repeat copied the arrays")
+	}
+}
