@@ -406,30 +406,27 @@ func analyze(text string, maxRunes int) analyzed {
 		if x, ok := writtenImplies[w.text]; ok && !slices.Contains(a.implied, x) {
 			a.implied = append(a.implied, x)
 		}
+		// phrase takes the n words from i as the one term c.
+		phrase := func(c string, n int) {
+			for _, p := range ws[i : i+n] {
+				addNorm(p.text)
+			}
+			a.terms = append(a.terms, c)
+			a.addTool(c, ls.role())
+			quals = addQual(quals, c, true)
+			ls.content(c, c, c)
+			inSlot(c)
+			i += n - 1
+		}
 		if i+2 < len(ws) && !ws[i+1].cjk && !ws[i+2].cjk {
 			if c, ok := triples[[3]string{w.stem, ws[i+1].stem, ws[i+2].stem}]; ok {
-				addNorm(w.text)
-				addNorm(ws[i+1].text)
-				addNorm(ws[i+2].text)
-				a.terms = append(a.terms, c)
-				a.addTool(c, ls.role())
-				quals = addQual(quals, c, true)
-				ls.content(c, c, c)
-				inSlot(c)
-				i += 2
+				phrase(c, 3)
 				continue
 			}
 		}
 		if i+1 < len(ws) && !ws[i+1].cjk {
 			if c, ok := phrases[[2]string{w.stem, ws[i+1].stem}]; ok {
-				addNorm(w.text)
-				addNorm(ws[i+1].text)
-				a.terms = append(a.terms, c)
-				a.addTool(c, ls.role())
-				quals = addQual(quals, c, true)
-				ls.content(c, c, c)
-				inSlot(c)
-				i++
+				phrase(c, 2)
 				continue
 			}
 		}

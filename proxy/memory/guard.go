@@ -51,12 +51,7 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 		// A provider failure that names no provider counts with the
 		// conversation's own: count them together.
 		t = t.Clone()
-		classes := cf.classified(w.g)
-		for i := from; i < to; i++ {
-			if !retired(overcome, classes[i].Tool()) {
-				t.AddClassed(&cf.incs[i], classes[i])
-			}
-		}
+		cf.addTo(t, w.g, from, to, overcome)
 		entries = t.Entries(1)
 	default:
 		entries = guard.MergeEntries(entries, cf.entries(w.g, from, to, overcome))
@@ -178,7 +173,6 @@ func (cf *convFailures) entries(g *guard.Guard, from, to int, overcome []string)
 		}
 	}
 	cf.mu.Unlock()
-	classes := cf.classified(g)
 	var t *guard.Tally
 	start := from
 	if near != nil {
@@ -186,22 +180,29 @@ func (cf *convFailures) entries(g *guard.Guard, from, to int, overcome []string)
 	} else {
 		t = g.NewTally()
 	}
-	var tool string
-	var skip bool
-	for i := start; i < to; i++ {
-		if c := classes[i]; c.Tool() != tool || i == start {
-			tool, skip = c.Tool(), retired(overcome, c.Tool())
-		}
-		if !skip {
-			t.AddClassed(&cf.incs[i], classes[i])
-		}
-	}
+	cf.addTo(t, g, start, to, overcome)
 	e := &ownEntries{from: from, to: to, overcome: overcome, tally: t, entries: t.Entries(1)}
 	cf.mu.Lock()
 	cf.last[cf.next%len(cf.last)] = e
 	cf.next++
 	cf.mu.Unlock()
 	return e.entries
+}
+
+// addTo counts cf's failures incs[from:to] into t (a tally of g), those
+// of the tools overcome retired.
+func (cf *convFailures) addTo(t *guard.Tally, g *guard.Guard, from, to int, overcome []string) {
+	classes := cf.classified(g)
+	var tool string
+	var skip bool
+	for i := from; i < to; i++ {
+		if c := classes[i]; c.Tool() != tool || i == from {
+			tool, skip = c.Tool(), retired(overcome, c.Tool())
+		}
+		if !skip {
+			t.AddClassed(&cf.incs[i], classes[i])
+		}
+	}
 }
 
 // ownFailure reports whether in is one of its conversation's own

@@ -3,14 +3,12 @@ package memory
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/store"
-	"github.com/scarproxy/scarproxy/store/bolt"
 )
 
 // BenchmarkGuardForGrowingConversations derives the guards of 32
@@ -21,21 +19,9 @@ import (
 // the tool that failed. It is what scarbench's growing conversations ask
 // of the guard, without the HTTP around it.
 func BenchmarkGuardForGrowingConversations(b *testing.B) {
-	st, err := bolt.Open(filepath.Join(b.TempDir(), "scarproxy.db"), bolt.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	g, err := guard.New(guard.DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := tempBolt(b)
+	m := newTestMemory(b, st)
 	ctx := context.Background()
-	m, err := New(ctx, Options{Store: st, Guard: g}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Shutdown(ctx)
 	now := time.Now()
 	tools := []string{"run_tests", "run_shell", "read_file", "edit_file"}
 	failure := func(conv string, i int, at time.Time) store.Incident {

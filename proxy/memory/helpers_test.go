@@ -11,7 +11,7 @@ import (
 )
 
 // tempBolt opens a real bbolt store in the test's temporary directory.
-func tempBolt(t *testing.T) *bolt.Store {
+func tempBolt(t testing.TB) *bolt.Store {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "scarproxy.db"), bolt.Options{})
 	if err != nil {
@@ -23,7 +23,7 @@ func tempBolt(t *testing.T) *bolt.Store {
 
 // newTestMemory builds a memory on st with the default guard, changed by
 // opts; it is shut down (its queues stored) when the test ends.
-func newTestMemory(t *testing.T, st store.Store, opts ...func(*Options)) *Memory {
+func newTestMemory(t testing.TB, st store.Store, opts ...func(*Options)) *Memory {
 	t.Helper()
 	g, err := guard.New(guard.DefaultConfig())
 	if err != nil {
