@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"hash/maphash"
 	"sync/atomic"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -46,11 +45,11 @@ type conversation struct {
 	// forgotten again.
 	forgot atomic.Bool
 	from   int
-	hash   maphash.Hash // memo hash of the tenant and the body up to hashed
-	hashed int
+	sum    uint64 // memo sum of the tenant and the body up to summed
+	summed int
 	prior  *memoEntry  // the conversation's remembered turn, if any
 	work   *workSlices // where the working slices came from (see giveBack)
-	// The memo hash of the bytes after the messages array, when the memo
+	// The memo sum of the bytes after the messages array, when the memo
 	// knew them.
 	tailSum   uint64
 	tailKnown bool
@@ -72,7 +71,7 @@ type mark struct {
 	calls     int // len(calls)
 	scanCalls int // calls of scan.calls up to this message
 	toolCount int
-	sum       uint64 // memo hash of the tenant and the body up to the message's end (from the first user message on), set by convMemo.remember
+	sum       uint64 // memo sum of the tenant and the body up to the message's end (from the first user message on), set by convMemo.remember
 }
 
 // release drops what only reading and rewriting the body needed, the tool

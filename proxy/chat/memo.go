@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"hash/maphash"
 	"slices"
 	"sync"
 	"unsafe"
@@ -24,15 +23,15 @@ import (
 //
 // A conversation is named by the bytes of its body up to the end of its
 // first user message (its head: system prompt, goal), with the tenant. The
-// hash of every prefix starts with the tenant, so the hash at the end of
-// the head is the name. It is maphash with a seed chosen at start-up, so a
-// client cannot make two prefixes collide on purpose.
+// sum of every prefix starts with the tenant, so the sum at the end of the
+// head is the name (see wire.MemoSeed: a client cannot make two prefixes
+// collide on purpose).
 //
 // The memo is bounded: at most 2*max conversations and 2*memoBytes, the
 // older half dropped whole when the newer half fills. A conversation that falls out is read
 // in full on its next turn, as is any body that changed an earlier message.
 type convMemo struct {
-	seed maphash.Seed
+	seed wire.MemoSeed
 	max  int
 
 	mu        sync.Mutex
@@ -106,18 +105,14 @@ func (e *memoEntry) size() int {
 }
 
 func newConvMemo(max int) *convMemo {
-	return &convMemo{seed: maphash.MakeSeed(), max: max, cur: make(map[uint64]*memoEntry)}
+	return &convMemo{seed: wire.NewMemoSeed(), max: max, cur: make(map[uint64]*memoEntry)}
 }
 
 // name sets c's name from body's head, which ends at end: c.memoKey, and
-// c.hash and c.hashed, from where resume and remember hash on.
+// c.sum and c.summed, from where resume and remember sum on.
 func (m *convMemo) name(c *conversation, tenant string, body []byte, end int) {
-	c.hash.SetSeed(m.seed)
-	c.hash.WriteString(tenant)
-	c.hash.WriteByte(0)
-	c.hash.Write(body[:end])
-	c.hashed = end
-	c.memoKey, c.memoOK = c.hash.Sum64(), true
+	c.sum, c.summed = m.seed.Head(tenant, body[:end]), end
+	c.memoKey, c.memoOK = c.sum, true
 }
 
 // resume is called by the scan of body once message probe, the first user
@@ -144,31 +139,30 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	if last < 0 {
 		return -1 // nothing after the first user message to skip
 	}
-	c.hashed, c.hash = e.msgs[last].end, at
+	c.summed, c.sum = e.msgs[last].end, at
 	c.resumeFrom(e, last)
 	return e.msgs[last].end
 }
 
 // repeated returns the last message of e after probe that body repeats
-// byte for byte (-1 for none) and the hash of body up to its end.
-func (c *conversation) repeated(e *memoEntry, body []byte, probe int) (int, maphash.Hash) {
-	h := c.hash // the hash of the head: the name
-	last, pos := -1, c.hashed
-	var at maphash.Hash // h as it was at the end of message last
+// byte for byte (-1 for none) and the sum of body up to its end.
+func (c *conversation) repeated(e *memoEntry, body []byte, probe int) (int, uint64) {
+	sum := c.sum // the sum of the head: the name
+	last, pos := -1, c.summed
+	var at uint64 // sum as it was at the end of message last
 	for i := probe + 1; i < len(e.msgs); i++ {
 		end := e.msgs[i].end
 		if end > len(body) {
 			break
 		}
-		h.Write(body[pos:end])
-		pos = end
-		if h.Sum64() != e.marks[i].sum {
+		sum, pos = wire.NextSum(sum, body[pos:end]), end
+		if sum != e.marks[i].sum {
 			break
 		}
 		// Only an object is sure to end where it ended: a number could
 		// go on in the new body ("1" then "12").
 		if e.msgs[i].obj {
-			last, at = i, h
+			last, at = i, sum
 		}
 	}
 	return last, at
@@ -223,7 +217,7 @@ func (m *convMemo) resumeTail(c *conversation, body []byte, end int) bool {
 	if e == nil || e.tailLen != len(body)-end {
 		return false
 	}
-	if maphash.Bytes(m.seed, body[end:]) != e.tailSum {
+	if m.seed.Bytes(body[end:]) != e.tailSum {
 		return false
 	}
 	cs := &c.scan
@@ -289,7 +283,7 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 	if !c.memoOK || len(c.marks) == 0 || c.scan.truncated || m.repeatsCurrent(c) {
 		return false
 	}
-	c.hashMessages(body)
+	c.sumMessages(body)
 	e := m.entryOf(c, body)
 	size := e.size()
 	if size > memoBytes/4 {
@@ -338,22 +332,22 @@ func (m *convMemo) repeatsCurrent(c *conversation) bool {
 	return m.cur[c.memoKey] == p
 }
 
-// hashMessages sums the body up to the end of each message read. The
-// body is hashed up to c.hashed (the head, or the messages resume
+// sumMessages sums the body up to the end of each message read. The
+// body is summed up to c.summed (the head, or the messages resume
 // skipped, whose marks are kept): it goes on from there. The messages
 // before the first user message are part of the name: their sums are not
 // used.
-func (c *conversation) hashMessages(body []byte) {
-	h, pos := &c.hash, c.hashed
+func (c *conversation) sumMessages(body []byte) {
+	sum, pos := c.sum, c.summed
 	for i := c.from; i < len(c.marks); i++ {
 		end := c.scan.msgs[i].end
 		if end < pos {
 			continue
 		}
-		h.Write(body[pos:end])
-		pos = end
-		c.marks[i].sum = h.Sum64()
+		sum, pos = wire.NextSum(sum, body[pos:end]), end
+		c.marks[i].sum = sum
 	}
+	c.sum, c.summed = sum, pos
 }
 
 // entryOf is what the memo keeps of c's turn.
@@ -362,7 +356,7 @@ func (m *convMemo) entryOf(c *conversation, body []byte) *memoEntry {
 	end := cs.messages.end
 	tailSum := c.tailSum
 	if !c.tailKnown {
-		tailSum = maphash.Bytes(m.seed, body[end:])
+		tailSum = m.seed.Bytes(body[end:])
 	}
 	verdicts, msgs := c.info.Prior, c.verdictMsgs
 	for _, tr := range c.info.ToolResults {

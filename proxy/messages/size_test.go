@@ -144,23 +144,36 @@ func ids(calls []call) []string {
 }
 
 // BenchmarkReadGrowing reads the turns of a Claude Code conversation that
-// grows by one tool round a turn from about 100 KB, each resumed from the
-// turn before: what a turn costs an agent's real run.
+// grows by one tool round a turn, from about 100 KB and from about 1 MB,
+// each resumed from the turn before: what a turn costs an agent's real
+// run, by the length of its conversation. The first turn of each run,
+// read whole, is not timed.
 func BenchmarkReadGrowing(b *testing.B) {
-	turns := growingConversation(b, 100<<10, 64)
-	route := wire.Route{Tenant: "t"}
-	b.ReportAllocs()
-	f := New()
-	i := 0
-	for b.Loop() {
-		if i == len(turns) {
-			f, i = New(), 0 // a new run of the conversation
-		}
-		r, err := f.Read(turns[i], route)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r.Forwarded(true)
-		i++
+	for _, size := range []int{100 << 10, 1 << 20} {
+		turns := growingConversation(b, size, 64)
+		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+			route := wire.Route{Tenant: "t"}
+			read := func(f *Format, body []byte) {
+				r, err := f.Read(body, route)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Forwarded(true)
+			}
+			b.ReportAllocs()
+			var f *Format
+			i := len(turns)
+			for b.Loop() {
+				if i == len(turns) {
+					// A new run of the conversation.
+					b.StopTimer()
+					f, i = New(), 1
+					read(f, turns[0])
+					b.StartTimer()
+				}
+				read(f, turns[i])
+				i++
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,8 +11,8 @@ import (
 // n+1 is, byte for byte, the body of turn n up to the end of one of the
 // elements of its conversation's array (Messages' "messages", Responses'
 // "input"), followed by new elements. A [TurnMemo] remembers, per
-// conversation, the latest turn: where each element ended, a hash of the
-// body up to there, a hash of the bytes after the array, and what the
+// conversation, the latest turn: where each element ended, a sum of the
+// body up to there, a sum of the bytes after the array, and what the
 // format read (its state S, which keeps what it found up to the end of
 // each element). A [Resume] is one request's use of it: when the body
 // repeats the remembered bytes up to the end of element k, the format's
@@ -22,17 +21,16 @@ import (
 // are the same bytes.
 //
 // A conversation is named by the bytes of its body up to the end of its
-// first user element (its head), with the tenant. The hash of every
-// prefix starts with the tenant, so the hash at the end of the head is the
-// name. It is maphash with a seed chosen at start-up, so a client cannot
-// make two prefixes collide on purpose.
+// first user element (its head), with the tenant. The sum of every prefix
+// starts with the tenant, so the sum at the end of the head is the name
+// (see MemoSeed: a client cannot make two prefixes collide on purpose).
 //
 // The memo is bounded in bytes: when a new turn takes it past its budget,
 // the conversations used least recently are forgotten first. A
 // conversation that falls out is read in full on its next turn, as is any
 // body that changed an earlier element.
 type TurnMemo[S any] struct {
-	seed   maphash.Seed
+	seed   MemoSeed
 	budget int
 
 	mu             sync.Mutex
@@ -53,7 +51,7 @@ type memoItem[S any] struct {
 type Turn[S any] struct {
 	// Elems are the elements of the conversation's array, in order.
 	Elems []Elem
-	// TailLen and TailSum are the length and the memo hash of the bytes
+	// TailLen and TailSum are the length and the memo sum of the bytes
 	// after the array.
 	TailLen int
 	TailSum uint64
@@ -62,7 +60,7 @@ type Turn[S any] struct {
 }
 
 // Elem is where one element of a conversation's array ends in its body,
-// and the memo hash of the tenant and the body up to there (0 for the
+// and the memo sum of the tenant and the body up to there (0 for the
 // elements of the head, whose sums are not used).
 type Elem struct {
 	End int
@@ -84,7 +82,7 @@ func NewTurnMemo[S any](budget int) *TurnMemo[S] {
 	if budget <= 0 {
 		budget = DefaultMemoBudget
 	}
-	return &TurnMemo[S]{seed: maphash.MakeSeed(), budget: budget, turns: make(map[uint64]*memoItem[S])}
+	return &TurnMemo[S]{seed: NewMemoSeed(), budget: budget, turns: make(map[uint64]*memoItem[S])}
 }
 
 // Bytes returns the bytes the memo holds, as the formats estimate them.
@@ -244,9 +242,9 @@ type Resume[S any] struct {
 	memo  *TurnMemo[S]
 	key   uint64
 	named bool
-	// hash is the memo hash of the tenant and the body up to hashed.
-	hash   maphash.Hash
-	hashed int
+	// sum is the memo sum of the tenant and the body up to summed.
+	sum    uint64
+	summed int
 	// Prior is the conversation's remembered turn, nil when none.
 	Prior *Turn[S]
 	// From is the first element read: the elements before it are
@@ -275,12 +273,8 @@ func (r *Resume[S]) Name(tenant string, body []byte, end int) {
 	if r.memo == nil || r.named {
 		return
 	}
-	r.hash.SetSeed(r.memo.seed)
-	r.hash.WriteString(tenant)
-	r.hash.WriteByte(0)
-	r.hash.Write(body[:end])
-	r.hashed = end
-	r.key, r.named = r.hash.Sum64(), true
+	r.sum, r.summed = r.memo.seed.Head(tenant, body[:end]), end
+	r.key, r.named = r.sum, true
 	r.Prior = r.memo.get(r.key)
 }
 
@@ -295,27 +289,26 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 	if p == nil || probe >= len(p.Elems) {
 		return -1
 	}
-	h, pos := r.hash, r.hashed
+	sum, pos := r.sum, r.summed
 	last := -1
-	var at maphash.Hash // h at the end of element last
+	var at uint64 // sum at the end of element last
 	for i := probe + 1; i < len(p.Elems); i++ {
 		end := p.Elems[i].End
 		if end > len(body) || end <= pos {
 			break
 		}
-		h.Write(body[pos:end])
-		pos = end
-		if h.Sum64() != p.Elems[i].Sum {
+		sum, pos = NextSum(sum, body[pos:end]), end
+		if sum != p.Elems[i].Sum {
 			break
 		}
 		if body[end-1] == '}' {
-			last, at = i, h
+			last, at = i, sum
 		}
 	}
 	if last < 0 {
 		return -1
 	}
-	r.hash, r.hashed, r.From = at, p.Elems[last].End, last+1
+	r.sum, r.summed, r.From = at, p.Elems[last].End, last+1
 	return last
 }
 
@@ -329,7 +322,7 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 	if p == nil || p.TailLen != len(body)-end {
 		return false
 	}
-	sum := maphash.Bytes(r.memo.seed, body[end:])
+	sum := r.memo.seed.Bytes(body[end:])
 	if sum != p.TailSum {
 		return false
 	}
@@ -355,20 +348,19 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 	if p := r.Prior; p != nil && r.TailKnown && len(elems) <= len(p.Elems) && r.From >= len(elems)-2 && r.memo.holds(r.key, p) {
 		return false
 	}
-	h, pos := &r.hash, r.hashed
+	sum, pos := r.sum, r.summed
 	for i := r.From; i < len(elems); i++ {
 		end := elems[i].End
 		if end <= pos {
 			continue // in the head
 		}
-		h.Write(body[pos:end])
-		pos = end
-		elems[i].Sum = h.Sum64()
+		sum, pos = NextSum(sum, body[pos:end]), end
+		elems[i].Sum = sum
 	}
-	r.hashed = pos
+	r.sum, r.summed = sum, pos
 	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state}
 	if !r.TailKnown {
-		t.TailSum = maphash.Bytes(r.memo.seed, body[arrayEnd:])
+		t.TailSum = r.memo.seed.Bytes(body[arrayEnd:])
 	}
 	return r.memo.put(r.key, t, size+ElemsSize(elems)+int(unsafe.Sizeof(*t))+64)
 }
