@@ -23,8 +23,10 @@ type api struct {
 	// header is what the agent sends besides the body (cloned per client).
 	header http.Header
 	// end marks a stream's last event; a stream without it failed.
-	end     []byte
-	newConv func(client int, stream bool, solutions []store.Solution) conversation
+	end []byte
+	// newConv builds client's conversation, with pad more rounds of
+	// history before its fifteen (see historyRounds).
+	newConv func(client int, stream bool, solutions []store.Solution, pad int) conversation
 	answers *answers
 }
 
@@ -87,7 +89,7 @@ func apiByName(name string) *api {
 // (the assistant's text, a function_call and its function_call_output,
 // their call_id tying them), the same tools, store false and the full
 // history on every turn. The content is the chat request's.
-func newResponsesConversation(c int, stream bool, solutions []store.Solution) conversation {
+func newResponsesConversation(c int, stream bool, solutions []store.Solution, pad int) conversation {
 	goal := clientGoal(c, solutions)
 	type part struct {
 		Type string `json:"type"`
@@ -117,7 +119,7 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution) co
 		return []item{{Type: "message", Role: "assistant", Content: []part{{"output_text", thought}}}, call, out}
 	}
 	input := []item{user(goal)}
-	for turn, tr := range toolTurns {
+	for turn, tr := range historyRounds(pad) {
 		if tr.user != "" {
 			input = append(input, user(tr.user))
 		}
@@ -170,7 +172,7 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution) co
 // interjection as a text block after it), cache_control on the newest
 // result, the same tools with input_schema. The content is the chat
 // request's.
-func newMessagesConversation(c int, stream bool, solutions []store.Solution) conversation {
+func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad int) conversation {
 	goal := clientGoal(c, solutions)
 	cache := map[string]string{"type": "ephemeral"}
 	type block struct {
@@ -195,7 +197,7 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution) con
 			msg{Role: "assistant", Content: []block{{Type: "text", Text: thought}, {Type: "tool_use", ID: id, Name: tool, Input: json.RawMessage(args)}}},
 			msg{Role: "user", Content: []block{result}})
 	}
-	for turn, tr := range toolTurns {
+	for turn, tr := range historyRounds(pad) {
 		if tr.user != "" {
 			// Claude Code sends what the user typed meanwhile with the
 			// tool result it follows.
@@ -279,7 +281,7 @@ Showing up to 200 items (files + folders).
 // user content of its own, the same tools as functionDeclarations, and
 // generationConfig. The model and streaming are in the path. The content
 // is the chat request's.
-func newGeminiConversation(c int, _ bool, solutions []store.Solution) conversation {
+func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int) conversation {
 	goal := clientGoal(c, solutions)
 	type call struct {
 		ID   string          `json:"id"`
@@ -308,7 +310,7 @@ func newGeminiConversation(c int, _ bool, solutions []store.Solution) conversati
 			content{Role: "model", Parts: []part{{Text: thought}, {FunctionCall: &call{id, tool, json.RawMessage(args)}, ThoughtSignature: "skip_thought_signature_validator"}}},
 			content{Role: "user", Parts: []part{{FunctionResponse: &response{id, tool, resp}}}})
 	}
-	for turn, tr := range toolTurns {
+	for turn, tr := range historyRounds(pad) {
 		if tr.user != "" {
 			contents = append(contents, content{Role: "user", Parts: []part{{Text: tr.user}}})
 		}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/scarproxy/scarproxy/store"
 )
 
 // benchEnv is the running set-up: the children and what they serve.
@@ -161,10 +163,33 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 
 	n := max(o.conc, 32)
 	e.convs = make([]conversation, n)
+	pad := historyPad(e.api, o.history<<10, solutions)
 	for i := range e.convs {
-		e.convs[i] = e.api.newConv(i, o.stream || o.soak > 0, solutions)
+		e.convs[i] = e.api.newConv(i, o.stream || o.soak > 0, solutions, pad)
 	}
 	return e, nil
+}
+
+// historyPad is the fewest rounds of history (historyRounds) that make
+// a's requests at least size bytes long; 0 when they are that long
+// already.
+func historyPad(a *api, size int, solutions []store.Solution) int {
+	body := func(pad int) int { return len(a.newConv(0, false, solutions, pad).requestBody(nil, 0, 1, false)) }
+	base := body(0)
+	if size <= base {
+		return 0
+	}
+	// A round is at least its listing, about 4 KB: hi is enough.
+	lo, hi := 0, (size-base)/(2<<10)+1
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if body(mid) >= size {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // waitReady polls url until it answers 200.

@@ -108,6 +108,7 @@ type options struct {
 	storm      bool
 	postgres   string
 	portBase   int
+	history    int
 }
 
 var allTargets = []string{"direct", "bare", "scar"}
@@ -133,6 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.portBase, "port-base", 0, "listen on fixed loopback ports: the upstream on this one, the bare proxy on the next, scarproxy on the one after (0: any free ports)")
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
+	fs.IntVar(&o.history, "history", 0, "pad every conversation with older tool rounds (directory listings that succeeded) to about this many KB (0: as it is, about 20 KB)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -155,6 +157,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-incidents and -solutions must not be negative"}
 	case o.portBase < 0 || o.portBase > 65533:
 		return o, usageError{"-port-base: must be 0..65533"}
+	case o.history < 0 || o.history > 16<<10:
+		return o, usageError{"-history: must be 0..16384 (KB)"}
 	case o.failEvery < 0 || o.finalEvery < 0:
 		return o, usageError{"-fail-every and -final-every must not be negative"}
 	case apiByName(o.api) == nil:

@@ -51,7 +51,7 @@ func TestConversationIsARealisticAgentTurn(t *testing.T) {
 	sols := seedSolutions(200, time.Now())
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			cv := newConversation(3, stream, sols)
+			cv := newConversation(3, stream, sols, 0)
 			body := cv.requestBody(nil, 3, 41, false)
 			if !json.Valid(body) {
 				t.Fatalf("body is not valid JSON: %.200s", body)
@@ -110,7 +110,7 @@ func TestConversationGoalsAreRecalled(t *testing.T) {
 		ix.Put(s)
 	}
 	for c := range 32 {
-		cv := newConversation(c, false, sols)
+		cv := newConversation(c, false, sols, 0)
 		m := ix.Search(recall.Query{Workspace: benchWorkspace, Goal: cv.goal, K: 1, MinSimilarity: recall.DefaultMinSimilarity})
 		if len(m) == 0 {
 			t.Errorf("client %d: goal %q recalls nothing", c, cv.goal)
@@ -185,7 +185,7 @@ func TestRequestsOfEveryAPI(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
 				a := apiByName(name)
-				cv := a.newConv(3, stream, sols)
+				cv := a.newConv(3, stream, sols, 0)
 				for _, failed := range []bool{false, true} {
 					body := cv.requestBody(nil, 3, 41, failed)
 					if !json.Valid(body) {
@@ -403,7 +403,7 @@ func TestFakeUpstream(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			for _, final := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/stream=%v/final=%v", name, stream, final), func(t *testing.T) {
-					body := a.newConv(0, stream, nil).requestBody(nil, 0, 1, false)
+					body := a.newConv(0, stream, nil, 0).requestBody(nil, 0, 1, false)
 					req, _ := http.NewRequest(http.MethodPost, srv.URL+a.pathOf(stream), bytes.NewReader(body))
 					if final {
 						req.Header.Set(headerFinal, "1")
@@ -488,7 +488,7 @@ func TestFakeUpstreamHoldsStreamsUntilRelease(t *testing.T) {
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-		bytes.NewReader(newConversation(0, true, nil).requestBody(nil, 0, 1, false)))
+		bytes.NewReader(newConversation(0, true, nil, 0).requestBody(nil, 0, 1, false)))
 	req.Header.Set(headerHold, "1")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -525,7 +525,7 @@ func TestBareProxyStreamsThrough(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
 				a := apiByName(name)
-				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil), a.newConv(1, stream, nil)})
+				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil, 0), a.newConv(1, stream, nil, 0)})
 				// A closed loop bounded by a short duration: it ends by itself.
 				// On a loaded machine a window may close before the first
 				// answer: drive again, as warmUp does.
@@ -556,7 +556,7 @@ func TestDriveCountsErrors(t *testing.T) {
 		http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil)})
+	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil, 0)})
 	res := drive(context.Background(), newTarget("broken", srv.URL, 1), wl, 100*time.Millisecond)
 	if res.Errors == 0 || res.Requests != 0 || !strings.Contains(res.FirstError, "500") {
 		t.Fatalf("requests %d, errors %d, first error %q; want only errors naming the status", res.Requests, res.Errors, res.FirstError)
@@ -994,5 +994,43 @@ func TestNumberedFinalAnswers(t *testing.T) {
 		if !bytes.Contains(a.jsonFinal, finalMark) || !bytes.Contains(bytes.Join(a.eventsFinal, nil), streamMark) {
 			t.Errorf("a final answer lacks its mark")
 		}
+	}
+}
+
+// TestHistoryPadsEveryAPI: -history makes every API's request about the
+// size asked, with its rounds of history read as tool calls that
+// succeeded before the fifteen rounds of the turn.
+func TestHistoryPadsEveryAPI(t *testing.T) {
+	for _, name := range apiNames {
+		t.Run(name, func(t *testing.T) {
+			a := apiByName(name)
+			const size = 1 << 20
+			pad := historyPad(a, size, nil)
+			cv := a.newConv(2, false, nil, pad)
+			body := cv.requestBody(nil, 2, 7, true)
+			if n := len(body); n < size || n > size+8<<10 {
+				t.Fatalf("padded with %d rounds: %d bytes, want %d to %d", pad, n, size, size+8<<10)
+			}
+			req, err := formats[name]().Read(body, routeOf(a, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := req.Info()
+			if in.Goal != cv.goal || in.ToolCount != 15+pad {
+				t.Errorf("read goal %q and %d tool calls, want %q and %d", in.Goal, in.ToolCount, cv.goal, 15+pad)
+			}
+			failures := 0
+			for _, tr := range in.ToolResults {
+				if tr.IsError || guard.ToolFailed(tr.Text()) {
+					failures++
+				}
+			}
+			if want := 5; failures != want { // the turn's four and the newest
+				t.Errorf("%d tool results failed, want %d", failures, want)
+			}
+			if historyPad(a, 10<<10, nil) != 0 {
+				t.Error("a size below the conversation's pads it")
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ func optionsReport(o options) map[string]any {
 		"c": o.conc, "d": o.dur.String(), "warmup": o.warmup.String(), "rounds": o.rounds,
 		"stream": o.stream, "soak": o.soak, "incidents": o.incidents, "solutions": o.solutions,
 		"targets": o.targets, "fail_every": o.failEvery, "final_every": o.finalEvery, "api": o.api,
-		"storm": o.storm, "postgres": o.postgres != "",
+		"storm": o.storm, "postgres": o.postgres != "", "history_kb": o.history,
 	}
 }
 

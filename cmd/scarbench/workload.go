@@ -169,7 +169,7 @@ func clientGoal(c int, solutions []store.Solution) string {
 // failing test runs). The Responses, Messages and Gemini requests
 // (newResponsesConversation, newMessagesConversation,
 // newGeminiConversation) carry the same turn.
-func newConversation(c int, stream bool, solutions []store.Solution) conversation {
+func newConversation(c int, stream bool, solutions []store.Solution, pad int) conversation {
 	goal := clientGoal(c, solutions)
 	type fn struct {
 		Name      string `json:"name"`
@@ -191,7 +191,7 @@ func newConversation(c int, stream bool, solutions []store.Solution) conversatio
 		{Role: "system", Content: str(systemPrompt)},
 		{Role: "user", Content: str(goal)},
 	}
-	for turn, tr := range toolTurns {
+	for turn, tr := range historyRounds(pad) {
 		id := fmt.Sprintf("call_c%d_t%d", c, turn)
 		if tr.user != "" {
 			msgs = append(msgs, msg{Role: "user", Content: str(tr.user)})
@@ -280,6 +280,23 @@ const okToolResult = `ok  \tgithub.com/acme/app/config\t0.412s\nok  \tgithub.com
 
 type toolTurn struct {
 	user, thought, tool, args, result string
+}
+
+// historyRounds are the rounds of a conversation before its newest: pad
+// rounds that list a directory (about 4 KB each, all succeeded), then
+// toolTurns. -history pads every conversation to a length this way.
+func historyRounds(pad int) []toolTurn {
+	if pad == 0 {
+		return toolTurns
+	}
+	out := make([]toolTurn, 0, pad+len(toolTurns))
+	for i := range pad {
+		out = append(out, toolTurn{
+			thought: fmt.Sprintf("Listing directory %d.", i), tool: "list_dir", args: fmt.Sprintf(`{"path":"dir%d"}`, i),
+			result: strings.Repeat(fmt.Sprintf("drwxr-xr-x  2 dev dev  4096 Nov 27 02:00 dir%d/some-directory-name\n", i), 60),
+		})
+	}
+	return append(out, toolTurns...)
 }
 
 var toolTurns = []toolTurn{
