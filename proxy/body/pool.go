@@ -16,21 +16,24 @@ import (
 // the body it was given (net/http may close a request body after
 // RoundTrip returns, so the handler alone cannot tell).
 
-// Pooled sizes: powers of two from 16 KiB to 1 MiB. Larger bodies are
-// allocated and left to the garbage collector. Each size keeps at most
-// freePerClass buffers: enough for the requests a busy proxy has in
-// flight, and a bound on what a burst (a thousand streams opening at
-// once) leaves behind; a sync.Pool would keep every buffer of the burst
-// until the next two collections.
+// Pooled sizes: powers of two from 16 KiB to 4 MiB (a long agent
+// conversation passes 1 MiB: allocated afresh, its two buffers made most
+// of the garbage of its requests). Larger bodies are allocated and left
+// to the garbage collector. Each size keeps at most freePerClass buffers,
+// and at most freeClassBytes of them: enough for the requests a busy
+// proxy has in flight, and a bound on what a burst (a thousand streams
+// opening at once) leaves behind; a sync.Pool would keep every buffer of
+// the burst until the next two collections.
 const (
-	minPoolShift = 14
-	maxPoolShift = 20
-	freePerClass = 64
+	minPoolShift   = 14
+	maxPoolShift   = 22
+	freePerClass   = 64
+	freeClassBytes = 32 << 20
 )
 
 var bodyFree = func() (f [maxPoolShift - minPoolShift + 1]chan *[]byte) {
 	for i := range f {
-		f[i] = make(chan *[]byte, freePerClass)
+		f[i] = make(chan *[]byte, min(freePerClass, freeClassBytes>>(minPoolShift+i)))
 	}
 	return f
 }()

@@ -27,6 +27,23 @@ func TestGetBufSizes(t *testing.T) {
 	}
 }
 
+// TestPoolBounds: a long conversation's body (past 1 MiB) comes back
+// from its free list, and no free list holds more than freeClassBytes.
+func TestPoolBounds(t *testing.T) {
+	b := getBuf(3 << 20)
+	*b = append(*b, "x"...)
+	putBuf(b)
+	if got := getBuf(3 << 20); got != b || len(*got) != 0 {
+		t.Error("a 4 MiB buffer given back was not reused empty")
+	}
+	for i, ch := range bodyFree {
+		size := 1 << (minPoolShift + i)
+		if cap(ch) < 1 || cap(ch) > freePerClass || cap(ch)*size > freeClassBytes {
+			t.Errorf("the %d KiB free list holds %d buffers", size>>10, cap(ch))
+		}
+	}
+}
+
 // The lease returns its buffers only when the handler and every reader the
 // transport was given are done, and a closed reader reads nothing more.
 func TestBodyLease(t *testing.T) {

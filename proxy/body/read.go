@@ -157,8 +157,10 @@ func discard(r io.Reader) {
 
 // readGrowing reads r to its end. Its buffer starts with room for
 // firstBodyBuf bytes at most, fewer when length (-1: unknown) says so, and
-// doubles when full, never much past length when it is known: what it
-// holds follows the bytes that arrived. grow returns an empty buffer with
+// doubles when full, never much past length when it is known; once a
+// quarter of a known length arrived, it takes room for all of it (a long
+// body is copied from buffer to buffer once less): what it holds follows
+// the bytes that arrived, four times them at most. grow returns an empty buffer with
 // room for at least n bytes, or nil to stop with errOverBudget; free takes
 // back a buffer readGrowing no longer uses (on an error, the last one too).
 func readGrowing(r io.Reader, length int64, grow func(n int) []byte, free func([]byte)) ([]byte, error) {
@@ -174,7 +176,7 @@ func readGrowing(r io.Reader, length int64, grow func(n int) []byte, free func([
 	for {
 		if len(buf) == cap(buf) {
 			next := 2 * cap(buf)
-			if length >= 0 && length+bytes.MinRead < int64(next) {
+			if length >= 0 && (length+bytes.MinRead < int64(next) || 4*int64(len(buf)) >= length) {
 				next = int(max(length, int64(len(buf)))) + bytes.MinRead
 			}
 			nb := grow(next)

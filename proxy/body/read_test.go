@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -83,6 +84,35 @@ func TestReadBodyReadsEveryByte(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestReadGrowingFollowsTheBytes: a body of announced length grows its
+// buffer by doubling until a quarter of it arrived, then takes room for
+// all of it; a body that stops early never holds more than four times
+// what arrived.
+func TestReadGrowingFollowsTheBytes(t *testing.T) {
+	size := 1<<20 + 3
+	want := bytes.Repeat([]byte("x"), size)
+	var grown []int
+	grow := func(n int) []byte { grown = append(grown, n); return make([]byte, 0, n) }
+	got, err := readGrowing(bytes.NewReader(want), int64(size), grow, func([]byte) {})
+	if err != nil || len(got) != size {
+		t.Fatalf("read %d bytes (%v), want %d", len(got), err, size)
+	}
+	wantGrown := []int{firstBodyBuf, 2 * firstBodyBuf, 4 * firstBodyBuf, 8 * firstBodyBuf, size + bytes.MinRead}
+	if !slices.Equal(grown, wantGrown) {
+		t.Errorf("buffers of %v bytes, want %v", grown, wantGrown)
+	}
+	for _, sent := range []int{10, firstBodyBuf, 3 * firstBodyBuf, 300 << 10} {
+		grown = grown[:0]
+		_, err := readGrowing(io.MultiReader(bytes.NewReader(want[:sent]), iotest.ErrReader(io.ErrUnexpectedEOF)), 32<<20, grow, func([]byte) {})
+		if err == nil {
+			t.Fatalf("a body cut at %d bytes read whole", sent)
+		}
+		if most := slices.Max(grown); most > 4*sent && most > firstBodyBuf {
+			t.Errorf("%d bytes of an announced 32 MiB took a buffer of %d", sent, most)
 		}
 	}
 }
