@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -53,7 +54,24 @@ func (s *Server) logAccess(ex *exchange) {
 	if validRequestID(ex.providerRequestID) {
 		attrs = append(attrs, slog.String("provider_request_id", ex.providerRequestID))
 	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+	logLine(ctx, s.log, slog.LevelInfo, "request", attrs)
+}
+
+// logLine logs a line of every request as l.LogAttrs does, with the
+// request id, without what a line logged once in a while may afford: the
+// caller's program counter (no handler here reports the source) and a
+// copy of the line to add the id to.
+func logLine(ctx context.Context, l *slog.Logger, level slog.Level, msg string, attrs []slog.Attr) {
+	h := l.Handler()
+	if rh, ok := h.(requestIDHandler); ok {
+		h = rh.Handler
+		if id := requestIDOf(ctx); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+	}
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = h.Handle(ctx, r)
 }
 
 // logBlocks writes, at debug, what a request's rewrite injected.
@@ -84,10 +102,10 @@ func (s *Server) logPassThrough(c echo.Context, t tenant.Tenant, provider string
 	if ctx.Err() != nil {
 		status = upstream.StatusClientClosed
 	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+	logLine(ctx, s.log, slog.LevelInfo, "request", []slog.Attr{
 		slog.String("workspace", t.Workspace), slog.String("project", t.Project),
 		slog.String("api", "passthrough"), slog.String("path", c.Request().URL.Path),
 		slog.String("provider", provider), slog.Int("status", status),
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-		slog.Int64("bytes_in", max(c.Request().ContentLength, 0)), slog.Int64("bytes_out", res.Size))
+		slog.Int64("bytes_in", max(c.Request().ContentLength, 0)), slog.Int64("bytes_out", res.Size)})
 }

@@ -212,7 +212,11 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	log := newLogger(cfg, stderr)
+	// The log's lines are written by a goroutine of their own, so that no
+	// request waits for its access line to reach stderr.
+	lw := newLogWriter(stderr)
+	defer lw.Close()
+	log := newLogger(cfg, lw)
 	warnExposure(cfg, log)
 
 	st, err := openStore(ctx, cfg, log)
