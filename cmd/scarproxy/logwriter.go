@@ -24,6 +24,9 @@ type logWriter struct {
 	pending []byte     // bytes written, not yet handed on
 	spare   []byte     // the goroutine's last batch, for reuse
 	closed  bool
+	// The bytes given to Write, and those the goroutine wrote on (Flush
+	// waits for the one to reach the other).
+	appended, written int64
 }
 
 // How long the first line of a batch waits, how many bytes make a batch
@@ -55,6 +58,7 @@ func (l *logWriter) Write(p []byte) (int, error) {
 	}
 	first := len(l.pending) == 0
 	l.pending = append(l.pending, p...)
+	l.appended += int64(len(p))
 	full := len(l.pending) >= logFlushBytes
 	l.mu.Unlock()
 	switch {
@@ -90,10 +94,26 @@ func (l *logWriter) run() {
 		if cap(batch) <= maxPendingLog {
 			l.spare = batch
 		}
+		l.written += int64(len(batch))
+		l.room.Broadcast()
 		l.mu.Unlock()
 		if closed {
 			return
 		}
+	}
+}
+
+// Flush returns once the lines written before it are out: the start-up
+// lines, say, which an operator reads before the first request comes.
+func (l *logWriter) Flush() {
+	l.mu.Lock()
+	target := l.appended
+	l.mu.Unlock()
+	l.signal()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.written < target && !l.closed {
+		l.room.Wait()
 	}
 }
 

@@ -128,3 +128,17 @@ func TestLogWriterWritesALoneLine(t *testing.T) {
 		t.Errorf("%d lines went out in %d writes", lines, writes)
 	}
 }
+
+// TestLogWriterFlush: the lines written before Flush are out when it
+// returns.
+func TestLogWriterFlush(t *testing.T) {
+	out := &lockedBuffer{}
+	lw := newLogWriter(out)
+	defer lw.Close()
+	fmt.Fprintf(lw, "level=WARN msg=start-up\n")
+	lw.Flush()
+	if got := out.String(); got != "level=WARN msg=start-up\n" {
+		t.Fatalf("after Flush the output holds %q", got)
+	}
+	lw.Flush() // nothing waits: returns at once
+}

@@ -271,6 +271,7 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintf(stdout, "scarproxy listening on http://%s/v1 — providers: %s — store: %s\n",
 		ln.Addr(), strings.Join(names, ", "), where)
 	log.Info("listening", "addr", ln.Addr().String(), "store", cfg.Store.Driver, "providers", len(names))
+	lw.Flush() // the start-up lines (a warning, say) are out before any request
 
 	hs.RegisterOnShutdown(srv.EndStreams)
 	errc := make(chan error, 1)
