@@ -222,5 +222,29 @@ func ReportsFailure(answer string) bool {
 	if len(answer) > 2*reportSpan {
 		answer = answer[:reportSpan] + "\n" + answer[len(answer)-reportSpan:]
 	}
-	return failureReport.MatchString(answer)
+	return mayReportFailure(answer) && failureReport.MatchString(answer)
+}
+
+// reportWords are words one of which every failure report failureReport
+// matches holds, in lower case: most final answers hold none, and a
+// search for them costs a small part of the pattern's.
+var reportWords = []string{
+	"unable", "not able", "could", "cannot", "can't", "manage", "fail", "gave up", "giving up",
+	"broken", "erroring", "crash", "succe",
+}
+
+// mayReportFailure reports whether answer holds one of reportWords, in any
+// case. The pattern's (?i) also takes the Kelvin sign for k and the long
+// s for s: an answer holding either is left to the pattern.
+func mayReportFailure(answer string) bool {
+	if strings.Contains(answer, "\u212a") || strings.Contains(answer, "\u017f") {
+		return true
+	}
+	lower := strings.ToLower(answer)
+	for _, w := range reportWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }

@@ -159,3 +159,39 @@ func TestReportsFailure(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReportsFailure: ReportsFailure says what the failure-report pattern
+// says of the answer's first and last sentences, whatever its prefilter
+// skips.
+func FuzzReportsFailure(f *testing.F) {
+	for _, s := range []string{
+		"I was unable to fix it.", "the tests STILL FAIL", "Gave Up", "we couldn't build",
+		"It was not ſuccessful.", "the build is still bro\u212aen", "I CAN'T", "it still crashes", "Done: all pass.",
+		strings.Repeat("x", 700) + " giving up " + strings.Repeat("y", 700),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, answer string) {
+		read := answer
+		if len(read) > 2*reportSpan {
+			read = read[:reportSpan] + "\n" + read[len(read)-reportSpan:]
+		}
+		if got, want := ReportsFailure(answer), failureReport.MatchString(read); got != want {
+			t.Errorf("ReportsFailure(%q) = %v, the pattern says %v", answer, got, want)
+		}
+	})
+}
+
+func BenchmarkReportsFailure(b *testing.B) {
+	answers := []string{
+		"Fixed: the config directory was missing; I created it, reran `go test ./...` and every package passes now. " +
+			"The loader returns Default() when the file does not exist, and the README says so.",
+		strings.Repeat("Looked at the logs and the handler again. ", 40) + "All tests pass.",
+		"I was unable to fix the failing test: the fixture server never starts.",
+	}
+	for b.Loop() {
+		for _, a := range answers {
+			ReportsFailure(a)
+		}
+	}
+}
