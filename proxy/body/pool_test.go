@@ -31,10 +31,18 @@ func TestGetBufSizes(t *testing.T) {
 // from its free list, and no free list holds more than freeClassBytes.
 func TestPoolBounds(t *testing.T) {
 	b := getBuf(3 << 20)
+	if cap(*b) != 4<<20 {
+		t.Fatalf("getBuf(3 MiB) has room for %d bytes, want 4 MiB", cap(*b))
+	}
 	*b = append(*b, "x"...)
+	free := bodyFree[maxPoolShift-minPoolShift] // 4 MiB
+	n := len(free)
 	putBuf(b)
-	if got := getBuf(3 << 20); got != b || len(*got) != 0 {
-		t.Error("a 4 MiB buffer given back was not reused empty")
+	if len(free) != n+1 {
+		t.Error("a 4 MiB buffer given back was not kept")
+	}
+	if got := getBuf(3 << 20); len(*got) != 0 || cap(*got) != 4<<20 {
+		t.Errorf("getBuf(3 MiB) from the free list: len %d cap %d", len(*got), cap(*got))
 	}
 	for i, ch := range bodyFree {
 		size := 1 << (minPoolShift + i)

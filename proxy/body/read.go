@@ -160,9 +160,10 @@ func discard(r io.Reader) {
 // doubles when full, never much past length when it is known; once a
 // quarter of a known length arrived, it takes room for all of it (a long
 // body is copied from buffer to buffer once less): what it holds follows
-// the bytes that arrived, four times them at most. grow returns an empty buffer with
-// room for at least n bytes, or nil to stop with errOverBudget; free takes
-// back a buffer readGrowing no longer uses (on an error, the last one too).
+// the bytes that arrived, four times them at most. grow returns an empty
+// buffer with room for at least n bytes, or nil to stop with
+// errOverBudget; free takes back a buffer readGrowing no longer uses (on
+// an error, the last one too).
 func readGrowing(r io.Reader, length int64, grow func(n int) []byte, free func([]byte)) ([]byte, error) {
 	n := unknownBodyBuf
 	if length >= 0 {

@@ -24,8 +24,7 @@ import (
 // A conversation is named by the bytes of its body up to the end of its
 // first user message (its head: system prompt, goal), with the tenant. The
 // sum of every prefix starts with the tenant, so the sum at the end of the
-// head is the name (see wire.MemoSeed: a client cannot make two prefixes
-// collide on purpose).
+// head is the name (see wire.MemoSeed on collisions).
 //
 // The memo is bounded: at most 2*max conversations and 2*memoBytes, the
 // older half dropped whole when the newer half fills. A conversation that falls out is read

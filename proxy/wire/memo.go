@@ -23,7 +23,7 @@ import (
 // A conversation is named by the bytes of its body up to the end of its
 // first user element (its head), with the tenant. The sum of every prefix
 // starts with the tenant, so the sum at the end of the head is the name
-// (see MemoSeed: a client cannot make two prefixes collide on purpose).
+// (see MemoSeed on collisions).
 //
 // The memo is bounded in bytes: when a new turn takes it past its budget,
 // the conversations used least recently are forgotten first. A

@@ -9,8 +9,12 @@ import (
 // MemoSeed is the secret of a memo's sums, chosen at random when the memo
 // is made. The memos of the formats name a conversation by a sum of the
 // tenant and its head, and check that a new turn repeats the remembered
-// one by the sum of its body up to the end of each element: a sum the
-// client cannot predict is one it cannot make collide on purpose.
+// one by the sum of its body up to the end of each element. A client that
+// cannot predict the sums has no known way to make two prefixes collide.
+// XXH3 is no MAC, though: one that did could mislead what the proxy reads
+// of its own tenant's conversations only (the tenant is part of every
+// sum), and the bytes the client sent are forwarded as they came whatever
+// the memo read.
 //
 // A prefix is summed element by element: [MemoSeed.Head] sums the tenant
 // and the head, and [NextSum] goes on with the bytes up to the end of the
