@@ -11,8 +11,10 @@ import (
 // line: lines keep their order and go out together, logFlushDelay after
 // the first of them or as soon as logFlushBytes wait, in one write
 // instead of one per line. Nothing is dropped: past maxPendingLog bytes
-// waiting, a Write waits for room. Close writes what waits and stops the
-// goroutine; a Write after Close goes straight to the output.
+// waiting (besides the batch being written), a Write waits for room.
+// Close writes what waits and stops the goroutine; a Write after Close
+// goes straight to the output. A process that dies without Close loses
+// what waits.
 type logWriter struct {
 	w     io.Writer
 	wake  chan struct{} // bytes are to be written now: cap 1
