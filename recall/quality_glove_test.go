@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/scarproxy/scarproxy/store"
 )
@@ -96,12 +95,10 @@ func (g gloveEmbedder) embed(text string) []float32 {
 func runHybrid(t *testing.T, g gloveEmbedder, file string, minCos float64) qualityFigures {
 	t.Helper()
 	set, _ := loadQualitySet(t, file)
-	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var feed changeList
-	for i, s := range set.Solutions {
-		sol := store.Solution{ID: s.ID, Workspace: "w", Key: GoalKey(s.Goal), Goal: s.Goal, Approach: s.Approach,
-			Outcome: "Done.", Confidence: 0.9, Source: store.SourceAPI, Verified: true, Created: base, Updated: base,
-			Embedding: &store.Embedding{Model: "glove", Vector: g.embed(s.Goal)}}
+	for i := range set.Solutions {
+		sol := set.solution(i)
+		sol.Embedding = &store.Embedding{Model: "glove", Vector: g.embed(sol.Goal)}
 		feed = append(feed, store.SolutionChange{Seq: int64(i + 1), Solution: sol})
 	}
 	ix, vs := NewIndex(), NewVectors()
@@ -109,28 +106,9 @@ func runHybrid(t *testing.T, g gloveEmbedder, file string, minCos float64) quali
 	if _, _, err := ix.Follow(context.Background(), vs.Tee(feed), 0); err != nil {
 		t.Fatal(err)
 	}
-	var f qualityFigures
-	for _, q := range set.Queries {
-		ms := Fuse(ix, vs, Query{Workspace: "w", Goal: q.Q, K: 1, MinSimilarity: DefaultMinSimilarity}, g.embed(q.Q), minCos)
-		switch {
-		case q.Kind == kindReworded:
-			f.reworded++
-			if len(ms) > 0 && ms[0].Solution.ID == q.ID {
-				f.found++
-			}
-		case q.Kind == kindConfusable:
-			f.confusable++
-			if len(ms) == 0 {
-				f.confRejects++
-			}
-		default:
-			f.unrelated++
-			if len(ms) == 0 {
-				f.unrelRejects++
-			}
-		}
-	}
-	return f
+	return scoreQueries(set, func(goal string) []Match {
+		return Fuse(ix, vs, Query{Workspace: "w", Goal: goal, K: 1, MinSimilarity: DefaultMinSimilarity}, g.embed(goal), minCos)
+	})
 }
 
 // TestQualityHybridGloVe measures semantic recall's fusion with an

@@ -40,17 +40,14 @@ func loadQualitySet(t testing.TB, name string) (*qualitySet, *Index) {
 		t.Fatalf("%s: %v", name, err)
 	}
 	ix := NewIndex()
-	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	ids := map[string]bool{}
-	for _, s := range set.Solutions {
-		if ids[s.ID] {
-			t.Fatalf("%s: solution %s twice", name, s.ID)
+	for i := range set.Solutions {
+		id := set.Solutions[i].ID
+		if ids[id] {
+			t.Fatalf("%s: solution %s twice", name, id)
 		}
-		ids[s.ID] = true
-		ix.Put(store.Solution{
-			ID: s.ID, Workspace: "w", Key: GoalKey(s.Goal), Goal: s.Goal, Approach: s.Approach,
-			Outcome: "Done.", Confidence: 0.9, Source: store.SourceAPI, Verified: true, Created: base, Updated: base,
-		})
+		ids[id] = true
+		ix.Put(set.solution(i))
 	}
 	for _, q := range set.Queries {
 		switch q.Kind {
@@ -82,10 +79,29 @@ func (f qualityFigures) String() string {
 		f.found, f.reworded, f.confRejects, f.confusable, f.unrelRejects, f.unrelated, f.falseRecalls(), f.negatives())
 }
 
+// solution is the set's i-th solution as the store holds it, in
+// workspace "w".
+func (set *qualitySet) solution(i int) store.Solution {
+	s := set.Solutions[i]
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	return store.Solution{
+		ID: s.ID, Workspace: "w", Key: GoalKey(s.Goal), Goal: s.Goal, Approach: s.Approach,
+		Outcome: "Done.", Confidence: 0.9, Source: store.SourceAPI, Verified: true, Created: base, Updated: base,
+	}
+}
+
 func runQualitySet(set *qualitySet, ix *Index, minSim float64) qualityFigures {
+	return scoreQueries(set, func(goal string) []Match {
+		return ix.Search(Query{Workspace: "w", Goal: goal, K: 1, MinSimilarity: minSim})
+	})
+}
+
+// scoreQueries counts what search, which returns the matches of a query's
+// text, best first, finds for each query of set.
+func scoreQueries(set *qualitySet, search func(goal string) []Match) qualityFigures {
 	var f qualityFigures
 	for _, q := range set.Queries {
-		ms := ix.Search(Query{Workspace: "w", Goal: q.Q, K: 1, MinSimilarity: minSim})
+		ms := search(q.Q)
 		got := "none"
 		if len(ms) > 0 {
 			got = fmt.Sprintf("%s %.2f", ms[0].Solution.ID, ms[0].Similarity)
