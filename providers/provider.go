@@ -263,7 +263,7 @@ func newTransport(cfg Config) *http.Transport {
 	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           dialCopyConns(dialer.DialContext),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          4 * cfg.MaxIdleConnsPerHost,
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
