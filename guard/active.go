@@ -19,7 +19,7 @@ func (g *Guard) Patterns() []PatternConfig {
 			Types:       slices.Clone(p.types),
 		}
 		if p.re != nil {
-			out[i].Regex = strings.TrimPrefix(p.re.String(), "(?i)")
+			out[i].Regex = strings.TrimPrefix(p.re.whole.String(), "(?i)")
 		}
 		if p.exclude != nil {
 			out[i].Exclude = strings.TrimPrefix(p.exclude.String(), "(?i)")

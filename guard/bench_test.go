@@ -84,6 +84,23 @@ func BenchmarkFingerprint(b *testing.B) {
 	}
 }
 
+// BenchmarkClassifyCorpus classifies, uncached, every output of the last
+// three held-out corpora (655 tool outputs, a failure's first sight by
+// the guard): ns/op is the mean over them.
+func BenchmarkClassifyCorpus(b *testing.B) {
+	var files []txtarFile
+	for _, n := range []int{10, 11, 12} {
+		files = append(files, parseTxtar(b, fmt.Sprintf("testdata/corpus_heldout%d.txtar", n))...)
+	}
+	g := mustGuard(b, DefaultConfig())
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		g.compute(store.TypeToolError, 0, files[i%len(files)].data)
+		i++
+	}
+}
+
 func BenchmarkToolFailed(b *testing.B) {
 	outputs := []string{
 		"src/errors.go:12: func Error() string {\nsrc/errors.go:40: return &Error{}\nsrc/main.go:9: err := run()",

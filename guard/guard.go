@@ -183,8 +183,7 @@ type Guard struct {
 type pattern struct {
 	name     string
 	fix      string
-	re       *regexp.Regexp // nil: no text match
-	lits     []string       // lower-case literals one of which every re match contains; nil: unknown
+	re       *matcher       // nil: no text match
 	exclude  *regexp.Regexp // nil: no veto
 	statuses []int
 	types    []string
@@ -344,15 +343,9 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 		}
 	}
 	text := patternText(message)
-	lower, prefilter := "", isASCII(text)
-	if prefilter {
-		lower = strings.ToLower(text)
-	}
+	lower, prefilter := foldASCII(text)
 	for i, p := range g.patterns {
-		if p.re == nil || prefilter && !containsAny(lower, p.lits) {
-			continue
-		}
-		if p.re.MatchString(text) && (p.exclude == nil || !p.exclude.MatchString(text)) {
+		if p.re != nil && p.re.match(text, lower, prefilter) && (p.exclude == nil || !p.exclude.MatchString(text)) {
 			return memo{pat: int32(i)}
 		}
 	}
@@ -573,8 +566,7 @@ func mustPattern(p PatternConfig) pattern {
 		types:    slices.Clone(p.Types),
 	}
 	if p.Regex != "" {
-		out.re = regexp.MustCompile("(?i)" + p.Regex)
-		out.lits = requiredLiterals("(?i)" + p.Regex)
+		out.re = matcherOf("(?i)" + p.Regex)
 	}
 	if p.Exclude != "" {
 		out.exclude = regexp.MustCompile("(?i)" + p.Exclude)

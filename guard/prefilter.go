@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"regexp"
 	rxsyntax "regexp/syntax"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -10,8 +12,9 @@ import (
 // The regexes of a pattern are long alternations matched case-insensitively;
 // running them over every message is slow. A prefilter skips a pattern when
 // the message contains none of the literals any match must contain. It is
-// exact for ASCII messages (where lower-casing and case folding agree);
-// other messages always run the regexes.
+// exact when lowering the message's ASCII letters finds every
+// case-insensitive match of an ASCII literal (see foldASCII); other
+// messages always run the regexes.
 
 // requiredLiterals returns lower-case literals such that every match of
 // expr contains at least one of them, or nil when no such set is known.
@@ -86,6 +89,81 @@ func shortest(lits []string) int {
 	return n
 }
 
+// oneLine reports whether every match of expr lies within one line of the
+// text it is found in, whatever the text around it: no part of expr
+// matches a newline, and it is anchored to no end of the text (^ and $
+// are allowed in multi-line mode, where they match at a line's ends). A
+// text then matches expr exactly when one of its lines does.
+func oneLine(expr string) bool {
+	re, err := rxsyntax.Parse(expr, rxsyntax.Perl)
+	return err == nil && inLine(re)
+}
+
+func inLine(re *rxsyntax.Regexp) bool {
+	switch re.Op {
+	case rxsyntax.OpBeginText, rxsyntax.OpEndText, rxsyntax.OpAnyChar:
+		return false
+	case rxsyntax.OpLiteral:
+		// A newline folds to no other rune.
+		if slices.Contains(re.Rune, '\n') {
+			return false
+		}
+	case rxsyntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
+				return false
+			}
+		}
+	}
+	for _, sub := range re.Sub {
+		if !inLine(sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxLinesRun bounds the lines matchLines runs a regex on one by one;
+// past it, the regex runs on the whole text once.
+const maxLinesRun = 16
+
+// matchLines reports whether re, a oneLine regex every match of which
+// holds one of lits, matches text. lower is text lower-cased byte for
+// byte (see foldASCII). The regex runs only on the lines that hold one of
+// lits, each at most once: the cost of a long output is that of the lines
+// that may match, not of its length.
+func matchLines(re *regexp.Regexp, text, lower string, lits []string) bool {
+	var run [maxLinesRun]int // starts of the lines run
+	n := 0
+	for _, l := range lits {
+		for from := 0; from < len(lower); {
+			i := strings.Index(lower[from:], l)
+			if i < 0 {
+				break
+			}
+			i += from
+			start := strings.LastIndexByte(text[:i], '\n') + 1
+			end := len(text)
+			if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
+				end = i + j
+			}
+			from = end + 1
+			if slices.Contains(run[:n], start) {
+				continue
+			}
+			if n == len(run) {
+				return re.MatchString(text)
+			}
+			run[n] = start
+			n++
+			if re.MatchString(text[start:end]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func containsAny(s string, lits []string) bool {
 	if lits == nil {
 		return true
@@ -96,6 +174,33 @@ func containsAny(s string, lits []string) bool {
 		}
 	}
 	return false
+}
+
+// foldASCII returns s with its ASCII capitals lowered, byte for byte, and
+// whether a case-insensitive match of an ASCII literal in s is a match of
+// the lower-case literal in what it returns. It is unless s holds one of
+// the two runes outside ASCII that fold to an ASCII letter: the Kelvin
+// sign (k) and the long s (s).
+func foldASCII(s string) (string, bool) {
+	upper, other := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		upper = upper || 'A' <= c && c <= 'Z'
+		other = other || c >= utf8.RuneSelf
+	}
+	if other && (strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")) {
+		return "", false
+	}
+	if !upper {
+		return s, true
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b), true
 }
 
 func isASCII(s string) bool {

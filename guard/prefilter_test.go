@@ -1,10 +1,14 @@
 package guard
 
 import (
+	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/scarproxy/scarproxy/store"
 )
 
 func TestRequiredLiterals(t *testing.T) {
@@ -33,15 +37,36 @@ func TestRequiredLiterals(t *testing.T) {
 	}
 }
 
-// The prefilter never changes a classification.
+// The prefilter and the branches never change a classification: on the
+// error corpus, and on every tool output and error text of testdata, whole
+// and cut to each of its lines (a line holding a literal, the text around
+// it not).
 func TestPrefilterIsExact(t *testing.T) {
 	g := mustGuard(t, DefaultConfig())
-	for _, tc := range errorCorpus {
-		got := g.classify(tc.typ, tc.status, tc.message)
-		want := classifyWithoutPrefilter(g, tc.typ, tc.status, tc.message)
+	check := func(name, typ string, status int, message string) {
+		t.Helper()
+		got := g.classify(typ, status, message)
+		want := classifyWithoutPrefilter(g, typ, status, message)
 		if got.pat != want {
-			t.Errorf("%s: prefiltered %d, full %d", tc.name, got.pat, want)
+			t.Errorf("%s: prefiltered %d, full %d", name, got.pat, want)
 		}
+	}
+	for _, tc := range errorCorpus {
+		check(tc.name, tc.typ, tc.status, tc.message)
+	}
+	files, _ := filepath.Glob("testdata/*.txtar")
+	n := 0
+	for _, f := range files {
+		for _, out := range parseTxtar(t, f) {
+			check(f+": "+out.name, store.TypeToolError, 0, out.data)
+			for i, line := range strings.Split(out.data, "\n") {
+				check(fmt.Sprintf("%s: %s: line %d", f, out.name, i+1), store.TypeToolError, 0, line)
+			}
+			n++
+		}
+	}
+	if n < 2000 {
+		t.Fatalf("%d texts in testdata, want the corpora's 2,000 or more", n)
 	}
 	for _, r := range redactions {
 		if r.lits == nil {
@@ -49,10 +74,53 @@ func TestPrefilterIsExact(t *testing.T) {
 		}
 	}
 	for _, p := range g.patterns {
-		if p.lits == nil {
-			t.Errorf("pattern %q has no prefilter", p.name)
+		if p.re == nil {
+			continue
+		}
+		if p.re.parts == nil || p.re.rest != nil {
+			t.Errorf("pattern %q: %d branches with literals, rest %v", p.name, len(p.re.parts), p.re.rest)
 		}
 	}
+}
+
+// The branches of a builtin are its alternatives: each pattern has as
+// many as alt was given, or more (an alternative with alternations of its
+// own at its edges).
+func TestBranchesOfBuiltins(t *testing.T) {
+	for _, b := range builtins {
+		if b.Regex == "" {
+			continue
+		}
+		m := newMatcher("(?i)" + b.Regex)
+		if alts := strings.Count(b.Regex, "|") + 1; len(m.parts) < 2 || len(m.parts) > alts {
+			t.Errorf("%s: %d branches from %d alternatives (at most)", b.Name, len(m.parts), alts)
+		}
+	}
+}
+
+// A matcher matches what its regex matches.
+func FuzzMatcher(f *testing.F) {
+	f.Add(`(?i)\b(?:rate limit|quota) exceeded|\bstatus (?:429|503)\b`, "line one\nHTTP status 429 returned\n")
+	f.Add(`(?m)^ERROR: x|(?:a|b)c$`, "ok\nbc\nERROR: x")
+	f.Add(`foo\s+bar|baz`, "foo\n bar")
+	f.Add(`^foo|bar$`, "x\nfoo\nbar\ny")
+	f.Add(`\Bfoo|(?s:a.b)`, "a\nb")
+	f.Add(`(?i)\bmask|sK`, "\u212aelvin mas\u212a ✓ \u017fK")
+	f.Add(`(?i)failed|ERROR`, "✗ Build FAILED → see log")
+	for _, p := range builtins {
+		f.Add("(?i)"+p.Regex, "Traceback:\n  x\nSyntaxError: Unexpected token\nrate limit exceeded")
+	}
+	f.Fuzz(func(t *testing.T, expr, text string) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return
+		}
+		m := newMatcher(expr)
+		lower, folded := foldASCII(text)
+		if got, want := m.match(text, lower, folded), re.MatchString(text); got != want {
+			t.Fatalf("%q on %q: matcher %v, regex %v (%d branches)", expr, text, got, want, len(m.parts))
+		}
+	})
 }
 
 func classifyWithoutPrefilter(g *Guard, typ string, status int, message string) int32 {
@@ -63,7 +131,7 @@ func classifyWithoutPrefilter(g *Guard, typ string, status int, message string) 
 	}
 	text := patternText(message)
 	for i, p := range g.patterns {
-		if p.re != nil && p.re.MatchString(text) && (p.exclude == nil || !p.exclude.MatchString(text)) {
+		if p.re != nil && p.re.whole.MatchString(text) && (p.exclude == nil || !p.exclude.MatchString(text)) {
 			return int32(i)
 		}
 	}
