@@ -73,13 +73,10 @@ func newMatcher(expr string) matcher {
 		if err != nil {
 			return m // not expected: String reparses
 		}
-		lits := literalsOf(sub)
-		for _, l := range lits {
-			if l == "" || !isASCII(l) {
-				lits = nil
-				break
-			}
-		}
+		// Parsed again: the parser factored the branch's literals apart
+		// (`\bTS1011|\bTS1109` into `\bTS1(?:011|109)`); its own text has
+		// them whole.
+		lits := requiredLiterals(src)
 		if lits == nil {
 			rest = append(rest, src)
 			continue
@@ -144,32 +141,76 @@ func branchesOf(re *rxsyntax.Regexp) []*rxsyntax.Regexp {
 	return nil
 }
 
-// match reports whether the regex matches text; lower is text with its
-// ASCII letters lowered, folded whether literals are found in it exactly
-// (see foldASCII).
-func (m *matcher) match(text, lower string, folded bool) bool {
-	if !folded {
-		return m.whole.MatchString(text)
+// folded is a text as the literals are looked for in it.
+type folded struct {
+	text, lower string // lower: text with its ASCII letters lowered
+	ok          bool   // literals are found in lower exactly (see foldASCII)
+	pairs       pairSet
+}
+
+// fold sets f to text.
+func (f *folded) fold(text string) {
+	f.text = text
+	f.lower, f.ok = foldASCII(text)
+	if f.ok {
+		f.pairs.fill(f.lower)
 	}
-	if m.parts == nil {
-		return m.one.match(text, lower)
-	}
-	for i := range m.parts {
-		if m.parts[i].match(text, lower) {
+}
+
+// holds reports whether f's lower text holds one of lits.
+func (f *folded) holds(lits []string) bool {
+	for _, l := range lits {
+		if f.pairs.mayHold(l) && strings.Contains(f.lower, l) {
 			return true
 		}
 	}
-	return m.rest != nil && m.rest.MatchString(text)
+	return false
 }
 
-// match reports whether b matches text (folded into lower).
-func (b *branch) match(text, lower string) bool {
+// pairSet is the set of the byte pairs a text holds: a literal whose first
+// two bytes are not among them is not in the text. Most literals of most
+// patterns are not in a message, and the set answers for them in a bit.
+type pairSet [1 << 16 / 64]uint64
+
+func (p *pairSet) fill(s string) {
+	for i := 0; i+1 < len(s); i++ {
+		k := uint16(s[i])<<8 | uint16(s[i+1])
+		p[k>>6] |= 1 << (k & 63)
+	}
+}
+
+func (p *pairSet) mayHold(lit string) bool {
+	if len(lit) < 2 {
+		return true
+	}
+	k := uint16(lit[0])<<8 | uint16(lit[1])
+	return p[k>>6]&(1<<(k&63)) != 0
+}
+
+// match reports whether the regex matches f's text.
+func (m *matcher) match(f *folded) bool {
+	if !f.ok {
+		return m.whole.MatchString(f.text)
+	}
+	if m.parts == nil {
+		return m.one.match(f)
+	}
+	for i := range m.parts {
+		if m.parts[i].match(f) {
+			return true
+		}
+	}
+	return m.rest != nil && m.rest.MatchString(f.text)
+}
+
+// match reports whether b matches f's text (f.ok).
+func (b *branch) match(f *folded) bool {
 	switch {
 	case b.lits == nil:
-		return b.re.MatchString(text)
+		return b.re.MatchString(f.text)
 	case b.oneLine:
-		return matchLines(b.re, text, lower, b.lits)
+		return matchLines(b.re, f, b.lits)
 	default:
-		return containsAny(lower, b.lits) && b.re.MatchString(text)
+		return f.holds(b.lits) && b.re.MatchString(f.text)
 	}
 }

@@ -343,9 +343,10 @@ func (g *Guard) classify(typ string, status int, message string) memo {
 		}
 	}
 	text := patternText(message)
-	lower, prefilter := foldASCII(text)
+	var f folded
+	f.fold(text)
 	for i, p := range g.patterns {
-		if p.re != nil && p.re.match(text, lower, prefilter) && (p.exclude == nil || !p.exclude.MatchString(text)) {
+		if p.re != nil && p.re.match(&f) && (p.exclude == nil || !p.exclude.MatchString(text)) {
 			return memo{pat: int32(i)}
 		}
 	}

@@ -128,14 +128,17 @@ func inLine(re *rxsyntax.Regexp) bool {
 const maxLinesRun = 16
 
 // matchLines reports whether re, a oneLine regex every match of which
-// holds one of lits, matches text. lower is text lower-cased byte for
-// byte (see foldASCII). The regex runs only on the lines that hold one of
-// lits, each at most once: the cost of a long output is that of the lines
-// that may match, not of its length.
-func matchLines(re *regexp.Regexp, text, lower string, lits []string) bool {
+// holds one of lits, matches f's text. The regex runs only on the lines
+// that hold one of lits, each at most once: the cost of a long output is
+// that of the lines that may match, not of its length.
+func matchLines(re *regexp.Regexp, f *folded, lits []string) bool {
 	var run [maxLinesRun]int // starts of the lines run
 	n := 0
+	text, lower := f.text, f.lower
 	for _, l := range lits {
+		if !f.pairs.mayHold(l) {
+			continue
+		}
 		for from := 0; from < len(lower); {
 			i := strings.Index(lower[from:], l)
 			if i < 0 {
