@@ -37,6 +37,14 @@ func requiredLiterals(expr string) []string {
 func literalsOf(re *rxsyntax.Regexp) []string {
 	switch re.Op {
 	case rxsyntax.OpLiteral:
+		// Only ASCII runes: lowering one beyond it can give ASCII (the
+		// dotted capital I gives i), which a text holding that rune
+		// does not hold.
+		for _, r := range re.Rune {
+			if r >= utf8.RuneSelf {
+				return nil
+			}
+		}
 		return []string{lowerRunes(re.Rune)}
 	case rxsyntax.OpCapture:
 		return literalsOf(re.Sub[0])

@@ -25,6 +25,10 @@ func TestRequiredLiterals(t *testing.T) {
 		{`a*`, nil},
 		{`(?:foo)?bar`, []string{"bar"}},
 		{`caf\x{e9}`, nil},
+		{`\x{130}stanbul`, nil},
+		{`(?i)x\x{130}|zz`, nil},
+		{`(?i)\x{130}zin reddedildi|engel`, nil},
+		{`(?i)(?:\x{130}zin )?reddedildi`, []string{"reddedildi"}},
 	}
 	for _, tc := range tests {
 		got := requiredLiterals(tc.expr)
@@ -107,6 +111,8 @@ func FuzzMatcher(f *testing.F) {
 	f.Add(`\Bfoo|(?s:a.b)`, "a\nb")
 	f.Add(`(?i)\bmask|sK`, "\u212aelvin mas\u212a ✓ \u017fK")
 	f.Add(`(?i)failed|ERROR`, "✗ Build FAILED → see log")
+	f.Add(`(?i)x\x{130}|zz`, "x\u0130")
+	f.Add(`\x{130}stanbul|nope`, "\u0130stanbul")
 	for _, p := range builtins {
 		f.Add("(?i)"+p.Regex, "Traceback:\n  x\nSyntaxError: Unexpected token\nrate limit exceeded")
 	}
