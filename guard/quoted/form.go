@@ -53,7 +53,7 @@ func foldText(s string) form {
 		if r < utf8.RuneSelf {
 			c := foldASCII(byte(r))
 			// Leetspeak's letters inside a word: "!gn0re", "@ll", "in$truct".
-			if leet, ok := leetLetters[byte(r)]; ok && j < len(s) && isWordASCII(s[j]) &&
+			if leet := leetLetters[byte(r)]; leet != 0 && j < len(s) && isWordASCII(s[j]) &&
 				(r < '0' || r > '9' || i > 0 && isLetterASCII(s[i-1]) && isLetterASCII(s[j])) {
 				c = leet
 			}
@@ -126,8 +126,9 @@ func foldText(s string) form {
 	return f
 }
 
-// leetLetters are the symbols leetspeak writes for letters.
-var leetLetters = map[byte]byte{'!': 'i', '@': 'a', '$': 's', '3': 'e', '4': 'a', '5': 's', '7': 't'}
+// leetLetters are the symbols leetspeak writes for letters (0: none); a
+// table, as it is read for every byte of a quoted text.
+var leetLetters = [256]byte{'!': 'i', '@': 'a', '$': 's', '3': 'e', '4': 'a', '5': 's', '7': 't'}
 
 func isLetterASCII(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 

@@ -177,3 +177,63 @@ func TestShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestPhraseScreensAreExact: the byte-pair screens of a phrase set
+// (phraseSet.at's first words, nearly's typos) turn away no word the set's
+// maps hold: every phrase's first word, and every misspelling in reach of
+// a long word (a letter missing, added, changed or two swapped), is found
+// as the maps alone find it.
+func TestPhraseScreensAreExact(t *testing.T) {
+	bruteNear := func(p *phraseSet, w string) bool {
+		if p.near == nil || len(w) < minNear || w[0] >= 0x80 {
+			return false
+		}
+		if p.near[w] {
+			return true
+		}
+		for i := 1; i < len(w); i++ {
+			if p.near[w[:i]+w[i+1:]] {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, p := range []*phraseSet{strongVerbs, strongObjects, qualifiers, alwaysLike, fromNow, toTheModel} {
+		for first, phs := range p.words {
+			for _, ph := range phs {
+				toks := make([]token, len(ph))
+				for i, k := range ph {
+					toks[i] = token{key: k}
+				}
+				if got := p.at(toks, 0); got < len(ph) {
+					t.Errorf("phrase %q: at finds %d words", ph, got)
+				}
+			}
+			var variants []string
+			for i := 0; i <= len(first); i++ {
+				if i < len(first) {
+					variants = append(variants, first[:i]+first[i+1:]) // missing
+					if i+1 < len(first) {
+						variants = append(variants, first[:i]+string(first[i+1])+string(first[i])+first[i+2:]) // swapped
+					}
+				}
+				for _, c := range "aeiosxz" {
+					variants = append(variants, first[:i]+string(c)+first[i:]) // added
+					if i < len(first) {
+						variants = append(variants, first[:i]+string(c)+first[i+1:]) // changed
+					}
+				}
+			}
+			for _, v := range variants {
+				if got, want := p.nearly(v), bruteNear(p, v); got != want {
+					t.Errorf("nearly(%q) = %v, the map alone %v", v, got, want)
+				}
+				n++
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("%d variants checked", n)
+	}
+}

@@ -256,15 +256,37 @@ func key(w string) string {
 
 // phraseSet holds phrases of one or more words, by key.
 type phraseSet struct {
-	words map[string][][]string // first word's key -> the phrases it starts (keys of every word)
-	max   int
+	words  map[string][][]string // first word's key -> the phrases it starts (keys of every word)
+	firsts pairBits              // the first two bytes of words' keys (a one-byte key: its byte and 0)
+	max    int
 	// near, when set, holds the one-word phrases of at least minNear
 	// letters and every string one letter shorter with the same first
 	// letter: a word that is one of them, or is one once a letter other
 	// than its first is taken out, matches (a typo: a letter missing,
 	// added, changed, or two swapped).
 	near map[string]bool
+	// nearPairs holds the first two bytes of near's strings: a word whose
+	// first byte and second, or first and third, are not among them has
+	// no string of near in reach (a typo keeps the first letter).
+	nearPairs *pairBits
 }
+
+// pairBits is a set of byte pairs.
+type pairBits [1 << 16 / 64]uint64
+
+// keyPair is the pair of k's first two bytes (0 for a missing one).
+func keyPair(k string) uint16 {
+	switch len(k) {
+	case 0:
+		return 0
+	case 1:
+		return uint16(k[0]) << 8
+	}
+	return uint16(k[0])<<8 | uint16(k[1])
+}
+
+func (p *pairBits) add(k uint16)      { p[k>>6] |= 1 << (k & 63) }
+func (p *pairBits) has(k uint16) bool { return p[k>>6]&(1<<(k&63)) != 0 }
 
 // minNear is the shortest word matched despite a typo.
 const minNear = 6
@@ -272,6 +294,7 @@ const minNear = 6
 // withTypos makes p match its long words misspelt.
 func withTypos(p *phraseSet) *phraseSet {
 	p.near = map[string]bool{}
+	p.nearPairs = new(pairBits)
 	for w, phs := range p.words {
 		for _, ph := range phs {
 			if len(ph) != 1 || len(w) < minNear {
@@ -283,7 +306,15 @@ func withTypos(p *phraseSet) *phraseSet {
 			}
 		}
 	}
+	for w := range p.near {
+		p.nearPairs.add(keyPair(w))
+	}
 	return p
+}
+
+// nearPair reports whether a string of near opens with bytes a, b.
+func (p *phraseSet) nearPair(a, b byte) bool {
+	return p.nearPairs.has(uint16(a)<<8 | uint16(b))
 }
 
 // nearly reports whether w is one of p's long words misspelt.
@@ -291,11 +322,27 @@ func (p *phraseSet) nearly(w string) bool {
 	if p.near == nil || len(w) < minNear || w[0] >= 0x80 {
 		return false
 	}
-	if p.near[w] {
+	// w itself, or w without its letter i: w without its second letter
+	// opens with w[0], w[2]; the others with w[0], w[1].
+	kept, second := p.nearPair(w[0], w[1]), p.nearPair(w[0], w[2])
+	if !kept && !second {
+		return false
+	}
+	if kept && p.near[w] {
 		return true
 	}
+	var buf [64]byte
 	for i := 1; i < len(w); i++ {
-		if p.near[w[:i]+w[i+1:]] {
+		if i == 1 && !second || i > 1 && !kept {
+			continue
+		}
+		var b []byte
+		if len(w) <= len(buf) {
+			b = append(append(buf[:0], w[:i]...), w[i+1:]...)
+		} else {
+			b = append(append(make([]byte, 0, len(w)-1), w[:i]...), w[i+1:]...)
+		}
+		if p.near[string(b)] {
 			return true
 		}
 	}
@@ -310,6 +357,7 @@ func phrases(list ...string) *phraseSet {
 			ks = append(ks, key(w))
 		}
 		p.words[ks[0]] = append(p.words[ks[0]], ks)
+		p.firsts.add(keyPair(ks[0]))
 		p.max = max(p.max, len(ks))
 	}
 	return p
@@ -322,7 +370,11 @@ func (p *phraseSet) at(toks []token, i int) int {
 		return 0
 	}
 	best := 0
-	for _, ph := range p.words[toks[i].key] {
+	var starts [][]string
+	if k := toks[i].key; p.firsts.has(keyPair(k)) {
+		starts = p.words[k]
+	}
+	for _, ph := range starts {
 		if len(ph) <= best || i+len(ph) > len(toks) {
 			continue
 		}
