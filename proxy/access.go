@@ -26,10 +26,7 @@ func (s *Server) logAccess(ex *exchange) {
 		return
 	}
 	res := ex.c.Response()
-	status := res.Status
-	if ctx.Err() != nil {
-		status = upstream.StatusClientClosed // the client left first
-	}
+	status := ex.status()
 	var model string
 	if ex.info != nil {
 		model = ex.info.Model
@@ -87,6 +84,16 @@ func (s *Server) logBlocks(ex *exchange) {
 	s.log.DebugContext(ex.c.Request().Context(), "blocks injected", "workspace", ex.tenant.Workspace, "project", ex.tenant.Project,
 		"conversation", ex.tenant.Session, "guard", len(tu.Entries), "recall", len(tu.Matches),
 		"loop", guard.LevelName(tu.Loop.Level), "placement", placement)
+}
+
+// status is the status an exchange ended with, as the access line and the
+// spans tell it: StatusClientClosed when the client left before the
+// answer went out whole.
+func (ex *exchange) status() int {
+	if ex.c.Request().Context().Err() != nil && !ex.whole {
+		return upstream.StatusClientClosed
+	}
+	return ex.c.Response().Status
 }
 
 // logPassThrough writes the access line of a pass-through request (see

@@ -445,9 +445,10 @@ func TestMockThroughProxy(t *testing.T) {
 
 // TestAClientThatLeavesAfterTheLastEventGotTheAnswer: Codex CLI closes the
 // connection as soon as it reads response.completed, while the provider's
-// stream is still open. The answer was whole: it counts as answered and
-// its conversation is captured, not as a client that left (499). A client
-// that leaves before the last event still is one.
+// stream is still open. The answer was whole: it counts as answered, its
+// conversation is captured and its access line says 200, not a client
+// that left (499). A client that leaves before the last event still is
+// one.
 func TestAClientThatLeavesAfterTheLastEventGotTheAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -466,7 +467,8 @@ func TestAClientThatLeavesAfterTheLastEventGotTheAnswer(t *testing.T) {
 				close(sent)
 				<-r.Context().Done() // the provider keeps the stream open
 			})
-			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)))
+			var logs logLines
+			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL)), withLog(&logs))
 			body := `{"model":"m","stream":true,"instructions":"You are Codex.","input":[` +
 				`{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the YAML parser of the config loader"}]},` +
 				`{"type":"function_call","name":"run_tests","arguments":"{}","call_id":"c1"},` +
@@ -493,6 +495,13 @@ func TestAClientThatLeavesAfterTheLastEventGotTheAnswer(t *testing.T) {
 			}
 			if !tc.complete && (len(sols) != 0 || answered != 0 || left != 1) {
 				t.Fatalf("%d solutions captured; %v answered, %v left", len(sols), answered, left)
+			}
+			want := float64(200)
+			if !tc.complete {
+				want = 499
+			}
+			if lines := logs.lines(t, "request"); len(lines) != 1 || lines[0]["status"] != want {
+				t.Fatalf("access lines %v, want one of status %v", lines, want)
 			}
 		})
 	}

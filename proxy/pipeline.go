@@ -66,6 +66,10 @@ type exchange struct {
 	provider, providerType, providerRequestID string
 	usage                                     wire.Usage
 	span, upstreamSpan                        trace.Span // nil without tracing
+	// whole: the answer went out whole. A client that leaves after it
+	// (Codex CLI closes on a stream's last event) is no client that left
+	// (499) in the access line and the spans either.
+	whole bool
 }
 
 // pipeline serves a route whose requests are read, rewritten and
@@ -367,6 +371,7 @@ func (s *Server) finish(ex *exchange, a *upstream.Attempt) {
 		s.log.DebugContext(ctx, "client closed the request", "workspace", t.Workspace, "provider", prov)
 		return
 	}
+	ex.whole = true
 	s.count(route, a.Res.StatusCode, prov)
 	switch {
 	case out.Failure != "" && sse:

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/scarproxy/scarproxy/guard"
-	"github.com/scarproxy/scarproxy/proxy/upstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -61,11 +60,7 @@ func (s *Server) endTrace(ex *exchange) {
 	if ex.span == nil {
 		return
 	}
-	ctx := ex.c.Request().Context()
-	status := ex.c.Response().Status
-	if ctx.Err() != nil {
-		status = upstream.StatusClientClosed // the client left first
-	}
+	status := ex.status()
 	if up := ex.upstreamSpan; up != nil {
 		up.SetAttributes(attribute.String("gen_ai.system", ex.providerType), attribute.String("scarproxy.provider", ex.provider),
 			attribute.Int("http.response.status_code", status))
