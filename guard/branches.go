@@ -115,7 +115,7 @@ func branchesOf(re *rxsyntax.Regexp) []*rxsyntax.Regexp {
 		return out
 	case rxsyntax.OpConcat:
 		// A concatenation around one alternation is the alternation of
-		// the concatenations (the parsers factors common prefixes out of
+		// the concatenations (the parser factors common prefixes out of
 		// alternations: `\bfoo|\bbar` is parsed as `\b(?:foo|bar)`).
 		at := -1
 		var bs []*rxsyntax.Regexp
