@@ -73,7 +73,7 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 	} else if changed {
 		edits = append(edits, wire.Edit{From: r.system.Start, To: r.system.End, Text: sys})
 	}
-	recall, turn := wire.Framed(p.Recall), wire.Framed(p.Turn...)
+	recall, turn := wire.FramedJSON(p.Recall), wire.FramedJSON(p.Turn...)
 	if r.first == r.newest {
 		edits = r.first.place(edits, body, recall, turn)
 	} else {

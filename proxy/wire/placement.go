@@ -47,16 +47,30 @@ const (
 // block when none has text. Its escape is made of the blocks' own: what
 // it costs is the bytes it writes.
 func Framed(blocks ...Block) Block {
-	inner := JoinBlocks(blocks)
-	if inner == "" {
+	b := FramedJSON(blocks...)
+	if len(b.JSON) > 0 {
+		b.Text = frameOpen + JoinBlocks(blocks) + frameClose
+	}
+	return b
+}
+
+// FramedJSON is Framed without its text, the escape alone: what a format
+// that writes the frame and never reads it back needs.
+func FramedJSON(blocks ...Block) Block {
+	n := 0
+	for _, b := range blocks {
+		if len(b.JSON) > 0 {
+			n += len(b.JSON) + len(`\n\n`)
+		}
+	}
+	if n == 0 {
 		return Block{}
 	}
-	text := frameOpen + inner + frameClose
-	esc := make([]byte, 0, len(frameOpenJSON)+len(inner)+len(inner)/8+len(frameCloseJSON))
+	esc := make([]byte, 0, len(frameOpenJSON)+n+len(frameCloseJSON))
 	esc = append(esc, frameOpenJSON...)
 	esc = AppendBlocks(esc, blocks)
 	esc = append(esc, frameCloseJSON...)
-	return Block{Text: text, JSON: esc}
+	return Block{JSON: esc}
 }
 
 // The frame around the blocks, as text and as its JSON escape (without

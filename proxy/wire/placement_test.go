@@ -51,7 +51,7 @@ func FuzzFramed(f *testing.F) {
 		blocks := []Block{NewBlock(a), NewBlock(b), NewBlock(c)}
 		got := Framed(blocks...)
 		if len(got.JSON) == 0 {
-			if got.Text != "" || JoinBlocks(blocks) != "" {
+			if got.Text != "" || JoinBlocks(blocks) != "" || len(FramedJSON(blocks...).JSON) != 0 {
 				t.Fatalf("empty frame of %q", blocks)
 			}
 			return
@@ -59,6 +59,9 @@ func FuzzFramed(f *testing.F) {
 		want := NewBlock(FrameStart + "\n" + FrameNote + "\n\n" + JoinBlocks(blocks) + "\n" + FrameEnd)
 		if got.Text != want.Text || string(got.JSON) != string(want.JSON) {
 			t.Fatalf("Framed = %q %q, want %q %q", got.Text, got.JSON, want.Text, want.JSON)
+		}
+		if esc := FramedJSON(blocks...); esc.Text != "" || string(esc.JSON) != string(want.JSON) {
+			t.Fatalf("FramedJSON = %q %q, want the escape %q alone", esc.Text, esc.JSON, want.JSON)
 		}
 	})
 }
