@@ -5,6 +5,8 @@ import (
 	rxsyntax "regexp/syntax"
 	"strings"
 	"sync"
+
+	"github.com/scarproxy/scarproxy/guard/internal/bytepair"
 )
 
 // A pattern's regex is a long alternation. The prefilter (see
@@ -143,9 +145,9 @@ func branchesOf(re *rxsyntax.Regexp) []*rxsyntax.Regexp {
 
 // folded is a text as the literals are looked for in it.
 type folded struct {
-	text, lower string // lower: text with its ASCII letters lowered
-	ok          bool   // literals are found in lower exactly (see foldASCII)
-	pairs       pairSet
+	text, lower string       // lower: text with its ASCII letters lowered
+	ok          bool         // literals are found in lower exactly (see foldASCII)
+	pairs       bytepair.Set // of lower: most literals of most patterns are not in a message
 }
 
 // fold sets f to text.
@@ -153,38 +155,18 @@ func (f *folded) fold(text string) {
 	f.text = text
 	f.lower, f.ok = foldASCII(text)
 	if f.ok {
-		f.pairs.fill(f.lower)
+		f.pairs.AddText(f.lower)
 	}
 }
 
 // holds reports whether f's lower text holds one of lits.
 func (f *folded) holds(lits []string) bool {
 	for _, l := range lits {
-		if f.pairs.mayHold(l) && strings.Contains(f.lower, l) {
+		if f.pairs.MayHold(l) && strings.Contains(f.lower, l) {
 			return true
 		}
 	}
 	return false
-}
-
-// pairSet is the set of the byte pairs a text holds: a literal whose first
-// two bytes are not among them is not in the text. Most literals of most
-// patterns are not in a message, and the set answers for them in a bit.
-type pairSet [1 << 16 / 64]uint64
-
-func (p *pairSet) fill(s string) {
-	for i := 0; i+1 < len(s); i++ {
-		k := uint16(s[i])<<8 | uint16(s[i+1])
-		p[k>>6] |= 1 << (k & 63)
-	}
-}
-
-func (p *pairSet) mayHold(lit string) bool {
-	if len(lit) < 2 {
-		return true
-	}
-	k := uint16(lit[0])<<8 | uint16(lit[1])
-	return p[k>>6]&(1<<(k&63)) != 0
 }
 
 // match reports whether the regex matches f's text.

@@ -144,7 +144,7 @@ func matchLines(re *regexp.Regexp, f *folded, lits []string) bool {
 	n := 0
 	text, lower := f.text, f.lower
 	for _, l := range lits {
-		if !f.pairs.mayHold(l) {
+		if !f.pairs.MayHold(l) {
 			continue
 		}
 		for from := 0; from < len(lower); {

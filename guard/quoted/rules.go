@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/scarproxy/scarproxy/guard/internal/bytepair"
 )
 
 // The rules read the folded form (see [form]) word by word. A phrase is
@@ -257,7 +259,7 @@ func key(w string) string {
 // phraseSet holds phrases of one or more words, by key.
 type phraseSet struct {
 	words  map[string][][]string // first word's key -> the phrases it starts (keys of every word)
-	firsts pairBits              // the first two bytes of words' keys (a one-byte key: its byte and 0)
+	firsts bytepair.Set          // the openings of words' keys (see opening)
 	max    int
 	// near, when set, holds the one-word phrases of at least minNear
 	// letters and every string one letter shorter with the same first
@@ -268,25 +270,19 @@ type phraseSet struct {
 	// nearPairs holds the first two bytes of near's strings: a word whose
 	// first byte and second, or first and third, are not among them has
 	// no string of near in reach (a typo keeps the first letter).
-	nearPairs *pairBits
+	nearPairs *bytepair.Set
 }
 
-// pairBits is a set of byte pairs.
-type pairBits [1 << 16 / 64]uint64
-
-// keyPair is the pair of k's first two bytes (0 for a missing one).
-func keyPair(k string) uint16 {
+// opening is the pair of k's first two bytes (0 for a missing one).
+func opening(k string) (byte, byte) {
 	switch len(k) {
 	case 0:
-		return 0
+		return 0, 0
 	case 1:
-		return uint16(k[0]) << 8
+		return k[0], 0
 	}
-	return uint16(k[0])<<8 | uint16(k[1])
+	return k[0], k[1]
 }
-
-func (p *pairBits) add(k uint16)      { p[k>>6] |= 1 << (k & 63) }
-func (p *pairBits) has(k uint16) bool { return p[k>>6]&(1<<(k&63)) != 0 }
 
 // minNear is the shortest word matched despite a typo.
 const minNear = 6
@@ -294,7 +290,7 @@ const minNear = 6
 // withTypos makes p match its long words misspelt.
 func withTypos(p *phraseSet) *phraseSet {
 	p.near = map[string]bool{}
-	p.nearPairs = new(pairBits)
+	p.nearPairs = new(bytepair.Set)
 	for w, phs := range p.words {
 		for _, ph := range phs {
 			if len(ph) != 1 || len(w) < minNear {
@@ -307,14 +303,9 @@ func withTypos(p *phraseSet) *phraseSet {
 		}
 	}
 	for w := range p.near {
-		p.nearPairs.add(keyPair(w))
+		p.nearPairs.Add(w[0], w[1])
 	}
 	return p
-}
-
-// nearPair reports whether a string of near opens with bytes a, b.
-func (p *phraseSet) nearPair(a, b byte) bool {
-	return p.nearPairs.has(uint16(a)<<8 | uint16(b))
 }
 
 // nearly reports whether w is one of p's long words misspelt.
@@ -324,7 +315,7 @@ func (p *phraseSet) nearly(w string) bool {
 	}
 	// w itself, or w without its letter i: w without its second letter
 	// opens with w[0], w[2]; the others with w[0], w[1].
-	kept, second := p.nearPair(w[0], w[1]), p.nearPair(w[0], w[2])
+	kept, second := p.nearPairs.Has(w[0], w[1]), p.nearPairs.Has(w[0], w[2])
 	if !kept && !second {
 		return false
 	}
@@ -357,7 +348,7 @@ func phrases(list ...string) *phraseSet {
 			ks = append(ks, key(w))
 		}
 		p.words[ks[0]] = append(p.words[ks[0]], ks)
-		p.firsts.add(keyPair(ks[0]))
+		p.firsts.Add(opening(ks[0]))
 		p.max = max(p.max, len(ks))
 	}
 	return p
@@ -371,7 +362,7 @@ func (p *phraseSet) at(toks []token, i int) int {
 	}
 	best := 0
 	var starts [][]string
-	if k := toks[i].key; p.firsts.has(keyPair(k)) {
+	if k := toks[i].key; p.firsts.Has(opening(k)) {
 		starts = p.words[k]
 	}
 	for _, ph := range starts {
