@@ -23,7 +23,7 @@ type request struct {
 	users    int  // user messages read
 	answered bool // an assistant message was read
 	answers  wire.Answers
-	calls    wire.CallIndex[call]
+	calls    wire.CallChunks[call]
 	// truncated says the messages array has more than wire.MaxElems
 	// elements: it is read as a whole, and not remembered.
 	truncated bool
@@ -38,7 +38,7 @@ type request struct {
 	resume    wire.Resume[*turnState]
 	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
 	elems     []wire.Elem              // where each message ends
-	marks     []mark                   // what was read up to the end of each message
+	marks     wire.Chunks[mark]        // what was read up to the end of each message
 	arrayEnd  int                      // where the messages array ends; 0 when it is not one
 	verdictAt []int                    // the messages of info.Prior's verdicts
 	// Where the top-level members are after the messages array, relative
@@ -81,8 +81,8 @@ type mark struct {
 // turnState is what the memo keeps of a turn: its marks, and the slices
 // they index.
 type turnState struct {
-	marks     []mark
-	calls     []call
+	marks     wire.Chunks[mark]
+	calls     wire.Chunks[call]
 	ext       wire.Extension // of marks and calls
 	tools     []string
 	verdicts  []wire.ToolTally // the verdicts of the tool results, in message order
@@ -96,10 +96,11 @@ type turnState struct {
 
 // size estimates the memory s holds.
 func (s *turnState) size() int {
-	n := cap(s.marks)*int(unsafe.Sizeof(mark{})) + cap(s.calls)*int(unsafe.Sizeof(call{})) +
+	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
 		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
 		len(s.system) + len(s.goal) + len(s.key) + int(unsafe.Sizeof(*s))
-	for _, c := range s.calls {
+	for i := range s.calls.Len() {
+		c := s.calls.At(i)
 		n += len(c.id) + len(c.name)
 	}
 	for _, t := range s.tools {
@@ -163,7 +164,7 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		if r.resume.From > 0 {
 			r.resumeFrom(prior, len(spans))
 		} else {
-			r.marks = make([]mark, 0, len(spans))
+			r.marks = wire.Chunks[mark]{}
 		}
 		// One copy of what is read: what is kept of it (names, ids, the
 		// task) must not refer to the body, which is reused.
@@ -171,11 +172,11 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 		if len(spans) > 0 {
 			region = string(body[spans[0].Start:spans[len(spans)-1].End])
 		}
-		marks, calls, tools := len(r.marks), len(r.calls.Calls), len(r.info.Tools)
+		marks, calls, tools := r.marks.Len(), r.calls.Calls.Len(), len(r.info.Tools)
 		for i, el := range spans {
 			m := gjson.Parse(region[el.Start-spans[0].Start : el.End-spans[0].Start])
 			r.message(m, r.resume.From+i, el.Start, body)
-			r.marks = append(r.marks, r.mark())
+			r.marks.Append(r.mark())
 		}
 		// Nor must it keep the copy alive, with the tool results in it.
 		if r.detach = wire.NewDetacher(region); r.detach != nil {
@@ -215,14 +216,14 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 // origin) bytes of their own (see wire.Detacher).
 func (r *request) detachNew(marks, calls, tools int) {
 	d := r.detach
-	for i := calls; i < len(r.calls.Calls); i++ {
-		c := &r.calls.Calls[i]
+	for i := calls; i < r.calls.Calls.Len(); i++ {
+		c := r.calls.Calls.At(i)
 		c.id, c.name = d.Str(c.id), d.Str(c.name)
 	}
 	d.Strs(r.info.Tools[tools:])
 	r.info.Origin, r.task.Goal = d.Str(r.info.Origin), d.Str(r.task.Goal)
-	for i := marks; i < len(r.marks); i++ {
-		m := &r.marks[i]
+	for i := marks; i < r.marks.Len(); i++ {
+		m := r.marks.At(i)
 		m.origin, m.task.Goal = d.Str(m.origin), d.Str(m.task.Goal)
 	}
 }
@@ -232,7 +233,7 @@ func (r *request) detachNew(marks, calls, tools int) {
 // more.
 func (r *request) resumeFrom(p *turnState, room int) {
 	last := r.resume.From - 1
-	mk := p.marks[last]
+	mk := *p.marks.At(last)
 	in := &r.info
 	// What this turn appends must not write into what the memo's turn
 	// holds (wire.Resumed). Info's tools outlive the request (capture
@@ -241,7 +242,7 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
 	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
 	r.first, r.newest = mk.first, mk.newest
-	r.marks, r.calls.Calls = wire.Resumed(&p.ext, p.marks, p.calls, last, mk.calls, room)
+	r.marks, r.calls.Calls = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++
@@ -252,7 +253,7 @@ func (r *request) resumeFrom(p *turnState, room int) {
 // mark is what was read so far.
 func (r *request) mark() mark {
 	return mark{
-		tools: len(r.info.Tools), calls: len(r.calls.Calls), toolCount: r.info.ToolCount, users: r.users,
+		tools: len(r.info.Tools), calls: r.calls.Calls.Len(), toolCount: r.info.ToolCount, users: r.users,
 		answered: r.answered, later: r.info.Later, origin: r.info.Origin,
 		task: r.task, first: r.first, newest: r.newest,
 	}
@@ -436,7 +437,7 @@ func resultText(raw []byte) string { return wire.ContentText(gjson.ParseBytes(ra
 
 // remember keeps the turn in the memo, once its tool results are judged.
 func (r *request) remember() bool {
-	if r.arrayEnd == 0 || r.truncated || len(r.marks) != len(r.elems) {
+	if r.arrayEnd == 0 || r.truncated || r.marks.Len() != len(r.elems) {
 		return false
 	}
 	in := &r.info

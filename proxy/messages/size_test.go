@@ -103,7 +103,7 @@ func TestTwoTurnsResumedFromOneKeepTheirOwnCalls(t *testing.T) {
 		return r.(*request)
 	}
 	read(turns[0]).Forwarded(true)
-	last := func(r *request) string { return r.calls.Calls[len(r.calls.Calls)-1].id }
+	last := func(r *request) string { return r.calls.Calls.At(r.calls.Calls.Len() - 1).id }
 	var a *request
 	for k := 1; k < len(turns); k++ {
 		id := fmt.Sprintf("toolu_grow_%04d", k)
@@ -117,8 +117,8 @@ func TestTwoTurnsResumedFromOneKeepTheirOwnCalls(t *testing.T) {
 			t.Fatalf("turn %d: last calls %s and %s", k, last(a), last(b))
 		}
 		for _, r := range []*request{a, b} {
-			if n := len(r.marks); n != len(r.elems) || r.marks[n-1].calls != len(r.calls.Calls) {
-				t.Fatalf("turn %d: %d marks for %d messages, the last counting %d calls of %d", k, n, len(r.elems), r.marks[n-1].calls, len(r.calls.Calls))
+			if n := r.marks.Len(); n != len(r.elems) || r.marks.At(n-1).calls != r.calls.Calls.Len() {
+				t.Fatalf("turn %d: %d marks for %d messages, the last counting %d calls of %d", k, n, len(r.elems), r.marks.At(n-1).calls, r.calls.Calls.Len())
 			}
 		}
 		if k < len(turns)-1 {
@@ -130,15 +130,15 @@ func TestTwoTurnsResumedFromOneKeepTheirOwnCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ids(a.calls.Calls), ids(fresh.(*request).calls.Calls); !slices.Equal(got, want) {
+	if got, want := ids(&a.calls.Calls), ids(&fresh.(*request).calls.Calls); !slices.Equal(got, want) {
 		t.Fatalf("calls read turn by turn %v, read whole %v", got, want)
 	}
 }
 
-func ids(calls []call) []string {
-	out := make([]string, len(calls))
-	for i, c := range calls {
-		out[i] = c.id
+func ids(calls *wire.Chunks[call]) []string {
+	out := make([]string, calls.Len())
+	for i := range out {
+		out[i] = calls.At(i).id
 	}
 	return out
 }

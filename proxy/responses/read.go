@@ -19,7 +19,7 @@ type request struct {
 	tenant string
 	chains *chains
 	names  map[string]string // call id -> tool name, of the calls of the response continued
-	calls  wire.CallIndex[call]
+	calls  wire.CallChunks[call]
 	note   wire.Span // the content of the latest assistant message read
 	// answers counts the model's answers read (see wire.Info.Continued).
 	answers wire.Answers
@@ -37,7 +37,7 @@ type request struct {
 	resume    wire.Resume[*turnState]
 	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
 	elems     []wire.Elem              // where each input item ends
-	marks     []mark                   // what was read up to the end of each item
+	marks     wire.Chunks[mark]        // what was read up to the end of each item
 	arrayEnd  int                      // where the input array ends; 0 when it is not one
 	verdictAt []int                    // the items of info.Prior's verdicts
 	after     []wire.Span              // top-level members after the input, relative to its end
@@ -73,8 +73,8 @@ type mark struct {
 // turnState is what the memo keeps of a turn: its marks, and the slices
 // they index.
 type turnState struct {
-	marks     []mark
-	calls     []call
+	marks     wire.Chunks[mark]
+	calls     wire.Chunks[call]
 	ext       wire.Extension // of marks and calls
 	tools     []string
 	verdicts  []wire.ToolTally // the verdicts of the tool results, in item order
@@ -87,20 +87,23 @@ type turnState struct {
 
 // size estimates the memory s holds.
 func (s *turnState) size() int {
-	n := cap(s.marks)*int(unsafe.Sizeof(mark{})) + cap(s.calls)*int(unsafe.Sizeof(call{})) +
+	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
 		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
 		len(s.instructions) + len(s.system) + len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
-	for _, c := range s.calls {
+	for i := range s.calls.Len() {
+		c := s.calls.At(i)
 		n += len(c.id) + len(c.name)
 	}
 	for _, t := range s.tools {
 		n += len(t)
 	}
-	for i := range s.marks {
+	prev := ""
+	for i := range s.marks.Len() {
 		// Strings a mark holds of its own: the places' texts (the first
 		// user message's, kept once and shared by the marks after it).
-		if i == 0 || s.marks[i].at.userText != s.marks[i-1].at.userText {
-			n += len(s.marks[i].at.userText) + len(s.marks[i].at.userClean)
+		if at := &s.marks.At(i).at; i == 0 || at.userText != prev {
+			n += len(at.userText) + len(at.userClean)
+			prev = at.userText
 		}
 	}
 	return n
@@ -191,7 +194,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 		if r.resume.From > 0 {
 			r.resumeFrom(prior, len(ts.Elems))
 		} else {
-			r.marks = make([]mark, 0, len(ts.Elems))
+			r.marks = wire.Chunks[mark]{}
 		}
 		// One copy of what is read: what is kept of it (names, ids, the
 		// task) must not refer to the body, which is reused.
@@ -200,12 +203,12 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 			from = ts.Elems[0].Start
 			region = string(body[from:ts.Elems[len(ts.Elems)-1].End])
 		}
-		marks, calls, tools := len(r.marks), len(r.calls.Calls), len(in.Tools)
+		marks, calls, tools := r.marks.Len(), r.calls.Calls.Len(), len(in.Tools)
 		for i, el := range ts.Elems {
 			item := gjson.Parse(region[el.Start-from : el.End-from])
 			r.at.item(el.Start, item)
 			r.readItem(item, r.resume.From+i, el.Start)
-			r.marks = append(r.marks, r.mark())
+			r.marks.Append(r.mark())
 		}
 		// Nor must it keep the copy alive, with the tool outputs in it.
 		if r.detach = wire.NewDetacher(region); r.detach != nil {
@@ -240,7 +243,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 // remembered turn's state, with room for the marks of room items more.
 func (r *request) resumeFrom(p *turnState, room int) {
 	last := r.resume.From - 1
-	mk := &p.marks[last]
+	mk := p.marks.At(last)
 	in := &r.info
 	input := r.at.input
 	r.at, r.at.input = mk.at, input
@@ -251,7 +254,7 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	// holds (wire.Resumed). Info's tools outlive the request (capture
 	// reads them): clipped.
 	in.Tools = slices.Clip(p.tools[:mk.tools])
-	r.marks, r.calls.Calls = wire.Resumed(&p.ext, p.marks, p.calls, last, mk.calls, room)
+	r.marks, r.calls.Calls = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++
@@ -265,16 +268,16 @@ func (r *request) resumeFrom(p *turnState, room int) {
 // message) bytes of their own (see wire.Detacher).
 func (r *request) detachNew(marks, calls, tools int) {
 	d := r.detach
-	for i := calls; i < len(r.calls.Calls); i++ {
-		c := &r.calls.Calls[i]
+	for i := calls; i < r.calls.Calls.Len(); i++ {
+		c := r.calls.Calls.At(i)
 		c.id, c.name = d.Str(c.id), d.Str(c.name)
 	}
 	in := &r.info
 	d.Strs(in.Tools[tools:])
 	in.Origin, r.task.Goal, r.devSystem = d.Str(in.Origin), d.Str(r.task.Goal), d.Str(r.devSystem)
 	detachPlaces(d, &r.at)
-	for i := marks; i < len(r.marks); i++ {
-		m := &r.marks[i]
+	for i := marks; i < r.marks.Len(); i++ {
+		m := r.marks.At(i)
 		m.origin, m.task.Goal, m.system = d.Str(m.origin), d.Str(m.task.Goal), d.Str(m.system)
 		detachPlaces(d, &m.at)
 	}
@@ -290,7 +293,7 @@ func (r *request) mark() mark {
 	in := &r.info
 	mk := mark{
 		at: r.at, note: r.note, systemSeen: r.systemSeen, later: in.Later, origin: in.Origin, task: r.task,
-		tools: len(in.Tools), calls: len(r.calls.Calls), toolCount: in.ToolCount,
+		tools: len(in.Tools), calls: r.calls.Calls.Len(), toolCount: in.ToolCount,
 	}
 	mk.at.input = wire.Span{}
 	mk.system = r.devSystem
@@ -457,7 +460,7 @@ func (r *request) result(id, name string, isErr bool, out gjson.Result, at, base
 
 // remember keeps the turn in the memo, once its tool results are judged.
 func (r *request) remember() bool {
-	if r.arrayEnd == 0 || r.truncated || r.continued || len(r.marks) != len(r.elems) {
+	if r.arrayEnd == 0 || r.truncated || r.continued || r.marks.Len() != len(r.elems) {
 		return false
 	}
 	in := &r.info

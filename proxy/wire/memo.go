@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -375,14 +374,13 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 type Extension struct{ taken atomic.Bool }
 
 // Resumed returns the marks (up to and including element last) and the
-// calls (the first calls) that a request resuming from the remembered
-// turn after its element last appends to, with room for room more marks:
-// the turn's own arrays when last is its final element, the request has
-// elements of its own to append (room) and it is the first to take ext;
-// copies otherwise (the calls clipped, copied on the first append).
-func Resumed[M, C any](ext *Extension, marks []M, calls []C, last, ncalls, room int) ([]M, []C) {
-	if room > 0 && last+1 == len(marks) && ncalls == len(calls) && ext.taken.CompareAndSwap(false, true) {
-		return marks, calls
+// calls (the first ncalls) that a request resuming from the remembered
+// turn after its element last appends to: the turn's own when last is its
+// final element, the request has elements of its own to append (room) and
+// it is the first to take ext; otherwise their Prefix (see Chunks).
+func Resumed[M, C any](ext *Extension, marks *Chunks[M], calls *Chunks[C], last, ncalls, room int) (Chunks[M], Chunks[C]) {
+	if room > 0 && last+1 == marks.Len() && ncalls == calls.Len() && ext.taken.CompareAndSwap(false, true) {
+		return *marks, *calls
 	}
-	return append(make([]M, 0, last+1+room), marks[:last+1]...), slices.Clip(calls[:ncalls])
+	return marks.Prefix(last + 1), calls.Prefix(ncalls)
 }

@@ -109,40 +109,45 @@ func TestResumeSkipsWhatIsRepeated(t *testing.T) {
 // retry of the same turn) and one that resumes from an earlier element
 // copy, and what each appends stays its own.
 func TestResumedTakesTheArraysOnce(t *testing.T) {
-	marks := append(make([]int, 0, 16), 1, 2, 3)
-	calls := append(make([]string, 0, 16), "a", "b")
+	marks := chunksOf(1, 2, 3)
+	calls := chunksOf("a", "b")
 	var ext Extension
 
-	m1, c1 := Resumed(&ext, marks, calls, 2, 2, 4)
-	if &m1[0] != &marks[0] || &c1[0] != &calls[0] {
+	m1, c1 := Resumed(&ext, &marks, &calls, 2, 2, 4)
+	if m1.At(0) != marks.At(0) || c1.At(0) != calls.At(0) {
 		t.Fatal("the first resumer from the end copied the turn's arrays")
 	}
-	m1, c1 = append(m1, 41), append(c1, "x")
+	m1.Append(41)
+	c1.Append("x")
 
-	m2, c2 := Resumed(&ext, marks, calls, 2, 2, 4)
-	if &m2[0] == &marks[0] || cap(c2) != len(c2) {
+	m2, c2 := Resumed(&ext, &marks, &calls, 2, 2, 4)
+	if m2.At(0) == marks.At(0) || c2.At(0) == calls.At(0) {
 		t.Fatal("a second resumer from the end got the arrays the first one appends to")
 	}
-	m2, c2 = append(m2, 42), append(c2, "y")
+	m2.Append(42)
+	c2.Append("y")
 
 	var fresh Extension
-	m3, c3 := Resumed(&fresh, marks, calls, 1, 1, 4)
-	if &m3[0] == &marks[0] {
+	m3, c3 := Resumed(&fresh, &marks, &calls, 1, 1, 4)
+	if m3.At(0) == marks.At(0) {
 		t.Fatal("a resumer from an earlier element got the turn's arrays")
 	}
-	m3, c3 = append(m3, 43), append(c3, "z")
+	m3.Append(43)
+	c3.Append("z")
 
 	for _, c := range []struct {
-		marks, want      []int
-		calls, wantCalls []string
+		marks     Chunks[int]
+		want      []int
+		calls     Chunks[string]
+		wantCalls []string
 	}{
 		{marks, []int{1, 2, 3}, calls, []string{"a", "b"}},
 		{m1, []int{1, 2, 3, 41}, c1, []string{"a", "b", "x"}},
 		{m2, []int{1, 2, 3, 42}, c2, []string{"a", "b", "y"}},
 		{m3, []int{1, 2, 43}, c3, []string{"a", "z"}},
 	} {
-		if !slices.Equal(c.marks, c.want) || !slices.Equal(c.calls, c.wantCalls) {
-			t.Errorf("marks %v calls %v, want %v %v", c.marks, c.calls, c.want, c.wantCalls)
+		if got, gotCalls := chunksSlice(&c.marks), chunksSlice(&c.calls); !slices.Equal(got, c.want) || !slices.Equal(gotCalls, c.wantCalls) {
+			t.Errorf("marks %v calls %v, want %v %v", got, gotCalls, c.want, c.wantCalls)
 		}
 	}
 }
@@ -151,12 +156,12 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 // remembered turn (nothing to append) does not take its arrays from the
 // next turn, which appends.
 func TestResumedLeavesTheArraysToATurnThatAdds(t *testing.T) {
-	marks := append(make([]int, 0, 8), 1, 2)
+	marks := chunksOf(1, 2)
 	var ext Extension
-	if m, _ := Resumed(&ext, marks, []string(nil), 1, 0, 0); &m[0] == &marks[0] {
+	if m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 0); m.At(0) == marks.At(0) {
 		t.Fatal("a repeat of the turn took its arrays")
 	}
-	if m, _ := Resumed(&ext, marks, []string(nil), 1, 0, 1); &m[0] != &marks[0] {
+	if m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 1); m.At(0) != marks.At(0) {
 		t.Fatal("the turn after a repeat copied the arrays")
 	}
 }
