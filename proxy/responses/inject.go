@@ -185,49 +185,54 @@ func (r *request) place(dst, body []byte, p wire.Placement) []byte {
 		}
 	}
 	at := &r.at
-	turn, rc := wire.Framed(p.Turn...), wire.Framed(p.Recall)
-	var item []byte
-	if len(turn.JSON) > 0 {
-		item = append(append([]byte(`{"type":"message","role":"developer","content":[`), textPart(turn)...), "]}"...)
-	}
+	item := commaFramed(developerOpen, p.Turn, developerClose) // item[1:] is the message
 	in := at.input
 	oneShot := in.OK() && body[in.Start] == '"'
 	if oneShot && item != nil {
 		eds.Add(in.Start, in.Start, []byte(`[{"type":"message","role":"user","content":`))
 	}
-	at.placeRecall(&eds, rc)
+	at.placeRecall(&eds, p.Recall)
 	switch {
 	case oneShot:
 		if item != nil {
-			eds.Add(in.End, in.End, append(append([]byte("},"), item...), ']'))
+			eds.Add(in.End, in.End, append(append([]byte("}"), item...), ']'))
 		}
 	case in.OK() && body[in.Start] == '[':
-		at.items.setLast(&eds, in.End, at.ours, at.ourText == turn.Text, item)
+		// The text of the turn's frame only to compare with one of the
+		// proxy's sent back.
+		same := at.ours && at.ourText == wire.Framed(p.Turn...).Text
+		at.items.setLast(&eds, in.End, at.ours, same, item)
 	case item == nil:
 	case in.OK() && body[in.Start] == 'n': // null
-		eds.Add(in.Start, in.End, append(append([]byte{'['}, item...), ']'))
+		eds.Add(in.Start, in.End, append(append([]byte{'['}, item[1:]...), ']'))
 	case !in.OK():
 		if end, empty := objectEnd(body); end >= 0 {
 			member := []byte(`,"input":[`)
 			if empty {
 				member = member[1:]
 			}
-			eds.Add(end, end, append(append(member, item...), ']'))
+			eds.Add(end, end, append(append(member, item[1:]...), ']'))
 		}
 	}
 	return eds.Apply(dst, body)
 }
 
 // placeRecall is the edit that ends the first user message with the
-// framed recall block rc (none: without a block placed earlier).
-func (at *places) placeRecall(eds *wire.Edits, rc wire.Block) {
+// recall block, framed (none: without a block placed earlier).
+func (at *places) placeRecall(eds *wire.Edits, recall wire.Block) {
 	sp := at.user
+	one := [1]wire.Block{recall}
+	blocks := one[:]
 	switch {
 	case !sp.OK():
 	case at.userArray:
-		at.parts.setLast(eds, sp.End, at.partOurs, at.partText == rc.Text, textPart(rc))
-	case at.userText != "" && at.endsWith(rc):
+		same := at.partOurs && at.partText == wire.Framed(recall).Text
+		at.parts.setLast(eds, sp.End, at.partOurs, same, commaFramed(partOpen, blocks, partClose))
 	case at.userText != "":
+		rc := wire.Framed(recall)
+		if at.endsWith(rc) {
+			return
+		}
 		// Other blocks in the string (sent back): its text is rewritten.
 		text := at.userClean
 		if rc.Text != "" {
@@ -239,11 +244,12 @@ func (at *places) placeRecall(eds *wire.Edits, rc wire.Block) {
 		if text != at.userText {
 			eds.Add(sp.Start, sp.End, wire.AppendJSONString(nil, text))
 		}
-	case len(rc.JSON) == 0:
+	case wire.FramedLen(blocks) == 0:
 	case sp.End-sp.Start == 2: // ""
-		eds.Add(sp.End-1, sp.End-1, rc.JSON)
+		eds.Add(sp.End-1, sp.End-1, wire.AppendFramed(nil, blocks))
 	default: // the blank line and the block go before the closing quote
-		eds.Add(sp.End-1, sp.End-1, append([]byte(`\n\n`), rc.JSON...))
+		sep := `\n\n`
+		eds.Add(sp.End-1, sp.End-1, wire.AppendFramed(append(make([]byte, 0, len(sep)+wire.FramedLen(blocks)), sep...), blocks))
 	}
 }
 
@@ -258,15 +264,27 @@ func (at *places) endsWith(rc wire.Block) bool {
 	return wire.StripFramed(before) == before
 }
 
-// textPart is the input_text part of a framed block, nil for none.
-func textPart(frame wire.Block) []byte {
-	if len(frame.JSON) == 0 {
+// The JSON around a frame of blocks: a developer message of one
+// input_text part, and an input_text part.
+const (
+	developerOpen  = `{"type":"message","role":"developer","content":[` + partOpen
+	developerClose = partClose + `]}`
+	partOpen       = `{"type":"input_text","text":"`
+	partClose      = `"}`
+)
+
+// commaFramed is a comma, then open, the escape of blocks framed and
+// close, in one array: an element to append to a JSON array (without its
+// comma: from [1:]). It is nil when no block has text.
+func commaFramed(open string, blocks []wire.Block, close string) []byte {
+	n := wire.FramedLen(blocks)
+	if n == 0 {
 		return nil
 	}
-	b := make([]byte, 0, len(frame.JSON)+32)
-	b = append(b, `{"type":"input_text","text":"`...)
-	b = append(b, frame.JSON...)
-	return append(b, `"}`...)
+	b := make([]byte, 0, 1+len(open)+n+len(close))
+	b = append(append(b, ','), open...)
+	b = wire.AppendFramed(b, blocks)
+	return append(b, close...)
 }
 
 // objectEnd returns the offset of the closing brace of body's top-level
@@ -305,11 +323,12 @@ func (t *tail) add(base int, v gjson.Result) {
 	t.last = wire.Span{Start: base + v.Index, End: base + v.Index + len(v.Raw)}
 }
 
-// setLast is the edit that makes elem the array's last element of the
-// proxy's own (nil: none), the array ending at end. A last element the
-// proxy placed (ours) is replaced, unless it is the same (same), or
-// removed with the comma before it; otherwise elem is appended after the
-// last element, whatever white space follows it staying where it is.
+// setLast is the edit that makes elem[1:] the array's last element of
+// the proxy's own (nil: none), the array ending at end; elem[0] is the
+// comma that goes before it. A last element the proxy placed (ours) is
+// replaced, unless it is the same (same), or removed with the comma
+// before it; otherwise the element is appended after the last element,
+// whatever white space follows it staying where it is.
 func (t *tail) setLast(eds *wire.Edits, end int, ours, same bool, elem []byte) {
 	switch {
 	case ours && elem == nil && t.n > 1:
@@ -317,11 +336,11 @@ func (t *tail) setLast(eds *wire.Edits, end int, ours, same bool, elem []byte) {
 	case ours && elem == nil:
 		eds.Add(t.last.Start, t.last.End, nil)
 	case ours && !same:
-		eds.Add(t.last.Start, t.last.End, elem)
+		eds.Add(t.last.Start, t.last.End, elem[1:])
 	case ours || elem == nil:
 	case t.n == 0:
-		eds.Add(end-1, end-1, elem)
+		eds.Add(end-1, end-1, elem[1:])
 	default:
-		eds.Add(t.last.End, t.last.End, append([]byte{','}, elem...))
+		eds.Add(t.last.End, t.last.End, elem)
 	}
 }

@@ -245,6 +245,7 @@ func TestTurnPlacement(t *testing.T) {
 	rcJSON, _ := json.Marshal(rc.Text)
 	old := guard.Block([]guard.Entry{{Pattern: "RATE LIMIT", Count: 3, Hint: "Slow down."}})
 	oldJSON, _ := json.Marshal(old + "You are Codex.")
+	oldFrame := wire.Framed(wire.NewBlock(old))
 	tests := []struct {
 		name, body, want string
 		p                wire.Placement
@@ -271,6 +272,14 @@ func TestTurnPlacement(t *testing.T) {
 			`{"input":[{"role":"user","content":"hi\n\n` + string(rc.JSON) + `"},` + item + `]}`, p},
 		{"and leaves when there is none", `{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},` + part + `]}]}`,
 			`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}]}`, wire.Placement{}},
+		{"an empty string content holds the recall block alone", `{"input":[{"role":"user","content":""}]}`,
+			`{"input":[{"role":"user","content":"` + string(rc.JSON) + `"},` + item + `]}`, p},
+		{"another recall block sent back in a string is replaced", `{"input":[{"role":"user","content":"hi\n\n` + string(oldFrame.JSON) + `"}]}`,
+			`{"input":[{"role":"user","content":"hi\n\n` + string(rc.JSON) + `"},` + item + `]}`, p},
+		{"a recall part sent back stays when it is the same", `{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},` + part + `]}]}`,
+			`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},` + part + `]},` + item + `]}`, p},
+		{"another recall part sent back is replaced", `{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},` + string(textPart(oldFrame)) + `]}]}`,
+			`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"},` + part + `]},` + item + `]}`, p},
 		{"nothing to place", `{"input":[{"role":"user","content":"hi"}]}`, `{"input":[{"role":"user","content":"hi"}]}`, wire.Placement{}},
 		{"an input of no type the API takes", `{"input":7}`, `{"input":7}`, p},
 	}
@@ -302,4 +311,12 @@ func TestTurnPlacement(t *testing.T) {
 	if in := readInfo(t, []byte(`{"input":[{"role":"user","content":"<environment_context>x</environment_context>\n\n`+string(rc.JSON)+`"}]}`)); strings.Contains(in.Goal, "RECALL") {
 		t.Fatalf("goal %q", in.Goal)
 	}
+}
+
+// textPart is the input_text part of a framed block, nil for none.
+func textPart(frame wire.Block) []byte {
+	if len(frame.JSON) == 0 {
+		return nil
+	}
+	return []byte(`{"type":"input_text","text":"` + string(frame.JSON) + `"}`)
 }

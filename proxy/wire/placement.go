@@ -57,20 +57,37 @@ func Framed(blocks ...Block) Block {
 // FramedJSON is Framed without its text, the escape alone: what a format
 // that writes the frame and never reads it back needs.
 func FramedJSON(blocks ...Block) Block {
-	n := 0
-	for _, b := range blocks {
-		if len(b.JSON) > 0 {
-			n += len(b.JSON) + len(`\n\n`)
-		}
-	}
+	n := FramedLen(blocks)
 	if n == 0 {
 		return Block{}
 	}
-	esc := make([]byte, 0, len(frameOpenJSON)+n+len(frameCloseJSON))
-	esc = append(esc, frameOpenJSON...)
-	esc = AppendBlocks(esc, blocks)
-	esc = append(esc, frameCloseJSON...)
-	return Block{JSON: esc}
+	return Block{JSON: AppendFramed(make([]byte, 0, n), blocks)}
+}
+
+// FramedLen is the length of Framed(blocks...)'s escape: 0 when no block
+// has text.
+func FramedLen(blocks []Block) int {
+	n, k := 0, 0
+	for _, b := range blocks {
+		if len(b.JSON) > 0 {
+			n, k = n+len(b.JSON), k+1
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	return len(frameOpenJSON) + n + (k-1)*len(`\n\n`) + len(frameCloseJSON)
+}
+
+// AppendFramed appends Framed(blocks...)'s escape to dst (nothing when no
+// block has text): a format writes it straight into the JSON it builds.
+func AppendFramed(dst []byte, blocks []Block) []byte {
+	if FramedLen(blocks) == 0 {
+		return dst
+	}
+	dst = append(dst, frameOpenJSON...)
+	dst = AppendBlocks(dst, blocks)
+	return append(dst, frameCloseJSON...)
 }
 
 // The frame around the blocks, as text and as its JSON escape (without

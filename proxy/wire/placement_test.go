@@ -63,5 +63,11 @@ func FuzzFramed(f *testing.F) {
 		if esc := FramedJSON(blocks...); esc.Text != "" || string(esc.JSON) != string(want.JSON) {
 			t.Fatalf("FramedJSON = %q %q, want the escape %q alone", esc.Text, esc.JSON, want.JSON)
 		}
+		if n := FramedLen(blocks); n != len(want.JSON) {
+			t.Fatalf("FramedLen = %d, want %d", n, len(want.JSON))
+		}
+		if app := AppendFramed([]byte("x"), blocks); string(app) != "x"+string(want.JSON) {
+			t.Fatalf("AppendFramed = %q, want x then %q", app, want.JSON)
+		}
 	})
 }
