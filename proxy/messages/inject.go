@@ -73,7 +73,8 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 	} else if changed {
 		edits = append(edits, wire.Edit{From: r.system.Start, To: r.system.End, Text: sys})
 	}
-	recall, turn := wire.FramedJSON(p.Recall), wire.FramedJSON(p.Turn...)
+	one := [1]wire.Block{p.Recall}
+	recall, turn := one[:], p.Turn
 	if r.first == r.newest {
 		edits = r.first.place(edits, body, recall, turn)
 	} else {
@@ -106,34 +107,36 @@ func (r *request) strippedSystem(body []byte) ([]byte, bool, error) {
 // guardOpen opens every guard and STOP block (what guard.Strip looks for).
 const guardOpen = "### !!! "
 
-// place appends to edits the edit that ends the content c with blocks,
-// each a text block of its own (after the frames of an earlier injection
-// are taken out). A string content becomes an array of its text and the
-// blocks, as Claude Code sends a user message with reminders: the API
-// reads a string as that one text block. Content of another type is left
-// as it is.
-func (c content) place(edits wire.Edits, body []byte, blocks ...wire.Block) wire.Edits {
+// place appends to edits the edit that ends the content c with frames,
+// each the blocks of a text block of its own (after the frames of an
+// earlier injection are taken out). A string content becomes an array of
+// its text and the blocks, as Claude Code sends a user message with
+// reminders: the API reads a string as that one text block. Content of
+// another type is left as it is.
+func (c content) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wire.Edits {
 	if !c.at.OK() {
 		return edits
 	}
+	n := textBlocksLen(frames)
 	switch body[c.at.Start] {
 	case '[':
-		if c.keep == c.end && wire.Empty(blocks) {
+		if c.keep == c.end && n == 0 {
 			return edits
 		}
-		return append(edits, wire.Edit{From: c.keep, To: c.end, Text: appendTextBlocks(nil, c.elems, blocks)})
+		return append(edits, wire.Edit{From: c.keep, To: c.end, Text: appendTextBlocks(make([]byte, 0, n), c.elems, frames)})
 	case '"':
-		if wire.Empty(blocks) {
+		if n == 0 {
 			return edits
 		}
 		raw := c.at.Raw(body)
-		val := []byte{'['}
+		val := make([]byte, 0, len(`[{"type":"text","text":}]`)+len(raw)+n)
+		val = append(val, '[')
 		if len(raw) > 2 { // an empty text block is refused
 			val = append(val, `{"type":"text","text":`...)
 			val = append(val, raw...)
 			val = append(val, '}')
 		}
-		val = appendTextBlocks(val, len(raw) > 2, blocks)
+		val = appendTextBlocks(val, len(raw) > 2, frames)
 		return append(edits, wire.Edit{From: c.at.Start, To: c.at.End, Text: append(val, ']')})
 	}
 	return edits
@@ -145,23 +148,42 @@ func canMark(block []byte) bool {
 	return len(block) > 0 && block[0] == '{' && !gjson.GetBytes(block, "cache_control").Exists()
 }
 
-// appendTextBlocks appends a text block for each block with text, each
-// after a comma when elems says an element comes before.
-func appendTextBlocks(dst []byte, elems bool, blocks []wire.Block) []byte {
-	for _, b := range blocks {
-		if len(b.JSON) == 0 {
+// appendTextBlocks appends a text block of the framed blocks of each
+// frame that has text, each after a comma when elems says an element
+// comes before.
+func appendTextBlocks(dst []byte, elems bool, frames [][]wire.Block) []byte {
+	for _, f := range frames {
+		if wire.FramedLen(f) == 0 {
 			continue
 		}
 		if elems {
 			dst = append(dst, ',')
 		}
 		elems = true
-		dst = append(dst, `{"type":"text","text":"`...)
-		dst = append(dst, b.JSON...)
-		dst = append(dst, `"}`...)
+		dst = append(dst, textOpen...)
+		dst = wire.AppendFramed(dst, f)
+		dst = append(dst, textClose...)
 	}
 	return dst
 }
+
+// textBlocksLen is the length of what appendTextBlocks appends of frames
+// (a comma before each text block counted).
+func textBlocksLen(frames [][]wire.Block) int {
+	n := 0
+	for _, f := range frames {
+		if l := wire.FramedLen(f); l > 0 {
+			n += len(",") + len(textOpen) + l + len(textClose)
+		}
+	}
+	return n
+}
+
+// A text block, around the JSON escape of its text.
+const (
+	textOpen  = `{"type":"text","text":"`
+	textClose = `"}`
+)
 
 // rewriteBlocks handles a system given as an array of content blocks: the
 // new blocks become a text block of their own, first (after a leading

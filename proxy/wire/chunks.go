@@ -18,7 +18,7 @@ type Chunks[T any] struct {
 }
 
 // ChunkLen is the number of elements of a chunk.
-const ChunkLen = 16
+const ChunkLen = 8
 
 // Len returns the number of elements.
 func (c *Chunks[T]) Len() int { return c.n }
