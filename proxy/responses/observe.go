@@ -151,10 +151,11 @@ func (o *observer) Outcome() wire.Outcome {
 	return wire.Outcome{Final: len(o.called) == 0, Answer: answer, Usage: o.usage, FirstCall: o.firstCall}
 }
 
-// remember keeps the conversation's state after this response.
+// remember keeps the conversation's state after this response, unless
+// the provider was asked not to store it.
 func (o *observer) remember() {
 	r := o.r
-	if o.id == "" {
+	if o.id == "" || r.unstored {
 		return
 	}
 	in := &r.info

@@ -41,6 +41,10 @@ type request struct {
 	arrayEnd  int                      // where the input array ends; 0 when it is not one
 	verdictAt []int                    // the items of info.Prior's verdicts
 	after     []wire.Span              // top-level members after the input, relative to its end
+	// unstored says the request asks the provider not to store its
+	// response ("store": false, as Codex CLI does): no later request can
+	// continue from it, so its chain state is not kept.
+	unstored bool
 	// continued says the request continues a stored response, truncated
 	// that its input has more than wire.MaxElems items: either is read
 	// whole, and not remembered.
@@ -110,7 +114,7 @@ func (s *turnState) size() int {
 }
 
 // Top-level members the proxy reads, in the order of read's spans.
-var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier", "tools", "prompt_cache_key"}
+var topKeys = []string{"model", "stream", "instructions", "input", "previous_response_id", "user", "safety_identifier", "tools", "prompt_cache_key", "store"}
 
 const (
 	keyModel = iota
@@ -122,6 +126,7 @@ const (
 	keySafety
 	keyTools
 	keyCacheKey
+	keyStore
 )
 
 // read reads a Responses request body without a memo.
@@ -152,6 +157,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 	}
 	r.elems, r.arrayEnd, r.after = ts.Ends, ts.ArrayEnd, ts.After
 	r.continued, r.truncated = prev != "", ts.Truncated
+	r.unstored = string(sp[keyStore].Raw(body)) == "false"
 	r.instructions = sp[keyInstructions]
 	in := &r.info
 	in.Model = sp[keyModel].Value(body).String()

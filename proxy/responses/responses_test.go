@@ -118,6 +118,20 @@ func TestPreviousResponseChain(t *testing.T) {
 	if r3.info.Goal != "" || r3.info.ToolResults[0].Name != "" {
 		t.Fatalf("another tenant read %q / %q", r3.info.Goal, r3.info.ToolResults[0].Name)
 	}
+	// A response the provider was asked not to store (Codex CLI sends
+	// "store": false) cannot be continued: nothing is kept of it.
+	for _, store := range []string{"false", "true"} {
+		r, err := read([]byte(`{"model":"m","store":`+store+`,"input":[{"role":"user","content":"Fix the build"}]}`), "t", ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := r.Observe(true, 0)
+		o.Write([]byte(completedStream("resp_"+store, `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"run_shell","arguments":"{}"}`)))
+		o.Outcome()
+		if kept := ch.get("t", "resp_"+store) != nil; kept != (store == "true") {
+			t.Fatalf("store %s: chain state kept %v", store, kept)
+		}
+	}
 }
 
 func completedStream(id, item string) string {
