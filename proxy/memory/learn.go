@@ -66,6 +66,11 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	if j < 0 || tallies[j].Failures < minRepeats {
 		return nil
 	}
+	// A success re-sent, or another after no new failure: judged already.
+	k := convRef{t.Workspace, t.Project, t.Session}
+	if m.loops.learned(k, tr.Name, tallies[j].Failures) {
+		return nil
+	}
 	// Only a call known to have succeeded is a fix: a failure the rules
 	// missed (an output with no exit status) must not be taught as one.
 	if !tr.OK && !guard.ToolSucceeded(tr.Text()) {
@@ -75,7 +80,7 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	// Once per conversation and count of failures on this replica: the
 	// same success re-sent, or another success after no new failure, has
 	// nothing new to teach.
-	if !m.loops.firstLearn(convRef{t.Workspace, t.Project, t.Session}, tr.Name, tallies[j].Failures) {
+	if !m.loops.firstLearn(k, tr.Name, tallies[j].Failures) {
 		return nil
 	}
 	var failures []store.Incident

@@ -152,6 +152,19 @@ type convSteps struct {
 	joinedOK   bool
 }
 
+// learned reports whether a fix of tool after failures failures was
+// looked for in the conversation already (firstLearn), without noting
+// anything.
+func (lt *loopTracker) learned(k convRef, tool string, failures int) bool {
+	c := lt.find(k)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.learned[tool] == failures
+}
+
 // firstLearn reports whether a fix of tool after failures failures is
 // yet to be looked for in the conversation, and notes that it now is.
 func (lt *loopTracker) firstLearn(k convRef, tool string, failures int) bool {

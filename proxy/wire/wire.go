@@ -207,14 +207,23 @@ type ToolResult struct {
 	// computer), named by its kind: the request's definitions need not
 	// name it.
 	Builtin bool
+
+	text    string // Text, once decoded
+	decoded bool
 }
 
-// Text returns the result's content as text.
+// Text returns the result's content as text, decoded once: judging the
+// result, learning from it and following its loop read the same text.
 func (t *ToolResult) Text() string {
-	if t.Decode == nil {
-		return string(t.Raw)
+	if !t.decoded {
+		if t.Decode == nil {
+			t.text = string(t.Raw)
+		} else {
+			t.text = t.Decode(t.Raw)
+		}
+		t.decoded = true
 	}
-	return t.Decode(t.Raw)
+	return t.text
 }
 
 // Observer reads a copy of a provider's 2xx answer while the bytes go
