@@ -84,7 +84,8 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 	} else if changed {
 		edits = append(edits, e)
 	}
-	recall, turn := wire.FramedJSON(p.Recall), wire.FramedJSON(p.Turn...)
+	one := [1]wire.Block{p.Recall}
+	recall, turn := one[:], p.Turn
 	if r.first == r.newest {
 		edits = r.first.place(edits, body, recall, turn)
 	} else {
@@ -118,33 +119,22 @@ func (r *request) strippedSystem(body []byte) (wire.Edit, bool, error) {
 // guardOpen opens every guard and STOP block (what guard.Strip looks for).
 const guardOpen = "### !!! "
 
-// place appends to edits the edit that ends the parts p with blocks, each
-// a text part of its own (after the frames of an earlier injection are
-// taken out).
-func (p parts) place(edits wire.Edits, body []byte, blocks ...wire.Block) wire.Edits {
-	if !p.at.OK() || p.keep == p.end && wire.Empty(blocks) {
+// place appends to edits the edit that ends the parts p with frames,
+// each the blocks of a text part of its own (after the frames of an
+// earlier injection are taken out).
+func (p parts) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wire.Edits {
+	n := wire.FramedElemsLen(partOpen, partClose, frames...)
+	if !p.at.OK() || p.keep == p.end && n == 0 {
 		return edits
 	}
-	return append(edits, wire.Edit{From: p.keep, To: p.end, Text: appendTextParts(nil, p.elems, blocks)})
+	return append(edits, wire.Edit{From: p.keep, To: p.end, Text: wire.AppendFramedElems(make([]byte, 0, n), p.elems, partOpen, partClose, frames...)})
 }
 
-// appendTextParts appends a text part for each block with text, each
-// after a comma when elems says an element comes before.
-func appendTextParts(dst []byte, elems bool, blocks []wire.Block) []byte {
-	for _, b := range blocks {
-		if len(b.JSON) == 0 {
-			continue
-		}
-		if elems {
-			dst = append(dst, ',')
-		}
-		elems = true
-		dst = append(dst, `{"text":"`...)
-		dst = append(dst, b.JSON...)
-		dst = append(dst, `"}`...)
-	}
-	return dst
-}
+// A text part, around the JSON escape of its text.
+const (
+	partOpen  = `{"text":"`
+	partClose = `"}`
+)
 
 // blocksPart is one text part holding blocks, separated by blank lines;
 // nothing when none has text.
@@ -152,8 +142,8 @@ func blocksPart(blocks []wire.Block) []byte {
 	if wire.Empty(blocks) {
 		return nil
 	}
-	out := append([]byte(`{"text":"`), wire.AppendBlocks(nil, blocks)...)
-	return append(out, `"}`...)
+	out := append([]byte(partOpen), wire.AppendBlocks(nil, blocks)...)
+	return append(out, partClose...)
 }
 
 // rewriteParts handles the parts of the system instruction: the new

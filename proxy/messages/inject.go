@@ -117,13 +117,13 @@ func (c content) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wi
 	if !c.at.OK() {
 		return edits
 	}
-	n := textBlocksLen(frames)
+	n := wire.FramedElemsLen(textOpen, textClose, frames...)
 	switch body[c.at.Start] {
 	case '[':
 		if c.keep == c.end && n == 0 {
 			return edits
 		}
-		return append(edits, wire.Edit{From: c.keep, To: c.end, Text: appendTextBlocks(make([]byte, 0, n), c.elems, frames)})
+		return append(edits, wire.Edit{From: c.keep, To: c.end, Text: wire.AppendFramedElems(make([]byte, 0, n), c.elems, textOpen, textClose, frames...)})
 	case '"':
 		if n == 0 {
 			return edits
@@ -136,7 +136,7 @@ func (c content) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wi
 			val = append(val, raw...)
 			val = append(val, '}')
 		}
-		val = appendTextBlocks(val, len(raw) > 2, frames)
+		val = wire.AppendFramedElems(val, len(raw) > 2, textOpen, textClose, frames...)
 		return append(edits, wire.Edit{From: c.at.Start, To: c.at.End, Text: append(val, ']')})
 	}
 	return edits
@@ -146,37 +146,6 @@ func (c content) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wi
 // cache_control: an object without one.
 func canMark(block []byte) bool {
 	return len(block) > 0 && block[0] == '{' && !gjson.GetBytes(block, "cache_control").Exists()
-}
-
-// appendTextBlocks appends a text block of the framed blocks of each
-// frame that has text, each after a comma when elems says an element
-// comes before.
-func appendTextBlocks(dst []byte, elems bool, frames [][]wire.Block) []byte {
-	for _, f := range frames {
-		if wire.FramedLen(f) == 0 {
-			continue
-		}
-		if elems {
-			dst = append(dst, ',')
-		}
-		elems = true
-		dst = append(dst, textOpen...)
-		dst = wire.AppendFramed(dst, f)
-		dst = append(dst, textClose...)
-	}
-	return dst
-}
-
-// textBlocksLen is the length of what appendTextBlocks appends of frames
-// (a comma before each text block counted).
-func textBlocksLen(frames [][]wire.Block) int {
-	n := 0
-	for _, f := range frames {
-		if l := wire.FramedLen(f); l > 0 {
-			n += len(",") + len(textOpen) + l + len(textClose)
-		}
-	}
-	return n
 }
 
 // A text block, around the JSON escape of its text.

@@ -277,14 +277,11 @@ const (
 // close, in one array: an element to append to a JSON array (without its
 // comma: from [1:]). It is nil when no block has text.
 func commaFramed(open string, blocks []wire.Block, close string) []byte {
-	n := wire.FramedLen(blocks)
+	n := wire.FramedElemsLen(open, close, blocks)
 	if n == 0 {
 		return nil
 	}
-	b := make([]byte, 0, 1+len(open)+n+len(close))
-	b = append(append(b, ','), open...)
-	b = wire.AppendFramed(b, blocks)
-	return append(b, close...)
+	return wire.AppendFramedElems(make([]byte, 0, n), true, open, close, blocks)
 }
 
 // objectEnd returns the offset of the closing brace of body's top-level

@@ -90,6 +90,38 @@ func AppendFramed(dst []byte, blocks []Block) []byte {
 	return append(dst, frameCloseJSON...)
 }
 
+// AppendFramedElems appends, for each frame whose blocks have text, open,
+// the escape of the blocks framed (AppendFramed) and close: elements of a
+// JSON array (a text part, a text block, a message), each after a comma
+// when elems says an element comes before.
+func AppendFramedElems(dst []byte, elems bool, open, close string, frames ...[]Block) []byte {
+	for _, f := range frames {
+		if FramedLen(f) == 0 {
+			continue
+		}
+		if elems {
+			dst = append(dst, ',')
+		}
+		elems = true
+		dst = append(dst, open...)
+		dst = AppendFramed(dst, f)
+		dst = append(dst, close...)
+	}
+	return dst
+}
+
+// FramedElemsLen is the most AppendFramedElems appends (a comma before
+// every element counted): 0 when no frame has text.
+func FramedElemsLen(open, close string, frames ...[]Block) int {
+	n := 0
+	for _, f := range frames {
+		if l := FramedLen(f); l > 0 {
+			n += len(",") + len(open) + l + len(close)
+		}
+	}
+	return n
+}
+
 // The frame around the blocks, as text and as its JSON escape (without
 // quotes). The escape of the frame's text is the escape of its parts:
 // the blocks are valid text, each escaped on its own, and ASCII lines

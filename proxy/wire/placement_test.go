@@ -51,7 +51,7 @@ func FuzzFramed(f *testing.F) {
 		blocks := []Block{NewBlock(a), NewBlock(b), NewBlock(c)}
 		got := Framed(blocks...)
 		if len(got.JSON) == 0 {
-			if got.Text != "" || JoinBlocks(blocks) != "" || len(FramedJSON(blocks...).JSON) != 0 {
+			if got.Text != "" || JoinBlocks(blocks) != "" || len(FramedJSON(blocks...).JSON) != 0 || FramedElemsLen("<", ">", blocks) != 0 || len(AppendFramedElems(nil, true, "<", ">", blocks)) != 0 {
 				t.Fatalf("empty frame of %q", blocks)
 			}
 			return
@@ -68,6 +68,18 @@ func FuzzFramed(f *testing.F) {
 		}
 		if app := AppendFramed([]byte("x"), blocks); string(app) != "x"+string(want.JSON) {
 			t.Fatalf("AppendFramed = %q, want x then %q", app, want.JSON)
+		}
+		// Elements: a frame without text is no element; a comma comes
+		// before each one that follows an element.
+		none := []Block{NewBlock("")}
+		if got, w := AppendFramedElems(nil, false, "<", ">", none, blocks, none, blocks), "<"+string(want.JSON)+">,<"+string(want.JSON)+">"; string(got) != w {
+			t.Fatalf("AppendFramedElems = %q, want %q", got, w)
+		}
+		if got := AppendFramedElems([]byte("["), true, "<", ">", blocks); string(got) != "[,<"+string(want.JSON)+">" {
+			t.Fatalf("AppendFramedElems after an element = %q", got)
+		}
+		if n := FramedElemsLen("<", ">", none, blocks); n != len(",<>")+len(want.JSON) {
+			t.Fatalf("FramedElemsLen = %d", n)
 		}
 	})
 }
