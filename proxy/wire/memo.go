@@ -364,13 +364,13 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 	return r.memo.put(r.key, t, size+ElemsSize(elems)+int(unsafe.Sizeof(*t))+64)
 }
 
-// Extension is a remembered turn's claim on its arrays (its marks, one
-// per element read, and its calls): the first request that resumes from
-// the turn's end takes it and appends what it reads to those arrays in
-// place, past what the turn holds, instead of copying the conversation's
-// marks and calls on every turn. Any other resumer copies, so two
-// requests that resume from one turn (a retry) never write to one array,
-// and the turn's own slices never see what was appended past them.
+// Extension is a remembered turn's claim on its lists (its marks, one per
+// element read, and its calls, each in Chunks): the first request that
+// resumes from the turn's end takes it and appends what it reads to those
+// lists in place, past what the turn holds. Any other resumer takes a
+// Prefix, which copies at most a chunk of each, so two requests that
+// resume from one turn (a retry) never write to one chunk, and the turn's
+// own lists never see what was appended past them.
 type Extension struct{ taken atomic.Bool }
 
 // Resumed returns the marks (up to and including element last) and the
