@@ -63,7 +63,7 @@ func (o *observer) data(event string, data []byte) {
 		o.excerpt.Add(gjson.GetBytes(data, "delta").String())
 	case "response.completed", "response.failed", "response.incomplete":
 		o.ended = event
-		o.response(gjson.GetBytes(data, "response"))
+		o.response(gjson.GetBytes(data, "response"), false)
 	}
 }
 
@@ -91,29 +91,65 @@ func (o *observer) item(it gjson.Result) {
 	}
 }
 
-// response reads a whole response object: the last event's, or a JSON
-// answer.
-func (o *observer) response(res gjson.Result) {
-	if id := res.Get("id").String(); id != "" {
+// response reads a whole response object, the last event's or a JSON
+// answer, in one pass over its members (an answer echoes the request's
+// instructions and tools: each Get would scan past them again). With
+// text, it returns the text of the response's first message.
+func (o *observer) response(res gjson.Result, text bool) string {
+	var id, usage, status, output, errObj, details gjson.Result
+	res.ForEach(func(k, v gjson.Result) bool {
+		var at *gjson.Result
+		switch k.Str {
+		case "id":
+			at = &id
+		case "usage":
+			at = &usage
+		case "status":
+			at = &status
+		case "output":
+			at = &output
+		case "error":
+			at = &errObj
+		case "incomplete_details":
+			at = &details
+		}
+		if at != nil && !at.Exists() { // the first of a key, as Get finds it
+			*at = v
+		}
+		return true
+	})
+	if id := id.String(); id != "" {
 		o.id = id
 	}
-	if u := res.Get("usage"); u.IsObject() {
-		o.usage = wire.OpenAIUsage(u)
+	if usage.IsObject() {
+		o.usage = wire.OpenAIUsage(usage)
 	}
-	switch res.Get("status").String() {
+	switch status.String() {
 	case "failed":
-		msg := res.Get("error.message").String()
+		msg := errObj.Get("message").String()
 		if msg == "" {
 			msg = "response failed"
 		}
 		o.failure = msg
 	case "incomplete":
-		o.failure = "response incomplete: " + res.Get("incomplete_details.reason").String()
+		o.failure = "response incomplete: " + details.Get("reason").String()
 	}
-	res.Get("output").ForEach(func(_, it gjson.Result) bool {
+	var answer wire.Excerpt
+	message := !text // the first message's text is read, once
+	output.ForEach(func(_, it gjson.Result) bool {
 		o.item(it)
+		if !message && it.Get("type").String() == "message" {
+			message = true
+			it.Get("content").ForEach(func(_, c gjson.Result) bool {
+				if c.Get("type").String() == "output_text" {
+					answer.Add(c.Get("text").String())
+				}
+				return true
+			})
+		}
 		return true
 	})
+	return string(answer)
 }
 
 // Outcome implements [wire.Observer]: an error event, a failed or
@@ -133,16 +169,7 @@ func (o *observer) Outcome() wire.Outcome {
 		if b == nil {
 			return wire.Outcome{Usage: wire.OpenAIUsage(o.Member(nil, "usage"))}
 		}
-		res := gjson.ParseBytes(b)
-		o.response(res)
-		var text wire.Excerpt
-		res.Get("output.#(type==\"message\").content").ForEach(func(_, c gjson.Result) bool {
-			if c.Get("type").String() == "output_text" {
-				text.Add(c.Get("text").String())
-			}
-			return true
-		})
-		answer = string(text)
+		answer = o.response(gjson.ParseBytes(b), true)
 	}
 	if o.failure != "" {
 		return wire.Outcome{Failure: o.failure, Usage: o.usage}

@@ -177,6 +177,9 @@ func TestObserve(t *testing.T) {
 		{"JSON function call", false, `{"id":"resp_4","object":"response","status":"completed","output":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call","call_id":"d","name":"g","arguments":"{}"}]}`, wire.Outcome{FirstCall: "c"}},
 		{"JSON usage", false, `{"id":"resp_6","object":"response","status":"completed","output":[` + textItem + `],"usage":{"input_tokens":5120,"input_tokens_details":{"cached_tokens":4096},"output_tokens":18,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":5138}}`,
 			wire.Outcome{Final: true, Answer: "Hello world", Usage: wire.Usage{Input: 5120, Output: 18, CacheRead: 4096}}},
+		{"JSON failed", false, `{"id":"resp_7","object":"response","status":"failed","error":{"code":"server_error","message":"model overloaded"},"output":[]}`, wire.Outcome{Failure: "model overloaded"}},
+		{"JSON: the first message's text, the request echoed", false, `{"id":"resp_8","object":"response","instructions":"You are Codex.","status":"completed","output":[{"type":"reasoning","id":"rs_1","summary":[]},` + textItem + `,{"type":"message","id":"msg_2","role":"assistant","content":[{"type":"output_text","text":"Second"}]}],"tools":[{"type":"function","name":"shell"}],"usage":{"input_tokens":7,"output_tokens":2,"total_tokens":9}}`,
+			wire.Outcome{Final: true, Answer: "Hello world", Usage: wire.Usage{Input: 7, Output: 2}}},
 		{"JSON incomplete", false, `{"id":"resp_5","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`, wire.Outcome{Failure: "response incomplete: max_output_tokens"}},
 	}
 	for _, tt := range tests {
