@@ -440,6 +440,9 @@ func (r *request) remember() bool {
 	if r.arrayEnd == 0 || r.truncated || r.marks.Len() != len(r.elems) {
 		return false
 	}
+	if !r.resume.Keeps(r.elems) {
+		return false // a retry or a replaced step: the remembered turn stays
+	}
 	in := &r.info
 	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach)
 	st := &turnState{

@@ -341,10 +341,7 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 // request of a rate-limit storm), is not kept: the next turn resumes from
 // the remembered one as far, or two elements short.
 func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, size int) bool {
-	if r.memo == nil || !r.named || len(elems) == 0 || len(elems) > MaxElems {
-		return false
-	}
-	if p := r.Prior; p != nil && r.TailKnown && len(elems) <= len(p.Elems) && r.From >= len(elems)-2 && r.memo.holds(r.key, p) {
+	if !r.Keeps(elems) {
 		return false
 	}
 	sum, pos := r.sum, r.summed
@@ -362,6 +359,16 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 		t.TailSum = r.memo.seed.Bytes(body[arrayEnd:])
 	}
 	return r.memo.put(r.key, t, size+ElemsSize(elems)+int(unsafe.Sizeof(*t))+64)
+}
+
+// Keeps reports whether Remember would keep a turn of elems: a caller
+// builds the state it keeps only then.
+func (r *Resume[S]) Keeps(elems []Elem) bool {
+	if r.memo == nil || !r.named || len(elems) == 0 || len(elems) > MaxElems {
+		return false
+	}
+	p := r.Prior
+	return p == nil || !r.TailKnown || len(elems) > len(p.Elems) || r.From < len(elems)-2 || !r.memo.holds(r.key, p)
 }
 
 // Extension is a remembered turn's claim on its lists (its marks, one per

@@ -104,6 +104,51 @@ func TestResumeSkipsWhatIsRepeated(t *testing.T) {
 	}
 }
 
+// TestRememberLeavesTheTurnARetryRepeats: a body that repeats the
+// remembered turn but for its last elements, with the same bytes after
+// the array (a retry, a replaced step), is not kept, and Keeps says so
+// before a format builds its state; one that adds an element is.
+func TestRememberLeavesTheTurnARetryRepeats(t *testing.T) {
+	m := NewTurnMemo[string](0)
+	turn := `{"x":[{"r":"user"},{"a":1},{"b":22}],"t":1}`
+	if !remember(m, "t", turn, 18, []int{18, 26, 35}, 36, 100) {
+		t.Fatal("not kept")
+	}
+	for _, tc := range []struct {
+		name, body string
+		ends       []int
+		keep       bool
+	}{
+		{"the last element replaced", `{"x":[{"r":"user"},{"a":1},{"b":23}],"t":1}`, []int{18, 26, 35}, false},
+		{"the same turn again", turn, []int{18, 26, 35}, false},
+		{"one more element", `{"x":[{"r":"user"},{"a":1},{"b":22},{"c":3}],"t":1}`, []int{18, 26, 35, 43}, true},
+		{"the tail changed", `{"x":[{"r":"user"},{"a":1},{"b":23}],"t":2}`, []int{18, 26, 35}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewResume(m)
+			body := []byte(tc.body)
+			r.Name("t", body, 18)
+			r.Skip(body, 0)
+			end := strings.LastIndexByte(tc.body, ']') + 1
+			r.Tail(body, end)
+			elems := make([]Elem, len(tc.ends))
+			for i, e := range tc.ends {
+				elems[i].End = e
+			}
+			if got := r.Keeps(elems); got != tc.keep {
+				t.Fatalf("Keeps = %v, want %v", got, tc.keep)
+			}
+			prior := r.Prior
+			if got := r.Remember(body, elems, end, tc.body, 100); got != tc.keep {
+				t.Fatalf("Remember = %v, want %v", got, tc.keep)
+			}
+			if !tc.keep && !m.holds(r.key, prior) {
+				t.Fatal("the remembered turn was replaced")
+			}
+		})
+	}
+}
+
 // TestResumedTakesTheArraysOnce: the first request to resume from a
 // remembered turn's end appends to the turn's arrays; a second one (a
 // retry of the same turn) and one that resumes from an earlier element
