@@ -145,11 +145,13 @@ type convSteps struct {
 	sameCalls bool // drawn's calls are the ones baseEntry and stopCalls show
 	baseEntry *guard.Entry
 	stopCalls string
-	// The guard block with the loop's entry added, and the guard block it
-	// was made from.
-	joinedFrom string
-	joined     wire.Block
-	joinedOK   bool
+	// The guard block with the loop's entry added, its entries, and the
+	// guard block it was made from (what entries show is their block's
+	// text: the same text, the same entries).
+	joinedFrom    string
+	joined        wire.Block
+	joinedEntries []guard.Entry
+	joinedOK      bool
 }
 
 // learned reports whether a fix of tool after failures failures was
@@ -220,12 +222,12 @@ func (lt *loopTracker) render(k convRef, l guard.Loop, entries []guard.Entry, bl
 	if c.entry == nil {
 		return entries, block, c.stopBlock
 	}
-	entries = append(slices.Clip(entries), *c.entry)
-	if !c.joinedOK || c.joinedFrom != block.Text {
-		c.joined = wire.NewBlock(guard.Block(entries))
+	if !c.joinedOK || c.joinedFrom != block.Text || len(c.joinedEntries) != len(entries)+1 {
+		c.joinedEntries = append(slices.Clip(entries), *c.entry)
+		c.joined = wire.NewBlock(guard.Block(c.joinedEntries))
 		c.joinedFrom, c.joinedOK = block.Text, true
 	}
-	return entries, c.joined, c.stopBlock
+	return slices.Clip(c.joinedEntries), c.joined, c.stopBlock
 }
 
 // sameSteps reports whether two loops' calls show the same: the same
