@@ -68,7 +68,7 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	}
 	// A success re-sent, or another after no new failure: judged already.
 	k := convRef{t.Workspace, t.Project, t.Session}
-	if m.loops.learned(k, tr.Name, tallies[j].Failures) {
+	if m.loops.lookedFor(k, tr.Name, tallies[j].Failures, false) {
 		return nil
 	}
 	// Only a call known to have succeeded is a fix: a failure the rules
@@ -80,7 +80,7 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	// Once per conversation and count of failures on this replica: the
 	// same success re-sent, or another success after no new failure, has
 	// nothing new to teach.
-	if !m.loops.firstLearn(k, tr.Name, tallies[j].Failures) {
+	if m.loops.lookedFor(k, tr.Name, tallies[j].Failures, true) {
 		return nil
 	}
 	var failures []store.Incident

@@ -154,36 +154,26 @@ type convSteps struct {
 	joinedOK      bool
 }
 
-// learned reports whether a fix of tool after failures failures was
-// looked for in the conversation already (firstLearn), without noting
-// anything.
-func (lt *loopTracker) learned(k convRef, tool string, failures int) bool {
+// lookedFor reports whether a fix of tool after failures failures was
+// looked for in the conversation already; with note, it notes that it now
+// is (a conversation the tracker does not hold notes nothing).
+func (lt *loopTracker) lookedFor(k convRef, tool string, failures int, note bool) bool {
 	c := lt.find(k)
 	if c == nil {
 		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.learned[tool] == failures
-}
-
-// firstLearn reports whether a fix of tool after failures failures is
-// yet to be looked for in the conversation, and notes that it now is.
-func (lt *loopTracker) firstLearn(k convRef, tool string, failures int) bool {
-	c := lt.find(k)
-	if c == nil {
-		return true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.learned[tool] == failures {
-		return false
+		return true
 	}
-	if c.learned == nil {
-		c.learned = make(map[string]int)
+	if note {
+		if c.learned == nil {
+			c.learned = make(map[string]int)
+		}
+		c.learned[tool] = failures
 	}
-	c.learned[tool] = failures
-	return true
+	return false
 }
 
 // render returns the blocks of a conversation whose guard (entries and
