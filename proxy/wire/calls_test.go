@@ -113,3 +113,25 @@ func TestNormalLeavesTheUnsureToEncodingJSON(t *testing.T) {
 		t.Errorf("appendNormal = %s, %v", got, ok)
 	}
 }
+
+// TestToolResultTextDecodedOnce: a result's text is decoded once however
+// often it is read, and DropBody lets go of it with the content.
+func TestToolResultTextDecodedOnce(t *testing.T) {
+	decoded := 0
+	in := Info{ToolResults: []ToolResult{{Raw: []byte(`"exit 1"`), Decode: func(raw []byte) string {
+		decoded++
+		return strings.Trim(string(raw), `"`)
+	}}}}
+	tr := &in.ToolResults[0]
+	if a, b := tr.Text(), tr.Text(); a != "exit 1" || b != a || decoded != 1 {
+		t.Fatalf("Text = %q, %q after %d decodes", a, b, decoded)
+	}
+	in.DropBody()
+	if got := tr.Text(); got != "" || decoded != 2 {
+		t.Fatalf("after DropBody: Text = %q after %d decodes", got, decoded)
+	}
+	plain := ToolResult{Raw: []byte("ok")}
+	if plain.Text() != "ok" {
+		t.Fatal(plain.Text())
+	}
+}

@@ -157,6 +157,7 @@ func (in *Info) DropBody() {
 	for i := range in.ToolResults {
 		tr := &in.ToolResults[i]
 		tr.Raw, tr.Args, tr.Note = nil, nil, nil
+		tr.text, tr.decoded = "", false // nor the text decoded from it
 	}
 }
 
