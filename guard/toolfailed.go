@@ -163,6 +163,10 @@ var toolRules = []toolRule{
 
 	// 5. How the output ends.
 	{name: "exception at end", where: lastLine, col0: true, re: mustRe(`^(?:(?:(?:Uncaught|Unhandled) )?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?: \[\w+\])?: \S|KeyboardInterrupt$)`)},
+	// An exception a library names for what went wrong, qualified by its
+	// module ("resolvelib.resolvers.ResolutionImpossible: Unable to …"):
+	// the last line of a traceback whose head was cut off.
+	{name: "qualified exception at end", where: lastLine, col0: true, re: mustRe(`^(?:[a-z_][a-z0-9_]*\.)+[A-Z][a-z]\w*: [A-Z]`)},
 	{name: "crash", where: lastLines, re: mustRe(`^(?:\S*sh: line \d+:\s+)?(?:\d+\s+)?(?:Segmentation fault|Bus error|Killed|Aborted|Illegal instruction|Floating point exception)\b`)},
 	{name: "Node.js crash footer", where: lastLine, col0: true, re: mustRe(`^Node\.js v\d+\.\d+\.\d+$`)},
 	// A script's own last word (sys.exit("deploy failed: …"), "1 test
@@ -187,6 +191,7 @@ var toolRules = []toolRule{
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
 	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^(?:[A-Za-z]:\\)?[^\s:(]+:\d+(?:(?::\d+)?: |::)(?:fatal )?(?:error|Error): `)}, // gcc, clang, javac, mypy, zig; a Windows path too
+	{name: "build file ERROR", where: anyLine, col0: true, located: true, literal: "ERROR: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: ERROR: `)},                                          // meson
 	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)},          // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
@@ -266,6 +271,15 @@ var toolRules = []toolRule{
 	{name: "place and complaint", where: anyLine, col0: true, pre: placeFirst, literal: ":",
 		re:     mustRe(`^(?:(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S|[^\s:]+:\d+:\d+:?\s+(?:Failed|Unable) to \S|\S[^\n]*?: (?:error: )?undefined reference to [\x60'‘])`),
 		alsoFn: complainsOfLine},
+	// An error named by its code ("Error HHE1206: The import …", Hardhat's;
+	// "ERROR CS0103: …").
+	{name: "coded error", where: anyLine, col0: true, re: mustRe(`^(?:Error|ERROR) [A-Z]{2,}\d{2,}: \S`)},
+	// A tool's own report that it stopped ("Meson encountered an error:",
+	// opam's "#=== ERROR while installing …").
+	{name: "encountered an error", where: anyLine, col0: true, literal: "ncountered a", re: mustRe(`^[A-Z][\w.-]*(?: [\w.-]+){0,2} encountered an? (?:\w+ )?(?:error|ERROR)[:.!]?$`)},
+	{name: "error banner", where: anyLine, col0: true, re: mustRe(`^[#=*]{3,} ERROR (?:while|during) \w`)},
+	// A tool's banner then its error ("jekyll 3.8.5 | Error:  Liquid …").
+	{name: "versioned tool error", where: anyLine, col0: true, literal: "| Error: ", re: mustRe(`^[\w.-]+ v?\d+(?:\.\d+)+ \| Error: `)},
 	// Julia's stack trace (its "ERROR: …" line may be cut off above it).
 	{name: "Julia stacktrace", where: anyLine, col0: true, re: mustRe(`^Stacktrace:$`), next: mustRe(`^\[1\] \S`)},
 }
