@@ -19,7 +19,21 @@ func (b *Store) AddIncidents(ctx context.Context, batch []store.IncidentWrite) (
 	if len(batch) == 0 {
 		return nil, nil
 	}
+	// The batch's session entries wait in memory (behind.go), unless it
+	// is the batch that writes what waits.
+	now := b.now()
+	flush := b.behind.due(now)
+	var added []behindRef
+	var upto uint64
 	err := b.update(ctx, "add incidents", func(tx *bbolt.Tx) error {
+		b.behind.forget(added) // a retried transaction starts again
+		added = added[:0]
+		if flush {
+			var err error
+			if upto, err = b.writeBehind(tx); err != nil {
+				return err
+			}
+		}
 		for i := range batch {
 			w := &batch[i]
 			w.Stored = false // a retried transaction starts again
@@ -41,18 +55,35 @@ func (b *Store) AddIncidents(ctx context.Context, batch []store.IncidentWrite) (
 					return err
 				}
 			}
-			if err := t.put(rec); err != nil {
+			k, err := t.put(rec)
+			if err != nil {
 				return err
+			}
+			switch {
+			case rec.Session == "":
+			case flush:
+				if err := t.index(rec.Session, k); err != nil {
+					return err
+				}
+			default:
+				if err := t.noteBehind(k); err != nil {
+					return err
+				}
+				added = append(added, b.behind.add(tenantKey(rec.Workspace, rec.Project), rec.Session, k, now))
 			}
 			w.Stored = true
 		}
 		return nil
 	})
 	if err != nil {
+		b.behind.forget(added)
 		for i := range batch {
 			batch[i].Stored = false
 		}
 		return nil, err
+	}
+	if flush {
+		b.behind.drop(upto)
 	}
 	var steps []store.VersionStep
 	for _, tn := range backend.BatchTenants(batch) {

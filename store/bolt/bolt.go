@@ -127,6 +127,9 @@ type Store struct {
 	versions map[string]int64
 	verSeq   int64
 	epoch    int64
+
+	// behind holds the session entries not written yet (behind.go).
+	behind behind
 }
 
 var _ store.Store = (*Store)(nil)
@@ -152,7 +155,10 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
-		return migrateSolutions(tx)
+		if err := migrateSolutions(tx); err != nil {
+			return err
+		}
+		return recoverBehind(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -193,8 +199,22 @@ func (b *Store) Close() error {
 	if b.closed.Swap(true) {
 		return fmt.Errorf("store: close: %w", store.ErrClosed)
 	}
+	// What waits of the session index is written now; should this fail,
+	// the next Open writes it (recoverBehind).
+	var upto uint64
+	ferr := b.db.Update(func(tx *bbolt.Tx) error {
+		var err error
+		upto, err = b.writeBehind(tx)
+		return err
+	})
+	if ferr == nil {
+		b.behind.drop(upto)
+	}
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
+	}
+	if ferr != nil {
+		return fmt.Errorf("store: close: write the session index: %w", ferr)
 	}
 	return nil
 }
@@ -279,7 +299,11 @@ func (b *Store) addIncident(ctx context.Context, op string, inc *store.Incident,
 			}
 		}
 		added = true
-		return t.put(&rec)
+		k, err := t.put(&rec)
+		if err != nil {
+			return err
+		}
+		return t.index(rec.Session, k)
 	})
 	if err != nil {
 		return false, err
@@ -302,6 +326,12 @@ func (b *Store) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]sto
 	q.Workspace, q.Project, q.Session = stored.Text(q.Workspace), stored.Text(q.Project), stored.Text(q.Session)
 	limit := backend.IncidentLimit(q.Limit)
 	var out []store.Incident
+	// What waits of the session index is taken before the view begins:
+	// each of its incidents is then in the view, unless removed since.
+	var waiting [][]byte
+	if q.Session != "" {
+		waiting = b.behind.keys(tenantKey(q.Workspace, q.Project), q.Session)
+	}
 	err := b.view(ctx, "list incidents", func(tx *bbolt.Tx) error {
 		t := openTenant(tx, q.Workspace, q.Project)
 		if t == nil {
@@ -323,22 +353,14 @@ func (b *Store) ListIncidents(ctx context.Context, q store.IncidentQuery) ([]sto
 				vals = append(vals, v)
 			}
 		} else {
-			prefix := lenPrefixed(nil, q.Session)
-			c := t.s.Cursor()
-			k, _ := c.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 17)...))
-			if k == nil {
-				k, _ = c.Last()
-			} else {
-				k, _ = c.Prev()
-			}
-			for ; k != nil && bytes.HasPrefix(k, prefix) && len(vals) < limit; k, _ = c.Prev() {
-				ik := k[len(prefix):]
-				if since != nil && bytes.Compare(ik[:8], since) < 0 {
-					break
+			next := sessionWalk(t, q.Session, nil, waiting)
+			for len(vals) < limit {
+				k, v, err := next()
+				if err != nil {
+					return err
 				}
-				v := t.i.Get(ik)
-				if v == nil {
-					return fmt.Errorf("session index entry %x: %w", k, errCorrupt)
+				if k == nil || since != nil && bytes.Compare(k[:8], since) < 0 {
+					break
 				}
 				vals = append(vals, v)
 			}
@@ -903,22 +925,27 @@ func (t *tenant) setCount(n uint64) error {
 	return t.b.Put(keyCount, binary.BigEndian.AppendUint64(nil, n))
 }
 
-// put stores rec (ID and Time already set) in the tenant.
-func (t *tenant) put(rec *store.Incident) error {
+// put stores rec (ID and Time already set) in the tenant's time index and
+// returns its key there; its session's entry is the caller's (index, or
+// behind.go).
+func (t *tenant) put(rec *store.Incident) ([]byte, error) {
 	seq, err := t.b.NextSequence()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	k := binary.BigEndian.AppendUint64(timeKey(rec.Time), seq)
 	if err := t.i.Put(k, appendIncident(nil, rec)); err != nil {
-		return err
+		return nil, err
 	}
-	if rec.Session != "" {
-		if err := t.s.Put(append(lenPrefixed(nil, rec.Session), k...), nil); err != nil {
-			return err
-		}
+	return k, t.setCount(t.count() + 1)
+}
+
+// index writes the session index's entry of the incident at key k.
+func (t *tenant) index(session string, k []byte) error {
+	if session == "" {
+		return nil
 	}
-	return t.setCount(t.count() + 1)
+	return t.s.Put(append(lenPrefixed(nil, session), k...), nil)
 }
 
 // tenantKey names a tenant's bucket: both parts length-prefixed, so no two

@@ -228,7 +228,11 @@ func boltBenchFile(b *testing.B) string {
 						Provider: "openai", Model: "gpt-4o-mini", Type: store.TypeToolError,
 						Message:     "exit status 1: go test ./... failed: undefined: foo (compile error)",
 						Fingerprint: "tool:go_test:undefined"}
-					if err := t.put(&inc); err != nil {
+					k, err := t.put(&inc)
+					if err != nil {
+						return err
+					}
+					if err := t.index(inc.Session, k); err != nil {
 						return err
 					}
 				}

@@ -104,6 +104,10 @@ func (b *Store) SearchIncidents(ctx context.Context, f store.IncidentFilter) (st
 		since = timeKey(stored.CeilMicro(f.Since))
 	}
 	var page store.IncidentPage
+	var waiting [][]byte // see ListIncidents
+	if f.Session != "" {
+		waiting = b.behind.keys(tenantKey(f.Workspace, f.Project), f.Session)
+	}
 	err := b.view(ctx, "search incidents", func(tx *bbolt.Tx) error {
 		t := openTenant(tx, f.Workspace, f.Project)
 		if t == nil {
@@ -132,36 +136,7 @@ func (b *Store) SearchIncidents(ctx context.Context, f store.IncidentFilter) (st
 				return k, v, nil
 			}
 		} else {
-			prefix := lenPrefixed(nil, f.Session)
-			c := t.s.Cursor()
-			var k []byte
-			started := false
-			next = func() ([]byte, []byte, error) {
-				switch {
-				case started:
-					k, _ = c.Prev()
-				default:
-					end := from
-					if end == nil {
-						end = bytes.Repeat([]byte{0xff}, 17)
-					}
-					if k, _ = c.Seek(append(bytes.Clone(prefix), end...)); k == nil {
-						k, _ = c.Last()
-					} else {
-						k, _ = c.Prev()
-					}
-				}
-				started = true
-				if k == nil || !bytes.HasPrefix(k, prefix) {
-					return nil, nil, nil
-				}
-				ik := k[len(prefix):]
-				v := t.i.Get(ik)
-				if v == nil {
-					return nil, nil, fmt.Errorf("session index entry %x: %w", k, errCorrupt)
-				}
-				return ik, v, nil
-			}
+			next = sessionWalk(t, f.Session, from, waiting)
 		}
 		var inc store.Incident
 		var lastKey []byte
