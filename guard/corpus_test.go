@@ -263,6 +263,21 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// report box, an MkDocs log record, systemd's journal, and local
 		// tools that say "nothing appropriate" or "no identities".
 		{"heldout12", 115, 95, 8, false},
+		// Built while the tenth round was written, by hands that never
+		// read a rule, from 141 tools no other part names (Go's tools
+		// run through `go tool`, PostgreSQL's server tools against a
+		// scratch cluster, the other Python versions running small
+		// scripts, Perl's and dpkg-dev's scripts, the JDK's new tools,
+		// D-Bus, X11, iptables' translators, scripts run by their own
+		// names) and threads of families none of them quotes (Gatsby,
+		// Angular, Vite, Packer, JitPack, fastlane, Serverless, Godot,
+		// the AWS CDK, Stack, Elm, Prisma, wasm-pack, Alembic, dbt, uv,
+		// Tauri, Capacitor). Measured once, after that round: 99 of 140
+		// failures caught (70.7%; local tools 80 of 106, threads 19 of
+		// 34), 10 of 99 successes flagged; the rules before the round
+		// the same 99 and 10 (compared by a digest of the names). Its
+		// misses and the flagged successes were not read.
+		{"heldout13", 135, 95, 10, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
