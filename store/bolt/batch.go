@@ -19,15 +19,17 @@ func (b *Store) AddIncidents(ctx context.Context, batch []store.IncidentWrite) (
 	if len(batch) == 0 {
 		return nil, nil
 	}
+	for _, w := range batch {
+		if !sessionKeyFits(w.Incident.Session) {
+			return nil, fmt.Errorf("store: add incidents: %w: session of %d bytes", store.ErrInvalid, len(w.Incident.Session))
+		}
+	}
 	// The batch's session entries wait in memory (behind.go), unless it
 	// is the batch that writes what waits.
 	now := b.now()
 	flush := b.behind.due(now)
-	var added []behindRef
 	var upto uint64
 	err := b.update(ctx, "add incidents", func(tx *bbolt.Tx) error {
-		b.behind.forget(added) // a retried transaction starts again
-		added = added[:0]
 		if flush {
 			var err error
 			if upto, err = b.writeBehind(tx); err != nil {
@@ -69,21 +71,20 @@ func (b *Store) AddIncidents(ctx context.Context, batch []store.IncidentWrite) (
 				if err := t.noteBehind(k); err != nil {
 					return err
 				}
-				added = append(added, b.behind.add(tenantKey(rec.Workspace, rec.Project), rec.Session, k, now))
+				b.behind.add(tenantKey(rec.Workspace, rec.Project), rec.Session, k, now)
 			}
 			w.Stored = true
 		}
 		return nil
 	})
 	if err != nil {
-		b.behind.forget(added)
 		for i := range batch {
 			batch[i].Stored = false
 		}
 		return nil, err
 	}
 	if flush {
-		b.behind.drop(upto)
+		b.behind.drop(upto, b.now())
 	}
 	var steps []store.VersionStep
 	for _, tn := range backend.BatchTenants(batch) {

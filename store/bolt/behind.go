@@ -38,9 +38,11 @@ var keyBehind = []byte("behind")
 
 // behind holds the session entries written behind. Entries are added
 // inside the transaction that stores their incidents (so a later
-// transaction's snapshot holds every entry of the commits before it) and
-// each has an id, in the order added: a flush drops what its snapshot
-// held, a failed commit what it added.
+// transaction's snapshot holds every entry of the commits before it), in
+// the order added, each with an id: a flush drops what its snapshot held.
+// A batch whose commit fails leaves its entries: each is checked against
+// the time index when written and when read (its incident there, of its
+// session), and bbolt may have made a commit it reports failed visible.
 type behind struct {
 	mu    sync.Mutex
 	seq   uint64
@@ -60,18 +62,12 @@ type behindKey struct {
 	key []byte
 }
 
-// behindRef names one entry added, to drop it when its commit fails.
-type behindRef struct {
-	list string
-	id   uint64
-}
-
 func behindName(tenant []byte, session string) string {
 	return string(lenPrefixed(bytes.Clone(tenant), session))
 }
 
 // add keeps the session entry of the incident stored at key.
-func (w *behind) add(tenant []byte, session string, key []byte, now time.Time) behindRef {
+func (w *behind) add(tenant []byte, session string, key []byte, now time.Time) {
 	name := behindName(tenant, session)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -89,7 +85,6 @@ func (w *behind) add(tenant []byte, session string, key []byte, now time.Time) b
 		w.first = now
 	}
 	w.n++
-	return behindRef{list: name, id: w.seq}
 }
 
 // due reports whether the next batch should write what waits.
@@ -110,8 +105,9 @@ func (w *behind) snapshot() (upto uint64, lists []behindList) {
 	return w.seq, lists
 }
 
-// drop forgets the entries up to upto, written by a commit.
-func (w *behind) drop(upto uint64) {
+// drop forgets the entries up to upto, written by a commit at now. What
+// is left (added by commits after the flush began) is dated now.
+func (w *behind) drop(upto uint64, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for name, l := range w.lists {
@@ -126,42 +122,15 @@ func (w *behind) drop(upto uint64) {
 		}
 		l.keys = slices.Delete(l.keys, 0, i)
 	}
-	w.restart()
-}
-
-// forget drops the entries refs added, whose commit failed.
-func (w *behind) forget(refs []behindRef) {
-	if len(refs) == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range refs {
-		l := w.lists[r.list]
-		if l == nil {
-			continue
-		}
-		if i := slices.IndexFunc(l.keys, func(k behindKey) bool { return k.id == r.id }); i >= 0 {
-			l.keys = slices.Delete(l.keys, i, i+1)
-			w.n--
-		}
-		if len(l.keys) == 0 {
-			delete(w.lists, r.list)
-		}
-	}
-	w.restart()
-}
-
-// restart dates what waits from now on once nothing waits: the age of a
-// flush is that of the oldest entry since the last one, near enough.
-func (w *behind) restart() {
-	if w.n == 0 {
-		w.first = time.Time{}
+	w.first = time.Time{}
+	if w.n > 0 {
+		w.first = now
 	}
 }
 
 // keys returns the keys waiting for the session of the tenant, newest
-// first.
+// first, each once (a key can wait twice: a tenant deleted and created
+// again restarts its sequence).
 func (w *behind) keys(tenant []byte, session string) [][]byte {
 	name := behindName(tenant, session)
 	w.mu.Lock()
@@ -175,7 +144,7 @@ func (w *behind) keys(tenant []byte, session string) [][]byte {
 	}
 	w.mu.Unlock()
 	slices.SortFunc(out, func(a, b []byte) int { return bytes.Compare(b, a) })
-	return out
+	return slices.CompactFunc(out, bytes.Equal)
 }
 
 // writeBehind writes, in tx, every session entry that waits, and clears
@@ -193,7 +162,7 @@ func (b *Store) writeBehind(tx *bbolt.Tx) (uint64, error) {
 		t := tenantOf(tb)
 		prefix := lenPrefixed(nil, l.session)
 		for _, k := range l.keys {
-			if v := t.i.Get(k.key); v == nil || string(recordSession(v)) != l.session {
+			if v := t.i.Get(k.key); v == nil || !sessionIs(v, l.session) {
 				continue
 			}
 			if err := t.s.Put(append(prefix[:len(prefix):len(prefix)], k.key...), nil); err != nil {
@@ -229,7 +198,10 @@ func recoverBehind(tx *bbolt.Tx) error {
 		t := tenantOf(tb)
 		c := t.i.Cursor()
 		for k, v := c.Seek(bytes.Clone(from)); k != nil; k, v = c.Next() {
-			s := recordSession(v)
+			s, ok := recordSession(v)
+			if !ok {
+				return fmt.Errorf("incident %x: %w", k, errCorrupt)
+			}
 			if len(s) == 0 {
 				continue
 			}
@@ -242,23 +214,35 @@ func recoverBehind(tx *bbolt.Tx) error {
 }
 
 // recordSession returns the Session of an incident record (appendIncident)
-// without decoding the rest; nil when the record is malformed.
-func recordSession(v []byte) []byte {
+// without decoding the rest; false when the record is malformed.
+func recordSession(v []byte) ([]byte, bool) {
 	if len(v) == 0 || v[0] != incidentCodecV1 && v[0] != incidentCodecV2 {
-		return nil
+		return nil, false
 	}
 	off := 1
 	for i := 0; i < 4; i++ { // ID, Workspace, Project, Session
 		n, k := binary.Uvarint(v[off:])
 		if k <= 0 || n > uint64(len(v)-off-k) {
-			return nil
+			return nil, false
 		}
 		if i == 3 {
-			return v[off+k : off+k+int(n)]
+			return v[off+k : off+k+int(n)], true
 		}
 		off += k + int(n)
 	}
-	return nil
+	return nil, false
+}
+
+// sessionIs reports whether the record v is an incident of session.
+func sessionIs(v []byte, session string) bool {
+	s, ok := recordSession(v)
+	return ok && string(s) == session
+}
+
+// sessionKeyFits reports whether the session index can hold an entry of
+// session: bbolt refuses a key over MaxKeySize.
+func sessionKeyFits(session string) bool {
+	return len(lenPrefixed(nil, session))+16 <= bbolt.MaxKeySize
 }
 
 // sessionWalk walks the session's incidents in the time index, newest
@@ -319,7 +303,13 @@ func sessionWalk(t *tenant, session string, from []byte, waiting [][]byte) func(
 				return k, v, nil
 			default:
 				waiting = waiting[1:]
-				if v := t.i.Get(w); v != nil && string(recordSession(v)) == session {
+				v := t.i.Get(w)
+				if v == nil {
+					continue
+				}
+				if s, ok := recordSession(v); !ok {
+					return nil, nil, fmt.Errorf("incident %x: %w", w, errCorrupt)
+				} else if string(s) == session {
 					return w, v, nil
 				}
 			}

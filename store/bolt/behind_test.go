@@ -2,9 +2,11 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,7 +147,7 @@ func TestBehindReadsMerge(t *testing.T) {
 		t.Fatalf("after writing: %d entries on disk, behind noted %v; want 20, false", on, noted)
 	}
 	check("written and still held")
-	s.behind.drop(s.behind.seq)
+	s.behind.drop(s.behind.seq, storetest.ClockEpoch)
 	add(11)
 	check("half written, half waiting")
 }
@@ -303,33 +305,84 @@ func TestBehindPruned(t *testing.T) {
 	}
 }
 
-// TestBehindForget: the entries of a batch whose commit failed are
-// dropped, wherever they are among the others, and a flush drops only
-// what it wrote.
-func TestBehindForget(t *testing.T) {
+// TestBehindDrop: a flush drops what its snapshot held, not what came
+// after it, which is then dated from the flush; a key that waits twice
+// is read once.
+func TestBehindDrop(t *testing.T) {
 	var w behind
 	now := storetest.ClockEpoch
 	tenant := tenantKey("w", "p")
-	a := w.add(tenant, "s0", []byte("k1"), now)
+	w.add(tenant, "s0", []byte("k1"), now)
 	w.add(tenant, "s1", []byte("k2"), now)
-	c := w.add(tenant, "s0", []byte("k3"), now)
-	w.add(tenant, "s0", []byte("k4"), now)
-	w.forget([]behindRef{a, c})
-	if got := w.keys(tenant, "s0"); len(got) != 1 || string(got[0]) != "k4" || w.n != 2 {
-		t.Fatalf("after forgetting two: s0 %q, %d waiting; want [k4], 2", got, w.n)
+	w.add(tenant, "s0", []byte("k1"), now)
+	if got := w.keys(tenant, "s0"); len(got) != 1 || string(got[0]) != "k1" {
+		t.Fatalf("s0 waits %q, want [k1] once", got)
 	}
 	upto, lists := w.snapshot()
 	if len(lists) != 2 {
 		t.Fatalf("snapshot holds %d lists, want 2", len(lists))
 	}
 	w.add(tenant, "s1", []byte("k5"), now)
-	w.drop(upto)
+	later := now.Add(time.Minute)
+	w.drop(upto, later)
 	if got := w.keys(tenant, "s1"); len(got) != 1 || string(got[0]) != "k5" || w.n != 1 || len(w.keys(tenant, "s0")) != 0 {
 		t.Fatalf("after the flush: s1 %q, %d waiting; want [k5], 1", got, w.n)
 	}
-	w.forget([]behindRef{{list: behindName(tenant, "s1"), id: upto + 1}})
+	if w.due(later.Add(sessionBehindAge/2)) || !w.due(later.Add(sessionBehindAge)) {
+		t.Fatal("what is left after a flush is not dated from it")
+	}
+	w.drop(w.seq, later)
 	if w.n != 0 || len(w.lists) != 0 || !w.first.IsZero() {
-		t.Fatalf("after forgetting the last: %d waiting, %d lists, first %v", w.n, len(w.lists), w.first)
+		t.Fatalf("after the last flush: %d waiting, %d lists, first %v", w.n, len(w.lists), w.first)
+	}
+}
+
+// TestBehindKeyAgain: a tenant deleted and created again restarts its
+// sequence, so an incident of the same session at the same time takes the
+// key of one whose entry still waits: it is read once.
+func TestBehindKeyAgain(t *testing.T) {
+	ctx := context.Background()
+	s := openBehind(t, filepath.Join(t.TempDir(), "s.db"), storetest.TickClock(storetest.ClockEpoch, time.Millisecond))
+	defer s.Close()
+	add := func(msg string) {
+		t.Helper()
+		in := &store.Incident{Time: storetest.Epoch, Workspace: "w", Project: "p", Session: "s0", Type: store.TypeHTTPError, Message: msg}
+		if _, err := s.AddIncidents(ctx, []store.IncidentWrite{{Incident: in}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("old")
+	if _, err := s.DeleteIncidents(ctx, "w", "p"); err != nil {
+		t.Fatal(err)
+	}
+	add("new")
+	if got := sessionMessages(t, s, "s0"); !slices.Equal(got, []string{"new"}) {
+		t.Fatalf("s0 lists %v, want [new]", got)
+	}
+}
+
+// TestBehindSessionTooLong: a session the index cannot hold fails its
+// batch, as it did when the entry was written with the incident, and
+// leaves nothing waiting that later writes, Close or Open would trip on.
+func TestBehindSessionTooLong(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := openBehind(t, path, nil)
+	long := strings.Repeat("x", bbolt.MaxKeySize)
+	_, err := s.AddIncidents(ctx, []store.IncidentWrite{{Incident: &store.Incident{Workspace: "w", Project: "p", Session: long, Type: store.TypeHTTPError}}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("AddIncidents with a %d-byte session: %v, want ErrInvalid", len(long), err)
+	}
+	if s.behind.n != 0 {
+		t.Fatalf("%d entries wait after the refused batch", s.behind.n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openBehind(t, path, nil)
+	defer s.Close()
+	if _, err := s.AddIncidents(ctx, behindBatch(0, 3, 1)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -208,7 +208,7 @@ func (b *Store) Close() error {
 		return err
 	})
 	if ferr == nil {
-		b.behind.drop(upto)
+		b.behind.drop(upto, b.now())
 	}
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)

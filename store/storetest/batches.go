@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,4 +285,83 @@ func testIncidentBatches(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("%d incidents, %d deduped stored; want %d and %d", len(got), onceStored, 2*writers*each+each, each)
 		}
 	})
+}
+
+// testBatchSessions: incidents stored in batches are read by conversation
+// (ListIncidents, SearchIncidents page by page, Since, Until) as they are
+// stored, after their tenant is deleted and filled again at the same
+// times, and after a reopen.
+func testBatchSessions(t *testing.T, open Opener) {
+	t.Run("batches read by conversation", func(t *testing.T) { batchSessions(t, open) })
+}
+
+func batchSessions(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s, reopen := open(t)
+	const sessions, batches, size = 3, 12, 10
+	at := Epoch.Add(2 * time.Hour)
+	add := func(s store.Store, prefix string) {
+		t.Helper()
+		for b := range batches {
+			batch := make([]store.IncidentWrite, size)
+			for i := range batch {
+				m := b*size + i
+				batch[i].Incident = &store.Incident{Time: at.Add(time.Duration(m) * time.Second), Workspace: "w", Project: "p",
+					Session: fmt.Sprintf("s%d", m%sessions), Type: store.TypeHTTPError, StatusCode: 429, Message: fmt.Sprintf("%s%d", prefix, m)}
+			}
+			if _, err := s.AddIncidents(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := func(prefix string, k int, from, to int) string {
+		var m []string
+		for i := to - 1; i >= from; i-- {
+			if i%sessions == k {
+				m = append(m, fmt.Sprintf("%s%d", prefix, i))
+			}
+		}
+		return strings.Join(m, ",")
+	}
+	check := func(s store.Store, stage, prefix string) {
+		t.Helper()
+		for k := range sessions {
+			session := fmt.Sprintf("s%d", k)
+			if got := Messages(mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p", Session: session, Limit: store.MaxLimit})); got != want(prefix, k, 0, batches*size) {
+				t.Fatalf("%s: ListIncidents(%s) = %s", stage, session, got)
+			}
+			since := at.Add(60 * time.Second)
+			if got := Messages(mustList(t, s, store.IncidentQuery{Workspace: "w", Project: "p", Session: session, Since: since, Limit: store.MaxLimit})); got != want(prefix, k, 60, batches*size) {
+				t.Fatalf("%s: ListIncidents(%s, since the 60th) = %s", stage, session, got)
+			}
+			var paged []store.Incident
+			f := store.IncidentFilter{Workspace: "w", Project: "p", Session: session, Until: at.Add(90 * time.Second), Limit: 7}
+			for {
+				page, err := s.SearchIncidents(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				paged = append(paged, page.Incidents...)
+				if page.Next == "" {
+					break
+				}
+				f.Cursor = page.Next
+			}
+			if got := Messages(paged); got != want(prefix, k, 0, 90) {
+				t.Fatalf("%s: SearchIncidents(%s, until the 90th) page by page = %s", stage, session, got)
+			}
+		}
+	}
+	add(s, "m")
+	check(s, "as stored", "m")
+	if _, err := s.DeleteIncidents(ctx, "w", "p"); err != nil {
+		t.Fatal(err)
+	}
+	add(s, "n")
+	check(s, "deleted and stored again", "n")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen(t)
+	check(s, "after a reopen", "n")
 }

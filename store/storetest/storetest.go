@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 	testVersions(t, fresh)
 	testLifecycle(t, open)
 	testIncidentBatches(t, fresh)
+	testBatchSessions(t, open)
 	testDashboard(t, fresh)
 	testUsage(t, open)
 	testTenants(t, fresh)
