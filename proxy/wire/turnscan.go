@@ -43,6 +43,11 @@ var errTailKnown = errors.New("rest of the body known")
 // are the remembered turn's, ends at the array's end, taking the
 // positions of the members there from the memo (after returns the
 // remembered turn's After).
+// newElemsRoom is the room ScanTurn leaves after a conversation's
+// remembered elements for the new ones of a turn (an answer and its tool
+// results): the slice then grows once at most.
+const newElemsRoom = 8
+
 func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant string, after func(S) []Span) (TurnScan, error) {
 	ts := TurnScan{Top: make([]Span, len(keys))}
 	s := Scanner{B: body}
@@ -80,7 +85,8 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 		named = true
 		r.Name(tenant, body, s.I)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {
-			ts.Ends = append(ts.Ends[:0], r.Prior.Elems[:last+1]...)
+			// The remembered elements, and room for a turn's new ones.
+			ts.Ends = append(make([]Elem, 0, last+1+newElemsRoom), r.Prior.Elems[:last+1]...)
 			ts.Elems = ts.Elems[:0]
 			s.I = ts.Ends[last].End
 		}
