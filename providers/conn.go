@@ -25,8 +25,25 @@ const copyBufSize = 32 << 10
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
-// ReadFrom copies r to the connection.
+// heldBody is a request body held in memory whole (the proxy's, and
+// bytes.Reader): it says how much is left and writes it in one write.
+type heldBody interface {
+	Len() int
+	io.WriterTo
+}
+
+// ReadFrom copies r to the connection. A body held in memory whole, behind
+// the transport's io.LimitReader, is written from where it is, in one
+// write: copying it through a buffer cost a copy of every byte and a
+// system call per 32 KB (a 1 MB conversation, 32 of them).
 func (c *copyConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if h, ok := lr.R.(heldBody); ok && int64(h.Len()) <= lr.N {
+			n, err := h.WriteTo((*connWriter)(c))
+			lr.N -= n
+			return n, err
+		}
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	// The connection is passed as a plain writer: io.CopyBuffer would

@@ -158,6 +158,13 @@ func (r *DrainReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Len returns how many bytes are left to read.
+func (r *DrainReader) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.b)
+}
+
 // WriteTo writes the rest of b in one write, as bytes.Reader does.
 func (r *DrainReader) WriteTo(w io.Writer) (int64, error) {
 	r.mu.Lock()

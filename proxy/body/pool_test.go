@@ -106,12 +106,15 @@ func TestDrainReader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &DrainReader{b: data}
+			if r.Len() != len(data) {
+				t.Fatalf("Len = %d before reading, want %d", r.Len(), len(data))
+			}
 			got, err := tt.read(r)
 			if err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("read %d bytes, %v; want the %d bytes", len(got), err, len(data))
 			}
-			if r.b != nil {
-				t.Error("the reader still references the body after reading it")
+			if r.b != nil || r.Len() != 0 {
+				t.Errorf("the reader still references the body after reading it (Len %d)", r.Len())
 			}
 			if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
 				t.Errorf("Read after the end = %d, %v; want 0, EOF", n, err)
