@@ -86,6 +86,31 @@ func wantMessages(n, sessions, k int) []string {
 	return want
 }
 
+// checkSessions checks every session's incidents after messages
+// 0..n-1 over sessions.
+func checkSessions(t *testing.T, s *Store, n, sessions int, stage string) {
+	t.Helper()
+	for k := range sessions {
+		if got, want := sessionMessages(t, s, fmt.Sprintf("s%d", k)), wantMessages(n, sessions, k); !slices.Equal(got, want) {
+			t.Fatalf("%s: session s%d: got %v, want %v", stage, k, got, want)
+		}
+	}
+}
+
+// reopenChecked opens the file at path again and checks that its session
+// index holds all n entries on disk, nothing noted behind, and every
+// session's incidents. The caller closes the store.
+func reopenChecked(t *testing.T, path string, clock func() time.Time, n, sessions int, stage string) *Store {
+	t.Helper()
+	s := openBehind(t, path, clock)
+	if on, noted := indexed(t, s); on != n || noted {
+		s.Close()
+		t.Fatalf("%s: %d entries on disk (want %d), noted %v", stage, on, n, noted)
+	}
+	checkSessions(t, s, n, sessions, stage)
+	return s
+}
+
 // indexed counts the session index's entries on disk and reports whether
 // a tenant still notes entries behind.
 func indexed(t *testing.T, s *Store) (n int, noted bool) {
@@ -127,11 +152,7 @@ func TestBehindReadsMerge(t *testing.T) {
 	}
 	check := func(stage string) {
 		t.Helper()
-		for k := range sessions {
-			if got, want := sessionMessages(t, s, fmt.Sprintf("s%d", k)), wantMessages(n, sessions, k); !slices.Equal(got, want) {
-				t.Fatalf("%s: session s%d: got %v, want %v", stage, k, got, want)
-			}
-		}
+		checkSessions(t, s, n, sessions, stage)
 	}
 	check("all waiting")
 
@@ -200,16 +221,7 @@ func TestBehindFlushes(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openBehind(t, path, clock)
-	defer s.Close()
-	if on, noted := indexed(t, s); on != n || noted {
-		t.Fatalf("after Close: %d entries on disk (want %d), noted %v", on, n, noted)
-	}
-	for k := range sessions {
-		if got, want := sessionMessages(t, s, fmt.Sprintf("s%d", k)), wantMessages(n, sessions, k); !slices.Equal(got, want) {
-			t.Fatalf("session s%d: got %v, want %v", k, got, want)
-		}
-	}
+	reopenChecked(t, path, clock, n, sessions, "after Close").Close()
 }
 
 // TestBehindCrash: a process that dies with entries waiting loses none of
@@ -245,16 +257,7 @@ func TestBehindCrash(t *testing.T) {
 	if err := s.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openBehind(t, path, clock)
-	defer s.Close()
-	if on, noted := indexed(t, s); on != n || noted {
-		t.Fatalf("after the crash: %d entries on disk (want %d), noted %v", on, n, noted)
-	}
-	for k := range sessions {
-		if got, want := sessionMessages(t, s, fmt.Sprintf("s%d", k)), wantMessages(n, sessions, k); !slices.Equal(got, want) {
-			t.Fatalf("session s%d: got %v, want %v", k, got, want)
-		}
-	}
+	reopenChecked(t, path, clock, n, sessions, "after the crash").Close()
 }
 
 // TestBehindPruned: retention removing incidents whose entries wait, and
