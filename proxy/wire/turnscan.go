@@ -33,6 +33,11 @@ type TurnScan struct {
 // errTailKnown ends a scan whose memo knew the rest of the body.
 var errTailKnown = errors.New("rest of the body known")
 
+// newElemsRoom is the room ScanTurn leaves after a conversation's
+// remembered elements for the new ones of a turn (an answer and its tool
+// results): the slice then grows once at most.
+const newElemsRoom = 8
+
 // ScanTurn scans body in one pass that checks it (JSON, nesting bounded,
 // no member named by keys given twice: a *JSONError or a
 // *DuplicateKeyError) and locates the top-level members named keys and,
@@ -43,11 +48,6 @@ var errTailKnown = errors.New("rest of the body known")
 // are the remembered turn's, ends at the array's end, taking the
 // positions of the members there from the memo (after returns the
 // remembered turn's After).
-// newElemsRoom is the room ScanTurn leaves after a conversation's
-// remembered elements for the new ones of a turn (an answer and its tool
-// results): the slice then grows once at most.
-const newElemsRoom = 8
-
 func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant string, after func(S) []Span) (TurnScan, error) {
 	ts := TurnScan{Top: make([]Span, len(keys))}
 	s := Scanner{B: body}
