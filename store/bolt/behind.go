@@ -198,11 +198,10 @@ func recoverBehind(tx *bbolt.Tx) error {
 		t := tenantOf(tb)
 		c := t.i.Cursor()
 		for k, v := c.Seek(bytes.Clone(from)); k != nil; k, v = c.Next() {
+			// A malformed record gets no entry: reading it says it is
+			// corrupt, where refusing to open would lose the whole file.
 			s, ok := recordSession(v)
-			if !ok {
-				return fmt.Errorf("incident %x: %w", k, errCorrupt)
-			}
-			if len(s) == 0 {
+			if !ok || len(s) == 0 || !sessionKeyFits(string(s)) {
 				continue
 			}
 			if err := t.s.Put(append(lenPrefixed(nil, string(s)), k...), nil); err != nil {
