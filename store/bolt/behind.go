@@ -132,9 +132,12 @@ func (w *behind) drop(upto uint64, now time.Time) {
 // first, each once (a key can wait twice: a tenant deleted and created
 // again restarts its sequence).
 func (w *behind) keys(tenant []byte, session string) [][]byte {
-	name := behindName(tenant, session)
 	w.mu.Lock()
-	l := w.lists[name]
+	if w.n == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	l := w.lists[behindName(tenant, session)]
 	var out [][]byte
 	if l != nil {
 		out = make([][]byte, len(l.keys))
@@ -241,7 +244,8 @@ func sessionIs(v []byte, session string) bool {
 // sessionKeyFits reports whether the session index can hold an entry of
 // session: bbolt refuses a key over MaxKeySize.
 func sessionKeyFits(session string) bool {
-	return len(lenPrefixed(nil, session))+16 <= bbolt.MaxKeySize
+	var n [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(n[:], uint64(len(session)))+len(session)+16 <= bbolt.MaxKeySize
 }
 
 // sessionWalk walks the session's incidents in the time index, newest

@@ -29,6 +29,16 @@ func behindBatch(first, n, sessions int) []store.IncidentWrite {
 	return batch
 }
 
+// addBehind stores messages first..first+n-1 over sessions in one batch
+// and returns first+n.
+func addBehind(t testing.TB, s *Store, first, n, sessions int) int {
+	t.Helper()
+	if _, err := s.AddIncidents(context.Background(), behindBatch(first, n, sessions)); err != nil {
+		t.Fatal(err)
+	}
+	return first + n
+}
+
 func openBehind(t *testing.T, path string, clock func() time.Time) *Store {
 	t.Helper()
 	s, err := Open(path, Options{Now: clock})
@@ -135,27 +145,15 @@ func indexed(t *testing.T, s *Store) (n int, noted bool) {
 // written entry still held in memory) read as one index, through a limit
 // and pages that cross from one to the other.
 func TestBehindReadsMerge(t *testing.T) {
-	ctx := context.Background()
 	s := openBehind(t, filepath.Join(t.TempDir(), "s.db"), storetest.TickClock(storetest.ClockEpoch, time.Millisecond))
 	defer s.Close()
 	const sessions = 3
 	n := 0
-	add := func(k int) {
-		t.Helper()
-		if _, err := s.AddIncidents(ctx, behindBatch(n, k, sessions)); err != nil {
-			t.Fatal(err)
-		}
-		n += k
-	}
-	add(20)
+	n = addBehind(t, s, n, 20, sessions)
 	if on, _ := indexed(t, s); on != 0 {
 		t.Fatalf("%d entries written before any flush", on)
 	}
-	check := func(stage string) {
-		t.Helper()
-		checkSessions(t, s, n, sessions, stage)
-	}
-	check("all waiting")
+	checkSessions(t, s, n, sessions, "all waiting")
 
 	// Write what waits as a flush would, and keep it in memory too.
 	err := s.db.Update(func(tx *bbolt.Tx) error {
@@ -168,17 +166,16 @@ func TestBehindReadsMerge(t *testing.T) {
 	if on, noted := indexed(t, s); on != 20 || noted {
 		t.Fatalf("after writing: %d entries on disk, behind noted %v; want 20, false", on, noted)
 	}
-	check("written and still held")
+	checkSessions(t, s, n, sessions, "written and still held")
 	s.behind.drop(s.behind.seq, storetest.ClockEpoch)
-	add(11)
-	check("half written, half waiting")
+	n = addBehind(t, s, n, 11, sessions)
+	checkSessions(t, s, n, sessions, "half written, half waiting")
 }
 
 // TestBehindFlushes: once sessionBehindMax entries wait the next batch
 // writes them all; so does Close; the age rule writes what waits for a
 // second.
 func TestBehindFlushes(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
 	now := storetest.ClockEpoch
 	clock := func() time.Time { return now }
@@ -186,39 +183,24 @@ func TestBehindFlushes(t *testing.T) {
 	const sessions = 32
 	n := 0
 	for n < sessionBehindMax {
-		if _, err := s.AddIncidents(ctx, behindBatch(n, 40, sessions)); err != nil {
-			t.Fatal(err)
-		}
-		n += 40
+		n = addBehind(t, s, n, 40, sessions)
 	}
 	if on, noted := indexed(t, s); on != 0 || !noted {
 		t.Fatalf("before the flush: %d entries on disk, noted %v; want 0, true", on, noted)
 	}
-	if _, err := s.AddIncidents(ctx, behindBatch(n, 40, sessions)); err != nil {
-		t.Fatal(err)
-	}
-	n += 40
+	n = addBehind(t, s, n, 40, sessions)
 	if on, noted := indexed(t, s); on != n || noted || s.behind.n != 0 {
 		t.Fatalf("after the flush: %d entries on disk (want %d), noted %v, %d waiting", on, n, noted, s.behind.n)
 	}
 
-	if _, err := s.AddIncidents(ctx, behindBatch(n, 5, sessions)); err != nil {
-		t.Fatal(err)
-	}
-	n += 5
+	n = addBehind(t, s, n, 5, sessions)
 	now = now.Add(sessionBehindAge)
-	if _, err := s.AddIncidents(ctx, behindBatch(n, 5, sessions)); err != nil {
-		t.Fatal(err)
-	}
-	n += 5
+	n = addBehind(t, s, n, 5, sessions)
 	if on, _ := indexed(t, s); on != n {
 		t.Fatalf("after a second: %d entries on disk, want %d", on, n)
 	}
 
-	if _, err := s.AddIncidents(ctx, behindBatch(n, 7, sessions)); err != nil {
-		t.Fatal(err)
-	}
-	n += 7
+	n = addBehind(t, s, n, 7, sessions)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,20 +219,14 @@ func TestBehindCrash(t *testing.T) {
 	// alone (indexed at once) in between.
 	n := 0
 	for range 30 {
-		if _, err := s.AddIncidents(ctx, behindBatch(n, 40, sessions)); err != nil {
-			t.Fatal(err)
-		}
-		n += 40
+		n = addBehind(t, s, n, 40, sessions)
 	}
 	single := store.Incident{Workspace: "w", Project: "p", Session: "s0", Type: store.TypeHTTPError, Message: fmt.Sprint(n)}
 	if err := s.AddIncident(ctx, &single); err != nil {
 		t.Fatal(err)
 	}
 	n++
-	if _, err := s.AddIncidents(ctx, behindBatch(n, 9, sessions)); err != nil {
-		t.Fatal(err)
-	}
-	n += 9
+	n = addBehind(t, s, n, 9, sessions)
 	if s.behind.n == 0 {
 		t.Fatal("nothing waits: the test does not test a crash with entries behind")
 	}
@@ -265,13 +241,10 @@ func TestBehindCrash(t *testing.T) {
 // waited gets none after a crash, and the file still opens with the
 // others' entries written.
 func TestBehindCrashCorrupt(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
 	clock := storetest.TickClock(storetest.ClockEpoch, time.Millisecond)
 	s := openBehind(t, path, clock)
-	if _, err := s.AddIncidents(ctx, behindBatch(0, 6, 2)); err != nil {
-		t.Fatal(err)
-	}
+	addBehind(t, s, 0, 6, 2)
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		k, _ := openTenant(tx, "w", "p").i.Cursor().Last() // message 5, of s1
 		return openTenant(tx, "w", "p").i.Put(bytes.Clone(k), []byte{9, 9})
@@ -301,9 +274,7 @@ func TestBehindPruned(t *testing.T) {
 	clock := func() time.Time { now = now.Add(time.Millisecond); return now }
 	s := openBehind(t, filepath.Join(t.TempDir(), "s.db"), clock)
 	defer s.Close()
-	if _, err := s.AddIncidents(ctx, behindBatch(0, 10, 2)); err != nil {
-		t.Fatal(err)
-	}
+	addBehind(t, s, 0, 10, 2)
 	// The oldest six go.
 	if n, err := s.PruneIncidents(ctx, storetest.ClockEpoch.Add(6*time.Millisecond+time.Microsecond), 0); err != nil || n != 6 {
 		t.Fatalf("PruneIncidents = %d, %v; want 6", n, err)
@@ -416,9 +387,7 @@ func TestBehindSessionTooLong(t *testing.T) {
 	}
 	s = openBehind(t, path, nil)
 	defer s.Close()
-	if _, err := s.AddIncidents(ctx, behindBatch(0, 3, 1)); err != nil {
-		t.Fatal(err)
-	}
+	addBehind(t, s, 0, 3, 1)
 }
 
 // TestBehindConcurrent: batches and readers at once (run with -race):
@@ -495,7 +464,6 @@ func TestBehindConcurrent(t *testing.T) {
 func BenchmarkAddIncidents(b *testing.B) {
 	for _, sessions := range []int{1, 32} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			ctx := context.Background()
 			s, err := Open(filepath.Join(b.TempDir(), "s.db"), Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -503,16 +471,12 @@ func BenchmarkAddIncidents(b *testing.B) {
 			defer s.Close()
 			s.db.NoSync = true
 			for i := range 3000 {
-				if _, err := s.AddIncidents(ctx, behindBatch(i*40, 40, sessions)); err != nil {
-					b.Fatal(err)
-				}
+				addBehind(b, s, i*40, 40, sessions)
 			}
 			s.db.NoSync = false
 			before := s.db.Stats()
 			for i := 0; b.Loop(); i++ {
-				if _, err := s.AddIncidents(ctx, behindBatch(i*40, 40, sessions)); err != nil {
-					b.Fatal(err)
-				}
+				addBehind(b, s, i*40, 40, sessions)
 			}
 			after := s.db.Stats()
 			b.ReportMetric(float64(after.TxStats.GetWrite()-before.TxStats.GetWrite())/float64(b.N), "pages/commit")
