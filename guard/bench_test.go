@@ -183,3 +183,18 @@ func BenchmarkRedact(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkBlock renders a guard block of three entries, as each request
+// of a storm of provider failures does (the count changes every time).
+func BenchmarkBlock(b *testing.B) {
+	entries := []Entry{
+		{Pattern: "RATE LIMIT", Count: 1234, Provider: "openai", Example: "Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29750."},
+		{Pattern: labelNoProgress, Count: 57, Call: `run_tests {"path":"./..."}`, Example: "ok  github.com/acme/app 0.2s"},
+		{Pattern: "REPEATED ERROR", Count: 3, Example: "KeyError: 'session_4' while loading /var/cache/app/x.json"},
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		entries[0].Count = 1234 + i
+		Block(entries)
+	}
+}

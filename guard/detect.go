@@ -193,21 +193,36 @@ func Block(entries []Entry) string {
 	if len(entries) == 0 {
 		return ""
 	}
+	// The texts first, to size the block: a storm of provider failures
+	// renders a new one on every request.
+	var small [8]entryText
+	texts := small[:0]
+	quoted := slices.ContainsFunc(entries, quotes)
+	n := len(BlockStart) + len(blockIntro) + len(BlockEnd) + 5
+	if quoted {
+		n += len(QuoteNotice) + 1
+	}
+	for _, e := range entries {
+		t := entryTextOf(e)
+		texts = append(texts, t)
+		n += len(entryLead) + len(t.label) + maxCountLen + len(t.body)
+	}
 	var b strings.Builder
+	b.Grow(n)
 	b.WriteString(BlockStart)
 	b.WriteString("\n")
 	b.WriteString(blockIntro)
 	b.WriteString("\n")
-	if slices.ContainsFunc(entries, quotes) {
+	if quoted {
 		b.WriteString(QuoteNotice)
 		b.WriteString("\n")
 	}
-	for _, e := range entries {
-		t := entryTextOf(e)
-		b.WriteString("\n▶ Pattern: ")
+	for i, e := range entries {
+		t := &texts[i]
+		b.WriteString(entryLead)
 		b.WriteString(t.label)
 		b.WriteString(" (")
-		b.WriteString(countText(e))
+		writeCount(&b, e)
 		b.WriteString(")\n")
 		b.WriteString(t.body)
 	}
@@ -217,22 +232,40 @@ func Block(entries []Entry) string {
 	return b.String()
 }
 
+// entryLead begins an entry's line in a block.
+const entryLead = "\n▶ Pattern: "
+
+// maxCountLen bounds the length of an entry's count and the parentheses
+// around it (see writeCount).
+const maxCountLen = len(" (Repeated ") + 20 + len(" times with the same result)\n")
+
 // countText says how often an entry's failure happened: "Failed 2
 // times"; a loop of calls that did not fail says what they did instead
 // ("Repeated 3 times with the same result", "Called 3 times").
 func countText(e Entry) string {
-	n := strconv.Itoa(e.Count)
-	times := " times"
-	if e.Count == 1 {
-		times = " time"
-	}
+	var b strings.Builder
+	writeCount(&b, e)
+	return b.String()
+}
+
+// writeCount writes countText(e) to b.
+func writeCount(b *strings.Builder, e Entry) {
+	verb, tail := "Failed ", ""
 	switch e.Pattern {
 	case labelNoProgress, labelAlternating:
-		return "Repeated " + n + times + " with the same result"
+		verb, tail = "Repeated ", " with the same result"
 	case labelUnknownTool:
-		return "Called " + n + times
+		verb = "Called "
 	}
-	return "Failed " + n + times
+	b.WriteString(verb)
+	var digits [20]byte
+	b.Write(strconv.AppendInt(digits[:0], int64(e.Count), 10))
+	if e.Count == 1 {
+		b.WriteString(" time")
+	} else {
+		b.WriteString(" times")
+	}
+	b.WriteString(tail)
 }
 
 // entryText is an entry's text in a block but its count: its label and

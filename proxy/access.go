@@ -74,7 +74,8 @@ func logLine(ctx context.Context, l *slog.Logger, level slog.Level, msg string, 
 // logBlocks writes, at debug, what a request's rewrite injected.
 func (s *Server) logBlocks(ex *exchange) {
 	tu := &ex.turn
-	if tu.Degraded || (len(tu.Entries) == 0 && len(tu.Matches) == 0 && tu.Loop.Level < guard.LevelStop) {
+	if tu.Degraded || (len(tu.Entries) == 0 && len(tu.Matches) == 0 && tu.Loop.Level < guard.LevelStop) ||
+		!s.log.Enabled(ex.c.Request().Context(), slog.LevelDebug) {
 		return
 	}
 	placement := "turn"

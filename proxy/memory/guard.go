@@ -66,7 +66,16 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 // overcomeTools returns, sorted, the tools whose latest result in the
 // conversation succeeded.
 func overcomeTools(tallies []wire.ToolTally) []string {
-	var overcome []string
+	n := 0
+	for _, t := range tallies {
+		if !t.LastFailed && t.Name != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	overcome := make([]string, 0, n)
 	for _, t := range tallies {
 		if !t.LastFailed && t.Name != "" {
 			overcome = append(overcome, t.Name)

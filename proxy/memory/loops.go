@@ -446,7 +446,7 @@ func (m *Memory) recordLoops(budget *storeBudget, t tenant.Tenant, model, provid
 		inc := m.Incident(t, model, provider, store.TypeLoop, 0, loopMessage(ev.loop), now)
 		inc.Code = ev.level
 		dedupe := "loop|" + t.Session + "|" + ev.level + "|" + ev.loop.Key()
-		if _, err := m.writeIncident(budget.context(), inc, dedupe, false, nil); err != nil {
+		if _, err := m.writeIncident(budget, inc, dedupe, false, nil); err != nil {
 			m.StoreFailed(budget.parent, "add_incident", err)
 			return false
 		}

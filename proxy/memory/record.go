@@ -102,7 +102,7 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 					*commits = append(*commits, p)
 				}
 			} else {
-				_, err = m.writeIncident(budget.context(), inc, dedupe, false, lost)
+				_, err = m.writeIncident(budget, inc, dedupe, false, lost)
 			}
 			if err != nil {
 				lost()
@@ -189,9 +189,11 @@ func (tm *textMemo) of(message string) incidentText {
 // headers are not sent yet.
 func (m *Memory) Record(ctx context.Context, t tenant.Tenant, model, provider, typ string, status int, message string) bool {
 	inc := m.Incident(t, model, provider, typ, status, message, m.opts.Now())
-	sctx, cancel := m.storeCtx(ctx)
-	defer cancel()
-	if _, err := m.writeIncident(sctx, inc, "", guard.ProviderFailure(typ), nil); err != nil {
+	// The client may be gone already: the failure is recorded all the
+	// same. The budget starts only if the write has to wait.
+	budget := storeBudget{parent: context.WithoutCancel(ctx), d: m.opts.StoreTimeout}
+	defer budget.end()
+	if _, err := m.writeIncident(&budget, inc, "", guard.ProviderFailure(typ), nil); err != nil {
 		m.StoreFailed(ctx, "add_incident", err)
 		return false
 	}

@@ -135,11 +135,11 @@ func TestIncrementalGuardMatchesAFullRead(t *testing.T) {
 					}
 					foreign++
 				case in.Type == store.TypeToolError:
-					if _, err := inc.writeIncident(ctx, in, fmt.Sprint(in.Session, "|call_", step%7), false, nil); err != nil {
+					if _, err := inc.writeIncident(within(ctx), in, fmt.Sprint(in.Session, "|call_", step%7), false, nil); err != nil {
 						t.Fatal(err)
 					}
 				default:
-					if _, err := inc.writeIncident(ctx, in, "", true, nil); err != nil {
+					if _, err := inc.writeIncident(within(ctx), in, "", true, nil); err != nil {
 						t.Fatal(err)
 					}
 				}

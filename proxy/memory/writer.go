@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -281,38 +282,46 @@ func (w *incidentWriter) write(batch []*pendingWrite) {
 // answerEarly): then it reports true. lost, if not nil, is called when
 // the write fails after writeIncident returned. It logs, at debug, each
 // incident it recorded (not one its dedupe key had recorded before).
-func (m *Memory) writeIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
-	stored, err := m.queueIncident(ctx, inc, dedupe, show, lost)
+func (m *Memory) writeIncident(budget *storeBudget, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
+	stored, err := m.queueIncident(budget, inc, dedupe, show, lost)
 	if stored {
-		m.logRecorded(ctx, inc)
+		m.logRecorded(budget.parent, inc)
 	}
 	return stored, err
 }
 
 // logRecorded writes, at debug, that inc was recorded.
 func (m *Memory) logRecorded(ctx context.Context, inc *store.Incident) {
+	if !m.log.Enabled(ctx, slog.LevelDebug) {
+		return // its attributes would be boxed for nothing, on every incident
+	}
 	m.log.DebugContext(ctx, "incident recorded", "workspace", inc.Workspace, "project", inc.Project,
 		"conversation", inc.Session, "type", inc.Type, "provider", inc.Provider, "status", inc.StatusCode,
 		"code", inc.Code, "fingerprint", inc.Fingerprint, "bytes", len(inc.Message))
 }
 
-// queueIncident is writeIncident without its log line.
-func (m *Memory) queueIncident(ctx context.Context, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
+// queueIncident is writeIncident without its log line. A write queued
+// at once that nobody waits for (a provider failure's, most often) uses
+// none of budget.
+func (m *Memory) queueIncident(budget *storeBudget, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
 	p := &pendingWrite{dedupe: dedupe, shown: show, lost: lost, done: make(chan struct{})}
 	if err := m.prepare(p, inc); err != nil {
 		return false, err
 	}
 	wait := !show || m.opts.Durability == DurabilitySync || !m.writer.answerEarly()
 	p.waited = wait
-	if err := m.push(ctx, p); err != nil {
-		if !wait {
-			m.writer.releaseEarly(1)
+	if !m.writer.offer(p) {
+		if err := m.push(budget.context(), p); err != nil {
+			if !wait {
+				m.writer.releaseEarly(1)
+			}
+			return false, err
 		}
-		return false, err
 	}
 	if !wait {
 		return true, nil
 	}
+	ctx := budget.context()
 	select {
 	case <-p.done:
 		return p.stored, p.err

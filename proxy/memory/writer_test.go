@@ -183,7 +183,7 @@ func answeredEarly(t *testing.T, m *Memory, n int) bool {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	stored, err := m.writeIncident(ctx, providerFailure(m, n), "", true, nil)
+	stored, err := m.writeIncident(within(ctx), providerFailure(m, n), "", true, nil)
 	if stored != (err == nil) || err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("failure %d: writeIncident = %v, %v", n, stored, err)
 	}
@@ -198,7 +198,7 @@ func TestAsyncAnswersBeforeTheCommitAreBounded(t *testing.T) {
 	st := &heldWrites{Store: tempBolt(t)}
 	m := newTestMemory(t, st, func(o *Options) { o.StoreTimeout = time.Minute })
 	frozenClock(m)
-	if _, err := m.writeIncident(context.Background(), providerFailure(m, 0), "", true, nil); err != nil {
+	if _, err := m.writeIncident(within(context.Background()), providerFailure(m, 0), "", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	st.hold()
@@ -230,7 +230,7 @@ func TestAsyncAnswersBeforeTheCommitAreBounded(t *testing.T) {
 func TestSyncAnswersAfterTheCommit(t *testing.T) {
 	m := newTestMemory(t, tempBolt(t), func(o *Options) { o.StoreTimeout = time.Minute; o.Durability = DurabilitySync })
 	frozenClock(m)
-	if _, err := m.writeIncident(context.Background(), providerFailure(m, 0), "", true, nil); err != nil {
+	if _, err := m.writeIncident(within(context.Background()), providerFailure(m, 0), "", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if answeredEarly(t, m, 1) {
@@ -273,3 +273,6 @@ func TestCapturesKeepTheSolutionsCap(t *testing.T) {
 		}
 	}
 }
+
+// within is a budget that is ctx.
+func within(ctx context.Context) *storeBudget { return &storeBudget{parent: ctx, ctx: ctx} }

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -255,14 +256,21 @@ func (p *Policy) Authorize(h http.Header) (k *Key, ok bool) {
 	return nil, false
 }
 
+// The errors of ValidName that name no input: a request that names no
+// agent or session is checked on every request.
+var (
+	errNameEmpty = errors.New("must not be empty")
+	errNameLong  = errors.New("longer than 128 characters")
+)
+
 // ValidName checks a workspace, project, session or agent name: 1 to 128
 // characters of letters, digits and ._-:@ (no slashes, spaces or controls).
 func ValidName(s string) error {
 	if s == "" {
-		return fmt.Errorf("must not be empty")
+		return errNameEmpty
 	}
 	if len(s) > 128 {
-		return fmt.Errorf("longer than 128 characters")
+		return errNameLong
 	}
 	for _, r := range s {
 		switch {

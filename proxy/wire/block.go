@@ -24,7 +24,8 @@ func NewBlock(text string) Block {
 	if trimmed == "" {
 		return Block{Text: text}
 	}
-	esc := AppendJSONString(nil, trimmed)
+	// Room for the quotes and some escapes: one allocation, most often.
+	esc := AppendJSONString(make([]byte, 0, len(trimmed)+len(trimmed)/8+16), trimmed)
 	return Block{Text: text, JSON: esc[1 : len(esc)-1]}
 }
 

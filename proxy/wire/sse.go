@@ -19,7 +19,11 @@ const MaxExcerpt = 4 << 10
 
 // IsSSE reports whether a response's headers announce an event stream.
 func IsSSE(h http.Header) bool {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	ct := h.Get("Content-Type")
+	if base, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(base), "text/event-stream") {
+		return false // any other type, whatever its parameters (parsed for nothing on every answer)
+	}
+	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "text/event-stream"
 }
 
