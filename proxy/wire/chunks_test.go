@@ -22,11 +22,11 @@ func chunksSlice[T any](c *Chunks[T]) []T {
 	return out
 }
 
-// TestChunksPrefixSharesFullChunksOnly: a prefix holds the list's first
-// elements, shares its full chunks and copies the partial one, and what
-// the prefix and the list append afterwards stays each one's own, at
-// every length around the chunks' bounds.
-func TestChunksPrefixSharesFullChunksOnly(t *testing.T) {
+// TestChunksPrefixCopiesOnAppend: a prefix holds the list's first
+// elements and shares its chunks, the partial one until its first append,
+// and what the prefix and the list append afterwards stays each one's
+// own, at every length around the chunks' bounds.
+func TestChunksPrefixCopiesOnAppend(t *testing.T) {
 	for _, total := range []int{0, 1, ChunkLen - 1, ChunkLen, ChunkLen + 1, 3*ChunkLen + 5} {
 		for n := 0; n <= total; n++ {
 			var c Chunks[int]
@@ -44,10 +44,14 @@ func TestChunksPrefixSharesFullChunksOnly(t *testing.T) {
 					t.Fatalf("total %d: Prefix(%d) copied the full chunk at %d", total, n, i)
 				}
 			}
-			if n%ChunkLen != 0 && p.At(n-1) == c.At(n-1) {
-				t.Fatalf("total %d: Prefix(%d) shares the partial chunk", total, n)
+			if n > 0 && p.At(n-1) != c.At(n-1) {
+				t.Fatalf("total %d: Prefix(%d) copied the partial chunk before appending", total, n)
 			}
-			for i := range 2 * ChunkLen {
+			p.Append(-1)
+			if n%ChunkLen != 0 && p.At(n-1) == c.At(n-1) {
+				t.Fatalf("total %d: Prefix(%d) shares the partial chunk after appending", total, n)
+			}
+			for i := 1; i < 2*ChunkLen; i++ {
 				p.Append(-1 - i)
 			}
 			if got := chunksSlice(&c); !slices.Equal(got, want) {
@@ -99,4 +103,16 @@ func TestChunksAtOutOfRange(t *testing.T) {
 		}
 	}()
 	c.At(2)
+}
+
+// TestChunksPrefixAllocatesNothing: a prefix that appends nothing (a
+// retry of a turn) costs no copy.
+func TestChunksPrefixAllocatesNothing(t *testing.T) {
+	c := chunksOf(make([]int, 3*ChunkLen+2)...)
+	if n := testing.AllocsPerRun(100, func() {
+		p := c.Prefix(c.Len())
+		_ = p.At(p.Len() - 1)
+	}); n != 0 {
+		t.Fatalf("Prefix allocated %v times", n)
+	}
 }

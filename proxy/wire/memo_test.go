@@ -166,19 +166,19 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 	c1.Append("x")
 
 	m2, c2 := Resumed(&ext, &marks, &calls, 2, 2, 4)
-	if m2.At(0) == marks.At(0) || c2.At(0) == calls.At(0) {
-		t.Fatal("a second resumer from the end got the arrays the first one appends to")
-	}
 	m2.Append(42)
 	c2.Append("y")
+	if m2.At(0) == marks.At(0) || c2.At(0) == calls.At(0) {
+		t.Fatal("a second resumer from the end appended to the arrays the first one appends to")
+	}
 
 	var fresh Extension
 	m3, c3 := Resumed(&fresh, &marks, &calls, 1, 1, 4)
-	if m3.At(0) == marks.At(0) {
-		t.Fatal("a resumer from an earlier element got the turn's arrays")
-	}
 	m3.Append(43)
 	c3.Append("z")
+	if m3.At(0) == marks.At(0) {
+		t.Fatal("a resumer from an earlier element appended to the turn's arrays")
+	}
 
 	for _, c := range []struct {
 		marks     Chunks[int]
@@ -203,7 +203,8 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 func TestResumedLeavesTheArraysToATurnThatAdds(t *testing.T) {
 	marks := chunksOf(1, 2)
 	var ext Extension
-	if m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 0); m.At(0) == marks.At(0) {
+	m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 0)
+	if m.Append(9); m.At(0) == marks.At(0) {
 		t.Fatal("a repeat of the turn took its arrays")
 	}
 	if m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 1); m.At(0) != marks.At(0) {
