@@ -48,6 +48,7 @@ type workload struct {
 	// one session at a time; the failures scarproxy answered are counted
 	// per session.
 	storm    bool
+	retries  int // each request is sent this many times more, the same bytes (a 429 retried)
 	stormMu  sync.Mutex
 	sessions []stormSession // per client
 	seen     map[string]int // session -> 429s answered by scarproxy
@@ -67,6 +68,10 @@ const stormSessionMax = 9000
 func newWorkload(a *api, clients int, stream bool, failEvery, finalEvery int, convs []conversation) *workload {
 	return &workload{api: a, convs: convs[:clients], stream: stream, failEvery: failEvery, finalEvery: finalEvery, seqs: make([]int, clients)}
 }
+
+// requestSeq is the request a client's nth request sends (both from 1):
+// with retries, each one is sent retries+1 times.
+func requestSeq(n, retries int) int { return (n + retries) / (retries + 1) }
 
 // stormSessionOf returns client c's session for its next request.
 func (wl *workload) stormSessionOf(c int) string {
@@ -176,7 +181,7 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 			}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				wl.seqs[c]++
-				seq := wl.seqs[c]
+				seq := requestSeq(wl.seqs[c], wl.retries)
 				body = conv.requestBody(body[:0], c, seq, wl.failEvery > 0 && seq%wl.failEvery == 0)
 				if wl.finalEvery > 0 && seq%wl.finalEvery == 0 {
 					hdr.Set(headerFinal, strconv.Itoa(seq))

@@ -106,6 +106,7 @@ type options struct {
 	keep       bool
 	api        string
 	storm      bool
+	retries    int
 	postgres   string
 	portBase   int
 	history    int
@@ -131,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.failEvery, "fail-every", 0, "every Nth request of a client carries a new failed tool result (an incident write); 0 never")
 	fs.IntVar(&o.finalEvery, "final-every", defaultFinalEvery, "every Nth answer is final (finish_reason stop: scarproxy auto-captures a solution); 0 never (every answer a tool call)")
 	fs.BoolVar(&o.storm, "storm", false, "every answer is a 429 (a rate-limit storm: every request an incident); reports incidents stored per second and checks at the end that every 429 scarproxy answered is in its store")
+	fs.IntVar(&o.retries, "retries", 0, "with -storm, each client sends every request this many times more, the same bytes, before its next one, as an agent retries a 429 (Codex CLI's default is 4, the OpenAI and Anthropic SDKs' 2); 0: every request a new round")
 	fs.IntVar(&o.portBase, "port-base", 0, "listen on fixed loopback ports: the upstream on this one, the bare proxy on the next, scarproxy on the one after (0: any free ports)")
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
@@ -159,6 +161,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-port-base: must be 0..65533"}
 	case o.history < 0 || o.history > 16<<10:
 		return o, usageError{"-history: must be 0..16384 (KB)"}
+	case o.retries < 0 || o.retries > 100:
+		return o, usageError{"-retries: must be 0..100"}
+	case o.retries > 0 && !o.storm:
+		return o, usageError{"-retries: only with -storm (only a 429 is retried)"}
 	case o.failEvery < 0 || o.finalEvery < 0:
 		return o, usageError{"-fail-every and -final-every must not be negative"}
 	case apiByName(o.api) == nil:

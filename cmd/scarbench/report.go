@@ -52,7 +52,7 @@ func optionsReport(o options) map[string]any {
 		"c": o.conc, "d": o.dur.String(), "warmup": o.warmup.String(), "rounds": o.rounds,
 		"stream": o.stream, "soak": o.soak, "incidents": o.incidents, "solutions": o.solutions,
 		"targets": o.targets, "fail_every": o.failEvery, "final_every": o.finalEvery, "api": o.api,
-		"storm": o.storm, "postgres": o.postgres != "", "history_kb": o.history,
+		"storm": o.storm, "retries": o.retries, "postgres": o.postgres != "", "history_kb": o.history,
 	}
 }
 
@@ -135,6 +135,7 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	wl := newWorkload(e.api, o.conc, o.stream, o.failEvery, o.finalEvery, e.convs)
 	if o.storm {
 		wl.storm, wl.sessions, wl.seen = true, make([]stormSession, o.conc), map[string]int{}
+		wl.retries = o.retries
 	}
 	targets := make([]target, len(o.targets))
 	for i, name := range o.targets {
@@ -143,6 +144,9 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	mode := "non-streaming"
 	if o.stream {
 		mode = "streaming"
+	}
+	if o.retries > 0 {
+		mode += fmt.Sprintf(", each request sent %d times (retries)", o.retries+1)
 	}
 	fmt.Fprintf(w, "%s API (POST %s), %d clients, %s, %s per run after %s warm-up, %d rounds, request body %d bytes\n",
 		e.api.name, e.api.pathOf(o.stream), o.conc, mode, o.dur, o.warmup, o.rounds, len(e.convs[0].requestBody(nil, 0, 0, false)))
