@@ -114,7 +114,7 @@ type guardResult struct {
 // appended to w's array when w is the first window to follow it, so a
 // window follows a storm of failures without copying its incidents for
 // each; its provider failures' tally (see guardFor) follows them too.
-// The cache's lock must be held.
+// with takes add (it sorts it). The cache's lock must be held.
 func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendingWrite, same bool) *guardWindow {
 	n := &guardWindow{workspace: w.workspace, project: w.project, version: version,
 		validUntil: w.validUntil, incidents: w.incidents, full: w.full, newest: w.newest, pending: pending,
@@ -131,7 +131,6 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 		return n
 	}
 	// Later in the batch is newer at the same time.
-	add = slices.Clone(add)
 	slices.SortStableFunc(add, func(a, b store.Incident) int { return a.Time.Compare(b.Time) })
 	incs := w.joined(add)
 	var trimmed []store.Incident

@@ -229,10 +229,20 @@ func (c *guardCache) committed(batch []*pendingWrite, writes []store.IncidentWri
 // with what the batch stored in its tenant, and moves the tenant's window
 // with it if the window is at the step's From.
 func (c *guardCache) stepLocked(k tenantKey, st store.VersionStep, batch []*pendingWrite, writes []store.IncidentWrite) {
-	var stored []store.Incident
+	ours := func(i int) bool {
+		in := writes[i].Incident
+		return writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project
+	}
+	n := 0
 	for i := range batch {
-		if in := writes[i].Incident; writes[i].Stored && in.Workspace == k.workspace && in.Project == k.project {
-			stored = append(stored, *in)
+		if ours(i) {
+			n++
+		}
+	}
+	stored := make([]store.Incident, 0, n)
+	for i := range batch {
+		if ours(i) {
+			stored = append(stored, *writes[i].Incident)
 		}
 	}
 	log := append(c.steps[k], loggedStep{from: st.From, to: st.To, stored: stored})
@@ -246,17 +256,28 @@ func (c *guardCache) stepLocked(k tenantKey, st store.VersionStep, batch []*pend
 	}
 	// The window's incidents at To: those it shows already (pending)
 	// stay, the others stored join.
-	var add []store.Incident
-	pending := w.pending
+	// One pass over the pending ones, however many the batch holds: the
+	// batch's are flagged (under c.mu) while it runs.
 	for i, p := range batch {
-		if !writes[i].Stored || p.inc.Workspace != k.workspace || p.inc.Project != k.project {
-			continue
+		p.stepping = ours(i)
+	}
+	pending := w.pending
+	if slices.ContainsFunc(pending, func(q *pendingWrite) bool { return q.stepping }) {
+		pending = make([]*pendingWrite, 0, len(w.pending))
+		for _, q := range w.pending {
+			if q.stepping {
+				q.stepping = false // shown already: stays, not pending any more
+				continue
+			}
+			pending = append(pending, q)
 		}
-		if slices.Contains(pending, p) {
-			pending = slices.DeleteFunc(slices.Clone(pending), func(q *pendingWrite) bool { return q == p })
-			continue
+	}
+	var add []store.Incident
+	for i, p := range batch {
+		if p.stepping {
+			add = append(add, *writes[i].Incident)
+			p.stepping = false
 		}
-		add = append(add, *writes[i].Incident)
 	}
 	c.putLocked(k, w.with(add, st.To, pending, len(add) == 0))
 }

@@ -96,6 +96,9 @@ type pendingWrite struct {
 	// request marked as recorded is to be recorded again.
 	lost   func()
 	waited bool // a request waits for its commit; else its answer is out (see answerEarly)
+	// stepping flags a write of the batch the guard cache is applying
+	// (guardCache.stepLocked), under its lock.
+	stepping bool
 
 	done   chan struct{} // closed once stored or failed; then stored and err are set
 	stored bool
