@@ -127,7 +127,7 @@ func (p parts) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wire
 	if !p.at.OK() || p.keep == p.end && n == 0 {
 		return edits
 	}
-	return append(edits, wire.Edit{From: p.keep, To: p.end, Text: wire.AppendFramedElems(make([]byte, 0, n), p.elems, partOpen, partClose, frames...)})
+	return append(edits, wire.Edit{From: p.keep, To: p.end, Elems: wire.FramedElems{Comma: p.elems, Open: partOpen, Close: partClose, Frames: frames}})
 }
 
 // A text part, around the JSON escape of its text.

@@ -123,21 +123,21 @@ func (c content) place(edits wire.Edits, body []byte, frames ...[]wire.Block) wi
 		if c.keep == c.end && n == 0 {
 			return edits
 		}
-		return append(edits, wire.Edit{From: c.keep, To: c.end, Text: wire.AppendFramedElems(make([]byte, 0, n), c.elems, textOpen, textClose, frames...)})
+		return append(edits, wire.Edit{From: c.keep, To: c.end, Elems: wire.FramedElems{Comma: c.elems, Open: textOpen, Close: textClose, Frames: frames}})
 	case '"':
 		if n == 0 {
 			return edits
 		}
 		raw := c.at.Raw(body)
-		val := make([]byte, 0, len(`[{"type":"text","text":}]`)+len(raw)+n)
+		val := make([]byte, 0, len(`[{"type":"text","text":}`)+len(raw))
 		val = append(val, '[')
 		if len(raw) > 2 { // an empty text block is refused
 			val = append(val, `{"type":"text","text":`...)
 			val = append(val, raw...)
 			val = append(val, '}')
 		}
-		val = wire.AppendFramedElems(val, len(raw) > 2, textOpen, textClose, frames...)
-		return append(edits, wire.Edit{From: c.at.Start, To: c.at.End, Text: append(val, ']')})
+		elems := wire.FramedElems{Comma: len(raw) > 2, Open: textOpen, Close: textClose, Frames: frames}
+		return append(edits, wire.Edit{From: c.at.Start, To: c.at.End, Text: val, Elems: elems, Tail: "]"})
 	}
 	return edits
 }

@@ -185,33 +185,37 @@ func (r *request) place(dst, body []byte, p wire.Placement) []byte {
 		}
 	}
 	at := &r.at
-	item := commaFramed(developerOpen, p.Turn, developerClose) // item[1:] is the message
+	// The message, after a comma (without: the first element).
+	item := wire.FramedElems{Comma: true, Open: developerOpen, Close: developerClose, Frames: [][]wire.Block{p.Turn}}
+	first := item
+	first.Comma = false
+	has := item.Len() > 0
 	in := at.input
 	oneShot := in.OK() && body[in.Start] == '"'
-	if oneShot && item != nil {
+	if oneShot && has {
 		eds.Add(in.Start, in.Start, []byte(`[{"type":"message","role":"user","content":`))
 	}
 	at.placeRecall(&eds, p.Recall)
 	switch {
 	case oneShot:
-		if item != nil {
-			eds.Add(in.End, in.End, append(append([]byte("}"), item...), ']'))
+		if has {
+			eds.AddElems(in.End, in.End, []byte("}"), item, "]")
 		}
 	case in.OK() && body[in.Start] == '[':
 		// The text of the turn's frame only to compare with one of the
 		// proxy's sent back.
 		same := at.ours && at.ourText == wire.Framed(p.Turn...).Text
 		at.items.setLast(&eds, in.End, at.ours, same, item)
-	case item == nil:
+	case !has:
 	case in.OK() && body[in.Start] == 'n': // null
-		eds.Add(in.Start, in.End, append(append([]byte{'['}, item[1:]...), ']'))
+		eds.AddElems(in.Start, in.End, []byte{'['}, first, "]")
 	case !in.OK():
 		if end, empty := objectEnd(body); end >= 0 {
 			member := []byte(`,"input":[`)
 			if empty {
 				member = member[1:]
 			}
-			eds.Add(end, end, append(append(member, item[1:]...), ']'))
+			eds.AddElems(end, end, member, first, "]")
 		}
 	}
 	return eds.Apply(dst, body)
@@ -227,7 +231,7 @@ func (at *places) placeRecall(eds *wire.Edits, recall wire.Block) {
 	case !sp.OK():
 	case at.userArray:
 		same := at.partOurs && at.partText == wire.Framed(recall).Text
-		at.parts.setLast(eds, sp.End, at.partOurs, same, commaFramed(partOpen, blocks, partClose))
+		at.parts.setLast(eds, sp.End, at.partOurs, same, wire.FramedElems{Comma: true, Open: partOpen, Close: partClose, Frames: [][]wire.Block{blocks}})
 	case at.userText != "":
 		rc := wire.Framed(recall)
 		if at.endsWith(rc) {
@@ -273,17 +277,6 @@ const (
 	partClose      = `"}`
 )
 
-// commaFramed is a comma, then open, the escape of blocks framed and
-// close, in one array: an element to append to a JSON array (without its
-// comma: from [1:]). It is nil when no block has text.
-func commaFramed(open string, blocks []wire.Block, close string) []byte {
-	n := wire.FramedElemsLen(open, close, blocks)
-	if n == 0 {
-		return nil
-	}
-	return wire.AppendFramedElems(make([]byte, 0, n), true, open, close, blocks)
-}
-
 // objectEnd returns the offset of the closing brace of body's top-level
 // object, and whether the object is empty; -1 when body is not an object.
 func objectEnd(body []byte) (int, bool) {
@@ -320,24 +313,27 @@ func (t *tail) add(base int, v gjson.Result) {
 	t.last = wire.Span{Start: base + v.Index, End: base + v.Index + len(v.Raw)}
 }
 
-// setLast is the edit that makes elem[1:] the array's last element of
-// the proxy's own (nil: none), the array ending at end; elem[0] is the
-// comma that goes before it. A last element the proxy placed (ours) is
+// setLast is the edit that makes elem (one element, after a comma) the
+// array's last element of the proxy's own (none when it has no text), the
+// array ending at end. A last element the proxy placed (ours) is
 // replaced, unless it is the same (same), or removed with the comma
 // before it; otherwise the element is appended after the last element,
 // whatever white space follows it staying where it is.
-func (t *tail) setLast(eds *wire.Edits, end int, ours, same bool, elem []byte) {
+func (t *tail) setLast(eds *wire.Edits, end int, ours, same bool, elem wire.FramedElems) {
+	none := elem.Len() == 0
+	alone := elem
+	alone.Comma = false
 	switch {
-	case ours && elem == nil && t.n > 1:
+	case ours && none && t.n > 1:
 		eds.Add(t.prevEnd, t.last.End, nil)
-	case ours && elem == nil:
+	case ours && none:
 		eds.Add(t.last.Start, t.last.End, nil)
 	case ours && !same:
-		eds.Add(t.last.Start, t.last.End, elem[1:])
-	case ours || elem == nil:
+		eds.AddElems(t.last.Start, t.last.End, nil, alone, "")
+	case ours || none:
 	case t.n == 0:
-		eds.Add(end-1, end-1, elem[1:])
+		eds.AddElems(end-1, end-1, nil, alone, "")
 	default:
-		eds.Add(t.last.End, t.last.End, elem)
+		eds.AddElems(t.last.End, t.last.End, nil, elem, "")
 	}
 }

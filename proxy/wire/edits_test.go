@@ -16,3 +16,27 @@ func TestEdits(t *testing.T) {
 		t.Fatalf("Apply = %s, want %s", got, want)
 	}
 }
+
+// TestEditsWriteFramedElems: an edit's framed elements are written where
+// it applies, between its text and its tail, in one copy sized for them;
+// elements without text write nothing.
+func TestEditsWriteFramedElems(t *testing.T) {
+	body := []byte(`{"a":[1],"b":null}`)
+	blocks := []Block{NewBlock("Guard: \"x\" failed\n")}
+	elems := FramedElems{Comma: true, Open: `{"t":"`, Close: `"}`, Frames: [][]Block{blocks}}
+	var e Edits
+	e.AddElems(7, 7, nil, elems, "")
+	first := elems
+	first.Comma = false
+	e.AddElems(13, 17, []byte("["), first, "]")
+	e.AddElems(17, 17, []byte(`,"c":`), FramedElems{Open: `{"t":"`, Close: `"}`, Frames: [][]Block{{NewBlock("")}}}, "0")
+	frame := `{"t":"` + string(AppendFramed(nil, blocks)) + `"}`
+	want := `{"a":[1,` + frame + `],"b":[` + frame + `],"c":0}`
+	out := e.Apply(nil, body)
+	if string(out) != want {
+		t.Fatalf("Apply =\n%s\nwant\n%s", out, want)
+	}
+	if n := testing.AllocsPerRun(20, func() { e.Apply(nil, body) }); n != 1 {
+		t.Errorf("Apply allocated %v times, want once", n)
+	}
+}
