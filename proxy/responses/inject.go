@@ -55,8 +55,17 @@ type places struct {
 	// ourText is the framed text of that message.
 	ourText string
 
-	userSeen  bool      // a first user message was read
-	user      wire.Span // the content of the first user message, when the proxy may extend it
+	// first is the first user message, once read (nil: not yet). The
+	// request that reads it sets it once; the marks after it, and the
+	// turns that resume from them, share it unchanged: a mark holds what
+	// changes from one item to the next.
+	first *firstUser
+}
+
+// firstUser is where the first user message is, as the recall block
+// needs it.
+type firstUser struct {
+	user      wire.Span // its content, when the proxy may extend it
 	userArray bool      // that content is an array of parts
 	// A string content: its text, and the text without any blocks, when
 	// it holds some (an earlier recall block, sent back).
@@ -81,11 +90,11 @@ func (at *places) item(base int, item gjson.Result) {
 func (r *request) firstUser(at int, content gjson.Result) string {
 	text := partsText(content)
 	clean := wire.StripFramed(text)
-	pl := &r.at
-	if pl.userSeen || pl.continued {
+	if r.at.first != nil || r.at.continued {
 		return clean
 	}
-	pl.userSeen = true
+	pl := &firstUser{}
+	r.at.first, r.firstRead = pl, true
 	if at < 0 || !content.IsArray() && content.Type != gjson.String {
 		return clean
 	}
@@ -223,7 +232,11 @@ func (r *request) place(dst, body []byte, p wire.Placement) []byte {
 
 // placeRecall is the edit that ends the first user message with the
 // recall block, framed (none: without a block placed earlier).
-func (at *places) placeRecall(eds *wire.Edits, recall wire.Block) {
+func (pl *places) placeRecall(eds *wire.Edits, recall wire.Block) {
+	var at firstUser
+	if pl.first != nil {
+		at = *pl.first
+	}
 	sp := at.user
 	one := [1]wire.Block{recall}
 	blocks := one[:]
@@ -260,7 +273,7 @@ func (at *places) placeRecall(eds *wire.Edits, recall wire.Block) {
 // endsWith reports whether the first user message's string is one the
 // proxy gave the recall block rc: the client's text without blocks, then
 // rc after a blank line (or rc alone).
-func (at *places) endsWith(rc wire.Block) bool {
+func (at *firstUser) endsWith(rc wire.Block) bool {
 	before, ok := strings.CutSuffix(at.userText, rc.Text)
 	if !ok || rc.Text == "" || before != "" && !strings.HasSuffix(before, "\n\n") {
 		return false

@@ -25,6 +25,7 @@ type request struct {
 	answers wire.Answers
 
 	systemSeen bool   // a developer or system message was read
+	firstRead  bool   // this request read the first user message (at.first is its own)
 	devSystem  string // the text of the first one: the system text without instructions
 	task       recall.TaskFinder
 
@@ -101,13 +102,13 @@ func (s *turnState) size() int {
 	for _, t := range s.tools {
 		n += len(t)
 	}
-	prev := ""
+	var prev *firstUser
 	for i := range s.marks.Len() {
-		// Strings a mark holds of its own: the places' texts (the first
-		// user message's, kept once and shared by the marks after it).
-		if at := &s.marks.At(i).at; i == 0 || at.userText != prev {
-			n += len(at.userText) + len(at.userClean)
-			prev = at.userText
+		// What the marks share: the first user message's places, and
+		// their texts.
+		if f := s.marks.At(i).at.first; f != nil && f != prev {
+			n += int(unsafe.Sizeof(*f)) + len(f.userText) + len(f.userClean) + len(f.partText)
+			prev = f
 		}
 	}
 	return n
@@ -281,17 +282,16 @@ func (r *request) detachNew(marks, calls, tools int) {
 	in := &r.info
 	d.Strs(in.Tools[tools:])
 	in.Origin, r.task.Goal, r.devSystem = d.Str(in.Origin), d.Str(r.task.Goal), d.Str(r.devSystem)
-	detachPlaces(d, &r.at)
+	r.at.ourText = d.Str(r.at.ourText)
+	if f := r.at.first; r.firstRead && f != nil {
+		// The marks of this turn share it: detached once.
+		f.userText, f.userClean, f.partText = d.Str(f.userText), d.Str(f.userClean), d.Str(f.partText)
+	}
 	for i := marks; i < r.marks.Len(); i++ {
 		m := r.marks.At(i)
 		m.origin, m.task.Goal, m.system = d.Str(m.origin), d.Str(m.task.Goal), d.Str(m.system)
-		detachPlaces(d, &m.at)
+		m.at.ourText = d.Str(m.at.ourText)
 	}
-}
-
-// detachPlaces gives the texts of p bytes of their own.
-func detachPlaces(d *wire.Detacher, p *places) {
-	p.ourText, p.userText, p.userClean, p.partText = d.Str(p.ourText), d.Str(p.userText), d.Str(p.userClean), d.Str(p.partText)
 }
 
 // mark is what was read so far.
