@@ -386,7 +386,10 @@ func (w *guardWindow) derived(ck string) (guardResult, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r, ok := w.convs[ck]
-	return r, ok
+	if !ok {
+		return guardResult{}, false
+	}
+	return *r, true
 }
 
 // keepDerived keeps the guard derived from w under key ck, with at most
@@ -397,12 +400,12 @@ func (w *guardWindow) keepDerived(ck string, r guardResult, max int, maxBytes in
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.convs == nil || len(w.convs) >= max || w.derivedBytes+r.size > maxBytes {
-		w.convs, w.derivedBytes = make(map[string]guardResult), 0
+		w.convs, w.derivedBytes = make(map[string]*guardResult), 0
 	}
 	if old, ok := w.convs[ck]; ok {
 		w.derivedBytes -= old.size
 	}
-	w.convs[ck] = r
+	w.convs[ck] = &r
 	w.derivedBytes += r.size
 }
 

@@ -65,19 +65,22 @@ type guardWindow struct {
 	fixes         []store.Fix // the tenant's learned fixes, newest first, at most maxWindowFixes
 	bytes         int64       // of the incidents and fixes (incidentBytes, fixBytes)
 
-	newest  time.Time       // of the incidents
-	pending []*pendingWrite // held in incidents, not yet in the store at version
-	g       *guard.Guard    // the guard the window was read under, that derives its guards
-	span    time.Duration   // g's window
-	limit   int             // the incidents a read returns at most (GuardReadLimit)
-	own     *ownCache       // shared by the windows that followed one read
+	newest time.Time // of the incidents
+	// pending are held in incidents, not yet in the store at version. The
+	// array may be shared, as incidents' is (see pendingWith).
+	pending         []*pendingWrite
+	pendingExtended bool          // a window followed this one by appending to its pending array; guarded by guardCache.mu
+	g               *guard.Guard  // the guard the window was read under, that derives its guards
+	span            time.Duration // g's window
+	limit           int           // the incidents a read returns at most (GuardReadLimit)
+	own             *ownCache     // shared by the windows that followed one read
 
 	mu           sync.Mutex
-	convs        map[string]guardResult // per conversation (and retirement), derived lazily
-	derivedBytes int64                  // of convs (resultBytes)
-	owns         *ownSet                // the conversations' own failures (convFailures)
-	prov         *providerTally         // the provider failures counted, derived lazily
-	base         *guardWindow           // of a private window: the window it is a part of
+	convs        map[string]*guardResult // per conversation (and retirement), derived lazily; never changed once kept
+	derivedBytes int64                   // of convs (resultBytes)
+	owns         *ownSet                 // the conversations' own failures (convFailures)
+	prov         *providerTally          // the provider failures counted, derived lazily
+	base         *guardWindow            // of a private window: the window it is a part of
 
 	lastFailOnce sync.Once
 	lastFail     map[string]time.Time // provider -> its newest failure in the window
@@ -166,7 +169,7 @@ func (w *guardWindow) with(add []store.Incident, version int64, pending []*pendi
 // conversations add and trimmed do not touch stay, unless a provider
 // failure came or went, or the window became full (convFailures then
 // reads a conversation's own incidents from the store).
-func (w *guardWindow) carried(add, trimmed []store.Incident, full bool) (map[string]guardResult, int64) {
+func (w *guardWindow) carried(add, trimmed []store.Incident, full bool) (map[string]*guardResult, int64) {
 	if full != w.full {
 		return nil, 0
 	}
@@ -184,7 +187,7 @@ func (w *guardWindow) carried(add, trimmed []store.Incident, full bool) (map[str
 	if len(w.convs) == 0 {
 		return nil, 0
 	}
-	convs := make(map[string]guardResult, len(w.convs))
+	convs := make(map[string]*guardResult, len(w.convs))
 	var n int64
 	for ck, r := range w.convs {
 		if !touched[r.conversation] {
@@ -224,6 +227,22 @@ func (w *guardWindow) joined(add []store.Incident) []store.Incident {
 		copy(incs[len(old):], add)
 		return incs
 	}
+}
+
+// pendingWith returns w's pending writes and p: appended to w's array
+// when w is the first window to follow it so and the array has room (a
+// storm's windows follow one another without copying the list for each
+// failure), else in an array of their own. The cache's lock must be held.
+func (w *guardWindow) pendingWith(p *pendingWrite) []*pendingWrite {
+	old := w.pending
+	if !w.pendingExtended && cap(old) > len(old) {
+		w.pendingExtended = true
+		return append(old, p)
+	}
+	ps := make([]*pendingWrite, len(old)+1, max(2*(len(old)+1), 16))
+	copy(ps, old)
+	ps[len(old)] = p
+	return ps
 }
 
 // without returns a new window: w without p's incident.

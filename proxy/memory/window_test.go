@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,4 +226,28 @@ func fullGuard(t *testing.T, s *Memory, st store.Store, conv string, now time.Ti
 		}
 	}
 	return s.withFixes(s.Guard().DetectAll(incs, now), nil)
+}
+
+// TestPendingWithAppendsInPlaceOnce: the first window to follow another
+// with one more pending write appends to its array; any other copies,
+// so neither sees the other's write.
+func TestPendingWithAppendsInPlaceOnce(t *testing.T) {
+	a, b, c := &pendingWrite{}, &pendingWrite{}, &pendingWrite{}
+	w := &guardWindow{pending: make([]*pendingWrite, 1, 4)}
+	w.pending[0] = a
+	first := w.pendingWith(b)
+	second := w.pendingWith(c)
+	if &first[0] != &w.pending[0] {
+		t.Error("the first follower copied the array")
+	}
+	if &second[0] == &w.pending[0] {
+		t.Error("a second follower appended to the array the first one did")
+	}
+	if !slices.Equal(first, []*pendingWrite{a, b}) || !slices.Equal(second, []*pendingWrite{a, c}) || !slices.Equal(w.pending, []*pendingWrite{a}) {
+		t.Errorf("pending: first %v, second %v, w %v", first, second, w.pending)
+	}
+	full := &guardWindow{pending: []*pendingWrite{a}}
+	if got := full.pendingWith(b); !slices.Equal(got, []*pendingWrite{a, b}) || cap(got) < 4 {
+		t.Errorf("from a full array: %v (cap %d)", got, cap(got))
+	}
 }

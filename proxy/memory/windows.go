@@ -180,7 +180,7 @@ func (c *guardCache) addPending(p *pendingWrite, inc *store.Incident, now func()
 	k := tenantKey{p.inc.Workspace, p.inc.Project}
 	c.pending[k] = append(c.pending[k], p)
 	if w := c.m[k]; w != nil {
-		c.putLocked(k, w.with([]store.Incident{p.inc}, w.version, append(slices.Clip(w.pending), p), false))
+		c.putLocked(k, w.with([]store.Incident{p.inc}, w.version, w.pendingWith(p), false))
 	}
 	return nil
 }
