@@ -23,7 +23,7 @@ func (s *Server) count(route string, status int, provider string) {
 // delivered: when the store fails, the answer's headers get
 // X-Scar-Degraded: store.
 func (s *Server) recordErrorAnswer(ctx context.Context, t tenant.Tenant, model string, a *upstream.Attempt) string {
-	prefix := upstream.ReadCapped(a.Res.Body, captureErrors)
+	prefix := upstream.ReadAnswer(a.Res, captureErrors)
 	a.Res.Body = struct {
 		io.Reader
 		io.Closer

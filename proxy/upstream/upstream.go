@@ -291,6 +291,22 @@ func ReadCapped(r io.Reader, max int64) []byte {
 	return b
 }
 
+// ReadAnswer reads at most max bytes of an answer's body: when its length
+// is known and within max, into a buffer of that length (an error answer
+// is read on every failure of a storm).
+func ReadAnswer(res *http.Response, max int64) []byte {
+	if n := res.ContentLength; n >= 0 && n <= max {
+		b := make([]byte, n+1) // one more: a body longer than it said is read on
+		k, err := io.ReadFull(res.Body, b)
+		if err != nil || k <= int(n) {
+			return b[:k]
+		}
+		rest := ReadCapped(res.Body, max-int64(k))
+		return append(b[:k], rest...)
+	}
+	return ReadCapped(res.Body, max)
+}
+
 // ResponseWriter is the client's side of an answer: it must flush.
 type ResponseWriter interface {
 	http.ResponseWriter

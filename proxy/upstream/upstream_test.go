@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -118,5 +119,27 @@ func TestSendFallsBack(t *testing.T) {
 	}
 	if len(moved) != 1 || moved[0] != "a>b" {
 		t.Fatalf("fallbacks = %v", moved)
+	}
+}
+
+func TestReadAnswer(t *testing.T) {
+	body := `{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}`
+	for _, c := range []struct {
+		name   string
+		length int64
+		max    int64
+		want   string
+	}{
+		{"known length", int64(len(body)), 1 << 10, body},
+		{"unknown length", -1, 1 << 10, body},
+		{"longer than max", int64(len(body)), 10, body[:10]},
+		{"unknown and longer than max", -1, 10, body[:10]},
+		{"shorter than it says", int64(len(body)) + 5, 1 << 10, body},
+		{"longer than it says", 5, 1 << 10, body},
+	} {
+		res := &http.Response{ContentLength: c.length, Body: io.NopCloser(strings.NewReader(body))}
+		if got := string(ReadAnswer(res, c.max)); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
 	}
 }
