@@ -239,16 +239,9 @@ const entryLead = "\n▶ Pattern: "
 // around it (see writeCount).
 const maxCountLen = len(" (Repeated ") + 20 + len(" times with the same result)\n")
 
-// countText says how often an entry's failure happened: "Failed 2
+// writeCount writes how often an entry's failure happened: "Failed 2
 // times"; a loop of calls that did not fail says what they did instead
 // ("Repeated 3 times with the same result", "Called 3 times").
-func countText(e Entry) string {
-	var b strings.Builder
-	writeCount(&b, e)
-	return b.String()
-}
-
-// writeCount writes countText(e) to b.
 func writeCount(b *strings.Builder, e Entry) {
 	verb, tail := "Failed ", ""
 	switch e.Pattern {

@@ -239,8 +239,9 @@ func TestCountText(t *testing.T) {
 		{Entry{Pattern: labelAlternating, Count: 4}, "Repeated 4 times with the same result"},
 		{Entry{Pattern: labelUnknownTool, Count: 2}, "Called 2 times"},
 	} {
-		if got := countText(c.e); got != c.want {
-			t.Errorf("countText(%s, %d) = %q, want %q", c.e.Pattern, c.e.Count, got, c.want)
+		var b strings.Builder
+		if writeCount(&b, c.e); b.String() != c.want {
+			t.Errorf("writeCount(%s, %d) = %q, want %q", c.e.Pattern, c.e.Count, b.String(), c.want)
 		}
 	}
 }
