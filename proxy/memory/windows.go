@@ -255,9 +255,9 @@ func (c *guardCache) stepLocked(k tenantKey, st store.VersionStep, batch []*pend
 		return
 	}
 	// The window's incidents at To: those it shows already (pending)
-	// stay, the others stored join.
-	// One pass over the pending ones, however many the batch holds: the
-	// batch's are flagged (under c.mu) while it runs.
+	// stay, the others stored join. The batch's writes are flagged (under
+	// c.mu) while it runs: one pass over the pending ones, however many
+	// the batch holds.
 	for i, p := range batch {
 		p.stepping = ours(i)
 	}
