@@ -56,6 +56,10 @@ type Turn[S any] struct {
 	TailSum uint64
 	// State is what the format read of the turn.
 	State S
+
+	// endsTaken says a request that resumed from the turn's end took
+	// Elems' array to append its own elements to (see resumedEnds).
+	endsTaken atomic.Bool
 }
 
 // Elem is where one element of a conversation's array ends in its body,
@@ -309,6 +313,33 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 	}
 	r.sum, r.summed, r.From = at, p.Elems[last].End, last+1
 	return last
+}
+
+// resumedEnds returns the ends of the remembered turn's elements up to
+// and including last, which ScanTurn appends the body's new ones to
+// (more: the body has some). The first request to resume from the
+// turn's final element with more to append takes the turn's own array,
+// when it has room: it writes past the turn's elements, which no reader
+// of the turn reads; when the array is full, it copies them with as much
+// room again (a growing conversation copies its ends once in a while,
+// not on every turn). A body with nothing more shares the array, its
+// capacity cut. Any other copies them with room for a turn's elements (a
+// retry of the next turn, or a branch).
+func (r *Resume[S]) resumedEnds(last int, more bool) []Elem {
+	p, n := r.Prior, last+1
+	room := newElemsRoom
+	switch {
+	case !more:
+		return p.Elems[:n:n]
+	case n == len(p.Elems) && p.endsTaken.CompareAndSwap(false, true):
+		if cap(p.Elems) > n {
+			return p.Elems
+		}
+		room = max(n, newElemsRoom)
+	}
+	ends := make([]Elem, n, n+room)
+	copy(ends, p.Elems[:n])
+	return ends
 }
 
 // Tail reports whether the bytes of body from end on, end being where

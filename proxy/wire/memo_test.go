@@ -211,3 +211,57 @@ func TestResumedLeavesTheArraysToATurnThatAdds(t *testing.T) {
 		t.Fatal("the turn after a repeat copied the arrays")
 	}
 }
+
+// TestResumedEndsTakesTheArrayOnce: the first request to resume from a
+// turn's final element with elements to add appends to the turn's array
+// of ends; a body with nothing more shares it without taking it; any
+// other copies, with room to grow, and what each appends stays its own.
+func TestResumedEndsTakesTheArrayOnce(t *testing.T) {
+	p := &Turn[string]{Elems: make([]Elem, 3, 8)}
+	for i := range p.Elems {
+		p.Elems[i].End = 10 * (i + 1)
+	}
+	r := Resume[string]{Prior: p}
+	if retry := r.resumedEnds(2, false); &retry[0] != &p.Elems[0] || cap(retry) != 3 {
+		t.Fatalf("a body with nothing more: cap %d, shared %v", cap(retry), &retry[0] == &p.Elems[0])
+	}
+	first := r.resumedEnds(2, true)
+	if &first[0] != &p.Elems[0] || cap(first) != 8 {
+		t.Fatal("the first resumer from the end did not take the turn's array")
+	}
+	second := r.resumedEnds(2, true)
+	if &second[0] == &p.Elems[0] || len(second) != 3 || cap(second) != 3+newElemsRoom {
+		t.Fatalf("a second resumer: len %d, cap %d, shared %v", len(second), cap(second), &second[0] == &p.Elems[0])
+	}
+	earlier := r.resumedEnds(1, true)
+	if &earlier[0] == &p.Elems[0] || len(earlier) != 2 {
+		t.Fatal("a resumer from an earlier element shares the turn's array")
+	}
+	first = append(first, Elem{End: 40})
+	second = append(second, Elem{End: 41})
+	earlier = append(earlier, Elem{End: 31})
+	if len(p.Elems) != 3 || first[3].End != 40 || second[3].End != 41 || earlier[2].End != 31 || p.Elems[2].End != 30 {
+		t.Fatalf("turn %v, first %v, second %v, earlier %v", p.Elems, first, second, earlier)
+	}
+}
+
+// TestResumedEndsGrowsAFullArray: the first request after a turn whose
+// array of ends is full gets room for as many again; the next ones (a
+// retry of it) room for a turn's elements.
+func TestResumedEndsGrowsAFullArray(t *testing.T) {
+	p := &Turn[string]{Elems: make([]Elem, 20)}
+	r := Resume[string]{Prior: p}
+	if ends := r.resumedEnds(19, true); len(ends) != 20 || cap(ends) != 40 {
+		t.Fatalf("first: len %d, cap %d, want 20 and 40", len(ends), cap(ends))
+	}
+	if ends := r.resumedEnds(19, true); len(ends) != 20 || cap(ends) != 20+newElemsRoom {
+		t.Fatalf("second: len %d, cap %d, want 20 and %d", len(ends), cap(ends), 20+newElemsRoom)
+	}
+}
+
+func TestMoreElems(t *testing.T) {
+	body := []byte(`[{"a":1} , {"b":2}  ]`)
+	if !moreElems(body, 8) || moreElems(body, 18) {
+		t.Fatal("moreElems")
+	}
+}

@@ -34,8 +34,10 @@ type TurnScan struct {
 var errTailKnown = errors.New("rest of the body known")
 
 // newElemsRoom is the room ScanTurn leaves after a conversation's
-// remembered elements for the new ones of a turn (an answer and its tool
-// results): the slice then grows once at most.
+// remembered elements, when it copies them, for the new ones of a turn
+// (an answer and its tool results): the slice then grows once at most.
+// A turn whose array of ends is full gets as much room again (see
+// Resume.resumedEnds).
 const newElemsRoom = 8
 
 // ScanTurn scans body in one pass that checks it (JSON, nesting bounded,
@@ -86,7 +88,7 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 		r.Name(tenant, body, s.I)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {
 			// The remembered elements, and room for a turn's new ones.
-			ts.Ends = append(make([]Elem, 0, last+1+newElemsRoom), r.Prior.Elems[:last+1]...)
+			ts.Ends = r.resumedEnds(last, moreElems(body, r.Prior.Elems[last].End))
 			ts.Elems = ts.Elems[:0]
 			s.I = ts.Ends[last].End
 		}
@@ -142,4 +144,12 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 		return TurnScan{}, dup
 	}
 	return ts, nil
+}
+
+// moreElems reports whether an element of an array follows the one that
+// ends at end in body (a comma comes next, not the array's end).
+func moreElems(body []byte, end int) bool {
+	s := Scanner{B: body, I: end}
+	s.WS()
+	return s.Peek() == ','
 }
