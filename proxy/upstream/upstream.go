@@ -296,13 +296,14 @@ func ReadCapped(r io.Reader, max int64) []byte {
 // is read on every failure of a storm).
 func ReadAnswer(res *http.Response, max int64) []byte {
 	if n := res.ContentLength; n >= 0 && n <= max {
-		b := make([]byte, n+1) // one more: a body longer than it said is read on
-		k, err := io.ReadFull(res.Body, b)
-		if err != nil || k <= int(n) {
+		// One more than it says, within max: a body longer than it said
+		// is read on.
+		b := make([]byte, min(n+1, max))
+		k, _ := io.ReadFull(res.Body, b)
+		if k < len(b) || int64(k) == max {
 			return b[:k]
 		}
-		rest := ReadCapped(res.Body, max-int64(k))
-		return append(b[:k], rest...)
+		return append(b[:k], ReadCapped(res.Body, max-int64(k))...)
 	}
 	return ReadCapped(res.Body, max)
 }

@@ -136,6 +136,8 @@ func TestReadAnswer(t *testing.T) {
 		{"unknown and longer than max", -1, 10, body[:10]},
 		{"shorter than it says", int64(len(body)) + 5, 1 << 10, body},
 		{"longer than it says", 5, 1 << 10, body},
+		{"as long as max, and longer than it says", 10, 10, body[:10]},
+		{"one short of max, and longer than it says", 9, 10, body[:10]},
 	} {
 		res := &http.Response{ContentLength: c.length, Body: io.NopCloser(strings.NewReader(body))}
 		if got := string(ReadAnswer(res, c.max)); got != c.want {
