@@ -23,7 +23,7 @@ func requiredLiterals(expr string) []string {
 	if err != nil {
 		return nil
 	}
-	lits := literalsOf(re.Simplify())
+	lits := literalsOf(re.Simplify(), false)
 	for _, l := range lits {
 		if l == "" || !isASCII(l) {
 			return nil
@@ -32,11 +32,32 @@ func requiredLiterals(expr string) []string {
 	return lits
 }
 
+// exactLiterals returns literals such that every match of expr contains
+// at least one of them as it is (no case folded), or nil when no such set
+// is known. A part of expr matched case-insensitively requires nothing.
+func exactLiterals(expr string) []string {
+	re, err := rxsyntax.Parse(expr, rxsyntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return literalsOf(re.Simplify(), true)
+}
+
 // literalsOf returns a set of literals one of which every match of re
-// contains, or nil.
-func literalsOf(re *rxsyntax.Regexp) []string {
+// contains, or nil: lower-cased, or, when exact, as they are (a literal
+// matched case-insensitively then requires nothing).
+func literalsOf(re *rxsyntax.Regexp, exact bool) []string {
 	switch re.Op {
 	case rxsyntax.OpLiteral:
+		if exact {
+			// The regexp package reads a byte that does not begin
+			// valid UTF-8 as U+FFFD: a text can match that rune
+			// without holding it.
+			if re.Flags&rxsyntax.FoldCase != 0 || slices.Contains(re.Rune, utf8.RuneError) {
+				return nil
+			}
+			return []string{string(re.Rune)}
+		}
 		// Only ASCII runes: lowering one beyond it can give ASCII (the
 		// dotted capital I gives i), which a text holding that rune
 		// does not hold.
@@ -47,19 +68,19 @@ func literalsOf(re *rxsyntax.Regexp) []string {
 		}
 		return []string{lowerRunes(re.Rune)}
 	case rxsyntax.OpCapture:
-		return literalsOf(re.Sub[0])
+		return literalsOf(re.Sub[0], exact)
 	case rxsyntax.OpPlus:
-		return literalsOf(re.Sub[0])
+		return literalsOf(re.Sub[0], exact)
 	case rxsyntax.OpRepeat:
 		if re.Min >= 1 {
-			return literalsOf(re.Sub[0])
+			return literalsOf(re.Sub[0], exact)
 		}
 	case rxsyntax.OpConcat:
 		// Any child's set is a valid requirement: keep the most selective,
 		// the one whose shortest literal is longest.
 		var best []string
 		for _, sub := range re.Sub {
-			if l := literalsOf(sub); l != nil && shortest(l) > shortest(best) {
+			if l := literalsOf(sub, exact); l != nil && shortest(l) > shortest(best) {
 				best = l
 			}
 		}
@@ -67,7 +88,7 @@ func literalsOf(re *rxsyntax.Regexp) []string {
 	case rxsyntax.OpAlternate:
 		var all []string
 		for _, sub := range re.Sub {
-			l := literalsOf(sub)
+			l := literalsOf(sub, exact)
 			if l == nil {
 				return nil
 			}
@@ -193,13 +214,12 @@ func containsAny(s string, lits []string) bool {
 // the two runes outside ASCII that fold to an ASCII letter: the Kelvin
 // sign (k) and the long s (s).
 func foldASCII(s string) (string, bool) {
-	upper, other := false, false
+	upper := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		upper = upper || 'A' <= c && c <= 'Z'
-		other = other || c >= utf8.RuneSelf
 	}
-	if other && (strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")) {
+	if foldsIntoASCII(s) {
 		return "", false
 	}
 	if !upper {
@@ -212,6 +232,13 @@ func foldASCII(s string) (string, bool) {
 		}
 	}
 	return string(b), true
+}
+
+// foldsIntoASCII reports whether s holds one of the two runes outside
+// ASCII that fold to an ASCII letter: the Kelvin sign (k) and the long s
+// (s).
+func foldsIntoASCII(s string) bool {
+	return !isASCII(s) && (strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f"))
 }
 
 func isASCII(s string) bool {

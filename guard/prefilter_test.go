@@ -41,6 +41,30 @@ func TestRequiredLiterals(t *testing.T) {
 	}
 }
 
+func TestExactLiterals(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string // nil: none known
+	}{
+		{`Rate Limit`, []string{"Rate Limit"}},
+		{`(?i)Rate Limit`, nil},
+		{`(?i:rate) limit`, []string{" limit"}},
+		{`^(?:FAIL|[Ee]rror)\b`, []string{"FAIL", "rror"}},
+		{`caf\x{e9}`, []string{"caf\u00e9"}},
+		{`a\x{fffd}b`, nil},
+		{`x|\d+`, nil},
+	}
+	for _, tc := range tests {
+		got := exactLiterals(tc.expr)
+		slices.Sort(got)
+		want := slices.Clone(tc.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("exactLiterals(%q) = %q, want %q", tc.expr, got, want)
+		}
+	}
+}
+
 // The prefilter and the branches never change a classification: on the
 // error corpus, and on every tool output and error text of testdata, whole
 // and cut to each of its lines (a line holding a literal, the text around
@@ -157,6 +181,25 @@ func FuzzRequiredLiterals(f *testing.F) {
 			return
 		}
 		if lits := requiredLiterals(expr); !containsAny(strings.ToLower(text), lits) {
+			t.Fatalf("%q matches %q but the prefilter %q rejects it", expr, text, lits)
+		}
+	})
+}
+
+func FuzzExactLiterals(f *testing.F) {
+	f.Add(`^(?:FAIL|[Ee]rror)\b`, "Error: x")
+	f.Add(`(?i:exit) code (\d+)`, "EXIT code 1")
+	for _, r := range toolRules {
+		if r.re != nil {
+			f.Add(r.re.String(), "Traceback (most recent call last):")
+		}
+	}
+	f.Fuzz(func(t *testing.T, expr, text string) {
+		re, err := regexp.Compile(expr)
+		if err != nil || !re.MatchString(text) {
+			return
+		}
+		if lits := exactLiterals(expr); !containsAny(text, lits) {
 			t.Fatalf("%q matches %q but the prefilter %q rejects it", expr, text, lits)
 		}
 	})

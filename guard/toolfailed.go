@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -53,6 +54,8 @@ type toolRule struct {
 	alsoFn     func(string) bool // text rules: when set, the line must satisfy it too (as also, for a test no one regex says cheaply)
 	unless     *regexp.Regexp    // text rules: when set, a line that matches it does not match the rule
 	literal    string            // text rules: when set, a line without it cannot match (spares an unanchored regex)
+	lits       []string          // text rules: set at init when known, a line without one of them cannot match re (see ruleLiterals)
+	foldLits   bool              // lits are lower case, held in any case (re matches them case-insensitively)
 	pre        func(string) bool // text rules: when set, a line it rejects cannot match (spares the regex a common line)
 	col0       bool              // text rules: the line must not be indented
 	located    bool              // anyLine: the line's first word ends with ':' and a space ("x.c:4:5: …", "mkdir: …")
@@ -536,6 +539,7 @@ func init() {
 		r := &toolRules[i]
 		if r.re != nil {
 			r.first, r.filter = firstBytes(r.re.String())
+			r.lits, r.foldLits = ruleLiterals(r.re.String())
 		}
 		if r.next != nil {
 			r.nextByte, r.nextFilter = firstBytes(r.next.String())
@@ -563,6 +567,77 @@ func init() {
 			}
 		}
 	}
+}
+
+// maxRuleLits bounds the literals a rule's line is searched for before its
+// regex runs: past it, the searches cost about what the regex does.
+const maxRuleLits = 8
+
+// ruleLiterals returns literals one of which every match of the rule regex
+// expr holds, when there are at most maxRuleLits of them, each of at
+// least two bytes; otherwise nil. They are as expr has them, or, when
+// fold, lower-cased: expr matches them in any case. A literal that holds
+// another of the set is dropped: a line that holds it holds the other.
+// Most lines a rule is tried on hold none ("ok  \tpkg\t0.4s" holds no
+// "rror", nor "exit" in any case), and a search for them rejects the line
+// for a fraction of what starting the regex costs.
+func ruleLiterals(expr string) (lits []string, fold bool) {
+	lits = exactLiterals(expr)
+	if lits == nil {
+		lits, fold = requiredLiterals(expr), true
+	}
+	slices.SortFunc(lits, func(a, b string) int { return len(a) - len(b) })
+	var kept []string
+	for _, l := range lits {
+		if len(l) < 2 {
+			return nil, false
+		}
+		if !slices.ContainsFunc(kept, func(k string) bool { return strings.Contains(l, k) }) {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == 0 || len(kept) > maxRuleLits {
+		return nil, false
+	}
+	return kept, fold
+}
+
+// mayHold reports whether line may match r.re for what r.lits say: it
+// holds one of them (in any case, when r.foldLits).
+func (r *toolRule) mayHold(line string) bool {
+	if !r.foldLits {
+		return containsAny(line, r.lits)
+	}
+	for _, l := range r.lits {
+		if containsFold(line, l) {
+			return true
+		}
+	}
+	// A rune outside ASCII that folds to an ASCII letter (the Kelvin
+	// sign, the long s) matches it case-insensitively.
+	return foldsIntoASCII(line)
+}
+
+// containsFold reports whether s holds lit, a lower-case ASCII literal,
+// with its ASCII letters in any case.
+func containsFold(s, lit string) bool {
+	for i := 0; i+len(lit) <= len(s); i++ {
+		j := 0
+		for j < len(lit) && lowerASCII(s[i+j]) == lit[j] {
+			j++
+		}
+		if j == len(lit) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // check reports a rule the scanners cannot run as written.
@@ -924,7 +999,8 @@ func (r *toolRule) match(l textLine, rest string) (failed, matched bool) {
 	if r.filter && (line == "" || !r.first.has(line[0])) {
 		return false, false
 	}
-	if r.col0 && l.indented || r.pre != nil && !r.pre(line) || r.literal != "" && !strings.Contains(line, r.literal) {
+	if r.col0 && l.indented || r.pre != nil && !r.pre(line) || r.literal != "" && !strings.Contains(line, r.literal) ||
+		r.lits != nil && !r.mayHold(line) {
 		return false, false
 	}
 	next := ""
