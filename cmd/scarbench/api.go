@@ -223,13 +223,16 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad
 	for i, t := range benchTools {
 		tools[i] = tool{t.name, t.desc, t.params}
 	}
+	// The members in Claude Code's order (as in the captures of
+	// proxy/messages/testdata/agents): the messages before the system
+	// text and the tools.
 	body := struct {
 		Model     string            `json:"model"`
-		MaxTokens int               `json:"max_tokens"`
-		System    []block           `json:"system"`
 		Messages  []msg             `json:"messages"`
+		System    []block           `json:"system"`
 		Tools     []tool            `json:"tools"`
 		Metadata  map[string]string `json:"metadata"`
+		MaxTokens int               `json:"max_tokens"`
 		Stream    bool              `json:"stream"`
 	}{
 		Model: "claude-sonnet-4-5", MaxTokens: 32000,
