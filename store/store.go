@@ -190,6 +190,15 @@ type FixQuery struct {
 	Limit     int    // 0 means 100; backends cap it at MaxLimit
 }
 
+// MemoryVersions is implemented by a store whose IncidentVersion reads
+// memory and never waits (bbolt keeps every tenant's version in a map):
+// a caller needs no deadline for that call, and a request path spares
+// the timer one costs. A store that does not implement it, or a wrapper
+// that embeds one, is given a deadline.
+type MemoryVersions interface {
+	VersionsInMemory() bool
+}
+
 // Store is the persistence both memories need. Implementations are safe for
 // concurrent use.
 type Store interface {

@@ -204,6 +204,9 @@ type Memory struct {
 	opts  Options
 	log   *slog.Logger
 	store store.Store
+	// quickVersions: the store's IncidentVersion never waits (see
+	// store.MemoryVersions).
+	quickVersions bool
 	// guard and recall are replaced as a whole by Reconfigure.
 	guard   atomic.Pointer[guard.Guard]
 	recall  atomic.Pointer[recall.Config]
@@ -247,9 +250,13 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 		return nil, err
 	}
 	m := &Memory{
-		opts:      opts,
-		log:       opts.Logger,
-		store:     opts.Store,
+		opts:  opts,
+		log:   opts.Logger,
+		store: opts.Store,
+		quickVersions: func() bool {
+			v, ok := opts.Store.(store.MemoryVersions)
+			return ok && v.VersionsInMemory()
+		}(),
 		index:     recall.NewIndex(),
 		metrics:   newMetrics(reg),
 		seen:      newSeenSet(1 << 17),

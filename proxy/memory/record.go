@@ -41,6 +41,16 @@ func (b *storeBudget) context() context.Context {
 	return b.ctx
 }
 
+// started is the budget's context once a call started it, else its
+// parent: the context of a call that never waits (see
+// Memory.versionContext).
+func (b *storeBudget) started() context.Context {
+	if b.ctx != nil {
+		return b.ctx
+	}
+	return b.parent
+}
+
 func (b *storeBudget) end() {
 	if b.cancel != nil {
 		b.cancel()

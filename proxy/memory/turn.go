@@ -42,9 +42,9 @@ type Early struct {
 // Early looks up the guard window of a request of a tenant that arrived
 // at arrived, within StoreTimeout.
 func (m *Memory) Early(ctx context.Context, workspace, project string, arrived time.Time) Early {
-	ctx, cancel := context.WithTimeout(ctx, m.opts.StoreTimeout)
-	defer cancel()
-	w, at, err := m.requestWindow(ctx, workspace, project, arrived)
+	budget := storeBudget{parent: ctx, d: m.opts.StoreTimeout}
+	defer budget.end()
+	w, at, err := m.requestWindow(&budget, workspace, project, arrived)
 	return Early{window: w, at: at, err: err}
 }
 
@@ -164,7 +164,7 @@ func (d *decision) recall() {
 // refresh reads the tenant's window again, within the budget, as a
 // request that arrived when the last one was taken.
 func (d *decision) refresh() error {
-	w, at, err := d.m.requestWindow(d.budget.context(), d.t.Workspace, d.t.Project, d.at)
+	w, at, err := d.m.requestWindow(d.budget, d.t.Workspace, d.t.Project, d.at)
 	if err != nil {
 		return err
 	}

@@ -308,8 +308,8 @@ func (m *Memory) guardWindow(ctx context.Context, workspace, project string, now
 // request's body and its version read were under way: in a storm, most of
 // them), the time the window was taken. The guard a request gets is the
 // tenant's when it is derived, so it shows those failures too.
-func (m *Memory) requestWindow(ctx context.Context, workspace, project string, arrived time.Time) (*guardWindow, time.Time, error) {
-	return m.window(ctx, workspace, project, arrived, m.opts.Now)
+func (m *Memory) requestWindow(budget *storeBudget, workspace, project string, arrived time.Time) (*guardWindow, time.Time, error) {
+	return m.windowWithin(budget, workspace, project, arrived, m.opts.Now)
 }
 
 // window returns the tenant's incidents inside the window at now (see
@@ -317,7 +317,12 @@ func (m *Memory) requestWindow(ctx context.Context, workspace, project string, a
 // than now reads it again: the window is the one at the later time, if
 // the clock is later (see requestWindow).
 func (m *Memory) window(ctx context.Context, workspace, project string, now time.Time, clock func() time.Time) (*guardWindow, time.Time, error) {
-	version, err := m.store.IncidentVersion(ctx, workspace, project)
+	return m.windowWithin(&storeBudget{ctx: ctx}, workspace, project, now, clock)
+}
+
+// windowWithin is window with its store calls within budget.
+func (m *Memory) windowWithin(budget *storeBudget, workspace, project string, now time.Time, clock func() time.Time) (*guardWindow, time.Time, error) {
+	version, err := m.store.IncidentVersion(m.versionContext(budget), workspace, project)
 	if err != nil {
 		return nil, now, err
 	}
@@ -328,12 +333,23 @@ func (m *Memory) window(ctx context.Context, workspace, project string, now time
 			return seen, v.now, nil
 		}
 	}
-	w, err := m.readWindow(ctx, k, version, v.now)
+	w, err := m.readWindow(budget.context(), k, version, v.now)
 	if err != nil {
 		return nil, v.now, err
 	}
 	w = m.guardCache.adopt(k, w)
 	return v.see(w), v.now, nil
+}
+
+// versionContext is the context of an IncidentVersion call within budget:
+// none of its own when the store's versions are in memory (the window the
+// version names is then most often this replica's, and the request costs
+// no timer), else the budget's.
+func (m *Memory) versionContext(budget *storeBudget) context.Context {
+	if m.quickVersions {
+		return budget.started()
+	}
+	return budget.context()
 }
 
 // viewer is how a request at now sees windows. An incident newer than now

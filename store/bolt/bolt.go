@@ -132,7 +132,10 @@ type Store struct {
 	behind behind
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store          = (*Store)(nil)
+	_ store.MemoryVersions = (*Store)(nil)
+)
 
 // Open opens (or creates) the bbolt file at path, creating its parent
 // directory when missing. bbolt locks the file: when another process holds
@@ -192,6 +195,10 @@ func (b *Store) IncidentVersion(ctx context.Context, workspace, project string) 
 	b.verMu.Unlock()
 	return b.epoch + v, nil
 }
+
+// VersionsInMemory reports that IncidentVersion reads a map and never
+// waits; see [store.MemoryVersions].
+func (b *Store) VersionsInMemory() bool { return true }
 
 // Close closes the file. Later calls of any method, Close included, return
 // ErrClosed.
