@@ -151,12 +151,12 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 			return e, err
 		}
 		e.scar, err = startChild(ctx, "scarproxy", bin, []string{"serve", "--config", cfg, "--listen", listen(2), "--data", data},
-			childEnv(os.Environ()), filepath.Join(dir, "scarproxy.log"), scarAddr, time.Minute)
+			childEnv(os.Environ()), filepath.Join(dir, "scarproxy.log"), scarAddr, o.startWait)
 		if err != nil {
 			return e, err
 		}
 		e.children = append(e.children, e.scar)
-		if err := waitReady(ctx, "http://"+e.scar.addr+"/readyz", time.Minute); err != nil {
+		if err := waitReady(ctx, "http://"+e.scar.addr+"/readyz", o.startWait); err != nil {
 			return e, fmt.Errorf("scarproxy: %w: %s", err, e.scar.logTail())
 		}
 	}

@@ -110,6 +110,7 @@ type options struct {
 	postgres   string
 	portBase   int
 	history    int
+	startWait  time.Duration
 }
 
 var allTargets = []string{"direct", "bare", "scar"}
@@ -137,6 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
 	fs.IntVar(&o.history, "history", 0, "pad every conversation with older tool rounds (directory listings that succeeded) to about this many KB (0: as it is, about 20 KB)")
+	fs.DurationVar(&o.startWait, "start-timeout", time.Minute, "how long scarproxy may take to start listening and be ready (longer under valgrind or a profiler)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -149,6 +151,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-c: must be 1..4096"}
 	case o.dur <= 0 || o.dur > 10*time.Minute:
 		return o, usageError{"-d: must be in (0, 10m]"}
+	case o.startWait <= 0 || o.startWait > 30*time.Minute:
+		return o, usageError{"-start-timeout: must be in (0, 30m]"}
 	case o.warmup < 0 || o.warmup > time.Minute:
 		return o, usageError{"-warmup: must be in [0, 1m]"}
 	case o.rounds < 1 || o.rounds > 50:
@@ -193,7 +197,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	// Bound the whole run: set-up (build, seed, start) plus the runs.
-	budget := 5 * time.Minute
+	budget := 5*time.Minute + o.startWait
 	if o.soak > 0 {
 		budget += 5 * time.Minute
 	} else {

@@ -638,6 +638,9 @@ func TestParseFlags(t *testing.T) {
 		{"retries", []string{"-storm", "-retries", "4"}, "", func(o options) bool { return o.storm && o.retries == 4 }},
 		{"retries without a storm", []string{"-retries", "4"}, "only with -storm", nil},
 		{"negative retries", []string{"-storm", "-retries", "-1"}, "-retries", nil},
+		{"default start timeout", nil, "", func(o options) bool { return o.startWait == time.Minute }},
+		{"start timeout", []string{"-start-timeout", "10m"}, "", func(o options) bool { return o.startWait == 10*time.Minute }},
+		{"zero start timeout", []string{"-start-timeout", "0s"}, "-start-timeout", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
