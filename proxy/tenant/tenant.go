@@ -296,17 +296,17 @@ func (p *Policy) Resolve(r *http.Request, pathWorkspace, pathProject string) (Te
 func (p *policyState) resolve(r *http.Request, pathWorkspace, pathProject string) (Tenant, *wire.Error) {
 	h := r.Header
 	t := Tenant{
-		Workspace: cmp.Or(pathWorkspace, h.Get(HeaderWorkspace), p.defaultWorkspace),
-		Project:   cmp.Or(pathProject, h.Get(HeaderProject), p.defaultProject),
-		Session:   h.Get(HeaderSession),
-		Agent:     h.Get(HeaderAgent),
+		Workspace: cmp.Or(pathWorkspace, first(h[HeaderWorkspace]), p.defaultWorkspace),
+		Project:   cmp.Or(pathProject, first(h[HeaderProject]), p.defaultProject),
+		Session:   first(h[HeaderSession]),
+		Agent:     first(h[HeaderAgent]),
 	}
 	if p.hasKeys() {
 		k := p.lookup(RequestCredential(r))
 		if k == nil {
 			return t, &wire.Error{Status: http.StatusUnauthorized, Message: "Invalid or missing gateway key. Use your team's scarproxy key as the API key.", Type: "invalid_request_error", Code: "invalid_api_key"}
 		}
-		if named := cmp.Or(pathWorkspace, h.Get(HeaderWorkspace)); named != "" && named != k.Workspace {
+		if named := cmp.Or(pathWorkspace, first(h[HeaderWorkspace])); named != "" && named != k.Workspace {
 			return t, workspaceForbidden(named)
 		}
 		t.Workspace = k.Workspace
@@ -404,4 +404,14 @@ func workspaceForbidden(name string) *wire.Error {
 
 func projectForbidden(name string) *wire.Error {
 	return &wire.Error{Status: http.StatusForbidden, Message: "This gateway key does not give access to project " + Quote(name) + ".", Type: "invalid_request_error", Code: "project_forbidden"}
+}
+
+// first is the first value of a header, read by its canonical name (the
+// Header* constants are: TestHeaderNamesCanonical) without canonicalizing
+// it again as Header.Get does.
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
 }

@@ -151,3 +151,13 @@ func TestUpdate(t *testing.T) {
 		t.Fatalf("an update without keys: %v, open %v", err, p.Open())
 	}
 }
+
+// The tenant headers are read by their names as they are: the names must
+// be canonical, as the server makes the names a client sends.
+func TestHeaderNamesCanonical(t *testing.T) {
+	for _, k := range []string{HeaderWorkspace, HeaderProject, HeaderSession, HeaderAgent} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+	}
+}

@@ -45,6 +45,9 @@ type Request struct {
 	Length int64 // of Stream; -1 unknown
 }
 
+// credentialHeaders carry a client's credentials.
+var credentialHeaders = []string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
+
 // hopHeaders are connection-level headers a proxy must not forward
 // (RFC 9110 7.6.1), plus the ones the proxy recomputes.
 var hopHeaders = []string{
@@ -64,21 +67,23 @@ func OutgoingHeader(in http.Header, gateway bool) http.Header {
 			}
 		}
 	}
+	// The names below are canonical (TestHeaderNamesCanonical): deleted
+	// as they are, not canonicalized again on every request.
 	for _, k := range hopHeaders {
-		h.Del(k)
+		delete(h, k)
 	}
 	for k := range h {
 		if len(k) > 7 && strings.EqualFold(k[:7], "X-Scar-") {
 			delete(h, k)
 		}
 	}
-	h.Del("Host")
-	h.Del("Content-Length")
+	delete(h, "Host")
+	delete(h, "Content-Length")
 	if gateway {
 		// The client's key is the gateway key, and its other credentials
 		// are for the gateway too: none may reach a provider.
-		for _, k := range [...]string{"Authorization", "Api-Key", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"} {
-			h.Del(k)
+		for _, k := range credentialHeaders {
+			delete(h, k)
 		}
 	}
 	return h

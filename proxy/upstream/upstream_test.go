@@ -145,3 +145,21 @@ func TestReadAnswer(t *testing.T) {
 		}
 	}
 }
+
+// OutgoingHeader deletes its fixed names as they are: they must be
+// canonical, or a header the client sent would go through.
+func TestHeaderNamesCanonical(t *testing.T) {
+	for _, k := range append(append([]string{"Host", "Content-Length"}, hopHeaders...), credentialHeaders...) {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+	}
+	in := http.Header{}
+	for _, k := range append(append([]string{"Host", "Content-Length"}, hopHeaders...), credentialHeaders...) {
+		in.Set(strings.ToLower(k), "x") // Set canonicalizes, as the server does
+	}
+	in.Set("Accept", "application/json")
+	if out := OutgoingHeader(in, true); len(out) != 1 || out.Get("Accept") != "application/json" {
+		t.Errorf("OutgoingHeader kept %v, want only Accept", out)
+	}
+}

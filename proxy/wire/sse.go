@@ -19,7 +19,10 @@ const MaxExcerpt = 4 << 10
 
 // IsSSE reports whether a response's headers announce an event stream.
 func IsSSE(h http.Header) bool {
-	ct := h.Get("Content-Type")
+	var ct string
+	if v := h["Content-Type"]; len(v) > 0 { // the canonical name: Get would canonicalize it again
+		ct = v[0]
+	}
 	if base, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(base), "text/event-stream") {
 		return false // any other type, whatever its parameters (parsed for nothing on every answer)
 	}
