@@ -61,7 +61,8 @@ func TestValidJSON(t *testing.T) {
 // FuzzAppendJSONString: a string is encoded byte for byte as encoding/json
 // encodes it without HTML escapes.
 func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"plain", "tab\tnl\nbs\b ff\f q\" bsl\\", "\x00\x1f\x7f", "\u2028 \u2029 <&>", "bad \xff utf-8 \xe2\x80", "é 😀"} {
+	for _, s := range []string{"plain", "tab\tnl\nbs\b ff\f q\" bsl\\", "\x00\x1f\x7f", "\u2028 \u2029 <&>", "bad \xff utf-8 \xe2\x80", "é 😀",
+		"eight by\u2028tes then a run of plain text \"quoted\" and\x01 a control", "12345678\xff12345678é1234567\\"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
