@@ -33,6 +33,33 @@ type Tally struct {
 	scoped   map[scopedPattern]int // per pattern and provider, provider failures
 	groups   map[string]tallyGroup // per fingerprint (and provider), unmatched failures
 	stale    int                   // groups whose newest member is unknown (Renew)
+	shared   uint8                 // the fields (own*) still the base's (Derive): copied before t first changes them
+}
+
+// The fields of a Tally, as bits of Tally.shared.
+const (
+	ownCounts uint8 = 1 << iota
+	ownPatTools
+	ownScoped
+	ownGroups
+)
+
+// own makes field f of t t's own before t changes it.
+func (t *Tally) own(f uint8) {
+	if t.shared&f == 0 {
+		return
+	}
+	t.shared &^= f
+	switch f {
+	case ownCounts:
+		t.counts = slices.Clone(t.counts)
+	case ownPatTools:
+		t.patTools = maps.Clone(t.patTools)
+	case ownScoped:
+		t.scoped = maps.Clone(t.scoped)
+	case ownGroups:
+		t.groups = maps.Clone(t.groups)
+	}
 }
 
 // tallyGroup is one fingerprint group of a Tally. Its tools slice is never
@@ -114,6 +141,7 @@ func (t *Tally) Renew(counted iter.Seq[*store.Incident]) {
 	if t.stale == 0 {
 		return
 	}
+	t.own(ownGroups)
 	for inc := range counted {
 		if inc.Type == store.TypeLoop {
 			continue
@@ -149,6 +177,18 @@ func (t *Tally) Clone() *Tally {
 		scoped: maps.Clone(t.scoped), groups: maps.Clone(t.groups), stale: t.stale}
 }
 
+// Derive returns a Tally that starts as t and changes independently of
+// it, for a t that no longer changes (a window's, once published; readers
+// may still read it): what the new Tally does not change it shares with
+// t, and each part is copied when the new Tally first changes it. A
+// window that follows another with one failure more copies the part that
+// failure counts in, not every map (in a storm, the provider failures'
+// few entries instead of every fingerprint group of the window).
+func (t *Tally) Derive() *Tally {
+	return &Tally{g: t.g, counts: t.counts, patTools: t.patTools, scoped: t.scoped, groups: t.groups, stale: t.stale,
+		shared: ownCounts | ownPatTools | ownScoped | ownGroups}
+}
+
 // groupKey returns the fingerprint group an unmatched incident belongs to
 // and the group's fingerprint ("" for failures without text).
 func groupKey(inc *store.Incident, m memo) (key, fp string) {
@@ -170,6 +210,7 @@ func (t *Tally) add(inc *store.Incident, m memo, tool string, d int) {
 	sc := scope(inc)
 	if m.pat >= 0 {
 		if sc != "" {
+			t.own(ownScoped)
 			k := scopedPattern{int(m.pat), sc}
 			if n := t.scoped[k] + d; n > 0 {
 				if t.scoped == nil {
@@ -181,8 +222,10 @@ func (t *Tally) add(inc *store.Incident, m memo, tool string, d int) {
 			}
 			return
 		}
+		t.own(ownCounts)
 		t.counts[m.pat] = max(0, t.counts[m.pat]+d)
 		if tool != "" {
+			t.own(ownPatTools)
 			if t.patTools == nil {
 				t.patTools = make(map[int32][]toolCount)
 			}
@@ -196,6 +239,7 @@ func (t *Tally) add(inc *store.Incident, m memo, tool string, d int) {
 	}
 	key, fp := groupKey(inc, m)
 	gr, ok := t.groups[key]
+	t.own(ownGroups)
 	switch {
 	case d > 0 && !ok:
 		gr = tallyGroup{newest: inc, example: m.ex, provider: sc, fp: fp}

@@ -12,8 +12,9 @@ import (
 )
 
 // TestTallyMatchesDetect: a Tally that gains and loses incidents in any
-// order (and its clones, which change on their own) reports what Detect
-// reports over the incidents it counts at that moment.
+// order (and its clones, which change on their own, and the tallies
+// derived from it once it no longer changes) reports what Detect reports
+// over the incidents it counts at that moment.
 func TestTallyMatchesDetect(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	g := mustGuard(t, DefaultConfig())
@@ -51,12 +52,20 @@ func TestTallyMatchesDetect(t *testing.T) {
 		}
 		tallies := []*Tally{g.NewTally()}
 		counted := [][]*store.Incident{nil}
+		frozen := []bool{false} // derived from: changes no more
 		for step := range 300 {
 			k := rnd.IntN(len(tallies))
+			if frozen[k] {
+				continue
+			}
 			tl, in := tallies[k], counted[k]
 			switch r := rnd.IntN(10); {
 			case r == 0 && len(tallies) < 4:
-				tallies, counted = append(tallies, tl.Clone()), append(counted, slices.Clone(in))
+				tallies, counted, frozen = append(tallies, tl.Clone()), append(counted, slices.Clone(in)), append(frozen, false)
+				continue
+			case r == 1 && len(tallies) < 8:
+				tallies, counted, frozen = append(tallies, tl.Derive()), append(counted, slices.Clone(in)), append(frozen, false)
+				frozen[k] = true
 				continue
 			case r < 4 && len(in) > 0:
 				j := rnd.IntN(len(in))
@@ -102,7 +111,7 @@ func BenchmarkTallyStorm(b *testing.B) {
 	b.ReportAllocs()
 	i := 1000
 	for b.Loop() {
-		n := tl.Clone()
+		n := tl.Derive()
 		n.Remove(&incidents[(i-1000)%2000])
 		n.Add(&incidents[i%2000])
 		if n.Stale() {
@@ -117,5 +126,37 @@ func BenchmarkTallyStorm(b *testing.B) {
 		n.Entries(1)
 		tl = n
 		i++
+	}
+}
+
+// A Tally derived from another changes without writing what it shares:
+// the base can be read meanwhile (run with -race).
+func TestTallyDeriveLeavesItsBaseToReaders(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	incidents := benchIncidents(400, now)
+	g := mustGuard(t, DefaultConfig())
+	base := g.NewTally()
+	for i := range 200 {
+		base.Add(&incidents[i])
+	}
+	want := base.Entries(1)
+	done := make(chan []Entry)
+	go func() {
+		var last []Entry
+		for range 50 {
+			last = base.Entries(1)
+		}
+		done <- last
+	}()
+	n := base.Derive()
+	for i := range 200 {
+		n.Remove(&incidents[i])
+		n.Add(&incidents[200+i])
+	}
+	if got := <-done; !reflect.DeepEqual(got, want) {
+		t.Errorf("the base changed under its reader:\n got %+v\nwant %+v", got, want)
+	}
+	if reflect.DeepEqual(n.Entries(1), want) {
+		t.Error("the derived tally did not change")
 	}
 }

@@ -50,7 +50,7 @@ func (m *Memory) guardFor(budget *storeBudget, w *guardWindow, conversation stri
 	case slices.ContainsFunc(entries, func(e guard.Entry) bool { return e.Provider == "" }):
 		// A provider failure that names no provider counts with the
 		// conversation's own: count them together.
-		t = t.Clone()
+		t = t.Derive()
 		cf.addTo(t, w.g, from, to, overcome)
 		entries = t.Entries(1)
 	default:
@@ -185,7 +185,7 @@ func (cf *convFailures) entries(g *guard.Guard, from, to int, overcome []string)
 	var t *guard.Tally
 	start := from
 	if near != nil {
-		t, start = near.tally.Clone(), near.to
+		t, start = near.tally.Derive(), near.to
 	} else {
 		t = g.NewTally()
 	}
@@ -644,7 +644,7 @@ func (p *providerTally) counts(in *store.Incident) bool {
 // followed returns the tally of a window that followed p's: added and
 // trimmed are the incidents that came and left, incs the new window's.
 func (p *providerTally) followed(added, trimmed, incs []store.Incident) *providerTally {
-	t := p.t.Clone()
+	t := p.t.Derive()
 	for i := range added {
 		if p.counts(&added[i]) {
 			t.Add(&added[i])
@@ -691,7 +691,7 @@ func (w *guardWindow) providerTally(g *guard.Guard, gen int64, recovered map[str
 	}
 	p := &providerTally{gen: gen, recovered: recovered}
 	if base != nil {
-		p.t = base.Clone()
+		p.t = base.Derive()
 		later := w.base.incidents[len(w.incidents):]
 		for i := range later {
 			if p.counts(&later[i]) {
