@@ -249,22 +249,20 @@ func New(ctx context.Context, opts Options, reg prometheus.Registerer) (*Memory,
 	if err != nil {
 		return nil, err
 	}
+	versions, inMemory := opts.Store.(store.MemoryVersions)
 	m := &Memory{
-		opts:  opts,
-		log:   opts.Logger,
-		store: opts.Store,
-		quickVersions: func() bool {
-			v, ok := opts.Store.(store.MemoryVersions)
-			return ok && v.VersionsInMemory()
-		}(),
-		index:     recall.NewIndex(),
-		metrics:   newMetrics(reg),
-		seen:      newSeenSet(1 << 17),
-		loops:     newLoopTracker(1<<14, maxLoopBytes),
-		recovered: newRecoveries(),
-		captured:  newCaptureMemo(1 << 14),
-		usage:     newUsageBook(),
-		labels:    newLabelBook(),
+		opts:          opts,
+		log:           opts.Logger,
+		store:         opts.Store,
+		quickVersions: inMemory && versions.VersionsInMemory(),
+		index:         recall.NewIndex(),
+		metrics:       newMetrics(reg),
+		seen:          newSeenSet(1 << 17),
+		loops:         newLoopTracker(1<<14, maxLoopBytes),
+		recovered:     newRecoveries(),
+		captured:      newCaptureMemo(1 << 14),
+		usage:         newUsageBook(),
+		labels:        newLabelBook(),
 
 		guardCache:  newGuardCache(maxGuardCacheBytes),
 		recallCache: newRecallCache(1<<14, maxRecallCacheBytes),
