@@ -31,13 +31,19 @@ func TestRequiredLiterals(t *testing.T) {
 		{`(?i)(?:\x{130}zin )?reddedildi`, []string{"reddedildi"}},
 	}
 	for _, tc := range tests {
-		got := requiredLiterals(tc.expr)
-		slices.Sort(got)
-		want := slices.Clone(tc.want)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("requiredLiterals(%q) = %q, want %q", tc.expr, got, want)
-		}
+		checkLiterals(t, "requiredLiterals", requiredLiterals, tc.expr, tc.want)
+	}
+}
+
+// checkLiterals compares, as sets, the literals f finds in expr with want.
+func checkLiterals(t *testing.T, name string, f func(string) []string, expr string, want []string) {
+	t.Helper()
+	got := f(expr)
+	slices.Sort(got)
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s(%q) = %q, want %q", name, expr, got, want)
 	}
 }
 
@@ -55,13 +61,7 @@ func TestExactLiterals(t *testing.T) {
 		{`x|\d+`, nil},
 	}
 	for _, tc := range tests {
-		got := exactLiterals(tc.expr)
-		slices.Sort(got)
-		want := slices.Clone(tc.want)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("exactLiterals(%q) = %q, want %q", tc.expr, got, want)
-		}
+		checkLiterals(t, "exactLiterals", exactLiterals, tc.expr, tc.want)
 	}
 }
 

@@ -101,13 +101,7 @@ func TestTallyMatchesDetect(t *testing.T) {
 // BenchmarkTallyStorm: a tally following a storm, one new failure in and
 // the oldest out per request, then the entries.
 func BenchmarkTallyStorm(b *testing.B) {
-	now := time.Unix(1_700_000_000, 0)
-	incidents := benchIncidents(2000, now)
-	g := mustGuard(b, DefaultConfig())
-	tl := g.NewTally()
-	for i := range 1000 {
-		tl.Add(&incidents[i])
-	}
+	tl, incidents := countedTally(b, 2000, 1000)
 	b.ReportAllocs()
 	i := 1000
 	for b.Loop() {
@@ -132,13 +126,7 @@ func BenchmarkTallyStorm(b *testing.B) {
 // A Tally derived from another changes without writing what it shares:
 // the base can be read meanwhile (run with -race).
 func TestTallyDeriveLeavesItsBaseToReaders(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	incidents := benchIncidents(400, now)
-	g := mustGuard(t, DefaultConfig())
-	base := g.NewTally()
-	for i := range 200 {
-		base.Add(&incidents[i])
-	}
+	base, incidents := countedTally(t, 400, 200)
 	want := base.Entries(1)
 	done := make(chan []Entry)
 	go func() {
@@ -159,4 +147,15 @@ func TestTallyDeriveLeavesItsBaseToReaders(t *testing.T) {
 	if reflect.DeepEqual(n.Entries(1), want) {
 		t.Error("the derived tally did not change")
 	}
+}
+
+// countedTally returns n of benchIncidents' incidents and a Tally of the
+// default guard that counts the first counted of them.
+func countedTally(tb testing.TB, n, counted int) (*Tally, []store.Incident) {
+	incidents := benchIncidents(n, time.Unix(1_700_000_000, 0))
+	tl := mustGuard(tb, DefaultConfig()).NewTally()
+	for i := range counted {
+		tl.Add(&incidents[i])
+	}
+	return tl, incidents
 }
