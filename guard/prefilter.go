@@ -214,12 +214,13 @@ func containsAny(s string, lits []string) bool {
 // the two runes outside ASCII that fold to an ASCII letter: the Kelvin
 // sign (k) and the long s (s).
 func foldASCII(s string) (string, bool) {
-	upper := false
+	upper, other := false, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		upper = upper || 'A' <= c && c <= 'Z'
+		other = other || c >= utf8.RuneSelf
 	}
-	if foldsIntoASCII(s) {
+	if other && holdsFoldingRune(s) {
 		return "", false
 	}
 	if !upper {
@@ -227,9 +228,7 @@ func foldASCII(s string) (string, bool) {
 	}
 	b := []byte(s)
 	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
+		b[i] = lowerASCII(c)
 	}
 	return string(b), true
 }
@@ -238,7 +237,11 @@ func foldASCII(s string) (string, bool) {
 // ASCII that fold to an ASCII letter: the Kelvin sign (k) and the long s
 // (s).
 func foldsIntoASCII(s string) bool {
-	return !isASCII(s) && (strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f"))
+	return !isASCII(s) && holdsFoldingRune(s)
+}
+
+func holdsFoldingRune(s string) bool {
+	return strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")
 }
 
 func isASCII(s string) bool {
