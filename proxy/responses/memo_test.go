@@ -140,6 +140,22 @@ func FuzzReadMemo(f *testing.F) {
 		}
 		if oerr == nil {
 			sameRead(t, other, o, w)
+			judge(o)
+			o.Forwarded(true)
+		}
+		// The turns before, read again once others were remembered under
+		// their name (runs of one task, branches), read as in full.
+		for _, b := range [][]byte{body, next, other, body} {
+			g, gerr := readTurn(b, "t", nil, memo)
+			w, werr := read(b, "t", nil)
+			if (gerr == nil) != (werr == nil) {
+				t.Fatalf("again, with memo: %v; in full: %v", gerr, werr)
+			}
+			if gerr == nil {
+				sameRead(t, b, g, w)
+				judge(g)
+				g.Forwarded(true)
+			}
 		}
 	})
 }
@@ -351,4 +367,42 @@ func samePlaces(a, b places) bool {
 	fa, fb := a.first, b.first
 	a.first, b.first = nil, nil
 	return a == b && (fa == nil) == (fb == nil) && (fa == nil || *fa == *fb)
+}
+
+// TestMemoKeepsEachRun: two runs of one task (the same head, then calls
+// of their own, and their own run id after the array, as the agents send
+// it), taking turns, each read only their newest item, as a
+// script that starts an agent with one prompt twice at once sends them.
+func TestMemoKeepsEachRun(t *testing.T) {
+	turns := growing(t, "codex-turn3.json")
+	w, _ := read(turns[len(turns)-1], "t", nil)
+	u := firstUserAt(w)
+	head := w.elems[u].End
+	run := []byte(w.info.Run)
+	if len(run) < 8 {
+		t.Fatalf("run id %q", run)
+	}
+	otherRun := append([]byte("other-"), run[6:]...)
+	memo := wire.NewTurnMemo[*turnState](0)
+	for i, body := range turns[u:] {
+		// The other run's calls have ids of their own, as has the run.
+		other := bytes.ReplaceAll(body[head:], []byte(`"call_`), []byte(`"cAll_`))
+		other = slices.Concat(body[:head], bytes.ReplaceAll(other, run, otherRun))
+		for run, b := range [][]byte{body, other} {
+			got, err := readTurn(b, "t", nil, memo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := read(b, "t", nil)
+			sameRead(t, b, got, want)
+			if i >= 2 && got.resume.From != len(got.elems)-1 {
+				t.Fatalf("run %d, turn %d: read from item %d of %d", run, u+i, got.resume.From, len(got.elems))
+			}
+			judge(got)
+			got.Forwarded(true)
+		}
+	}
+	if memo.Len() != 1 {
+		t.Fatalf("%d conversations remembered, want the task's one", memo.Len())
+	}
 }

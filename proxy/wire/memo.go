@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -22,7 +23,11 @@ import (
 // A conversation is named by the bytes of its body up to the end of its
 // first user element (its head), with the tenant. The sum of every prefix
 // starts with the tenant, so the sum at the end of the head is the name
-// (see MemoSeed on collisions).
+// (see MemoSeed on collisions). Runs of one task share a name (a script or
+// a CI job that starts an agent with one prompt, several at once or one
+// after another): the memo keeps up to MaxBranches turns under a name,
+// and a request resumes from the one its body repeats furthest, so each
+// run reads only what is new in it.
 //
 // The memo is bounded in bytes: when a new turn takes it past its budget,
 // the conversations used least recently are forgotten first. A
@@ -38,11 +43,19 @@ type TurnMemo[S any] struct {
 	bytes          int          // the size of the turns held
 }
 
-// memoItem is one conversation's turn in a TurnMemo's order of use.
+// MaxBranches bounds the turns a memo keeps under one name: the latest
+// turn of each run of the task, or of each branch an agent took back in
+// its conversation, the oldest going first. Their bytes are bounded too,
+// by a quarter of the memo's budget.
+const MaxBranches = 64
+
+// memoItem is one name's turns in a TurnMemo's order of use.
 type memoItem[S any] struct {
-	key          uint64
-	turn         *Turn[S]
-	size         int
+	key uint64
+	// turns are the name's turns, the newest first. A change makes a new
+	// slice: a Resume reads the one it got without the lock.
+	turns        []*Turn[S]
+	size         int // of the turns
 	newer, older *memoItem[S]
 }
 
@@ -60,6 +73,7 @@ type Turn[S any] struct {
 	// endsTaken says a request that resumed from the turn's end took
 	// Elems' array to append its own elements to (see resumedEnds).
 	endsTaken atomic.Bool
+	size      int // what the memo counts for it
 }
 
 // Elem is where one element of a conversation's array ends in its body,
@@ -99,7 +113,8 @@ func (m *TurnMemo[S]) Bytes() int {
 	return m.bytes
 }
 
-// Len returns the number of conversations the memo holds.
+// Len returns the number of conversations the memo holds (names: the
+// runs of one task count once).
 func (m *TurnMemo[S]) Len() int {
 	if m == nil {
 		return 0
@@ -109,9 +124,10 @@ func (m *TurnMemo[S]) Len() int {
 	return len(m.turns)
 }
 
-// get returns the turn remembered under key, nil when none, and makes it
-// the one used most recently.
-func (m *TurnMemo[S]) get(key uint64) *Turn[S] {
+// get returns the turns remembered under key, the newest first (none:
+// nil), and makes them the ones used most recently. The slice is never
+// changed: the caller may keep it.
+func (m *TurnMemo[S]) get(key uint64) []*Turn[S] {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it := m.turns[key]
@@ -120,10 +136,10 @@ func (m *TurnMemo[S]) get(key uint64) *Turn[S] {
 	}
 	m.unlink(it)
 	m.pushNewest(it)
-	return it.turn
+	return it.turns
 }
 
-// forget drops the turn remembered under key, if any.
+// forget drops the turns remembered under key, if any.
 func (m *TurnMemo[S]) forget(key uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -148,8 +164,9 @@ type MemoRef[S any] struct {
 	forgot atomic.Bool
 }
 
-// Forget drops the conversation's remembered turn, and keeps the request
-// that f belongs to from remembering its own: the next turn is read whole.
+// Forget drops the conversation's remembered turns (of every run under
+// its name), and keeps the request that f belongs to from remembering its
+// own: the next turn is read whole.
 func (f *MemoRef[S]) Forget() {
 	f.forgot.Store(true)
 	f.drop()
@@ -180,33 +197,58 @@ func (r *Resume[S]) Refer(f *MemoRef[S]) {
 	}
 }
 
-// holds reports whether t is the turn remembered under key.
+// holds reports whether t is one of the turns remembered under key.
 func (m *TurnMemo[S]) holds(key uint64, t *Turn[S]) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it := m.turns[key]
-	return it != nil && it.turn == t
+	return it != nil && slices.Contains(it.turns, t)
 }
 
-// put remembers t, of size bytes, under key, and forgets the turns used
-// least recently past the budget. It reports whether it kept t.
+// put remembers t, of size bytes, under key, as the newest of its turns.
+// It forgets the turns under key that t repeats (a turn whose elements
+// are the first of t's: whatever resumes from it resumes from t as far),
+// the oldest past MaxBranches or past a quarter of the budget, and the
+// names used least recently past the budget. It reports whether it kept
+// t.
 func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
 	if size > m.budget/4 {
 		return false
 	}
+	t.size = size
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old := m.turns[key]; old != nil {
-		m.dropLocked(old)
+	it := m.turns[key]
+	if it == nil {
+		it = &memoItem[S]{key: key}
+		m.turns[key] = it
+	} else {
+		m.unlink(it)
 	}
-	it := &memoItem[S]{key: key, turn: t, size: size}
-	m.turns[key] = it
+	turns := make([]*Turn[S], 1, min(len(it.turns)+1, MaxBranches))
+	turns[0] = t
+	kept := size
+	for _, o := range it.turns {
+		if len(turns) == MaxBranches || kept+o.size > m.budget/4 || o.prefixOf(t) {
+			continue
+		}
+		turns = append(turns, o)
+		kept += o.size
+	}
+	m.bytes += kept - it.size
+	it.turns, it.size = turns, kept
 	m.pushNewest(it)
-	m.bytes += size
 	for m.bytes > m.budget && m.oldest != nil && m.oldest != it {
 		m.dropLocked(m.oldest)
 	}
 	return true
+}
+
+// prefixOf reports whether t's elements are the first of u's, the same
+// bytes (both are turns of one name: the same head).
+func (t *Turn[S]) prefixOf(u *Turn[S]) bool {
+	n := len(t.Elems)
+	return n <= len(u.Elems) && (n == 0 || t.Elems[n-1] == u.Elems[n-1])
 }
 
 func (m *TurnMemo[S]) unlink(it *memoItem[S]) {
@@ -248,7 +290,11 @@ type Resume[S any] struct {
 	// sum is the memo sum of the tenant and the body up to summed.
 	sum    uint64
 	summed int
-	// Prior is the conversation's remembered turn, nil when none.
+	// branches are the turns remembered under the conversation's name,
+	// the newest first.
+	branches []*Turn[S]
+	// Prior is the conversation's remembered turn, nil when none: the
+	// one Skip resumed from, or the newest.
 	Prior *Turn[S]
 	// From is the first element read: the elements before it are
 	// Prior's, skipped.
@@ -278,40 +324,64 @@ func (r *Resume[S]) Name(tenant string, body []byte, end int) {
 	}
 	r.sum, r.summed = r.memo.seed.Head(tenant, body[:end]), end
 	r.key, r.named = r.sum, true
-	r.Prior = r.memo.get(r.key)
+	r.branches = r.memo.get(r.key)
+	if len(r.branches) > 0 {
+		r.Prior = r.branches[0]
+	}
 }
 
 // Skip is called once the head is read, with probe the index of its last
-// element. It returns the last element of Prior after probe that body
-// repeats byte for byte, -1 for none; the scan goes on from its end
-// (Prior.Elems[last].End), and From is last+1. Only an element that is an
-// object is sure to end where it ended (a number could go on: "1" then
-// "12"), so only such an element is returned.
+// element. Of the turns remembered under the name, it takes the one body
+// repeats furthest (the newest of those that go as far), which becomes
+// Prior, and returns the last element after probe that body repeats of it
+// byte for byte; -1 for none (Prior stays the newest). The scan goes on
+// from its end (Prior.Elems[last].End), and From is last+1. Only an
+// element that is an object is sure to end where it ended (a number could
+// go on: "1" then "12"), so only such an element is returned.
+//
+// The turns are followed together, element by element: an element's
+// bytes are summed once for all the turns it ends at the same place in,
+// so many runs of one task cost about what one does.
 func (r *Resume[S]) Skip(body []byte, probe int) int {
-	p := r.Prior
-	if p == nil || probe >= len(p.Elems) {
-		return -1
-	}
+	var buf [8]*Turn[S]
+	live := append(buf[:0], r.branches...)
 	sum, pos := r.sum, r.summed
+	var best *Turn[S]
 	last := -1
 	var at uint64 // sum at the end of element last
-	for i := probe + 1; i < len(p.Elems); i++ {
-		end := p.Elems[i].End
-		if end > len(body) || end <= pos {
+	for i := probe + 1; len(live) > 0; i++ {
+		// The turns whose element i body repeats; of those that end it
+		// at different places (only numbers can), the first one's.
+		n, end, next, matched := 0, -1, uint64(0), false
+		for _, p := range live {
+			if i >= len(p.Elems) {
+				continue
+			}
+			e := p.Elems[i]
+			if e.End > len(body) || e.End <= pos || matched && e.End != end {
+				continue
+			}
+			if e.End != end {
+				end, next = e.End, NextSum(sum, body[pos:e.End])
+			}
+			if e.Sum == next {
+				live[n], n, matched = p, n+1, true
+			}
+		}
+		live = live[:n]
+		if n == 0 {
 			break
 		}
-		sum, pos = NextSum(sum, body[pos:end]), end
-		if sum != p.Elems[i].Sum {
-			break
-		}
+		sum, pos = next, end
 		if body[end-1] == '}' {
-			last, at = i, sum
+			best, last, at = live[0], i, sum
 		}
 	}
-	if last < 0 {
+	if best == nil {
 		return -1
 	}
-	r.sum, r.summed, r.From = at, p.Elems[last].End, last+1
+	r.Prior = best
+	r.sum, r.summed, r.From = at, best.Elems[last].End, last+1
 	return last
 }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +264,137 @@ func TestMoreElems(t *testing.T) {
 	body := []byte(`[{"a":1} , {"b":2}  ]`)
 	if !moreElems(body, 8) || moreElems(body, 18) {
 		t.Fatal("moreElems")
+	}
+}
+
+// runTurn is the body of a run's turn: the head (a system element and the
+// task, the same for every run) and the run's steps 1 to k.
+func runTurn(run, k int) []byte {
+	b := []byte(`{"x":[{"role":"system","c":"S"},{"role":"user","c":"the task"}`)
+	for i := 1; i <= k; i++ {
+		b = fmt.Appendf(b, `,{"a":"run %d, step %d"}`, run, i)
+	}
+	return append(b, `],"t":1}`...)
+}
+
+// scanRemember scans body with m as a format does, remembers its turn,
+// and returns the request's Resume.
+func scanRemember(t *testing.T, m *TurnMemo[string], body []byte) *Resume[string] {
+	t.Helper()
+	r := NewResume(m)
+	ts, err := ScanTurn(body, []string{"x", "t"}, 0, &r, "tenant", func(string) []Span { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Remember(body, ts.Ends, ts.ArrayEnd, string(body), 100)
+	return &r
+}
+
+// branchSizes returns the sizes of the turns m holds under r's name, and
+// their sum.
+func branchSizes(m *TurnMemo[string], r *Resume[string]) (n, sum int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.turns[r.key].turns {
+		n, sum = n+1, sum+t.size
+	}
+	return n, sum
+}
+
+// TestTurnMemoKeepsEachRunsTurn: runs of one task (the same head) that
+// take turns each resume from their own latest turn, not from the one
+// another run remembered last; the memo holds one turn per run under one
+// name and counts their bytes.
+func TestTurnMemoKeepsEachRunsTurn(t *testing.T) {
+	const runs = 40 // more than Skip's buffer, fewer than MaxBranches
+	m := NewTurnMemo[string](0)
+	for k := 1; k <= 6; k++ {
+		for run := range runs {
+			r := scanRemember(t, m, runTurn(run, k))
+			// The head is elements 0 and 1; the run's turn before ended
+			// at step k-1, element k.
+			want := k + 1
+			if k == 1 {
+				want = 0
+			}
+			if r.From != want {
+				t.Fatalf("run %d, step %d: read from element %d, want %d", run, k, r.From, want)
+			}
+		}
+	}
+	r := scanRemember(t, m, runTurn(0, 6))
+	n, sum := branchSizes(m, r)
+	if m.Len() != 1 || n != runs || m.Bytes() != sum {
+		t.Fatalf("%d names, %d turns of %d bytes, memo counts %d; want 1 name, %d turns", m.Len(), n, sum, m.Bytes(), runs)
+	}
+}
+
+// TestTurnMemoKeepsMaxBranches: past MaxBranches runs under one name, the
+// run used least recently is forgotten, and a turn that extends another
+// (a run's first turn holds only the head) replaces it.
+func TestTurnMemoKeepsMaxBranches(t *testing.T) {
+	m := NewTurnMemo[string](0)
+	for k := range 3 {
+		if n, _ := branchSizes(m, scanRemember(t, m, runTurn(0, k))); n != 1 {
+			t.Fatalf("one run, step %d: %d turns, want its latest only", k, n)
+		}
+	}
+	for run := range MaxBranches + 1 {
+		scanRemember(t, m, runTurn(run, 1))
+	}
+	last := scanRemember(t, m, runTurn(MaxBranches, 2))
+	if last.From != 3 {
+		t.Fatalf("the newest run read from element %d, want 3", last.From)
+	}
+	if n, sum := branchSizes(m, last); n != MaxBranches || m.Bytes() != sum {
+		t.Fatalf("%d turns of %d bytes, memo counts %d; want %d turns", n, sum, m.Bytes(), MaxBranches)
+	}
+	if first := scanRemember(t, m, runTurn(0, 2)); first.From != 0 {
+		t.Fatalf("the run used least recently read from element %d, want 0 (forgotten)", first.From)
+	}
+	var ref MemoRef[string]
+	last.Refer(&ref)
+	ref.Forget()
+	if m.Len() != 0 || m.Bytes() != 0 {
+		t.Fatalf("after Forget: %d names, %d bytes", m.Len(), m.Bytes())
+	}
+}
+
+// TestTurnMemoBoundsANamesBytes: the turns under one name take at most a
+// quarter of the budget, the oldest going first.
+func TestTurnMemoBoundsANamesBytes(t *testing.T) {
+	probe := NewTurnMemo[string](0)
+	_, each := branchSizes(probe, scanRemember(t, probe, runTurn(0, 1)))
+	m := NewTurnMemo[string](4 * (2*each + 10))
+	var r *Resume[string]
+	for run := range 5 {
+		r = scanRemember(t, m, runTurn(run, 1))
+	}
+	if n, sum := branchSizes(m, r); n != 2 || sum != 2*each || m.Bytes() != sum {
+		t.Fatalf("%d turns of %d bytes (memo: %d), want the newest 2 of %d", n, sum, m.Bytes(), each)
+	}
+	if r := scanRemember(t, m, runTurn(4, 2)); r.From != 3 {
+		t.Fatalf("the newest run read from element %d, want 3", r.From)
+	}
+	if r := scanRemember(t, m, runTurn(0, 2)); r.From != 0 {
+		t.Fatalf("the oldest run read from element %d, want 0 (forgotten)", r.From)
+	}
+}
+
+// TestSkipTakesTheTurnRepeatedFurthest: of the turns under a name, the
+// scan resumes from the one the body repeats furthest, whatever their
+// order of use, and reads as far as that one when turns share elements.
+func TestSkipTakesTheTurnRepeatedFurthest(t *testing.T) {
+	m := NewTurnMemo[string](0)
+	scanRemember(t, m, runTurn(1, 5))
+	// A turn that repeats run 1 up to step 2, then goes its own way.
+	branch := runTurn(1, 2)
+	branch = append(branch[:len(branch)-len(`],"t":1}`)], `,{"a":"another step"}],"t":1}`...)
+	if r := scanRemember(t, m, branch); r.From != 4 {
+		t.Fatalf("the branch read from element %d, want 4", r.From)
+	}
+	// Run 1's next turn: the branch is newer, run 1's turn goes further.
+	if r := scanRemember(t, m, runTurn(1, 6)); r.From != 7 || len(r.Prior.Elems) != 7 {
+		t.Fatalf("run 1 read from element %d, want 7", r.From)
 	}
 }
