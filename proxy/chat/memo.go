@@ -24,7 +24,9 @@ import (
 // A conversation is named by the bytes of its body up to the end of its
 // first user message (its head: system prompt, goal), with the tenant. The
 // sum of every prefix starts with the tenant, so the sum at the end of the
-// head is the name (see wire.MemoSeed on collisions).
+// head is the name (see wire.MemoSeed on collisions). Runs of one task
+// share a name: the memo keeps the latest turn of each (up to
+// wire.MaxBranches), and a turn resumes from the one it repeats furthest.
 //
 // The memo is bounded: at most 2*max conversations and 2*memoBytes, the
 // older half dropped whole when the newer half fills. A conversation that falls out is read
@@ -34,9 +36,16 @@ type convMemo struct {
 	max  int
 
 	mu        sync.Mutex
-	cur, prev map[uint64]*memoEntry
+	cur, prev map[uint64]*memoBranches
 	curBytes  int // the size of cur's entries
 	prevBytes int // and of prev's
+}
+
+// memoBranches are the turns remembered under one name, the newest first.
+// They are never changed once stored.
+type memoBranches struct {
+	entries []*memoEntry
+	size    int // of the entries
 }
 
 // Bytes returns the bytes the memo holds (estimated, see memoEntry.size).
@@ -75,6 +84,8 @@ type memoEntry struct {
 	tailSum                         uint64
 	tailModel, tailUser, tailStream span
 	tailTools                       span
+
+	bytes int // size(), once the entry is built
 }
 
 // memoBytes bounds each half of convMemo by size: a remembered turn takes
@@ -104,7 +115,7 @@ func (e *memoEntry) size() int {
 }
 
 func newConvMemo(max int) *convMemo {
-	return &convMemo{seed: wire.NewMemoSeed(), max: max, cur: make(map[uint64]*memoEntry)}
+	return &convMemo{seed: wire.NewMemoSeed(), max: max, cur: make(map[uint64]*memoBranches)}
 }
 
 // name sets c's name from body's head, which ends at end: c.memoKey, and
@@ -118,53 +129,72 @@ func (m *convMemo) name(c *conversation, tenant string, body []byte, end int) {
 // message, is scanned, with c named. When c's conversation has a
 // remembered turn whose messages after probe this body repeats, byte for
 // byte, it fills c and c.scan with what was found up to the last message
-// repeated, and returns that message's end: the scan goes on from there.
-// Otherwise it returns -1.
+// repeated of the turn it repeats furthest, and returns that message's
+// end: the scan goes on from there. Otherwise it returns -1.
 func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	m.mu.Lock()
-	e := m.cur[c.memoKey]
-	if e == nil {
-		e = m.prev[c.memoKey]
+	b := m.cur[c.memoKey]
+	if b == nil {
+		b = m.prev[c.memoKey]
 	}
 	m.mu.Unlock()
-	if e == nil {
+	if b == nil {
 		return -1
 	}
-	c.prior = e
-	if probe >= len(e.msgs) {
-		return -1
-	}
-	last, at := c.repeated(e, body, probe)
+	c.prior = b.entries[0]
+	e, last, at := c.repeated(b.entries, body, probe)
 	if last < 0 {
 		return -1 // nothing after the first user message to skip
 	}
+	c.prior = e
 	c.summed, c.sum = e.msgs[last].end, at
 	c.resumeFrom(e, last)
 	return e.msgs[last].end
 }
 
-// repeated returns the last message of e after probe that body repeats
-// byte for byte (-1 for none) and the sum of body up to its end.
-func (c *conversation) repeated(e *memoEntry, body []byte, probe int) (int, uint64) {
-	sum := c.sum // the sum of the head: the name
-	last, pos := -1, c.summed
+// repeated returns, of the turns es, the one whose messages after probe
+// body repeats furthest, byte for byte (the first of those that go as
+// far), the last message it repeats (-1 for none) and the sum of body up
+// to its end. The turns are followed together: a message's bytes are
+// summed once for all the turns it ends at the same place in.
+func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoEntry, int, uint64) {
+	var buf [8]*memoEntry
+	live := append(buf[:0], es...)
+	sum, pos := c.sum, c.summed // the sum of the head: the name
+	var best *memoEntry
+	last := -1
 	var at uint64 // sum as it was at the end of message last
-	for i := probe + 1; i < len(e.msgs); i++ {
-		end := e.msgs[i].end
-		if end > len(body) {
+	for i := probe + 1; len(live) > 0; i++ {
+		// The turns whose message i body repeats; of those that end it
+		// at different places (only numbers can), the first one's.
+		n, end, next, matched := 0, -1, uint64(0), false
+		for _, e := range live {
+			if i >= len(e.msgs) {
+				continue
+			}
+			stop := e.msgs[i].end
+			if stop > len(body) || stop <= pos || matched && stop != end {
+				continue
+			}
+			if stop != end {
+				end, next = stop, wire.NextSum(sum, body[pos:stop])
+			}
+			if e.marks[i].sum == next {
+				live[n], n, matched = e, n+1, true
+			}
+		}
+		live = live[:n]
+		if n == 0 {
 			break
 		}
-		sum, pos = wire.NextSum(sum, body[pos:end]), end
-		if sum != e.marks[i].sum {
-			break
-		}
+		sum, pos = next, end
 		// Only an object is sure to end where it ended: a number could
 		// go on in the new body ("1" then "12").
-		if e.msgs[i].obj {
-			last, at = i, sum
+		if live[0].msgs[i].obj {
+			best, last, at = live[0], i, sum
 		}
 	}
-	return last, at
+	return best, last, at
 }
 
 // resumeFrom fills c and c.scan with what e found up to message last.
@@ -284,35 +314,63 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 	}
 	c.sumMessages(body)
 	e := m.entryOf(c, body)
-	size := e.size()
-	if size > memoBytes/4 {
+	e.bytes = e.size()
+	if e.bytes > memoBytes/4 {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.cur[c.memoKey]
 	if ok {
-		m.curBytes -= old.size()
+		m.curBytes -= old.size
+	} else {
+		old = m.prev[c.memoKey] // its turns come along
 	}
-	if !ok && len(m.cur) >= m.max || m.curBytes+size > memoBytes {
+	b := branchesWith(e, old)
+	if !ok && len(m.cur) >= m.max || m.curBytes+b.size > memoBytes {
 		m.prev, m.prevBytes = m.cur, m.curBytes
-		m.cur, m.curBytes = make(map[uint64]*memoEntry, min(len(m.prev), 1<<10)), 0
+		m.cur, m.curBytes = make(map[uint64]*memoBranches, min(len(m.prev), 1<<10)), 0
 	}
-	m.cur[c.memoKey] = e
-	m.curBytes += size
+	m.cur[c.memoKey] = b
+	m.curBytes += b.size
 	return true
 }
 
-// forget drops the turn remembered under key, if any.
+// branchesWith returns the turns of a name once e is remembered: e, then
+// old's but those e repeats (whatever resumes from them resumes from e as
+// far) and the oldest past wire.MaxBranches or a quarter of memoBytes.
+func branchesWith(e *memoEntry, old *memoBranches) *memoBranches {
+	b := &memoBranches{entries: []*memoEntry{e}, size: e.bytes}
+	if old == nil {
+		return b
+	}
+	for _, o := range old.entries {
+		if len(b.entries) == wire.MaxBranches || b.size+o.bytes > memoBytes/4 || o.prefixOf(e) {
+			continue
+		}
+		b.entries = append(b.entries, o)
+		b.size += o.bytes
+	}
+	return b
+}
+
+// prefixOf reports whether e's messages are the first of f's, the same
+// bytes (both are turns of one name: the same head).
+func (e *memoEntry) prefixOf(f *memoEntry) bool {
+	n := len(e.msgs)
+	return n <= len(f.msgs) && (n == 0 || e.msgs[n-1].end == f.msgs[n-1].end && e.marks[n-1].sum == f.marks[n-1].sum)
+}
+
+// forget drops the turns remembered under key, if any.
 func (m *convMemo) forget(key uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.cur[key]; ok {
-		m.curBytes -= e.size()
+	if b, ok := m.cur[key]; ok {
+		m.curBytes -= b.size
 		delete(m.cur, key)
 	}
-	if e, ok := m.prev[key]; ok {
-		m.prevBytes -= e.size()
+	if b, ok := m.prev[key]; ok {
+		m.prevBytes -= b.size
 		delete(m.prev, key)
 	}
 }
@@ -328,7 +386,8 @@ func (m *convMemo) repeatsCurrent(c *conversation) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.cur[c.memoKey] == p
+	b := m.cur[c.memoKey]
+	return b != nil && slices.Contains(b.entries, p)
 }
 
 // sumMessages sums the body up to the end of each message read. The

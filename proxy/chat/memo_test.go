@@ -38,6 +38,15 @@ func agentTurn(t testing.TB, n int) []byte {
 	return b
 }
 
+// newest returns the turn remembered last under key in half, nil when
+// none.
+func newest(half map[uint64]*memoBranches, key uint64) *memoEntry {
+	if b := half[key]; b != nil {
+		return b.entries[0]
+	}
+	return nil
+}
+
 // results lists the dedupe keys of c's tool results.
 func results(c *conversation) []string {
 	var keys []string
@@ -131,7 +140,7 @@ func TestMemoReadsOnlyNewMessages(t *testing.T) {
 		t.Error("the positions found with the memo differ from a full scan")
 	}
 	// The remembered turn is unchanged by turn 3's reading.
-	if e := memo.cur[c1.memoKey]; e == nil || len(e.tools) != 1 || len(e.verdicts) != 1 || !e.verdicts[0].LastFailed {
+	if e := newest(memo.cur, c1.memoKey); e == nil || len(e.tools) != 1 || len(e.verdicts) != 1 || !e.verdicts[0].LastFailed {
 		t.Errorf("remembered turn changed: %+v", e)
 	}
 
@@ -208,12 +217,16 @@ func TestMemoIsBounded(t *testing.T) {
 		memo.remember(c, body)
 		memo.mu.Lock()
 		total, all := memo.curBytes, memo.curBytes+memo.prevBytes
-		for _, e := range memo.cur {
-			total -= e.size()
-			all -= e.size()
+		for _, b := range memo.cur {
+			for _, e := range b.entries {
+				total -= e.size()
+				all -= e.size()
+			}
 		}
-		for _, e := range memo.prev {
-			all -= e.size()
+		for _, b := range memo.prev {
+			for _, e := range b.entries {
+				all -= e.size()
+			}
 		}
 		if memo.curBytes > memoBytes || total != 0 || all != 0 {
 			t.Fatalf("after %d long turns: %d bytes counted (%d off, %d off over both halves), the bound is %d", i+1, memo.curBytes, total, all, memoBytes)
@@ -389,6 +402,19 @@ func FuzzInspectMemo(f *testing.F) {
 			other := []byte(next)
 			other[len(added)%len(other)] ^= 1
 			sameRead(t, other, memo)
+			if o, err := inspect(other, memo, "t"); err == nil {
+				judge(o)
+				memo.remember(o, other)
+			}
+		}
+		// The turns before, read again once others were remembered under
+		// their name (runs of one task, branches), read as in full.
+		for _, b := range []string{first, next, first} {
+			sameRead(t, []byte(b), memo)
+			if c, err := inspect([]byte(b), memo, "t"); err == nil {
+				judge(c)
+				memo.remember(c, []byte(b))
+			}
 		}
 	})
 }
@@ -405,7 +431,7 @@ func TestMemoEntryHoldsWhatItCounts(t *testing.T) {
 		t.Fatalf("the scan made room for %d messages; this test wants a roomy slice", cap(c.scan.msgs))
 	}
 	memo.remember(c, body)
-	e := memo.cur[c.memoKey]
+	e := newest(memo.cur, c.memoKey)
 	if e == nil {
 		t.Fatal("not remembered")
 	}
@@ -546,7 +572,7 @@ func TestFormatReusesNothingItGaveAway(t *testing.T) {
 		key := c.memoKey
 		c.Forwarded(true)
 		f.memo.mu.Lock()
-		if e := f.memo.cur[key]; e != nil && !slices.Contains(entries, e) {
+		if e := newest(f.memo.cur, key); e != nil && !slices.Contains(entries, e) {
 			entries, snapshots = append(entries, e), append(snapshots, snapshot(e))
 		}
 		f.memo.mu.Unlock()
@@ -612,4 +638,54 @@ func TestForgetDropsTheRemembered(t *testing.T) {
 		judge(c)
 		return c, c.prior != nil && c.from > 0
 	})
+}
+
+// TestMemoKeepsEachRun: two runs of one task (the same head, then calls
+// of their own; chat agents send no run id), taking turns, each read only
+// their newest round once each has a turn of its own remembered, as a
+// script that starts an agent with one prompt twice at once sends them.
+func TestMemoKeepsEachRun(t *testing.T) {
+	body := func(run string, rounds int) []byte {
+		msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing test"}}
+		for i := range rounds {
+			id := run + "_call_" + strconv.Itoa(i)
+			msgs = append(msgs,
+				map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": "{}"}}}},
+				map[string]any{"role": "tool", "tool_call_id": id, "content": "FAIL\tpkg\t0.01s"})
+		}
+		b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	memo := newConvMemo(8)
+	for k := 1; k <= 6; k++ {
+		for _, run := range []string{"a", "b"} {
+			b := body(run, k)
+			c, err := inspect(b, memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRead(t, b, memo)
+			// The second run's first round repeats the first run's turn
+			// but for its last two messages: it is not kept (a retry's
+			// rule), and its second round is read whole.
+			if k >= 3 && c.from != len(c.scan.msgs)-2 {
+				t.Fatalf("run %s, round %d: read from message %d of %d", run, k, c.from, len(c.scan.msgs))
+			}
+			judge(c)
+			memo.remember(c, b)
+		}
+	}
+	memo.mu.Lock()
+	defer memo.mu.Unlock()
+	if len(memo.cur) != 1 {
+		t.Fatalf("%d names remembered, want the task's one", len(memo.cur))
+	}
+	for _, b := range memo.cur {
+		if len(b.entries) != 2 {
+			t.Fatalf("%d turns remembered, want one per run", len(b.entries))
+		}
+	}
 }
