@@ -161,13 +161,23 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		}
 	}
 
-	n := max(o.conc, 32)
-	e.convs = make([]conversation, n)
 	pad := historyPad(e.api, o.history<<10, solutions)
-	for i := range e.convs {
-		e.convs[i] = e.api.newConv(i, o.stream || o.soak > 0, solutions, pad)
-	}
+	e.convs = clientConversations(e.api, max(o.conc, 32), o.stream || o.soak > 0, solutions, pad, o.oneTask)
 	return e, nil
+}
+
+// clientConversations builds the conversations of n clients in a's shape:
+// each client's task is a reworded goal of one of the solutions (see
+// clientGoal), the first one's for every client with oneTask.
+func clientConversations(a *api, n int, stream bool, solutions []store.Solution, pad int, oneTask bool) []conversation {
+	if oneTask {
+		solutions = solutions[:min(len(solutions), 1)]
+	}
+	convs := make([]conversation, n)
+	for i := range convs {
+		convs[i] = a.newConv(i, stream, solutions, pad)
+	}
+	return convs
 }
 
 // historyPad is the fewest rounds of history (historyRounds) that make

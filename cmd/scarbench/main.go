@@ -25,6 +25,11 @@
 // :streamGenerateContent?alt=sse for streams, as the Gemini CLI sends
 // it); the turn is the same in each.
 //
+// With -one-task every client runs the same task: the conversations share
+// their head (system prompt and first user message) and differ from the
+// first tool round on, as the runs of a script that starts an agent with
+// one prompt several times at once.
+//
 // With -soak N it instead opens N concurrent streams through scarproxy,
 // holds them open, and reports scarproxy's resident memory and goroutine
 // count while they are open and after they close; then the same through
@@ -110,6 +115,7 @@ type options struct {
 	postgres   string
 	portBase   int
 	history    int
+	oneTask    bool
 	startWait  time.Duration
 }
 
@@ -138,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
 	fs.IntVar(&o.history, "history", 0, "pad every conversation with older tool rounds (directory listings that succeeded) to about this many KB (0: as it is, about 20 KB)")
+	fs.BoolVar(&o.oneTask, "one-task", false, "every client runs the same task (the same system prompt and first user message, as a script that starts an agent with one prompt several times at once); each is still its own run, with its own calls and run id")
 	fs.DurationVar(&o.startWait, "start-timeout", time.Minute, "how long scarproxy may take to start listening and be ready (longer under valgrind or a profiler)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {

@@ -118,6 +118,32 @@ func TestConversationGoalsAreRecalled(t *testing.T) {
 	}
 }
 
+// TestOneTaskSharesTheHead: with -one-task the clients' requests, in
+// every API, are the same bytes up to and past the task (the head that
+// names a conversation), then differ (each client is its own run);
+// without it, they differ at the task.
+func TestOneTaskSharesTheHead(t *testing.T) {
+	sols := seedSolutions(200, time.Now())
+	for _, name := range []string{"chat", "responses", "messages", "gemini"} {
+		a := apiByName(name)
+		for _, oneTask := range []bool{true, false} {
+			convs := clientConversations(a, 2, false, sols, 0, oneTask)
+			b0, b1 := convs[0].requestBody(nil, 0, 1, false), convs[1].requestBody(nil, 1, 1, false)
+			n := 0
+			for n < min(len(b0), len(b1)) && b0[n] == b1[n] {
+				n++
+			}
+			task := bytes.Index(b0, []byte(convs[0].goal))
+			if task < 0 {
+				t.Fatalf("%s: the goal is not in the body", name)
+			}
+			if shared := n > task+len(convs[0].goal); shared != oneTask || bytes.Equal(b0, b1) {
+				t.Errorf("%s, one task %v: the bodies share %d bytes, the task ends at %d", name, oneTask, n, task+len(convs[0].goal))
+			}
+		}
+	}
+}
+
 func TestSeedSolutionsAreDistinct(t *testing.T) {
 	sols := seedSolutions(5000, time.Now())
 	keys := map[string]bool{}
