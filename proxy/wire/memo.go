@@ -37,6 +37,8 @@ type TurnMemo[S any] struct {
 	seed   MemoSeed
 	budget int
 
+	heads knownHeads
+
 	mu             sync.Mutex
 	turns          map[uint64]*memoItem[S]
 	newest, oldest *memoItem[S] // the order of use, newest first
@@ -102,15 +104,16 @@ func NewTurnMemo[S any](budget int) *TurnMemo[S] {
 	return &TurnMemo[S]{seed: NewMemoSeed(), budget: budget, turns: make(map[uint64]*memoItem[S])}
 }
 
-// Bytes returns the bytes the memo holds, as the formats estimate them.
-// A nil memo holds none.
+// Bytes returns the bytes the memo holds, as the formats estimate them:
+// its turns, and the starts of bodies it knows (see knownHeads). A nil
+// memo holds none.
 func (m *TurnMemo[S]) Bytes() int {
 	if m == nil {
 		return 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.bytes
+	return m.bytes + int(m.heads.bytes.Load())
 }
 
 // Len returns the number of conversations the memo holds (names: the

@@ -28,6 +28,10 @@ type TurnScan struct {
 	// Truncated says the array has more than MaxElems elements: Elems
 	// and Ends are not all there.
 	Truncated bool
+	// KnownStart says the elements before the first user element were
+	// not checked again: the body starts with the bytes of a start found
+	// valid before (see knownHeads).
+	KnownStart bool
 }
 
 // errTailKnown ends a scan whose memo knew the rest of the body.
@@ -49,7 +53,9 @@ const newElemsRoom = 8
 // remembered turn that body repeats, and, when the bytes after the array
 // are the remembered turn's, ends at the array's end, taking the
 // positions of the members there from the memo (after returns the
-// remembered turn's After).
+// remembered turn's After). With a memo, the elements before the first
+// user element are not checked again when the body starts with the same
+// bytes as one that was (see knownHeads).
 func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant string, after func(S) []Span) (TurnScan, error) {
 	ts := TurnScan{Top: make([]Span, len(keys))}
 	s := Scanner{B: body}
@@ -57,6 +63,18 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 	named := false
 	elem := func() error {
 		start := s.I
+		if len(ts.Ends) == 0 && r.memo != nil {
+			if h := r.memo.heads.find(tenant, body, start); h != nil {
+				// The same bytes as a start found valid: its elements,
+				// none a user's, end where they ended.
+				for _, e := range h.elems {
+					ts.Ends = append(ts.Ends, Elem{End: e.End})
+				}
+				ts.Elems = append(ts.Elems, h.elems...)
+				s.I, ts.KnownStart = h.elems[len(h.elems)-1].End, true
+				return nil
+			}
+		}
 		var role Span
 		if s.Peek() == '{' {
 			err := s.Members(3, func(key []byte) error {
@@ -85,6 +103,9 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 			return nil
 		}
 		named = true
+		if !ts.KnownStart && r.memo != nil && len(ts.Elems) > 1 {
+			r.memo.heads.offer(r.memo.seed, tenant, body, ts.Elems[0].Start, ts.Elems[:len(ts.Elems)-1])
+		}
 		r.Name(tenant, body, s.I)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {
 			// The remembered elements, and room for a turn's new ones.
