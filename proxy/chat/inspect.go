@@ -114,7 +114,18 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	if memo != nil {
 		// Called once the first user message is scanned: the bytes up to
 		// its end name the conversation.
+		s.atStart = func(first int) int {
+			h := memo.starts.Find(tenant, body, first)
+			if h == nil {
+				return -1
+			}
+			cs.msgs, cs.knownStart = append(cs.msgs, h.Elems...), true
+			return h.End
+		}
 		s.atUser = func(end int) int {
+			if head := cs.msgs[:len(cs.msgs)-1]; !cs.knownStart && len(head) > 0 && len(cs.calls) == 0 {
+				memo.starts.Offer(memo.seed, tenant, body, head[0].start, head[len(head)-1].end, head)
+			}
 			memo.name(c, tenant, body, end)
 			return memo.resume(c, body, len(cs.msgs)-1)
 		}

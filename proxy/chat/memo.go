@@ -34,6 +34,9 @@ import (
 type convMemo struct {
 	seed wire.MemoSeed
 	max  int
+	// starts are the starts of bodies found valid that many share (an
+	// agent's system message): not scanned again.
+	starts wire.KnownStarts[msgSpans]
 
 	mu        sync.Mutex
 	cur, prev map[uint64]*memoBranches
@@ -48,11 +51,12 @@ type memoBranches struct {
 	size    int // of the entries
 }
 
-// Bytes returns the bytes the memo holds (estimated, see memoEntry.size).
+// Bytes returns the bytes the memo holds (estimated, see memoEntry.size),
+// the known starts of bodies included.
 func (m *convMemo) Bytes() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.curBytes + m.prevBytes
+	return m.curBytes + m.prevBytes + m.starts.Bytes()
 }
 
 // memoEntry is one remembered turn: the positions its scan found, and

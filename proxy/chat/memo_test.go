@@ -2,6 +2,8 @@ package chat
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -688,4 +690,63 @@ func TestMemoKeepsEachRun(t *testing.T) {
 			t.Fatalf("%d turns remembered, want one per run", len(b.entries))
 		}
 	}
+}
+
+// TestKnownStartIsNotScannedAgain: qwen-code sends a 38 KB system message
+// before the task in every run; once two runs were read, a third one's
+// system message is not scanned again, and it reads as read in full.
+// Another tenant's run is scanned.
+func TestKnownStartIsNotScannedAgain(t *testing.T) {
+	turn, err := os.ReadFile(filepath.Join("testdata", "agents", "qwen-turn1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := gjson.GetBytes(turn, "messages.1.content").Raw
+	run := func(i int) []byte {
+		return []byte(strings.Replace(string(turn), task, strconv.Quote("run "+strconv.Itoa(i)+": "+gjson.Parse(task).String()), 1))
+	}
+	memo := newConvMemo(8)
+	for i := range 4 {
+		c, err := inspect(run(i), memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.scan.knownStart != (i >= 2) {
+			t.Fatalf("run %d: known start %v", i, c.scan.knownStart)
+		}
+	}
+	for i := range 4 {
+		sameRead(t, run(i), memo)
+	}
+	if c, err := inspect(run(9), memo, "u"); err != nil || c.scan.knownStart {
+		t.Fatalf("another tenant's run: known start %v (%v)", c.scan.knownStart, err)
+	}
+	sys := gjson.GetBytes(turn, "messages.0")
+	if b, end := memo.Bytes(), sys.Index+len(sys.Raw); b != end {
+		t.Fatalf("the memo counts %d bytes, the start it keeps %d", b, end)
+	}
+}
+
+// FuzzKnownStart reads bodies that begin with a known start (a system
+// message of 5 KB), with the memo and in full: the same.
+func FuzzKnownStart(f *testing.F) {
+	start := `{"model":"m","messages":[{"role":"system","content":"` + strings.Repeat("Be careful. ", 450) + `"}`
+	f.Add(`,{"role":"user","content":"g"}],"stream":true}`)
+	f.Add(`]}`)
+	f.Add(`1]}`)
+	f.Add(`,{"role":"assistant","tool_calls":[{"id":"x","function":{"name":"ls"}}]},{"role":"user","content":"g"}]}`)
+	f.Add(`,{"role":"user","content":"g"}],"messages":[]}`)
+	f.Add(``)
+	memo := newConvMemo(8)
+	for i := range 2 {
+		if _, err := inspect([]byte(start+`,{"role":"user","content":"run `+strconv.Itoa(i)+`"}]}`), memo, "t"); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if memo.starts.Bytes() == 0 {
+		f.Fatal("the start is not known")
+	}
+	f.Fuzz(func(t *testing.T, rest string) {
+		sameRead(t, []byte(start+rest), memo)
+	})
 }

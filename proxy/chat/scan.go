@@ -60,6 +60,7 @@ type chatScan struct {
 	msgs                []msgSpans  // its elements, when it is an array (at most maxScanMessages)
 	calls               []callSpans // tool calls of the messages, in order (at most maxScanCalls)
 	truncated           bool        // elements or calls past the caps were checked but not located
+	knownStart          bool        // the messages before the first user message were a known start, not scanned
 }
 
 // A message's positions take about 112 bytes and a tool call's 40, for as
@@ -102,6 +103,11 @@ type scanner struct {
 	// "messages" array ends. When it reports true, what follows is known
 	// (valid, and its positions set in cs): the scan ends there.
 	atTail func(end int) bool
+	// atStart, when set, is called with the offset of the first element
+	// of messages. It returns -1, or the offset after an element where
+	// the scan goes on (having set cs.msgs for the elements skipped: a
+	// known start, see wire.KnownStarts).
+	atStart func(first int) int
 }
 
 // errTailKnown ends a scan whose atTail knew the rest of the body.
@@ -145,7 +151,16 @@ func (s *scanner) chat(cs *chatScan) error {
 				} else {
 					cs.msgs = make([]msgSpans, 0, n)
 				}
-				err := s.Elements(2, func() error { return s.message(cs) })
+				err := s.Elements(2, func() error {
+					if at := s.atStart; at != nil {
+						s.atStart = nil
+						if next := at(s.I); next > s.I {
+							s.I = next
+							return nil
+						}
+					}
+					return s.message(cs)
+				})
 				cs.messages = span{start, s.I}
 				if err == nil && s.atTail != nil && s.atTail(s.I) {
 					s.I = len(s.B)

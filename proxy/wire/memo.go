@@ -37,7 +37,7 @@ type TurnMemo[S any] struct {
 	seed   MemoSeed
 	budget int
 
-	heads knownHeads
+	starts KnownStarts[Span]
 
 	mu             sync.Mutex
 	turns          map[uint64]*memoItem[S]
@@ -105,7 +105,7 @@ func NewTurnMemo[S any](budget int) *TurnMemo[S] {
 }
 
 // Bytes returns the bytes the memo holds, as the formats estimate them:
-// its turns, and the starts of bodies it knows (see knownHeads). A nil
+// its turns, and the starts of bodies it knows (see KnownStarts). A nil
 // memo holds none.
 func (m *TurnMemo[S]) Bytes() int {
 	if m == nil {
@@ -113,7 +113,7 @@ func (m *TurnMemo[S]) Bytes() int {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.bytes + int(m.heads.bytes.Load())
+	return m.bytes + m.starts.Bytes()
 }
 
 // Len returns the number of conversations the memo holds (names: the

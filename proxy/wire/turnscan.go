@@ -30,7 +30,7 @@ type TurnScan struct {
 	Truncated bool
 	// KnownStart says the elements before the first user element were
 	// not checked again: the body starts with the bytes of a start found
-	// valid before (see knownHeads).
+	// valid before (see KnownStarts).
 	KnownStart bool
 }
 
@@ -55,7 +55,7 @@ const newElemsRoom = 8
 // positions of the members there from the memo (after returns the
 // remembered turn's After). With a memo, the elements before the first
 // user element are not checked again when the body starts with the same
-// bytes as one that was (see knownHeads).
+// bytes as one that was (see KnownStarts).
 func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant string, after func(S) []Span) (TurnScan, error) {
 	ts := TurnScan{Top: make([]Span, len(keys))}
 	s := Scanner{B: body}
@@ -64,14 +64,14 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 	elem := func() error {
 		start := s.I
 		if len(ts.Ends) == 0 && r.memo != nil {
-			if h := r.memo.heads.find(tenant, body, start); h != nil {
+			if h := r.memo.starts.Find(tenant, body, start); h != nil {
 				// The same bytes as a start found valid: its elements,
-				// none a user's, end where they ended.
-				for _, e := range h.elems {
+				// none a user's, are where they were.
+				for _, e := range h.Elems {
 					ts.Ends = append(ts.Ends, Elem{End: e.End})
 				}
-				ts.Elems = append(ts.Elems, h.elems...)
-				s.I, ts.KnownStart = h.elems[len(h.elems)-1].End, true
+				ts.Elems = append(ts.Elems, h.Elems...)
+				s.I, ts.KnownStart = h.End, true
 				return nil
 			}
 		}
@@ -104,7 +104,8 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 		}
 		named = true
 		if !ts.KnownStart && r.memo != nil && len(ts.Elems) > 1 {
-			r.memo.heads.offer(r.memo.seed, tenant, body, ts.Elems[0].Start, ts.Elems[:len(ts.Elems)-1])
+			head := ts.Elems[:len(ts.Elems)-1]
+			r.memo.starts.Offer(r.memo.seed, tenant, body, head[0].Start, head[len(head)-1].End, head)
 		}
 		r.Name(tenant, body, s.I)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {

@@ -29,19 +29,19 @@ func scanWith(m *TurnMemo[string], tenant string, body []byte) (TurnScan, error)
 	return ScanTurn(body, []string{"model", "input", "store"}, 1, &r, tenant, func(string) []Span { return nil })
 }
 
-// TestKnownHeadIsNotScannedAgain: a start of at least knownMin bytes
+// TestKnownStartIsNotScannedAgain: a start of at least knownMin bytes
 // offered twice is kept; a body that begins with it is not checked again
 // there, and its scan finds what a full scan finds; another tenant's body,
 // or one whose start differs by a byte, is scanned.
-func TestKnownHeadIsNotScannedAgain(t *testing.T) {
+func TestKnownStartIsNotScannedAgain(t *testing.T) {
 	m := NewTurnMemo[string](0)
 	for run := range 2 {
 		if _, err := scanWith(m, "t", agentBody(run, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list := m.heads.list.Load()
-	if list == nil || len(*list) != 1 || string((*list)[0].start) != agentStart {
+	list := m.starts.list.Load()
+	if list == nil || len(*list) != 1 || string((*list)[0].start) != agentStart || (*list)[0].End != len(agentStart) {
 		t.Fatal("the start seen twice is not known")
 	}
 	if m.Bytes() != len(agentStart) {
@@ -71,10 +71,10 @@ func TestKnownHeadIsNotScannedAgain(t *testing.T) {
 	}
 }
 
-// TestKnownHeadBounds: a start shorter than knownMin, or whose last
+// TestKnownStartBounds: a start shorter than knownMin, or whose last
 // element is not an object, is not kept; the starts kept are bounded in
 // number, the newest kept.
-func TestKnownHeadBounds(t *testing.T) {
+func TestKnownStartBounds(t *testing.T) {
 	m := NewTurnMemo[string](0)
 	short := []byte(`{"input":[{"role":"developer","content":"short"},{"role":"user","content":"g"}]}`)
 	number := []byte(`{"input":[{"role":"developer","content":"` + strings.Repeat("x", knownMin) + `"},12,{"role":"user","content":"g"}]}`)
@@ -85,7 +85,7 @@ func TestKnownHeadBounds(t *testing.T) {
 			}
 		}
 	}
-	if m.heads.list.Load() != nil {
+	if m.starts.list.Load() != nil {
 		t.Fatal("a short start, or one that ends in a number, was kept")
 	}
 	for i := range knownMax + 3 {
@@ -96,15 +96,15 @@ func TestKnownHeadBounds(t *testing.T) {
 			}
 		}
 	}
-	list := *m.heads.list.Load()
+	list := *m.starts.list.Load()
 	if len(list) != knownMax || !strings.Contains(string(list[0].start), fmt.Sprintf("Agent %02d", knownMax+2)) {
 		t.Fatalf("%d starts kept, the newest %.60q", len(list), list[0].start)
 	}
 }
 
-// FuzzKnownHead scans bodies that begin with a known start, with the
+// FuzzKnownStart scans bodies that begin with a known start, with the
 // memo and without: the same spans, the same verdict on the JSON.
-func FuzzKnownHead(f *testing.F) {
+func FuzzKnownStart(f *testing.F) {
 	f.Add(`,{"role":"user","content":"g"}],"store":false}`)
 	f.Add(`]}`)
 	f.Add(`2,{"role":"user"}]}`)
@@ -118,7 +118,7 @@ func FuzzKnownHead(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	if m.heads.list.Load() == nil {
+	if m.starts.list.Load() == nil {
 		f.Fatal("the start is not known")
 	}
 	f.Fuzz(func(t *testing.T, rest string) {
