@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -26,7 +27,7 @@ type api struct {
 	end []byte
 	// newConv builds client's conversation, with pad more rounds of
 	// history before its fifteen (see historyRounds).
-	newConv func(client int, stream bool, solutions []store.Solution, pad int) conversation
+	newConv func(client int, stream bool, solutions []store.Solution, pad int, system string) conversation
 	answers *answers
 }
 
@@ -84,12 +85,12 @@ func apiByName(name string) *api {
 }
 
 // newResponsesConversation builds client c's request to the Responses API,
-// as Codex CLI sends it: the system prompt as instructions, the task as
-// the first user message, then the turn's fifteen rounds as input items
+// as Codex CLI sends it: the system prompt as a developer message, the
+// task as the first user message, then the turn's fifteen rounds as input items
 // (the assistant's text, a function_call and its function_call_output,
 // their call_id tying them), the same tools, store false and the full
 // history on every turn. The content is the chat request's.
-func newResponsesConversation(c int, stream bool, solutions []store.Solution, pad int) conversation {
+func newResponsesConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
 	goal := clientGoal(c, solutions)
 	type part struct {
 		Type string `json:"type"`
@@ -118,7 +119,10 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 		}
 		return []item{{Type: "message", Role: "assistant", Content: []part{{"output_text", thought}}}, call, out}
 	}
-	input := []item{user(goal)}
+	// The system prompt as Codex CLI sends it: a developer message before
+	// the task, not instructions.
+	developer := item{Type: "message", Role: "developer", Content: []part{{"input_text", cmp.Or(system, systemPrompt)}}}
+	input := []item{developer, user(goal)}
 	for turn, tr := range historyRounds(pad) {
 		if tr.user != "" {
 			input = append(input, user(tr.user))
@@ -141,7 +145,6 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 	}
 	body := struct {
 		Model             string         `json:"model"`
-		Instructions      string         `json:"instructions"`
 		Input             []item         `json:"input"`
 		Tools             []tool         `json:"tools"`
 		ToolChoice        string         `json:"tool_choice"`
@@ -152,13 +155,13 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 		Include           []string       `json:"include"`
 		PromptCacheKey    string         `json:"prompt_cache_key"`
 	}{
-		Model: "gpt-5-codex", Instructions: systemPrompt, Input: input, Tools: tools,
+		Model: "gpt-5-codex", Input: input, Tools: tools,
 		ToolChoice: "auto", Reasoning: map[string]any{"effort": "medium", "summary": "auto"},
 		Stream: stream, Include: []string{"reasoning.encrypted_content"},
 		PromptCacheKey: fmt.Sprintf("bench-conversation-%d", c),
 	}
 	cv := conversation{template: template(body, "call_new_"), goal: goal}
-	body.Input = input[:1]
+	body.Input = input[:2]
 	cv.first = firstRequest(body)
 	return cv
 }
@@ -172,7 +175,7 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 // interjection as a text block after it), cache_control on the newest
 // result, the same tools with input_schema. The content is the chat
 // request's.
-func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad int) conversation {
+func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
 	goal := clientGoal(c, solutions)
 	cache := map[string]string{"type": "ephemeral"}
 	type block struct {
@@ -239,7 +242,7 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad
 		System: []block{
 			{Type: "text", Text: "x-anthropic-billing-header: cc_version=2.1.197; cc_entrypoint=cli;"},
 			{Type: "text", Text: "You are Claude Code, Anthropic's official CLI for Claude.", CacheControl: cache},
-			{Type: "text", Text: systemPrompt, CacheControl: cache},
+			{Type: "text", Text: cmp.Or(system, systemPrompt), CacheControl: cache},
 		},
 		Messages: msgs, Tools: tools,
 		Metadata: map[string]string{"user_id": fmt.Sprintf(`{"device_id":"%064x","account_uuid":"","session_id":"bench-session-%d"}`, c+1, c)},
@@ -284,7 +287,7 @@ Showing up to 200 items (files + folders).
 // user content of its own, the same tools as functionDeclarations, and
 // generationConfig. The model and streaming are in the path. The content
 // is the chat request's.
-func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int) conversation {
+func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int, system string) conversation {
 	goal := clientGoal(c, solutions)
 	type call struct {
 		ID   string          `json:"id"`
@@ -342,7 +345,7 @@ func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int) c
 		GenerationConfig  map[string]any `json:"generationConfig"`
 	}{
 		Contents:          contents,
-		SystemInstruction: content{Role: "user", Parts: []part{{Text: systemPrompt}}},
+		SystemInstruction: content{Role: "user", Parts: []part{{Text: cmp.Or(system, systemPrompt)}}},
 		Tools:             []any{map[string]any{"functionDeclarations": decls}},
 		GenerationConfig: map[string]any{"temperature": 1, "topP": 0.95, "topK": 64,
 			"thinkingConfig": map[string]any{"includeThoughts": true, "thinkingLevel": "HIGH"}},

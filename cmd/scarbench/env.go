@@ -161,21 +161,23 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		}
 	}
 
-	pad := historyPad(e.api, o.history<<10, solutions)
-	e.convs = clientConversations(e.api, max(o.conc, 32), o.stream || o.soak > 0, solutions, pad, o.oneTask)
+	system := systemOf(o.system << 10)
+	pad := historyPad(e.api, o.history<<10, solutions, system)
+	e.convs = clientConversations(e.api, max(o.conc, 32), o.stream || o.soak > 0, solutions, pad, o.oneTask, system)
 	return e, nil
 }
 
-// clientConversations builds the conversations of n clients in a's shape:
-// each client's task is a reworded goal of one of the solutions (see
-// clientGoal), the first one's for every client with oneTask.
-func clientConversations(a *api, n int, stream bool, solutions []store.Solution, pad int, oneTask bool) []conversation {
+// clientConversations builds the conversations of n clients in a's shape,
+// with the system prompt system: each client's task is a reworded goal of
+// one of the solutions (see clientGoal), the first one's for every client
+// with oneTask.
+func clientConversations(a *api, n int, stream bool, solutions []store.Solution, pad int, oneTask bool, system string) []conversation {
 	if oneTask {
 		solutions = solutions[:min(len(solutions), 1)]
 	}
 	convs := make([]conversation, n)
 	for i := range convs {
-		convs[i] = a.newConv(i, stream, solutions, pad)
+		convs[i] = a.newConv(i, stream, solutions, pad, system)
 	}
 	return convs
 }
@@ -183,8 +185,10 @@ func clientConversations(a *api, n int, stream bool, solutions []store.Solution,
 // historyPad is the fewest rounds of history (historyRounds) that make
 // a's requests at least size bytes long; 0 when they are that long
 // already.
-func historyPad(a *api, size int, solutions []store.Solution) int {
-	body := func(pad int) int { return len(a.newConv(0, false, solutions, pad).requestBody(nil, 0, 1, false)) }
+func historyPad(a *api, size int, solutions []store.Solution, system string) int {
+	body := func(pad int) int {
+		return len(a.newConv(0, false, solutions, pad, system).requestBody(nil, 0, 1, false))
+	}
 	base := body(0)
 	if size <= base {
 		return 0

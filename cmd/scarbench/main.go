@@ -25,6 +25,9 @@
 // :streamGenerateContent?alt=sse for streams, as the Gemini CLI sends
 // it); the turn is the same in each.
 //
+// -system KB pads the system prompt (about 2 KB) with more guidance, as the
+// coding agents' prompts are 12 to 53 KB.
+//
 // With -one-task every client runs the same task: the conversations share
 // their head (system prompt and first user message) and differ from the
 // first tool round on, as the runs of a script that starts an agent with
@@ -116,6 +119,7 @@ type options struct {
 	portBase   int
 	history    int
 	oneTask    bool
+	system     int
 	startWait  time.Duration
 }
 
@@ -145,6 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
 	fs.IntVar(&o.history, "history", 0, "pad every conversation with older tool rounds (directory listings that succeeded) to about this many KB (0: as it is, about 20 KB)")
 	fs.BoolVar(&o.oneTask, "one-task", false, "every client runs the same task (the same system prompt and first user message, as a script that starts an agent with one prompt several times at once); each is still its own run, with its own calls and run id")
+	fs.IntVar(&o.system, "system", 0, "pad the system prompt with more guidance to about this many KB (0: as it is, about 2 KB; coding agents send 12 to 53 KB)")
 	fs.DurationVar(&o.startWait, "start-timeout", time.Minute, "how long scarproxy may take to start listening and be ready (longer under valgrind or a profiler)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
@@ -172,6 +177,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-port-base: must be 0..65533"}
 	case o.history < 0 || o.history > 16<<10:
 		return o, usageError{"-history: must be 0..16384 (KB)"}
+	case o.system < 0 || o.system > 1024:
+		return o, usageError{"-system: must be 0..1024 (KB)"}
 	case o.retries < 0 || o.retries > 100:
 		return o, usageError{"-retries: must be 0..100"}
 	case o.retries > 0 && !o.storm:

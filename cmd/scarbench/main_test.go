@@ -51,7 +51,7 @@ func TestConversationIsARealisticAgentTurn(t *testing.T) {
 	sols := seedSolutions(200, time.Now())
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			cv := newConversation(3, stream, sols, 0)
+			cv := newConversation(3, stream, sols, 0, "")
 			body := cv.requestBody(nil, 3, 41, false)
 			if !json.Valid(body) {
 				t.Fatalf("body is not valid JSON: %.200s", body)
@@ -110,10 +110,30 @@ func TestConversationGoalsAreRecalled(t *testing.T) {
 		ix.Put(s)
 	}
 	for c := range 32 {
-		cv := newConversation(c, false, sols, 0)
+		cv := newConversation(c, false, sols, 0, "")
 		m := ix.Search(recall.Query{Workspace: benchWorkspace, Goal: cv.goal, K: 1, MinSimilarity: recall.DefaultMinSimilarity})
 		if len(m) == 0 {
 			t.Errorf("client %d: goal %q recalls nothing", c, cv.goal)
+		}
+	}
+}
+
+// TestSystemPadsEveryAPI: -system makes the system prompt of every API's
+// request about the size asked, read as the system text.
+func TestSystemPadsEveryAPI(t *testing.T) {
+	system := systemOf(30 << 10)
+	if n := len(system); n < 30<<10 || n > 31<<10 || !strings.HasPrefix(system, systemPrompt) {
+		t.Fatalf("system prompt of %d bytes", n)
+	}
+	for _, name := range apiNames {
+		a := apiByName(name)
+		body := a.newConv(0, false, nil, 0, system).requestBody(nil, 0, 1, false)
+		req, err := formats[name]().Read(body, routeOf(a, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(req.Info().System, system) {
+			t.Errorf("%s: the system text read is %d bytes, want the %d of -system", name, len(req.Info().System), len(system))
 		}
 	}
 }
@@ -127,7 +147,7 @@ func TestOneTaskSharesTheHead(t *testing.T) {
 	for _, name := range []string{"chat", "responses", "messages", "gemini"} {
 		a := apiByName(name)
 		for _, oneTask := range []bool{true, false} {
-			convs := clientConversations(a, 2, false, sols, 0, oneTask)
+			convs := clientConversations(a, 2, false, sols, 0, oneTask, systemPrompt)
 			b0, b1 := convs[0].requestBody(nil, 0, 1, false), convs[1].requestBody(nil, 1, 1, false)
 			n := 0
 			for n < min(len(b0), len(b1)) && b0[n] == b1[n] {
@@ -211,7 +231,7 @@ func TestRequestsOfEveryAPI(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
 				a := apiByName(name)
-				cv := a.newConv(3, stream, sols, 0)
+				cv := a.newConv(3, stream, sols, 0, "")
 				for _, failed := range []bool{false, true} {
 					body := cv.requestBody(nil, 3, 41, failed)
 					if !json.Valid(body) {
@@ -300,19 +320,19 @@ func checkShape(t *testing.T, api string, body []byte, goal string) string {
 		}
 		return msgs[len(msgs)-1].Get("content").Str
 	case "responses":
-		if gjson.GetBytes(body, "instructions").Str != systemPrompt || gjson.GetBytes(body, "store").Bool() {
-			t.Error("want the system prompt as instructions and store false")
+		if gjson.GetBytes(body, "instructions").Exists() || gjson.GetBytes(body, "store").Bool() {
+			t.Error("want no instructions (the system prompt is a developer message) and store false")
 		}
 		items := gjson.GetBytes(body, "input").Array()
-		// The task, the user's interjection, fifteen rounds of the
-		// assistant's text, a function call and its output.
-		if len(items) != 47 || count(items, "type", "function_call") != 15 || count(items, "type", "function_call_output") != 15 ||
-			count(items, "role", "user") != 2 || count(items, "role", "assistant") != 15 {
-			t.Errorf("%d input items: %d calls, %d outputs, %d user, %d assistant messages; want 47, 15, 15, 2, 15", len(items),
-				count(items, "type", "function_call"), count(items, "type", "function_call_output"), count(items, "role", "user"), count(items, "role", "assistant"))
+		// The system prompt, the task, the user's interjection, fifteen
+		// rounds of the assistant's text, a function call and its output.
+		if len(items) != 48 || count(items, "type", "function_call") != 15 || count(items, "type", "function_call_output") != 15 ||
+			count(items, "role", "user") != 2 || count(items, "role", "assistant") != 15 || count(items, "role", "developer") != 1 {
+			t.Errorf("%d input items: %d calls, %d outputs, %d user, %d assistant, %d developer messages; want 48, 15, 15, 2, 15, 1", len(items),
+				count(items, "type", "function_call"), count(items, "type", "function_call_output"), count(items, "role", "user"), count(items, "role", "assistant"), count(items, "role", "developer"))
 		}
-		if items[0].Get("content.0.text").Str != goal {
-			t.Errorf("first input item %s, want the task", items[0].Raw)
+		if items[0].Get("content.0.text").Str != systemPrompt || items[1].Get("content.0.text").Str != goal {
+			t.Errorf("first input items %s, %.80s; want the system prompt, then the task", items[0].Raw, items[1].Raw)
 		}
 		call, out := items[len(items)-2], items[len(items)-1]
 		if call.Get("call_id").Str != "call_new_c3s41" || out.Get("call_id").Str != "call_new_c3s41" {
@@ -429,7 +449,7 @@ func TestFakeUpstream(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			for _, final := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/stream=%v/final=%v", name, stream, final), func(t *testing.T) {
-					body := a.newConv(0, stream, nil, 0).requestBody(nil, 0, 1, false)
+					body := a.newConv(0, stream, nil, 0, "").requestBody(nil, 0, 1, false)
 					req, _ := http.NewRequest(http.MethodPost, srv.URL+a.pathOf(stream), bytes.NewReader(body))
 					if final {
 						req.Header.Set(headerFinal, "1")
@@ -514,7 +534,7 @@ func TestFakeUpstreamHoldsStreamsUntilRelease(t *testing.T) {
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-		bytes.NewReader(newConversation(0, true, nil, 0).requestBody(nil, 0, 1, false)))
+		bytes.NewReader(newConversation(0, true, nil, 0, "").requestBody(nil, 0, 1, false)))
 	req.Header.Set(headerHold, "1")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -551,7 +571,7 @@ func TestBareProxyStreamsThrough(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
 				a := apiByName(name)
-				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil, 0), a.newConv(1, stream, nil, 0)})
+				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil, 0, ""), a.newConv(1, stream, nil, 0, "")})
 				// A closed loop bounded by a short duration: it ends by itself.
 				// On a loaded machine a window may close before the first
 				// answer: drive again, as warmUp does.
@@ -582,7 +602,7 @@ func TestDriveCountsErrors(t *testing.T) {
 		http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil, 0)})
+	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil, 0, "")})
 	res := drive(context.Background(), newTarget("broken", srv.URL, 1), wl, 100*time.Millisecond)
 	if res.Errors == 0 || res.Requests != 0 || !strings.Contains(res.FirstError, "500") {
 		t.Fatalf("requests %d, errors %d, first error %q; want only errors naming the status", res.Requests, res.Errors, res.FirstError)
@@ -1054,8 +1074,8 @@ func TestHistoryPadsEveryAPI(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a := apiByName(name)
 			const size = 1 << 20
-			pad := historyPad(a, size, nil)
-			cv := a.newConv(2, false, nil, pad)
+			pad := historyPad(a, size, nil, "")
+			cv := a.newConv(2, false, nil, pad, "")
 			body := cv.requestBody(nil, 2, 7, true)
 			if n := len(body); n < size || n > size+8<<10 {
 				t.Fatalf("padded with %d rounds: %d bytes, want %d to %d", pad, n, size, size+8<<10)
@@ -1077,7 +1097,7 @@ func TestHistoryPadsEveryAPI(t *testing.T) {
 			if want := 5; failures != want { // the turn's four and the newest
 				t.Errorf("%d tool results failed, want %d", failures, want)
 			}
-			if historyPad(a, 10<<10, nil) != 0 {
+			if historyPad(a, 10<<10, nil, "") != 0 {
 				t.Error("a size below the conversation's pads it")
 			}
 		})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -169,7 +170,7 @@ func clientGoal(c int, solutions []store.Solution) string {
 // failing test runs). The Responses, Messages and Gemini requests
 // (newResponsesConversation, newMessagesConversation,
 // newGeminiConversation) carry the same turn.
-func newConversation(c int, stream bool, solutions []store.Solution, pad int) conversation {
+func newConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
 	goal := clientGoal(c, solutions)
 	type fn struct {
 		Name      string `json:"name"`
@@ -188,7 +189,7 @@ func newConversation(c int, stream bool, solutions []store.Solution, pad int) co
 	}
 	str := func(s string) *string { return &s }
 	msgs := []msg{
-		{Role: "system", Content: str(systemPrompt)},
+		{Role: "system", Content: str(cmp.Or(system, systemPrompt))},
 		{Role: "user", Content: str(goal)},
 	}
 	for turn, tr := range historyRounds(pad) {
@@ -369,6 +370,25 @@ var toolDefs = func() []map[string]any {
 	}
 	return out
 }()
+
+// systemOf returns the system prompt padded with more guidance to at
+// least size bytes (systemPrompt when it is that long already), as the
+// coding agents' prompts are 12 to 53 KB.
+func systemOf(size int) string {
+	var b strings.Builder
+	b.WriteString(systemPrompt)
+	for i := 1; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "\n\n# Guidance %d\n%s", i, systemGuidance)
+	}
+	return b.String()
+}
+
+// systemGuidance is a section of the padding of systemOf.
+const systemGuidance = `- Read the files a change touches before editing them, and keep the change as small as the task allows.
+- Run the project's own checks (tests, linters, type checks) after a change, and read their output before going on.
+- When a command fails, read its error, change one thing, and run it again; do not repeat a call that failed unchanged.
+- Prefer the repository's conventions (naming, error handling, test layout) over your own.
+- Never print or commit secrets; ask before deleting files or rewriting history.`
 
 const systemPrompt = `You are a senior software engineer working as an autonomous coding agent inside a developer's repository.
 
