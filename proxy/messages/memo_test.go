@@ -131,26 +131,15 @@ func FuzzReadMemo(f *testing.F) {
 		}
 		sameRead(t, next, again, want)
 		// A body that differs by one bit from a remembered one is read as
-		// it is.
+		// it is; then the turns before, once others were remembered under
+		// their name (runs of one task, branches), read as in full.
 		other := bytes.Clone(next)
 		other[len(added)%len(other)] ^= 1
-		o, oerr := readTurn(other, memo, "t")
-		w, werr := read(other)
-		if (oerr == nil) != (werr == nil) {
-			t.Fatalf("one bit off, with memo: %v; in full: %v", oerr, werr)
-		}
-		if oerr == nil {
-			sameRead(t, other, o, w)
-			judge(o)
-			o.Forwarded(true)
-		}
-		// The turns before, read again once others were remembered under
-		// their name (runs of one task, branches), read as in full.
-		for _, b := range [][]byte{body, next, other, body} {
+		for _, b := range [][]byte{other, body, next, other, body} {
 			g, gerr := readTurn(b, memo, "t")
 			w, werr := read(b)
 			if (gerr == nil) != (werr == nil) {
-				t.Fatalf("again, with memo: %v; in full: %v", gerr, werr)
+				t.Fatalf("with memo: %v; in full: %v", gerr, werr)
 			}
 			if gerr == nil {
 				sameRead(t, b, g, w)
@@ -406,38 +395,26 @@ func TestContinuedOnARealRun(t *testing.T) {
 }
 
 // TestMemoKeepsEachRun: two runs of one task (the same head, then calls
-// of their own, and their own run id after the array, as the agents send
-// it), taking turns, each read only their newest message, as a
-// script that starts an agent with one prompt twice at once sends them.
+// of their own, and their own run id after the array, as Claude Code
+// sends its session in metadata.user_id), taking turns, each read only
+// their newest message, as a script that starts an agent with one prompt
+// twice at once sends them.
 func TestMemoKeepsEachRun(t *testing.T) {
 	turns := growing(t, "claude-turn3.json")
 	w, _ := read(turns[len(turns)-1])
 	u := firstUserAt(w)
-	head := w.elems[u].End
-	run := []byte(w.info.Run)
-	if len(run) < 8 {
-		t.Fatalf("run id %q", run)
-	}
-	otherRun := append([]byte("other-"), run[6:]...)
 	memo := wire.NewTurnMemo[*turnState](0)
-	for i, body := range turns[u:] {
-		// The other run's calls have ids of their own, as has the run.
-		other := bytes.ReplaceAll(body[head:], []byte(`"toolu_`), []byte(`"tOolu_`))
-		other = slices.Concat(body[:head], bytes.ReplaceAll(other, run, otherRun))
-		for run, b := range [][]byte{body, other} {
-			got, err := readTurn(b, memo, "t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _ := read(b)
-			sameRead(t, b, got, want)
-			if i >= 2 && got.resume.From != len(got.elems)-1 {
-				t.Fatalf("run %d, turn %d: read from message %d of %d", run, u+i, got.resume.From, len(got.elems))
-			}
-			judge(got)
-			got.Forwarded(true)
+	agenttest.CheckRunsOfOneTask(t, turns[u:], w.elems[u].End, `"toolu_`, w.info.Run, func(b []byte) (int, int) {
+		got, err := readTurn(b, memo, "t")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		want, _ := read(b)
+		sameRead(t, b, got, want)
+		from, elems := got.resume.From, len(got.elems)
+		got.Forwarded(true)
+		return from, elems
+	})
 	if memo.Len() != 1 {
 		t.Fatalf("%d conversations remembered, want the task's one", memo.Len())
 	}

@@ -270,3 +270,27 @@ func CheckForget(t *testing.T, turns [][]byte, fresh func(), read func(body []by
 		}
 	}
 }
+
+// CheckRunsOfOneTask reads the turns of two runs of one task, taking
+// turns: turns, a run's turns from the one that ends with its first user
+// element (which ends at head), and the other run's, the same bytes up
+// to head, then with every callID (a call id's quoted prefix, as `"call_`)
+// and the run's id changed. read reads a turn with the format's memo (one
+// for all the turns), checks it against a full read, forwards it to be
+// remembered, and returns where it resumed from and its elements. From
+// each run's third turn on, only the newest element is read.
+func CheckRunsOfOneTask(t *testing.T, turns [][]byte, head int, callID, run string, read func(body []byte) (from, elems int)) {
+	t.Helper()
+	if len(run) < 8 {
+		t.Fatalf("run id %q", run)
+	}
+	other := strings.NewReplacer(callID, callID[:2]+strings.ToUpper(callID[2:3])+callID[3:], run, "other-"+run[6:])
+	for i, body := range turns {
+		// The other run's calls have ids of their own, as has the run.
+		for r, b := range [][]byte{body, slices.Concat(body[:head], []byte(other.Replace(string(body[head:]))))} {
+			if from, elems := read(b); i >= 2 && from != elems-1 {
+				t.Fatalf("run %d, turn %d after the head: read from element %d of %d", r, i, from, elems)
+			}
+		}
+	}
+}
