@@ -112,8 +112,9 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	cs := &c.scan
 	s := scanner{Scanner: wire.Scanner{B: body}}
 	if memo != nil {
-		// Called once the first user message is scanned: the bytes up to
-		// its end name the conversation.
+		// A body that starts as a known start does (an agent's system
+		// message, seen twice) is not scanned there: its messages are
+		// where they were.
 		s.atStart = func(first int) int {
 			h := memo.starts.Find(tenant, body, first)
 			if h == nil {
@@ -122,6 +123,9 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 			cs.msgs, cs.knownStart = append(cs.msgs, h.Elems...), true
 			return h.End
 		}
+		// Called once the first user message is scanned: the messages
+		// before it are offered as a start, and the bytes up to its end
+		// name the conversation.
 		s.atUser = func(end int) int {
 			if head := cs.msgs[:len(cs.msgs)-1]; !cs.knownStart && len(head) > 0 && len(cs.calls) == 0 {
 				memo.starts.Offer(memo.seed, tenant, body, head[0].start, head[len(head)-1].end, head)
