@@ -169,6 +169,26 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 	last := -1
 	var at uint64 // sum as it was at the end of message last
 	for i := probe + 1; len(live) > 0; i++ {
+		if len(live) == 1 {
+			// One turn left (a conversation's own, most of the time):
+			// followed alone.
+			e := live[0]
+			for ; i < len(e.msgs); i++ {
+				end := e.msgs[i].end
+				if end > len(body) || end <= pos {
+					break
+				}
+				if sum, pos = wire.NextSum(sum, body[pos:end]), end; sum != e.marks[i].sum {
+					break
+				}
+				// Only an object is sure to end where it ended: a number
+				// could go on in the new body ("1" then "12").
+				if e.msgs[i].obj {
+					best, last, at = e, i, sum
+				}
+			}
+			break
+		}
 		// The turns whose message i body repeats; of those that end it
 		// at different places (only numbers can), the first one's.
 		n, end, next, matched := 0, -1, uint64(0), false

@@ -353,6 +353,24 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 	last := -1
 	var at uint64 // sum at the end of element last
 	for i := probe + 1; len(live) > 0; i++ {
+		if len(live) == 1 {
+			// One turn left (a conversation's own, most of the time):
+			// followed alone.
+			p := live[0]
+			for ; i < len(p.Elems); i++ {
+				end := p.Elems[i].End
+				if end > len(body) || end <= pos {
+					break
+				}
+				if sum, pos = NextSum(sum, body[pos:end]), end; sum != p.Elems[i].Sum {
+					break
+				}
+				if body[end-1] == '}' {
+					best, last, at = p, i, sum
+				}
+			}
+			break
+		}
 		// The turns whose element i body repeats; of those that end it
 		// at different places (only numbers can), the first one's.
 		n, end, next, matched := 0, -1, uint64(0), false
