@@ -26,7 +26,8 @@ type api struct {
 	// end marks a stream's last event; a stream without it failed.
 	end []byte
 	// newConv builds client's conversation, with pad more rounds of
-	// history before its fifteen (see historyRounds).
+	// history before its fifteen (see historyRounds) and the system
+	// prompt system ("": systemPrompt).
 	newConv func(client int, stream bool, solutions []store.Solution, pad int, system string) conversation
 	answers *answers
 }
@@ -86,8 +87,8 @@ func apiByName(name string) *api {
 
 // newResponsesConversation builds client c's request to the Responses API,
 // as Codex CLI sends it: the system prompt as a developer message, the
-// task as the first user message, then the turn's fifteen rounds as input items
-// (the assistant's text, a function_call and its function_call_output,
+// task as the first user message, then the turn's fifteen rounds as input
+// items (the assistant's text, a function_call and its function_call_output,
 // their call_id tying them), the same tools, store false and the full
 // history on every turn. The content is the chat request's.
 func newResponsesConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
