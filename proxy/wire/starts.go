@@ -20,11 +20,17 @@ import (
 //
 // The starts are kept per tenant: what one tenant's requests hold is never
 // compared with another's. They are bounded in number and bytes; the
-// oldest goes first. The zero KnownStarts is empty and ready to use.
+// oldest goes first. Keeping one costs a copy (and the collector's work
+// on it), so the copies are paid for by what is found: a copy counts
+// twice its bytes, a start found its bytes back, and a start is kept only
+// while what is owed stays within twice knownMaxBytes (the memo filled
+// once). More distinct starts in use than the memo keeps (each pushing
+// out another, none found) cost no more than filling it once. The zero KnownStarts is empty and ready to use.
 type KnownStarts[E any] struct {
 	mu    sync.Mutex
 	list  atomic.Pointer[[]*KnownStart[E]] // never changed once stored
 	bytes atomic.Int64
+	debt  atomic.Int64      // twice the bytes copied, less the bytes found; at least 0
 	seen  [knownSeen]uint64 // sums of starts seen once, a ring
 	next  int
 }
@@ -62,6 +68,9 @@ func (k *KnownStarts[E]) Find(tenant string, body []byte, first int) *KnownStart
 	}
 	for _, h := range *list {
 		if h.first == first && len(body) > h.End && h.tenant == tenant && bytes.Equal(body[:h.End], h.start) {
+			if d := k.debt.Load(); d > 0 {
+				k.debt.Add(-min(d, int64(h.End)))
+			}
 			return h
 		}
 	}
@@ -87,6 +96,10 @@ func (k *KnownStarts[E]) Offer(seed MemoSeed, tenant string, body []byte, first,
 		return
 	}
 	k.seen[i] = 0
+	if k.debt.Load()+2*int64(end) > 2*knownMaxBytes {
+		return // the copies are not paid for (see KnownStarts)
+	}
+	k.debt.Add(2 * int64(end))
 	h := &KnownStart[E]{tenant: tenant, start: bytes.Clone(body[:end]), first: first, Elems: slices.Clone(elems), End: end}
 	var old []*KnownStart[E]
 	if p := k.list.Load(); p != nil {

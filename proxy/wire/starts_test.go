@@ -102,6 +102,41 @@ func TestKnownStartBounds(t *testing.T) {
 	}
 }
 
+// TestKnownStartCopiesArePaidFor: twice as many distinct starts in use
+// as the memo keeps, taking turns, push each other out without being
+// found; the copies stop once they cost twice the memo's bytes more than
+// what was found, where they would go on with every start seen twice.
+func TestKnownStartCopiesArePaidFor(t *testing.T) {
+	m := NewTurnMemo[string](0)
+	body := func(i int) []byte {
+		return []byte(strings.Replace(string(agentBody(0, 0)), "Follow", fmt.Sprintf("Agent %02d", i), 1))
+	}
+	size := len(agentStart)
+	copies, attempts, found := 0, 0, 0
+	for round := range 400 {
+		for i := range 2 * knownMax {
+			for range 2 {
+				before := m.starts.list.Load()
+				ts, err := scanWith(m, "t", body(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ts.KnownStart {
+					found += size
+				} else if round > 0 || i > 0 {
+					attempts++
+				}
+				if m.starts.list.Load() != before {
+					copies++
+				}
+			}
+		}
+	}
+	if limit := (2*knownMaxBytes+found)/(2*size) + 1; copies > limit || attempts/2 <= limit {
+		t.Fatalf("%d starts kept of %d seen twice or more, %d bytes found: want at most %d", copies, attempts/2, found, limit)
+	}
+}
+
 // FuzzKnownStart scans bodies that begin with a known start, with the
 // memo and without: the same spans, the same verdict on the JSON.
 func FuzzKnownStart(f *testing.F) {
