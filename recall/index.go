@@ -145,6 +145,9 @@ func (ix *Index) Put(s store.Solution) {
 		ix.Delete(s.Workspace, s.ID)
 		return
 	}
+	if ix.refresh(s) {
+		return
+	}
 	g := analyze(s.Goal, maxGoalRunes)
 	a := analyze(s.Approach, maxApproachRunes)
 	tris := trigrams(g.norm)
@@ -167,6 +170,29 @@ func (ix *Index) Put(s store.Solution) {
 		d.versions = v
 	}
 	d.acronyms = goalAcronyms(s.Goal)
+}
+
+// refresh replaces the indexed solution with s's ID by s when its goal and
+// approach, all that its postings and parts are made of, are the same
+// bytes: a solution captured again (its outcome, its answer, its time
+// changed) is not analyzed again. It reports whether it did.
+func (ix *Index) refresh(s store.Solution) bool {
+	ws := ix.workspace(s.Workspace, false)
+	if ws == nil {
+		return false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	slot, ok := ws.byID[s.ID]
+	if !ok {
+		return false
+	}
+	d := ws.docs[slot]
+	if d.sol.Goal != s.Goal || d.sol.Approach != s.Approach {
+		return false
+	}
+	d.sol = s
+	return true
 }
 
 // Delete removes the solution with the given ID from the workspace's index.

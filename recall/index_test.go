@@ -415,6 +415,41 @@ func TestPutReplacesAndDeleteRemoves(t *testing.T) {
 	}
 }
 
+// TestPutAgainTakesTheNewRecord: a solution stored again with the same
+// goal and approach (a run captured again: another outcome, another time)
+// is what recall returns from then on, and its postings are not made
+// again: the document it was indexed as stays.
+func TestPutAgainTakesTheNewRecord(t *testing.T) {
+	ix := NewIndex()
+	a := sol("a", "rotate the TLS certificates")
+	ix.Put(a)
+	ix.Put(sol("b", "plot revenue with matplotlib"))
+	ws := ix.workspace("w", false)
+	before := ws.docs[ws.byID["a"]]
+
+	a.Outcome, a.Confidence, a.Updated, a.Project = "rotated, all hosts", 0.7, t0.Add(time.Hour), "infra"
+	ix.Put(a)
+	if d := ws.docs[ws.byID["a"]]; d != before {
+		t.Fatal("the same goal and approach were indexed again")
+	}
+	got := ix.Search(Query{Workspace: "w", Goal: "rotate TLS certificates", K: 5, MinSimilarity: DefaultMinSimilarity})
+	if len(got) != 1 || got[0].Solution.Outcome != a.Outcome || got[0].Solution.Confidence != 0.7 ||
+		!got[0].Solution.Updated.Equal(a.Updated) || got[0].Solution.Project != "infra" {
+		t.Fatalf("recalled %+v, want the record stored last", got)
+	}
+	if n := ix.Len("w"); n != 2 {
+		t.Fatalf("Len = %d, want 2", n)
+	}
+
+	// A new approach is indexed: its words are found.
+	a.Approach = "ran certbot renew with the dns-01 challenge"
+	ix.Put(a)
+	if d := ws.docs[ws.byID["a"]]; d == before {
+		t.Fatal("a new approach was not indexed")
+	}
+	checkInvariants(t, ix)
+}
+
 func TestWorkspacesAreSeparate(t *testing.T) {
 	ix := NewIndex()
 	a, b := sol("1", "parse the yaml config"), sol("1", "parse the yaml config")
