@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -42,14 +41,14 @@ type exchange struct {
 	tenant tenant.Tenant
 
 	// The body's buffers go back to their pool once the provider has the
-	// body (bodyDone): a stream's answer may take minutes and needs none
+	// body (dropBody): a stream's answer may take minutes and needs none
 	// of it.
-	lease    *body.Lease
-	bodyDone func()
-	req      wire.Request
-	info     *wire.Info
-	chain    []*providers.Provider // the providers to try, in order
-	out      []byte                // the body forwarded
+	lease       *body.Lease
+	bodyDropped bool
+	req         wire.Request
+	info        *wire.Info
+	chain       []*providers.Provider // the providers to try, in order
+	out         []byte                // the body forwarded
 
 	turn         memory.Turn // what the memory decided: the blocks, or Degraded
 	memoryFailed bool        // the memory panicked on the request (see decide)
@@ -72,6 +71,15 @@ type exchange struct {
 	whole bool
 }
 
+// dropBody lets go of the exchange's hold on its body's buffers, once.
+// Only the request's own goroutine calls it.
+func (ex *exchange) dropBody() {
+	if !ex.bodyDropped {
+		ex.bodyDropped = true
+		ex.lease.Drop()
+	}
+}
+
 // pipeline serves a route whose requests are read, rewritten and
 // observed in format f: POST /v1/chat/completions, /v1/responses,
 // /v1/messages and the Gemini API's generateContent and
@@ -87,8 +95,8 @@ func (s *Server) pipeline(f wire.Format) echo.HandlerFunc {
 		}
 		ex.path = path
 		lease := body.NewLease()
-		ex.lease, ex.bodyDone = lease, sync.OnceFunc(lease.Drop)
-		defer ex.bodyDone()
+		ex.lease = lease
+		defer ex.dropBody()
 		defer s.logAccess(ex)
 		s.startTrace(ex)
 		defer s.endTrace(ex)
@@ -305,7 +313,7 @@ func (s *Server) forward(ex *exchange) (*upstream.Attempt, *upstream.Failure) {
 			c.Response().Header().Set(HeaderDegraded, "store")
 		}
 	}})
-	ex.bodyDone()
+	ex.dropBody()
 	// The request's tool failures were written while it went out: the
 	// agent's next turn, wherever it goes, must find them stored.
 	if !s.memory.Committed(ctx, &ex.turn) {

@@ -85,7 +85,7 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 		text := tr.Text()
 		// The API's own error flag is authoritative; otherwise the text
 		// says whether the tool failed.
-		failed := tr.IsError || guard.ToolFailed(text)
+		failed := tr.IsError || m.seen.toolFailed(t.Workspace, text)
 		tr.Failed = failed
 		if failed {
 			msg := guard.FailureText(text)
@@ -232,14 +232,47 @@ func (m *Memory) StoreFailed(ctx context.Context, op string, err error) {
 // result is known by a 64-bit hash (seeded per process) of its tenant and
 // dedupe key: the set holds no pointers for the garbage collector to
 // trace, about 10 bytes a result.
+//
+// It also remembers what the newest outputs read as (verdicts): an agent
+// that loops sends the same output again under a new call id, and a
+// retried request sends the same new output again; an output is judged
+// once while it is remembered, per workspace.
 type seenSet struct {
-	seed maphash.Seed
-	mu   sync.Mutex
-	set  *generations[uint64, bool] // key -> the tool failed
+	seed     maphash.Seed
+	mu       sync.Mutex
+	set      *generations[uint64, bool] // key -> the tool failed
+	verdicts *generations[uint64, bool] // workspace and output -> guard.ToolFailed
 }
 
+// maxVerdicts bounds the outputs whose verdict is remembered, per
+// generation: about 20 bytes each.
+const maxVerdicts = 1 << 14
+
 func newSeenSet(max int) *seenSet {
-	return &seenSet{seed: maphash.MakeSeed(), set: newGenerations[uint64, bool](max, 0, nil)}
+	return &seenSet{seed: maphash.MakeSeed(), set: newGenerations[uint64, bool](max, 0, nil),
+		verdicts: newGenerations[uint64, bool](maxVerdicts, 0, nil)}
+}
+
+// toolFailed is guard.ToolFailed(text) for a tool output of the
+// workspace, remembered by a 64-bit hash of both.
+func (ss *seenSet) toolFailed(workspace, text string) bool {
+	var h maphash.Hash
+	h.SetSeed(ss.seed)
+	h.WriteString(workspace)
+	h.WriteByte(0)
+	h.WriteString(text)
+	k := h.Sum64()
+	ss.mu.Lock()
+	failed, ok := ss.verdicts.get(k)
+	ss.mu.Unlock()
+	if ok {
+		return failed
+	}
+	failed = guard.ToolFailed(text)
+	ss.mu.Lock()
+	ss.verdicts.put(k, failed)
+	ss.mu.Unlock()
+	return failed
 }
 
 // key names the tool result with the given dedupe key in a conversation

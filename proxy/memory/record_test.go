@@ -1,9 +1,12 @@
 package memory
 
 import (
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/scarproxy/scarproxy/guard"
 )
 
 // TestTextMemo: the memo gives what an incident would store without it
@@ -34,6 +37,50 @@ func TestTextMemo(t *testing.T) {
 		if tm.bytes > maxMemoBytes {
 			t.Fatalf("memo holds %d bytes, more than %d", tm.bytes, maxMemoBytes)
 		}
+	}
+}
+
+// TestToolVerdictsAreRemembered: an output judged once is not judged
+// again (its verdict is what guard.ToolFailed said of it), per workspace,
+// and the verdicts are bounded.
+func TestToolVerdictsAreRemembered(t *testing.T) {
+	s := newSeenSet(4)
+	outputs := []string{
+		"Traceback (most recent call last):\n  File \"x.py\", line 1\nZeroDivisionError: division by zero",
+		"ok  \tgithub.com/acme/app\t0.412s",
+		"exit status 1\nmake: *** [all] Error 2",
+		"",
+	}
+	for _, o := range outputs {
+		if got, want := s.toolFailed("w", o), guard.ToolFailed(o); got != want {
+			t.Fatalf("%q: %v, guard.ToolFailed says %v", o, got, want)
+		}
+	}
+	// What is remembered is what is answered: set a verdict by hand and
+	// read it back for that workspace only.
+	k := func(ws, text string) uint64 {
+		var h maphash.Hash
+		h.SetSeed(s.seed)
+		h.WriteString(ws)
+		h.WriteByte(0)
+		h.WriteString(text)
+		return h.Sum64()
+	}
+	if _, ok := s.verdicts.get(k("w", outputs[0])); !ok {
+		t.Fatal("a verdict was not remembered")
+	}
+	s.verdicts.put(k("w", outputs[1]), true)
+	if !s.toolFailed("w", outputs[1]) {
+		t.Fatal("an output was judged again")
+	}
+	if s.toolFailed("other", outputs[1]) {
+		t.Fatal("a verdict crossed workspaces")
+	}
+	for i := range 3 * maxVerdicts {
+		s.toolFailed("w", strconv.Itoa(i))
+	}
+	if n := s.verdicts.len(); n > 2*maxVerdicts {
+		t.Fatalf("%d verdicts held, at most %d", n, 2*maxVerdicts)
 	}
 }
 
