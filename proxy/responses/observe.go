@@ -96,28 +96,26 @@ func (o *observer) item(it gjson.Result) {
 // instructions and tools: each Get would scan past them again). With
 // text, it returns the text of the response's first message.
 func (o *observer) response(res gjson.Result, text bool) string {
-	var id, usage, status, output, errObj, details gjson.Result
+	var f [6]gjson.Result
 	res.ForEach(func(k, v gjson.Result) bool {
-		var at *gjson.Result
-		switch k.Str {
-		case "id":
-			at = &id
-		case "usage":
-			at = &usage
-		case "status":
-			at = &status
-		case "output":
-			at = &output
-		case "error":
-			at = &errObj
-		case "incomplete_details":
-			at = &details
-		}
-		if at != nil && !at.Exists() { // the first of a key, as Get finds it
-			*at = v
+		for i, key := range responseKeys {
+			if k.Str == key && !f[i].Exists() { // the first of a key, as Get finds it
+				f[i] = v
+			}
 		}
 		return true
 	})
+	return o.fields(f, text)
+}
+
+// responseKeys are the members of a response object the observer reads,
+// in the order of fields' argument.
+var responseKeys = [6]string{"id", "usage", "status", "output", "error", "incomplete_details"}
+
+// fields reads the members of a response object named responseKeys (see
+// response).
+func (o *observer) fields(f [6]gjson.Result, text bool) string {
+	id, usage, status, output, errObj, details := f[0], f[1], f[2], f[3], f[4], f[5]
 	if id := id.String(); id != "" {
 		o.id = id
 	}
@@ -165,11 +163,15 @@ func (o *observer) Outcome() wire.Outcome {
 		}
 		answer = string(o.excerpt)
 	} else {
-		b := o.Capture.Whole()
+		b, spans := o.Capture.WholeMembers(responseKeys[:]...)
 		if b == nil {
 			return wire.Outcome{Usage: wire.OpenAIUsage(o.Member(nil, "usage"))}
 		}
-		answer = o.response(gjson.ParseBytes(b), true)
+		var f [6]gjson.Result
+		for i, sp := range spans {
+			f[i] = sp.Value(b)
+		}
+		answer = o.fields(f, true)
 	}
 	if o.failure != "" {
 		return wire.Outcome{Failure: o.failure, Usage: o.usage}

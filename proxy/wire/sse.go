@@ -128,6 +128,41 @@ func (c *Capture) Whole() []byte {
 	return c.B
 }
 
+// WholeMembers is Whole for an answer read by its top-level members: one
+// scan checks that the captured answer is JSON and notes where the first
+// value of each of keys is (zero spans for those absent, and for all when
+// the answer is not an object). An answer that echoes a request's long
+// members (a Responses answer its instructions and tools) is then read
+// once, not checked and walked again. It returns nil when Whole would.
+func (c *Capture) WholeMembers(keys ...string) ([]byte, []Span) {
+	if len(c.B) == 0 || len(c.B) >= c.Max {
+		return nil, nil
+	}
+	spans := make([]Span, len(keys))
+	s := Scanner{B: c.B}
+	err := s.Document(func() error {
+		if s.Peek() != '{' {
+			return s.Value(0)
+		}
+		return s.Members(1, func(key []byte) error {
+			start := s.I
+			if err := s.Value(1); err != nil {
+				return err
+			}
+			for i, k := range keys {
+				if string(key) == k && !spans[i].OK() {
+					spans[i] = Span{start, s.I}
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, nil
+	}
+	return c.B, spans
+}
+
 // ErrorMessage extracts a provider's error message from an error body or
 // an error event: OpenAI's and Anthropic's error.message, a bare "error"
 // string, a "message" or "detail", or the text itself.
