@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/scarproxy/scarproxy/recall"
 )
@@ -177,7 +178,54 @@ func RunKey(key, run string) string {
 	if key == "" || run == "" {
 		return key
 	}
-	return recall.ConversationKey(key, run)
+	return runKeys.of(key, run)
+}
+
+// runKeys remembers the run keys made last: every turn of a run makes the
+// same one, a SHA-256 each time. Two generations of at most maxRunKeys,
+// each of a key and run of at most maxRunKeyBytes (a longer run id, sent
+// by a client, is hashed every time).
+var runKeys = runKeyMemo{cur: map[[2]string]string{}}
+
+const (
+	maxRunKeys     = 4096
+	maxRunKeyBytes = 256
+)
+
+type runKeyMemo struct {
+	mu        sync.Mutex
+	cur, prev map[[2]string]string
+}
+
+func (m *runKeyMemo) of(key, run string) string {
+	if len(key)+len(run) > maxRunKeyBytes {
+		return recall.ConversationKey(key, run)
+	}
+	k := [2]string{key, run}
+	m.mu.Lock()
+	v, ok := m.cur[k]
+	if !ok {
+		if v, ok = m.prev[k]; ok {
+			m.put(k, v)
+		}
+	}
+	m.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = recall.ConversationKey(key, run)
+	m.mu.Lock()
+	m.put([2]string{strings.Clone(key), strings.Clone(run)}, v)
+	m.mu.Unlock()
+	return v
+}
+
+// put adds k; the caller holds mu.
+func (m *runKeyMemo) put(k [2]string, v string) {
+	if len(m.cur) >= maxRunKeys {
+		m.prev, m.cur = m.cur, make(map[[2]string]string, maxRunKeys)
+	}
+	m.cur[k] = v
 }
 
 // UsedTools reports whether the conversation called at least one tool.
