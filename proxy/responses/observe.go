@@ -58,7 +58,7 @@ func (o *observer) data(event string, data []byte) {
 			o.id = id
 		}
 	case "response.output_item.done":
-		o.item(gjson.GetBytes(data, "item"))
+		o.item(readOutItem(gjson.GetBytes(data, "item")))
 	case "response.output_text.delta":
 		o.excerpt.Add(gjson.GetBytes(data, "delta").String())
 	case "response.completed", "response.failed", "response.incomplete":
@@ -67,17 +67,55 @@ func (o *observer) data(event string, data []byte) {
 	}
 }
 
+// outItem is what the observer reads of an output item.
+type outItem struct {
+	typ, name, callID, id string
+	content               gjson.Result
+}
+
+// readOutItem reads an output item's members in one pass, the first of
+// each key as Get finds it (an item's arguments or text is walked once,
+// not once per member read).
+func readOutItem(it gjson.Result) outItem {
+	var o outItem
+	var typ, name, callID, id gjson.Result
+	it.ForEach(func(k, v gjson.Result) bool {
+		var at *gjson.Result
+		switch k.Str {
+		case "type":
+			at = &typ
+		case "name":
+			at = &name
+		case "call_id":
+			at = &callID
+		case "id":
+			at = &id
+		case "content":
+			at = &o.content
+		}
+		if at != nil && !at.Exists() {
+			*at = v
+		}
+		return true
+	})
+	o.typ, o.name, o.callID, o.id = typ.String(), name.String(), callID.String(), id.String()
+	if o.callID == "" {
+		o.callID = o.id // callID's rule
+	}
+	return o
+}
+
 // item notes an output item that calls a tool.
-func (o *observer) item(it gjson.Result) {
-	typ := it.Get("type").String()
+func (o *observer) item(it outItem) {
+	typ := it.typ
 	if typ == "message" || typ == "reasoning" || len(typ) < 5 || typ[len(typ)-5:] != "_call" {
 		return
 	}
-	name := it.Get("name").String()
+	name := it.name
 	if name == "" {
 		name = typ[:len(typ)-5]
 	}
-	id := callID(it)
+	id := it.callID
 	if o.calls == nil {
 		o.calls = map[string]string{}
 	}
@@ -134,11 +172,12 @@ func (o *observer) fields(f [6]gjson.Result, text bool) string {
 	}
 	var answer wire.Excerpt
 	message := !text // the first message's text is read, once
-	output.ForEach(func(_, it gjson.Result) bool {
+	output.ForEach(func(_, raw gjson.Result) bool {
+		it := readOutItem(raw)
 		o.item(it)
-		if !message && it.Get("type").String() == "message" {
+		if !message && it.typ == "message" {
 			message = true
-			it.Get("content").ForEach(func(_, c gjson.Result) bool {
+			it.content.ForEach(func(_, c gjson.Result) bool {
 				if c.Get("type").String() == "output_text" {
 					answer.Add(c.Get("text").String())
 				}

@@ -492,3 +492,25 @@ func BenchmarkInject(b *testing.B) {
 		})
 	}
 }
+
+// FuzzOutItem: an output item read in one pass gives what Get reads of it
+// (of JSON: on bytes that are not, gjson's Get and ForEach disagree with
+// each other).
+func FuzzOutItem(f *testing.F) {
+	for _, s := range []string{textItem, `{"type":"function_call","call_id":"c","name":"f","arguments":"{\"a\":1}"}`,
+		`{"type":"custom_tool_call","id":"ctc_1","call_id":"","name":"apply_patch"}`, `{"type":"x","type":"y","name":1}`, `[]`, `{"content":"s"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !gjson.Valid(raw) {
+			return
+		}
+		it := gjson.Parse(raw)
+		got := readOutItem(it)
+		if got.typ != it.Get("type").String() || got.name != it.Get("name").String() || got.callID != callID(it) ||
+			got.content.Raw != it.Get("content").Raw {
+			t.Fatalf("%q: read %+v; Get: type %q, name %q, call %q, content %q", raw, got,
+				it.Get("type").String(), it.Get("name").String(), callID(it), it.Get("content").Raw)
+		}
+	})
+}
