@@ -93,6 +93,15 @@ func TestConversationIsARealisticAgentTurn(t *testing.T) {
 			if guard.ToolFailed(last.Get("content").Str) {
 				t.Errorf("newest tool result %q reads as failed; want success", last.Get("content").Str)
 			}
+			// A test run's timings change: the next request's output, and
+			// another client's, are new bytes, which still read as success.
+			newest := func(client, seq int) string {
+				m := gjson.GetBytes(cv.requestBody(nil, client, seq, false), "messages").Array()
+				return m[len(m)-1].Get("content").Str
+			}
+			if a, b, c := newest(3, 41), newest(3, 43), newest(4, 41); a == b || a == c || b == c || guard.ToolFailed(b) || guard.ToolFailed(c) {
+				t.Errorf("newest outputs %q, %q, %q: want three successes, each its own", a, b, c)
+			}
 			failedBody := cv.requestBody(nil, 3, 42, true)
 			fl := gjson.GetBytes(failedBody, "messages").Array()
 			if c := fl[len(fl)-1].Get("content").Str; !guard.ToolFailed(c) {

@@ -240,7 +240,7 @@ func template(body any, idPrefix string) []byte {
 // the newest tool result is a failure the proxy has not seen before.
 func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []byte {
 	id := "c" + strconv.Itoa(client) + "s" + strconv.Itoa(seq)
-	result, isError := okToolResult, "false"
+	result, isError := okToolResult(client, seq), "false"
 	if failed {
 		result, isError = "FAIL\\tgithub.com/acme/app/config [build failed] ("+id+")", "true"
 	}
@@ -275,9 +275,14 @@ func indexSentinel(s []byte) int {
 	return -1
 }
 
-// okToolResult is the newest tool result of a request that succeeded
-// (JSON-escaped).
-const okToolResult = `ok  \tgithub.com/acme/app/config\t0.412s\nok  \tgithub.com/acme/app/server\t1.093s`
+// okToolResult is the newest tool result of client's request seq when it
+// succeeded (JSON-escaped): a test run whose timings change from run to
+// run, as a real one's do, so that the proxy judges a new output on every
+// request, not the same bytes again.
+func okToolResult(client, seq int) string {
+	t := uint(client)*7919 + uint(seq)*104729
+	return fmt.Sprintf(`ok  \tgithub.com/acme/app/config\t0.%03ds\nok  \tgithub.com/acme/app/server\t1.%03ds`, t%1000, t/1000%1000)
+}
 
 type toolTurn struct {
 	user, thought, tool, args, result string
