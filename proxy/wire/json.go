@@ -360,10 +360,23 @@ func (e *DuplicateKeyError) Error() string {
 // is not JSON gives a *JSONError, a key present twice a
 // *DuplicateKeyError.
 func Members(body []byte, keys ...string) ([]Span, error) {
-	spans := make([]Span, len(keys))
+	spans, dup, err := firstMembers(body, keys)
+	if err != nil {
+		return nil, err
+	}
+	if dup != "" {
+		return nil, &DuplicateKeyError{Key: dup}
+	}
+	return spans, nil
+}
+
+// firstMembers scans body, which must be one JSON value, and returns where
+// the first value of each of keys in its top-level object is, and the
+// first of keys found twice ("" for none).
+func firstMembers(body []byte, keys []string) (spans []Span, dup string, err error) {
+	spans = make([]Span, len(keys))
 	s := Scanner{B: body}
-	var dup error
-	err := s.Document(func() error {
+	err = s.Document(func() error {
 		if s.Peek() != '{' {
 			return s.Value(0)
 		}
@@ -373,23 +386,19 @@ func Members(body []byte, keys ...string) ([]Span, error) {
 				return err
 			}
 			for i, k := range keys {
-				if string(key) == k {
-					if spans[i].OK() && dup == nil {
-						dup = &DuplicateKeyError{Key: k}
-					}
+				if string(key) != k {
+					continue
+				}
+				if !spans[i].OK() {
 					spans[i] = Span{start, s.I}
+				} else if dup == "" {
+					dup = k
 				}
 			}
 			return nil
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	if dup != nil {
-		return nil, dup
-	}
-	return spans, nil
+	return spans, dup, err
 }
 
 // Raw returns body[sp.Start:sp.End], nil when sp is absent.

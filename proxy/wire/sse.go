@@ -138,25 +138,7 @@ func (c *Capture) WholeMembers(keys ...string) ([]byte, []Span) {
 	if len(c.B) == 0 || len(c.B) >= c.Max {
 		return nil, nil
 	}
-	spans := make([]Span, len(keys))
-	s := Scanner{B: c.B}
-	err := s.Document(func() error {
-		if s.Peek() != '{' {
-			return s.Value(0)
-		}
-		return s.Members(1, func(key []byte) error {
-			start := s.I
-			if err := s.Value(1); err != nil {
-				return err
-			}
-			for i, k := range keys {
-				if string(key) == k && !spans[i].OK() {
-					spans[i] = Span{start, s.I}
-				}
-			}
-			return nil
-		})
-	})
+	spans, _, err := firstMembers(c.B, keys)
 	if err != nil {
 		return nil, nil
 	}
