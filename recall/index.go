@@ -174,7 +174,7 @@ func (ix *Index) Put(s store.Solution) {
 
 // refresh replaces the indexed solution with s's ID by s when its goal and
 // approach, all that its postings and parts are made of, are the same
-// bytes: a solution captured again (its outcome, its answer, its time
+// bytes: a solution stored again (its outcome, its confidence, its time
 // changed) is not analyzed again. It reports whether it did.
 func (ix *Index) refresh(s store.Solution) bool {
 	ws := ix.workspace(s.Workspace, false)

@@ -215,13 +215,15 @@ func (m *runKeyMemo) of(key, run string) string {
 	}
 	v = recall.ConversationKey(key, run)
 	m.mu.Lock()
-	m.put([2]string{strings.Clone(key), strings.Clone(run)}, v)
+	m.put(k, v)
 	m.mu.Unlock()
 	return v
 }
 
-// put adds k; the caller holds mu.
+// put adds key k, copied: what a caller passes may be a piece of a
+// request's body. The caller holds mu.
 func (m *runKeyMemo) put(k [2]string, v string) {
+	k = [2]string{strings.Clone(k[0]), strings.Clone(k[1])}
 	if len(m.cur) >= maxRunKeys {
 		m.prev, m.cur = m.cur, make(map[[2]string]string, maxRunKeys)
 	}
