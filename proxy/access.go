@@ -57,7 +57,8 @@ func (s *Server) logAccess(ex *exchange) {
 // logLine logs a line of every request as l.LogAttrs does, with the
 // request id, without what a line logged once in a while may afford: the
 // caller's program counter (no handler here reports the source) and a
-// copy of the line to add the id to.
+// copy of the line to add the id to. A handler that writes such lines
+// itself (a [lineWriter]) writes it.
 func logLine(ctx context.Context, l *slog.Logger, level slog.Level, msg string, attrs []slog.Attr) {
 	h := l.Handler()
 	if rh, ok := h.(requestIDHandler); ok {
@@ -66,9 +67,20 @@ func logLine(ctx context.Context, l *slog.Logger, level slog.Level, msg string, 
 			attrs = append(attrs, slog.String("request_id", id))
 		}
 	}
-	r := slog.NewRecord(time.Now(), level, msg, 0)
+	now := time.Now()
+	if lw, ok := h.(lineWriter); ok && lw.WriteLine(now, level, msg, attrs) {
+		return
+	}
+	r := slog.NewRecord(now, level, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = h.Handle(ctx, r)
+}
+
+// lineWriter is a handler that writes a line of plain attributes itself,
+// as it would handle the record (see logline.Handler), and reports
+// whether it did.
+type lineWriter interface {
+	WriteLine(t time.Time, level slog.Level, msg string, attrs []slog.Attr) bool
 }
 
 // logBlocks writes, at debug, what a request's rewrite injected.

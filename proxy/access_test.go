@@ -9,7 +9,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/scarproxy/scarproxy/proxy/logline"
 )
 
 // logLines is a JSON log a test reads back, line by line.
@@ -26,9 +30,27 @@ func (l *logLines) Write(p []byte) (int, error) {
 
 // withLog makes the harness log JSON at debug into l.
 func withLog(l *logLines) harnessOpt {
-	return withOptions(func(o *Options) {
-		o.Logger = slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
+	return withHandler(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// withHandler makes the harness log through h.
+func withHandler(h slog.Handler) harnessOpt {
+	return withOptions(func(o *Options) { o.Logger = slog.New(h) })
+}
+
+// countedLines is a logline handler that counts the lines it wrote
+// itself.
+type countedLines struct {
+	*logline.Handler
+	n atomic.Int64
+}
+
+func (c *countedLines) WriteLine(t time.Time, level slog.Level, msg string, attrs []slog.Attr) bool {
+	ok := c.Handler.WriteLine(t, level, msg, attrs)
+	if ok {
+		c.n.Add(1)
+	}
+	return ok
 }
 
 // lines returns the lines logged with message msg.
@@ -60,13 +82,30 @@ func (l *logLines) String() string {
 // API, provider, model, status, duration, bytes and what the memory did,
 // and its request id: the client's when valid (echoed, and sent to the
 // provider), else one the proxy made. Never the prompt nor a key.
+//
+// The line is the same through slog's JSON handler and through
+// logline's, which writes it itself.
 func TestAccessLine(t *testing.T) {
+	t.Run("slog", func(t *testing.T) {
+		var logs logLines
+		testAccessLine(t, &logs, withLog(&logs))
+	})
+	t.Run("logline", func(t *testing.T) {
+		var logs logLines
+		h := &countedLines{Handler: logline.New(&logs, true, &slog.HandlerOptions{Level: slog.LevelDebug})}
+		testAccessLine(t, &logs, withHandler(h))
+		if n := h.n.Load(); n != 3 {
+			t.Errorf("logline wrote %d access lines itself, want all 3", n)
+		}
+	})
+}
+
+func testAccessLine(t *testing.T, logs *logLines, opt harnessOpt) {
 	up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Request-Id", "req_provider_1")
 		okCompletion(w, r)
 	})
-	var logs logLines
-	h := newHarness(t, up.srv.URL, withLog(&logs))
+	h := newHarness(t, up.srv.URL, opt)
 	const secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 	body := `{"model":"m","messages":[{"role":"user","content":"PROMPT-MARKER use ` + secret + `"}]}`
 

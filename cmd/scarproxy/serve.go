@@ -18,6 +18,7 @@ import (
 	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/providers"
 	"github.com/scarproxy/scarproxy/proxy"
+	"github.com/scarproxy/scarproxy/proxy/logline"
 	"github.com/scarproxy/scarproxy/proxy/memory"
 	"github.com/scarproxy/scarproxy/proxy/tenant"
 	"github.com/scarproxy/scarproxy/recall"
@@ -76,11 +77,9 @@ func (f *commonFlags) load(fs *flag.FlagSet, getenv func(string) string) (Config
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	lvl, _ := parseLevel(cfg.Log.Level)
-	opts := &slog.HandlerOptions{Level: slog.Level(lvl)}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	// slog's text or JSON handler; the proxy writes its access lines
+	// through the handler's WriteLine.
+	return slog.New(logline.New(w, cfg.Log.Format == "json", &slog.HandlerOptions{Level: slog.Level(lvl)}))
 }
 
 // openStore opens the configured backend. A PostgreSQL server that is down
