@@ -178,55 +178,139 @@ func isWordRune(r rune) bool {
 // splitWords cuts text (at most maxRunes of it) into lowercase words: runs
 // of letters, digits and combining marks, split at identifier boundaries
 // (parseConfig, HTTPServer, parse_config) and where CJK and other scripts
-// meet. fn receives each word and whether it is CJK.
+// meet. fn receives each word and whether it is CJK. A run of ASCII is
+// cut by its bytes (splitASCII), any other by its runes (splitRunes), the
+// same way.
 func splitWords(text string, maxRunes int, fn func(w string, cjk bool)) {
-	var run []rune
-	var b strings.Builder
+	splitRuns(text, maxRunes, func(run string, ascii bool) {
+		if ascii {
+			splitASCII(run, fn)
+		} else {
+			splitRunes([]rune(run), fn)
+		}
+	})
+}
+
+// splitRuns calls fn with each run of word runes in text (at most
+// maxRunes of it), and whether the run is all ASCII.
+func splitRuns(text string, maxRunes int, fn func(run string, ascii bool)) {
+	n, start, ascii, end := 0, -1, true, len(text)
+	for i, r := range text {
+		if n >= maxRunes {
+			end = i
+			break
+		}
+		n++
+		if r < utf8.RuneSelf {
+			if asciiWord[r] {
+				if start < 0 {
+					start, ascii = i, true
+				}
+				continue
+			}
+		} else if isWordRune(r) {
+			if start < 0 {
+				start = i
+			}
+			ascii = false
+			continue
+		}
+		if start >= 0 {
+			fn(text[start:i], ascii)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		fn(text[start:end], ascii)
+	}
+}
+
+// asciiWord says which ASCII bytes are word runes: letters and digits.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
+
+// splitRunes cuts a run of word runes into words (see splitWords).
+func splitRunes(run []rune, fn func(w string, cjk bool)) {
 	emit := func(rs []rune) {
 		if len(rs) == 0 {
 			return
 		}
-		b.Reset()
+		var b strings.Builder
 		for _, r := range rs {
 			b.WriteRune(unicode.ToLower(r))
 		}
 		fn(b.String(), isCJK(rs[0]))
 	}
-	flush := func() {
-		if len(run) > 2 && len(run) <= maxWholeWord && camelCased(run) && wholeWords[strings.ToLower(string(run))] {
-			emit(run) // a name of the vocabulary: PostgreSQL, GitHub, JavaScript
-			run = run[:0]
+	if len(run) > 2 && len(run) <= maxWholeWord && camelCased(run) && wholeWords[strings.ToLower(string(run))] {
+		emit(run) // a name of the vocabulary: PostgreSQL, GitHub, JavaScript
+		return
+	}
+	start := 0
+	for i := 1; i < len(run); i++ {
+		prev, cur := run[i-1], run[i]
+		cut := isCJK(prev) != isCJK(cur) ||
+			unicode.IsLower(prev) && unicode.IsUpper(cur) ||
+			unicode.IsDigit(prev) && unicode.IsUpper(cur) ||
+			unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(run) && unicode.IsLower(run[i+1])
+		if cut {
+			emit(run[start:i])
+			start = i
+		}
+	}
+	emit(run[start:])
+}
+
+// splitASCII is splitRunes for a run of ASCII letters and digits, read
+// by its bytes.
+func splitASCII(run string, fn func(w string, cjk bool)) {
+	emit := func(w string) {
+		if w == "" {
 			return
 		}
-		start := 0
-		for i := 1; i < len(run); i++ {
-			prev, cur := run[i-1], run[i]
-			cut := isCJK(prev) != isCJK(cur) ||
-				unicode.IsLower(prev) && unicode.IsUpper(cur) ||
-				unicode.IsDigit(prev) && unicode.IsUpper(cur) ||
-				unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(run) && unicode.IsLower(run[i+1])
-			if cut {
-				emit(run[start:i])
-				start = i
+		var b strings.Builder
+		b.Grow(len(w))
+		for i := 0; i < len(w); i++ {
+			c := w[i]
+			if isUpperASCII(c) {
+				c += 'a' - 'A'
 			}
+			b.WriteByte(c)
 		}
-		emit(run[start:])
-		run = run[:0]
+		fn(b.String(), false)
 	}
-	n := 0
-	for _, r := range text {
-		if n >= maxRunes {
-			break
+	if len(run) > 2 && len(run) <= maxWholeWord && camelCasedASCII(run) {
+		var lower [maxWholeWord]byte
+		for i := 0; i < len(run); i++ {
+			c := run[i]
+			if isUpperASCII(c) {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
 		}
-		n++
-		if isWordRune(r) {
-			run = append(run, r)
-			continue
+		if wholeWords[string(lower[:len(run)])] {
+			emit(run) // a name of the vocabulary: PostgreSQL, GitHub, JavaScript
+			return
 		}
-		flush()
 	}
-	flush()
+	start := 0
+	for i := 1; i < len(run); i++ {
+		prev, cur := run[i-1], run[i]
+		cut := isUpperASCII(cur) && (isLowerASCII(prev) || '0' <= prev && prev <= '9' ||
+			isUpperASCII(prev) && i+1 < len(run) && isLowerASCII(run[i+1]))
+		if cut {
+			emit(run[start:i])
+			start = i
+		}
+	}
+	emit(run[start:])
 }
+
+func isUpperASCII(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isLowerASCII(c byte) bool { return 'a' <= c && c <= 'z' }
 
 // maxWholeWord is the longest word of the vocabulary kept whole when
 // written in camel case.
@@ -246,6 +330,16 @@ func camelCased(run []rune) bool {
 			upper = true
 		}
 		lower = lower || unicode.IsLower(r)
+	}
+	return upper && lower
+}
+
+// camelCasedASCII is camelCased for a run of ASCII.
+func camelCasedASCII(run string) bool {
+	upper, lower := false, false
+	for i := 0; i < len(run); i++ {
+		upper = upper || i > 0 && isUpperASCII(run[i])
+		lower = lower || isLowerASCII(run[i])
 	}
 	return upper && lower
 }

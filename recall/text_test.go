@@ -146,3 +146,49 @@ func FuzzTokenize(f *testing.F) {
 		}
 	})
 }
+
+// splitWordsByRunes is splitWords as it was before ASCII runs were cut by
+// their bytes: every run read rune by rune, the reference FuzzSplitWords
+// holds splitWords to.
+func splitWordsByRunes(text string, maxRunes int, fn func(w string, cjk bool)) {
+	var run []rune
+	n := 0
+	for _, r := range text {
+		if n >= maxRunes {
+			break
+		}
+		n++
+		if isWordRune(r) {
+			run = append(run, r)
+			continue
+		}
+		if len(run) > 0 {
+			splitRunes(run, fn)
+		}
+		run = run[:0]
+	}
+	if len(run) > 0 {
+		splitRunes(run, fn)
+	}
+}
+
+// FuzzSplitWords: splitWords gives the words, in order, that reading
+// every run by its runes gives.
+func FuzzSplitWords(f *testing.F) {
+	for _, s := range []string{"parseConfig HTTPServer parse_config", "PostgreSQL on GitHub in JavaScript", "OTel SQLite iOS macOS", "ABCdef9Ghi", "下载网页 ошибкиError", "a\xffB", "ǅungla İstanbul", "x1Y2z3", "JSONParser", "IPv6Address", ""} {
+		f.Add(s, 2000)
+		f.Add(s, 5)
+	}
+	type split struct {
+		w   string
+		cjk bool
+	}
+	f.Fuzz(func(t *testing.T, s string, maxRunes int) {
+		var got, want []split
+		splitWords(s, maxRunes, func(w string, cjk bool) { got = append(got, split{w, cjk}) })
+		splitWordsByRunes(s, maxRunes, func(w string, cjk bool) { want = append(want, split{w, cjk}) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q (%d runes):\n got %v\nwant %v", s, maxRunes, got, want)
+		}
+	})
+}
