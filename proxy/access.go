@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,8 +35,8 @@ func (s *Server) logAccess(ex *exchange) {
 			model = model[:maxLoggedModel]
 		}
 	}
-	attrs := make([]slog.Attr, 0, 16)
-	attrs = append(attrs,
+	ap := accessAttrs.Get().(*[]slog.Attr)
+	attrs := append((*ap)[:0],
 		slog.String("workspace", ex.tenant.Workspace), slog.String("project", ex.tenant.Project),
 		slog.String("conversation", ex.tenant.Session), slog.String("api", ex.format.Name()),
 		slog.String("provider", ex.provider), slog.String("model", model),
@@ -52,7 +53,14 @@ func (s *Server) logAccess(ex *exchange) {
 		attrs = append(attrs, slog.String("provider_request_id", ex.providerRequestID))
 	}
 	logLine(ctx, s.log, slog.LevelInfo, "request", attrs)
+	clear(attrs[:cap(attrs)]) // the pool keeps no request's strings (logLine's request id included)
+	*ap = attrs[:0]
+	accessAttrs.Put(ap)
 }
+
+// accessAttrs holds the attributes of access lines being written: a
+// handler keeps none of them past its Handle or WriteLine.
+var accessAttrs = sync.Pool{New: func() any { a := make([]slog.Attr, 0, 16); return &a }}
 
 // logLine logs a line of every request as l.LogAttrs does, with the
 // request id, without what a line logged once in a while may afford: the

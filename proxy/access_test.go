@@ -3,9 +3,12 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
+	"github.com/scarproxy/scarproxy/proxy/chat"
 	"github.com/scarproxy/scarproxy/proxy/logline"
 )
 
@@ -199,5 +204,19 @@ func TestDebugLinesCarryTheRequestID(t *testing.T) {
 	}
 	if s := logs.String(); strings.Contains(s, "left-pad") {
 		t.Fatalf("the log holds a tool's output:\n%s", s)
+	}
+}
+
+// TestAccessLineAllocatesNothing: through logline's handler, the access
+// line of a request costs no allocation (its attributes are pooled).
+func TestAccessLineAllocatesNothing(t *testing.T) {
+	s := &Server{log: withRequestIDs(slog.New(logline.New(io.Discard, false, nil)))}
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req = req.WithContext(context.WithValue(req.Context(), requestIDKey{}, "01JD5Q7X2M0000000000000000"))
+	ex := &exchange{c: echo.New().NewContext(req, httptest.NewRecorder()), format: chat.New(), start: time.Now(),
+		provider: "openai", providerRequestID: "req_1", bytesIn: 21261}
+	ex.tenant.Workspace, ex.tenant.Project, ex.tenant.Session = "default", "api", "c:3f9a0c1d2e4b5a69"
+	if n := testing.AllocsPerRun(50, func() { s.logAccess(ex) }); n != 0 && !raceOn {
+		t.Errorf("%v allocations per access line, want 0", n)
 	}
 }
