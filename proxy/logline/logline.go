@@ -21,10 +21,22 @@ import (
 // WriteLine.
 type Handler struct {
 	slog.Handler
-	w     io.Writer
+	w     io.Writer // the slog handler's writer too: one lock for both
 	json  bool
 	level slog.Leveler
-	mu    *sync.Mutex // held around a write, as the slog handler holds its own
+}
+
+// lockedWriter serializes the writes of the slog handler and of
+// WriteLine to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // New returns slog.NewJSONHandler(w, opts) (json) or
@@ -35,14 +47,15 @@ func New(w io.Writer, json bool, opts *slog.HandlerOptions) *Handler {
 	if opts == nil {
 		opts = &slog.HandlerOptions{}
 	}
-	h := &Handler{w: w, json: json, level: opts.Level, mu: new(sync.Mutex)}
+	lw := &lockedWriter{w: w}
+	h := &Handler{w: lw, json: json, level: opts.Level}
 	if h.level == nil {
 		h.level = slog.LevelInfo
 	}
 	if json {
-		h.Handler = slog.NewJSONHandler(w, opts)
+		h.Handler = slog.NewJSONHandler(lw, opts)
 	} else {
-		h.Handler = slog.NewTextHandler(w, opts)
+		h.Handler = slog.NewTextHandler(lw, opts)
 	}
 	if opts.ReplaceAttr != nil || opts.AddSource {
 		h.w = nil
@@ -69,9 +82,7 @@ func (h *Handler) WriteLine(t time.Time, level slog.Level, msg string, attrs []s
 	bp := bufs.Get().(*[]byte)
 	b, ok := h.appendLine((*bp)[:0], t, level, msg, attrs)
 	if ok {
-		h.mu.Lock()
 		_, _ = h.w.Write(b) // as slog's handlers, which return the error to a logger that drops it
-		h.mu.Unlock()
 	}
 	if cap(b) <= 16<<10 {
 		*bp = b

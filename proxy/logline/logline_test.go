@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -171,5 +173,42 @@ func BenchmarkAccessLine(b *testing.B) {
 				h.WriteLine(time.Now(), slog.LevelInfo, "request", attrs)
 			}
 		})
+	}
+}
+
+// TestWriteLineBesideSlog: lines written by WriteLine and by the slog
+// handler (and a handler derived from it) at once go to a writer that is
+// not safe for concurrent use one whole line at a time.
+func TestWriteLineBesideSlog(t *testing.T) {
+	var b bytes.Buffer
+	h := New(&b, false, nil)
+	derived := h.WithAttrs([]slog.Attr{slog.String("via", "derived")})
+	attrs := accessLine("gpt-5-codex", 1.25)
+	var wg sync.WaitGroup
+	const each = 200
+	for range 2 {
+		wg.Go(func() {
+			for range each {
+				h.WriteLine(time.Now(), slog.LevelInfo, "request", attrs)
+			}
+		})
+		wg.Go(func() {
+			for range each {
+				r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+				r.AddAttrs(attrs...)
+				_ = h.Handle(context.Background(), r)
+				_ = derived.Handle(context.Background(), r)
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 2*each*3 {
+		t.Fatalf("%d lines, want %d", len(lines), 2*each*3)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "time=") || strings.Count(l, "time=") != 1 || !strings.Contains(l, " request_id=") {
+			t.Fatalf("a line mixed with another: %q", l)
+		}
 	}
 }
