@@ -41,6 +41,7 @@ type workload struct {
 	stream     bool
 	failEvery  int // every Nth request of a client carries a new failed tool result; 0 never
 	finalEvery int // every Nth request of a client asks for a final answer; 0 never
+	grow       int // a conversation grows for this many requests (see grownBody); 0 never
 	seqs       []int
 
 	// With storm, every answer is a 429. Each client names its session
@@ -68,6 +69,10 @@ const stormSessionMax = 9000
 func newWorkload(a *api, clients int, stream bool, failEvery, finalEvery int, convs []conversation) *workload {
 	return &workload{api: a, convs: convs[:clients], stream: stream, failEvery: failEvery, finalEvery: finalEvery, seqs: make([]int, clients)}
 }
+
+// failed reports whether a client's request seq carries a failed tool
+// result.
+func (wl *workload) failed(seq int) bool { return wl.failEvery > 0 && seq%wl.failEvery == 0 }
 
 // requestSeq is the request a client's nth request sends (both from 1):
 // with retries, each one is sent retries+1 times.
@@ -182,7 +187,11 @@ func drive(ctx context.Context, t target, wl *workload, dur time.Duration) runRe
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				wl.seqs[c]++
 				seq := requestSeq(wl.seqs[c], wl.retries)
-				body = conv.requestBody(body[:0], c, seq, wl.failEvery > 0 && seq%wl.failEvery == 0)
+				if wl.grow > 0 {
+					body = conv.grownBody(body[:0], c, seq, wl.grow, wl.failed)
+				} else {
+					body = conv.requestBody(body[:0], c, seq, wl.failed(seq))
+				}
 				if wl.finalEvery > 0 && seq%wl.finalEvery == 0 {
 					hdr.Set(headerFinal, strconv.Itoa(seq))
 				} else {

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -696,6 +697,9 @@ func TestParseFlags(t *testing.T) {
 		{"default start timeout", nil, "", func(o options) bool { return o.startWait == time.Minute }},
 		{"start timeout", []string{"-start-timeout", "10m"}, "", func(o options) bool { return o.startWait == 10*time.Minute }},
 		{"zero start timeout", []string{"-start-timeout", "0s"}, "-start-timeout", nil},
+		{"grow", []string{"-grow", "20"}, "", func(o options) bool { return o.grow == 20 }},
+		{"default grow", nil, "", func(o options) bool { return o.grow == 0 }},
+		{"negative grow", []string{"-grow", "-1"}, "-grow", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1108,6 +1112,54 @@ func TestHistoryPadsEveryAPI(t *testing.T) {
 			}
 			if historyPad(a, 10<<10, nil, "") != 0 {
 				t.Error("a size below the conversation's pads it")
+			}
+		})
+	}
+}
+
+// TestGrowingConversations: with -grow, each request of a run is the one
+// before it with one more round (its bytes up to the array's end a prefix
+// of the next request's), a run's first request is the branch request of
+// that turn, and every body is JSON whose array grows by a round a turn.
+func TestGrowingConversations(t *testing.T) {
+	const grow = 4
+	failed := func(seq int) bool { return seq%3 == 0 }
+	for _, name := range apiNames {
+		t.Run(name, func(t *testing.T) {
+			a := apiByName(name)
+			cv := a.newConv(3, false, nil, 0, "")
+			if err := cv.markRound(); err != nil {
+				t.Fatal(err)
+			}
+			key := map[string]string{"chat": "messages", "responses": "input", "messages": "messages", "gemini": "contents"}[name]
+			count := func(body []byte) int { return len(gjson.GetBytes(body, key).Array()) }
+			round := fillRound(nil, cv.round, 3, 1, false)
+			perRound := len(gjson.ParseBytes(append(append([]byte("["), round...), ']')).Array())
+			if perRound < 2 {
+				t.Fatalf("the newest round holds %d elements: %s", perRound, round)
+			}
+			var prev []byte
+			for seq := 8; seq < 16; seq++ {
+				body := cv.grownBody(nil, 3, seq, grow, failed)
+				if !json.Valid(body) {
+					t.Fatalf("request %d is not JSON: %.300s", seq, body)
+				}
+				branch := cv.requestBody(nil, 3, seq, failed(seq))
+				if got, want := count(body), count(branch)+seq%grow*perRound; got != want {
+					t.Errorf("request %d: %d elements, want %d", seq, got, want)
+				}
+				switch {
+				case seq%grow == 0:
+					if !bytes.Equal(body, branch) {
+						t.Errorf("request %d, a run's first, differs from the branch request", seq)
+					}
+				case !bytes.HasPrefix(body, prev[:len(prev)-len(cv.tail)]):
+					t.Errorf("request %d does not extend request %d", seq, seq-1)
+				}
+				if failed(seq) != bytes.Contains(body, []byte("[build failed] (c3s"+strconv.Itoa(seq)+")")) {
+					t.Errorf("request %d: its newest result is not the failure it should be", seq)
+				}
+				prev = body
 			}
 		})
 	}

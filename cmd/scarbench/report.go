@@ -52,7 +52,7 @@ func optionsReport(o options) map[string]any {
 		"c": o.conc, "d": o.dur.String(), "warmup": o.warmup.String(), "rounds": o.rounds,
 		"stream": o.stream, "soak": o.soak, "incidents": o.incidents, "solutions": o.solutions,
 		"targets": o.targets, "fail_every": o.failEvery, "final_every": o.finalEvery, "api": o.api,
-		"storm": o.storm, "retries": o.retries, "postgres": o.postgres != "", "history_kb": o.history,
+		"storm": o.storm, "retries": o.retries, "postgres": o.postgres != "", "history_kb": o.history, "grow": o.grow,
 	}
 }
 
@@ -133,6 +133,14 @@ var overheadSeries = []string{"scarproxy_overhead_seconds_sum", "scarproxy_overh
 // loadTest runs the interleaved rounds and prints them.
 func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Writer) error {
 	wl := newWorkload(e.api, o.conc, o.stream, o.failEvery, o.finalEvery, e.convs)
+	if o.grow > 0 {
+		for i := range wl.convs {
+			if err := wl.convs[i].markRound(); err != nil {
+				return err
+			}
+		}
+		wl.grow = o.grow
+	}
 	if o.storm {
 		wl.storm, wl.sessions, wl.seen = true, make([]stormSession, o.conc), map[string]int{}
 		wl.retries = o.retries
@@ -147,6 +155,9 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	}
 	if o.retries > 0 {
 		mode += fmt.Sprintf(", each request sent %d times (retries)", o.retries+1)
+	}
+	if o.grow > 0 {
+		mode += fmt.Sprintf(", conversations growing a round a request for %d requests", o.grow)
 	}
 	fmt.Fprintf(w, "%s API (POST %s), %d clients, %s, %s per run after %s warm-up, %d rounds, request body %d bytes\n",
 		e.api.name, e.api.pathOf(o.stream), o.conc, mode, o.dur, o.warmup, o.rounds, len(e.convs[0].requestBody(nil, 0, 0, false)))

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -138,7 +141,11 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 // agent's history grows by one tool result per turn.
 type conversation struct {
 	template []byte // the body, with sentinels where the newest round goes
-	goal     string
+	// head, round and tail split the template around its newest round
+	// (markRound): a growing conversation (-grow) sends round once per
+	// turn of its run.
+	head, round, tail []byte
+	goal              string
 	// first is the conversation's first request, as an agent sends it
 	// (the system prompt, the tools and the task, no history): the proxy
 	// decides a conversation's recall on it.
@@ -239,12 +246,36 @@ func template(body any, idPrefix string) []byte {
 // requestBody appends request seq of the conversation to dst. When failed,
 // the newest tool result is a failure the proxy has not seen before.
 func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []byte {
+	return fillRound(dst, cv.template, client, seq, failed)
+}
+
+// grownBody appends request seq of a conversation that grows by a round
+// per request (see -grow): the rounds of the turns from its run's first
+// (seq - seq%grow) to seq, each as it was sent at its turn (failed says
+// which failed), so that every request but a run's first extends the one
+// before it, as an agent's next turn does. markRound must have split the
+// template.
+func (cv conversation) grownBody(dst []byte, client, seq, grow int, failed func(seq int) bool) []byte {
+	dst = append(dst, cv.head...)
+	first := seq - seq%grow
+	for j := first; j <= seq; j++ {
+		if j > first {
+			dst = append(dst, ',')
+		}
+		dst = fillRound(dst, cv.round, client, j, failed(j))
+	}
+	return append(dst, cv.tail...)
+}
+
+// fillRound appends s with its sentinels filled for request seq of
+// client: the call id, the tool result (a failure when failed) and its
+// is_error flag.
+func fillRound(dst, s []byte, client, seq int, failed bool) []byte {
 	id := "c" + strconv.Itoa(client) + "s" + strconv.Itoa(seq)
 	result, isError := okToolResult(client, seq), "false"
 	if failed {
 		result, isError = "FAIL\\tgithub.com/acme/app/config [build failed] ("+id+")", "true"
 	}
-	s := cv.template
 	for len(s) > 0 {
 		i := indexSentinel(s)
 		if i < 0 {
@@ -263,6 +294,39 @@ func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []b
 		s = s[i+6:]
 	}
 	return dst
+}
+
+// markRound splits the template around its newest round: the elements of
+// the conversation's array (messages, input or contents) from the first
+// that holds the call id sentinel to the array's last.
+func (cv *conversation) markRound() error {
+	// The bare is_error sentinel is no JSON: a value of its length
+	// stands in for it while the template is parsed.
+	plain := bytes.ReplaceAll(cv.template, []byte(`\u0003`), []byte("false "))
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &top); err != nil {
+		return fmt.Errorf("scarbench: a request template is not JSON: %w", err)
+	}
+	for _, key := range []string{"messages", "input", "contents"} {
+		var elems []json.RawMessage
+		if json.Unmarshal(top[key], &elems) != nil {
+			continue
+		}
+		first := slices.IndexFunc(elems, func(e json.RawMessage) bool { return bytes.Contains(e, []byte(`\u0002`)) })
+		if first < 0 {
+			continue
+		}
+		start := bytes.Index(plain, elems[first])
+		last := elems[len(elems)-1]
+		n := bytes.Index(plain[start:], last)
+		if start < 0 || n < 0 {
+			break
+		}
+		end := start + n + len(last)
+		cv.head, cv.round, cv.tail = cv.template[:start], cv.template[start:end], cv.template[end:]
+		return nil
+	}
+	return errors.New("scarbench: a request template has no newest round in an array")
 }
 
 // indexSentinel finds the next `\u0001`, `\u0002` or `\u0003` escape in s.
