@@ -76,6 +76,10 @@ type Turn[S any] struct {
 	// Elems' array to append its own elements to (see resumedEnds).
 	endsTaken atomic.Bool
 	size      int // what the memo counts for it
+	// common is how many first elements every turn remembered beside
+	// this one, when it was remembered, shares with it (see put): Skip
+	// follows them once for all.
+	common int
 }
 
 // Elem is where one element of a conversation's array ends in its body,
@@ -238,6 +242,14 @@ func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
 		turns = append(turns, o)
 		kept += o.size
 	}
+	t.common = len(t.Elems)
+	if len(turns) > 1 {
+		// The turns kept are among those kept beside the newest before
+		// t, which all share its first p.common elements: t shares with
+		// each at least what it shares with both.
+		p := it.turns[0]
+		t.common = min(commonElems(t.Elems, p.Elems), p.common)
+	}
 	m.bytes += kept - it.size
 	it.turns, it.size = turns, kept
 	m.pushNewest(it)
@@ -245,6 +257,17 @@ func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
 		m.dropLocked(m.oldest)
 	}
 	return true
+}
+
+// commonElems is how many first elements a and b share.
+func commonElems(a, b []Elem) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // prefixOf reports whether t's elements are the first of u's, the same
@@ -352,7 +375,28 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 	var best *Turn[S]
 	last := -1
 	var at uint64 // sum at the end of element last
-	for i := probe + 1; len(live) > 0; i++ {
+	i := probe + 1
+	if len(live) > 1 {
+		// Every turn has the newest one's first common elements (runs of
+		// one task share a long start): those are followed once, and
+		// where the body leaves them, it leaves every turn.
+		p := live[0]
+		for ; i < p.common; i++ {
+			end := p.Elems[i].End
+			if end > len(body) || end <= pos {
+				live = nil
+				break
+			}
+			if sum, pos = NextSum(sum, body[pos:end]), end; sum != p.Elems[i].Sum {
+				live = nil
+				break
+			}
+			if body[end-1] == '}' {
+				best, last, at = p, i, sum
+			}
+		}
+	}
+	for ; len(live) > 0; i++ {
 		if len(live) == 1 {
 			// One turn left (a conversation's own, most of the time):
 			// followed alone.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -396,5 +397,92 @@ func TestSkipTakesTheTurnRepeatedFurthest(t *testing.T) {
 	// Run 1's next turn: the branch is newer, run 1's turn goes further.
 	if r := scanRemember(t, m, runTurn(1, 6)); r.From != 7 || len(r.Prior.Elems) != 7 {
 		t.Fatalf("run 1 read from element %d, want 7", r.From)
+	}
+}
+
+// sharedTurn is a turn of a run that starts with shared steps every run
+// has (a conversation gone back to an earlier point, runs of one task
+// with a common start), then k steps of its own.
+func sharedTurn(shared, run, k int) []byte {
+	b := []byte(`{"x":[{"role":"system","c":"S"},{"role":"user","c":"the task"}`)
+	for i := 1; i <= shared; i++ {
+		b = fmt.Appendf(b, `,{"a":"shared step %d"}`, i)
+	}
+	for i := 1; i <= k; i++ {
+		b = fmt.Appendf(b, `,{"a":"run %d, step %d"}`, run, i)
+	}
+	return append(b, `],"t":1}`...)
+}
+
+// TestSkipFollowsASharedStartOnce: turns under one name that share their
+// first elements note how many (common), and a scan resumes where it
+// would following every turn element by element: the same turn, from
+// the same element, over runs that share a start, leave it early or
+// late, branch and repeat.
+func TestSkipFollowsASharedStartOnce(t *testing.T) {
+	fast, slow := NewTurnMemo[string](0), NewTurnMemo[string](0)
+	rng := rand.New(rand.NewPCG(29, 29))
+	for n := range 3000 {
+		shared, run, k := 6+rng.IntN(3)*3, rng.IntN(30), 1+rng.IntN(6)
+		body := sharedTurn(shared, run, k)
+		a, b := scanRemember(t, fast, body), scanRemember(t, slow, body)
+		if a.From != b.From || (a.Prior == nil) != (b.Prior == nil) || a.Prior != nil && len(a.Prior.Elems) != len(b.Prior.Elems) {
+			t.Fatalf("request %d (start %d, run %d, step %d): read from %d, following every turn %d", n, shared, run, k, a.From, b.From)
+		}
+		// The slow memo's turns claim no common start: Skip follows each.
+		slow.mu.Lock()
+		for _, it := range slow.turns {
+			for _, turn := range it.turns {
+				turn.common = 0
+			}
+		}
+		slow.mu.Unlock()
+	}
+	// Runs of three steps past a shared start of 12 elements (a turn
+	// that adds two elements or fewer to another is a retry: not kept).
+	m := NewTurnMemo[string](0)
+	for run := range 5 {
+		scanRemember(t, m, sharedTurn(12, run, 3))
+	}
+	r := scanRemember(t, m, sharedTurn(12, 0, 4))
+	if n := len(r.branches); n != 5 {
+		t.Fatalf("%d turns under the name, want 5", n)
+	}
+	if c := r.branches[0].common; c != 2+12 {
+		t.Errorf("the newest turn shares %d elements with the others, want %d", c, 2+12)
+	}
+	if r.From != 2+12+3 {
+		t.Errorf("run 0's next turn read from element %d, want %d", r.From, 2+12+3)
+	}
+}
+
+// BenchmarkSkipManyRuns: the next turn of one of 64 runs of one task
+// that share a start of 40 elements; "each" follows every turn element by
+// element, as Skip did before turns noted their common start.
+func BenchmarkSkipManyRuns(b *testing.B) {
+	const shared = 40
+	for _, each := range []bool{false, true} {
+		b.Run(map[bool]string{false: "shared", true: "each"}[each], func(b *testing.B) {
+			m := NewTurnMemo[string](0)
+			t := &testing.T{}
+			for run := range MaxBranches {
+				scanRemember(t, m, sharedTurn(shared, run, 3))
+			}
+			if each {
+				for _, it := range m.turns {
+					for _, turn := range it.turns {
+						turn.common = 0
+					}
+				}
+			}
+			body := sharedTurn(shared, 7, 4)
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				r := NewResume(m)
+				if _, err := ScanTurn(body, []string{"x", "t"}, 0, &r, "tenant", func(string) []Span { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
