@@ -90,6 +90,10 @@ type memoEntry struct {
 	tailTools                       span
 
 	bytes int // size(), once the entry is built
+	// common is how many first messages every turn remembered beside
+	// this one, when it was remembered, shares with it (branchesWith):
+	// repeated follows them once for all.
+	common int
 }
 
 // memoBytes bounds each half of convMemo by size: a remembered turn takes
@@ -168,7 +172,28 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 	var best *memoEntry
 	last := -1
 	var at uint64 // sum as it was at the end of message last
-	for i := probe + 1; len(live) > 0; i++ {
+	i := probe + 1
+	if len(live) > 1 {
+		// Every turn has the newest one's first common messages (runs of
+		// one task share a long start): those are followed once, and
+		// where the body leaves them, it leaves every turn.
+		e := live[0]
+		for ; i < e.common; i++ {
+			end := e.msgs[i].end
+			if end > len(body) || end <= pos {
+				live = nil
+				break
+			}
+			if sum, pos = wire.NextSum(sum, body[pos:end]), end; sum != e.marks[i].sum {
+				live = nil
+				break
+			}
+			if e.msgs[i].obj {
+				best, last, at = e, i, sum
+			}
+		}
+	}
+	for ; len(live) > 0; i++ {
 		if len(live) == 1 {
 			// One turn left (a conversation's own, most of the time):
 			// followed alone.
@@ -365,6 +390,7 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 // far) and the oldest past wire.MaxBranches or a quarter of memoBytes.
 func branchesWith(e *memoEntry, old *memoBranches) *memoBranches {
 	b := &memoBranches{entries: []*memoEntry{e}, size: e.bytes}
+	e.common = len(e.msgs)
 	if old == nil {
 		return b
 	}
@@ -375,7 +401,25 @@ func branchesWith(e *memoEntry, old *memoBranches) *memoBranches {
 		b.entries = append(b.entries, o)
 		b.size += o.bytes
 	}
+	if len(b.entries) > 1 {
+		// The turns kept are among those kept beside the newest before
+		// e, which all share its first p.common messages: e shares with
+		// each at least what it shares with both.
+		p := old.entries[0]
+		e.common = min(commonMsgs(e, p), p.common)
+	}
 	return b
+}
+
+// commonMsgs is how many first messages e and f share, the same bytes.
+func commonMsgs(e, f *memoEntry) int {
+	n := min(len(e.msgs), len(f.msgs))
+	for i := range n {
+		if e.msgs[i].end != f.msgs[i].end || e.marks[i].sum != f.marks[i].sum {
+			return i
+		}
+	}
+	return n
 }
 
 // prefixOf reports whether e's messages are the first of f's, the same

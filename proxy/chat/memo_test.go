@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -749,4 +750,62 @@ func FuzzKnownStart(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rest string) {
 		sameRead(t, []byte(start+rest), memo)
 	})
+}
+
+// TestMemoFollowsASharedStartOnce: runs that share their first rounds
+// (runs of one task with a common start, a conversation gone back to an
+// earlier point) read from the message they would following every turn
+// message by message, and read as in full.
+func TestMemoFollowsASharedStartOnce(t *testing.T) {
+	body := func(shared, run, rounds int) []byte {
+		msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing test"}}
+		round := func(id, out string) {
+			msgs = append(msgs,
+				map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": "{}"}}}},
+				map[string]any{"role": "tool", "tool_call_id": id, "content": out})
+		}
+		for i := range shared {
+			round("shared_"+strconv.Itoa(i), "ok\tpkg\t0.01s")
+		}
+		for i := range rounds {
+			round("run"+strconv.Itoa(run)+"_"+strconv.Itoa(i), "FAIL\tpkg\t0.0"+strconv.Itoa(i)+"s")
+		}
+		b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	fast, slow := newConvMemo(8), newConvMemo(8)
+	rng := rand.New(rand.NewPCG(7, 29))
+	for n := range 600 {
+		shared, run, rounds := 2+rng.IntN(3), rng.IntN(12), 1+rng.IntN(5)
+		b := body(shared, run, rounds)
+		a, err := inspect(b, fast, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := inspect(b, slow, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.from != s.from {
+			t.Fatalf("request %d (start %d, run %d, %d rounds): read from message %d, following every turn %d", n, shared, run, rounds, a.from, s.from)
+		}
+		sameRead(t, b, fast)
+		judge(a)
+		judge(s)
+		fast.remember(a, b)
+		slow.remember(s, b)
+		// The slow memo's turns claim no common start: each is followed.
+		slow.mu.Lock()
+		for _, m := range []map[uint64]*memoBranches{slow.cur, slow.prev} {
+			for _, br := range m {
+				for _, e := range br.entries {
+					e.common = 0
+				}
+			}
+		}
+		slow.mu.Unlock()
+	}
 }
