@@ -317,9 +317,12 @@ func (cv *conversation) markRound() error {
 			continue
 		}
 		start := bytes.Index(plain, elems[first])
+		if start < 0 {
+			break
+		}
 		last := elems[len(elems)-1]
 		n := bytes.Index(plain[start:], last)
-		if start < 0 || n < 0 {
+		if n < 0 {
 			break
 		}
 		end := start + n + len(last)
