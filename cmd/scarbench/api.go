@@ -26,9 +26,9 @@ type api struct {
 	// end marks a stream's last event; a stream without it failed.
 	end []byte
 	// newConv builds client's conversation, with pad more rounds of
-	// history before its fifteen (see historyRounds) and the system
-	// prompt system ("": systemPrompt).
-	newConv func(client int, stream bool, solutions []store.Solution, pad int, system string) conversation
+	// history before its fifteen (see historyRounds) after the system
+	// prompt and tools of pre.
+	newConv func(client int, stream bool, solutions []store.Solution, pad int, pre prefix) conversation
 	answers *answers
 }
 
@@ -91,7 +91,7 @@ func apiByName(name string) *api {
 // items (the assistant's text, a function_call and its function_call_output,
 // their call_id tying them), the same tools, store false and the full
 // history on every turn. The content is the chat request's.
-func newResponsesConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
+func newResponsesConversation(c int, stream bool, solutions []store.Solution, pad int, pre prefix) conversation {
 	goal := clientGoal(c, solutions)
 	type part struct {
 		Type string `json:"type"`
@@ -122,17 +122,34 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 	}
 	// The system prompt as Codex CLI sends it: a developer message before
 	// the task, not instructions.
-	developer := item{Type: "message", Role: "developer", Content: []part{{"input_text", cmp.Or(system, systemPrompt)}}}
-	input := []item{developer, user(goal)}
+	var input []any
+	if pre.agent != nil {
+		var dev []json.RawMessage
+		if err := json.Unmarshal(pre.agent.system, &dev); err != nil {
+			panic(err) // readAgentPrefix made it an array
+		}
+		for _, d := range dev {
+			input = append(input, d)
+		}
+	} else {
+		input = append(input, item{Type: "message", Role: "developer", Content: []part{{"input_text", cmp.Or(pre.system, systemPrompt)}}})
+	}
+	input = append(input, user(goal))
+	head := len(input)
+	add := func(items ...item) {
+		for _, it := range items {
+			input = append(input, it)
+		}
+	}
 	for turn, tr := range historyRounds(pad) {
 		if tr.user != "" {
-			input = append(input, user(tr.user))
+			add(user(tr.user))
 		}
 		id := fmt.Sprintf("c%d_t%d", c, turn)
-		input = append(input, round("call_"+id, id, tr.thought, tr.tool, tr.args, str(tr.result))...)
+		add(round("call_"+id, id, tr.thought, tr.tool, tr.args, str(tr.result))...)
 	}
 	// The newest round: its call_id is filled in per request.
-	input = append(input, round("\x00", "", "Running the tests again.", "run_tests", `{"path":"./..."}`, str("\x01"))...)
+	add(round("\x00", "", "Running the tests again.", "run_tests", `{"path":"./..."}`, str("\x01"))...)
 	type tool struct {
 		Type        string         `json:"type"`
 		Name        string         `json:"name"`
@@ -140,14 +157,20 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 		Strict      bool           `json:"strict"`
 		Parameters  map[string]any `json:"parameters"`
 	}
-	tools := make([]tool, len(benchTools))
-	for i, t := range benchTools {
-		tools[i] = tool{"function", t.name, t.desc, false, t.params}
+	var tools any = func() []tool {
+		out := make([]tool, len(benchTools))
+		for i, t := range benchTools {
+			out[i] = tool{"function", t.name, t.desc, false, t.params}
+		}
+		return out
+	}()
+	if pre.agent != nil {
+		tools = pre.agent.tools
 	}
 	body := struct {
 		Model             string         `json:"model"`
-		Input             []item         `json:"input"`
-		Tools             []tool         `json:"tools"`
+		Input             []any          `json:"input"`
+		Tools             any            `json:"tools"`
 		ToolChoice        string         `json:"tool_choice"`
 		ParallelToolCalls bool           `json:"parallel_tool_calls"`
 		Reasoning         map[string]any `json:"reasoning"`
@@ -161,9 +184,9 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 		Stream: stream, Include: []string{"reasoning.encrypted_content"},
 		PromptCacheKey: fmt.Sprintf("bench-conversation-%d", c),
 	}
-	cv := conversation{template: template(body, "call_new_"), goal: goal}
-	body.Input = input[:2]
-	cv.first = firstRequest(body)
+	cv := conversation{template: template(body, "call_new_", pre), goal: goal}
+	body.Input = input[:head]
+	cv.first = firstRequest(body, pre)
 	return cv
 }
 
@@ -176,7 +199,7 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 // interjection as a text block after it), cache_control on the newest
 // result, the same tools with input_schema. The content is the chat
 // request's.
-func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
+func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad int, pre prefix) conversation {
 	goal := clientGoal(c, solutions)
 	cache := map[string]string{"type": "ephemeral"}
 	type block struct {
@@ -223,9 +246,20 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad
 		Description string         `json:"description"`
 		InputSchema map[string]any `json:"input_schema"`
 	}
-	tools := make([]tool, len(benchTools))
-	for i, t := range benchTools {
-		tools[i] = tool{t.name, t.desc, t.params}
+	var tools any = func() []tool {
+		out := make([]tool, len(benchTools))
+		for i, t := range benchTools {
+			out[i] = tool{t.name, t.desc, t.params}
+		}
+		return out
+	}()
+	var system any = []block{
+		{Type: "text", Text: "x-anthropic-billing-header: cc_version=2.1.197; cc_entrypoint=cli;"},
+		{Type: "text", Text: "You are Claude Code, Anthropic's official CLI for Claude.", CacheControl: cache},
+		{Type: "text", Text: cmp.Or(pre.system, systemPrompt), CacheControl: cache},
+	}
+	if pre.agent != nil {
+		system, tools = pre.agent.system, pre.agent.tools
 	}
 	// The members in Claude Code's order (as in the captures of
 	// proxy/messages/testdata/agents): the messages before the system
@@ -233,25 +267,20 @@ func newMessagesConversation(c int, stream bool, solutions []store.Solution, pad
 	body := struct {
 		Model     string            `json:"model"`
 		Messages  []msg             `json:"messages"`
-		System    []block           `json:"system"`
-		Tools     []tool            `json:"tools"`
+		System    any               `json:"system"`
+		Tools     any               `json:"tools"`
 		Metadata  map[string]string `json:"metadata"`
 		MaxTokens int               `json:"max_tokens"`
 		Stream    bool              `json:"stream"`
 	}{
 		Model: "claude-sonnet-4-5", MaxTokens: 32000,
-		System: []block{
-			{Type: "text", Text: "x-anthropic-billing-header: cc_version=2.1.197; cc_entrypoint=cli;"},
-			{Type: "text", Text: "You are Claude Code, Anthropic's official CLI for Claude.", CacheControl: cache},
-			{Type: "text", Text: cmp.Or(system, systemPrompt), CacheControl: cache},
-		},
-		Messages: msgs, Tools: tools,
+		System: system, Messages: msgs, Tools: tools,
 		Metadata: map[string]string{"user_id": fmt.Sprintf(`{"device_id":"%064x","account_uuid":"","session_id":"bench-session-%d"}`, c+1, c)},
 		Stream:   stream,
 	}
-	cv := conversation{template: template(body, "toolu_new_"), goal: goal}
+	cv := conversation{template: template(body, "toolu_new_", pre), goal: goal}
 	body.Messages = msgs[:1]
-	cv.first = firstRequest(body)
+	cv.first = firstRequest(body, pre)
 	return cv
 }
 
@@ -288,7 +317,7 @@ Showing up to 200 items (files + folders).
 // user content of its own, the same tools as functionDeclarations, and
 // generationConfig. The model and streaming are in the path. The content
 // is the chat request's.
-func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int, system string) conversation {
+func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int, pre prefix) conversation {
 	goal := clientGoal(c, solutions)
 	type call struct {
 		ID   string          `json:"id"`
@@ -339,21 +368,26 @@ func newGeminiConversation(c int, _ bool, solutions []store.Solution, pad int, s
 	for i, t := range benchTools {
 		decls[i] = decl{t.name, t.desc, t.params}
 	}
+	var system any = content{Role: "user", Parts: []part{{Text: cmp.Or(pre.system, systemPrompt)}}}
+	var tools any = []any{map[string]any{"functionDeclarations": decls}}
+	if pre.agent != nil {
+		system, tools = pre.agent.system, pre.agent.tools
+	}
 	body := struct {
 		Contents          []content      `json:"contents"`
-		SystemInstruction content        `json:"systemInstruction"`
-		Tools             []any          `json:"tools"`
+		SystemInstruction any            `json:"systemInstruction"`
+		Tools             any            `json:"tools"`
 		GenerationConfig  map[string]any `json:"generationConfig"`
 	}{
 		Contents:          contents,
-		SystemInstruction: content{Role: "user", Parts: []part{{Text: cmp.Or(system, systemPrompt)}}},
-		Tools:             []any{map[string]any{"functionDeclarations": decls}},
+		SystemInstruction: system,
+		Tools:             tools,
 		GenerationConfig: map[string]any{"temperature": 1, "topP": 0.95, "topK": 64,
 			"thinkingConfig": map[string]any{"includeThoughts": true, "thinkingLevel": "HIGH"}},
 	}
-	cv := conversation{template: template(body, "run_tests_1795737000000_"), goal: goal}
+	cv := conversation{template: template(body, "run_tests_1795737000000_", pre), goal: goal}
 	body.Contents = contents[:1]
-	cv.first = firstRequest(body)
+	cv.first = firstRequest(body, pre)
 	return cv
 }
 

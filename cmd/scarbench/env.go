@@ -23,6 +23,7 @@ type benchEnv struct {
 	upstream *child
 	bare     *child
 	scar     *child
+	pre      prefix // what the conversations send before their tasks
 	convs    []conversation
 	children []*child
 	dataFile string // scarproxy's bbolt file (without -postgres)
@@ -73,11 +74,19 @@ var scarAddr = regexp.MustCompile(`listening on http://(\S+)/v1`)
 // setUp starts the upstream, seeds the store, starts scarproxy and the bare
 // proxy. On error the returned env (when not nil) must still be closed.
 func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	pre, err := prefixOf(o.prefix, o.api, o.system, wd)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "scarbench-*")
 	if err != nil {
 		return nil, err
 	}
-	e := &benchEnv{dir: dir, api: apiByName(o.api)}
+	e := &benchEnv{dir: dir, api: apiByName(o.api), pre: pre}
 	self, err := os.Executable()
 	if err != nil {
 		return e, fmt.Errorf("find own binary: %w", err)
@@ -161,23 +170,22 @@ func setUp(ctx context.Context, o options, progress io.Writer) (*benchEnv, error
 		}
 	}
 
-	system := systemOf(o.system << 10)
-	pad := historyPad(e.api, o.history<<10, solutions, system)
-	e.convs = clientConversations(e.api, max(o.conc, 32), o.stream || o.soak > 0, solutions, pad, o.oneTask, system)
+	pad := historyPad(e.api, o.history<<10, solutions, pre)
+	e.convs = clientConversations(e.api, max(o.conc, 32), o.stream || o.soak > 0, solutions, pad, o.oneTask, pre)
 	return e, nil
 }
 
 // clientConversations builds the conversations of n clients in a's shape,
-// with the system prompt system: each client's task is a reworded goal of
+// after the prefix pre: each client's task is a reworded goal of
 // one of the solutions (see clientGoal), the first one's for every client
 // with oneTask.
-func clientConversations(a *api, n int, stream bool, solutions []store.Solution, pad int, oneTask bool, system string) []conversation {
+func clientConversations(a *api, n int, stream bool, solutions []store.Solution, pad int, oneTask bool, pre prefix) []conversation {
 	if oneTask {
 		solutions = solutions[:min(len(solutions), 1)]
 	}
 	convs := make([]conversation, n)
 	for i := range convs {
-		convs[i] = a.newConv(i, stream, solutions, pad, system)
+		convs[i] = a.newConv(i, stream, solutions, pad, pre)
 	}
 	return convs
 }
@@ -185,9 +193,9 @@ func clientConversations(a *api, n int, stream bool, solutions []store.Solution,
 // historyPad is the fewest rounds of history (historyRounds) that make
 // a's requests at least size bytes long; 0 when they are that long
 // already.
-func historyPad(a *api, size int, solutions []store.Solution, system string) int {
+func historyPad(a *api, size int, solutions []store.Solution, pre prefix) int {
 	body := func(pad int) int {
-		return len(a.newConv(0, false, solutions, pad, system).requestBody(nil, 0, 1, false))
+		return len(a.newConv(0, false, solutions, pad, pre).requestBody(nil, 0, 1, false))
 	}
 	base := body(0)
 	if size <= base {

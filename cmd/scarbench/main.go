@@ -119,6 +119,7 @@ type options struct {
 	portBase   int
 	history    int
 	grow       int
+	prefix     string
 	oneTask    bool
 	system     int
 	startWait  time.Duration
@@ -149,9 +150,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.postgres, "postgres", "", "run scarproxy on this PostgreSQL DSN (seeded first; give it an empty schema, e.g. with search_path) instead of a bbolt file")
 	fs.StringVar(&o.api, "api", "chat", "wire API of the requests: chat (/v1/chat/completions), responses (/v1/responses, as Codex CLI), messages (/v1/messages, as Claude Code) or gemini (/v1beta/models/{model}:generateContent, as the Gemini CLI)")
 	fs.IntVar(&o.history, "history", 0, "pad every conversation with older tool rounds (directory listings that succeeded) to about this many KB (0: as it is, about 20 KB)")
-	fs.IntVar(&o.grow, "grow", 0, "each client's conversation grows by one round per request, as an agent's run does (every request extends the one before it), for this many requests, then goes back to its first round; 0: every request replaces the newest round (a branch from the turn before)")
+	fs.IntVar(&o.grow, "grow", defaultGrow, "each client's conversation grows by one round per request, as an agent's run does (every request extends the one before it), for this many requests, then goes back to its first round; 0: every request replaces the newest round (a branch from the turn before)")
+	fs.StringVar(&o.prefix, "prefix", "agent", "what each request sends before its task: agent (the system prompt and tools of a request the API's usual agent sent, from the captures in proxy/*/testdata/agents: qwen-code for chat, Codex CLI for responses, Claude Code for messages, the Gemini CLI for gemini) or synthetic (scarbench's own 2 KB prompt, padded by -system, and seven tools)")
 	fs.BoolVar(&o.oneTask, "one-task", false, "every client runs the same task (the same system prompt and first user message, as a script that starts an agent with one prompt several times at once); each is still its own run, with its own calls and run id")
-	fs.IntVar(&o.system, "system", 0, "pad the system prompt with more guidance to about this many KB (0: as it is, about 2 KB; coding agents send 12 to 53 KB)")
+	fs.IntVar(&o.system, "system", 0, "with -prefix synthetic, pad the system prompt with more guidance to about this many KB (0: as it is, about 2 KB; coding agents send 12 to 53 KB)")
 	fs.DurationVar(&o.startWait, "start-timeout", time.Minute, "how long scarproxy may take to start listening and be ready (longer under valgrind or a profiler)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (server logs, store, config) and print its path")
 	if err := fs.Parse(args); err != nil {
@@ -181,6 +183,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"-history: must be 0..16384 (KB)"}
 	case o.system < 0 || o.system > 1024:
 		return o, usageError{"-system: must be 0..1024 (KB)"}
+	case o.prefix != "agent" && o.prefix != "synthetic":
+		return o, usageError{fmt.Sprintf("-prefix: %q is not agent or synthetic", o.prefix)}
+	case o.system > 0 && o.prefix != "synthetic":
+		return o, usageError{"-system: pads scarbench's own system prompt; give -prefix synthetic with it"}
 	case o.grow < 0 || o.grow > 1000:
 		return o, usageError{"-grow: must be 0..1000"}
 	case o.retries < 0 || o.retries > 100:
@@ -256,6 +262,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	return nil
 }
+
+// defaultGrow is how many requests a run of the default workload lasts:
+// each extends the one before it by a round, as an agent's turns do, and
+// the twentieth goes back to the run's first round.
+const defaultGrow = 20
 
 // defaultFinalEvery is the default mix: one answer in five is final. A
 // coding agent's turn is a few tool calls (read, edit, test) and then an

@@ -52,7 +52,7 @@ func TestConversationIsARealisticAgentTurn(t *testing.T) {
 	sols := seedSolutions(200, time.Now())
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			cv := newConversation(3, stream, sols, 0, "")
+			cv := newConversation(3, stream, sols, 0, prefix{})
 			body := cv.requestBody(nil, 3, 41, false)
 			if !json.Valid(body) {
 				t.Fatalf("body is not valid JSON: %.200s", body)
@@ -120,7 +120,7 @@ func TestConversationGoalsAreRecalled(t *testing.T) {
 		ix.Put(s)
 	}
 	for c := range 32 {
-		cv := newConversation(c, false, sols, 0, "")
+		cv := newConversation(c, false, sols, 0, prefix{})
 		m := ix.Search(recall.Query{Workspace: benchWorkspace, Goal: cv.goal, K: 1, MinSimilarity: recall.DefaultMinSimilarity})
 		if len(m) == 0 {
 			t.Errorf("client %d: goal %q recalls nothing", c, cv.goal)
@@ -137,7 +137,7 @@ func TestSystemPadsEveryAPI(t *testing.T) {
 	}
 	for _, name := range apiNames {
 		a := apiByName(name)
-		body := a.newConv(0, false, nil, 0, system).requestBody(nil, 0, 1, false)
+		body := a.newConv(0, false, nil, 0, prefix{system: system}).requestBody(nil, 0, 1, false)
 		req, err := formats[name]().Read(body, routeOf(a, false))
 		if err != nil {
 			t.Fatal(err)
@@ -145,6 +145,68 @@ func TestSystemPadsEveryAPI(t *testing.T) {
 		if !strings.Contains(req.Info().System, system) {
 			t.Errorf("%s: the system text read is %d bytes, want the %d of -system", name, len(req.Info().System), len(system))
 		}
+	}
+}
+
+// TestAgentPrefix: with the agent prefix, every API's requests (the
+// first of a run and the later ones) carry the system prompt and the
+// tools of its agent's capture byte for byte, read by scarproxy's reader
+// as the system text, the task after them; growing such a conversation
+// keeps it JSON.
+func TestAgentPrefix(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sols := seedSolutions(200, time.Now())
+	for _, name := range apiNames {
+		t.Run(name, func(t *testing.T) {
+			pre, err := prefixOf("agent", name, 0, wd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := apiByName(name)
+			own := a.newConv(5, false, sols, 0, prefix{})
+			cv := a.newConv(5, false, sols, 0, pre)
+			if err := cv.markRound(); err != nil {
+				t.Fatal(err)
+			}
+			body := cv.requestBody(nil, 5, 1, false)
+			grown := cv.grownBody(nil, 5, 3, 4, func(int) bool { return false })
+			for _, b := range [][]byte{cv.first, body, grown} {
+				if !json.Valid(b) {
+					t.Fatalf("not JSON: %.200s", b)
+				}
+				if !bytes.Contains(b, pre.agent.tools) {
+					t.Errorf("the capture's %d bytes of tools are not in the request", len(pre.agent.tools))
+				}
+				if !bytes.Contains(b, []byte(cv.goal)) {
+					t.Errorf("the task is not in the request")
+				}
+			}
+			if name == "responses" {
+				// The developer items, one after the other.
+				sys := pre.agent.system[1 : len(pre.agent.system)-1]
+				if !bytes.Contains(body, sys) {
+					t.Errorf("the capture's developer items are not in the request")
+				}
+			} else if !bytes.Contains(body, pre.agent.system) {
+				t.Errorf("the capture's %d bytes of system prompt are not in the request", len(pre.agent.system))
+			}
+			if len(body) < len(own.requestBody(nil, 5, 1, false))+10<<10 {
+				t.Errorf("the request is %d bytes, not much more than scarbench's own prompt's", len(body))
+			}
+			req, err := formats[name]().Read(body, routeOf(a, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(req.Info().System); n < 5<<10 {
+				t.Errorf("the system text read is %d bytes", n)
+			}
+		})
+	}
+	if _, err := prefixOf("agent", "chat", 0, t.TempDir()); err == nil || !strings.Contains(err.Error(), "-prefix synthetic") {
+		t.Errorf("outside the module: %v, want the error to name -prefix synthetic", err)
 	}
 }
 
@@ -157,7 +219,7 @@ func TestOneTaskSharesTheHead(t *testing.T) {
 	for _, name := range []string{"chat", "responses", "messages", "gemini"} {
 		a := apiByName(name)
 		for _, oneTask := range []bool{true, false} {
-			convs := clientConversations(a, 2, false, sols, 0, oneTask, systemPrompt)
+			convs := clientConversations(a, 2, false, sols, 0, oneTask, prefix{})
 			b0, b1 := convs[0].requestBody(nil, 0, 1, false), convs[1].requestBody(nil, 1, 1, false)
 			n := 0
 			for n < min(len(b0), len(b1)) && b0[n] == b1[n] {
@@ -241,7 +303,7 @@ func TestRequestsOfEveryAPI(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
 				a := apiByName(name)
-				cv := a.newConv(3, stream, sols, 0, "")
+				cv := a.newConv(3, stream, sols, 0, prefix{})
 				for _, failed := range []bool{false, true} {
 					body := cv.requestBody(nil, 3, 41, failed)
 					if !json.Valid(body) {
@@ -459,7 +521,7 @@ func TestFakeUpstream(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			for _, final := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/stream=%v/final=%v", name, stream, final), func(t *testing.T) {
-					body := a.newConv(0, stream, nil, 0, "").requestBody(nil, 0, 1, false)
+					body := a.newConv(0, stream, nil, 0, prefix{}).requestBody(nil, 0, 1, false)
 					req, _ := http.NewRequest(http.MethodPost, srv.URL+a.pathOf(stream), bytes.NewReader(body))
 					if final {
 						req.Header.Set(headerFinal, "1")
@@ -544,7 +606,7 @@ func TestFakeUpstreamHoldsStreamsUntilRelease(t *testing.T) {
 	srv := httptest.NewServer(up)
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-		bytes.NewReader(newConversation(0, true, nil, 0, "").requestBody(nil, 0, 1, false)))
+		bytes.NewReader(newConversation(0, true, nil, 0, prefix{}).requestBody(nil, 0, 1, false)))
 	req.Header.Set(headerHold, "1")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -581,7 +643,7 @@ func TestBareProxyStreamsThrough(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", name, stream), func(t *testing.T) {
 				a := apiByName(name)
-				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil, 0, ""), a.newConv(1, stream, nil, 0, "")})
+				wl := newWorkload(a, 2, stream, 0, 3, []conversation{a.newConv(0, stream, nil, 0, prefix{}), a.newConv(1, stream, nil, 0, prefix{})})
 				// A closed loop bounded by a short duration: it ends by itself.
 				// On a loaded machine a window may close before the first
 				// answer: drive again, as warmUp does.
@@ -612,7 +674,7 @@ func TestDriveCountsErrors(t *testing.T) {
 		http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil, 0, "")})
+	wl := newWorkload(apiByName("chat"), 1, false, 0, 0, []conversation{newConversation(0, false, nil, 0, prefix{})})
 	res := drive(context.Background(), newTarget("broken", srv.URL, 1), wl, 100*time.Millisecond)
 	if res.Errors == 0 || res.Requests != 0 || !strings.Contains(res.FirstError, "500") {
 		t.Fatalf("requests %d, errors %d, first error %q; want only errors naming the status", res.Requests, res.Errors, res.FirstError)
@@ -697,8 +759,13 @@ func TestParseFlags(t *testing.T) {
 		{"default start timeout", nil, "", func(o options) bool { return o.startWait == time.Minute }},
 		{"start timeout", []string{"-start-timeout", "10m"}, "", func(o options) bool { return o.startWait == 10*time.Minute }},
 		{"zero start timeout", []string{"-start-timeout", "0s"}, "-start-timeout", nil},
-		{"grow", []string{"-grow", "20"}, "", func(o options) bool { return o.grow == 20 }},
-		{"default grow", nil, "", func(o options) bool { return o.grow == 0 }},
+		{"grow", []string{"-grow", "7"}, "", func(o options) bool { return o.grow == 7 }},
+		{"branches", []string{"-grow", "0"}, "", func(o options) bool { return o.grow == 0 }},
+		{"default grow", nil, "", func(o options) bool { return o.grow == defaultGrow && defaultGrow > 1 }},
+		{"default prefix", nil, "", func(o options) bool { return o.prefix == "agent" }},
+		{"synthetic prefix", []string{"-prefix", "synthetic", "-system", "27"}, "", func(o options) bool { return o.prefix == "synthetic" && o.system == 27 }},
+		{"unknown prefix", []string{"-prefix", "claude"}, "not agent or synthetic", nil},
+		{"system without the synthetic prefix", []string{"-system", "27"}, "-prefix synthetic", nil},
 		{"negative grow", []string{"-grow", "-1"}, "-grow", nil},
 	}
 	for _, tt := range tests {
@@ -1087,8 +1154,8 @@ func TestHistoryPadsEveryAPI(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a := apiByName(name)
 			const size = 1 << 20
-			pad := historyPad(a, size, nil, "")
-			cv := a.newConv(2, false, nil, pad, "")
+			pad := historyPad(a, size, nil, prefix{})
+			cv := a.newConv(2, false, nil, pad, prefix{})
 			body := cv.requestBody(nil, 2, 7, true)
 			if n := len(body); n < size || n > size+8<<10 {
 				t.Fatalf("padded with %d rounds: %d bytes, want %d to %d", pad, n, size, size+8<<10)
@@ -1110,7 +1177,7 @@ func TestHistoryPadsEveryAPI(t *testing.T) {
 			if want := 5; failures != want { // the turn's four and the newest
 				t.Errorf("%d tool results failed, want %d", failures, want)
 			}
-			if historyPad(a, 10<<10, nil, "") != 0 {
+			if historyPad(a, 10<<10, nil, prefix{}) != 0 {
 				t.Error("a size below the conversation's pads it")
 			}
 		})
@@ -1127,7 +1194,7 @@ func TestGrowingConversations(t *testing.T) {
 	for _, name := range apiNames {
 		t.Run(name, func(t *testing.T) {
 			a := apiByName(name)
-			cv := a.newConv(3, false, nil, 0, "")
+			cv := a.newConv(3, false, nil, 0, prefix{})
 			if err := cv.markRound(); err != nil {
 				t.Fatal(err)
 			}

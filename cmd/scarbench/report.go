@@ -53,6 +53,7 @@ func optionsReport(o options) map[string]any {
 		"stream": o.stream, "soak": o.soak, "incidents": o.incidents, "solutions": o.solutions,
 		"targets": o.targets, "fail_every": o.failEvery, "final_every": o.finalEvery, "api": o.api,
 		"storm": o.storm, "retries": o.retries, "postgres": o.postgres != "", "history_kb": o.history, "grow": o.grow,
+		"prefix": o.prefix, "system_kb": o.system,
 	}
 }
 
@@ -158,6 +159,9 @@ func loadTest(ctx context.Context, e *benchEnv, o options, rep *report, w io.Wri
 	}
 	if o.grow > 0 {
 		mode += fmt.Sprintf(", conversations growing a round a request for %d requests", o.grow)
+	}
+	if a := e.pre.agent; a != nil {
+		mode += ", the system prompt and tools of " + a.file
 	}
 	fmt.Fprintf(w, "%s API (POST %s), %d clients, %s, %s per run after %s warm-up, %d rounds, request body %d bytes\n",
 		e.api.name, e.api.pathOf(o.stream), o.conc, mode, o.dur, o.warmup, o.rounds, len(e.convs[0].requestBody(nil, 0, 0, false)))

@@ -153,12 +153,8 @@ type conversation struct {
 }
 
 // firstRequest marshals a conversation's first request.
-func firstRequest(body any) []byte {
-	b, err := json.Marshal(body)
-	if err != nil {
-		panic(err) // static data
-	}
-	return b
+func firstRequest(body any, pre prefix) []byte {
+	return pre.marshal(body)
 }
 
 // clientGoal is client c's task: a reworded goal of one of the seeded
@@ -177,7 +173,7 @@ func clientGoal(c int, solutions []store.Solution) string {
 // failing test runs). The Responses, Messages and Gemini requests
 // (newResponsesConversation, newMessagesConversation,
 // newGeminiConversation) carry the same turn.
-func newConversation(c int, stream bool, solutions []store.Solution, pad int, system string) conversation {
+func newConversation(c int, stream bool, solutions []store.Solution, pad int, pre prefix) conversation {
 	goal := clientGoal(c, solutions)
 	type fn struct {
 		Name      string `json:"name"`
@@ -189,14 +185,19 @@ func newConversation(c int, stream bool, solutions []store.Solution, pad int, sy
 		Function fn     `json:"function"`
 	}
 	type msg struct {
-		Role       string  `json:"role"`
-		Content    *string `json:"content"`
-		ToolCalls  []call  `json:"tool_calls,omitempty"`
-		ToolCallID string  `json:"tool_call_id,omitempty"`
+		Role       string `json:"role"`
+		Content    any    `json:"content"` // a *string, or the agent prefix's system content
+		ToolCalls  []call `json:"tool_calls,omitempty"`
+		ToolCallID string `json:"tool_call_id,omitempty"`
 	}
 	str := func(s string) *string { return &s }
+	var system any = str(cmp.Or(pre.system, systemPrompt))
+	var tools any = toolDefs
+	if pre.agent != nil {
+		system, tools = pre.agent.system, pre.agent.tools
+	}
 	msgs := []msg{
-		{Role: "system", Content: str(cmp.Or(system, systemPrompt))},
+		{Role: "system", Content: system},
 		{Role: "user", Content: str(goal)},
 	}
 	for turn, tr := range historyRounds(pad) {
@@ -216,12 +217,12 @@ func newConversation(c int, stream bool, solutions []store.Solution, pad int, sy
 		"model":       "gpt-4o-mini",
 		"stream":      stream,
 		"temperature": 0.2,
-		"tools":       toolDefs,
+		"tools":       tools,
 		"messages":    msgs,
 	}
-	cv := conversation{template: template(body, "call_new_"), goal: goal}
+	cv := conversation{template: template(body, "call_new_", pre), goal: goal}
 	body["messages"] = msgs[:2]
-	cv.first = firstRequest(body)
+	cv.first = firstRequest(body, pre)
 	return cv
 }
 
@@ -229,12 +230,8 @@ func newConversation(c int, stream bool, solutions []store.Solution, pad int, sy
 // sentinels: the string "\x00" where its call id goes (twice: the call and
 // its result), "\x01" inside the result's text, and, for the Messages API,
 // the string "\x03" where its is_error flag goes. requestBody fills them in.
-func template(body any, idPrefix string) []byte {
-	b, err := json.Marshal(body)
-	if err != nil {
-		panic(err) // static data
-	}
-	s := string(b)
+func template(body any, idPrefix string, pre prefix) []byte {
+	s := string(pre.marshal(body))
 	if strings.Count(s, `"\u0000"`) != 2 || strings.Count(s, `\u0001`) != 1 {
 		panic("scarbench: a request template must mark its newest round once")
 	}
