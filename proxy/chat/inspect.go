@@ -192,6 +192,11 @@ func (c *conversation) read(body []byte) {
 			if c.systemAt < 0 {
 				c.systemAt = i
 				c.info.System = wire.ContentText(valueAt(body, m.content))
+				if p := c.prior; p != nil && p.system == c.info.System {
+					// The remembered turns' string: the memo counts
+					// it once.
+					c.info.System = p.system
+				}
 			}
 		case m.kind == roleUser:
 			c.readUser(body, i, m)

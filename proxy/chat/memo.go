@@ -106,10 +106,12 @@ const (
 	memoBytes       = 16 << 20
 )
 
-// size estimates the memory an entry holds.
+// size estimates the memory an entry holds but its system text, which
+// the turns of a conversation share: branchesWith counts it once (see
+// wire.SharedTexts).
 func (e *memoEntry) size() int {
 	n := cap(e.msgs)*int(unsafe.Sizeof(msgSpans{})) + cap(e.calls)*int(unsafe.Sizeof(callSpans{})) +
-		cap(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.system) + len(e.goal) + len(e.firstMsg) + len(e.key)
+		cap(e.marks)*int(unsafe.Sizeof(mark{})) + len(e.goal) + len(e.firstMsg) + len(e.key)
 	n += (cap(e.tools) - len(e.tools)) * 16
 	for _, t := range e.tools {
 		n += 16 + len(t)
@@ -364,7 +366,7 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 	c.sumMessages(body)
 	e := m.entryOf(c, body)
 	e.bytes = e.size()
-	if e.bytes > memoBytes/4 {
+	if e.bytes+len(e.system) > memoBytes/4 {
 		return false
 	}
 	m.mu.Lock()
@@ -387,19 +389,26 @@ func (m *convMemo) remember(c *conversation, body []byte) bool {
 
 // branchesWith returns the turns of a name once e is remembered: e, then
 // old's but those e repeats (whatever resumes from them resumes from e as
-// far) and the oldest past wire.MaxBranches or a quarter of memoBytes.
+// far) and the oldest past wire.MaxBranches or a quarter of memoBytes,
+// each distinct system text counted once.
 func branchesWith(e *memoEntry, old *memoBranches) *memoBranches {
-	b := &memoBranches{entries: []*memoEntry{e}, size: e.bytes}
+	var shared wire.SharedTexts
+	b := &memoBranches{entries: []*memoEntry{e}, size: e.bytes + shared.Size(e.system)}
 	e.common = len(e.msgs)
 	if old == nil {
 		return b
 	}
 	for _, o := range old.entries {
-		if len(b.entries) == wire.MaxBranches || b.size+o.bytes > memoBytes/4 || o.prefixOf(e) {
+		if len(b.entries) == wire.MaxBranches || o.prefixOf(e) {
 			continue
 		}
+		n := o.bytes + shared.Peek(o.system)
+		if b.size+n > memoBytes/4 {
+			continue
+		}
+		shared.Size(o.system)
 		b.entries = append(b.entries, o)
-		b.size += o.bytes
+		b.size += n
 	}
 	if len(b.entries) > 1 {
 		// The turns kept are among those kept beside the newest before

@@ -693,6 +693,62 @@ func TestMemoKeepsEachRun(t *testing.T) {
 	}
 }
 
+// TestMemoCountsTheSystemTextOnce: runs of one task under a long system
+// prompt (qwen-code's is 38 KB) hold one string of it, read in full by
+// the first run and taken by the others, and the memo counts it once for
+// all of them; a budget that counted it a run would drop the runs'
+// turns, which are then read in full.
+func TestMemoCountsTheSystemTextOnce(t *testing.T) {
+	system := strings.Repeat("You are a coding agent. Read before you edit.\n", 800) // 38 KB
+	body := func(run string, rounds int) []byte {
+		msgs := []map[string]any{{"role": "system", "content": system}, {"role": "user", "content": "Fix the failing test"}}
+		for i := range rounds {
+			id := run + "_call_" + strconv.Itoa(i)
+			msgs = append(msgs,
+				map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": "{}"}}}},
+				map[string]any{"role": "tool", "tool_call_id": id, "content": "FAIL\tpkg\t0.01s"})
+		}
+		b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	const runs = 8
+	memo := newConvMemo(8)
+	for run := range runs {
+		for k := 1; k <= 3; k++ {
+			b := body(strconv.Itoa(run), k)
+			c, err := inspect(b, memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			judge(c)
+			memo.remember(c, b)
+		}
+	}
+	memo.mu.Lock()
+	defer memo.mu.Unlock()
+	if len(memo.cur) != 1 {
+		t.Fatalf("%d names remembered, want the task's one", len(memo.cur))
+	}
+	for _, b := range memo.cur {
+		if len(b.entries) != runs {
+			t.Fatalf("%d turns remembered, want one per run", len(b.entries))
+		}
+		sum := 0
+		for _, e := range b.entries {
+			if unsafe.StringData(e.system) != unsafe.StringData(b.entries[0].system) {
+				t.Fatal("the runs' turns hold copies of the system text")
+			}
+			sum += e.bytes
+		}
+		if want := sum + len(system); b.size != want || memo.curBytes != want {
+			t.Fatalf("the memo counts %d bytes (the name %d), want %d: the system text (%d) once", memo.curBytes, b.size, want, len(system))
+		}
+	}
+}
+
 // TestKnownStartIsNotScannedAgain: qwen-code sends a 38 KB system message
 // before the task in every run; once two runs were read, a third one's
 // system message is not scanned again, and it reads as read in full.

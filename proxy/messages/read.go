@@ -94,11 +94,13 @@ type turnState struct {
 	after             []wire.Span
 }
 
-// size estimates the memory s holds.
+// size estimates the memory s holds but its system text, which the turns
+// of a conversation share: the memo counts it once (see
+// wire.SharedTexts).
 func (s *turnState) size() int {
 	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
 		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
-		len(s.system) + len(s.goal) + len(s.key) + int(unsafe.Sizeof(*s))
+		len(s.goal) + len(s.key) + int(unsafe.Sizeof(*s))
 	for i := range s.calls.Len() {
 		c := s.calls.At(i)
 		n += len(c.id) + len(c.name)
@@ -451,5 +453,5 @@ func (r *request) remember() bool {
 		system: in.System, goal: in.Goal, key: in.Key,
 		after: r.after,
 	}
-	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size())
+	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size(), st.system)
 }

@@ -90,11 +90,13 @@ type turnState struct {
 	after                           []wire.Span
 }
 
-// size estimates the memory s holds.
+// size estimates the memory s holds but its system text, which the turns
+// of a conversation share (the instructions, when set, are the same
+// string): the memo counts it once (see wire.SharedTexts).
 func (s *turnState) size() int {
 	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
 		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
-		len(s.instructions) + len(s.system) + len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
+		len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
 	for i := range s.calls.Len() {
 		c := s.calls.At(i)
 		n += len(c.id) + len(c.name)
@@ -483,7 +485,7 @@ func (r *request) remember() bool {
 	if r.instructions.OK() {
 		st.instructions = in.System
 	}
-	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size())
+	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size(), st.system)
 }
 
 // callID is the id that ties a call to its output: call_id, or id for the

@@ -75,7 +75,11 @@ type Turn[S any] struct {
 	// endsTaken says a request that resumed from the turn's end took
 	// Elems' array to append its own elements to (see resumedEnds).
 	endsTaken atomic.Bool
-	size      int // what the memo counts for it
+	size      int // what the memo counts for it, shared aside
+	// shared is the turn's text its name's other turns may hold too (the
+	// system text, resumed from turn to turn as one string): the memo
+	// counts each such string once a name (see SharedTexts).
+	shared string
 	// common is how many first elements every turn remembered beside
 	// this one, when it was remembered, shares with it (see put): Skip
 	// follows them once for all.
@@ -219,7 +223,7 @@ func (m *TurnMemo[S]) holds(key uint64, t *Turn[S]) bool {
 // names used least recently past the budget. It reports whether it kept
 // t.
 func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
-	if size > m.budget/4 {
+	if size+len(t.shared) > m.budget/4 {
 		return false
 	}
 	t.size = size
@@ -234,13 +238,19 @@ func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
 	}
 	turns := make([]*Turn[S], 1, min(len(it.turns)+1, MaxBranches))
 	turns[0] = t
-	kept := size
+	var shared SharedTexts
+	kept := size + shared.Size(t.shared)
 	for _, o := range it.turns {
-		if len(turns) == MaxBranches || kept+o.size > m.budget/4 || o.prefixOf(t) {
+		if len(turns) == MaxBranches || o.prefixOf(t) {
 			continue
 		}
+		n := o.size + shared.Peek(o.shared)
+		if kept+n > m.budget/4 {
+			continue
+		}
+		shared.Size(o.shared)
 		turns = append(turns, o)
-		kept += o.size
+		kept += n
 	}
 	t.common = len(t.Elems)
 	if len(turns) > 1 {
@@ -300,6 +310,38 @@ func (m *TurnMemo[S]) pushNewest(it *memoItem[S]) {
 	if m.oldest == nil {
 		m.oldest = it
 	}
+}
+
+// SharedTexts counts the memory of texts that several remembered turns
+// may hold: each distinct string once. A text resumed from one turn to
+// the next (the system text) is the same string in both, not a copy.
+type SharedTexts struct {
+	seen [4]string // the strings counted; past four, each is counted
+	n    int
+}
+
+// Size returns the bytes t adds: its length the first time the string is
+// seen, 0 after.
+func (s *SharedTexts) Size(t string) int {
+	n := s.Peek(t)
+	if n > 0 && s.n < len(s.seen) {
+		s.seen[s.n] = t
+		s.n++
+	}
+	return n
+}
+
+// Peek returns what Size would, without counting t.
+func (s *SharedTexts) Peek(t string) int {
+	if t == "" {
+		return 0
+	}
+	for _, u := range s.seen[:s.n] {
+		if len(u) == len(t) && unsafe.StringData(u) == unsafe.StringData(t) {
+			return 0
+		}
+	}
+	return len(t)
 }
 
 // ElemsSize is the memory elems hold, for a format's estimate of a turn's
@@ -497,7 +539,8 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 
 // Remember keeps a turn of the conversation: elems, the elements of its
 // array, which ends at arrayEnd in body, state what the format read, of
-// size bytes (ElemsSize is added). The sums of the elements read (from
+// size bytes (ElemsSize is added) besides shared, a text of the state the
+// name's other turns may hold too (its system text), counted once a name. The sums of the elements read (from
 // From on, past the head) are filled in elems. The turn takes over elems
 // and state: the caller must not change them afterwards. It reports
 // whether the turn was kept.
@@ -506,7 +549,7 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 // most, with the same bytes after them (a retry, a replaced step, every
 // request of a rate-limit storm), is not kept: the next turn resumes from
 // the remembered one as far, or two elements short.
-func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, size int) bool {
+func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, size int, shared string) bool {
 	if !r.Keeps(elems) {
 		return false
 	}
@@ -520,7 +563,7 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 		elems[i].Sum = sum
 	}
 	r.sum, r.summed = sum, pos
-	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state}
+	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state, shared: shared}
 	if !r.TailKnown {
 		t.TailSum = r.memo.seed.Bytes(body[arrayEnd:])
 	}

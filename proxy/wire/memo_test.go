@@ -18,7 +18,7 @@ func remember(m *TurnMemo[string], tenant, body string, head int, ends []int, ar
 	for i, e := range ends {
 		elems[i].End = e
 	}
-	return r.Remember([]byte(body), elems, arrayEnd, body, size)
+	return r.Remember([]byte(body), elems, arrayEnd, body, size, "")
 }
 
 // TestTurnMemoForgetsTheLeastRecentlyUsed: past its budget the memo
@@ -141,7 +141,7 @@ func TestRememberLeavesTheTurnARetryRepeats(t *testing.T) {
 				t.Fatalf("Keeps = %v, want %v", got, tc.keep)
 			}
 			prior := r.Prior
-			if got := r.Remember(body, elems, end, tc.body, 100); got != tc.keep {
+			if got := r.Remember(body, elems, end, tc.body, 100, ""); got != tc.keep {
 				t.Fatalf("Remember = %v, want %v", got, tc.keep)
 			}
 			if !tc.keep && !m.holds(r.key, prior) {
@@ -282,13 +282,76 @@ func runTurn(run, k int) []byte {
 // and returns the request's Resume.
 func scanRemember(t *testing.T, m *TurnMemo[string], body []byte) *Resume[string] {
 	t.Helper()
+	return scanRememberShared(t, m, body, "")
+}
+
+// scanRememberShared is scanRemember with a shared text (a system text)
+// in the turn's state.
+func scanRememberShared(t *testing.T, m *TurnMemo[string], body []byte, shared string) *Resume[string] {
+	t.Helper()
 	r := NewResume(m)
 	ts, err := ScanTurn(body, []string{"x", "t"}, 0, &r, "tenant", func(string) []Span { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Remember(body, ts.Ends, ts.ArrayEnd, string(body), 100)
+	r.Remember(body, ts.Ends, ts.ArrayEnd, string(body), 100, shared)
 	return &r
+}
+
+// TestTurnMemoCountsASharedTextOnce: the turns of a name that hold one
+// system text (the same string, resumed from turn to turn) count it once;
+// copies of it count each; past the budget's quarter for a name, the
+// oldest turns go as before.
+func TestTurnMemoCountsASharedTextOnce(t *testing.T) {
+	system := strings.Repeat("You are a coding agent. ", 2000) // 48 KB
+	const runs = 8
+	for _, copies := range []bool{false, true} {
+		m := NewTurnMemo[string](0)
+		var r *Resume[string]
+		for run := range runs {
+			text := system
+			if copies {
+				text = strings.Clone(system)
+			}
+			r = scanRememberShared(t, m, runTurn(run, 2), text)
+		}
+		n, sum := branchSizes(m, r)
+		want := sum + len(system)
+		if copies {
+			want = sum + runs*len(system)
+		}
+		if n != runs || m.Bytes() != want {
+			t.Errorf("copies %v: %d turns, the memo counts %d bytes, want %d (turns %d, system %d)", copies, n, m.Bytes(), want, sum, len(system))
+		}
+	}
+	// A name's quarter of the budget: the shared text counts once in it.
+	probe := NewTurnMemo[string](0)
+	_, each := branchSizes(probe, scanRememberShared(t, probe, runTurn(0, 2), system))
+	m := NewTurnMemo[string](4 * (len(system) + 3*each + 10))
+	var r *Resume[string]
+	for run := range runs {
+		r = scanRememberShared(t, m, runTurn(run, 2), system)
+	}
+	if n, sum := branchSizes(m, r); n != 3 || m.Bytes() != sum+len(system) {
+		t.Errorf("%d turns, %d bytes, want the newest 3 and the system text once (%d)", n, m.Bytes(), sum+len(system))
+	}
+}
+
+func TestSharedTexts(t *testing.T) {
+	a := strings.Repeat("a", 100)
+	var s SharedTexts
+	if s.Peek(a) != 100 || s.Size(a) != 100 || s.Size(a) != 0 || s.Peek(a) != 0 || s.Size("") != 0 {
+		t.Fatal("one string counts once")
+	}
+	if s.Size(strings.Clone(a)) != 100 || s.Size(a[:50]) != 50 {
+		t.Fatal("a copy, or a part, counts again")
+	}
+	for range 10 {
+		s.Size(strings.Clone(a)) // past what it remembers: each counts
+	}
+	if s.Size(a) != 0 {
+		t.Fatal("the first strings are still known")
+	}
 }
 
 // branchSizes returns the sizes of the turns m holds under r's name, and
