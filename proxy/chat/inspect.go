@@ -27,6 +27,9 @@ type conversation struct {
 	memo *convMemo // where the conversation is remembered; nil for none
 
 	systemAt int // index of the system message; -1 none
+	// system says what systemFramed found of info.System (unknown until
+	// asked, or the remembered turn's answer for the same string).
+	system systemCheck
 	// The task: the first user message with words of the user's own
 	// (recall.TaskFinder), read at message taskAt (-1 until found);
 	// provisional is the first user message's text, the goal until then.
@@ -53,6 +56,29 @@ type conversation struct {
 	// knew them.
 	tailSum   uint64
 	tailKnown bool
+}
+
+// systemCheck is whether a system text holds blocks of the proxy's: not
+// known yet, or known.
+type systemCheck uint8
+
+const (
+	systemUnchecked systemCheck = iota
+	systemClean
+	systemFramed
+)
+
+// systemHasBlocks reports whether the system text holds blocks an earlier
+// turn left there. The text is scanned once a conversation: the memo
+// keeps the answer with the string (qwen-code's is 38 KB).
+func (c *conversation) systemHasBlocks() bool {
+	if c.system == systemUnchecked {
+		c.system = systemClean
+		if wire.StripFramed(c.info.System) != c.info.System {
+			c.system = systemFramed
+		}
+	}
+	return c.system == systemFramed
 }
 
 // callName is a tool call read from an assistant message.
@@ -193,9 +219,9 @@ func (c *conversation) read(body []byte) {
 				c.systemAt = i
 				c.info.System = wire.ContentText(valueAt(body, m.content))
 				if p := c.prior; p != nil && p.system == c.info.System {
-					// The remembered turns' string: the memo counts
-					// it once.
-					c.info.System = p.system
+					// The remembered turns' string (the memo counts it
+					// once), and what they found of it.
+					c.info.System, c.system = p.system, p.check
 				}
 			}
 		case m.kind == roleUser:

@@ -70,6 +70,9 @@ type memoEntry struct {
 	named    []callName
 	system   string
 	systemAt int
+	// check is what the turn found of system's blocks (see
+	// systemHasBlocks); a turn that resumes with system takes it.
+	check    systemCheck
 	goal     string // the task, or the provisional goal when taskAt < 0
 	taskAt   int    // the message the task was found in; -1 none
 	firstMsg string // the provisional goal: the first user message's text
@@ -274,12 +277,12 @@ func (c *conversation) resumeFrom(e *memoEntry, last int) {
 		if e.systemAt >= 0 && e.systemAt <= last {
 			// Its system message and task are both among the messages
 			// skipped: so is its key.
-			c.systemAt, c.info.System, c.info.Key = e.systemAt, e.system, e.key
+			c.systemAt, c.info.System, c.info.Key, c.system = e.systemAt, e.system, e.key, e.check
 		}
 	} else {
 		c.task = recall.TaskFinder{Goal: e.firstMsg}
 		if e.systemAt >= 0 && e.systemAt <= last {
-			c.systemAt, c.info.System = e.systemAt, e.system
+			c.systemAt, c.info.System, c.system = e.systemAt, e.system, e.check
 		}
 	}
 	c.info.Goal = c.task.Goal
@@ -511,6 +514,7 @@ func (m *convMemo) entryOf(c *conversation, body []byte) *memoEntry {
 		named:       fit(c.calls.Calls),
 		system:      c.info.System,
 		systemAt:    c.systemAt,
+		check:       c.system,
 		goal:        c.info.Goal,
 		taskAt:      c.taskAt,
 		firstMsg:    c.provisional,

@@ -749,6 +749,53 @@ func TestMemoCountsTheSystemTextOnce(t *testing.T) {
 	}
 }
 
+// TestSystemCheckedOnce: whether the system text holds blocks an earlier
+// turn left (the proxy placed them there, and the client sent them back)
+// is found on a conversation's first turn and taken from the memo on the
+// next ones, which place their blocks in the turns and take the old ones
+// out of the system text all the same.
+func TestSystemCheckedOnce(t *testing.T) {
+	for _, framed := range []bool{false, true} {
+		memo := newConvMemo(8)
+		old := wire.Placement{Turn: turnPlacement(2).Turn, System: true}
+		for k := 1; k <= 4; k++ {
+			body := agentTurn(t, k)
+			if framed {
+				c, err := inspect(body, nil, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body, err = c.Inject(nil, body, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := inspect(body, memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := systemClean
+			if framed {
+				want = systemFramed
+			}
+			if k == 1 && c.system != systemUnchecked || k > 1 && c.system != want {
+				t.Fatalf("framed %v, turn %d: the check read %d before placing", framed, k, c.system)
+			}
+			out, err := c.Inject(nil, body, turnPlacement(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sys := gjson.GetBytes(out, "messages.0.content").Str; sys != "You are a coding agent.\nBe careful." {
+				t.Fatalf("framed %v, turn %d: system text %q", framed, k, sys)
+			}
+			if c.system != want {
+				t.Fatalf("framed %v, turn %d: the check found %d", framed, k, c.system)
+			}
+			judge(c)
+			memo.remember(c, body)
+		}
+	}
+}
+
 // TestKnownStartIsNotScannedAgain: qwen-code sends a 38 KB system message
 // before the task in every run; once two runs were read, a third one's
 // system message is not scanned again, and it reads as read in full.

@@ -201,7 +201,7 @@ func injectTurns(dst, body []byte, conv *conversation, p wire.Placement) ([]byte
 // the system content move.
 func withoutSystemBlocks(body []byte, conv *conversation) ([]byte, func(int) int, error) {
 	same := func(pos int) int { return pos }
-	if conv.systemAt < 0 || wire.StripFramed(conv.info.System) == conv.info.System {
+	if conv.systemAt < 0 || !conv.systemHasBlocks() {
 		return body, same, nil
 	}
 	stripped, err := injectSystem(nil, body, conv)
