@@ -165,9 +165,9 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 	return e.msgs[last].end
 }
 
-// repeated returns, of the turns es, the one whose messages after probe
-// body repeats furthest, byte for byte (the first of those that go as
-// far), the last message it repeats (-1 for none) and the sum of body up
+// repeated returns, of the turns es, the first when body repeats all its
+// messages after probe, else the one whose messages after probe body
+// repeats furthest, byte for byte (the first of those that go as far), the last message it repeats (-1 for none) and the sum of body up
 // to its end. The turns are followed together: a message's bytes are
 // summed once for all the turns it ends at the same place in.
 func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoEntry, int, uint64) {
@@ -196,6 +196,33 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 			if e.msgs[i].obj {
 				best, last, at = e, i, sum
 			}
+		}
+	}
+	if len(live) > 1 {
+		// The newest turn first, alone: an agent's next turn repeats its
+		// last one whole, and then no other is looked at. Where the body
+		// leaves it, the others go on together from there: a sum covers
+		// the body up to its message's end, so one that left the body
+		// earlier does not match there.
+		e := live[0]
+		for ; i < len(e.msgs); i++ {
+			end := e.msgs[i].end
+			if end > len(body) || end <= pos {
+				break
+			}
+			next := wire.NextSum(sum, body[pos:end])
+			if next != e.marks[i].sum {
+				break
+			}
+			sum, pos = next, end
+			if e.msgs[i].obj {
+				best, last, at = e, i, sum
+			}
+		}
+		if i == len(e.msgs) {
+			live = nil
+		} else {
+			live = live[1:]
 		}
 	}
 	for ; len(live) > 0; i++ {

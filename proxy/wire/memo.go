@@ -399,9 +399,9 @@ func (r *Resume[S]) Name(tenant string, body []byte, end int) {
 }
 
 // Skip is called once the head is read, with probe the index of its last
-// element. Of the turns remembered under the name, it takes the one body
-// repeats furthest (the newest of those that go as far), which becomes
-// Prior, and returns the last element after probe that body repeats of it
+// element. Of the turns remembered under the name, it takes the newest
+// when body repeats all of it, else the one body repeats furthest (the
+// newest of those that go as far), which becomes Prior, and returns the last element after probe that body repeats of it
 // byte for byte; -1 for none (Prior stays the newest). The scan goes on
 // from its end (Prior.Elems[last].End), and From is last+1. Only an
 // element that is an object is sure to end where it ended (a number could
@@ -436,6 +436,34 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 			if body[end-1] == '}' {
 				best, last, at = p, i, sum
 			}
+		}
+	}
+	if len(live) > 1 {
+		// The newest turn first, alone: an agent's next turn repeats its
+		// last one whole, and then no other is looked at (each is an
+		// array of its own to load). Where the body leaves it, the
+		// others go on together from there: a sum covers the body up to
+		// its element's end, so one that left the body earlier does not
+		// match there.
+		p := live[0]
+		for ; i < len(p.Elems); i++ {
+			end := p.Elems[i].End
+			if end > len(body) || end <= pos {
+				break
+			}
+			next := NextSum(sum, body[pos:end])
+			if next != p.Elems[i].Sum {
+				break
+			}
+			sum, pos = next, end
+			if body[end-1] == '}' {
+				best, last, at = p, i, sum
+			}
+		}
+		if i == len(p.Elems) {
+			live = nil
+		} else {
+			live = live[1:]
 		}
 	}
 	for ; len(live) > 0; i++ {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -519,13 +520,65 @@ func TestSkipFollowsASharedStartOnce(t *testing.T) {
 	}
 }
 
+// furthest follows each of turns alone through body, whose head sums to
+// sum and ends at pos, and returns the one body repeats furthest (up to
+// an object element after probe; the newest of those that go as far) and
+// that element, or nil and -1.
+func furthest[S any](turns []*Turn[S], body []byte, sum uint64, pos, probe int) (*Turn[S], int) {
+	var best *Turn[S]
+	last := -1
+	for _, t := range turns {
+		s, p := sum, pos
+		for i := probe + 1; i < len(t.Elems); i++ {
+			end := t.Elems[i].End
+			if end > len(body) || end <= p {
+				break
+			}
+			if s, p = NextSum(s, body[p:end]), end; s != t.Elems[i].Sum {
+				break
+			}
+			if body[end-1] == '}' && i > last {
+				best, last = t, i
+			}
+		}
+	}
+	return best, last
+}
+
+// TestSkipTakesWhatFollowingEachTurnFinds: over runs that share a start,
+// branch, go back and repeat, Skip resumes from the turn and element that
+// following every turn alone finds.
+func TestSkipTakesWhatFollowingEachTurnFinds(t *testing.T) {
+	m := NewTurnMemo[string](0)
+	rng := rand.New(rand.NewPCG(7, 29))
+	for n := range 3000 {
+		shared, run, k := rng.IntN(4)*3, rng.IntN(12), 1+rng.IntN(8)
+		body := sharedTurn(shared, run, k)
+		r := NewResume(m)
+		ts, err := ScanTurn(body, []string{"x", "t"}, 0, &r, "tenant", func(string) []Span { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := NewResume(m)
+		head := bytes.Index(body, []byte(`"the task"}`)) + len(`"the task"}`)
+		ref.Name("tenant", body, head)
+		want, last := furthest(ref.branches, body, ref.sum, ref.summed, 1)
+		if from := last + 1; from == 0 && r.From != 0 || from > 0 && (r.From != from || r.Prior != want) {
+			t.Fatalf("request %d (start %d, run %d, step %d): read from %d, following each turn: %d", n, shared, run, k, r.From, from)
+		}
+		r.Remember(body, ts.Ends, ts.ArrayEnd, string(body), 100, "")
+	}
+}
+
 // BenchmarkSkipManyRuns: the next turn of one of 64 runs of one task
 // that share a start of 40 elements; "each" follows every turn element by
-// element, as Skip did before turns noted their common start.
+// element, as Skip did before turns noted their common start; "newest"
+// is the next turn of the run remembered last.
 func BenchmarkSkipManyRuns(b *testing.B) {
 	const shared = 40
-	for _, each := range []bool{false, true} {
-		b.Run(map[bool]string{false: "shared", true: "each"}[each], func(b *testing.B) {
+	for _, kind := range []string{"shared", "each", "newest"} {
+		each := kind == "each"
+		b.Run(kind, func(b *testing.B) {
 			m := NewTurnMemo[string](0)
 			t := &testing.T{}
 			for run := range MaxBranches {
@@ -539,6 +592,9 @@ func BenchmarkSkipManyRuns(b *testing.B) {
 				}
 			}
 			body := sharedTurn(shared, 7, 4)
+			if kind == "newest" {
+				body = sharedTurn(shared, MaxBranches-1, 4)
+			}
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
 				r := NewResume(m)
