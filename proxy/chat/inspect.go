@@ -170,6 +170,9 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 	c.read(body)
 	if cs.tools.ok() {
 		c.info.ToolDefs = body[cs.tools.start:cs.tools.end]
+		if c.tailKnown && cs.tools.start >= cs.messages.end {
+			c.info.ToolDefsSum = c.tailSum
+		}
 	}
 	if c.info.Goal != "" && c.info.Key == "" {
 		c.info.Key = recall.ConversationKey(wire.StripFramed(c.info.System), c.info.Goal)

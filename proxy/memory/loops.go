@@ -119,9 +119,11 @@ type convSteps struct {
 	known map[string]struct{} // the keys
 	steps []guard.Step
 	// The tools the conversation's requests define (wire.DefinedTools),
-	// and the hash of the definitions they were read from: an agent sends
-	// the same ones every turn.
+	// and the hash of the definitions they were read from, and the
+	// format's sum of the bytes that held them (wire.Info.ToolDefsSum; 0
+	// none): an agent sends the same ones every turn.
 	defsHash uint64
+	defsSum  uint64
 	defined  []string
 	loop     guard.Loop     // the loop found after the latest update
 	levels   map[string]int // the highest level recorded of each loop, by key
@@ -336,15 +338,27 @@ func (c *convSteps) addSteps(seed maphash.Seed, info *wire.Info) (fresh []int) {
 			continue
 		}
 		if !definedRead {
-			if h := maphash.Bytes(seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
-				c.defsHash, c.defined = h, wire.DefinedTools(info.ToolDefs)
-			}
+			c.readDefined(seed, info)
 			defined, definedRead = c.defined, true
 		}
 		c.push(tr.Key, stepOf(seed, tr, defined))
 		fresh = append(fresh, skipped+i)
 	}
 	return fresh
+}
+
+// readDefined sets c.defined to the tools info's request defines, read
+// again only when their bytes changed: the format's sum of the bytes that
+// hold them says they did not (Claude Code's tools are 63 KB), else a
+// hash of them. c's lock must be held.
+func (c *convSteps) readDefined(seed maphash.Seed, info *wire.Info) {
+	if info.ToolDefsSum != 0 && info.ToolDefsSum == c.defsSum && c.defined != nil {
+		return
+	}
+	if h := maphash.Bytes(seed, info.ToolDefs); h != c.defsHash || c.defined == nil {
+		c.defsHash, c.defined = h, wire.DefinedTools(info.ToolDefs)
+	}
+	c.defsSum = info.ToolDefsSum
 }
 
 // stepOf is the step of one tool result (its verdict set), given the

@@ -224,3 +224,38 @@ func TestALoopThatBreaksAgainIsRecordedOnce(t *testing.T) {
 		t.Fatalf("%d ends of the loop, %d records, want 3 and 2", broken, stored)
 	}
 }
+
+// TestReadDefinedTrustsTheFormatsSum: the tools a conversation defines
+// are read again when their bytes change, and not when the format's sum
+// of the bytes that hold them says they are the same.
+func TestReadDefinedTrustsTheFormatsSum(t *testing.T) {
+	seed := maphash.MakeSeed()
+	defs := func(names ...string) []byte {
+		b := []byte(`[`)
+		for i, n := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"type":"function","function":{"name":"`+n+`"}}`...)
+		}
+		return append(b, ']')
+	}
+	var c convSteps
+	for i, step := range []struct {
+		defs []byte
+		sum  uint64
+		want string
+	}{
+		{defs("ls", "cat"), 0, "ls cat"}, // no sum: read
+		{defs("ls", "cat"), 7, "ls cat"}, // the same bytes: hashed, the same
+		{defs("ls", "rm"), 7, "ls cat"},  // the same sum: trusted, not read
+		{defs("ls", "rm"), 8, "ls rm"},   // another sum: read
+		{defs("ls", "mv"), 0, "ls mv"},   // no sum: read
+		{defs("ls", "mv"), 8, "ls mv"},   // a new sum: hashed, the same bytes
+	} {
+		c.readDefined(seed, &wire.Info{ToolDefs: step.defs, ToolDefsSum: step.sum})
+		if got := strings.Join(c.defined, " "); got != step.want {
+			t.Fatalf("step %d: defined %q, want %q", i, got, step.want)
+		}
+	}
+}

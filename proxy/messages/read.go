@@ -151,6 +151,9 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 	}
 	if sp[keyTools].OK() {
 		in.ToolDefs = sp[keyTools].Raw(body)
+		if sp[keyTools].Start >= r.arrayEnd {
+			in.ToolDefsSum = r.resume.TailSum()
+		}
 	}
 	prior := r.resume.PriorState()
 	switch msgs := sp[keyMessages]; {

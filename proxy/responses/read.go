@@ -177,6 +177,9 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 	in.User = sp[keyUser].Value(body).String()
 	if sp[keyTools].OK() {
 		in.ToolDefs = sp[keyTools].Raw(body)
+		if sp[keyTools].Start >= r.arrayEnd && r.arrayEnd > 0 {
+			in.ToolDefsSum = r.resume.TailSum()
+		}
 	}
 	if id := sp[keySafety].Value(body).String(); id != "" {
 		in.User = id

@@ -565,11 +565,21 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 	return true
 }
 
+// TailSum returns the memo sum of the bytes after the array when they are
+// the remembered turn's (TailKnown), else 0.
+func (r *Resume[S]) TailSum() uint64 {
+	if !r.TailKnown {
+		return 0
+	}
+	return r.tailSum
+}
+
 // Remember keeps a turn of the conversation: elems, the elements of its
 // array, which ends at arrayEnd in body, state what the format read, of
 // size bytes (ElemsSize is added) besides shared, a text of the state the
-// name's other turns may hold too (its system text), counted once a name. The sums of the elements read (from
-// From on, past the head) are filled in elems. The turn takes over elems
+// name's other turns may hold too (its system text), counted once a name.
+// The sums of the elements read (from From on, past the head) are filled
+// in elems. The turn takes over elems
 // and state: the caller must not change them afterwards. It reports
 // whether the turn was kept.
 //

@@ -148,6 +148,11 @@ type Info struct {
 	// ToolDefs is the request's tool definitions as they stand in the body
 	// (its "tools" array), nil when it sends none: see [DefinedTools].
 	ToolDefs []byte
+	// ToolDefsSum, when not 0, is the memo sum of the bytes after the
+	// conversation's array, which hold ToolDefs, when the memo knew them
+	// (the turn before had the same): two requests of a conversation
+	// with the same ToolDefsSum define the same tools.
+	ToolDefsSum uint64
 }
 
 // DropBody lets go of what refers to the request's body once it is
