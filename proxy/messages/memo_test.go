@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -363,6 +364,52 @@ func claudeRun(t *testing.T) [][]byte {
 		reqs = append(reqs, slices.Concat(head, read(fmt.Sprintf("%d.part", i)), tail))
 	}
 	return reqs
+}
+
+// TestVerdictsAppendInPlace: a conversation's next turn appends its
+// verdicts to its turn before's arrays in place instead of copying all of
+// them turn after turn; a retry of a turn copies, and every turn reads as
+// read in full.
+func TestVerdictsAppendInPlace(t *testing.T) {
+	// A Claude Code turn, then a call and its result a turn, 16 times.
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "claude-turn3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := gjson.GetBytes(body, "messages")
+	end := msgs.Index + len(msgs.Raw) - 1
+	turns := [][]byte{body}
+	for k := range 16 {
+		round := fmt.Sprintf(`,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_r%d","name":"Bash","input":{"command":"ls %d"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_r%d","content":"file%d"}]}`, k, k, k, k)
+		prev := turns[len(turns)-1]
+		turns = append(turns, slices.Concat(prev[:end], []byte(round), prev[end:]))
+		end += len(round)
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	var arrays []*wire.ToolTally
+	for i, body := range turns {
+		for retry := range 2 {
+			got, err := readTurn(body, memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := read(body)
+			judge(got)
+			judge(want)
+			if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
+				t.Fatalf("turn %d (retry %d): tallies %v, in full %v", i, retry, gt, wt)
+			}
+			if p := got.resume.Prior; retry == 0 && p != nil && len(p.State.verdicts) > 0 {
+				arrays = append(arrays, unsafe.SliceData(p.State.verdicts))
+			}
+			got.Forwarded(true)
+		}
+	}
+	// Sixteen turns of one result more each: the arrays grow by doubling,
+	// not a copy a turn.
+	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 6 {
+		t.Errorf("%d turns resumed with verdicts hold them in %d arrays", len(arrays), distinct)
+	}
 }
 
 // TestContinuedOnARealRun: the requests of a real Claude Code run, read in

@@ -41,6 +41,10 @@ type request struct {
 	marks     wire.Chunks[mark]        // what was read up to the end of each message
 	arrayEnd  int                      // where the messages array ends; 0 when it is not one
 	verdictAt []int                    // the messages of info.Prior's verdicts
+	// ownVerdicts says info.Prior and verdictAt are the remembered turn's
+	// own arrays, taken with its lists (wire.Resumed): remember appends
+	// this turn's verdicts past them in place.
+	ownVerdicts bool
 	// Where the top-level members are after the messages array, relative
 	// to its end (the memo keeps them with the bytes they are in).
 	after []wire.Span
@@ -247,12 +251,19 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
 	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
 	r.first, r.newest = mk.first, mk.newest
-	r.marks, r.calls.Calls = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
+	var took bool
+	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++
 	}
-	in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+	if r.ownVerdicts = took && n == len(p.verdicts); r.ownVerdicts {
+		// The turn's own arrays, with their room: this request appends
+		// its verdicts past them (wire.Verdicts).
+		in.Prior, r.verdictAt = p.verdicts, p.verdictAt
+	} else {
+		in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+	}
 }
 
 // mark is what was read so far.
@@ -449,7 +460,7 @@ func (r *request) remember() bool {
 		return false // a retry or a replaced step: the remembered turn stays
 	}
 	in := &r.info
-	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach)
+	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach, r.ownVerdicts)
 	st := &turnState{
 		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
 		verdicts: verdicts, verdictAt: at,

@@ -2,12 +2,14 @@ package responses
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/internal/agenttest"
 	"github.com/scarproxy/scarproxy/proxy/wire"
@@ -251,6 +253,61 @@ func TestMemoIsBoundedInBytes(t *testing.T) {
 	}
 	if memo.Len() == 0 || memo.Len() >= 200 {
 		t.Fatalf("%d conversations kept", memo.Len())
+	}
+}
+
+// TestVerdictsAppendInPlace: a conversation's next turn appends its
+// verdicts to its turn before's arrays in place (the turns share them, as
+// they share their marks), instead of copying all of them turn after
+// turn; a retry of a turn copies, and every turn reads as read in full.
+func TestVerdictsAppendInPlace(t *testing.T) {
+	// A Codex CLI turn, then a call and its output a turn, 16 times.
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "codex-gpt-5.5-turn3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := gjson.GetBytes(body, "input")
+	end := input.Index + len(input.Raw) - 1
+	turns := [][]byte{body}
+	for k := range 16 {
+		round := fmt.Sprintf(`,{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"ls %d\"}","call_id":"call_r%d"},{"type":"function_call_output","call_id":"call_r%d","output":"file%d"}`, k, k, k, k)
+		prev := turns[len(turns)-1]
+		turns = append(turns, slices.Concat(prev[:end], []byte(round), prev[end:]))
+		end += len(round)
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	var arrays []*wire.ToolTally
+	for i, body := range turns {
+		got, err := readTurn(body, "t", nil, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body, "t", nil)
+		judge(got)
+		judge(want)
+		if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
+			t.Fatalf("turn %d: tallies %v, in full %v", i, gt, wt)
+		}
+		if p := got.resume.Prior; p != nil && len(p.State.verdicts) > 0 {
+			arrays = append(arrays, unsafe.SliceData(p.State.verdicts))
+		}
+		got.Forwarded(true)
+		// A retry of the turn: it resumes from the turn's end too, and
+		// copies.
+		again, err := readTurn(body, "t", nil, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(again)
+		if gt, wt := again.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
+			t.Fatalf("turn %d again: tallies %v, in full %v", i, gt, wt)
+		}
+		again.Forwarded(true)
+	}
+	// Sixteen turns of one result more each: the arrays grow by doubling,
+	// not a copy a turn.
+	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 6 {
+		t.Errorf("%d turns resumed with verdicts hold them in %d arrays", len(arrays), distinct)
 	}
 }
 

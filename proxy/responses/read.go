@@ -41,7 +41,11 @@ type request struct {
 	marks     wire.Chunks[mark]        // what was read up to the end of each item
 	arrayEnd  int                      // where the input array ends; 0 when it is not one
 	verdictAt []int                    // the items of info.Prior's verdicts
-	after     []wire.Span              // top-level members after the input, relative to its end
+	// ownVerdicts says info.Prior and verdictAt are the remembered turn's
+	// own arrays, taken with its lists (wire.Resumed): remember appends
+	// this turn's verdicts past them in place.
+	ownVerdicts bool
+	after       []wire.Span // top-level members after the input, relative to its end
 	// unstored says the request asks the provider not to store its
 	// response ("store": false, as Codex CLI does): no later request can
 	// continue from it, so its chain state is not kept.
@@ -266,12 +270,19 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	// holds (wire.Resumed). Info's tools outlive the request (capture
 	// reads them): clipped.
 	in.Tools = slices.Clip(p.tools[:mk.tools])
-	r.marks, r.calls.Calls = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
+	var took bool
+	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
 	n := 0
 	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
 		n++
 	}
-	in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+	if r.ownVerdicts = took && n == len(p.verdicts); r.ownVerdicts {
+		// The turn's own arrays, with their room: this request appends
+		// its verdicts past them (wire.Verdicts).
+		in.Prior, r.verdictAt = p.verdicts, p.verdictAt
+	} else {
+		in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+	}
 }
 
 // detachNew gives what this turn read and keeps (its marks from marks
@@ -478,7 +489,7 @@ func (r *request) remember() bool {
 		return false // a retry or a replaced step: the remembered turn stays
 	}
 	in := &r.info
-	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach)
+	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach, r.ownVerdicts)
 	st := &turnState{
 		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
 		verdicts: verdicts, verdictAt: at,

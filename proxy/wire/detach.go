@@ -63,10 +63,18 @@ func (d *Detacher) Strs(ss []string) {
 // Verdicts returns the verdicts a turn leaves its memo: prior's (the
 // verdicts of the results before the turn's, whose positions are at)
 // followed by those of results, each at its result's position; the
-// results' tool names given their own bytes by d. The slices returned
-// never share an array with prior's or at's beyond their lengths.
-func Verdicts(prior []ToolTally, at []int, results []ToolResult, d *Detacher) ([]ToolTally, []int) {
-	verdicts, pos := slices.Clip(prior), slices.Clip(at)
+// results' tool names given their own bytes by d. Unless own, the slices
+// returned never share an array with prior's or at's beyond their
+// lengths; own says the request took the remembered turn's lists
+// (Resumed), and prior and at are the turn's own, whose arrays it appends
+// to in place past their lengths (no other request does, and no reader of
+// the turn reads there), so that a conversation's turns do not copy its
+// verdicts turn after turn.
+func Verdicts(prior []ToolTally, at []int, results []ToolResult, d *Detacher, own bool) ([]ToolTally, []int) {
+	verdicts, pos := prior, at
+	if !own {
+		verdicts, pos = slices.Clip(prior), slices.Clip(at)
+	}
 	for _, tr := range results {
 		t := ToolTally{Name: d.Str(tr.Name), LastFailed: tr.Failed}
 		if tr.Failed {

@@ -631,10 +631,12 @@ type Extension struct{ taken atomic.Bool }
 // calls (the first ncalls) that a request resuming from the remembered
 // turn after its element last appends to: the turn's own when last is its
 // final element, the request has elements of its own to append (room) and
-// it is the first to take ext; otherwise their Prefix (see Chunks).
-func Resumed[M, C any](ext *Extension, marks *Chunks[M], calls *Chunks[C], last, ncalls, room int) (Chunks[M], Chunks[C]) {
+// it is the first to take ext; otherwise their Prefix (see Chunks). took
+// says it took them: the request may then append past the turn's other
+// lists in place too (see Verdicts).
+func Resumed[M, C any](ext *Extension, marks *Chunks[M], calls *Chunks[C], last, ncalls, room int) (m Chunks[M], c Chunks[C], took bool) {
 	if room > 0 && last+1 == marks.Len() && ncalls == calls.Len() && ext.taken.CompareAndSwap(false, true) {
-		return *marks, *calls
+		return *marks, *calls, true
 	}
-	return marks.Prefix(last + 1), calls.Prefix(ncalls)
+	return marks.Prefix(last + 1), calls.Prefix(ncalls), false
 }

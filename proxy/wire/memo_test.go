@@ -161,14 +161,14 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 	calls := chunksOf("a", "b")
 	var ext Extension
 
-	m1, c1 := Resumed(&ext, &marks, &calls, 2, 2, 4)
+	m1, c1, took1 := Resumed(&ext, &marks, &calls, 2, 2, 4)
 	if m1.At(0) != marks.At(0) || c1.At(0) != calls.At(0) {
 		t.Fatal("the first resumer from the end copied the turn's arrays")
 	}
 	m1.Append(41)
 	c1.Append("x")
 
-	m2, c2 := Resumed(&ext, &marks, &calls, 2, 2, 4)
+	m2, c2, took2 := Resumed(&ext, &marks, &calls, 2, 2, 4)
 	m2.Append(42)
 	c2.Append("y")
 	if m2.At(0) == marks.At(0) || c2.At(0) == calls.At(0) {
@@ -176,11 +176,14 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 	}
 
 	var fresh Extension
-	m3, c3 := Resumed(&fresh, &marks, &calls, 1, 1, 4)
+	m3, c3, took3 := Resumed(&fresh, &marks, &calls, 1, 1, 4)
 	m3.Append(43)
 	c3.Append("z")
 	if m3.At(0) == marks.At(0) {
 		t.Fatal("a resumer from an earlier element appended to the turn's arrays")
+	}
+	if !took1 || took2 || took3 {
+		t.Errorf("took: %v, %v, %v; want the first resumer only", took1, took2, took3)
 	}
 
 	for _, c := range []struct {
@@ -206,11 +209,11 @@ func TestResumedTakesTheArraysOnce(t *testing.T) {
 func TestResumedLeavesTheArraysToATurnThatAdds(t *testing.T) {
 	marks := chunksOf(1, 2)
 	var ext Extension
-	m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 0)
+	m, _, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 0)
 	if m.Append(9); m.At(0) == marks.At(0) {
 		t.Fatal("a repeat of the turn took its arrays")
 	}
-	if m, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 1); m.At(0) != marks.At(0) {
+	if m, _, _ := Resumed(&ext, &marks, &Chunks[string]{}, 1, 0, 1); m.At(0) != marks.At(0) {
 		t.Fatal("the turn after a repeat copied the arrays")
 	}
 }
