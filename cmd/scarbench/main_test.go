@@ -1220,8 +1220,18 @@ func TestGrowingConversations(t *testing.T) {
 					if !bytes.Equal(body, branch) {
 						t.Errorf("request %d, a run's first, differs from the branch request", seq)
 					}
-				case !bytes.HasPrefix(body, prev[:len(prev)-len(cv.tail)]):
-					t.Errorf("request %d does not extend request %d", seq, seq-1)
+				default:
+					// The request before, up to its newest round, then
+					// that round as an older one (without the cache
+					// marker, for Messages).
+					newest := fillRound(nil, cv.round, 3, seq-1, failed(seq-1))
+					cut := len(prev) - len(cv.tail) - len(newest)
+					if !bytes.HasPrefix(body, prev[:cut]) || !bytes.HasPrefix(body[cut:], fillRound(nil, cv.older, 3, seq-1, failed(seq-1))) {
+						t.Errorf("request %d does not extend request %d", seq, seq-1)
+					}
+				}
+				if n := strings.Count(gjson.GetBytes(body, key).Raw, `"cache_control"`); name == "messages" && n != 1 {
+					t.Errorf("request %d: %d cache markers in the messages, want the newest one's", seq, n)
 				}
 				if failed(seq) != bytes.Contains(body, []byte("[build failed] (c3s"+strconv.Itoa(seq)+")")) {
 					t.Errorf("request %d: its newest result is not the failure it should be", seq)

@@ -143,8 +143,10 @@ type conversation struct {
 	template []byte // the body, with sentinels where the newest round goes
 	// head, round and tail split the template around its newest round
 	// (markRound): a growing conversation (-grow) sends round once per
-	// turn of its run.
-	head, round, tail []byte
+	// turn of its run, as older the rounds before its newest (Claude
+	// Code's cache_control marker moves to the newest message: an older
+	// round is sent without it).
+	head, round, older, tail []byte
 	goal              string
 	// first is the conversation's first request, as an agent sends it
 	// (the system prompt, the tools and the task, no history): the proxy
@@ -256,10 +258,14 @@ func (cv conversation) grownBody(dst []byte, client, seq, grow int, failed func(
 	dst = append(dst, cv.head...)
 	first := seq - seq%grow
 	for j := first; j <= seq; j++ {
+		round := cv.round
 		if j > first {
 			dst = append(dst, ',')
 		}
-		dst = fillRound(dst, cv.round, client, j, failed(j))
+		if j < seq {
+			round = cv.older
+		}
+		dst = fillRound(dst, round, client, j, failed(j))
 	}
 	return append(dst, cv.tail...)
 }
@@ -324,10 +330,16 @@ func (cv *conversation) markRound() error {
 		}
 		end := start + n + len(last)
 		cv.head, cv.round, cv.tail = cv.template[:start], cv.template[start:end], cv.template[end:]
+		cv.older = bytes.Replace(cv.round, []byte(cacheMark), nil, 1)
 		return nil
 	}
 	return errors.New("scarbench: a request template has no newest round in an array")
 }
+
+// cacheMark is the Messages API's prompt cache marker on a content block,
+// as a template has it: Claude Code puts it on the newest message's last
+// block only.
+const cacheMark = `,"cache_control":{"type":"ephemeral"}`
 
 // indexSentinel finds the next `\u0001`, `\u0002` or `\u0003` escape in s.
 func indexSentinel(s []byte) int {
