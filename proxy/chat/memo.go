@@ -167,9 +167,10 @@ func (m *convMemo) resume(c *conversation, body []byte, probe int) int {
 
 // repeated returns, of the turns es, the first when body repeats all its
 // messages after probe, else the one whose messages after probe body
-// repeats furthest, byte for byte (the first of those that go as far), the last message it repeats (-1 for none) and the sum of body up
-// to its end. The turns are followed together: a message's bytes are
-// summed once for all the turns it ends at the same place in.
+// repeats furthest, byte for byte (the first of those that go as far);
+// the last message it repeats (-1 for none); and the sum of body up to
+// its end. The turns are followed together: a message's bytes are summed
+// once for all the turns it ends at the same place in.
 func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoEntry, int, uint64) {
 	var buf [8]*memoEntry
 	live := append(buf[:0], es...)

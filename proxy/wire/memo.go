@@ -401,8 +401,9 @@ func (r *Resume[S]) Name(tenant string, body []byte, end int) {
 // Skip is called once the head is read, with probe the index of its last
 // element. Of the turns remembered under the name, it takes the newest
 // when body repeats all of it, else the one body repeats furthest (the
-// newest of those that go as far), which becomes Prior, and returns the last element after probe that body repeats of it
-// byte for byte; -1 for none (Prior stays the newest). The scan goes on
+// newest of those that go as far), which becomes Prior, and returns the
+// last element after probe that body repeats of it byte for byte; -1 for
+// none (Prior stays the newest). The scan goes on
 // from its end (Prior.Elems[last].End), and From is last+1. Only an
 // element that is an object is sure to end where it ended (a number could
 // go on: "1" then "12"), so only such an element is returned.
