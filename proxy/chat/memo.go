@@ -202,10 +202,11 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 	if len(live) > 1 {
 		// The newest turn first, alone: an agent's next turn repeats its
 		// last one whole, and then no other is looked at. Where the body
-		// leaves it, the others go on together from there: a sum covers
-		// the body up to its message's end, so one that left the body
-		// earlier does not match there.
-		e := live[0]
+		// leaves it, the others that went as far go on together from
+		// there: a sum covers the body up to its message's end, so those
+		// are the ones whose message before ends where the newest one's
+		// does with its sum.
+		e, from := live[0], i
 		for ; i < len(e.msgs); i++ {
 			end := e.msgs[i].end
 			if end > len(body) || end <= pos {
@@ -220,10 +221,19 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 				best, last, at = e, i, sum
 			}
 		}
-		if i == len(e.msgs) {
+		switch {
+		case i == len(e.msgs):
 			live = nil
-		} else {
+		case i == from:
 			live = live[1:]
+		default:
+			n := 0
+			for _, o := range live[1:] {
+				if len(o.msgs) > i && o.msgs[i-1].end == e.msgs[i-1].end && o.marks[i-1].sum == e.marks[i-1].sum {
+					live[n], n = o, n+1
+				}
+			}
+			live = live[:n]
 		}
 	}
 	for ; len(live) > 0; i++ {

@@ -443,10 +443,11 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 		// The newest turn first, alone: an agent's next turn repeats its
 		// last one whole, and then no other is looked at (each is an
 		// array of its own to load). Where the body leaves it, the
-		// others go on together from there: a sum covers the body up to
-		// its element's end, so one that left the body earlier does not
-		// match there.
-		p := live[0]
+		// others that went as far go on together from there: a sum
+		// covers the body up to its element's end, so those are the ones
+		// whose element before ends where the newest one's does with its
+		// sum (a turn that left earlier would cost a sum of its own).
+		p, from := live[0], i
 		for ; i < len(p.Elems); i++ {
 			end := p.Elems[i].End
 			if end > len(body) || end <= pos {
@@ -461,10 +462,19 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 				best, last, at = p, i, sum
 			}
 		}
-		if i == len(p.Elems) {
+		switch {
+		case i == len(p.Elems):
 			live = nil
-		} else {
+		case i == from:
 			live = live[1:]
+		default:
+			n := 0
+			for _, o := range live[1:] {
+				if len(o.Elems) > i && o.Elems[i-1] == p.Elems[i-1] {
+					live[n], n = o, n+1
+				}
+			}
+			live = live[:n]
 		}
 	}
 	for ; len(live) > 0; i++ {

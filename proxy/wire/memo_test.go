@@ -576,10 +576,12 @@ func TestSkipTakesWhatFollowingEachTurnFinds(t *testing.T) {
 // BenchmarkSkipManyRuns: the next turn of one of 64 runs of one task
 // that share a start of 40 elements; "each" follows every turn element by
 // element, as Skip did before turns noted their common start; "newest"
-// is the next turn of the run remembered last.
+// is the next turn of the run remembered last, "changed" that run's turn
+// with its last step changed (as Claude Code re-sends its newest message
+// without its cache marker).
 func BenchmarkSkipManyRuns(b *testing.B) {
 	const shared = 40
-	for _, kind := range []string{"shared", "each", "newest"} {
+	for _, kind := range []string{"shared", "each", "newest", "changed"} {
 		each := kind == "each"
 		b.Run(kind, func(b *testing.B) {
 			m := NewTurnMemo[string](0)
@@ -595,8 +597,11 @@ func BenchmarkSkipManyRuns(b *testing.B) {
 				}
 			}
 			body := sharedTurn(shared, 7, 4)
-			if kind == "newest" {
+			switch kind {
+			case "newest":
 				body = sharedTurn(shared, MaxBranches-1, 4)
+			case "changed":
+				body = bytes.Replace(sharedTurn(shared, MaxBranches-1, 4), []byte("step 3"), []byte("step X"), 1)
 			}
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
