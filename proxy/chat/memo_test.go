@@ -643,25 +643,30 @@ func TestForgetDropsTheRemembered(t *testing.T) {
 	})
 }
 
+// runTurn is turn rounds of a run of one task under system: the task,
+// then rounds calls of the run's own.
+func runTurn(t testing.TB, system, run string, rounds int) []byte {
+	t.Helper()
+	msgs := []map[string]any{{"role": "system", "content": system}, {"role": "user", "content": "Fix the failing test"}}
+	for i := range rounds {
+		id := run + "_call_" + strconv.Itoa(i)
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": "{}"}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": "FAIL\tpkg\t0.01s"})
+	}
+	b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestMemoKeepsEachRun: two runs of one task (the same head, then calls
 // of their own; chat agents send no run id), taking turns, each read only
 // their newest round once each has a turn of its own remembered, as a
 // script that starts an agent with one prompt twice at once sends them.
 func TestMemoKeepsEachRun(t *testing.T) {
-	body := func(run string, rounds int) []byte {
-		msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the failing test"}}
-		for i := range rounds {
-			id := run + "_call_" + strconv.Itoa(i)
-			msgs = append(msgs,
-				map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": "{}"}}}},
-				map[string]any{"role": "tool", "tool_call_id": id, "content": "FAIL\tpkg\t0.01s"})
-		}
-		b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	body := func(run string, rounds int) []byte { return runTurn(t, "You are a coding agent.", run, rounds) }
 	memo := newConvMemo(8)
 	for k := 1; k <= 6; k++ {
 		for _, run := range []string{"a", "b"} {
@@ -700,20 +705,7 @@ func TestMemoKeepsEachRun(t *testing.T) {
 // turns, which are then read in full.
 func TestMemoCountsTheSystemTextOnce(t *testing.T) {
 	system := strings.Repeat("You are a coding agent. Read before you edit.\n", 800) // 38 KB
-	body := func(run string, rounds int) []byte {
-		msgs := []map[string]any{{"role": "system", "content": system}, {"role": "user", "content": "Fix the failing test"}}
-		for i := range rounds {
-			id := run + "_call_" + strconv.Itoa(i)
-			msgs = append(msgs,
-				map[string]any{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run_tests", "arguments": "{}"}}}},
-				map[string]any{"role": "tool", "tool_call_id": id, "content": "FAIL\tpkg\t0.01s"})
-		}
-		b, err := json.Marshal(map[string]any{"messages": msgs, "model": "m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	body := func(run string, rounds int) []byte { return runTurn(t, system, run, rounds) }
 	const runs = 8
 	memo := newConvMemo(8)
 	for run := range runs {
