@@ -147,7 +147,7 @@ type conversation struct {
 	// Code's cache_control marker moves to the newest message: an older
 	// round is sent without it).
 	head, round, older, tail []byte
-	goal              string
+	goal                     string
 	// first is the conversation's first request, as an agent sends it
 	// (the system prompt, the tools and the task, no history): the proxy
 	// decides a conversation's recall on it.
