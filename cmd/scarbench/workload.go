@@ -142,10 +142,10 @@ func seedIncident(i, n int, now time.Time, span time.Duration) store.Incident {
 type conversation struct {
 	template []byte // the body, with sentinels where the newest round goes
 	// head, round and tail split the template around its newest round
-	// (markRound): a growing conversation (-grow) sends round once per
-	// turn of its run, as older the rounds before its newest (Claude
-	// Code's cache_control marker moves to the newest message: an older
-	// round is sent without it).
+	// (markRound): a growing conversation (-grow) sends a round per turn
+	// of its run, round for its newest and older for those before it
+	// (Claude Code's cache_control marker moves to the newest message: an
+	// older round is sent without it).
 	head, round, older, tail []byte
 	goal                     string
 	// first is the conversation's first request, as an agent sends it
