@@ -686,16 +686,25 @@ func TestMemoKeepsEachRun(t *testing.T) {
 			memo.remember(c, b)
 		}
 	}
+	taskTurns(t, memo, 2)
+}
+
+// taskTurns returns the turns memo holds under its one name, failing
+// unless it holds one name with runs turns, one per run of its task.
+func taskTurns(t *testing.T, memo *convMemo, runs int) *memoBranches {
+	t.Helper()
 	memo.mu.Lock()
 	defer memo.mu.Unlock()
 	if len(memo.cur) != 1 {
 		t.Fatalf("%d names remembered, want the task's one", len(memo.cur))
 	}
 	for _, b := range memo.cur {
-		if len(b.entries) != 2 {
+		if len(b.entries) != runs {
 			t.Fatalf("%d turns remembered, want one per run", len(b.entries))
 		}
+		return b
 	}
+	return nil
 }
 
 // TestMemoCountsTheSystemTextOnce: runs of one task under a long system
@@ -719,25 +728,18 @@ func TestMemoCountsTheSystemTextOnce(t *testing.T) {
 			memo.remember(c, b)
 		}
 	}
+	b := taskTurns(t, memo, runs)
+	sum := 0
+	for _, e := range b.entries {
+		if unsafe.StringData(e.system) != unsafe.StringData(b.entries[0].system) {
+			t.Fatal("the runs' turns hold copies of the system text")
+		}
+		sum += e.bytes
+	}
 	memo.mu.Lock()
 	defer memo.mu.Unlock()
-	if len(memo.cur) != 1 {
-		t.Fatalf("%d names remembered, want the task's one", len(memo.cur))
-	}
-	for _, b := range memo.cur {
-		if len(b.entries) != runs {
-			t.Fatalf("%d turns remembered, want one per run", len(b.entries))
-		}
-		sum := 0
-		for _, e := range b.entries {
-			if unsafe.StringData(e.system) != unsafe.StringData(b.entries[0].system) {
-				t.Fatal("the runs' turns hold copies of the system text")
-			}
-			sum += e.bytes
-		}
-		if want := sum + len(system); b.size != want || memo.curBytes != want {
-			t.Fatalf("the memo counts %d bytes (the name %d), want %d: the system text (%d) once", memo.curBytes, b.size, want, len(system))
-		}
+	if want := sum + len(system); b.size != want || memo.curBytes != want {
+		t.Fatalf("the memo counts %d bytes (the name %d), want %d: the system text (%d) once", memo.curBytes, b.size, want, len(system))
 	}
 }
 
