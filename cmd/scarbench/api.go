@@ -178,14 +178,24 @@ func newResponsesConversation(c int, stream bool, solutions []store.Solution, pa
 		Stream            bool           `json:"stream"`
 		Include           []string       `json:"include"`
 		PromptCacheKey    string         `json:"prompt_cache_key"`
+		ClientMetadata    any            `json:"client_metadata,omitempty"`
 	}{
 		Model: "gpt-5-codex", Input: input, Tools: tools,
 		ToolChoice: "auto", Reasoning: map[string]any{"effort": "medium", "summary": "auto"},
 		Stream: stream, Include: []string{"reasoning.encrypted_content"},
 		PromptCacheKey: fmt.Sprintf("bench-conversation-%d", c),
 	}
-	cv := conversation{template: template(body, "call_new_", pre), goal: goal}
+	var metadata [][]byte
+	if pre.agent != nil && len(pre.agent.metadata) > 0 {
+		// Codex CLI's client_metadata, in a new order on every request.
+		metadata = pre.agent.metadata
+		body.ClientMetadata = "\x04"
+	}
+	cv := conversation{template: template(body, "call_new_", pre), goal: goal, metadata: metadata}
 	body.Input = input[:head]
+	if metadata != nil {
+		body.ClientMetadata = json.RawMessage(appendShuffled(nil, metadata, c, 0))
+	}
 	cv.first = firstRequest(body, pre)
 	return cv
 }

@@ -190,6 +190,7 @@ func TestAgentPrefix(t *testing.T) {
 				if !bytes.Contains(body, sys) {
 					t.Errorf("the capture's developer items are not in the request")
 				}
+				checkClientMetadata(t, cv, pre.agent.metadata)
 			} else if !bytes.Contains(body, pre.agent.system) {
 				t.Errorf("the capture's %d bytes of system prompt are not in the request", len(pre.agent.system))
 			}
@@ -207,6 +208,37 @@ func TestAgentPrefix(t *testing.T) {
 	}
 	if _, err := prefixOf("agent", "chat", 0, t.TempDir()); err == nil || !strings.Contains(err.Error(), "-prefix synthetic") {
 		t.Errorf("outside the module: %v, want the error to name -prefix synthetic", err)
+	}
+}
+
+// checkClientMetadata: every request of a Codex CLI conversation, the
+// first and grown ones too, sends the capture's client_metadata members,
+// each once, in an order that changes from request to request.
+func checkClientMetadata(t *testing.T, cv conversation, members [][]byte) {
+	t.Helper()
+	if len(members) < 5 {
+		t.Fatalf("%d client_metadata members read from the capture", len(members))
+	}
+	orders := map[string]bool{}
+	for seq := range 8 {
+		for _, b := range [][]byte{cv.first, cv.requestBody(nil, 5, seq, false), cv.grownBody(nil, 5, seq, 4, func(int) bool { return false })} {
+			raw := gjson.GetBytes(b, "client_metadata")
+			var keys []string
+			raw.ForEach(func(k, v gjson.Result) bool {
+				keys = append(keys, k.String())
+				if !slices.ContainsFunc(members, func(m []byte) bool { return string(m) == k.Raw+":"+v.Raw }) {
+					t.Errorf("member %s:%.40s is not the capture's", k.Raw, v.Raw)
+				}
+				return true
+			})
+			if len(keys) != len(members) {
+				t.Fatalf("client_metadata has %d members, want %d: %.200s", len(keys), len(members), raw.Raw)
+			}
+			orders[strings.Join(keys, ",")] = true
+		}
+	}
+	if len(orders) < 4 {
+		t.Errorf("%d orders of client_metadata over 17 requests, want them to change", len(orders))
 	}
 }
 
@@ -1200,7 +1232,7 @@ func TestGrowingConversations(t *testing.T) {
 			}
 			key := map[string]string{"chat": "messages", "responses": "input", "messages": "messages", "gemini": "contents"}[name]
 			count := func(body []byte) int { return len(gjson.GetBytes(body, key).Array()) }
-			round := fillRound(nil, cv.round, 3, 1, false)
+			round := cv.fill(nil, cv.round, 3, 1, false)
 			perRound := len(gjson.ParseBytes(append(append([]byte("["), round...), ']')).Array())
 			if perRound < 2 {
 				t.Fatalf("the newest round holds %d elements: %s", perRound, round)
@@ -1224,9 +1256,9 @@ func TestGrowingConversations(t *testing.T) {
 					// The request before, up to its newest round, then
 					// that round as an older one (without the cache
 					// marker, for Messages).
-					newest := fillRound(nil, cv.round, 3, seq-1, failed(seq-1))
+					newest := cv.fill(nil, cv.round, 3, seq-1, failed(seq-1))
 					cut := len(prev) - len(cv.tail) - len(newest)
-					if !bytes.HasPrefix(body, prev[:cut]) || !bytes.HasPrefix(body[cut:], fillRound(nil, cv.older, 3, seq-1, failed(seq-1))) {
+					if !bytes.HasPrefix(body, prev[:cut]) || !bytes.HasPrefix(body[cut:], cv.fill(nil, cv.older, 3, seq-1, failed(seq-1))) {
 						t.Errorf("request %d does not extend request %d", seq, seq-1)
 					}
 				}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -32,6 +34,11 @@ type agentPrefix struct {
 	// array; gemini, the systemInstruction content.
 	system json.RawMessage
 	tools  json.RawMessage // the tools array
+	// metadata are the members of the client_metadata object Codex CLI
+	// sends after its tools ("key":value each): it orders them anew on
+	// every request (a hash map), so scarbench does too. Nil for the
+	// other APIs.
+	metadata [][]byte
 }
 
 // agentCaptures are the captures the agent prefix of each API comes from:
@@ -100,6 +107,16 @@ func readAgentPrefix(api string, body []byte) (*agentPrefix, error) {
 		}
 		if len(dev) > 0 {
 			ap.system = append(append([]byte{'['}, bytes.Join(dev, []byte{','})...), ']')
+		}
+		if raw := top["client_metadata"]; len(raw) > 0 {
+			var meta map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &meta); err != nil {
+				return nil, err
+			}
+			for _, k := range slices.Sorted(maps.Keys(meta)) {
+				key, _ := json.Marshal(k)
+				ap.metadata = append(ap.metadata, append(append(key, ':'), meta[k]...))
+			}
 		}
 	case "messages":
 		ap.system = top["system"]

@@ -148,6 +148,9 @@ type conversation struct {
 	// older round is sent without it).
 	head, round, older, tail []byte
 	goal                     string
+	// metadata are the members of Codex CLI's client_metadata (see
+	// agentPrefix), sent in a new order on every request.
+	metadata [][]byte
 	// first is the conversation's first request, as an agent sends it
 	// (the system prompt, the tools and the task, no history): the proxy
 	// decides a conversation's recall on it.
@@ -231,7 +234,9 @@ func newConversation(c int, stream bool, solutions []store.Solution, pad int, pr
 // template marshals a request body whose newest round is marked with
 // sentinels: the string "\x00" where its call id goes (twice: the call and
 // its result), "\x01" inside the result's text, and, for the Messages API,
-// the string "\x03" where its is_error flag goes. requestBody fills them in.
+// the string "\x03" where its is_error flag goes, and, for the Responses
+// API with Codex CLI's prefix, the string "\x04" where its client_metadata
+// object goes. requestBody fills them in.
 func template(body any, idPrefix string, pre prefix) []byte {
 	s := string(pre.marshal(body))
 	if strings.Count(s, `"\u0000"`) != 2 || strings.Count(s, `\u0001`) != 1 {
@@ -239,13 +244,14 @@ func template(body any, idPrefix string, pre prefix) []byte {
 	}
 	s = strings.Replace(s, `"\u0000"`, `"`+idPrefix+`\u0002"`, 2)
 	s = strings.Replace(s, `"\u0003"`, `\u0003`, 1) // a bare true or false
+	s = strings.Replace(s, `"\u0004"`, `\u0004`, 1) // an object
 	return []byte(s)
 }
 
 // requestBody appends request seq of the conversation to dst. When failed,
 // the newest tool result is a failure the proxy has not seen before.
 func (cv conversation) requestBody(dst []byte, client, seq int, failed bool) []byte {
-	return fillRound(dst, cv.template, client, seq, failed)
+	return cv.fill(dst, cv.template, client, seq, failed)
 }
 
 // grownBody appends request seq of a conversation that grows by a round
@@ -265,15 +271,15 @@ func (cv conversation) grownBody(dst []byte, client, seq, grow int, failed func(
 		if j < seq {
 			round = cv.older
 		}
-		dst = fillRound(dst, round, client, j, failed(j))
+		dst = cv.fill(dst, round, client, j, failed(j))
 	}
-	return append(dst, cv.tail...)
+	return cv.fill(dst, cv.tail, client, seq, false)
 }
 
-// fillRound appends s with its sentinels filled for request seq of
-// client: the call id, the tool result (a failure when failed) and its
-// is_error flag.
-func fillRound(dst, s []byte, client, seq int, failed bool) []byte {
+// fill appends s with its sentinels filled for request seq of client:
+// the call id, the tool result (a failure when failed), its is_error flag
+// and the client_metadata object.
+func (cv conversation) fill(dst, s []byte, client, seq int, failed bool) []byte {
 	id := "c" + strconv.Itoa(client) + "s" + strconv.Itoa(seq)
 	result, isError := okToolResult(client, seq), "false"
 	if failed {
@@ -293,19 +299,49 @@ func fillRound(dst, s []byte, client, seq int, failed bool) []byte {
 			dst = append(dst, result...)
 		case '3':
 			dst = append(dst, isError...)
+		case '4':
+			dst = appendShuffled(dst, cv.metadata, client, seq)
 		}
 		s = s[i+6:]
 	}
 	return dst
 }
 
+// appendShuffled appends a JSON object of members in an order of their
+// own for request seq of client, as a hash map's iteration gives them.
+func appendShuffled(dst []byte, members [][]byte, client, seq int) []byte {
+	var buf [16]int
+	order := buf[:0]
+	for i := range members {
+		order = append(order, i)
+	}
+	x := uint64(client)<<32 ^ uint64(seq) ^ 0x9e3779b97f4a7c15
+	for i := len(order) - 1; i > 0; i-- {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		j := int(x % uint64(i+1))
+		order[i], order[j] = order[j], order[i]
+	}
+	dst = append(dst, '{')
+	for n, i := range order {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, members[i]...)
+	}
+	return append(dst, '}')
+}
+
 // markRound splits the template around its newest round: the elements of
 // the conversation's array (messages, input or contents) from the first
 // that holds the call id sentinel to the array's last.
 func (cv *conversation) markRound() error {
-	// The bare is_error sentinel is no JSON: a value of its length
-	// stands in for it while the template is parsed.
+	// The bare is_error and client_metadata sentinels are no JSON:
+	// values of their length stand in for them while the template is
+	// parsed.
 	plain := bytes.ReplaceAll(cv.template, []byte(`\u0003`), []byte("false "))
+	plain = bytes.ReplaceAll(plain, []byte(`\u0004`), []byte("{}    "))
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(plain, &top); err != nil {
 		return fmt.Errorf("scarbench: a request template is not JSON: %w", err)
@@ -341,10 +377,10 @@ func (cv *conversation) markRound() error {
 // block only.
 const cacheMark = `,"cache_control":{"type":"ephemeral"}`
 
-// indexSentinel finds the next `\u0001`, `\u0002` or `\u0003` escape in s.
+// indexSentinel finds the next `\u0001` to `\u0004` escape in s.
 func indexSentinel(s []byte) int {
 	for i := 0; i+5 < len(s); i++ {
-		if s[i] == '\\' && s[i+1] == 'u' && s[i+2] == '0' && s[i+3] == '0' && s[i+4] == '0' && '1' <= s[i+5] && s[i+5] <= '3' {
+		if s[i] == '\\' && s[i+1] == 'u' && s[i+2] == '0' && s[i+3] == '0' && s[i+4] == '0' && '1' <= s[i+5] && s[i+5] <= '4' {
 			return i
 		}
 	}
