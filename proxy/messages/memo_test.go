@@ -86,6 +86,10 @@ func FuzzReadMemo(f *testing.F) {
 	f.Add(`{"system":"s","messages":[{"role":"user","content":"g"}],"model":"a"}`, `,{"role":"assistant","content":"x"}`, `,"system":"t","model":"b"}`)
 	f.Add(`{"messages":[{"role":"user","content":"g"}],"system":[{"type":"text","text":"a"}]}`, `,{"role":"user","content":"h"}`, "")
 	f.Add(`{"messages":[{"role":"user","content":"<system-reminder>x</system-reminder>"}]}`, `,{"role":"user","content":"the task"}`, "")
+	// Tails that change in one member: the others' values are taken as
+	// they were, a number that goes on is not.
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"system":"s","tools":[{"name":"a"}],"max_tokens":1}`, `,{"role":"assistant","content":"x"}`, `,"system":"s","tools":[{"name":"a"}],"max_tokens":12}`)
+	f.Add(`{"messages":[{"role":"user","content":"g"}],"system":"s","max_tokens":1,"tools":[]}`, `,{"role":"assistant","content":"x"}`, `,"max_tokens":1,"system":"s","tools":[],"tools":[]}`)
 	f.Add(`{"messages":[{"role":"user","content":"g"},1]}`, `2`, "")
 	f.Add(`{"messages":[{"role":"user","content":"g"}]}`, `,{`, "")
 	f.Add(`{"messages":[{"role":"user","content":"g"}],"messages":[]}`, `,{}`, "")
@@ -464,5 +468,43 @@ func TestMemoKeepsEachRun(t *testing.T) {
 	})
 	if memo.Len() != 1 {
 		t.Fatalf("%d conversations remembered, want the task's one", memo.Len())
+	}
+}
+
+// TestMemoReadsAChangedTailByMember: a turn whose bytes after the
+// messages changed in one member (max_tokens here) reads only its newest
+// message, as a full read does, and takes the system text and the tools'
+// sum of the turn before from the memo: their bytes are the same.
+func TestMemoReadsAChangedTailByMember(t *testing.T) {
+	turns := growing(t, "claude-turn3.json")
+	for i := range turns {
+		turns[i] = bytes.Replace(turns[i], []byte(`"max_tokens":64000`), fmt.Appendf(nil, `"max_tokens":%d`, 64000+i), 1)
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	w, _ := read(turns[len(turns)-1])
+	u := firstUserAt(w)
+	var prev *request
+	for i, body := range turns {
+		got, err := readTurn(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body)
+		sameRead(t, body, got, want)
+		if i >= u+2 && got.resume.From != len(got.elems)-1 {
+			t.Fatalf("turn %d: read from message %d of %d", i, got.resume.From, len(got.elems))
+		}
+		if i >= u+1 {
+			g, p := got.info, prev.info
+			if got.resume.TailKnown || g.System == "" || unsafe.StringData(g.System) != unsafe.StringData(p.System) {
+				t.Fatalf("turn %d: tail known %v, the system text decoded again: %v", i, got.resume.TailKnown, unsafe.StringData(g.System) != unsafe.StringData(p.System))
+			}
+			if g.ToolDefsSum == 0 || g.ToolDefsSum != p.ToolDefsSum {
+				t.Fatalf("turn %d: tools' sum %x, the turn before's %x", i, g.ToolDefsSum, p.ToolDefsSum)
+			}
+		}
+		judge(got)
+		got.Forwarded(true)
+		prev = got
 	}
 }

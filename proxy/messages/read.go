@@ -156,7 +156,7 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 	if sp[keyTools].OK() {
 		in.ToolDefs = sp[keyTools].Raw(body)
 		if sp[keyTools].Start >= r.arrayEnd {
-			in.ToolDefsSum = r.resume.TailSum()
+			in.ToolDefsSum = r.resume.MemberSum("tools")
 		}
 	}
 	prior := r.resume.PriorState()
@@ -203,8 +203,10 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 	r.resume.Refer(&r.ref)
 	in.Continued = r.resume.Prior != nil && r.answers.One()
 	// The system text and the key: the memo's when the system value is
-	// the same bytes.
-	known := prior != nil && (r.system.OK() && r.system.End <= sp[keyMessages].Start || r.resume.TailKnown)
+	// the same bytes (before the messages: in the head; after them: in a
+	// tail the memo knew, or the same bytes under "system" in one that
+	// changed elsewhere).
+	known := prior != nil && (r.system.OK() && r.system.End <= sp[keyMessages].Start || r.resume.TailKnown || ts.SameAfter(keySystem))
 	if known {
 		in.System = prior.system
 	} else if sys := sp[keySystem].Value(body); sys.Exists() {

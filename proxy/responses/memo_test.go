@@ -86,6 +86,10 @@ func FuzzReadMemo(f *testing.F) {
 	f.Add(`{"instructions":"s","input":[{"role":"user","content":"g"}],"model":"a"}`, `,{"role":"assistant","content":"x"}`, `,"instructions":"t","model":"b"}`)
 	f.Add(`{"input":[{"role":"developer","content":"d"},{"role":"user","content":"g"}],"instructions":"i"}`, `,{"role":"user","content":"h"}`, `}`)
 	f.Add(`{"input":[{"role":"user","content":[{"type":"input_text","text":"<environment_context>x</environment_context>"}]}]}`, `,{"role":"user","content":"the task"}`, "")
+	// Tails that change in one member (Codex CLI's client_metadata): the
+	// others' values are taken as they were, a number that goes on is not.
+	f.Add(`{"input":[{"role":"user","content":"g"}],"instructions":"i","tools":[{"name":"a"}],"client_metadata":{"a":"1","b":"2"},"n":1}`, `,{"role":"assistant","content":"x"}`, `,"instructions":"i","tools":[{"name":"a"}],"client_metadata":{"b":"2","a":"1"},"n":1.5}`)
+	f.Add(`{"input":[{"role":"user","content":"g"}],"instructions":"i","tools":[]}`, `,{"role":"assistant","content":"x"}`, `,"tools":[],"instructions":"i","instructions":"i"}`)
 	f.Add(`{"input":[{"role":"user","content":"g"},1]}`, `2`, "")
 	f.Add(`{"input":[{"role":"user","content":"g"}],"previous_response_id":"r"}`, `,{}`, "")
 	f.Add(`{"input":[{"role":"user","content":"g"}]}`, `,{"type":"message","role":"developer","content":[{"type":"input_text","text":"<system-reminder>x</system-reminder>"}]}`, "")
@@ -438,5 +442,54 @@ func TestMemoKeepsEachRun(t *testing.T) {
 	})
 	if memo.Len() != 1 {
 		t.Fatalf("%d conversations remembered, want the task's one", memo.Len())
+	}
+}
+
+// TestMemoReadsAChangedTailByMember: Codex CLI orders its client_metadata
+// anew on every request, after its tools. The memo still reads only the
+// newest item of each turn, reads as a full read does, and finds the
+// tools the same bytes (one sum from turn to turn) though the bytes
+// after the input changed.
+func TestMemoReadsAChangedTailByMember(t *testing.T) {
+	turns := growing(t, "codex-gpt-5.5-turn3.json")
+	meta := gjson.GetBytes(turns[0], "client_metadata")
+	var members []string
+	meta.ForEach(func(k, v gjson.Result) bool {
+		members = append(members, k.Raw+":"+v.Raw)
+		return true
+	})
+	if len(members) < 3 {
+		t.Fatalf("%d client_metadata members", len(members))
+	}
+	for i := range turns {
+		// The members rotated by i.
+		order := slices.Concat(members[i%len(members):], members[:i%len(members)])
+		turns[i] = bytes.Replace(turns[i], []byte(meta.Raw), []byte("{"+strings.Join(order, ",")+"}"), 1)
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	w, _ := read(turns[len(turns)-1], "t", nil)
+	u := firstUserAt(w)
+	var sum uint64
+	for i, body := range turns {
+		got, err := readTurn(body, "t", nil, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body, "t", nil)
+		sameRead(t, body, got, want)
+		if i >= u+2 && got.resume.From != len(got.elems)-1 {
+			t.Fatalf("turn %d: read from item %d of %d", i, got.resume.From, len(got.elems))
+		}
+		if i >= u+1 {
+			if got.resume.TailKnown {
+				t.Fatalf("turn %d: the bytes after the input are the last turn's", i)
+			}
+			if s := got.info.ToolDefsSum; s == 0 || sum != 0 && s != sum {
+				t.Fatalf("turn %d: tools' sum %x, the turn before's %x", i, s, sum)
+			}
+			sum = got.info.ToolDefsSum
+		}
+		judge(got)
+		got.Forwarded(true)
 	}
 }

@@ -171,9 +171,11 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 	in.Stream = sp[keyStream].Value(body).Bool()
 	prior := r.resume.PriorState()
 	// The instructions' text: the memo's when their bytes are the same
-	// (before the input: in the head; after it: in the tail).
+	// (before the input: in the head; after it: in a tail the memo knew,
+	// or the same bytes under "instructions" in one that changed
+	// elsewhere).
 	ins := r.instructions
-	if prior != nil && ins.OK() && (ins.End <= sp[keyInput].Start || r.resume.TailKnown) {
+	if prior != nil && ins.OK() && (ins.End <= sp[keyInput].Start || r.resume.TailKnown || ts.SameAfter(keyInstructions)) {
 		in.System = prior.instructions
 	} else {
 		in.System = ins.Value(body).String()
@@ -182,7 +184,7 @@ func readTurn(body []byte, tenant string, ch *chains, memo *wire.TurnMemo[*turnS
 	if sp[keyTools].OK() {
 		in.ToolDefs = sp[keyTools].Raw(body)
 		if sp[keyTools].Start >= r.arrayEnd && r.arrayEnd > 0 {
-			in.ToolDefsSum = r.resume.TailSum()
+			in.ToolDefsSum = r.resume.MemberSum("tools")
 		}
 	}
 	if id := sp[keySafety].Value(body).String(); id != "" {

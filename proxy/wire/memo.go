@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/zeebo/xxh3"
 )
 
 // An agent sends its whole conversation on every turn: the body of turn
@@ -69,6 +71,9 @@ type Turn[S any] struct {
 	// after the array.
 	TailLen int
 	TailSum uint64
+	// Members are the top-level members after the array, in order (nil
+	// when the memo did not read them; see TailMember).
+	Members []TailMember
 	// State is what the format read of the turn.
 	State S
 
@@ -84,6 +89,19 @@ type Turn[S any] struct {
 	// this one, when it was remembered, shares with it (see put): Skip
 	// follows them once for all.
 	common int
+}
+
+// TailMember is one top-level member after a turn's array: the sum of
+// its key, the length of its value, and the sum of the value seeded by
+// the key's. When the bytes after the array change, those that did not
+// are found member by member (Codex CLI orders the members of its
+// client_metadata anew on every request, after 9 KB of tools that do not
+// change): a value of the same bytes under the same key needs no check,
+// and what the format read of it is as last time.
+type TailMember struct {
+	Key uint64
+	Len int
+	Sum uint64
 }
 
 // Elem is where one element of a conversation's array ends in its body,
@@ -370,6 +388,9 @@ type Resume[S any] struct {
 	// TailKnown says the bytes after the array are Prior's.
 	TailKnown bool
 	tailSum   uint64
+	// members are the body's members after the array, when not
+	// TailKnown (see member).
+	members []TailMember
 }
 
 // PriorState is the state of the remembered turn, or S's zero value when
@@ -576,13 +597,68 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 	return true
 }
 
-// TailSum returns the memo sum of the bytes after the array when they are
-// the remembered turn's (TailKnown), else 0.
-func (r *Resume[S]) TailSum() uint64 {
-	if !r.TailKnown {
+// member checks the value of a top-level member after the array, at s,
+// key its name, and reports whether it is the value Prior had under that
+// key, byte for byte: then the value was checked before and s goes past
+// it at once. The member is noted for the turn Remember keeps.
+func (r *Resume[S]) member(s *Scanner, key []byte) (same bool, err error) {
+	if r.memo == nil {
+		return false, s.Value(1)
+	}
+	ks := xxh3.HashSeed(key, uint64(r.memo.seed))
+	if p := r.Prior; p != nil {
+		for _, m := range p.Members {
+			end := s.I + m.Len
+			if m.Key != ks || end > len(s.B) || numberGoesOn(s.B, end) {
+				continue
+			}
+			if NextSum(ks, s.B[s.I:end]) == m.Sum {
+				s.I = end
+				r.members = append(r.members, m)
+				return true, nil
+			}
+		}
+	}
+	start := s.I
+	if err := s.Value(1); err != nil {
+		return false, err
+	}
+	r.members = append(r.members, TailMember{Key: ks, Len: s.I - start, Sum: NextSum(ks, s.B[start:s.I])})
+	return false, nil
+}
+
+// numberGoesOn reports whether b holds a number that ends at end and one
+// that goes on past it ("1" then "12", "1.5", "1e3"): the same bytes up to
+// end are then not the same value.
+func numberGoesOn(b []byte, end int) bool {
+	if c := b[end-1]; c < '0' || c > '9' || end == len(b) {
+		return false
+	}
+	switch c := b[end]; {
+	case '0' <= c && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		return true
+	}
+	return false
+}
+
+// MemberSum returns the memo sum of the value of the top-level member key
+// after the array (seeded by the key's), when the memo read it; else 0.
+// Two bodies with the same sum for a key hold the same value bytes there.
+func (r *Resume[S]) MemberSum(key string) uint64 {
+	if r.memo == nil {
 		return 0
 	}
-	return r.tailSum
+	members := r.members
+	if r.TailKnown {
+		members = r.Prior.Members
+	}
+	ks := xxh3.HashStringSeed(key, uint64(r.memo.seed))
+	for _, m := range members {
+		if m.Key == ks {
+			return m.Sum
+		}
+	}
+	return 0
 }
 
 // Remember keeps a turn of the conversation: elems, the elements of its
@@ -612,11 +688,14 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 		elems[i].Sum = sum
 	}
 	r.sum, r.summed = sum, pos
-	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state, shared: shared}
+	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state, shared: shared, Members: r.members}
 	if !r.TailKnown {
 		t.TailSum = r.memo.seed.Bytes(body[arrayEnd:])
+	} else {
+		t.Members = r.Prior.Members
 	}
-	return r.memo.put(r.key, t, size+ElemsSize(elems)+int(unsafe.Sizeof(*t))+64)
+	size += ElemsSize(elems) + cap(t.Members)*int(unsafe.Sizeof(TailMember{}))
+	return r.memo.put(r.key, t, size+int(unsafe.Sizeof(*t))+64)
 }
 
 // Keeps reports whether Remember would keep a turn of elems: a caller

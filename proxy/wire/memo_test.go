@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // remember remembers under tenant a turn of body whose array is the
@@ -609,6 +611,92 @@ func BenchmarkSkipManyRuns(b *testing.B) {
 				if _, err := ScanTurn(body, []string{"x", "t"}, 0, &r, "tenant", func(string) []Span { return nil }); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// TestTailMembers: when the bytes after the array change, the members
+// there whose values are the remembered turn's under the same key are
+// found so (Same, MemberSum) and those that changed are read and checked
+// as any: a number that goes on, a value under another key, a value that
+// is no JSON, a key given twice.
+func TestTailMembers(t *testing.T) {
+	m := NewTurnMemo[[]Span](0)
+	keys := []string{"x", "tools", "meta", "n"}
+	const tools = `[{"name":"run","description":"Runs a command."}]`
+	turn := func(k int, tail string) []byte {
+		b := []byte(`{"x":[{"role":"user","c":"the task"}`)
+		for i := 1; i <= k; i++ {
+			b = fmt.Appendf(b, `,{"a":"step %d"}`, i)
+		}
+		return append(append(b, ']'), tail...)
+	}
+	scan := func(body []byte) (TurnScan, *Resume[[]Span], error) {
+		r := NewResume(m)
+		ts, err := ScanTurn(body, keys, 0, &r, "tenant", func(after []Span) []Span { return after })
+		return ts, &r, err
+	}
+	// The turn every case extends.
+	base := `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1}`
+	body := turn(1, base)
+	ts, r, err := scan(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Remember(body, ts.Ends, ts.ArrayEnd, ts.After, 100, "")
+	if r.TailKnown || slices.Contains(ts.Same, true) {
+		t.Fatalf("a first turn: TailKnown %v, Same %v", r.TailKnown, ts.Same)
+	}
+	toolsSum := r.MemberSum("tools")
+	if toolsSum == 0 || r.MemberSum("meta") == toolsSum || r.MemberSum("absent") != 0 {
+		t.Fatalf("member sums: tools %x, meta %x, absent %x", toolsSum, r.MemberSum("meta"), r.MemberSum("absent"))
+	}
+	for i, tc := range []struct {
+		name, tail string
+		known      bool
+		same       []bool // of tools, meta, n
+		err        string
+	}{
+		{"the same bytes", base, true, []bool{true, true, true}, ""},
+		{"meta's members reordered", `,"tools":` + tools + `,"meta":{"b":"two","a":1},"n":1}`, false, []bool{true, false, true}, ""},
+		{"a number that goes on", `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":12}`, false, []bool{true, true, false}, ""},
+		{"a number that goes on, the last", `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1.5}`, false, []bool{true, true, false}, ""},
+		{"a number that goes on, with an exponent", `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1e3 }`, false, []bool{true, true, false}, ""},
+		{"the number with space after", `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1 }`, false, []bool{true, true, true}, ""},
+		{"tools' value under meta", `,"tools":` + tools + `,"meta":` + tools + `,"n":1}`, false, []bool{true, false, true}, ""},
+		{"a member more before them", `,"extra":true,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1}`, false, []bool{true, true, true}, ""},
+		{"tools changed", `,"tools":[{"name":"run","description":"Runs it."}],"meta":{"a":1,"b":"two"},"n":1}`, false, []bool{false, true, true}, ""},
+		{"meta no JSON", `,"tools":` + tools + `,"meta":{"a":1,"b":},"n":1}`, false, nil, "JSON"},
+		{"a number that goes on into no JSON", `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1.}`, false, nil, "JSON"},
+		{"tools twice", `,"tools":` + tools + `,"tools":` + tools + `,"meta":{"a":1,"b":"two"},"n":1}`, false, nil, "more than once"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := turn(2+i, tc.tail)
+			ts, r, err := scan(body)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Prior == nil || r.From == 0 {
+				t.Fatalf("not resumed: prior %v, from %d", r.Prior != nil, r.From)
+			}
+			if r.TailKnown != tc.known || !slices.Equal(ts.Same[1:], tc.same) {
+				t.Errorf("TailKnown %v, Same %v; want %v, %v", r.TailKnown, ts.Same[1:], tc.known, tc.same)
+			}
+			for k, key := range keys[1:] {
+				want := gjson.GetBytes(body, key).Raw
+				if got := string(ts.Top[k+1].Raw(body)); got != want {
+					t.Errorf("%s at %q, want %q", key, got, want)
+				}
+			}
+			if got := r.MemberSum("tools"); (got == toolsSum) != tc.same[0] {
+				t.Errorf("tools' sum %x, the first turn's %x; want them equal: %v", got, toolsSum, tc.same[0])
 			}
 		})
 	}

@@ -25,6 +25,10 @@ type TurnScan struct {
 	// After are the spans of Top after the array, relative to its end:
 	// what a memo keeps with the bytes after the array.
 	After []Span
+	// Same says which members of Top after the array are, byte for byte,
+	// the remembered turn's (all of them when Resume.TailKnown): what the
+	// format read of them then holds.
+	Same []bool
 	// Truncated says the array has more than MaxElems elements: Elems
 	// and Ends are not all there.
 	Truncated bool
@@ -33,6 +37,10 @@ type TurnScan struct {
 	// valid before (see KnownStarts).
 	KnownStart bool
 }
+
+// SameAfter reports whether the top-level member keys[k] is after the
+// array and its value is the remembered turn's, byte for byte.
+func (ts *TurnScan) SameAfter(k int) bool { return k < len(ts.Same) && ts.Same[k] }
 
 // errTailKnown ends a scan whose memo knew the rest of the body.
 var errTailKnown = errors.New("rest of the body known")
@@ -55,7 +63,9 @@ const newElemsRoom = 8
 // positions of the members there from the memo (after returns the
 // remembered turn's After). With a memo, the elements before the first
 // user element are not checked again when the body starts with the same
-// bytes as one that was (see KnownStarts).
+// bytes as one that was (see KnownStarts). When the bytes after the array
+// changed, a member there whose value is the remembered turn's under the
+// same key is not checked again either (see TailMember).
 func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant string, after func(S) []Span) (TurnScan, error) {
 	ts := TurnScan{Top: make([]Span, len(keys))}
 	s := Scanner{B: body}
@@ -131,11 +141,12 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 					return err
 				}
 				ts.Top[k], ts.ArrayEnd = Span{start, s.I}, s.I
-				ts.After = make([]Span, len(keys))
+				ts.After, ts.Same = make([]Span, len(keys)), make([]bool, len(keys))
 				if dup == nil && r.Tail(body, s.I) {
 					for i, rel := range after(r.Prior.State) {
 						if rel.OK() && !ts.Top[i].OK() {
 							ts.Top[i] = Span{rel.Start + s.I, rel.End + s.I}
+							ts.Same[i] = true
 						}
 					}
 					ts.After = after(r.Prior.State)
@@ -144,13 +155,20 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 				}
 				return nil
 			}
-			if err := s.Value(1); err != nil {
+			same := false
+			if ts.ArrayEnd > 0 {
+				var err error
+				if same, err = r.member(&s, key); err != nil {
+					return err
+				}
+			} else if err := s.Value(1); err != nil {
 				return err
 			}
 			if k >= 0 {
 				ts.Top[k] = Span{start, s.I}
 				if ts.ArrayEnd > 0 {
 					ts.After[k] = Span{start - ts.ArrayEnd, s.I - ts.ArrayEnd}
+					ts.Same[k] = same
 				}
 			}
 			return nil
