@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"strings"
 )
 
@@ -28,11 +29,49 @@ func GoalKey(goal string) string {
 // so that every turn of one conversation yields the same key.
 func ConversationKey(firstMessages ...string) string {
 	h := sha256.New()
+	writeFramed(h, firstMessages)
+	return "conv:" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// writeFramed writes each message to h framed by its length.
+func writeFramed(h hash.Hash, messages []string) {
 	var n [8]byte
-	for _, m := range firstMessages {
+	for _, m := range messages {
 		binary.BigEndian.PutUint64(n[:], uint64(len(m)))
 		h.Write(n[:])
 		h.Write([]byte(m))
 	}
-	return "conv:" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// A KeyStart is ConversationKey begun with a conversation's first message
+// (its system text, tens of KB for an agent), to be ended with each task's
+// messages: the first message is hashed once, not on every request. Its
+// zero value is not ready: make one with StartKey. It is safe for
+// concurrent use.
+type KeyStart struct {
+	first string
+	h     hash.Hash
+}
+
+// StartKey begins ConversationKey with first.
+func StartKey(first string) KeyStart {
+	h := sha256.New()
+	writeFramed(h, []string{first})
+	return KeyStart{first: first, h: h}
+}
+
+// Key returns ConversationKey(first, rest...), first being the message k
+// began with.
+func (k KeyStart) Key(rest ...string) string {
+	c, ok := k.h.(hash.Cloner)
+	if !ok {
+		return ConversationKey(append([]string{k.first}, rest...)...)
+	}
+	h, err := c.Clone()
+	if err != nil {
+		return ConversationKey(append([]string{k.first}, rest...)...)
+	}
+	d := h.(hash.Hash)
+	writeFramed(d, rest)
+	return "conv:" + hex.EncodeToString(d.Sum(nil)[:8])
 }

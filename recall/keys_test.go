@@ -3,6 +3,7 @@ package recall
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -73,5 +74,33 @@ func TestConfig(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestKeyStart: a key begun with a first message and ended with the
+// others is ConversationKey of them all, from one start as often as
+// asked, by concurrent callers too.
+func TestKeyStart(t *testing.T) {
+	system := strings.Repeat("You are a coding agent. ", 1500)
+	start := StartKey(system)
+	tasks := []string{"fix the build", "", "add a flag", strings.Repeat("x", 200)}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, task := range tasks {
+				if got, want := start.Key(task), ConversationKey(system, task); got != want {
+					t.Errorf("Key(%.20q) = %s, want %s", task, got, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := start.Key("a", "b"), ConversationKey(system, "a", "b"); got != want {
+		t.Errorf("Key of two = %s, want %s", got, want)
+	}
+	if got, want := StartKey("").Key(), ConversationKey(""); got != want {
+		t.Errorf("an empty start = %s, want %s", got, want)
 	}
 }

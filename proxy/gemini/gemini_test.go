@@ -483,9 +483,14 @@ func TestErrorShapes(t *testing.T) {
 }
 
 // TestSystemMemo: the memory of system instructions gives what decoding
-// gives, only for the same bytes, within its bounds.
+// gives, only for the same bytes, within its bounds, and the conversation
+// key begun with the text.
 func TestSystemMemo(t *testing.T) {
 	m := newSystemMemo()
+	text := func(raw []byte) string {
+		s, _ := m.text(raw)
+		return s
+	}
 	body := agentBody(t, "gemini-cli-turn3")
 	sp, err := wire.Members(body, "systemInstruction")
 	if err != nil {
@@ -493,27 +498,38 @@ func TestSystemMemo(t *testing.T) {
 	}
 	raw := sp[0].Raw(body)
 	want := systemText(raw)
-	if len(raw) < memoMinBytes || m.text(raw) != want || m.text(bytes.Clone(raw)) != want || len(m.entries) != 1 {
+	if len(raw) < memoMinBytes || text(raw) != want || text(bytes.Clone(raw)) != want || len(m.entries) != 1 {
 		t.Fatalf("the CLI's system instruction: %d entries", len(m.entries))
+	}
+	if _, start := m.text(raw); start == nil || start.Key("fix the build") != recall.ConversationKey(wire.Strip(want), "fix the build") {
+		t.Fatal("the key begun with the system text is not the conversation's")
 	}
 	// Another value under the same key is not taken for it.
 	other := bytes.Replace(raw, []byte("Gemini CLI"), []byte("Gemini XYZ"), 1)
 	m.add(maphash.Bytes(m.seed, other), memoText{raw: raw, text: "wrong"})
-	if got := m.text(other); got != systemText(other) || got == "wrong" {
+	if got := text(other); got != systemText(other) || got == "wrong" {
 		t.Fatalf("another system instruction read as %.40q", got)
 	}
 	// Bounded in entries (and so in bytes, here).
 	for i := range 2 * memoEntries {
 		v := []byte(`{"parts":[{"text":"` + strings.Repeat("x", memoMinBytes) + strconv.Itoa(i) + `"}]}`)
-		if got := m.text(v); got != systemText(v) {
+		if got := text(v); got != systemText(v) {
 			t.Fatal("a remembered text differs")
 		}
 	}
 	if len(m.entries) != memoEntries || len(m.order) != memoEntries || m.bytes > memoMaxBytes {
 		t.Fatalf("%d entries, %d in order, %d bytes", len(m.entries), len(m.order), m.bytes)
 	}
-	if r, err := New().Read(body, wire.Route{Path: streamPath}); err != nil || r.Info().System != want {
-		t.Fatalf("the format reads %v", err)
+	// The format's key, the system text's first remembered, then not.
+	f := New()
+	for range 2 {
+		r, err := f.Read(body, wire.Route{Path: streamPath})
+		if err != nil || r.Info().System != want {
+			t.Fatalf("the format reads %v", err)
+		}
+		if in := r.Info(); in.Goal == "" || in.Key != recall.ConversationKey(wire.Strip(want), in.Goal) {
+			t.Fatalf("the format's key %q for the task %.40q", in.Key, in.Goal)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/scarproxy/scarproxy/proxy/wire"
+	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 )
 
@@ -24,10 +26,13 @@ type systemMemo struct {
 }
 
 // memoText is one system instruction: its value as it stood in a body (a
-// copy), and its text.
+// copy), its text, and the conversation key begun with the text (blocks
+// stripped), which each request ends with its task: hashing the text
+// again on every request cost as much as the rest of reading it.
 type memoText struct {
-	raw  []byte
-	text string
+	raw   []byte
+	text  string
+	start recall.KeyStart
 }
 
 // Bounds of the memo, and the smallest value it remembers (a small one
@@ -43,21 +48,23 @@ func newSystemMemo() *systemMemo {
 }
 
 // text returns the text of a system instruction, raw being its JSON
-// value: what systemText gives, remembered. A nil memo remembers nothing.
-func (m *systemMemo) text(raw []byte) string {
+// value: what systemText gives, remembered, with the conversation key
+// begun with it (nil when not remembered). A nil memo remembers nothing.
+func (m *systemMemo) text(raw []byte) (string, *recall.KeyStart) {
 	if m == nil || len(raw) < memoMinBytes {
-		return systemText(raw)
+		return systemText(raw), nil
 	}
 	key := maphash.Bytes(m.seed, raw)
 	m.mu.Lock()
 	e, ok := m.entries[key]
 	m.mu.Unlock()
 	if ok && bytes.Equal(e.raw, raw) {
-		return e.text
+		return e.text, &e.start
 	}
 	t := systemText(raw)
-	m.add(key, memoText{raw: bytes.Clone(raw), text: t})
-	return t
+	e = memoText{raw: bytes.Clone(raw), text: t, start: recall.StartKey(wire.Strip(t))}
+	m.add(key, e)
+	return t, &e.start
 }
 
 // add remembers e under key, in place of what key held, and forgets the

@@ -91,8 +91,9 @@ func read(body []byte, path string, systems *systemMemo) (*request, error) {
 	}
 	in := &r.info
 	in.Model, in.Stream = model, method == MethodStream
+	var start *recall.KeyStart
 	if raw := r.system.Raw(body); raw != nil {
-		in.System = systems.text(raw)
+		in.System, start = systems.text(raw)
 	}
 	if sp[3].OK() {
 		in.ToolDefs = sp[3].Raw(body)
@@ -129,7 +130,11 @@ func read(body []byte, path string, systems *systemMemo) (*request, error) {
 		}
 		return true
 	})
-	if in.Goal != "" {
+	switch {
+	case in.Goal == "":
+	case start != nil:
+		in.Key = start.Key(in.Goal)
+	default:
 		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
 	}
 	return r, nil
