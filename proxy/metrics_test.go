@@ -56,13 +56,17 @@ func TestMetricsSayWhatTheMemosHold(t *testing.T) {
 	res = h.do(http.MethodPost, "/v1/chat/completions", []byte(chat), nil)
 	io.Copy(io.Discard, res.Body)
 	res.Body.Close()
+	gemini := `{"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"ok"}]},{"role":"user","parts":[{"text":"more"}]}]}`
+	res = h.do(http.MethodPost, "/v1beta/models/m:generateContent", []byte(gemini), nil)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
 	h.inflight.Wait()
 	res = h.do(http.MethodGet, "/metrics", nil, nil)
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	held := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		for _, f := range []string{"chat", "messages", "responses"} {
+		for _, f := range []string{"chat", "messages", "responses", "gemini"} {
 			if v, ok := strings.CutPrefix(line, `scarproxy_conversation_memo_bytes{format="`+f+`"} `); ok {
 				n, err := strconv.ParseFloat(v, 64)
 				if err != nil {
@@ -72,7 +76,7 @@ func TestMetricsSayWhatTheMemosHold(t *testing.T) {
 			}
 		}
 	}
-	if len(held) != 3 || held["chat"] <= 0 || held["messages"] <= 0 || held["responses"] != 0 {
+	if len(held) != 4 || held["chat"] <= 0 || held["messages"] <= 0 || held["gemini"] <= 0 || held["responses"] != 0 {
 		t.Fatalf("memo bytes %v\n%s", held, b)
 	}
 }

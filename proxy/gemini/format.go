@@ -29,6 +29,15 @@
 // final answer unless the answer calls a function. Errors the proxy
 // answers itself take Google's shape, {"error":{"code","message","status"}}.
 //
+// A request is read in one pass (wire.ScanTurn) that checks the body and
+// locates its members and contents; each content is then read with gjson
+// from its span. The Gemini CLI sends its whole conversation on every
+// turn: a per-conversation memo (wire.TurnMemo) lets a turn skip the
+// contents its conversation's remembered turn holds, byte for byte, and
+// the bytes after them (system instruction, tool declarations) when they
+// are the same; the system instruction is decoded only when its bytes
+// changed.
+//
 // # Imports
 //
 // gemini imports wire and recall. It must not import Echo, proxy,
@@ -42,15 +51,22 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
-// Format is the Gemini format. It remembers the text of the system
-// instructions it read lately (see systemMemo): make one per server with
-// [New].
+// Format is the Gemini format. It holds the conversation memo and
+// remembers the text of the system instructions it read lately (see
+// systemMemo): make one per server with [New].
 type Format struct {
+	memo    *wire.TurnMemo[*turnState]
 	systems *systemMemo
 }
 
-// New returns the format with an empty memory.
-func New() *Format { return &Format{systems: newSystemMemo()} }
+// New returns the format with an empty memo of wire.DefaultMemoBudget
+// bytes and an empty memory of system instructions.
+func New() *Format {
+	return &Format{memo: wire.NewTurnMemo[*turnState](0), systems: newSystemMemo()}
+}
+
+// MemoBytes returns the bytes the conversation memo holds.
+func (f *Format) MemoBytes() int { return f.memo.Bytes() }
 
 // Name implements [wire.Format].
 func (*Format) Name() string { return "gemini" }
@@ -59,7 +75,7 @@ func (*Format) Name() string { return "gemini" }
 // r.Path; a path that is not a generateContent or streamGenerateContent
 // call is refused.
 func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
-	return read(body, r.Path, f.systems)
+	return readTurn(body, r.Path, f.systems, f.memo, r.Tenant)
 }
 
 // Error implements [wire.Format]: Google's error shape.

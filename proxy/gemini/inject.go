@@ -12,11 +12,20 @@ import (
 // Info implements [wire.Request].
 func (r *request) Info() *wire.Info { return &r.info }
 
-// Forwarded implements [wire.Request]: nothing refers to the body.
-func (r *request) Forwarded(bool) {}
+// Forwarded implements [wire.Request]: the memo keeps what was read, once
+// the tool results are judged, and the request lets go of the body.
+func (r *request) Forwarded(remember bool) {
+	if remember && !r.ref.Forgotten() {
+		r.remember()
+		r.ref.Remembered()
+	}
+	r.body, r.elems, r.marks, r.calls, r.verdictAt, r.done = nil, nil, wire.Chunks[mark]{}, wire.CallChunks[call]{}, nil, nil
+	r.resume = wire.Resume[*turnState]{}
+	r.info.DropBody()
+}
 
-// Forget implements [wire.Request]: nothing is remembered.
-func (r *request) Forget() {}
+// Forget implements [wire.Request].
+func (r *request) Forget() { r.ref.Forget() }
 
 // Inject implements [wire.Request]. With p.System the blocks go, as a text
 // part of their own, in front of the parts of systemInstruction, which is

@@ -3,8 +3,10 @@ package gemini
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/scarproxy/scarproxy/recall"
@@ -26,10 +28,50 @@ type request struct {
 	// when the request has none.
 	system    wire.Span
 	systemKey string
-	task      recall.TaskFinder
+	// start is the conversation key begun with the system text, when a
+	// memo kept it (see recall.KeyStart).
+	start *recall.KeyStart
+	task  recall.TaskFinder
 	// first and newest are the parts of the first and the last user
 	// content, where the recall block and the turn's blocks go.
 	first, newest parts
+
+	// What reading the contents found so far, content by content.
+	users    int  // user contents read
+	answered bool // a model content was read
+	answers  wire.Answers
+	calls    wire.CallChunks[call]
+	// lastFrom is where the calls of the latest model content start in
+	// calls; done says which of them a response answered (a response
+	// with no id answers the next one of its tool not answered). done
+	// may be a mark's (doneShared): it is copied before it is written.
+	lastFrom   int
+	done       []bool
+	doneShared bool
+	// truncated says the contents array has more than wire.MaxElems
+	// elements: it is read as a whole, and not remembered.
+	truncated bool
+
+	// detach copies what the turn keeps out of the copy of its contents
+	// (nil when that copy is small).
+	detach *wire.Detacher
+
+	// The memo (see wire.TurnMemo): the conversation's remembered turn,
+	// and what this turn will leave it.
+	body      []byte
+	resume    wire.Resume[*turnState]
+	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
+	elems     []wire.Elem              // where each content ends
+	marks     wire.Chunks[mark]        // what was read up to the end of each content
+	arrayEnd  int                      // where the contents array ends; 0 when it is not one
+	verdictAt []int                    // the contents of info.Prior's verdicts
+	// ownVerdicts says info.Prior and verdictAt are the remembered turn's
+	// own arrays, taken with its lists (wire.Resumed): remember appends
+	// this turn's verdicts past them in place.
+	ownVerdicts bool
+	// Where the top-level members are after the contents array, relative
+	// to its end (the memo keeps them with the bytes they are in).
+	after []wire.Span
 }
 
 // parts is where a user content's parts are in the body, as the
@@ -44,10 +86,82 @@ type parts struct {
 	elems     bool
 }
 
+// call is a functionCall part read from a model content: its arguments
+// and the content's text before it (its note), as they stand in the body
+// (absent when none), and its place in the request's calls.
+type call struct {
+	id, name   string
+	args, note wire.Span
+	at         int
+}
+
+// CallID implements [wire.Identified].
+func (c call) CallID() string { return c.id }
+
+// mark is what was read of a conversation up to the end of one content.
+type mark struct {
+	tools, calls, toolCount, users, lastFrom int
+	answered, later                          bool
+	origin                                   string
+	task                                     recall.TaskFinder
+	first, newest                            parts
+	done                                     []bool // shared: never written
+}
+
+// turnState is what the memo keeps of a turn: its marks, and the slices
+// they index.
+type turnState struct {
+	marks     wire.Chunks[mark]
+	calls     wire.Chunks[call]
+	ext       wire.Extension // of marks and calls
+	tools     []string
+	verdicts  []wire.ToolTally // the verdicts of the function responses, in content order
+	verdictAt []int            // the content of each verdict
+	// The system text, the goal and their key, when the system value is
+	// known to be the same bytes (before the array: in the head; after:
+	// in the tail), and the key begun with the system text (nil when
+	// the system memo did not keep it).
+	system, goal, key string
+	start             *recall.KeyStart
+	after             []wire.Span
+}
+
+// size estimates the memory s holds but its system text, which the turns
+// of a conversation share: the memo counts it once (see
+// wire.SharedTexts).
+func (s *turnState) size() int {
+	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
+		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
+		len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
+	for i := range s.calls.Len() {
+		c := s.calls.At(i)
+		n += len(c.id) + len(c.name)
+	}
+	for _, t := range s.tools {
+		n += len(t)
+	}
+	var prev []bool
+	for i := range s.marks.Len() {
+		// The marks share their done lists until a response answers.
+		if d := s.marks.At(i).done; cap(d) > 0 && (cap(prev) == 0 || &d[:1][0] != &prev[:1][0]) {
+			n += cap(d)
+			prev = d
+		}
+	}
+	return n
+}
+
 // Top-level members the proxy reads, in the order of read's spans. The
 // API takes each member by its JSON name and by its proto name; both
 // spellings of one member are one member.
 var topKeys = []string{"contents", "systemInstruction", "system_instruction", "tools"}
+
+const (
+	keyContents = iota
+	keySystem
+	keySystemProto
+	keyTools
+)
 
 // ParsePath reads a path the format serves: "/v1beta/models/{model}:{method}"
 // (any version), escaped as it came. It returns the model, unescaped, and
@@ -68,84 +182,268 @@ func ParsePath(path string) (model, method string, err error) {
 	return model, method, nil
 }
 
-// read reads a request body that came by path: the body is checked
-// (JSON, nesting bounded, no member the proxy reads given twice) in one
-// pass that also locates the top-level members; the contents are then
-// read with gjson from their span, and the system instruction's text
-// comes from systems when it holds it (nil: decoded every time).
+// read reads a request body that came by path without a turn memo; the
+// system instruction's text comes from systems when it holds it (nil:
+// decoded every time).
 func read(body []byte, path string, systems *systemMemo) (*request, error) {
+	return readTurn(body, path, systems, nil, "")
+}
+
+// readTurn reads a request body that came by path in one pass that checks
+// it (JSON, nesting bounded, no member the proxy reads given twice),
+// locates the top-level members and the contents, and reads each content
+// with gjson from its span. With a memo, the contents of the
+// conversation's remembered turn that this body repeats byte for byte are
+// not read again, nor are the bytes after the array when they are the
+// same (see wire.TurnMemo): the Gemini CLI sends its contents first, its
+// 30 KB system instruction and its tools after them.
+func readTurn(body []byte, path string, systems *systemMemo, memo *wire.TurnMemo[*turnState], tenant string) (*request, error) {
 	model, method, err := ParsePath(path)
 	if err != nil {
 		return nil, err
 	}
-	sp, err := wire.Members(body, topKeys...)
+	r := &request{body: body, resume: wire.NewResume(memo)}
+	ts, err := wire.ScanTurn(body, topKeys, keyContents, &r.resume, tenant, func(p *turnState) []wire.Span { return p.after })
 	if err != nil {
 		return nil, err
 	}
-	r := &request{system: sp[1], systemKey: topKeys[1]}
+	sp, spans := ts.Top, ts.Elems
+	r.system, r.systemKey = sp[keySystem], topKeys[keySystem]
+	sysKey := keySystem
 	switch {
-	case sp[1].OK() && sp[2].OK():
-		return nil, &wire.DuplicateKeyError{Key: topKeys[1]}
-	case sp[2].OK():
-		r.system, r.systemKey = sp[2], topKeys[2]
+	case sp[keySystem].OK() && sp[keySystemProto].OK():
+		return nil, &wire.DuplicateKeyError{Key: topKeys[keySystem]}
+	case sp[keySystemProto].OK():
+		r.system, r.systemKey, sysKey = sp[keySystemProto], topKeys[keySystemProto], keySystemProto
 	}
+	r.elems, r.arrayEnd, r.after, r.truncated = ts.Ends, ts.ArrayEnd, ts.After, ts.Truncated
 	in := &r.info
 	in.Model, in.Stream = model, method == MethodStream
-	var start *recall.KeyStart
-	if raw := r.system.Raw(body); raw != nil {
-		in.System, start = systems.text(raw)
-	}
-	if sp[3].OK() {
-		in.ToolDefs = sp[3].Raw(body)
-	}
-	var calls callBook
-	contents := sp[0].Value(body)
-	if !contents.IsArray() {
-		contents = gjson.Result{} // no content the API reads
-	}
-	base := sp[0].Start // gjson's offsets in contents are from there
-	users, answered := 0, false
-	contents.ForEach(func(i, c gjson.Result) bool {
-		// A model content followed by another is an earlier answer of the
-		// model; one that ends the contents is the client's own.
-		in.Later = in.Later || answered
-		switch c.Get("role").String() {
-		case "model":
-			answered = true
-			calls.model(c, &in.Tools)
-			if in.Origin == "" {
-				in.Origin = calls.firstID()
-			}
-		case "user", "":
-			p := r.readUser(c, int(i.Int()), &calls, base, body)
-			if users++; users == 1 {
-				r.first = p
-			}
-			r.newest = p
-		case "function":
-			// The API's older role for function responses: the newest
-			// turn when it ends the conversation, never its first user
-			// turn.
-			r.newest = r.readUser(c, int(i.Int()), &calls, base, body)
+	if sp[keyTools].OK() {
+		in.ToolDefs = sp[keyTools].Raw(body)
+		if sp[keyTools].Start >= r.arrayEnd {
+			in.ToolDefsSum = r.resume.MemberSum(topKeys[keyTools])
 		}
-		return true
-	})
+	}
+	prior := r.resume.PriorState()
+	switch contents := sp[keyContents]; {
+	case r.truncated:
+		// Read whole, as a body without a memo.
+		*r = request{body: body, arrayEnd: r.arrayEnd, truncated: true, system: r.system, systemKey: r.systemKey, info: r.info}
+		prior = nil
+		contents.Value(body).ForEach(func(i, c gjson.Result) bool {
+			r.content(c, int(i.Int()), contents.Start, body)
+			return true
+		})
+	case r.arrayEnd > 0:
+		if r.resume.From > 0 {
+			r.resumeFrom(prior, len(spans))
+		} else {
+			r.marks = wire.Chunks[mark]{}
+		}
+		// One copy of what is read: what is kept of it (names, ids, the
+		// task) must not refer to the body, which is reused.
+		region := ""
+		if len(spans) > 0 {
+			region = string(body[spans[0].Start:spans[len(spans)-1].End])
+		}
+		marks, calls, tools := r.marks.Len(), r.calls.Calls.Len(), len(in.Tools)
+		for i, el := range spans {
+			c := gjson.Parse(region[el.Start-spans[0].Start : el.End-spans[0].Start])
+			r.content(c, r.resume.From+i, el.Start, body)
+			r.marks.Append(r.mark())
+		}
+		// Nor must it keep the copy alive, with the responses in it.
+		if r.detach = wire.NewDetacher(region); r.detach != nil {
+			r.detachNew(marks, calls, tools)
+		}
+	}
+	r.resume.Refer(&r.ref)
+	in.Continued = r.resume.Prior != nil && r.answers.One()
+	in.Goal = r.task.Goal
+	// The system text and the key: the memo's when the system value is
+	// the same bytes (before the contents: in the head; after them: in a
+	// tail the memo knew, or the same bytes under its name in one that
+	// changed elsewhere).
+	known := prior != nil && (r.system.OK() && r.system.End <= sp[keyContents].Start || r.resume.TailKnown || ts.SameAfter(sysKey))
+	switch raw := r.system.Raw(body); {
+	case known:
+		in.System, r.start = prior.system, prior.start
+	case raw != nil:
+		in.System, r.start = systems.text(raw)
+	}
 	switch {
 	case in.Goal == "":
-	case start != nil:
-		in.Key = start.Key(in.Goal)
+	case known && in.Goal == prior.goal && prior.key != "":
+		in.Key = prior.key
+	case r.start != nil:
+		in.Key = r.start.Key(in.Goal)
 	default:
 		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
 	}
 	return r, nil
 }
 
+// detachNew gives what this turn read and keeps (its marks from marks
+// on, its calls from calls on, its tools from tools on, the task and the
+// origin) bytes of their own (see wire.Detacher).
+func (r *request) detachNew(marks, calls, tools int) {
+	d := r.detach
+	for i := calls; i < r.calls.Calls.Len(); i++ {
+		c := r.calls.Calls.At(i)
+		c.id, c.name = d.Str(c.id), d.Str(c.name)
+	}
+	d.Strs(r.info.Tools[tools:])
+	r.info.Origin, r.task.Goal = d.Str(r.info.Origin), d.Str(r.task.Goal)
+	for i := marks; i < r.marks.Len(); i++ {
+		m := r.marks.At(i)
+		m.origin, m.task.Goal = d.Str(m.origin), d.Str(m.task.Goal)
+	}
+}
+
+// resumeFrom sets what was read up to the last content skipped from p,
+// the remembered turn's state, with room for the marks of room contents
+// more.
+func (r *request) resumeFrom(p *turnState, room int) {
+	last := r.resume.From - 1
+	mk := *p.marks.At(last)
+	in := &r.info
+	// What this turn appends must not write into what the memo's turn
+	// holds (wire.Resumed). Info's tools outlive the request (capture
+	// reads them): clipped.
+	in.Tools = slices.Clip(p.tools[:mk.tools])
+	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
+	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
+	r.first, r.newest = mk.first, mk.newest
+	r.lastFrom, r.done, r.doneShared = mk.lastFrom, mk.done, true
+	var took bool
+	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
+	n := 0
+	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
+		n++
+	}
+	if r.ownVerdicts = took && n == len(p.verdicts); r.ownVerdicts {
+		// The turn's own arrays, with their room: this request appends
+		// its verdicts past them (wire.Verdicts).
+		in.Prior, r.verdictAt = p.verdicts, p.verdictAt
+	} else {
+		in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
+	}
+}
+
+// mark is what was read so far. Its done list is shared with the request
+// until a response answers a call.
+func (r *request) mark() mark {
+	r.doneShared = true
+	return mark{
+		tools: len(r.info.Tools), calls: r.calls.Calls.Len(), toolCount: r.info.ToolCount, users: r.users,
+		lastFrom: r.lastFrom, answered: r.answered, later: r.info.Later, origin: r.info.Origin,
+		task: r.task, first: r.first, newest: r.newest, done: r.done,
+	}
+}
+
+// content reads content c, the i-th, at base in body (gjson's offsets in
+// c are from there).
+func (r *request) content(c gjson.Result, i, base int, body []byte) {
+	in := &r.info
+	// A model content followed by another is an earlier answer of the
+	// model; one that ends the contents is the client's own.
+	in.Later = in.Later || r.answered
+	role := c.Get("role").String()
+	r.answers.Add(role == "model")
+	switch role {
+	case "model":
+		r.answered = true
+		r.model(c, base, body)
+	case "user", "":
+		p := r.readUser(c, i, base, body)
+		if r.users++; r.users == 1 {
+			r.first = p
+		}
+		r.newest = p
+	case "function":
+		// The API's older role for function responses: the newest turn
+		// when it ends the conversation, never its first user turn.
+		r.newest = r.readUser(c, i, base, body)
+	}
+}
+
+// model reads a model content's function calls, each with the content's
+// text before it (its note): they are the latest, which the responses
+// that follow answer. The conversation's first call with an id is the
+// run's origin (see wire.Info.Origin).
+func (r *request) model(c gjson.Result, base int, body []byte) {
+	in := &r.info
+	r.lastFrom, r.done, r.doneShared = r.calls.Calls.Len(), nil, false
+	var note wire.Span
+	c.Get("parts").ForEach(func(_, part gjson.Result) bool {
+		if t := part.Get("text"); t.Type == gjson.String && !note.OK() && !part.Get("thought").Bool() {
+			note = spanOf(t, base, body)
+		}
+		fc := part.Get("functionCall")
+		if !fc.IsObject() {
+			fc = part.Get("function_call")
+		}
+		name := fc.Get("name").String()
+		if name == "" {
+			return true
+		}
+		in.Tools = append(in.Tools, name)
+		cl := call{id: fc.Get("id").String(), name: name, args: spanOf(fc.Get("args"), base, body), note: note, at: r.calls.Calls.Len()}
+		r.calls.Add(cl)
+		if in.Origin == "" && cl.id != "" {
+			in.Origin = cl.id
+		}
+		return true
+	})
+}
+
+// answer returns the call a response of tool name (and id, if any)
+// answers: by id, else in order, the next call of the latest model
+// content not answered, of the same tool.
+func (r *request) answer(id, name string) *call {
+	if id != "" {
+		if cl := r.calls.Find(id); cl != nil {
+			r.answerAt(cl.at)
+			return cl
+		}
+	}
+	for i := r.lastFrom; i < r.calls.Calls.Len(); i++ {
+		if cl := r.calls.Calls.At(i); cl.name == name && !r.answeredAt(i) {
+			r.answerAt(i)
+			return cl
+		}
+	}
+	return nil
+}
+
+// answeredAt reports whether call i, of the latest model content, was
+// answered.
+func (r *request) answeredAt(i int) bool {
+	i -= r.lastFrom
+	return i < len(r.done) && r.done[i]
+}
+
+// answerAt notes that call i was answered, when it is one of the latest
+// model content's.
+func (r *request) answerAt(i int) {
+	n := r.calls.Calls.Len() - r.lastFrom
+	if i -= r.lastFrom; i < 0 || i >= n {
+		return
+	}
+	if r.doneShared || len(r.done) < n {
+		done := make([]bool, n)
+		copy(done, r.done)
+		r.done, r.doneShared = done, false
+	}
+	r.done[i] = true
+}
+
 // readUser reads a user content: its function responses, and, for the
 // first user content that has text of its own, the task. It returns
 // where the content's parts are: base is the offset in body of the
-// contents array, from which gjson counts.
-func (r *request) readUser(c gjson.Result, at int, calls *callBook, base int, body []byte) parts {
-	in := &r.info
+// content, from which gjson counts.
+func (r *request) readUser(c gjson.Result, at int, base int, body []byte) parts {
 	pv := c.Get("parts")
 	p := parts{at: spanOf(pv, base, body)}
 	if !p.at.OK() || !pv.IsArray() {
@@ -165,13 +463,12 @@ func (r *request) readUser(c gjson.Result, at int, calls *callBook, base int, bo
 				text = append(text, v.text.Str)
 			}
 		case v.response.IsObject():
-			r.toolResult(v.response, at, int(j.Int()), calls)
+			r.toolResult(v.response, at, int(j.Int()), body)
 		}
 		return true
 	})
 	if !r.task.Found && len(text) > 0 {
 		r.task.Add(wire.StripFramed(strings.Join(text, "\n")), wire.Task)
-		in.Goal = r.task.Goal
 	}
 	return p
 }
@@ -216,7 +513,7 @@ func viewPart(p gjson.Result) part {
 }
 
 // toolResult reads a function response, part j of the content at.
-func (r *request) toolResult(fr gjson.Result, at, j int, calls *callBook) {
+func (r *request) toolResult(fr gjson.Result, at, j int, body []byte) {
 	in := &r.info
 	var id, name string
 	var resp gjson.Result
@@ -239,13 +536,8 @@ func (r *request) toolResult(fr gjson.Result, at, j int, calls *callBook) {
 		Raw:     []byte(resp.Raw),
 		Decode:  responseText,
 	}
-	if cl, ok := calls.answer(id, name); ok {
-		if cl.args != "" {
-			tr.Args = []byte(cl.args)
-		}
-		if cl.note != "" {
-			tr.Note = []byte(cl.note)
-		}
+	if cl := r.answer(id, name); cl != nil {
+		tr.Args, tr.Note = cl.args.Raw(body), cl.note.Raw(body)
 	}
 	if id != "" {
 		tr.Key = "call:" + id
@@ -258,78 +550,23 @@ func (r *request) toolResult(fr gjson.Result, at, j int, calls *callBook) {
 	in.ToolCount++
 }
 
-// call is a functionCall part read from a model content.
-type call struct {
-	id, name, args, note string // args and note raw JSON, as in the body
-	answered             bool
-}
-
-// callBook matches function responses with the calls they answer: by id
-// when both have one, else in order, the responses of a user content
-// answering the calls of the model content before it.
-type callBook struct {
-	byID map[string]*call
-	last []*call // the calls of the latest model content
-}
-
-// model reads a model content's function calls, each with the content's
-// text before it (its note), and adds their names to tools.
-func (b *callBook) model(c gjson.Result, tools *[]string) {
-	b.last = b.last[:0]
-	var note string
-	c.Get("parts").ForEach(func(_, part gjson.Result) bool {
-		if t := part.Get("text"); t.Type == gjson.String && note == "" && !part.Get("thought").Bool() {
-			note = t.Raw
-		}
-		fc := part.Get("functionCall")
-		if !fc.IsObject() {
-			fc = part.Get("function_call")
-		}
-		name := fc.Get("name").String()
-		if name == "" {
-			return true
-		}
-		*tools = append(*tools, name)
-		cl := &call{id: fc.Get("id").String(), name: name, args: fc.Get("args").Raw, note: note}
-		b.last = append(b.last, cl)
-		if cl.id != "" {
-			if b.byID == nil {
-				b.byID = map[string]*call{}
-			}
-			b.byID[cl.id] = cl
-		}
-		return true
-	})
-}
-
-// firstID returns the id of the first call of the model content read
-// last that has one ("" when none does): the run's origin (see
-// wire.Info.Origin) when it is the conversation's first.
-func (b *callBook) firstID() string {
-	for _, cl := range b.last {
-		if cl.id != "" {
-			return cl.id
-		}
+// remember keeps the turn in the memo, once its tool results are judged.
+func (r *request) remember() bool {
+	if r.arrayEnd == 0 || r.truncated || r.marks.Len() != len(r.elems) {
+		return false
 	}
-	return ""
-}
-
-// answer returns the call a response of tool name (and id, if any)
-// answers.
-func (b *callBook) answer(id, name string) (*call, bool) {
-	if cl, ok := b.byID[id]; ok && id != "" {
-		cl.answered = true
-		return cl, true
+	if !r.resume.Keeps(r.elems) {
+		return false // a retry or a replaced step: the remembered turn stays
 	}
-	// In order: the next call of the latest model content not answered,
-	// of the same tool.
-	for _, cl := range b.last {
-		if !cl.answered && cl.name == name {
-			cl.answered = true
-			return cl, true
-		}
+	in := &r.info
+	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach, r.ownVerdicts)
+	st := &turnState{
+		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
+		verdicts: verdicts, verdictAt: at,
+		system: in.System, goal: in.Goal, key: in.Key, start: r.start,
+		after: r.after,
 	}
-	return nil, false
+	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size(), st.system)
 }
 
 // partsText is the text of a content's parts: their "text" strings
