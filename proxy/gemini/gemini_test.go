@@ -506,7 +506,7 @@ func TestSystemMemo(t *testing.T) {
 	}
 	// Another value under the same key is not taken for it.
 	other := bytes.Replace(raw, []byte("Gemini CLI"), []byte("Gemini XYZ"), 1)
-	m.add(maphash.Bytes(m.seed, other), memoText{raw: raw, text: "wrong"})
+	m.add(maphash.Bytes(m.seed, other), &memoText{raw: raw, text: "wrong"})
 	if got := text(other); got != systemText(other) || got == "wrong" {
 		t.Fatalf("another system instruction read as %.40q", got)
 	}

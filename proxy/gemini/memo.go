@@ -20,7 +20,7 @@ type systemMemo struct {
 	seed maphash.Seed
 
 	mu      sync.Mutex
-	entries map[uint64]memoText
+	entries map[uint64]*memoText // never changed once added
 	order   []uint64 // the keys of entries, oldest first
 	bytes   int      // of the entries' raw values and texts
 }
@@ -44,7 +44,7 @@ const (
 )
 
 func newSystemMemo() *systemMemo {
-	return &systemMemo{seed: maphash.MakeSeed(), entries: make(map[uint64]memoText)}
+	return &systemMemo{seed: maphash.MakeSeed(), entries: make(map[uint64]*memoText)}
 }
 
 // text returns the text of a system instruction, raw being its JSON
@@ -56,20 +56,20 @@ func (m *systemMemo) text(raw []byte) (string, *recall.KeyStart) {
 	}
 	key := maphash.Bytes(m.seed, raw)
 	m.mu.Lock()
-	e, ok := m.entries[key]
+	e := m.entries[key]
 	m.mu.Unlock()
-	if ok && bytes.Equal(e.raw, raw) {
+	if e != nil && bytes.Equal(e.raw, raw) {
 		return e.text, &e.start
 	}
 	t := systemText(raw)
-	e = memoText{raw: bytes.Clone(raw), text: t, start: recall.StartKey(wire.Strip(t))}
+	e = &memoText{raw: bytes.Clone(raw), text: t, start: recall.StartKey(wire.Strip(t))}
 	m.add(key, e)
 	return t, &e.start
 }
 
 // add remembers e under key, in place of what key held, and forgets the
 // oldest entries past the bounds.
-func (m *systemMemo) add(key uint64, e memoText) {
+func (m *systemMemo) add(key uint64, e *memoText) {
 	size := len(e.raw) + len(e.text)
 	if size > memoMaxBytes/4 {
 		return
