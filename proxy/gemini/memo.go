@@ -21,8 +21,8 @@ type systemMemo struct {
 
 	mu      sync.Mutex
 	entries map[uint64]*memoText // never changed once added
-	order   []uint64 // the keys of entries, oldest first
-	bytes   int      // of the entries' raw values and texts
+	order   []uint64             // the keys of entries, oldest first
+	bytes   int                  // of the entries' raw values and texts
 }
 
 // memoText is one system instruction: its value as it stood in a body (a
