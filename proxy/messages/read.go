@@ -255,17 +255,7 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	r.first, r.newest = mk.first, mk.newest
 	var took bool
 	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
-	n := 0
-	for n < len(p.verdictAt) && p.verdictAt[n] <= last {
-		n++
-	}
-	if r.ownVerdicts = took && n == len(p.verdicts); r.ownVerdicts {
-		// The turn's own arrays, with their room: this request appends
-		// its verdicts past them (wire.Verdicts).
-		in.Prior, r.verdictAt = p.verdicts, p.verdictAt
-	} else {
-		in.Prior, r.verdictAt = p.verdicts[:n:n], p.verdictAt[:n:n]
-	}
+	in.Prior, r.verdictAt, r.ownVerdicts = wire.PriorVerdicts(p.verdicts, p.verdictAt, last, took)
 }
 
 // mark is what was read so far.

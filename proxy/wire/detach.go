@@ -60,6 +60,24 @@ func (d *Detacher) Strs(ss []string) {
 	}
 }
 
+// PriorVerdicts returns the verdicts of a remembered turn's tool results
+// (verdicts, each of the element at says) up to and including element
+// last, which a request resuming after that element starts from, and
+// whether they are the turn's own arrays (own): when the request took the
+// turn's lists (took, see Resumed) and keeps all of them, it appends its
+// verdicts past them in place (see Verdicts); otherwise they are clipped,
+// and an append copies them.
+func PriorVerdicts(verdicts []ToolTally, at []int, last int, took bool) (v []ToolTally, pos []int, own bool) {
+	n := 0
+	for n < len(at) && at[n] <= last {
+		n++
+	}
+	if took && n == len(verdicts) {
+		return verdicts, at, true
+	}
+	return verdicts[:n:n], at[:n:n], false
+}
+
 // Verdicts returns the verdicts a turn leaves its memo: prior's (the
 // verdicts of the results before the turn's, whose positions are at)
 // followed by those of results, each at its result's position; the
