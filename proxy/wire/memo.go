@@ -614,6 +614,9 @@ func (r *Resume[S]) member(s *Scanner, key []byte) (same bool, err error) {
 			}
 			if NextSum(ks, s.B[s.I:end]) == m.Sum {
 				s.I = end
+				if r.members == nil {
+					r.members = make([]TailMember, 0, len(p.Members))
+				}
 				r.members = append(r.members, m)
 				return true, nil
 			}
@@ -622,6 +625,9 @@ func (r *Resume[S]) member(s *Scanner, key []byte) (same bool, err error) {
 	start := s.I
 	if err := s.Value(1); err != nil {
 		return false, err
+	}
+	if r.members == nil && r.Prior != nil {
+		r.members = make([]TailMember, 0, len(r.Prior.Members))
 	}
 	r.members = append(r.members, TailMember{Key: ks, Len: s.I - start, Sum: NextSum(ks, s.B[start:s.I])})
 	return false, nil
