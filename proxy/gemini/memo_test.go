@@ -3,6 +3,8 @@ package gemini
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -439,5 +441,69 @@ func TestMemoKeepsEachRun(t *testing.T) {
 	})
 	if memo.Len() != 1 {
 		t.Fatalf("%d conversations remembered, want the task's one", memo.Len())
+	}
+}
+
+// geminiRun returns the requests of one run of the Gemini CLI 0.61.0, in
+// order, as it sent them through the proxy (serve --mock, a prompt whose
+// shell command fails four times, then works): its contents first, each
+// request's the one before's and the model's answer and its response,
+// then the same system instruction, tools and generation config.
+func geminiRun(t *testing.T) [][]byte {
+	t.Helper()
+	dir := filepath.Join("testdata", "agents", "gemini-cli-run")
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tail := read("tail.part")
+	var reqs [][]byte
+	for i := 1; ; i++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%d.part", i))); err != nil {
+			break
+		}
+		reqs = append(reqs, slices.Concat(read(fmt.Sprintf("%d.part", i)), tail))
+	}
+	return reqs
+}
+
+// TestContinuedOnARealRun: the requests of a real Gemini CLI run, read in
+// order with one memo, read as in full; from the second on each is
+// Continued and reads neither the system instruction nor the tools again,
+// and from the third on only the two contents it adds (the model's call
+// and its response): the first request is the task alone, which names the
+// conversation, and what follows it is read once.
+func TestContinuedOnARealRun(t *testing.T) {
+	reqs := geminiRun(t)
+	if len(reqs) != 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	systems := newSystemMemo()
+	prevElems := 0
+	for i, body := range reqs {
+		got, err := readMemo(body, memo, systems)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body, streamPath, nil)
+		sameRead(t, body, got, want)
+		if got.info.Continued != (i > 0) {
+			t.Fatalf("request %d: Continued %v", i+1, got.info.Continued)
+		}
+		if i > 0 {
+			if i > 1 && got.resume.From != prevElems || len(got.elems) != prevElems+2 || !got.resume.TailKnown {
+				t.Fatalf("request %d: read from content %d of %d (the turn before had %d), tail known %v", i+1, got.resume.From, len(got.elems), prevElems, got.resume.TailKnown)
+			}
+			if len(got.info.ToolResults) != 1 {
+				t.Fatalf("request %d: %d tool results read, want its newest", i+1, len(got.info.ToolResults))
+			}
+		}
+		prevElems = len(got.elems)
+		judge(got)
+		got.Forwarded(true)
 	}
 }
