@@ -493,3 +493,85 @@ func TestMemoReadsAChangedTailByMember(t *testing.T) {
 		got.Forwarded(true)
 	}
 }
+
+// codexRun returns the requests of one run of Codex CLI 0.171.0 (model
+// gpt-5-codex), in order, as it sent them through the proxy (serve --mock,
+// a prompt whose shell command fails four times, then works): the same
+// 21 KB before the items each request adds (head.part, then N.part: the
+// items after the first request's), then 20 KB of tools and the rest,
+// where its client_metadata (N.meta) stands in the order of that request.
+func codexRun(t *testing.T) [][]byte {
+	t.Helper()
+	dir := filepath.Join("testdata", "agents", "codex-run")
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	head, tail, first := read("head.part"), read("tail.part"), read("1.meta")
+	var reqs [][]byte
+	for i := 1; ; i++ {
+		meta, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.meta", i)))
+		if err != nil {
+			break
+		}
+		var added []byte
+		if i > 1 {
+			added = read(fmt.Sprintf("%d.part", i))
+		}
+		reqs = append(reqs, slices.Concat(head, added, bytes.Replace(tail, first, meta, 1)))
+	}
+	return reqs
+}
+
+// TestMemoOnARealCodexRun: the requests of a real Codex CLI run, whose
+// client_metadata comes in a new order every time, read in order with
+// one memo, read as in full; from the second on each is Continued and
+// carries the tools' sum of the first (they are not hashed again), and
+// from the third on only the items it adds are read, though the bytes
+// after the input are never the last request's.
+func TestMemoOnARealCodexRun(t *testing.T) {
+	reqs := codexRun(t)
+	if len(reqs) != 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	prevElems := 0
+	var sum uint64
+	orders := map[string]bool{}
+	for i, body := range reqs {
+		if !gjson.ValidBytes(body) {
+			t.Fatalf("request %d is not JSON", i+1)
+		}
+		var keys []string
+		gjson.GetBytes(body, "client_metadata").ForEach(func(k, _ gjson.Result) bool {
+			keys = append(keys, k.Str)
+			return true
+		})
+		orders[strings.Join(keys, ",")] = true
+		got, err := readTurn(body, "t", nil, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body, "t", nil)
+		sameRead(t, body, got, want)
+		if got.info.Continued != (i > 0) {
+			t.Fatalf("request %d: Continued %v", i+1, got.info.Continued)
+		}
+		if s := got.info.ToolDefsSum; s == 0 || i > 0 && s != sum {
+			t.Fatalf("request %d: tools' sum %x, the first's %x", i+1, s, sum)
+		}
+		sum = got.info.ToolDefsSum
+		if i > 1 && (got.resume.From != prevElems || got.resume.TailKnown) {
+			t.Fatalf("request %d: read from item %d of %d (the request before had %d), tail known %v", i+1, got.resume.From, len(got.elems), prevElems, got.resume.TailKnown)
+		}
+		prevElems = len(got.elems)
+		judge(got)
+		got.Forwarded(true)
+	}
+	if len(orders) < 4 {
+		t.Fatalf("%d orders of client_metadata in %d requests: not the reordering run", len(orders), len(reqs))
+	}
+}
