@@ -443,6 +443,23 @@ func TestContinuedOnARealRun(t *testing.T) {
 		}
 		r.Forwarded(true)
 	}
+	// Each request replaced the one before (its last message, the marker
+	// moved off it, is all that changed of it): the memo holds what the
+	// first request and the last hold alone, not a branch per request.
+	alone := 0
+	for _, body := range [][]byte{reqs[0], reqs[len(reqs)-1]} {
+		m := wire.NewTurnMemo[*turnState](0)
+		r, err := readTurn(body, m, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(r)
+		r.Forwarded(true)
+		alone += m.Bytes()
+	}
+	if b := memo.Bytes(); b > alone {
+		t.Fatalf("the memo holds %d bytes after the run, %d for its first and last requests alone", b, alone)
+	}
 }
 
 // TestMemoKeepsEachRun: two runs of one task (the same head, then calls

@@ -237,10 +237,11 @@ func (m *TurnMemo[S]) holds(key uint64, t *Turn[S]) bool {
 // put remembers t, of size bytes, under key, as the newest of its turns.
 // It forgets the turns under key that t repeats (a turn whose elements
 // are the first of t's: whatever resumes from it resumes from t as far),
+// replaced, a turn t continues but for its last element (see Remember),
 // the oldest past MaxBranches or past a quarter of the budget, and the
 // names used least recently past the budget. It reports whether it kept
 // t.
-func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
+func (m *TurnMemo[S]) put(key uint64, t, replaced *Turn[S], size int) bool {
 	if size+len(t.shared) > m.budget/4 {
 		return false
 	}
@@ -259,7 +260,7 @@ func (m *TurnMemo[S]) put(key uint64, t *Turn[S], size int) bool {
 	var shared SharedTexts
 	kept := size + shared.Size(t.shared)
 	for _, o := range it.turns {
-		if len(turns) == MaxBranches || o.prefixOf(t) {
+		if len(turns) == MaxBranches || o == replaced || o.prefixOf(t) {
 			continue
 		}
 		n := o.size + shared.Peek(o.shared)
@@ -385,6 +386,9 @@ type Resume[S any] struct {
 	// From is the first element read: the elements before it are
 	// Prior's, skipped.
 	From int
+	// through is the last element body repeats of Prior, the head's
+	// last when no later one (see Skip).
+	through int
 	// TailKnown says the bytes after the array are Prior's.
 	TailKnown bool
 	tailSum   uint64
@@ -545,10 +549,11 @@ func (r *Resume[S]) Skip(body []byte, probe int) int {
 		}
 	}
 	if best == nil {
+		r.through = probe
 		return -1
 	}
 	r.Prior = best
-	r.sum, r.summed, r.From = at, best.Elems[last].End, last+1
+	r.sum, r.summed, r.From, r.through = at, best.Elems[last].End, last+1, last
 	return last
 }
 
@@ -701,7 +706,19 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 		t.Members = r.Prior.Members
 	}
 	size += ElemsSize(elems) + cap(t.Members)*int(unsafe.Sizeof(TailMember{}))
-	return r.memo.put(r.key, t, size+int(unsafe.Sizeof(*t))+64)
+	// A turn that repeats the remembered one but for its last element,
+	// with the same bytes after the array, then goes on, replaces it:
+	// Claude Code moves its cache marker from its last message to the
+	// newest on every turn, and keeping each turn as a branch of its own
+	// would hold up to MaxBranches copies of the conversation's lists (a
+	// retry of the turn replaced resumes from this one, one element
+	// short). Another run of the task says so after the array (its run
+	// id), or leaves the conversation earlier.
+	var replaced *Turn[S]
+	if p := r.Prior; p != nil && r.TailKnown && r.through == len(p.Elems)-2 && len(elems) > len(p.Elems) {
+		replaced = p
+	}
+	return r.memo.put(r.key, t, replaced, size+int(unsafe.Sizeof(*t))+64)
 }
 
 // Keeps reports whether Remember would keep a turn of elems: a caller

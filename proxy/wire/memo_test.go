@@ -701,3 +701,44 @@ func TestTailMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnMemoReplacesATurnContinuedButForItsLast: a turn that repeats
+// the remembered one but for its last element (Claude Code's cache marker
+// moved off it), then goes on, replaces it under the name instead of
+// becoming a branch beside it, turn after turn; a turn that leaves it
+// earlier is a branch; a retry of a replaced turn resumes one element
+// short of its end.
+func TestTurnMemoReplacesATurnContinuedButForItsLast(t *testing.T) {
+	// Turn k: the head, then k steps, the last of them marked.
+	turn := func(k int, branch string) []byte {
+		b := []byte(`{"x":[{"role":"system","c":"S"},{"role":"user","c":"the task"}`)
+		for i := 1; i <= k; i++ {
+			mark := ""
+			if i == k {
+				mark = `,"cache":1`
+			}
+			b = fmt.Appendf(b, `,{"a":"step %d%s"%s}`, i, branch, mark)
+		}
+		return append(b, `],"t":1}`...)
+	}
+	m := NewTurnMemo[string](0)
+	var r *Resume[string]
+	for k := 1; k <= 12; k++ {
+		r = scanRemember(t, m, turn(k, ""))
+		if k > 2 && r.From != k {
+			t.Fatalf("step %d: read from element %d, want %d (the last one's, unmarked)", k, r.From, k)
+		}
+		if n, _ := branchSizes(m, r); n != 1 {
+			t.Fatalf("step %d: %d turns under the name, want the newest alone", k, n)
+		}
+	}
+	// Step 11 has 13 elements: the two of the head, 11 steps.
+	if retry := scanRemember(t, m, turn(11, "")); retry.From != 12 {
+		t.Fatalf("a retry of step 11 read from element %d, want its last, 12", retry.From)
+	}
+	// A turn that leaves the conversation at its second step is a branch.
+	b := scanRemember(t, m, turn(3, " elsewhere"))
+	if n, _ := branchSizes(m, b); n != 2 {
+		t.Fatalf("%d turns under the name after a branch, want 2", n)
+	}
+}
