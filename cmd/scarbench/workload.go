@@ -273,6 +273,9 @@ func (cv conversation) grownBody(dst []byte, client, seq, grow int, failed func(
 		}
 		dst = cv.fill(dst, round, client, j, failed(j))
 	}
+	if cv.metadata == nil {
+		return append(dst, cv.tail...) // no sentinel after the array
+	}
 	return cv.fill(dst, cv.tail, client, seq, false)
 }
 

@@ -143,7 +143,7 @@ func (s *turnState) size() int {
 	var prev []bool
 	for i := range s.marks.Len() {
 		// The marks share their done lists until a response answers.
-		if d := s.marks.At(i).done; cap(d) > 0 && (cap(prev) == 0 || &d[:1][0] != &prev[:1][0]) {
+		if d := s.marks.At(i).done; cap(d) > 0 && unsafe.SliceData(d) != unsafe.SliceData(prev) {
 			n += cap(d)
 			prev = d
 		}

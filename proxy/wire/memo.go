@@ -391,7 +391,10 @@ type Resume[S any] struct {
 	through int
 	// TailKnown says the bytes after the array are Prior's.
 	TailKnown bool
-	tailSum   uint64
+	// tailSum is the memo sum of the bytes after the array, when Tail
+	// summed them (tailSummed).
+	tailSum    uint64
+	tailSummed bool
 	// members are the body's members after the array, when not
 	// TailKnown (see member).
 	members []TailMember
@@ -594,12 +597,12 @@ func (r *Resume[S]) Tail(body []byte, end int) bool {
 	if p == nil || p.TailLen != len(body)-end {
 		return false
 	}
-	sum := r.memo.seed.Bytes(body[end:])
-	if sum != p.TailSum {
-		return false
-	}
-	r.TailKnown, r.tailSum = true, sum
-	return true
+	// The sum is kept either way: a turn remembered with other bytes of
+	// this length after its array (Codex CLI's reordered client_metadata)
+	// takes it, not summed again.
+	r.tailSum, r.tailSummed = r.memo.seed.Bytes(body[end:]), true
+	r.TailKnown = r.tailSum == p.TailSum
+	return r.TailKnown
 }
 
 // member checks the value of a top-level member after the array, at s,
@@ -701,7 +704,9 @@ func (r *Resume[S]) Remember(body []byte, elems []Elem, arrayEnd int, state S, s
 	r.sum, r.summed = sum, pos
 	t := &Turn[S]{Elems: elems, TailLen: len(body) - arrayEnd, TailSum: r.tailSum, State: state, shared: shared, Members: r.members}
 	if !r.TailKnown {
-		t.TailSum = r.memo.seed.Bytes(body[arrayEnd:])
+		if !r.tailSummed {
+			t.TailSum = r.memo.seed.Bytes(body[arrayEnd:])
+		}
 	} else {
 		t.Members = r.Prior.Members
 	}
