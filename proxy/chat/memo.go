@@ -293,8 +293,8 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 func (c *conversation) resumeFrom(e *memoEntry, last int) {
 	mk := e.marks[last]
 	cs := &c.scan
-	cs.msgs = append(cs.msgs[:0], e.msgs[:last+1]...)
 	// Room for the turn's new messages and calls: they are appended next.
+	cs.msgs = into(cs.msgs, e.msgs[:last+1], turnRoom)
 	// Info's tools outlive the request (capture reads them): a new array.
 	cs.calls = into(cs.calls, e.calls[:mk.scanCalls], turnRoom)
 	c.from = last + 1

@@ -447,6 +447,34 @@ func TestMemoEntryHoldsWhatItCounts(t *testing.T) {
 	}
 }
 
+// TestResumedTurnTakesRoomForItsOwnMessages: a turn that resumes a
+// remembered one holds its messages with room for a turn's new ones, not
+// room for as many messages as its size would take, and the memo keeps
+// that array as it is when it remembers the turn (no copy that fits it).
+func TestResumedTurnTakesRoomForItsOwnMessages(t *testing.T) {
+	memo := newConvMemo(8)
+	for k, body := range loopTurns(t, 4) {
+		c, err := inspect(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k > 0 && c.from == 0 {
+			t.Fatalf("turn %d was not resumed", k+1)
+		}
+		if n := len(c.scan.msgs); k > 0 && cap(c.scan.msgs) > n+turnRoom {
+			t.Errorf("turn %d: room for %d messages, for %d of them", k+1, cap(c.scan.msgs), n)
+		}
+		judge(c)
+		msgs := c.scan.msgs
+		if !memo.remember(c, body) {
+			t.Fatalf("turn %d was not remembered", k+1)
+		}
+		if e := newest(memo.cur, c.memoKey); k > 0 && unsafe.SliceData(e.msgs) != unsafe.SliceData(msgs) {
+			t.Errorf("turn %d: the memo copied the turn's messages", k+1)
+		}
+	}
+}
+
 // stormTurn is agentTurn(n) whose newest round has call id id: a client
 // that sends the same turn again and again with a new last call, as in a
 // rate-limit storm.

@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"errors"
+	"slices"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
 	"github.com/tidwall/gjson"
@@ -145,8 +146,15 @@ func (s *scanner) chat(cs *chatScan) error {
 			if s.Peek() == '[' {
 				// About one message per 512 bytes of an agent's body: one
 				// allocation for most requests, none when cs.msgs has the
-				// room already (see takeWorkSlices).
-				if n := min(max(len(s.B)/512, 8), 256); cap(cs.msgs) >= n {
+				// room already (see takeWorkSlices). With a memo, room for
+				// the head: a turn that resumes gets the remembered
+				// turn's messages and room for its own (convMemo.resume),
+				// one that does not gets the rest then (see message).
+				n := msgRoom(len(s.B))
+				if s.atUser != nil {
+					n = min(n, headRoom)
+				}
+				if cap(cs.msgs) >= n {
 					cs.msgs = cs.msgs[:0]
 				} else {
 					cs.msgs = make([]msgSpans, 0, n)
@@ -248,10 +256,20 @@ func (s *scanner) message(cs *chatScan) error {
 		s.atUser = nil
 		if next := at(s.I); next >= s.I {
 			s.I = next
+		} else {
+			cs.msgs = slices.Grow(cs.msgs, max(msgRoom(len(s.B))-len(cs.msgs), 0))
 		}
 	}
 	return nil
 }
+
+// msgRoom is the room for the messages of a body of n bytes, at about
+// 512 bytes a message.
+func msgRoom(n int) int { return min(max(n/512, 8), 256) }
+
+// headRoom is the room a scan with a memo leaves for the messages up to
+// the first user message.
+const headRoom = 8
 
 // toolCall scans one element of a message's "tool_calls" (depth 5 when an
 // object) and notes its id and function name. A member it reads ("id",
