@@ -39,6 +39,10 @@ type conversation struct {
 	calls       wire.CallIndex[callName] // the calls of tools that have an id
 	marks       []mark                   // one per message: what was read up to its end
 	verdictMsgs []int                    // the messages of info.Prior's verdicts
+	// ownVerdicts says info.Prior and verdictMsgs are the remembered
+	// entry's own arrays (see resumeFrom): the entry the turn leaves
+	// appends its verdicts to them in place.
+	ownVerdicts bool
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).

@@ -92,6 +92,11 @@ type memoEntry struct {
 	tailModel, tailUser, tailStream span
 	tailTools                       span
 
+	// ext is the claim on the entry's lists: the request that resumes
+	// from its last message and takes it appends its own to them in
+	// place, past what the entry holds (see resumeFrom).
+	ext wire.Extension
+
 	bytes int // size(), once the entry is built
 	// common is how many first messages every turn remembered beside
 	// this one, when it was remembered, shares with it (branchesWith):
@@ -290,23 +295,35 @@ func (c *conversation) repeated(es []*memoEntry, body []byte, probe int) (*memoE
 }
 
 // resumeFrom fills c and c.scan with what e found up to message last.
+// The request that resumes from e's last message with the entry's
+// extension (wire.Extension), having messages of its own, appends its messages, calls, marks, tools
+// and verdicts to e's arrays in place, past e's lengths: e reads none of
+// it, and no other request writes there. Any other copies them (a retry,
+// a replaced step, every request of a storm).
 func (c *conversation) resumeFrom(e *memoEntry, last int) {
 	mk := e.marks[last]
 	cs := &c.scan
-	// Room for the turn's new messages and calls: they are appended next.
-	cs.msgs = into(cs.msgs, e.msgs[:last+1], turnRoom)
-	// Info's tools outlive the request (capture reads them): a new array.
-	cs.calls = into(cs.calls, e.calls[:mk.scanCalls], turnRoom)
 	c.from = last + 1
-	c.marks = into(c.marks, e.marks[:last+1], turnRoom)
-	c.info.Tools = into(nil, e.tools[:mk.tools], turnRoom)
-	c.calls.Calls = into(c.calls.Calls, e.named[:mk.calls], turnRoom)
-	c.info.ToolCount = mk.toolCount
-	n := 0
-	for n < len(e.verdictMsgs) && e.verdictMsgs[n] <= last {
-		n++
+	took := last+1 == len(e.msgs) && mk.scanCalls == len(e.calls) && mk.calls == len(e.named) &&
+		mk.tools == len(e.tools) && wire.MoreElems(c.body, e.msgs[last].end) && e.ext.Take()
+	if took {
+		// The working slices go back unused: the entry's are c's now,
+		// and no other read may reuse them.
+		workSlicePool.Put(c.work)
+		c.work = nil
+		cs.msgs, cs.calls, c.marks, c.calls.Calls, c.info.Tools = e.msgs, e.calls, e.marks, e.named, e.tools
+	} else {
+		// Room for the turn's new messages and calls: they are appended
+		// next. Info's tools outlive the request (capture reads them): a
+		// new array.
+		cs.msgs = into(cs.msgs, e.msgs[:last+1], turnRoom)
+		cs.calls = into(cs.calls, e.calls[:mk.scanCalls], turnRoom)
+		c.marks = into(c.marks, e.marks[:last+1], turnRoom)
+		c.info.Tools = into(nil, e.tools[:mk.tools], turnRoom)
+		c.calls.Calls = into(c.calls.Calls, e.named[:mk.calls], turnRoom)
 	}
-	c.info.Prior, c.verdictMsgs = e.verdicts[:n:n], e.verdictMsgs[:n:n]
+	c.info.ToolCount = mk.toolCount
+	c.info.Prior, c.verdictMsgs, c.ownVerdicts = wire.PriorVerdicts(e.verdicts, e.verdictMsgs, last, took)
 	// The task, if it was found among the messages skipped; else the
 	// first user message's text, and the search goes on.
 	c.provisional = e.firstMsg
@@ -366,12 +383,13 @@ func relativeTo(sp span, end int) span {
 	return span{sp.start - end, sp.end - end}
 }
 
-// fit returns s for the memo to keep: s itself when it uses most of its
-// array, else a copy, so that an entry never holds much more memory than
-// its size says (the scan sizes msgs from the body's length).
+// fit returns s for the memo to keep: s itself when at most half its
+// array is room (as append leaves it: the next turn appends there, see
+// resumeFrom), else a copy, so that an entry never holds much more memory
+// than its size says (the scan sizes msgs from the body's length).
 func fit[T any](s []T) []T {
-	if cap(s)-len(s) <= len(s)/4+turnRoom {
-		return slices.Clip(s)
+	if cap(s) <= 2*len(s)+turnRoom {
+		return s
 	}
 	return slices.Clone(s)
 }
@@ -534,14 +552,7 @@ func (m *convMemo) entryOf(c *conversation, body []byte) *memoEntry {
 	if !c.tailKnown {
 		tailSum = m.seed.Bytes(body[end:])
 	}
-	verdicts, msgs := c.info.Prior, c.verdictMsgs
-	for _, tr := range c.info.ToolResults {
-		t := wire.ToolTally{Name: tr.Name, LastFailed: tr.Failed}
-		if tr.Failed {
-			t.Failures = 1
-		}
-		verdicts, msgs = append(verdicts, t), append(msgs, tr.At)
-	}
+	verdicts, msgs := wire.Verdicts(c.info.Prior, c.verdictMsgs, c.info.ToolResults, nil, c.ownVerdicts)
 	return &memoEntry{
 		verdicts:    verdicts,
 		verdictMsgs: msgs,

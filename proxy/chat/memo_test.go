@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -450,7 +451,7 @@ func TestMemoEntryHoldsWhatItCounts(t *testing.T) {
 // TestResumedTurnTakesRoomForItsOwnMessages: a turn that resumes a
 // remembered one holds its messages with room for a turn's new ones, not
 // room for as many messages as its size would take, and the memo keeps
-// that array as it is when it remembers the turn (no copy that fits it).
+// its array as it is when it remembers the turn.
 func TestResumedTurnTakesRoomForItsOwnMessages(t *testing.T) {
 	memo := newConvMemo(8)
 	for k, body := range loopTurns(t, 4) {
@@ -461,7 +462,7 @@ func TestResumedTurnTakesRoomForItsOwnMessages(t *testing.T) {
 		if k > 0 && c.from == 0 {
 			t.Fatalf("turn %d was not resumed", k+1)
 		}
-		if n := len(c.scan.msgs); k > 0 && cap(c.scan.msgs) > n+turnRoom {
+		if n := len(c.scan.msgs); k > 0 && cap(c.scan.msgs) > 2*n+turnRoom {
 			t.Errorf("turn %d: room for %d messages, for %d of them", k+1, cap(c.scan.msgs), n)
 		}
 		judge(c)
@@ -473,6 +474,87 @@ func TestResumedTurnTakesRoomForItsOwnMessages(t *testing.T) {
 			t.Errorf("turn %d: the memo copied the turn's messages", k+1)
 		}
 	}
+}
+
+// TestListsAppendInPlace: the turns of a growing conversation, each sent
+// twice (a retry), read as read in full, and the turns remembered hold
+// their messages and verdicts in a few arrays, not one a turn: the first
+// request that resumes from a turn's end appends to its lists in place,
+// the retry copies them and writes nothing of the turn's.
+func TestListsAppendInPlace(t *testing.T) {
+	turns := loopTurns(t, 24)
+	memo := newConvMemo(8)
+	var msgs []*msgSpans
+	var tallies []*wire.ToolTally
+	for i, body := range turns {
+		for retry := range 2 {
+			got, err := inspect(body, memo, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := inspect(body, nil, "")
+			judge(got)
+			judge(want)
+			if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) || !slices.Equal(got.scan.msgs, want.scan.msgs) ||
+				!slices.Equal(got.scan.calls, want.scan.calls) || !slices.Equal(got.info.Tools, want.info.Tools) {
+				t.Fatalf("turn %d (retry %d): tallies %v, in full %v", i, retry, gt, wt)
+			}
+			if retry == 0 && i > 0 {
+				msgs = append(msgs, unsafe.SliceData(got.scan.msgs))
+				if len(got.info.Prior) > 0 {
+					tallies = append(tallies, unsafe.SliceData(got.info.Prior))
+				}
+			}
+			got.Forwarded(true)
+		}
+	}
+	if distinct := len(slices.Compact(msgs)); distinct > 6 {
+		t.Errorf("%d turns resumed hold their messages in %d arrays", len(msgs), distinct)
+	}
+	if distinct := len(slices.Compact(tallies)); len(tallies) < 20 || distinct > 6 {
+		t.Errorf("%d turns resumed with verdicts hold them in %d arrays", len(tallies), distinct)
+	}
+}
+
+// TestMemoConcurrentTurns: requests of one conversation read and remember
+// its turns at once, in any order; each reads as read in full (with
+// -race: none writes what another reads).
+func TestMemoConcurrentTurns(t *testing.T) {
+	turns := loopTurns(t, 12)
+	wants := make([]*conversation, len(turns))
+	for i, body := range turns {
+		w, err := inspect(body, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(w)
+		wants[i] = w
+	}
+	f := New()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 40 {
+				i := (g*7 + k*3) % len(turns)
+				r, err := f.Read(turns[i], wire.Route{Tenant: "t"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, want := r.(*conversation), wants[i]
+				judge(got)
+				if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != want.info.Goal || got.info.Key != want.info.Key ||
+					!slices.Equal(got.info.Tools, want.info.Tools) || !slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) {
+					t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
+					return
+				}
+				got.Forwarded(true)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // stormTurn is agentTurn(n) whose newest round has call id id: a client

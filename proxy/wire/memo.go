@@ -745,6 +745,9 @@ func (r *Resume[S]) Keeps(elems []Elem) bool {
 // own lists never see what was appended past them.
 type Extension struct{ taken atomic.Bool }
 
+// Take claims the extension: it reports true to the first caller only.
+func (x *Extension) Take() bool { return x.taken.CompareAndSwap(false, true) }
+
 // Resumed returns the marks (up to and including element last) and the
 // calls (the first ncalls) that a request resuming from the remembered
 // turn after its element last appends to: the turn's own when last is its
@@ -753,7 +756,7 @@ type Extension struct{ taken atomic.Bool }
 // says it took them: the request may then append past the turn's other
 // lists in place too (see Verdicts).
 func Resumed[M, C any](ext *Extension, marks *Chunks[M], calls *Chunks[C], last, ncalls, room int) (m Chunks[M], c Chunks[C], took bool) {
-	if room > 0 && last+1 == marks.Len() && ncalls == calls.Len() && ext.taken.CompareAndSwap(false, true) {
+	if room > 0 && last+1 == marks.Len() && ncalls == calls.Len() && ext.Take() {
 		return *marks, *calls, true
 	}
 	return marks.Prefix(last + 1), calls.Prefix(ncalls), false

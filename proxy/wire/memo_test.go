@@ -269,8 +269,8 @@ func TestResumedEndsGrowsAFullArray(t *testing.T) {
 
 func TestMoreElems(t *testing.T) {
 	body := []byte(`[{"a":1} , {"b":2}  ]`)
-	if !moreElems(body, 8) || moreElems(body, 18) {
-		t.Fatal("moreElems")
+	if !MoreElems(body, 8) || MoreElems(body, 18) {
+		t.Fatal("MoreElems")
 	}
 }
 

@@ -120,7 +120,7 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 		r.Name(tenant, body, s.I)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {
 			// The remembered elements, and room for a turn's new ones.
-			ts.Ends = r.resumedEnds(last, moreElems(body, r.Prior.Elems[last].End))
+			ts.Ends = r.resumedEnds(last, MoreElems(body, r.Prior.Elems[last].End))
 			ts.Elems = ts.Elems[:0]
 			s.I = ts.Ends[last].End
 		}
@@ -186,9 +186,9 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 	return ts, nil
 }
 
-// moreElems reports whether an element of an array follows the one that
+// MoreElems reports whether an element of an array follows the one that
 // ends at end in body (a comma comes next, not the array's end).
-func moreElems(body []byte, end int) bool {
+func MoreElems(body []byte, end int) bool {
 	s := Scanner{B: body, I: end}
 	s.WS()
 	return s.Peek() == ','
