@@ -145,22 +145,32 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 		// A body that starts as a known start does (an agent's system
 		// message, seen twice) is not scanned there: its messages are
 		// where they were.
+		var known *wire.KnownStart[msgSpans]
 		s.atStart = func(first int) int {
-			h := memo.starts.Find(tenant, body, first)
-			if h == nil {
+			known = memo.starts.Find(tenant, body, first)
+			if known == nil {
 				return -1
 			}
-			cs.msgs, cs.knownStart = append(cs.msgs, h.Elems...), true
-			return h.End
+			cs.msgs, cs.knownStart = append(cs.msgs, known.Elems...), true
+			return known.End
 		}
 		// Called once the first user message is scanned: the messages
 		// before it are offered as a start, and the bytes up to its end
 		// name the conversation.
 		s.atUser = func(end int) int {
-			if head := cs.msgs[:len(cs.msgs)-1]; !cs.knownStart && len(head) > 0 && len(cs.calls) == 0 {
-				memo.starts.Offer(memo.seed, tenant, body, head[0].start, head[len(head)-1].end, head)
+			cut, sum := 0, uint64(0)
+			if head := cs.msgs[:len(cs.msgs)-1]; len(head) > 0 {
+				cut = head[len(head)-1].end
+				if known != nil && known.End == cut {
+					sum = known.Sum
+				} else {
+					sum = memo.seed.Head(tenant, body[:cut])
+					if !cs.knownStart && len(cs.calls) == 0 {
+						memo.starts.Offer(sum, tenant, body, head[0].start, cut, head)
+					}
+				}
 			}
-			memo.name(c, tenant, body, end)
+			memo.name(c, tenant, body, cut, end, sum)
 			return memo.resume(c, body, len(cs.msgs)-1)
 		}
 		s.atTail = func(end int) bool { return memo.resumeTail(c, body, end) }

@@ -136,10 +136,12 @@ func newConvMemo(max int) *convMemo {
 	return &convMemo{seed: wire.NewMemoSeed(), max: max, cur: make(map[uint64]*memoBranches)}
 }
 
-// name sets c's name from body's head, which ends at end: c.memoKey, and
-// c.sum and c.summed, from where resume and remember sum on.
-func (m *convMemo) name(c *conversation, tenant string, body []byte, end int) {
-	c.sum, c.summed = m.seed.Head(tenant, body[:end]), end
+// name sets c's name from body's head, which ends at end, cut where the
+// messages before the first user message end (see wire.MemoSeed.Name):
+// c.memoKey, and c.sum and c.summed, from where resume and remember sum
+// on.
+func (m *convMemo) name(c *conversation, tenant string, body []byte, cut, end int, start uint64) {
+	c.sum, c.summed = m.seed.Name(tenant, body, cut, end, start), end
 	c.memoKey, c.memoOK = c.sum, true
 }
 

@@ -413,12 +413,14 @@ func (r *Resume[S]) PriorState() (s S) {
 func NewResume[S any](m *TurnMemo[S]) Resume[S] { return Resume[S]{memo: m} }
 
 // Name names the conversation by the tenant and body[:end], the end of its
-// head (its first user element), and finds its remembered turn, if any.
-func (r *Resume[S]) Name(tenant string, body []byte, end int) {
+// head (its first user element), cut where the elements before that one
+// end (start: the sum of the bytes up to there, or 0; see MemoSeed.Name),
+// and finds its remembered turn, if any.
+func (r *Resume[S]) Name(tenant string, body []byte, cut, end int, start uint64) {
 	if r.memo == nil || r.named {
 		return
 	}
-	r.sum, r.summed = r.memo.seed.Head(tenant, body[:end]), end
+	r.sum, r.summed = r.memo.seed.Name(tenant, body, cut, end, start), end
 	r.key, r.named = r.sum, true
 	r.branches = r.memo.get(r.key)
 	if len(r.branches) > 0 {

@@ -16,7 +16,7 @@ import (
 // elements ending at ends, and reports whether it was kept.
 func remember(m *TurnMemo[string], tenant, body string, head int, ends []int, arrayEnd int, size int) bool {
 	r := NewResume(m)
-	r.Name(tenant, []byte(body), head)
+	r.Name(tenant, []byte(body), 0, head, 0)
 	elems := make([]Elem, len(ends))
 	for i, e := range ends {
 		elems[i].End = e
@@ -43,7 +43,7 @@ func TestTurnMemoForgetsTheLeastRecentlyUsed(t *testing.T) {
 	}
 	// a is used again: b is now the least recently used.
 	r := NewResume(m)
-	r.Name("a", []byte(body), 8)
+	r.Name("a", []byte(body), 0, 8, 0)
 	if r.Prior == nil || r.Prior.State != body {
 		t.Fatal("a's turn not found")
 	}
@@ -52,7 +52,7 @@ func TestTurnMemoForgetsTheLeastRecentlyUsed(t *testing.T) {
 	}
 	for tenant, want := range map[string]bool{"a": true, "b": false, "c": true, "e": true, "f": true} {
 		r := NewResume(m)
-		r.Name(tenant, []byte(body), 8)
+		r.Name(tenant, []byte(body), 0, 8, 0)
 		if (r.Prior != nil) != want {
 			t.Errorf("%s remembered: %v, want %v", tenant, r.Prior != nil, want)
 		}
@@ -91,7 +91,7 @@ func TestResumeSkipsWhatIsRepeated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewResume(m)
 			body := []byte(tc.body)
-			r.Name("t", body, 18)
+			r.Name("t", body, 0, 18, 0)
 			if last := r.Skip(body, 0); last != tc.last {
 				t.Fatalf("Skip = %d, want %d", last, tc.last)
 			}
@@ -103,7 +103,7 @@ func TestResumeSkipsWhatIsRepeated(t *testing.T) {
 	}
 	// Another tenant's body of the same bytes has its own name.
 	r := NewResume(m)
-	r.Name("u", []byte(turn), 18)
+	r.Name("u", []byte(turn), 0, 18, 0)
 	if r.Prior != nil {
 		t.Fatal("another tenant found this tenant's turn")
 	}
@@ -132,7 +132,7 @@ func TestRememberLeavesTheTurnARetryRepeats(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewResume(m)
 			body := []byte(tc.body)
-			r.Name("t", body, 18)
+			r.Name("t", body, 0, 18, 0)
 			r.Skip(body, 0)
 			end := strings.LastIndexByte(tc.body, ']') + 1
 			r.Tail(body, end)
@@ -566,7 +566,8 @@ func TestSkipTakesWhatFollowingEachTurnFinds(t *testing.T) {
 		}
 		ref := NewResume(m)
 		head := bytes.Index(body, []byte(`"the task"}`)) + len(`"the task"}`)
-		ref.Name("tenant", body, head)
+		cut := bytes.Index(body, []byte(`"S"}`)) + len(`"S"}`) // the system element's end
+		ref.Name("tenant", body, cut, head, 0)
 		want, last := furthest(ref.branches, body, ref.sum, ref.summed, 1)
 		if from := last + 1; from == 0 && r.From != 0 || from > 0 && (r.From != from || r.Prior != want) {
 			t.Fatalf("request %d (start %d, run %d, step %d): read from %d, following each turn: %d", n, shared, run, k, r.From, from)

@@ -45,6 +45,10 @@ type KnownStart[E any] struct {
 	// at End, where the start does.
 	Elems []E
 	End   int
+	// Sum is the start's memo sum, MemoSeed.Head(tenant, start): where
+	// the name of a conversation that begins with it goes on from (see
+	// MemoSeed.Name).
+	Sum uint64
 }
 
 // Bounds of KnownStarts: a start shorter than knownMin is checked about as
@@ -79,14 +83,14 @@ func (k *KnownStarts[E]) Find(tenant string, body []byte, first int) *KnownStart
 
 // Offer is called with a body found valid up to its array's first user
 // element, and what the scan found of the elements before that one,
-// elems, the first starting at first and the last ending at end. The
+// elems, the first starting at first and the last ending at end; sum is
+// the memo sum of those bytes, MemoSeed.Head(tenant, body[:end]). The
 // second time the same start is offered, it is kept.
-func (k *KnownStarts[E]) Offer(seed MemoSeed, tenant string, body []byte, first, end int, elems []E) {
+func (k *KnownStarts[E]) Offer(sum uint64, tenant string, body []byte, first, end int, elems []E) {
 	// Only an object is sure to end where it ended (see Resume.Skip).
 	if len(elems) == 0 || len(elems) > knownMaxElems || end < knownMin || end > knownMaxBytes/4 || body[end-1] != '}' {
 		return
 	}
-	sum := seed.Head(tenant, body[:end])
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	i := slices.Index(k.seen[:], sum)
@@ -100,7 +104,7 @@ func (k *KnownStarts[E]) Offer(seed MemoSeed, tenant string, body []byte, first,
 		return // the copies are not paid for (see KnownStarts)
 	}
 	k.debt.Add(2 * int64(end))
-	h := &KnownStart[E]{tenant: tenant, start: bytes.Clone(body[:end]), first: first, Elems: slices.Clone(elems), End: end}
+	h := &KnownStart[E]{tenant: tenant, start: bytes.Clone(body[:end]), first: first, Elems: slices.Clone(elems), End: end, Sum: sum}
 	var old []*KnownStart[E]
 	if p := k.list.Load(); p != nil {
 		old = *p

@@ -16,7 +16,7 @@ import (
 // sum), and the bytes the client sent are forwarded as they came whatever
 // the memo read.
 //
-// A prefix is summed element by element: [MemoSeed.Head] sums the tenant
+// A prefix is summed element by element: [MemoSeed.Name] sums the tenant
 // and the head, and [NextSum] goes on with the bytes up to the end of the
 // next element, seeded by the sum so far. Two prefixes have the same sum
 // when they are the same bytes cut at the same ends, which the memos
@@ -29,10 +29,23 @@ type MemoSeed uint64
 // NewMemoSeed returns a random seed.
 func NewMemoSeed() MemoSeed { return MemoSeed(rand.Uint64()) }
 
-// Head returns the sum of the tenant and a body's head: the name of its
-// conversation, and the sum its elements' sums go on from.
+// Head returns the sum of the tenant and the first bytes of a body.
 func (s MemoSeed) Head(tenant string, head []byte) uint64 {
 	return xxh3.HashSeed(head, xxh3.HashStringSeed(tenant, uint64(s)))
+}
+
+// Name returns the sum that names a body's conversation: the sum of the
+// tenant and its head, body[:end], cut where the elements before the
+// head's user element end (cut; 0 when there are none). The bytes up to
+// the cut are an agent's instructions, the same on every request of every
+// run (see KnownStarts): start is their sum, Head(tenant, body[:cut]),
+// when the caller has it, else 0. The name is the sum its elements' sums
+// go on from.
+func (s MemoSeed) Name(tenant string, body []byte, cut, end int, start uint64) uint64 {
+	if start == 0 {
+		start = s.Head(tenant, body[:cut])
+	}
+	return NextSum(start, body[cut:end])
 }
 
 // Bytes returns the sum of b alone (the bytes after a conversation's

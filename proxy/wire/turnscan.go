@@ -71,6 +71,7 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 	s := Scanner{B: body}
 	var dup error
 	named := false
+	var known *KnownStart[Span]
 	elem := func() error {
 		start := s.I
 		if len(ts.Ends) == 0 && r.memo != nil {
@@ -81,7 +82,7 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 					ts.Ends = append(ts.Ends, Elem{End: e.End})
 				}
 				ts.Elems = append(ts.Elems, h.Elems...)
-				s.I, ts.KnownStart = h.End, true
+				s.I, ts.KnownStart, known = h.End, true, h
 				return nil
 			}
 		}
@@ -113,11 +114,19 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 			return nil
 		}
 		named = true
-		if !ts.KnownStart && r.memo != nil && len(ts.Elems) > 1 {
-			head := ts.Elems[:len(ts.Elems)-1]
-			r.memo.starts.Offer(r.memo.seed, tenant, body, head[0].Start, head[len(head)-1].End, head)
+		cut, sum := 0, uint64(0)
+		if head := ts.Elems[:len(ts.Elems)-1]; r.memo != nil && len(head) > 0 {
+			cut = head[len(head)-1].End
+			if known != nil && known.End == cut {
+				sum = known.Sum
+			} else {
+				sum = r.memo.seed.Head(tenant, body[:cut])
+				if !ts.KnownStart {
+					r.memo.starts.Offer(sum, tenant, body, head[0].Start, cut, head)
+				}
+			}
 		}
-		r.Name(tenant, body, s.I)
+		r.Name(tenant, body, cut, s.I, sum)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {
 			// The remembered elements, and room for a turn's new ones.
 			ts.Ends = r.resumedEnds(last, MoreElems(body, r.Prior.Elems[last].End))
