@@ -27,6 +27,9 @@ type conversation struct {
 	memo *convMemo // where the conversation is remembered; nil for none
 
 	systemAt int // index of the system message; -1 none
+	// start is the conversation key begun with the system text, when the
+	// system memo decoded it (see wire.SystemMemo).
+	start *recall.KeyStart
 	// system says what systemFramed found of info.System (unknown until
 	// asked, or the remembered turn's answer for the same string).
 	system systemCheck
@@ -108,7 +111,7 @@ type mark struct {
 // results that refer to the body and the system prompt included, so an
 // answer that streams for minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
-	c.scan, c.marks, c.calls, c.prior, c.verdictMsgs = chatScan{}, nil, wire.CallIndex[callName]{}, nil, nil
+	c.scan, c.marks, c.calls, c.prior, c.verdictMsgs, c.start = chatScan{}, nil, wire.CallIndex[callName]{}, nil, nil, nil
 	c.body = nil
 	c.info.System = ""
 	c.info.DropBody()
@@ -188,7 +191,11 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 			c.info.ToolDefsSum = c.tailSum
 		}
 	}
-	if c.info.Goal != "" && c.info.Key == "" {
+	switch {
+	case c.info.Goal == "" || c.info.Key != "":
+	case c.start != nil:
+		c.info.Key = c.start.Key(c.info.Goal)
+	default:
 		c.info.Key = recall.ConversationKey(wire.StripFramed(c.info.System), c.info.Goal)
 	}
 	c.info.Later = c.answered()
@@ -234,7 +241,11 @@ func (c *conversation) read(body []byte) {
 		case m.kind == roleSystem || m.kind == roleDeveloper:
 			if c.systemAt < 0 {
 				c.systemAt = i
-				c.info.System = wire.ContentText(valueAt(body, m.content))
+				if c.memo != nil && m.content.ok() {
+					c.info.System, c.start = c.memo.systems.Text(body[m.content.start:m.content.end])
+				} else {
+					c.info.System = wire.ContentText(valueAt(body, m.content))
+				}
 				if p := c.prior; p != nil && p.system == c.info.System {
 					// The remembered turns' string (the memo counts it
 					// once), and what they found of it.

@@ -37,6 +37,9 @@ type convMemo struct {
 	// starts are the starts of bodies found valid that many share (an
 	// agent's system message): not scanned again.
 	starts wire.KnownStarts[msgSpans]
+	// systems are the system texts decoded lately (a conversation's
+	// first turn decodes its agent's system message).
+	systems *wire.SystemMemo
 
 	mu        sync.Mutex
 	cur, prev map[uint64]*memoBranches
@@ -133,7 +136,7 @@ func (e *memoEntry) size() int {
 }
 
 func newConvMemo(max int) *convMemo {
-	return &convMemo{seed: wire.NewMemoSeed(), max: max, cur: make(map[uint64]*memoBranches)}
+	return &convMemo{seed: wire.NewMemoSeed(), max: max, cur: make(map[uint64]*memoBranches), systems: wire.NewSystemMemo(contentText, wire.StripFramed)}
 }
 
 // name sets c's name from body's head, which ends at end, cut where the

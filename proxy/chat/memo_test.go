@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -897,6 +898,37 @@ func TestSystemCheckedOnce(t *testing.T) {
 			judge(c)
 			memo.remember(c, body)
 		}
+	}
+}
+
+// TestSystemTextDecodedOnce: the first turns of two conversations of one
+// agent (its system message, two tasks) share the system text decoded
+// for the first, and each one's key is the conversation's.
+func TestSystemTextDecodedOnce(t *testing.T) {
+	memo := newConvMemo(8)
+	turn, err := os.ReadFile(filepath.Join("testdata", "agents", "qwen-turn1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := inspect(turn, memo, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := first.info.Goal
+	other := bytes.Replace(turn, []byte(task), []byte("Rename the package to cfg."), 1)
+	if bytes.Equal(other, turn) || len(first.info.System) < 1<<10 {
+		t.Fatal("the capture has no task to replace or no long system text")
+	}
+	second, err := inspect(other, memo, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := inspect(other, nil, "")
+	if second.from != 0 || second.info.System != full.info.System || unsafe.StringData(second.info.System) != unsafe.StringData(first.info.System) {
+		t.Error("the second conversation's system text was decoded again, or differs")
+	}
+	if second.info.Key != full.info.Key || second.info.Key == first.info.Key {
+		t.Errorf("keys %q, read in full %q, the first conversation's %q", second.info.Key, full.info.Key, first.info.Key)
 	}
 }
 

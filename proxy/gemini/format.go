@@ -53,10 +53,10 @@ import (
 
 // Format is the Gemini format. It holds the conversation memo and
 // remembers the text of the system instructions it read lately (see
-// systemMemo): make one per server with [New].
+// wire.SystemMemo): make one per server with [New].
 type Format struct {
 	memo    *wire.TurnMemo[*turnState]
-	systems *systemMemo
+	systems *wire.SystemMemo
 }
 
 // New returns the format with an empty memo of wire.DefaultMemoBudget

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -482,43 +480,17 @@ func TestErrorShapes(t *testing.T) {
 	}
 }
 
-// TestSystemMemo: the memory of system instructions gives what decoding
-// gives, only for the same bytes, within its bounds, and the conversation
-// key begun with the text.
+// TestSystemMemo: the format reads the CLI's system instruction as
+// decoding it does, through its memo or not, with the conversation's key.
 func TestSystemMemo(t *testing.T) {
-	m := newSystemMemo()
-	text := func(raw []byte) string {
-		s, _ := m.text(raw)
-		return s
-	}
 	body := agentBody(t, "gemini-cli-turn3")
 	sp, err := wire.Members(body, "systemInstruction")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := sp[0].Raw(body)
-	want := systemText(raw)
-	if len(raw) < memoMinBytes || text(raw) != want || text(bytes.Clone(raw)) != want || len(m.entries) != 1 {
-		t.Fatalf("the CLI's system instruction: %d entries", len(m.entries))
-	}
-	if _, start := m.text(raw); start == nil || start.Key("fix the build") != recall.ConversationKey(wire.Strip(want), "fix the build") {
-		t.Fatal("the key begun with the system text is not the conversation's")
-	}
-	// Another value under the same key is not taken for it.
-	other := bytes.Replace(raw, []byte("Gemini CLI"), []byte("Gemini XYZ"), 1)
-	m.add(maphash.Bytes(m.seed, other), &memoText{raw: raw, text: "wrong"})
-	if got := text(other); got != systemText(other) || got == "wrong" {
-		t.Fatalf("another system instruction read as %.40q", got)
-	}
-	// Bounded in entries (and so in bytes, here).
-	for i := range 2 * memoEntries {
-		v := []byte(`{"parts":[{"text":"` + strings.Repeat("x", memoMinBytes) + strconv.Itoa(i) + `"}]}`)
-		if got := text(v); got != systemText(v) {
-			t.Fatal("a remembered text differs")
-		}
-	}
-	if len(m.entries) != memoEntries || len(m.order) != memoEntries || m.bytes > memoMaxBytes {
-		t.Fatalf("%d entries, %d in order, %d bytes", len(m.entries), len(m.order), m.bytes)
+	want := systemText(sp[0].Raw(body))
+	if text, start := newSystemMemo().Text(sp[0].Raw(body)); text != want || start == nil {
+		t.Fatal("the memo does not remember the CLI's system instruction")
 	}
 	// The format's key, the system text's first remembered, then not.
 	f := New()
@@ -607,7 +579,7 @@ func BenchmarkRead(b *testing.B) {
 	body := agentBody(b, "gemini-cli-turn3")
 	for _, bc := range []struct {
 		name string
-		memo *systemMemo
+		memo *wire.SystemMemo
 	}{{"first", nil}, {"again", newSystemMemo()}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))

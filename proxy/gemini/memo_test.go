@@ -36,7 +36,7 @@ func resultKeys(r *request) []string {
 }
 
 // readMemo reads body with memo as the format does.
-func readMemo(body []byte, memo *wire.TurnMemo[*turnState], systems *systemMemo) (*request, error) {
+func readMemo(body []byte, memo *wire.TurnMemo[*turnState], systems *wire.SystemMemo) (*request, error) {
 	return readTurn(body, streamPath, systems, memo, "t")
 }
 

@@ -185,7 +185,7 @@ func ParsePath(path string) (model, method string, err error) {
 // read reads a request body that came by path without a turn memo; the
 // system instruction's text comes from systems when it holds it (nil:
 // decoded every time).
-func read(body []byte, path string, systems *systemMemo) (*request, error) {
+func read(body []byte, path string, systems *wire.SystemMemo) (*request, error) {
 	return readTurn(body, path, systems, nil, "")
 }
 
@@ -197,7 +197,7 @@ func read(body []byte, path string, systems *systemMemo) (*request, error) {
 // not read again, nor are the bytes after the array when they are the
 // same (see wire.TurnMemo): the Gemini CLI sends its contents first, its
 // 30 KB system instruction and its tools after them.
-func readTurn(body []byte, path string, systems *systemMemo, memo *wire.TurnMemo[*turnState], tenant string) (*request, error) {
+func readTurn(body []byte, path string, systems *wire.SystemMemo, memo *wire.TurnMemo[*turnState], tenant string) (*request, error) {
 	model, method, err := ParsePath(path)
 	if err != nil {
 		return nil, err
@@ -270,7 +270,11 @@ func readTurn(body []byte, path string, systems *systemMemo, memo *wire.TurnMemo
 	case known:
 		in.System, r.start = prior.system, prior.start
 	case raw != nil:
-		in.System, r.start = systems.text(raw)
+		if systems != nil {
+			in.System, r.start = systems.Text(raw)
+		} else {
+			in.System = systemText(raw)
+		}
 	}
 	switch {
 	case in.Goal == "":

@@ -38,15 +38,18 @@ import (
 	"github.com/scarproxy/scarproxy/proxy/wire"
 )
 
-// Format is the Messages format. It holds the conversation memo: make one
-// per server with [New].
+// Format is the Messages format. It holds the conversation memo and the
+// system texts it decoded lately: make one per server with [New].
 type Format struct {
-	memo *wire.TurnMemo[*turnState]
+	memo    *wire.TurnMemo[*turnState]
+	systems *wire.SystemMemo
 }
 
 // New returns the format with an empty memo of wire.DefaultMemoBudget
-// bytes.
-func New() *Format { return &Format{memo: wire.NewTurnMemo[*turnState](0)} }
+// bytes, and one of the system texts it decodes.
+func New() *Format {
+	return &Format{memo: wire.NewTurnMemo[*turnState](0), systems: wire.NewSystemMemo(systemText, wire.Strip)}
+}
 
 // MemoBytes returns the bytes the conversation memo holds.
 func (f *Format) MemoBytes() int { return f.memo.Bytes() }
@@ -56,7 +59,7 @@ func (*Format) Name() string { return "messages" }
 
 // Read implements [wire.Format].
 func (f *Format) Read(body []byte, r wire.Route) (wire.Request, error) {
-	return readTurn(body, f.memo, r.Tenant)
+	return readWith(body, f.memo, f.systems, r.Tenant)
 }
 
 // Error implements [wire.Format]: Anthropic's error shape.

@@ -525,3 +525,32 @@ func TestMemoReadsAChangedTailByMember(t *testing.T) {
 		prev = got
 	}
 }
+
+// TestSystemTextDecodedOnce: the first turns of two Claude Code
+// conversations (its system blocks, two tasks) read through the format
+// share the system text decoded for the first, and each one's key is the
+// conversation's.
+func TestSystemTextDecodedOnce(t *testing.T) {
+	turn := growing(t, "claude-turn1.json")[0]
+	f := New()
+	first, err := f.Read(turn, wire.Route{Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := first.Info().Goal
+	other := bytes.Replace(turn, []byte(task), []byte("Rename the package to cfg."), 1)
+	if task == "" || bytes.Equal(other, turn) || len(first.Info().System) < 1<<10 {
+		t.Fatal("the capture has no task to replace or no long system text")
+	}
+	second, err := f.Read(other, wire.Route{Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := read(other)
+	if s := second.Info().System; s != full.info.System || unsafe.StringData(s) != unsafe.StringData(first.Info().System) {
+		t.Error("the second conversation's system text was decoded again, or differs")
+	}
+	if k := second.Info().Key; k != full.info.Key || k == first.Info().Key {
+		t.Errorf("keys %q, read in full %q, the first conversation's %q", k, full.info.Key, first.Info().Key)
+	}
+}

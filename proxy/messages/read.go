@@ -138,6 +138,14 @@ func read(body []byte) (*request, error) { return readTurn(body, nil, "") }
 // nor are the bytes after the array when they are the same (see
 // wire.TurnMemo).
 func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*request, error) {
+	return readWith(body, memo, nil, tenant)
+}
+
+// readWith is readTurn that takes the system text from systems when it
+// decodes it (nil: decoded every time): a conversation's first turn,
+// which no turn memo knows, does not decode its agent's system blocks
+// again.
+func readWith(body []byte, memo *wire.TurnMemo[*turnState], systems *wire.SystemMemo, tenant string) (*request, error) {
 	r := &request{body: body, resume: wire.NewResume(memo)}
 	ts, err := wire.ScanTurn(body, topKeys, keyMessages, &r.resume, tenant, func(p *turnState) []wire.Span { return p.after })
 	if err != nil {
@@ -207,17 +215,23 @@ func readTurn(body []byte, memo *wire.TurnMemo[*turnState], tenant string) (*req
 	// tail the memo knew, or the same bytes under "system" in one that
 	// changed elsewhere).
 	known := prior != nil && (r.system.OK() && r.system.End <= sp[keyMessages].Start || r.resume.TailKnown || ts.SameAfter(keySystem))
-	if known {
+	var start *recall.KeyStart
+	switch sys := sp[keySystem]; {
+	case known:
 		in.System = prior.system
-	} else if sys := sp[keySystem].Value(body); sys.Exists() {
-		in.System = wire.ContentText(sys)
+	case sys.OK() && systems != nil:
+		in.System, start = systems.Text(sys.Raw(body))
+	case sys.OK():
+		in.System = systemText(sys.Raw(body))
 	}
-	if in.Goal != "" {
-		if known && in.Goal == prior.goal && prior.key != "" {
-			in.Key = prior.key
-		} else {
-			in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
-		}
+	switch {
+	case in.Goal == "":
+	case known && in.Goal == prior.goal && prior.key != "":
+		in.Key = prior.key
+	case start != nil:
+		in.Key = start.Key(in.Goal)
+	default:
+		in.Key = recall.ConversationKey(wire.Strip(in.System), in.Goal)
 	}
 	return r, nil
 }
@@ -461,3 +475,7 @@ func (r *request) remember() bool {
 	}
 	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size(), st.system)
 }
+
+// systemText is the text of the system value raw: a string, or the text
+// of its blocks.
+func systemText(raw []byte) string { return wire.ContentText(gjson.ParseBytes(raw)) }
