@@ -108,7 +108,8 @@ type memoEntry struct {
 }
 
 // memoBytes bounds each half of convMemo by size: a remembered turn takes
-// about 200 bytes a message, long conversations make the memo drop its
+// about 300 bytes a message (450 with the room its lists keep for the
+// next turn's), long conversations make the memo drop its
 // older half sooner, and a turn of more than a quarter of it is not
 // remembered. defaultMemoSize bounds each half's conversations: the bytes
 // bind first but for conversations of a few messages.
