@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"unsafe"
 
@@ -532,30 +531,22 @@ func TestMemoConcurrentTurns(t *testing.T) {
 		wants[i] = w
 	}
 	f := New()
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range 40 {
-				i := (g*7 + k*3) % len(turns)
-				r, err := f.Read(turns[i], wire.Route{Tenant: "t"})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got, want := r.(*conversation), wants[i]
-				judge(got)
-				if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != want.info.Goal || got.info.Key != want.info.Key ||
-					!slices.Equal(got.info.Tools, want.info.Tools) || !slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) {
-					t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
-					return
-				}
-				got.Forwarded(true)
-			}
-		}()
-	}
-	wg.Wait()
+	agenttest.Interleaved(len(turns), func(i int) bool {
+		r, err := f.Read(turns[i], wire.Route{Tenant: "t"})
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		got, want := r.(*conversation), wants[i]
+		judge(got)
+		if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != want.info.Goal || got.info.Key != want.info.Key ||
+			!slices.Equal(got.info.Tools, want.info.Tools) || !slices.Equal(got.scan.msgs, want.scan.msgs) || !slices.Equal(got.scan.calls, want.scan.calls) {
+			t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
+			return false
+		}
+		got.Forwarded(true)
+		return true
+	})
 }
 
 // stormTurn is agentTurn(n) whose newest round has call id id: a client

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"unsafe"
 
@@ -275,29 +274,21 @@ func TestMemoConcurrentTurns(t *testing.T) {
 		wants[i] = w
 	}
 	memo := wire.NewTurnMemo[*turnState](0)
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range 40 {
-				i := (g*7 + k*3) % len(turns)
-				got, err := readTurn(turns[i], memo, "t")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				judge(got)
-				if gt, wt := got.info.Tallies(), wants[i].info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != wants[i].info.Goal ||
-					!slices.Equal(got.info.Tools, wants[i].info.Tools) || got.newest != wants[i].newest || got.first != wants[i].first {
-					t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
-					return
-				}
-				got.Forwarded(true)
-			}
-		}()
-	}
-	wg.Wait()
+	agenttest.Interleaved(len(turns), func(i int) bool {
+		got, err := readTurn(turns[i], memo, "t")
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		judge(got)
+		if gt, wt := got.info.Tallies(), wants[i].info.Tallies(); !slices.Equal(gt, wt) || got.info.Goal != wants[i].info.Goal ||
+			!slices.Equal(got.info.Tools, wants[i].info.Tools) || got.newest != wants[i].newest || got.first != wants[i].first {
+			t.Errorf("turn %d: tallies %v, in full %v", i, gt, wt)
+			return false
+		}
+		got.Forwarded(true)
+		return true
+	})
 }
 
 // TestContinuedTurnAddsOneAnswer: a turn is Continued when it extends the

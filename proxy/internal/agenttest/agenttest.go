@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/scarproxy/scarproxy/guard"
@@ -305,4 +306,25 @@ func CheckRunsOfOneTask(t *testing.T, turns [][]byte, head int, callID, run stri
 			}
 		}
 	}
+}
+
+// Interleaved reads the turns of one conversation at once: 8 goroutines
+// of 40 requests each, every one going through turn indexes below n in an
+// order of its own, and waits for them. read reads and remembers turn i;
+// it returns false to end its goroutine (it reported why). With -race, a
+// memo that writes what another request reads fails.
+func Interleaved(n int, read func(i int) bool) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 40 {
+				if !read((g*7 + k*3) % n) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
