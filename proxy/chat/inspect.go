@@ -10,7 +10,7 @@ import (
 
 // contentText decodes a message's content (a string, or text parts) as
 // text.
-func contentText(raw []byte) string { return wire.ContentText(parseRaw(raw)) }
+func contentText(raw []byte) string { return wire.Decoded(raw, wire.ContentText) }
 
 // conversation is what the proxy reads of a chat request, in one pass over
 // the body (scanChat) and without decoding it whole.

@@ -618,8 +618,10 @@ func failedResponse(resp gjson.Result) bool {
 // "output" string when that is all it holds (the Gemini CLI's shape);
 // else the response's JSON, whose fields (success, exit codes, output)
 // tell whether it failed.
-func responseText(raw []byte) string {
-	resp := gjson.ParseBytes(raw)
+func responseText(raw []byte) string { return wire.Decoded(raw, responseTextOf) }
+
+// responseTextOf is responseText of the parsed response.
+func responseTextOf(resp gjson.Result) string {
 	if !resp.IsObject() {
 		return resp.String()
 	}

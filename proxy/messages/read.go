@@ -455,7 +455,7 @@ func isFrame(b gjson.Result) bool {
 
 // resultText is the text of a tool_result's content: a string, or the
 // text of its blocks.
-func resultText(raw []byte) string { return wire.ContentText(gjson.ParseBytes(raw)) }
+func resultText(raw []byte) string { return wire.Decoded(raw, wire.ContentText) }
 
 // remember keeps the turn in the memo, once its tool results are judged.
 func (r *request) remember() bool {
@@ -478,4 +478,4 @@ func (r *request) remember() bool {
 
 // systemText is the text of the system value raw: a string, or the text
 // of its blocks.
-func systemText(raw []byte) string { return wire.ContentText(gjson.ParseBytes(raw)) }
+func systemText(raw []byte) string { return wire.Decoded(raw, wire.ContentText) }

@@ -506,7 +506,7 @@ func callID(item gjson.Result) string {
 // outputText is the text of a tool output: a string, or the text of its
 // parts (input_text, output_text; the output of a command result), or the
 // stdout and stderr of a shell call's outputs.
-func outputText(raw []byte) string { return partsText(gjson.ParseBytes(raw)) }
+func outputText(raw []byte) string { return wire.Decoded(raw, partsText) }
 
 // commandResult reads a command's result that Codex's exec tool returns
 // as a JSON text: {"exit_code":1,"output":"..."}.

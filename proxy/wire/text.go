@@ -3,9 +3,28 @@ package wire
 import (
 	"bytes"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
+
+// Decoded returns text(v), v being the JSON value raw parsed where it
+// lies: raw is not copied to be parsed, and what text returns is copied
+// only when it lies inside raw (a string without escapes, a value's raw
+// JSON), so it never refers to raw, which the body's buffer reuses. A
+// format's tool results are decoded so (wire.ToolResult.Decode): a copy
+// of the output to parse, then another to unescape it, was twice its size
+// allocated for every tool result read.
+func Decoded(raw []byte, text func(v gjson.Result) string) string {
+	if len(raw) == 0 {
+		return text(gjson.Result{})
+	}
+	t := text(gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))))
+	if p, lo := uintptr(unsafe.Pointer(unsafe.StringData(t))), uintptr(unsafe.Pointer(unsafe.SliceData(raw))); len(t) > 0 && p >= lo && p < lo+uintptr(len(raw)) {
+		return strings.Clone(t)
+	}
+	return t
+}
 
 // ContentText is the text of a message content value: a string, or the
 // string "text" of each part of an array (chat text parts, Responses

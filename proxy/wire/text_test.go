@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -174,4 +175,38 @@ func FuzzTaskAgreesWithMock(f *testing.F) {
 			t.Fatalf("%q: the mock answers %q, the task gives %q", text, answer, want)
 		}
 	})
+}
+
+// TestDecodedKeepsNothingOfRaw: what Decoded gives is what decoding a
+// copy gives, and it shares no byte with raw, whether the text is a
+// string with escapes, one without (a piece of raw), a part's text or a
+// value's raw JSON.
+func TestDecodedKeepsNothingOfRaw(t *testing.T) {
+	rawJSON := func(v gjson.Result) string { return v.Raw }
+	for _, tc := range []struct {
+		raw  string
+		text func(gjson.Result) string
+	}{
+		{`"ok: 3 tests passed"`, ContentText},
+		{`"FAIL\tpkg\n--- FAIL: TestX"`, ContentText},
+		{`[{"type":"text","text":"one part"}]`, ContentText},
+		{`[{"type":"text","text":"a"},{"type":"text","text":"b\n"}]`, ContentText},
+		{`{"exit_code":1,"output":"boom"}`, rawJSON},
+		{`{"exit_code":1,"output":"boom"}`, func(v gjson.Result) string { return v.Get("output").Str }},
+		{``, ContentText},
+		{`12`, rawJSON},
+	} {
+		raw := []byte(tc.raw)
+		want := tc.text(gjson.ParseBytes(bytes.Clone(raw)))
+		got := Decoded(raw, tc.text)
+		if got != want {
+			t.Errorf("%s: %q, decoding a copy %q", tc.raw, got, want)
+		}
+		for i := range raw {
+			raw[i] = 'x'
+		}
+		if got != want {
+			t.Errorf("%s: the text changed with raw's bytes: %q", tc.raw, got)
+		}
+	}
 }
