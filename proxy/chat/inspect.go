@@ -164,14 +164,7 @@ func inspect(body []byte, memo *convMemo, tenant string) (*conversation, error) 
 			cut, sum := 0, uint64(0)
 			if head := cs.msgs[:len(cs.msgs)-1]; len(head) > 0 {
 				cut = head[len(head)-1].end
-				if known != nil && known.End == cut {
-					sum = known.Sum
-				} else {
-					sum = memo.seed.Head(tenant, body[:cut])
-					if !cs.knownStart && len(cs.calls) == 0 {
-						memo.starts.Offer(sum, tenant, body, head[0].start, cut, head)
-					}
-				}
+				sum = memo.starts.StartSum(memo.seed, tenant, body, known, head[0].start, cut, head, !cs.knownStart && len(cs.calls) == 0)
 			}
 			memo.name(c, tenant, body, cut, end, sum)
 			return memo.resume(c, body, len(cs.msgs)-1)

@@ -81,6 +81,22 @@ func (k *KnownStarts[E]) Find(tenant string, body []byte, first int) *KnownStart
 	return nil
 }
 
+// StartSum returns the memo sum of body[:cut], cut being where the
+// elements before the array's first user element end (see MemoSeed.Name):
+// known's sum when the body began with that start and it ends there, else
+// the bytes summed, then offered as a start (its elements elems, the first
+// at first) when offer says the scan checked them.
+func (k *KnownStarts[E]) StartSum(seed MemoSeed, tenant string, body []byte, known *KnownStart[E], first, cut int, elems []E, offer bool) uint64 {
+	if known != nil && known.End == cut {
+		return known.Sum
+	}
+	sum := seed.Head(tenant, body[:cut])
+	if offer {
+		k.Offer(sum, tenant, body, first, cut, elems)
+	}
+	return sum
+}
+
 // Offer is called with a body found valid up to its array's first user
 // element, and what the scan found of the elements before that one,
 // elems, the first starting at first and the last ending at end; sum is

@@ -117,14 +117,7 @@ func ScanTurn[S any](body []byte, keys []string, array int, r *Resume[S], tenant
 		cut, sum := 0, uint64(0)
 		if head := ts.Elems[:len(ts.Elems)-1]; r.memo != nil && len(head) > 0 {
 			cut = head[len(head)-1].End
-			if known != nil && known.End == cut {
-				sum = known.Sum
-			} else {
-				sum = r.memo.seed.Head(tenant, body[:cut])
-				if !ts.KnownStart {
-					r.memo.starts.Offer(sum, tenant, body, head[0].Start, cut, head)
-				}
-			}
+			sum = r.memo.starts.StartSum(r.memo.seed, tenant, body, known, head[0].Start, cut, head, !ts.KnownStart)
 		}
 		r.Name(tenant, body, cut, s.I, sum)
 		if last := r.Skip(body, len(ts.Ends)-1); last >= 0 {
