@@ -41,11 +41,10 @@ type conversation struct {
 	provisional string
 	calls       wire.CallIndex[callName] // the calls of tools that have an id
 	marks       []mark                   // one per message: what was read up to its end
-	verdictMsgs []int                    // the messages of info.Prior's verdicts
-	// ownVerdicts says info.Prior and verdictMsgs are the remembered
-	// entry's own arrays (see resumeFrom): the entry the turn leaves
-	// appends its verdicts to them in place.
-	ownVerdicts bool
+	// verdicts are the verdicts of the tool results before this turn's
+	// (their tallies are info.Prior), which the entry the turn leaves
+	// adds its own to.
+	verdicts wire.VerdictLog
 
 	// The memo: the conversation's name, and from which message on it was
 	// read (0 unless a remembered turn's messages were skipped).
@@ -111,7 +110,7 @@ type mark struct {
 // results that refer to the body and the system prompt included, so an
 // answer that streams for minutes keeps only what auto-capture reads.
 func (c *conversation) release() {
-	c.scan, c.marks, c.calls, c.prior, c.verdictMsgs, c.start = chatScan{}, nil, wire.CallIndex[callName]{}, nil, nil, nil
+	c.scan, c.marks, c.calls, c.prior, c.verdicts, c.start = chatScan{}, nil, wire.CallIndex[callName]{}, nil, wire.VerdictLog{}, nil
 	c.body = nil
 	c.info.System = ""
 	c.info.DropBody()

@@ -80,11 +80,9 @@ type memoEntry struct {
 	taskAt   int    // the message the task was found in; -1 none
 	firstMsg string // the provisional goal: the first user message's text
 	key      string // the conversation's recall key, when system and goal are set
-	// The verdicts of the turn's tool results, in message order, and the
-	// index of each one's message: what a turn resumed after them starts
-	// from (wire.Info.Prior).
-	verdicts    []wire.ToolTally
-	verdictMsgs []int
+	// The verdicts of the turn's tool results, in message order: what a
+	// turn resumed after them starts from (wire.Info.Prior).
+	verdicts wire.VerdictLog
 
 	// The bytes after the messages array (tool definitions, model,
 	// options): how many, their memo hash, and where model, user, stream
@@ -128,7 +126,7 @@ func (e *memoEntry) size() int {
 	for _, t := range e.tools {
 		n += 16 + len(t)
 	}
-	n += cap(e.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(e.verdictMsgs)*8
+	n += e.verdicts.Size()
 	n += (cap(e.named) - len(e.named)) * int(unsafe.Sizeof(callName{}))
 	for _, c := range e.named {
 		n += int(unsafe.Sizeof(callName{})) + len(c.id) + len(c.name)
@@ -329,7 +327,7 @@ func (c *conversation) resumeFrom(e *memoEntry, last int) {
 		c.calls.Calls = into(c.calls.Calls, e.named[:mk.calls], turnRoom)
 	}
 	c.info.ToolCount = mk.toolCount
-	c.info.Prior, c.verdictMsgs, c.ownVerdicts = wire.PriorVerdicts(e.verdicts, e.verdictMsgs, last, took)
+	c.verdicts, c.info.Prior = e.verdicts.Resumed(last, took)
 	// The task, if it was found among the messages skipped; else the
 	// first user message's text, and the search goes on.
 	c.provisional = e.firstMsg
@@ -558,22 +556,20 @@ func (m *convMemo) entryOf(c *conversation, body []byte) *memoEntry {
 	if !c.tailKnown {
 		tailSum = m.seed.Bytes(body[end:])
 	}
-	verdicts, msgs := wire.Verdicts(c.info.Prior, c.verdictMsgs, c.info.ToolResults, nil, c.ownVerdicts)
 	return &memoEntry{
-		verdicts:    verdicts,
-		verdictMsgs: msgs,
-		msgs:        fit(cs.msgs),
-		calls:       fit(cs.calls),
-		marks:       fit(c.marks),
-		tools:       fit(c.info.Tools),
-		named:       fit(c.calls.Calls),
-		system:      c.info.System,
-		systemAt:    c.systemAt,
-		check:       c.system,
-		goal:        c.info.Goal,
-		taskAt:      c.taskAt,
-		firstMsg:    c.provisional,
-		key:         c.info.Key,
+		verdicts: c.verdicts.Add(c.info.Prior, c.info.ToolResults, nil),
+		msgs:     fit(cs.msgs),
+		calls:    fit(cs.calls),
+		marks:    fit(c.marks),
+		tools:    fit(c.info.Tools),
+		named:    fit(c.calls.Calls),
+		system:   c.info.System,
+		systemAt: c.systemAt,
+		check:    c.system,
+		goal:     c.info.Goal,
+		taskAt:   c.taskAt,
+		firstMsg: c.provisional,
+		key:      c.info.Key,
 
 		tailLen:    len(body) - end,
 		tailSum:    tailSum,

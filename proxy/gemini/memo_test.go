@@ -371,9 +371,9 @@ func TestForgetDropsTheRemembered(t *testing.T) {
 }
 
 // TestVerdictsAppendInPlace: a conversation's next turn appends its
-// verdicts to its turn before's arrays in place instead of copying all of
-// them turn after turn; a retry of a turn copies, and every turn reads as
-// read in full.
+// verdicts to its turn before's in place instead of copying them turn
+// after turn (every turn holds its first verdict where the first turn
+// did); a retry of a turn copies, and every turn reads as read in full.
 func TestVerdictsAppendInPlace(t *testing.T) {
 	body := agentBody(t, "gemini-cli-turn3")
 	contents := gjson.GetBytes(body, "contents")
@@ -399,13 +399,13 @@ func TestVerdictsAppendInPlace(t *testing.T) {
 			if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
 				t.Fatalf("turn %d (retry %d): tallies %v, in full %v", i, retry, gt, wt)
 			}
-			if p := got.resume.Prior; retry == 0 && p != nil && len(p.State.verdicts) > 0 {
-				arrays = append(arrays, unsafe.SliceData(p.State.verdicts))
+			if p := got.resume.Prior; retry == 0 && p != nil && p.State.verdicts.Len() > 0 {
+				arrays = append(arrays, p.State.verdicts.At(0))
 			}
 			got.Forwarded(true)
 		}
 	}
-	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 6 {
+	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 1 {
 		t.Errorf("%d turns resumed with verdicts hold them in %d arrays", len(arrays), distinct)
 	}
 }

@@ -58,17 +58,15 @@ type request struct {
 
 	// The memo (see wire.TurnMemo): the conversation's remembered turn,
 	// and what this turn will leave it.
-	body      []byte
-	resume    wire.Resume[*turnState]
-	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
-	elems     []wire.Elem              // where each content ends
-	marks     wire.Chunks[mark]        // what was read up to the end of each content
-	arrayEnd  int                      // where the contents array ends; 0 when it is not one
-	verdictAt []int                    // the contents of info.Prior's verdicts
-	// ownVerdicts says info.Prior and verdictAt are the remembered turn's
-	// own arrays, taken with its lists (wire.Resumed): remember appends
-	// this turn's verdicts past them in place.
-	ownVerdicts bool
+	body     []byte
+	resume   wire.Resume[*turnState]
+	ref      wire.MemoRef[*turnState] // the conversation in the memo, for Forget
+	elems    []wire.Elem              // where each content ends
+	marks    wire.Chunks[mark]        // what was read up to the end of each content
+	arrayEnd int                      // where the contents array ends; 0 when it is not one
+	// verdicts are the verdicts of the tool results before this turn's
+	// (their tallies are info.Prior), which remember adds this turn's to.
+	verdicts wire.VerdictLog
 	// Where the top-level members are after the contents array, relative
 	// to its end (the memo keeps them with the bytes they are in).
 	after []wire.Span
@@ -111,12 +109,11 @@ type mark struct {
 // turnState is what the memo keeps of a turn: its marks, and the slices
 // they index.
 type turnState struct {
-	marks     wire.Chunks[mark]
-	calls     wire.Chunks[call]
-	ext       wire.Extension // of marks and calls
-	tools     []string
-	verdicts  []wire.ToolTally // the verdicts of the function responses, in content order
-	verdictAt []int            // the content of each verdict
+	marks    wire.Chunks[mark]
+	calls    wire.Chunks[call]
+	ext      wire.Extension // of marks and calls
+	tools    []string
+	verdicts wire.VerdictLog // what the tool results said, in order
 	// The system text, the goal and their key, when the system value is
 	// known to be the same bytes (before the array: in the head; after:
 	// in the tail), and the key begun with the system text (nil when
@@ -131,7 +128,7 @@ type turnState struct {
 // wire.SharedTexts).
 func (s *turnState) size() int {
 	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
-		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
+		cap(s.tools)*16 + s.verdicts.Size() +
 		len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
 	for i := range s.calls.Len() {
 		c := s.calls.At(i)
@@ -322,7 +319,7 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	r.lastFrom, r.done, r.doneShared = mk.lastFrom, mk.done, true
 	var took bool
 	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
-	in.Prior, r.verdictAt, r.ownVerdicts = wire.PriorVerdicts(p.verdicts, p.verdictAt, last, took)
+	r.verdicts, in.Prior = p.verdicts.Resumed(last, took)
 }
 
 // mark is what was read so far. Its done list is shared with the request
@@ -553,11 +550,10 @@ func (r *request) remember() bool {
 		return false // a retry or a replaced step: the remembered turn stays
 	}
 	in := &r.info
-	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach, r.ownVerdicts)
 	st := &turnState{
 		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
-		verdicts: verdicts, verdictAt: at,
-		system: in.System, goal: in.Goal, key: in.Key, start: r.start,
+		verdicts: r.verdicts.Add(in.Prior, in.ToolResults, r.detach),
+		system:   in.System, goal: in.Goal, key: in.Key, start: r.start,
 		after: r.after,
 	}
 	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size(), st.system)

@@ -23,7 +23,7 @@ func (r *request) Forwarded(remember bool) {
 		r.remember()
 		r.ref.Remembered()
 	}
-	r.body, r.elems, r.marks, r.calls, r.verdictAt = nil, nil, wire.Chunks[mark]{}, wire.CallChunks[call]{}, nil
+	r.body, r.elems, r.marks, r.calls, r.verdicts = nil, nil, wire.Chunks[mark]{}, wire.CallChunks[call]{}, wire.VerdictLog{}
 	r.resume = wire.Resume[*turnState]{}
 	r.info.DropBody()
 }

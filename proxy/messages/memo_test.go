@@ -362,9 +362,9 @@ func claudeRun(t *testing.T) [][]byte {
 }
 
 // TestVerdictsAppendInPlace: a conversation's next turn appends its
-// verdicts to its turn before's arrays in place instead of copying all of
-// them turn after turn; a retry of a turn copies, and every turn reads as
-// read in full.
+// verdicts to its turn before's in place instead of copying them turn
+// after turn (every turn holds its first verdict where the first turn
+// did); a retry of a turn copies, and every turn reads as read in full.
 func TestVerdictsAppendInPlace(t *testing.T) {
 	// A Claude Code turn, then a call and its result a turn, 16 times.
 	body, err := os.ReadFile(filepath.Join("testdata", "agents", "claude-turn3.json"))
@@ -394,16 +394,98 @@ func TestVerdictsAppendInPlace(t *testing.T) {
 			if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
 				t.Fatalf("turn %d (retry %d): tallies %v, in full %v", i, retry, gt, wt)
 			}
-			if p := got.resume.Prior; retry == 0 && p != nil && len(p.State.verdicts) > 0 {
-				arrays = append(arrays, unsafe.SliceData(p.State.verdicts))
+			if p := got.resume.Prior; retry == 0 && p != nil && p.State.verdicts.Len() > 0 {
+				arrays = append(arrays, p.State.verdicts.At(0))
 			}
 			got.Forwarded(true)
 		}
 	}
-	// Sixteen turns of one result more each: the arrays grow by doubling,
-	// not a copy a turn.
-	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 6 {
+	// Sixteen turns of one result more each, in the chunks of the first.
+	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 1 {
 		t.Errorf("%d turns resumed with verdicts hold them in %d arrays", len(arrays), distinct)
+	}
+}
+
+// TestVerdictsSharedWhenResumedShort: Claude Code moves its cache marker
+// to the newest message on every request, so each request resumes one
+// message short of the turn before's end. Its verdicts keep the turn's
+// chunks (every turn holds its first verdict where the first did, once
+// the first chunk is full) and their tallies are those up to where it
+// resumed. Every turn reads as read in full; so does a branch that
+// replaces the newest call and its result with another tool's (one that
+// failed where the other worked, or worked where it failed), which takes
+// out a verdict that a later one does not put back.
+func TestVerdictsSharedWhenResumedShort(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("testdata", "agents", "claude-turn3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := gjson.GetBytes(body, "messages")
+	head, tail := body[:msgs.Index+len(msgs.Raw)-1], body[msgs.Index+len(msgs.Raw)-1:]
+	round := func(k int, tool string, failed bool) string {
+		out := fmt.Sprintf("file%d", k)
+		if failed {
+			out = fmt.Sprintf("Error: no such file %d", k)
+		}
+		return fmt.Sprintf(`,{"role":"assistant","content":[{"type":"tool_use","id":"toolu_s%d","name":%q,"input":{"n":%d}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_s%d","content":%q`, k, tool, k, k, out)
+	}
+	turn := func(rounds []string) []byte {
+		var b bytes.Buffer
+		b.Write(head)
+		for i, r := range rounds {
+			b.WriteString(r)
+			if i == len(rounds)-1 {
+				b.WriteString(`,"cache_control":{"type":"ephemeral"}`)
+			}
+			b.WriteString(`}]}`)
+		}
+		b.Write(tail)
+		return b.Bytes()
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	var firsts []*wire.ToolTally
+	short := 0
+	send := func(label string, body []byte) {
+		got, err := readTurn(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body)
+		judge(got)
+		judge(want)
+		if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
+			t.Fatalf("%s: tallies %v, in full %v", label, gt, wt)
+		}
+		if p := got.resume.Prior; p != nil {
+			if got.resume.From < len(p.Elems) {
+				short++
+			}
+			if got.verdicts.Len() >= wire.ChunkLen {
+				firsts = append(firsts, got.verdicts.At(0))
+			}
+		}
+		got.Forwarded(true)
+	}
+	tools := []string{"Bash", "Read", "Bash", "Edit", "Bash", "Grep"}
+	var rounds []string
+	for k := range 20 {
+		tool := tools[k%len(tools)]
+		if k >= 12 {
+			tool = fmt.Sprintf("Tool%d", k) // first answering in the newest message
+		}
+		failed := k%3 == 1
+		rounds = append(rounds, round(k, tool, failed))
+		send(fmt.Sprintf("turn %d", k), turn(rounds))
+		if k%4 == 2 {
+			branch := slices.Concat(rounds[:k], []string{round(100+k, "Other", !failed)})
+			send(fmt.Sprintf("branch at turn %d", k), turn(branch))
+		}
+	}
+	if short < 15 {
+		t.Fatalf("%d turns resumed short of the turn before's end; want the turns after the first few", short)
+	}
+	if distinct := len(slices.Compact(firsts)); len(firsts) < 10 || distinct > 1 {
+		t.Errorf("%d turns resumed short hold their first verdict in %d places", len(firsts), distinct)
 	}
 }
 

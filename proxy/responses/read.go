@@ -33,19 +33,17 @@ type request struct {
 
 	// The memo (see wire.TurnMemo): the conversation's remembered turn,
 	// and what this turn will leave it.
-	body      []byte
-	detach    *wire.Detacher // copies what the turn keeps out of the copy of its items (nil: that copy is small)
-	resume    wire.Resume[*turnState]
-	ref       wire.MemoRef[*turnState] // the conversation in the memo, for Forget
-	elems     []wire.Elem              // where each input item ends
-	marks     wire.Chunks[mark]        // what was read up to the end of each item
-	arrayEnd  int                      // where the input array ends; 0 when it is not one
-	verdictAt []int                    // the items of info.Prior's verdicts
-	// ownVerdicts says info.Prior and verdictAt are the remembered turn's
-	// own arrays, taken with its lists (wire.Resumed): remember appends
-	// this turn's verdicts past them in place.
-	ownVerdicts bool
-	after       []wire.Span // top-level members after the input, relative to its end
+	body     []byte
+	detach   *wire.Detacher // copies what the turn keeps out of the copy of its items (nil: that copy is small)
+	resume   wire.Resume[*turnState]
+	ref      wire.MemoRef[*turnState] // the conversation in the memo, for Forget
+	elems    []wire.Elem              // where each input item ends
+	marks    wire.Chunks[mark]        // what was read up to the end of each item
+	arrayEnd int                      // where the input array ends; 0 when it is not one
+	// verdicts are the verdicts of the tool results before this turn's
+	// (their tallies are info.Prior), which remember adds this turn's to.
+	verdicts wire.VerdictLog
+	after    []wire.Span // top-level members after the input, relative to its end
 	// unstored says the request asks the provider not to store its
 	// response ("store": false, as Codex CLI does): no later request can
 	// continue from it, so its chain state is not kept.
@@ -82,12 +80,11 @@ type mark struct {
 // turnState is what the memo keeps of a turn: its marks, and the slices
 // they index.
 type turnState struct {
-	marks     wire.Chunks[mark]
-	calls     wire.Chunks[call]
-	ext       wire.Extension // of marks and calls
-	tools     []string
-	verdicts  []wire.ToolTally // the verdicts of the tool results, in item order
-	verdictAt []int            // the item of each verdict
+	marks    wire.Chunks[mark]
+	calls    wire.Chunks[call]
+	ext      wire.Extension // of marks and calls
+	tools    []string
+	verdicts wire.VerdictLog // what the tool results said, in order
 	// The instructions' text, when the body has a string of them, and
 	// the system text, goal and key of the turn.
 	instructions, system, goal, key string
@@ -99,7 +96,7 @@ type turnState struct {
 // string): the memo counts it once (see wire.SharedTexts).
 func (s *turnState) size() int {
 	n := s.marks.Cap()*int(unsafe.Sizeof(mark{})) + s.calls.Cap()*int(unsafe.Sizeof(call{})) +
-		cap(s.tools)*16 + cap(s.verdicts)*int(unsafe.Sizeof(wire.ToolTally{})) + cap(s.verdictAt)*8 +
+		cap(s.tools)*16 + s.verdicts.Size() +
 		len(s.goal) + len(s.key) + cap(s.after)*int(unsafe.Sizeof(wire.Span{})) + int(unsafe.Sizeof(*s))
 	for i := range s.calls.Len() {
 		c := s.calls.At(i)
@@ -274,7 +271,7 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	in.Tools = slices.Clip(p.tools[:mk.tools])
 	var took bool
 	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
-	in.Prior, r.verdictAt, r.ownVerdicts = wire.PriorVerdicts(p.verdicts, p.verdictAt, last, took)
+	r.verdicts, in.Prior = p.verdicts.Resumed(last, took)
 }
 
 // detachNew gives what this turn read and keeps (its marks from marks
@@ -481,11 +478,10 @@ func (r *request) remember() bool {
 		return false // a retry or a replaced step: the remembered turn stays
 	}
 	in := &r.info
-	verdicts, at := wire.Verdicts(in.Prior, r.verdictAt, in.ToolResults, r.detach, r.ownVerdicts)
 	st := &turnState{
 		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
-		verdicts: verdicts, verdictAt: at,
-		system: in.System, goal: in.Goal, key: in.Key,
+		verdicts: r.verdicts.Add(in.Prior, in.ToolResults, r.detach),
+		system:   in.System, goal: in.Goal, key: in.Key,
 		after: r.after,
 	}
 	if r.instructions.OK() {

@@ -52,31 +52,3 @@ func TestDefinedToolsKeepNoPartOfTheDefinitions(t *testing.T) {
 		t.Fatalf("the names are pieces of one copy of the definitions (%d bytes apart)", d)
 	}
 }
-
-// TestPriorVerdicts: a resumed request starts from the verdicts of the
-// results up to its element; it appends in place only to the whole
-// arrays of a turn whose lists it took.
-func TestPriorVerdicts(t *testing.T) {
-	verdicts := make([]ToolTally, 3, 8)
-	at := append(make([]int, 0, 8), 1, 3, 5)
-	for _, tc := range []struct {
-		last      int
-		took      bool
-		n         int
-		own       bool
-		appendsIn bool
-	}{
-		{5, true, 3, true, true},
-		{5, false, 3, false, false},
-		{3, true, 2, false, false},
-		{0, true, 0, false, false},
-	} {
-		v, pos, own := PriorVerdicts(verdicts, at, tc.last, tc.took)
-		if len(v) != tc.n || len(pos) != tc.n || own != tc.own {
-			t.Errorf("last %d, took %v: %d verdicts, %d places, own %v; want %d, %v", tc.last, tc.took, len(v), len(pos), own, tc.n, tc.own)
-		}
-		if (cap(v) > len(v)) != tc.appendsIn || (cap(pos) > len(pos)) != tc.appendsIn {
-			t.Errorf("last %d, took %v: room past them %d, %d; want room: %v", tc.last, tc.took, cap(v)-len(v), cap(pos)-len(pos), tc.appendsIn)
-		}
-	}
-}

@@ -756,7 +756,7 @@ func (x *Extension) Take() bool { return x.taken.CompareAndSwap(false, true) }
 // final element, the request has elements of its own to append (room) and
 // it is the first to take ext; otherwise their Prefix (see Chunks). took
 // says it took them: the request may then append past the turn's other
-// lists in place too (see Verdicts).
+// lists in place too (see VerdictLog.Resumed).
 func Resumed[M, C any](ext *Extension, marks *Chunks[M], calls *Chunks[C], last, ncalls, room int) (m Chunks[M], c Chunks[C], took bool) {
 	if room > 0 && last+1 == marks.Len() && ncalls == calls.Len() && ext.Take() {
 		return *marks, *calls, true

@@ -141,9 +141,9 @@ type Info struct {
 	// remembers earlier turns may leave out those it judged before, and
 	// then says in Prior what they said, per tool.
 	ToolResults []ToolResult
-	// Prior says what the results before ToolResults said, in order; a
-	// tool may appear more than once (later entries add their failures and
-	// decide LastFailed).
+	// Prior says what the results before ToolResults said: per tool, in
+	// the order tools first answered, as Tallies folds them. It may be a
+	// remembered turn's (see VerdictLog): never written.
 	Prior []ToolTally
 	// ToolDefs is the request's tool definitions as they stand in the body
 	// (its "tools" array), nil when it sends none: see [DefinedTools].
@@ -356,27 +356,15 @@ type ToolTally struct {
 // Prior, then ToolResults in order with their verdicts. Call it once the
 // verdicts are set.
 func (in *Info) Tallies() []ToolTally {
-	out := make([]ToolTally, 0, 8)
-	add := func(t ToolTally) {
-		for i := range out {
-			if out[i].Name == t.Name {
-				out[i].Failures += t.Failures
-				out[i].LastFailed = t.LastFailed
-				return
-			}
-		}
-		out = append(out, t)
-	}
-	for _, t := range in.Prior {
-		add(t)
-	}
+	out := make([]ToolTally, len(in.Prior), len(in.Prior)+len(in.ToolResults))
+	copy(out, in.Prior)
 	for i := range in.ToolResults {
 		tr := &in.ToolResults[i]
 		t := ToolTally{Name: tr.Name, LastFailed: tr.Failed}
 		if tr.Failed {
 			t.Failures = 1
 		}
-		add(t)
+		out = foldTally(out, t)
 	}
 	return out
 }
