@@ -275,9 +275,34 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// Tauri, Capacitor). Measured once, after that round: 99 of 140
 		// failures caught (70.7%; local tools 80 of 106, threads 19 of
 		// 34), 10 of 99 successes flagged; the rules before the round
-		// the same 99 and 10 (compared by a digest of the names). Its
-		// misses and the flagged successes were not read.
+		// the same 99 and 10 (compared by a digest of the names). Spent
+		// since: its misses and the flagged successes were read while
+		// writing the eleventh round's rules (Go's flag package, an error
+		// in the command line, "[error]" first, an unknown signal, Go's
+		// io.EOF, a line that failed to parse, a diagnostic about the
+		// standard input or an X tool's command line, a file's line that
+		// opens with what is wrong there, a count of broken things found,
+		// a run that ended with errors or did not complete successfully,
+		// unsatisfiable requirements, a failure's error code, a
+		// framework's error box, Elm's error heading, a helper not
+		// installed, "Error: [tag]"); it now catches 121 and flags the
+		// same 10, all of them outputs that print an error and exit 0.
 		{"heldout13", 135, 95, 10, false},
+		// Built while the eleventh round was written, by hands that never
+		// read a rule, from tools no other part names (Graphviz,
+		// ImageMagick, SoX, pandoc, Texinfo, aspell, hunspell, xmllint,
+		// xsltproc, tidy, shellcheck, yamllint, Ruby, Lua, PHP, gawk,
+		// bison, flex, cpio, pax, 7z, rsync, CMake, CTest, Ninja, Meson,
+		// busybox, dc, ltrace) and threads of projects none of them
+		// quotes (pandoc, Graphviz, Ninja, xmllint, yamllint,
+		// ImageMagick, rsync, SoX, Lua). Measured once, after that round:
+		// 114 of 170 failures caught (67.1%; local tools 97 of 140,
+		// threads 17 of 30), 8 of 112 successes flagged; the rules the
+		// round started from caught the same 114 and flagged the same 8
+		// (compared by a digest of the names): the round's rules added
+		// nothing here. Its misses and the flagged successes were not
+		// read.
+		{"heldout14", 165, 105, 8, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")

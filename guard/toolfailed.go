@@ -127,16 +127,26 @@ var toolRules = []toolRule{
 	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$)`)},
 	{name: "count of failures", where: lastLines, re: mustRe(`^(?:\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)}, // RSpec, minitest, doctest, black
 	{name: "play recap failed", where: lastLines, literal: "failed=", re: mustRe(`\bunreachable=(?:[1-9]\d*\s+failed=\d+|\d+\s+failed=[1-9])`)}, // Ansible's PLAY RECAP
+	{name: "things found broken", where: lastLines, re: mustRe(`^[1-9]\d* (?:broken|invalid|missing|unresolved|dangling|corrupt(?:ed)?|bad) [\w()-]+(?: [\w()-]+)? (?:found|detected)\b`)},
 	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
 	{name: "build error at end", where: lastLines, re: mustRe(`^(?:error: (?:could not compile|aborting due to|test failed\b)|npm (?:ERR!|error) |make(?:\[\d+\])?: \*\*\* |(?:error |ELIFECYCLE\s+)?(?:Command|Test) failed\b|\[ERROR\] (?:-> \[Help 1\]|\[Help 1\] |Re-run Maven\b|For more information about the errors\b|Failed to execute goal\b)|ERROR: failed to (?:solve|build)\b|BUILD FAILED\b|Automatic merge failed\b|curl: \(\d+\) )`)},
+	// A run's own last words that it did not end well ("fastlane finished
+	// with errors", "Some builds didn't complete successfully").
+	{name: "ended with errors", where: lastLines, literal: " with error", re: mustRe(`\b(?:[Ff]inished|[Cc]ompleted|[Ee]nded|[Dd]one|[Ee]xited|[Tt]erminated) with (?:[1-9]\d* )?errors?\b`),
+		unless: mustRe(`\b(?:without|with 0|with no) errors?\b`)},
+	{name: "not completed successfully", where: lastLines, literal: " successfully", re: mustRe(`\b(?:didn't|did not|couldn't|could not|failed to) (?:complete|finish|succeed|run|build) successfully\b`)},
+	// A resolver that proves the requirements cannot be met (uv, pip,
+	// poetry, conda).
+	{name: "unsatisfiable", where: lastLines, literal: "unsatisfiable", re: mustRe(`\b(?:requirements?|dependencies|constraints|specifications?) (?:are|is) unsatisfiable\b`)},
+	{name: "failed with error code", where: lastLines, literal: "ailed with error code", re: mustRe(`\b[Ff]ailed with error code:? [1-9]`)},
 	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$)`)},
 
 	// 4. How the output opens.
 	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
 	{name: "error prefix", where: firstLine, re: mustRe(`^(?:Error|ERROR|error)(?:\[[\w-]+\])?:(?:\s|$)`)}, // not "ERROR:root:…", a log record
-	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:\w+ing|while|during|occurred|in tool|response from daemon|from server)\b`),
+	{name: "error while doing", where: firstLine, re: mustRe(`^(?:[Ee]rror|ERROR) (?:\w+ing|while|during|occurred|in tool|in (?:the )?(?:command[- ]line|arguments?|options?)|response from daemon|from server)\b`),
 		unless: mustRe(`^\w+ (?:handling|reporting|logging|tracking|checking|recovery|messages?)\b`)}, // "Error creating converter for …"; not a heading's "Error handling"
-	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[ERROR\] |Usage Error: )`)},
+	{name: "package manager error", where: firstLine, re: mustRe(`^(?:error (?:[A-Z]|TS\d)|npm ERR!|npm error\b|E: |ERR_PNPM_\w+|\[(?:ERROR|[Ee]rror)\] |Usage Error: )`)},
 	{name: "fatal or panic", where: firstLine, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error)?:|panic:|PHP (?:Fatal|Parse) error:|(?:Fatal|Parse) error:)`)},
 	{name: "exception", where: firstLine, re: mustRe(`^(?:(?:Uncaught|Unhandled) (?:exception\.? |rejection )?)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception|Exit|Interrupt|Fault)\b(?::|\s*$| in thread| \[)`)},
 	{name: "labelled exception", where: firstLine, re: mustRe(`^(?:Sorry|ERROR|Error|error|FATAL|Fatal|fatal): (?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception)\b(?::|\s*$)`)}, // py_compile's "Sorry: IndentationError: …"
@@ -151,11 +161,13 @@ var toolRules = []toolRule{
 	{name: "go diagnostic", where: firstLine, re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)},                                                                                                           // go vet, staticcheck, golangci-lint
 	{name: "HTTP status line", where: firstLine, re: mustRe(`^[45]\d\d [A-Z][A-Za-z' -]*$`), next: mustRe(`^[A-Z][\w-]*: \S`)},                                                                                // libwww-perl's "404 File not found" and the headers under it
 	{name: "HTTP error status", where: firstLine, re: mustRe(`^(?:HTTP/[\d.]+ [45]\d\d\b|Request failed with status code:? [45]\d\d\b|\(error\) )`)},
-	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                     // kubectl's validation
-	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)`)}, // Go CLIs (cobra): docker, kubectl, gh
+	{name: "invalid object", where: firstLine, re: mustRe(`^The (?:request|[A-Z]\w* "[^"\n]+") is invalid: `)},                                                                                                                                                                                                                      // kubectl's validation
+	{name: "usage error", where: firstLine, re: mustRe(`^(?:Error: )?(?:unknown (?:shorthand )?flag: |unknown command "|flag needs an argument: |invalid argument "|accepts \d+ arg\(s\), received \d+|requires (?:at least |exactly )?\d+ arg)|flag provided but not defined: -|invalid (?:boolean )?value "[^"\n]*" for flag -`)}, // Go CLIs (cobra): docker, kubectl, gh; Go's flag package
 	{name: "could not", where: firstLine, re: couldNot, unless: negatedFailure},
-	{name: "ed's question mark", where: firstLine, re: mustRe(`^\?$`)},                                 // ed's and red's one word for every error
-	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)}, // cargo fmt --check
+	{name: "not installed", where: firstLine, literal: "lease install", re: mustRe(`^[\w.+-]+ (?:not found|is not installed|isn't installed)[.!]? [Pp]lease install\b`)}, // "lldb not found! Please install it."
+	{name: "unknown name", where: firstLine, literal: ": unknown ", re: mustRe(`^\S+: unknown (?:signal|option|command|flag|argument|action|operator)\b`)},               // killall's "FOO: unknown signal; …"
+	{name: "ed's question mark", where: firstLine, re: mustRe(`^\?$`)},                                                                                                   // ed's and red's one word for every error
+	{name: "formatter diff", where: firstLine, re: mustRe(`^Diff in \S+(?: at line \d+)?:(?:\d+:)?$`)},                                                                   // cargo fmt --check
 	{name: "kind of error", where: firstLine, re: mustRe(`^(?:Runtime|Internal|Fatal|Unexpected|Unknown|Unhandled|Network|Connection|Server|Database|Configuration|Config|Compile|Compilation|Build|Linker|Link|Memory|System|Application|Authentication|Permission|Timeout|Validation|Input|Import|Module|Type|Reference|Range|Value|Key|Index|Assertion|IO|I/O|OS) error\b(?: ?[:(,]| in | at |$)`)}, // "Runtime error (…)", "Internal error: …"
 	{name: "os error first", where: firstLine, pre: endsWithOSError, re: osErrorLine, unless: notOSErrorOrNote},
 	// An exception named with its message right after the line a tool
@@ -251,7 +263,7 @@ var toolRules = []toolRule{
 	{name: "valgrind error", where: anyLine, col0: true, re: mustRe(`^==\d+== (?:Invalid (?:read|write|free)|Conditional jump |Use of uninitialised|Mismatched free|Source and destination overlap|Syscall param |Process terminating|\S+ bytes in \S+ blocks are definitely lost)`)},
 	{name: "command not found hint", where: anyLine, col0: true, re: mustRe(`^Command '[^'\n]+' not found\b`)}, // Ubuntu's command-not-found
 	{name: "wget error", where: anyLine, col0: true, re: mustRe(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ERROR [45]\d\d: `)},
-	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: (?:[A-Z"'\x60‘]|[a-z][\w.+-]*: [A-Z])`)},                                      // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
+	{name: "error line", where: anyLine, col0: true, re: mustRe(`^Error: (?:[A-Z"'\x60‘]|[a-z][\w.+-]*: [A-Z]|\[[\w:.-]+\]:? \S)`)},                    // cobra CLIs, terraform, helm, Node; not qwen-code's "Error: (none)"
 	{name: "go module error", where: anyLine, col0: true, located: true, pre: goPrefixed, re: mustRe(`^go: [^\s@:]+@[^\s:]+: \S`)},                     // a module that cannot be had
 	{name: "go diagnostic anywhere", where: anyLine, col0: true, located: true, literal: ".go:", re: mustRe(`^(?:\.{0,2}/)?[\w./-]+\.go:\d+:\d+: \S`)}, // the compiler's, vet's
 	{name: "diagnostic with code", where: anyLine, literal: "): ", re: mustRe(`^[^\s(]+\(\d+,\d+\): (?:fatal )?error [A-Z]*\d+: `)},                    // tsc, MSBuild, csc
@@ -268,12 +280,13 @@ var toolRules = []toolRule{
 	// complaint about a line ("Line 1: missing 'cmd' line", valgrind's
 	// annotators; "\"zone.txt\", line 2: input line of unknown type", zic
 	// and the C tradition of "FILE", line N; rpcgen's without the
-	// quotes), a line and a column then what failed there ("f.xml:3:66
-	// Failed to parse …", glib's tools), and GNU ld's, gold's and lld's
+	// quotes), a line (and a column) then what failed there ("f.xml:3:66
+	// Failed to parse …", glib's tools; not a warning's "…, ignoring"),
+	// and GNU ld's, gold's and lld's
 	// undefined reference to a symbol no object defines.
 	{name: "place and complaint", where: anyLine, col0: true, pre: placeFirst, literal: ":",
-		re:     mustRe(`^(?:(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S|[^\s:]+:\d+:\d+:?\s+(?:Failed|Unable) to \S|\S[^\n]*?: (?:error: )?undefined reference to [\x60'‘])`),
-		alsoFn: complainsOfLine},
+		re:     mustRe(`^(?:(?:"[^"\n]+", |[^\s,"]+, )?[Ll]ine \d+(?:, (?:column|col|char) \d+)?: \S|[^\s:]+:\d+(?::\d+)?:?\s+(?:Failed|Unable) to \S|\S[^\n]*?: (?:error: )?undefined reference to [\x60'‘])`),
+		alsoFn: complainsOfLine, unless: mustRe(`\bignoring\b`)},
 	// An error named by its code ("Error HHE1206: The import …", Hardhat's;
 	// "ERROR CS0103: …").
 	{name: "coded error", where: anyLine, col0: true, re: mustRe(`^(?:Error|ERROR) [A-Z]{2,}\d{2,}: \S`)},
@@ -285,6 +298,23 @@ var toolRules = []toolRule{
 	{name: "versioned tool error", where: anyLine, col0: true, literal: "| Error: ", re: mustRe(`^[\w.-]+ v?\d+(?:\.\d+)+ \| Error: `)},
 	// Julia's stack trace (its "ERROR: …" line may be cut off above it).
 	{name: "Julia stacktrace", where: anyLine, col0: true, re: mustRe(`^Stacktrace:$`), next: mustRe(`^\[1\] \S`)},
+	// A diagnostic about the standard input ("grops:<standard input>:2:
+	// fatal error: …", groff's postprocessors) or, from the X tools, about
+	// their command line ("xauth: (argv):1:  bad \"add\" command line").
+	{name: "input diagnostic", where: anyLine, col0: true, literal: ":", pre: inputPlace,
+		re: mustRe(`^(?:(?:[\w.+-]+:)?<(?:standard input|stdin)>:\d+(?::\d+)?: (?:fatal )?(?:error|Error)\b|[a-z][\w.+-]*: \(argv\):\d+:\s+\S)`)},
+	// A file's line and, first in the message, what is wrong there
+	// ("bad.msg:4: unterminated message", gencat and the C tradition's
+	// parsers), in words that seldom open a line of prose: a grep hit
+	// ("notes.md:3: missing tests") has this shape too.
+	{name: "located complaint", where: anyLine, col0: true, located: true, literal: ": ", pre: fileLinePlace,
+		re: mustRe(`^[^\s:]+\.\w+:\d+: (?:unterminated|unexpected|duplicate|undefined|unmatched|unbalanced|unclosed) [\w'"\x60‘]`)},
+	// A framework's boxed report ("  Serverless Error ------", "  Type
+	// Error ------") and a compiler's heading of one error ("-- TYPE
+	// MISMATCH ------ src/Main.elm", Elm's, after "Detected errors in 1
+	// module.").
+	{name: "error box", where: anyLine, literal: "Error -----", re: mustRe(`^\s*(?:[A-Z][a-z]+ )?Error -{5,}$`)},
+	{name: "error heading", where: anyLine, col0: true, re: mustRe(`^(?:-- [A-Z][A-Z ]*[A-Z] -{3,} \S+\.\w+$|Detected (?:[1-9]\d* )?errors? in \d+ (?:modules?|files?)\.$)`)},
 }
 
 // placeFirst is the "place and complaint" rule's cheap first test: one of
@@ -325,6 +355,31 @@ func placeThenFailed(l string) bool {
 		i++
 	}
 	return strings.HasPrefix(l[i:], "Failed ") || strings.HasPrefix(l[i:], "Unable ")
+}
+
+// fileLinePlace: the line opens with a file's name (an extension) and a
+// line number: "name.ext:12: ".
+func fileLinePlace(l string) bool {
+	i := strings.IndexByte(l, ':')
+	if i < 3 || strings.IndexByte(l[:i], '.') < 0 || strings.IndexByte(l[:i], ' ') >= 0 {
+		return false
+	}
+	j := i + 1
+	for j < len(l) && isDigit(l[j]) {
+		j++
+	}
+	return j > i+1 && strings.HasPrefix(l[j:], ": ")
+}
+
+// inputPlace is the "input diagnostic" rule's cheap first test: the line
+// opens with "<st", or has it or " (argv):" right after its first colon.
+func inputPlace(l string) bool {
+	i := strings.IndexByte(l, ':')
+	if i < 0 {
+		return false
+	}
+	rest := l[i+1:]
+	return strings.HasPrefix(l, "<st") || strings.HasPrefix(rest, "<st") || strings.HasPrefix(rest, " (argv):")
 }
 
 // complains reports whether a line about a place in a tool's input says
@@ -415,12 +470,14 @@ var programFailedMoreStems = []string{"nvalid ", "nrecognized ", "nknown ", "lle
 
 // programFailedLine is what the "program error" rules ask of a line: that
 // it says a program failed in programFailed's words, ends with a strerror
-// text ("stat: /srv/link: Too many levels of symbolic links"), or says
-// that something does not exist or is unknown.
+// text ("stat: /srv/link: Too many levels of symbolic links"), says
+// that something does not exist or is unknown (a signal too), or ends
+// with Go's io.EOF ("buildid: EOF").
 func programFailedLine(l string) bool {
 	return programFailed.MatchString(l) || containsAny(l, programFailedMoreStems) && programFailedMore.MatchString(l) ||
 		endsWithOSError(l) && osErrorLine.MatchString(l) ||
-		strings.Contains(l, "does not exist") || strings.Contains(l, "do not exist") || strings.Contains(l, " is unknown")
+		strings.Contains(l, "does not exist") || strings.Contains(l, "do not exist") || strings.Contains(l, " is unknown") ||
+		strings.Contains(l, "nknown signal") || strings.HasSuffix(l, ": EOF") || strings.HasSuffix(l, ": unexpected EOF")
 }
 
 // programPrefix reports whether line opens with "PROG: ", PROG a name or
