@@ -384,16 +384,7 @@ func TestVerdictsAppendInPlace(t *testing.T) {
 	var arrays []*wire.ToolTally
 	for i, body := range turns {
 		for retry := range 2 {
-			got, err := readTurn(body, memo, "t")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, _ := read(body)
-			judge(got)
-			judge(want)
-			if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
-				t.Fatalf("turn %d (retry %d): tallies %v, in full %v", i, retry, gt, wt)
-			}
+			got := tallyTurn(t, body, memo, fmt.Sprintf("turn %d (retry %d)", i, retry))
 			if p := got.resume.Prior; retry == 0 && p != nil && p.State.verdicts.Len() > 0 {
 				arrays = append(arrays, p.State.verdicts.At(0))
 			}
@@ -404,6 +395,24 @@ func TestVerdictsAppendInPlace(t *testing.T) {
 	if distinct := len(slices.Compact(arrays)); len(arrays) < 16 || distinct > 1 {
 		t.Errorf("%d turns resumed with verdicts hold them in %d arrays", len(arrays), distinct)
 	}
+}
+
+// tallyTurn reads body with memo and in full, judges the tool results of
+// both, and fails t unless their tallies agree; it returns the read with
+// memo.
+func tallyTurn(t *testing.T, body []byte, memo *wire.TurnMemo[*turnState], label string) *request {
+	t.Helper()
+	got, err := readTurn(body, memo, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := read(body)
+	judge(got)
+	judge(want)
+	if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
+		t.Fatalf("%s: tallies %v, in full %v", label, gt, wt)
+	}
+	return got
 }
 
 // TestVerdictsSharedWhenResumedShort: Claude Code moves its cache marker
@@ -446,16 +455,7 @@ func TestVerdictsSharedWhenResumedShort(t *testing.T) {
 	var firsts []*wire.ToolTally
 	short := 0
 	send := func(label string, body []byte) {
-		got, err := readTurn(body, memo, "t")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := read(body)
-		judge(got)
-		judge(want)
-		if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
-			t.Fatalf("%s: tallies %v, in full %v", label, gt, wt)
-		}
+		got := tallyTurn(t, body, memo, label)
 		if p := got.resume.Prior; p != nil {
 			if got.resume.From < len(p.Elems) {
 				short++
