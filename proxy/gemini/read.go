@@ -3,7 +3,6 @@ package gemini
 import (
 	"errors"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -113,6 +112,7 @@ type turnState struct {
 	calls    wire.Chunks[call]
 	ext      wire.Extension // of marks and calls
 	tools    []string
+	toolsExt wire.Extension  // of tools (see wire.ResumedNames)
 	verdicts wire.VerdictLog // what the tool results said, in order
 	// The system text, the goal and their key, when the system value is
 	// known to be the same bytes (before the array: in the head; after:
@@ -310,9 +310,8 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	mk := *p.marks.At(last)
 	in := &r.info
 	// What this turn appends must not write into what the memo's turn
-	// holds (wire.Resumed). Info's tools outlive the request (capture
-	// reads them): clipped.
-	in.Tools = slices.Clip(p.tools[:mk.tools])
+	// holds (wire.Resumed, wire.ResumedNames).
+	in.Tools = wire.ResumedNames(p.tools, mk.tools, &p.toolsExt)
 	in.ToolCount, in.Origin, in.Later = mk.toolCount, mk.origin, mk.later
 	r.users, r.answered, r.task = mk.users, mk.answered, mk.task
 	r.first, r.newest = mk.first, mk.newest
@@ -551,7 +550,7 @@ func (r *request) remember() bool {
 	}
 	in := &r.info
 	st := &turnState{
-		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
+		marks: r.marks, calls: r.calls.Calls, tools: in.Tools,
 		verdicts: r.verdicts.Add(in.Prior, in.ToolResults, r.detach),
 		system:   in.System, goal: in.Goal, key: in.Key, start: r.start,
 		after: r.after,

@@ -412,6 +412,9 @@ func tallyTurn(t *testing.T, body []byte, memo *wire.TurnMemo[*turnState], label
 	if gt, wt := got.info.Tallies(), want.info.Tallies(); !slices.Equal(gt, wt) {
 		t.Fatalf("%s: tallies %v, in full %v", label, gt, wt)
 	}
+	if !slices.Equal(got.info.Tools, want.info.Tools) {
+		t.Fatalf("%s: tools %q, in full %q", label, got.info.Tools, want.info.Tools)
+	}
 	return got
 }
 
@@ -420,7 +423,8 @@ func tallyTurn(t *testing.T, body []byte, memo *wire.TurnMemo[*turnState], label
 // message short of the turn before's end. Its verdicts keep the turn's
 // chunks (every turn holds its first verdict where the first did, once
 // the first chunk is full) and their tallies are those up to where it
-// resumed. Every turn reads as read in full; so does a branch that
+// resumed; its tools' names go on in the turn's array (a few arrays for
+// 20 turns, not one a turn). Every turn reads as read in full; so does a branch that
 // replaces the newest call and its result with another tool's (one that
 // failed where the other worked, or worked where it failed), which takes
 // out a verdict that a later one does not put back.
@@ -453,6 +457,7 @@ func TestVerdictsSharedWhenResumedShort(t *testing.T) {
 	}
 	memo := wire.NewTurnMemo[*turnState](0)
 	var firsts []*wire.ToolTally
+	var toolArrays []*string
 	short := 0
 	send := func(label string, body []byte) {
 		got := tallyTurn(t, body, memo, label)
@@ -462,6 +467,9 @@ func TestVerdictsSharedWhenResumedShort(t *testing.T) {
 			}
 			if got.verdicts.Len() >= wire.ChunkLen {
 				firsts = append(firsts, got.verdicts.At(0))
+			}
+			if !strings.HasPrefix(label, "branch") {
+				toolArrays = append(toolArrays, unsafe.SliceData(got.info.Tools))
 			}
 		}
 		got.Forwarded(true)
@@ -486,6 +494,9 @@ func TestVerdictsSharedWhenResumedShort(t *testing.T) {
 	}
 	if distinct := len(slices.Compact(firsts)); len(firsts) < 10 || distinct > 1 {
 		t.Errorf("%d turns resumed short hold their first verdict in %d places", len(firsts), distinct)
+	}
+	if distinct := len(slices.Compact(toolArrays)); len(toolArrays) < 15 || distinct > 6 {
+		t.Errorf("%d turns resumed short hold their tools in %d arrays", len(toolArrays), distinct)
 	}
 }
 

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"cmp"
-	"slices"
 	"strings"
 	"unsafe"
 
@@ -84,6 +83,7 @@ type turnState struct {
 	calls    wire.Chunks[call]
 	ext      wire.Extension // of marks and calls
 	tools    []string
+	toolsExt wire.Extension  // of tools (see wire.ResumedNames)
 	verdicts wire.VerdictLog // what the tool results said, in order
 	// The instructions' text, when the body has a string of them, and
 	// the system text, goal and key of the turn.
@@ -266,9 +266,8 @@ func (r *request) resumeFrom(p *turnState, room int) {
 	r.devSystem = mk.system
 	in.Later, in.Origin, in.ToolCount = mk.later, mk.origin, mk.toolCount
 	// What this turn appends must not write into what the memo's turn
-	// holds (wire.Resumed). Info's tools outlive the request (capture
-	// reads them): clipped.
-	in.Tools = slices.Clip(p.tools[:mk.tools])
+	// holds (wire.Resumed, wire.ResumedNames).
+	in.Tools = wire.ResumedNames(p.tools, mk.tools, &p.toolsExt)
 	var took bool
 	r.marks, r.calls.Calls, took = wire.Resumed(&p.ext, &p.marks, &p.calls, last, mk.calls, room)
 	r.verdicts, in.Prior = p.verdicts.Resumed(last, took)
@@ -479,7 +478,7 @@ func (r *request) remember() bool {
 	}
 	in := &r.info
 	st := &turnState{
-		marks: r.marks, calls: r.calls.Calls, tools: slices.Clip(in.Tools),
+		marks: r.marks, calls: r.calls.Calls, tools: in.Tools,
 		verdicts: r.verdicts.Add(in.Prior, in.ToolResults, r.detach),
 		system:   in.System, goal: in.Goal, key: in.Key,
 		after: r.after,

@@ -763,3 +763,19 @@ func Resumed[M, C any](ext *Extension, marks *Chunks[M], calls *Chunks[C], last,
 	}
 	return marks.Prefix(last + 1), calls.Prefix(ncalls), false
 }
+
+// ResumedNames returns the first n of a remembered turn's tool names
+// (Info.Tools), which a request resuming there appends its own to: the
+// turn's own slice, with the room it has, when n is all of them and the
+// request is the first to take claim (a claim of its own, not the
+// turn's Extension: Claude Code's request resumes one message short of
+// the turn's end, after the last of its calls); otherwise a clipped
+// prefix, which an append copies. The one that takes them appends past
+// the turn's names, which no reader of the turn reads, and the names a
+// request's Info holds stay as they were when the capture reads them.
+func ResumedNames(names []string, n int, claim *Extension) []string {
+	if n == len(names) && claim.Take() {
+		return names
+	}
+	return slices.Clip(names[:n])
+}
