@@ -41,6 +41,21 @@ func (b *storeBudget) context() context.Context {
 	return b.ctx
 }
 
+// spent starts the budget if no call did, and returns the error of its
+// context once its deadline has passed: at once, not when its timer
+// fires (on a busy machine a waiter may wake after the deadline, before
+// the timer's goroutine has run).
+func (b *storeBudget) spent() error {
+	ctx := b.context()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 // started is the budget's context once a call started it, else its
 // parent: the context of a call that never waits (see
 // Memory.versionContext).

@@ -307,6 +307,15 @@ func (m *Memory) logRecorded(ctx context.Context, inc *store.Incident) {
 // at once that nobody waits for (a provider failure's, most often) uses
 // none of budget.
 func (m *Memory) queueIncident(budget *storeBudget, inc *store.Incident, dedupe string, show bool, lost func()) (bool, error) {
+	if !show {
+		// A write the request waits for runs within its budget, started
+		// before the write is queued (the writer's deadline for the batch
+		// comes after it); once the budget is spent, no write starts, even
+		// before its context says so (its timer may not have fired).
+		if err := budget.spent(); err != nil {
+			return false, err
+		}
+	}
 	p := &pendingWrite{dedupe: dedupe, shown: show, lost: lost, done: make(chan struct{})}
 	if err := m.prepare(p, inc); err != nil {
 		return false, err
