@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
-	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -110,7 +109,7 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 // their bytes.
 func (r *request) strippedSystem(body []byte) (wire.Edit, bool, error) {
 	raw := r.system.Raw(body)
-	if raw == nil || raw[0] != '{' || !bytes.Contains(raw, []byte(guardOpen)) && !bytes.Contains(raw, []byte(recall.BlockStart)) {
+	if raw == nil || raw[0] != '{' || !r.systemBlocks.Holds(raw) {
 		return wire.Edit{}, false, nil
 	}
 	ps := gjson.GetBytes(raw, "parts")
@@ -124,9 +123,6 @@ func (r *request) strippedSystem(body []byte) (wire.Edit, bool, error) {
 	at := r.system.Start + ps.Index
 	return wire.Edit{From: at, To: at + len(ps.Raw), Text: arr}, true, nil
 }
-
-// guardOpen opens every guard and STOP block (what guard.Strip looks for).
-const guardOpen = "### !!! "
 
 // place appends to edits the edit that ends the parts p with frames,
 // each the blocks of a text part of its own (after the frames of an

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/scarproxy/scarproxy/proxy/wire"
-	"github.com/scarproxy/scarproxy/recall"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -89,7 +88,7 @@ func (r *request) injectTurns(dst, body []byte, p wire.Placement) ([]byte, error
 // not decoded: the proxy escapes none of its bytes.
 func (r *request) strippedSystem(body []byte) ([]byte, bool, error) {
 	raw := r.system.Raw(body)
-	if raw == nil || !bytes.Contains(raw, []byte(guardOpen)) && !bytes.Contains(raw, []byte(recall.BlockStart)) {
+	if raw == nil || !r.systemBlocks.Holds(raw) {
 		return nil, false, nil
 	}
 	switch raw[0] {
@@ -103,9 +102,6 @@ func (r *request) strippedSystem(body []byte) ([]byte, bool, error) {
 	}
 	return nil, false, nil
 }
-
-// guardOpen opens every guard and STOP block (what guard.Strip looks for).
-const guardOpen = "### !!! "
 
 // place appends to edits the edit that ends the content c with frames,
 // each the blocks of a text block of its own (after the frames of an

@@ -638,3 +638,34 @@ func TestSystemTextDecodedOnce(t *testing.T) {
 		t.Errorf("keys %q, read in full %q, the first conversation's %q", k, full.info.Key, first.Info().Key)
 	}
 }
+
+// TestSystemCheckedOnce: a conversation's system value is scanned for the
+// openings of blocks when a turn places blocks, once: the next turn, whose
+// system value is the same bytes, takes the answer with the remembered
+// turn, and places its blocks as a read in full does.
+func TestSystemCheckedOnce(t *testing.T) {
+	turns := growing(t, "claude-turn1.json")
+	if len(turns) < 2 {
+		t.Fatal("the capture has one message")
+	}
+	memo := wire.NewTurnMemo[*turnState](0)
+	for i, body := range turns[:2] {
+		got, err := readTurn(body, memo, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if checked := got.systemBlocks != wire.BlockCheck(0); checked != (i > 0) {
+			t.Fatalf("turn %d: the system value's check taken from the memo: %v", i, checked)
+		}
+		out, err := got.Inject(nil, body, turnPlacement())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(body)
+		if full, _ := want.Inject(nil, body, turnPlacement()); !bytes.Equal(out, full) {
+			t.Fatalf("turn %d placed its blocks otherwise than a read in full", i)
+		}
+		judge(got)
+		got.Forwarded(true)
+	}
+}

@@ -42,6 +42,9 @@ type request struct {
 	// verdicts are the verdicts of the tool results before this turn's
 	// (their tallies are info.Prior), which remember adds this turn's to.
 	verdicts wire.VerdictLog
+	// systemBlocks says whether the system value holds a block's
+	// opening: the remembered turn's when the value is the same bytes.
+	systemBlocks wire.BlockCheck
 	// Where the top-level members are after the messages array, relative
 	// to its end (the memo keeps them with the bytes they are in).
 	after []wire.Span
@@ -82,12 +85,13 @@ type mark struct {
 // turnState is what the memo keeps of a turn: its marks, and the slices
 // they index.
 type turnState struct {
-	marks    wire.Chunks[mark]
-	calls    wire.Chunks[call]
-	ext      wire.Extension // of marks and calls
-	tools    []string
-	toolsExt wire.Extension  // of tools (see wire.ResumedNames)
-	verdicts wire.VerdictLog // what the tool results said, in order
+	marks        wire.Chunks[mark]
+	calls        wire.Chunks[call]
+	ext          wire.Extension // of marks and calls
+	tools        []string
+	toolsExt     wire.Extension  // of tools (see wire.ResumedNames)
+	verdicts     wire.VerdictLog // what the tool results said, in order
+	systemBlocks wire.BlockCheck // of the system value, once checked
 	// The system text, the goal and their key, when the system value is
 	// known to be the same bytes (before the array: in the head; after:
 	// in the tail).
@@ -216,6 +220,7 @@ func readWith(body []byte, memo *wire.TurnMemo[*turnState], systems *wire.System
 	switch sys := sp[keySystem]; {
 	case known:
 		in.System = prior.system
+		r.systemBlocks = prior.systemBlocks
 	case sys.OK() && systems != nil:
 		in.System, start = systems.Text(sys.Raw(body))
 	case sys.OK():
@@ -464,8 +469,9 @@ func (r *request) remember() bool {
 	in := &r.info
 	st := &turnState{
 		marks: r.marks, calls: r.calls.Calls, tools: in.Tools,
-		verdicts: r.verdicts.Add(in.Prior, in.ToolResults, r.detach),
-		system:   in.System, goal: in.Goal, key: in.Key,
+		verdicts:     r.verdicts.Add(in.Prior, in.ToolResults, r.detach),
+		systemBlocks: r.systemBlocks,
+		system:       in.System, goal: in.Goal, key: in.Key,
 		after: r.after,
 	}
 	return r.resume.Remember(r.body, r.elems, r.arrayEnd, st, st.size(), st.system)

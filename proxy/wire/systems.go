@@ -97,3 +97,32 @@ func (m *SystemMemo) add(key uint64, e *systemText) {
 		}
 	}
 }
+
+// BlockCheck is whether a system value holds the opening of a block of
+// the proxy's (a guard's, a STOP's, a recall block's), which placing
+// blocks takes out first: not known yet, or known. A format keeps it with
+// a remembered turn and a turn whose system value is the same bytes takes
+// it, so that a conversation's system value (30 KB for the agents') is
+// scanned once, not on every request that carries a block.
+type BlockCheck uint8
+
+const (
+	blocksUnchecked BlockCheck = iota
+	blocksNone
+	blocksHeld
+)
+
+// guardOpen opens every guard and STOP block (what guard.Strip looks for).
+const guardOpen = "### !!! "
+
+// Holds reports whether raw, the system value c is about, holds a
+// block's opening; only the first call scans it.
+func (c *BlockCheck) Holds(raw []byte) bool {
+	if *c == blocksUnchecked {
+		*c = blocksNone
+		if bytes.Contains(raw, []byte(guardOpen)) || bytes.Contains(raw, []byte(recall.BlockStart)) {
+			*c = blocksHeld
+		}
+	}
+	return *c == blocksHeld
+}

@@ -69,3 +69,28 @@ func TestSystemMemo(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestBlockCheck: a system value is scanned for blocks' openings once;
+// both kinds of block are found.
+func TestBlockCheck(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`"You are a coding agent. ### Tools\nUse them."`, false},
+		{`"You are a coding agent.\n\n### !!! REPEATED FAILURE\nx"`, true},
+		{`[{"type":"text","text":"x"},{"type":"text","text":"` + recall.BlockStart + `\nfix"}]`, true},
+	} {
+		var c BlockCheck
+		raw := []byte(tc.raw)
+		if got := c.Holds(raw); got != tc.want {
+			t.Errorf("Holds(%s) = %v, want %v", tc.raw, got, tc.want)
+		}
+		// The answer is kept: the bytes are not scanned again (a turn
+		// that takes the check has the same bytes).
+		clear(raw)
+		if got := c.Holds(raw); got != tc.want {
+			t.Errorf("Holds(%s), asked again, = %v", tc.raw, got)
+		}
+	}
+}
