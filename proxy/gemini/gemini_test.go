@@ -421,6 +421,10 @@ func TestObserve(t *testing.T) {
 		{"JSON final", false, chunkJSON(`[{"text":"Done."}]`, "STOP", fullUsage), wire.Outcome{Final: true, Answer: "Done.", Usage: used}},
 		{"JSON function call", false, chunkJSON(`[{"functionCall":{"name":"f","args":{}}}]`, "STOP", ""), wire.Outcome{}},
 		{"JSON array of chunks", false, array, wire.Outcome{Final: true, Answer: "Hello world", Usage: used}},
+		{"JSON snake_case call with its id", false, chunkJSON(`[{"text":"Let me look."},{"function_call":{"id":"c9","name":"f","args":{}}}]`, "STOP", ""), wire.Outcome{Answer: "Let me look.", FirstCall: "c9"}},
+		{"JSON call with its id first", false, chunkJSON(`[{"functionCall":{"id":"c1","name":"f","args":{}},"thoughtSignature":"`+strings.Repeat("c2ln", 512)+`"}]`, "STOP", ""), wire.Outcome{FirstCall: "c1"}},
+		{"a thought is no answer", false, chunkJSON(`[{"thought":true,"text":"Thinking."},{"text":"Done."}]`, "STOP", ""), wire.Outcome{Final: true, Answer: "Done."}},
+		{"members in another order", false, `{"usageMetadata":` + fullUsage + `,"candidates":[{"finishReason":"STOP","content":{"role":"model","parts":[{"text":"Done."}]}}]}`, wire.Outcome{Final: true, Answer: "Done.", Usage: used}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,36 +45,73 @@ func (o *observer) data(_ string, data []byte) {
 	o.chunk(gjson.ParseBytes(data))
 }
 
-// chunk reads one GenerateContentResponse (or an error in its place).
+// chunk reads one GenerateContentResponse (or an error in its place), its
+// members and its first candidate's each in one pass (a part may hold a
+// thought signature of kilobytes: a Get of each member would skip it once
+// a member).
 func (a *answer) chunk(c gjson.Result) {
-	res := gjson.GetMany(c.Raw, "error", "candidates.0", "usageMetadata", "promptFeedback.blockReason")
-	if e := res[0]; e.Exists() {
+	var failed bool
+	var cand, usage, feedback gjson.Result
+	c.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "error":
+			failed = true
+			return false
+		case "candidates":
+			if !cand.Exists() && v.IsArray() {
+				v.ForEach(func(_, first gjson.Result) bool {
+					cand = first
+					return false
+				})
+			}
+		case "usageMetadata":
+			if !usage.Exists() {
+				usage = v
+			}
+		case "promptFeedback":
+			if !feedback.Exists() {
+				feedback = v
+			}
+		}
+		return true
+	})
+	if failed {
 		if a.errMsg == "" {
 			a.errMsg = wire.ErrorMessage([]byte(c.Raw), http.StatusInternalServerError)
 		}
 		return
 	}
-	if cand := res[1]; cand.IsObject() {
-		cand.Get("content.parts").ForEach(func(_, part gjson.Result) bool {
-			switch t := part.Get("text"); {
-			case part.Get("functionCall").Exists() || part.Get("function_call").Exists():
-				a.calls = true
-				if a.call == "" {
-					a.call = cmp.Or(part.Get("functionCall.id").String(), part.Get("function_call.id").String())
-				}
-			case t.Type == gjson.String && !part.Get("thought").Bool():
-				a.excerpt.Add(t.Str)
+	if cand.IsObject() {
+		var content, reason gjson.Result
+		cand.ForEach(func(k, v gjson.Result) bool {
+			switch {
+			case k.Str == "content" && !content.Exists():
+				content = v
+			case k.Str == "finishReason" && !reason.Exists():
+				reason = v
 			}
 			return true
 		})
-		if r := cand.Get("finishReason"); r.Type == gjson.String && r.Str != "" {
-			a.reason = r.Str
+		content.Get("parts").ForEach(func(_, part gjson.Result) bool {
+			switch p := readPart(part); {
+			case p.call.Exists() || p.snakeCall.Exists():
+				a.calls = true
+				if a.call == "" {
+					a.call = cmp.Or(p.call.Get("id").String(), p.snakeCall.Get("id").String())
+				}
+			case p.text.Type == gjson.String && !p.thought.Bool():
+				a.excerpt.Add(p.text.Str)
+			}
+			return true
+		})
+		if reason.Type == gjson.String && reason.Str != "" {
+			a.reason = reason.Str
 		}
 	}
-	if u := res[2]; u.IsObject() {
-		a.usage = Usage(u)
+	if usage.IsObject() {
+		a.usage = Usage(usage)
 	}
-	if res[3].Type == gjson.String && res[3].Str != "" {
+	if r := feedback.Get("blockReason"); r.Type == gjson.String && r.Str != "" {
 		a.blocked = true
 	}
 }

@@ -372,12 +372,13 @@ func (r *request) model(c gjson.Result, base int, body []byte) {
 	r.lastFrom, r.done, r.doneShared = r.calls.Calls.Len(), nil, false
 	var note wire.Span
 	c.Get("parts").ForEach(func(_, part gjson.Result) bool {
-		if t := part.Get("text"); t.Type == gjson.String && !note.OK() && !part.Get("thought").Bool() {
+		p := readPart(part)
+		if t := p.text; t.Type == gjson.String && !note.OK() && !p.thought.Bool() {
 			note = spanOf(t, base, body)
 		}
-		fc := part.Get("functionCall")
+		fc := p.call
 		if !fc.IsObject() {
-			fc = part.Get("function_call")
+			fc = p.snakeCall
 		}
 		name := fc.Get("name").String()
 		if name == "" {
@@ -391,6 +392,40 @@ func (r *request) model(c gjson.Result, base int, body []byte) {
 		}
 		return true
 	})
+}
+
+// partFields are the members of a content's part that the proxy reads,
+// each its first occurrence (as gjson's Get finds it).
+type partFields struct {
+	text, thought   gjson.Result
+	call, snakeCall gjson.Result // functionCall, function_call
+}
+
+// readPart reads part's members in one pass: a part may hold a thought
+// signature of kilobytes, which a Get of each member would skip once a
+// member.
+func readPart(part gjson.Result) partFields {
+	var p partFields
+	part.ForEach(func(k, v gjson.Result) bool {
+		var f *gjson.Result
+		switch k.Str {
+		case "text":
+			f = &p.text
+		case "thought":
+			f = &p.thought
+		case "functionCall":
+			f = &p.call
+		case "function_call":
+			f = &p.snakeCall
+		default:
+			return true
+		}
+		if !f.Exists() {
+			*f = v
+		}
+		return true
+	})
+	return p
 }
 
 // answer returns the call a response of tool name (and id, if any)
