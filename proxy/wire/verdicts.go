@@ -90,7 +90,8 @@ func (v *VerdictLog) talliesBefore(n int) []ToolTally {
 			touched = append(touched, j)
 		}
 	}
-	drop := 0
+	var gone [8]int
+	drop := gone[:0] // the entries of tools that first answered after n
 	for _, j := range touched {
 		name := out[j].Name
 		k := n - 1
@@ -98,18 +99,17 @@ func (v *VerdictLog) talliesBefore(n int) []ToolTally {
 			k--
 		}
 		if k < 0 {
-			out[j].Name = "" // first answered after n
-			drop++
+			drop = append(drop, j)
 			continue
 		}
 		out[j].LastFailed = v.list.At(k).LastFailed
 	}
-	if drop == 0 {
+	if len(drop) == 0 {
 		return out
 	}
 	kept := out[:0]
-	for _, t := range out {
-		if t.Name != "" {
+	for j, t := range out {
+		if !slices.Contains(drop, j) {
 			kept = append(kept, t)
 		}
 	}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -29,7 +28,7 @@ func TestVerdictLogResumed(t *testing.T) {
 			k := 1 + rng.IntN(3)
 			var turn []ToolResult
 			for ; k > 0 && i < n; k-- {
-				r := ToolResult{Name: fmt.Sprintf("t%d", rng.IntN(4)), Failed: rng.IntN(3) == 0, At: 2*i + 1}
+				r := ToolResult{Name: []string{"t0", "t1", "t2", ""}[rng.IntN(4)], Failed: rng.IntN(3) == 0, At: 2*i + 1}
 				turn, i = append(turn, r), i+1
 			}
 			var own VerdictLog
