@@ -10,9 +10,12 @@ import (
 	"github.com/scarproxy/scarproxy/store"
 )
 
-// Block markers. Both start with "### !!! ", which [Sanitize] makes
+// Block markers. Both start with MarkerOpen, which [Sanitize] makes
 // impossible in any text that goes into a block.
 const (
+	// MarkerOpen opens every marker line of a guard or STOP block: a text
+	// without it holds none of those blocks.
+	MarkerOpen = "### !!! "
 	BlockStart = "### !!! REPEAT FAILURE GUARD — DO NOT REPEAT THESE ERRORS !!!"
 	BlockEnd   = "### !!! END REPEAT FAILURE GUARD !!!"
 )
@@ -361,7 +364,7 @@ func fixText(f *Fixed) string {
 // Strip is idempotent, and text without marker lines is returned
 // unchanged.
 func Strip(text string) string {
-	if !strings.Contains(text, "### !!! ") {
+	if !strings.Contains(text, MarkerOpen) {
 		return text
 	}
 	var b strings.Builder

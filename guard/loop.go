@@ -244,7 +244,7 @@ func callText(s *Step) string {
 	return name
 }
 
-// STOP block markers. Both start with "### !!! ", which [Sanitize] makes
+// STOP block markers. Both start with MarkerOpen, which [Sanitize] makes
 // impossible in any text that goes into a block.
 const (
 	StopStart = "### !!! STOP — RECURSIVE ERROR LOOP !!!"

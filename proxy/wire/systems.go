@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/scarproxy/scarproxy/guard"
 	"github.com/scarproxy/scarproxy/recall"
 )
 
@@ -112,15 +113,12 @@ const (
 	blocksHeld
 )
 
-// guardOpen opens every guard and STOP block (what guard.Strip looks for).
-const guardOpen = "### !!! "
-
 // Holds reports whether raw, the system value c is about, holds a
 // block's opening; only the first call scans it.
 func (c *BlockCheck) Holds(raw []byte) bool {
 	if *c == blocksUnchecked {
 		*c = blocksNone
-		if bytes.Contains(raw, []byte(guardOpen)) || bytes.Contains(raw, []byte(recall.BlockStart)) {
+		if bytes.Contains(raw, []byte(guard.MarkerOpen)) || bytes.Contains(raw, []byte(recall.BlockStart)) {
 			*c = blocksHeld
 		}
 	}
