@@ -301,8 +301,25 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// round started from caught the same 114 and flagged the same 8
 		// (compared by a digest of the names): the round's rules added
 		// nothing here. Its misses and the flagged successes were not
-		// read.
+		// read. The failure model, never trained on it, catches 10 more
+		// (124 of 170, 72.9%) and flags none.
 		{"heldout14", 165, 105, 8, false},
+		// Built while the failure model was written, by hands that never
+		// read a rule nor the model, from tools no other part names (the
+		// Python checkers mypy, flake8, pylint, black, isort,
+		// pycodestyle, pydocstyle and bandit; cppcheck, clang-tidy, nasm,
+		// gfortran, Icarus Verilog, Verilator, Erlang, GHC, Guile, SBCL,
+		// gnuplot; qpdf, poppler, Ghostscript, FFmpeg, ExifTool, optipng,
+		// pngcheck, jpegoptim, gifsicle, flac, lame, XMLStarlet, Miller,
+		// datamash, csvkit, dos2unix, enscript, chktex, units, sassc,
+		// qrencode, zbarimg; npm's tsc, ESLint, Prettier, Stylelint and
+		// HTMLHint) and threads of projects none of them quotes. Measured
+		// once, after the model was trained and its threshold chosen:
+		// 211 of 282 failures caught (74.8%; local tools 189 of 251,
+		// threads 22 of 31), 24 of 146 successes flagged; the rules
+		// alone 200 and the same 24. Its misses and the flagged
+		// successes were not read.
+		{"heldout15", 280, 140, 24, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")

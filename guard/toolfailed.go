@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/scarproxy/scarproxy/guard/internal/failmodel"
 )
 
 // where a tool rule looks.
@@ -749,7 +751,10 @@ func (r *toolRule) check(afterAny bool) error {
 // in the words every tool borrows (see lexicon.go): a strerror text, an
 // errno name, a diagnostic prefix, an HTTP error status, a count of errors
 // found, a sentence that says something failed; a word of success there
-// outweighs them. ANSI colours and a CI log's line prefixes
+// outweighs them. When no rule decides either way, the failure model
+// weighs the words of the output's last lines (see package failmodel),
+// unless one of those lines is data: code, a diff, a search's hit, a
+// fence, a traceback's frame. ANSI colours and a CI log's line prefixes
 // (GitHub Actions' timestamps, BuildKit's steps, the Open Build Service's
 // seconds, a build tool's clock) are read past; a JSON array of strings
 // is data, never a complaint. Successful
@@ -830,8 +835,25 @@ func toolVerdict(content string) (failed, decided bool) {
 	if s[0] == '#' || s[0] == '[' || s[0] == '(' || '0' <= s[0] && s[0] <= '9' {
 		s = stripLogPrefix(s)
 	}
-	return textVerdict(s)
+	if failed, decided = textVerdict(s); decided {
+		return failed, true
+	}
+	if score, data := failureModel.Score(s); score > modelThreshold && !data {
+		return true, true
+	}
+	return false, false
 }
+
+// failureModel weighs the words of an output no rule decides (see package
+// failmodel).
+var failureModel = failmodel.Default
+
+// modelThreshold is the score above which failureModel reads an output
+// as a failure: log-odds at which, each held-out batch left out of the
+// weights' training in turn, the model caught 7 of the 65 failures the
+// rules miss there and flagged 3 of the 900 successes they do not flag
+// (see TestFailModelLeftOut).
+const modelThreshold = 6.0
 
 // logPrefix is what a CI log puts before every line of a step's output:
 // GitHub Actions' timestamp, BuildKit's step and seconds, the Open Build

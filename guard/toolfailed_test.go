@@ -1,9 +1,10 @@
 package guard
 
 import (
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/scarproxy/scarproxy/guard/internal/corpus"
 )
 
 // txtarFile is one file of a txtar archive.
@@ -16,22 +17,13 @@ type txtarFile struct {
 // "-- name --" lines.
 func parseTxtar(t testing.TB, path string) []txtarFile {
 	t.Helper()
-	raw, err := os.ReadFile(path)
+	read, err := corpus.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var files []txtarFile
-	var cur *txtarFile
-	for _, line := range strings.SplitAfter(string(raw), "\n") {
-		trimmed := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			files = append(files, txtarFile{name: strings.TrimSpace(trimmed[3 : len(trimmed)-3])})
-			cur = &files[len(files)-1]
-			continue
-		}
-		if cur != nil {
-			cur.data += line
-		}
+	files := make([]txtarFile, len(read))
+	for i, f := range read {
+		files[i] = txtarFile{name: f.Name, data: f.Data}
 	}
 	return files
 }
