@@ -10,7 +10,7 @@ import (
 
 // modelHeldOut are the parts the failure model must never be trained on:
 // the blind batches it is measured on.
-var modelHeldOut = []string{"corpus_heldout14", "corpus_heldout15", "corpus_reads_heldout"}
+var modelHeldOut = []string{"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_reads_heldout"}
 
 // The embedded weights are the ones the training parts give (go generate
 // in guard/internal/failmodel writes them), and no held-out part is among
@@ -59,11 +59,11 @@ func modelVerdict(m *failmodel.Model, text string) (rules, model bool) {
 
 // Each held-out batch among the training parts, left out of the training:
 // what the model, at its threshold, adds to the rules there. The figures
-// the threshold was chosen from (logged): on the tool batches, 7 of the
-// rules' 65 misses caught and 3 of 900 successes flagged; on the file
-// reads, 31 of 913 flagged by a model that never saw one (the gate on
-// data shapes alone), against 1 of 954 held-out reads by the model
-// trained on them.
+// the threshold was chosen from (logged): on the tool batches, 25 of the
+// rules' 223 misses caught and 4 of 1,160 successes flagged (the lowest
+// threshold that flags at most 1 in 250); on the file reads, 32 of 913
+// flagged by a model that never saw one (the gate on data shapes alone),
+// against 1 of 954 held-out reads by the model trained on them.
 func TestFailModelLeftOut(t *testing.T) {
 	var missed, caught, oks, flagged, reads, readsFlagged int
 	for _, part := range failmodel.TrainingParts {
@@ -108,8 +108,8 @@ func TestFailModelLeftOut(t *testing.T) {
 		}
 	}
 	t.Logf("tool batches left out: %d of the rules' %d misses caught, %d of %d successes flagged; file reads left out: %d of %d flagged", caught, missed, flagged, oks, readsFlagged, reads)
-	if caught < 5 || flagged > 5 || readsFlagged > 40 {
-		t.Errorf("left out: %d caught (want at least 5), %d successes flagged (at most 5), %d reads flagged (at most 40)", caught, flagged, readsFlagged)
+	if caught < 20 || flagged > 5 || readsFlagged > 40 {
+		t.Errorf("left out: %d caught (want at least 20), %d successes flagged (at most 5), %d reads flagged (at most 40)", caught, flagged, readsFlagged)
 	}
 }
 

@@ -40,7 +40,7 @@ var TrainingParts = []string{
 	"corpus_heldout", "corpus_heldout2", "corpus_heldout3", "corpus_heldout4",
 	"corpus_heldout5", "corpus_heldout6", "corpus_heldout7", "corpus_heldout8",
 	"corpus_heldout9", "corpus_heldout10", "corpus_heldout11", "corpus_heldout12",
-	"corpus_heldout13", "corpus_reads",
+	"corpus_heldout13", "corpus_heldout16", "corpus_heldout17", "corpus_reads",
 }
 
 // Feature kinds: each is hashed in before the words.
