@@ -1,11 +1,14 @@
 // Package failmodel reads a tool's output as words and scores how much it
 // reads as the output of a command that failed: a logistic regression over
 // hashed features of each line (its words, its pairs of adjacent words,
-// the word it opens with, the words a colon follows), trained on the
-// labelled outputs of guard/testdata. It is the guard's second reader: the
-// rules name the shapes of failures they know, and the model weighs the
-// words of an output no rule decides, so that a tool no rule was written
-// for is still read by the words every tool's failures share.
+// the word it opens with, the words a colon follows) and of the lines'
+// shapes, trained on the labelled outputs of guard/testdata. It is the
+// guard's second reader: the rules name the shapes of failures they know,
+// and the model weighs the words of an output no rule decides, so that a
+// tool no rule was written for is still read by the words every tool's
+// failures share. It does not score text that holds a line of data (code,
+// a diff, a search's hit), whose words quote errors more often than they
+// report one.
 //
 // The weights are trained by mkweights (go generate) from the parts named
 // in TrainingParts and embedded; a test in guard trains them again and
@@ -33,8 +36,10 @@ const MaxLines = 60
 const maxLine = 512
 
 // TrainingParts are the parts of guard/testdata the weights are trained
-// on: the tuning parts and the held-out batches whose misses rules have
-// been written from. A batch left out of it is one the model never saw.
+// on: the tuning parts, the held-out batches whose misses rules have been
+// written from, two batches measured once before they joined (16 and 17)
+// and the file reads that quote failures. A batch left out of it is one
+// the model never saw.
 var TrainingParts = []string{
 	"corpus_tune", "corpus_tune2", "corpus_tune3",
 	"corpus_heldout", "corpus_heldout2", "corpus_heldout3", "corpus_heldout4",
@@ -50,7 +55,7 @@ const (
 	kindColon  = 'c' // a word a colon follows ("error:")
 	kindPair   = 'b' // two adjacent words of a line
 	kindOffset = 'x' // every output: the model's offset
-	kindShape  = 'p' // how many lines have a shape (see shapes), in buckets
+	kindShape  = 'p' // how many lines have a shape (see lineShapes), in buckets
 )
 
 // Line shapes: what a line looks like apart from its words. A file's
