@@ -3,7 +3,10 @@ package guard
 import (
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -52,27 +55,37 @@ func TestToolRuleLiterals(t *testing.T) {
 	if with < len(toolRules)*2/3 {
 		t.Errorf("only %d of %d tool rules have literals", with, len(toolRules))
 	}
+	// Every distinct line that is not blank, once, with the file it was
+	// first seen in.
+	type text struct{ file, line string }
+	var texts []text
+	seen := map[string]bool{}
 	for _, f := range files {
 		for _, file := range parseTxtar(t, f) {
 			for _, raw := range strings.Split(file.data, "\n") {
-				line := strings.TrimSpace(raw)
-				if line == "" {
-					continue
-				}
-				lines++
-				for i := range toolRules {
-					r := &toolRules[i]
-					if r.re == nil || r.lits == nil || !r.re.MatchString(line) {
-						continue
-					}
-					matched++
-					if !r.mayHold(line) {
-						t.Errorf("%s: rule %q matches %q, which its literals %q reject", f, r.name, line, r.lits)
-					}
+				if line := strings.TrimSpace(raw); line != "" && !seen[line] {
+					seen[line] = true
+					texts = append(texts, text{f, line})
 				}
 			}
 		}
 	}
+	lines = len(texts)
+	var nMatched atomic.Int64
+	eachInParallel(len(texts), func(k int) {
+		line := texts[k].line
+		for i := range toolRules {
+			r := &toolRules[i]
+			if r.re == nil || r.lits == nil || !r.re.MatchString(line) {
+				continue
+			}
+			nMatched.Add(1)
+			if !r.mayHold(line) {
+				t.Errorf("%s: rule %q matches %q, which its literals %q reject", texts[k].file, r.name, line, r.lits)
+			}
+		}
+	})
+	matched = int(nMatched.Load())
 	if matched < 500 {
 		t.Errorf("only %d matches over %d lines: the check proves little", matched, lines)
 	}
@@ -94,4 +107,19 @@ func FuzzToolRuleLiterals(f *testing.F) {
 			}
 		}
 	})
+}
+
+// eachInParallel calls fn(0) to fn(n-1) on as many goroutines as there
+// are Ps: the checks over every line of every corpus are independent.
+func eachInParallel(n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
