@@ -3,9 +3,7 @@ package guard
 import (
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -46,7 +44,7 @@ func TestToolRuleLiterals(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatal("no corpus", err)
 	}
-	with, lines, matched := 0, 0, 0
+	with := 0
 	for _, r := range toolRules {
 		if r.lits != nil {
 			with++
@@ -70,7 +68,6 @@ func TestToolRuleLiterals(t *testing.T) {
 			}
 		}
 	}
-	lines = len(texts)
 	var nMatched atomic.Int64
 	eachInParallel(len(texts), func(k int) {
 		line := texts[k].line
@@ -85,7 +82,7 @@ func TestToolRuleLiterals(t *testing.T) {
 			}
 		}
 	})
-	matched = int(nMatched.Load())
+	lines, matched := len(texts), int(nMatched.Load())
 	if matched < 500 {
 		t.Errorf("only %d matches over %d lines: the check proves little", matched, lines)
 	}
@@ -107,19 +104,4 @@ func FuzzToolRuleLiterals(f *testing.F) {
 			}
 		}
 	})
-}
-
-// eachInParallel calls fn(0) to fn(n-1) on as many goroutines as there
-// are Ps: the checks over every line of every corpus are independent.
-func eachInParallel(n int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
 }

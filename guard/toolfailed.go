@@ -794,10 +794,15 @@ func ToolSucceeded(content string) bool {
 // left unjudged, which costs nothing but a fix not learned.
 var failureWords = regexp.MustCompile(`(?i)\b(?:errors?|fail(?:s|ed|ure)?|fatal|exception|traceback|panic|denied|not found|no such|cannot|can't|could ?n[o']t|unable|invalid|missing|refused|timed out|abort(?:ed)?|segmentation|undefined|unknown|usage:|not recognized|not permitted|not allowed|(?:does|do|did)(?: not|n't) exist|unreachable|rejected|violat\w*|syntax)\b`)
 
-// toolVerdict judges a tool result: failed, and whether a rule decided
-// (false when none matched: the result then reads as a success only for
-// want of a failure).
-func toolVerdict(content string) (failed, decided bool) {
+// toolVerdict judges a tool result by the rules and, where none decides,
+// by the failure model (see judge).
+func toolVerdict(content string) (failed, decided bool) { return judge(content, failmodel.Default) }
+
+// judge judges a tool result: failed, and whether a rule or, where none
+// did, model decided (false when neither did: the result then reads as a
+// success only for want of a failure). A nil model leaves undecided what
+// no rule decides.
+func judge(content string, model *failmodel.Model) (failed, decided bool) {
 	s := strings.TrimLeft(content, " \t\r\n\ufeff")
 	if s == "" {
 		return false, false
@@ -808,11 +813,11 @@ func toolVerdict(content string) (failed, decided bool) {
 			if failed, decided := jsonVerdict(fields); decided {
 				return failed, true
 			}
-			return toolVerdict(jsonText(fields))
+			return judge(jsonText(fields), model)
 		}
 	case '[':
 		if items, ok := jsonObjects(s); ok {
-			return arrayVerdict(items)
+			return arrayVerdict(items, model)
 		}
 		if json.Valid([]byte(s)) {
 			// A JSON array of strings or numbers is data the tool
@@ -823,7 +828,7 @@ func toolVerdict(content string) (failed, decided bool) {
 	case '"':
 		var inner string
 		if json.Unmarshal([]byte(strings.TrimSpace(s)), &inner) == nil {
-			return toolVerdict(inner)
+			return judge(inner, model)
 		}
 	}
 	if strings.IndexByte(s, '\x1b') >= 0 {
@@ -838,21 +843,20 @@ func toolVerdict(content string) (failed, decided bool) {
 	if failed, decided = textVerdict(s); decided {
 		return failed, true
 	}
-	if score, data := failureModel.Score(s); score > modelThreshold && !data {
+	if model == nil {
+		return false, false
+	}
+	if score, data := model.Score(s); score > modelThreshold && !data {
 		return true, true
 	}
 	return false, false
 }
 
-// failureModel weighs the words of an output no rule decides (see package
-// failmodel).
-var failureModel = failmodel.Default
-
-// modelThreshold is the score above which failureModel reads an output
-// as a failure: the lowest log-odds at which, each held-out batch left
-// out of the weights' training in turn, the model flagged at most 1 in
-// 250 of the successes the rules do not flag (4 of 1,160; it caught 25
-// of the 223 failures the rules miss there; see TestFailModelLeftOut).
+// modelThreshold is the score above which the failure model reads an
+// output as a failure: the lowest whole log-odds at which, each held-out
+// batch left out of the weights' training in turn, the model flagged at
+// most 1 in 250 of the successes the rules do not flag (see
+// TestFailModelLeftOut).
 const modelThreshold = 7.0
 
 // logPrefix is what a CI log puts before every line of a step's output:
@@ -930,7 +934,7 @@ func jsonObjects(s string) ([]map[string]json.RawMessage, bool) {
 // and MCP servers their content parts: it failed when one of its objects
 // says so by its fields; the text of those whose fields say nothing (and
 // the "text" of content parts) is judged as one output.
-func arrayVerdict(items []map[string]json.RawMessage) (failed, decided bool) {
+func arrayVerdict(items []map[string]json.RawMessage, model *failmodel.Model) (failed, decided bool) {
 	var texts []string
 	for _, it := range items {
 		if failed, ok := jsonVerdict(it); ok {
@@ -953,7 +957,7 @@ func arrayVerdict(items []map[string]json.RawMessage) (failed, decided bool) {
 	if len(texts) == 0 {
 		return false, decided
 	}
-	failed, textDecided := toolVerdict(strings.Join(texts, "\n"))
+	failed, textDecided := judge(strings.Join(texts, "\n"), model)
 	return failed, decided || textDecided
 }
 

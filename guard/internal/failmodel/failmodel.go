@@ -74,6 +74,7 @@ const (
 	nShapes
 )
 
+// shapeNames name the shapes in their features.
 var shapeNames = [nShapes]string{"indented", "deep", "code", "diff", "comment", "place", "quote", "fence", "frame"}
 
 const (
@@ -81,6 +82,8 @@ const (
 	fnvPrime  = 16777619
 )
 
+// fnvByte, fnvString and fnvLower are FNV-1a, 32 bits: features are the
+// hash of their kind and their words.
 func fnvByte(h uint32, c byte) uint32 { return (h ^ uint32(c)) * fnvPrime }
 
 func fnvString(h uint32, s string) uint32 {
@@ -102,10 +105,12 @@ func fnvLower(h uint32, s string) uint32 {
 	return h
 }
 
+// feature is the feature of a word of a kind.
 func feature(kind byte, word string) uint32 {
 	return fnvLower(fnvByte(fnvOffset, kind), word) % Dims
 }
 
+// pair is the feature of two adjacent words.
 func pair(prev, word string) uint32 {
 	h := fnvLower(fnvByte(fnvOffset, kindPair), prev)
 	return fnvLower(fnvByte(h, ' '), word) % Dims
@@ -114,6 +119,7 @@ func pair(prev, word string) uint32 {
 // offsetFeature is the feature every output has.
 var offsetFeature = fnvByte(fnvOffset, kindOffset) % Dims
 
+// letter reports whether c is an ASCII letter: words are runs of them.
 func letter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // Features calls add with every feature of the output text, once or more
@@ -130,6 +136,7 @@ func Features(text string, add func(f uint32)) {
 	features(lines, shapes, add)
 }
 
+// features is Features on lines already cut and their shapes counted.
 func features(lines []string, shapes [nShapes]int, add func(f uint32)) {
 	add(offsetFeature)
 	for _, line := range lines {
@@ -323,6 +330,8 @@ func Decode(b []byte) (*Model, bool) {
 	return m, true
 }
 
+// mustDecode decodes the embedded weights; they are made for this
+// package's dimensions, so any error is a build's.
 func mustDecode(b []byte) *Model {
 	m, ok := Decode(b)
 	if !ok {

@@ -35,6 +35,9 @@ const (
 // Train fits a model to the examples. The same examples in the same order
 // give the same weights, but for the last bit of math.Exp, which some
 // processors compute otherwise: Quantize hides that almost always.
+// Examples that are data (see Model.Score) are trained on too: the model
+// never scores them, but their words still weigh against the words they
+// share with failures.
 func Train(examples []Example) []float64 {
 	w := make([]float64, Dims)
 	order := make([]int, len(examples))
@@ -59,13 +62,19 @@ func Train(examples []Example) []float64 {
 				g--
 			}
 			for _, f := range ex.Features {
-				w[f] -= rate * (g + l2*w[f])
+				// The conversions keep the compiler from fusing a
+				// multiplication and an addition into one instruction
+				// where the processor has it (arm64, amd64 v3): the
+				// weights would round otherwise.
+				w[f] -= float64(rate * (g + float64(l2*w[f])))
 			}
 		}
 	}
 	return w
 }
 
+// xorshift is the next state of a 64-bit xorshift generator: the order
+// of the examples, the same on every machine and Go release.
 func xorshift(x uint64) uint64 {
 	x ^= x << 13
 	x ^= x >> 7
