@@ -12,7 +12,10 @@ import (
 
 // modelHeldOut are the parts the failure model must never be trained on:
 // the blind batches it is measured on.
-var modelHeldOut = []string{"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_heldout19", "corpus_reads_heldout"}
+var modelHeldOut = []string{
+	"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_heldout19",
+	"corpus_heldout20", "corpus_heldout21", "corpus_reads_heldout", "corpus_flags_heldout",
+}
 
 // modelJoined are the batches built after the model that joined its
 // training once measured. Every batch from the fourteenth on is in one of
@@ -80,11 +83,12 @@ func modelVerdict(m *failmodel.Model, text string) (rules, model bool) {
 
 // Each held-out batch among the training parts, left out of the training:
 // what the model, at its threshold, adds to the rules there. The figures
-// the threshold was chosen from (logged): on the tool batches, 25 of the
+// the threshold was chosen from (logged): on the tool batches, 38 of the
 // rules' 223 misses caught and 4 of 1,160 successes flagged (the lowest
-// threshold that flags at most 1 in 250); on the file reads, 32 of 913
-// flagged by a model that never saw one (the gate on data shapes alone),
-// against 1 of 954 held-out reads by the model trained on them.
+// threshold that flags at most 1 in 250); on the file reads, 6 of 913
+// flagged by a model that never saw one, against 4 of 954 held-out reads
+// by the model trained on them. The model before it was trained on the
+// programs' help and errors with averaged weights: 25, 4 and 30.
 func TestFailModelLeftOut(t *testing.T) {
 	var missed, caught, oks, flagged, reads, readsFlagged int
 	for _, part := range failmodel.TrainingParts {
@@ -129,8 +133,8 @@ func TestFailModelLeftOut(t *testing.T) {
 		}
 	}
 	t.Logf("tool batches left out: %d of the rules' %d misses caught, %d of %d successes flagged; file reads left out: %d of %d flagged", caught, missed, flagged, oks, readsFlagged, reads)
-	if caught < 24 || flagged*250 > oks || readsFlagged > 34 {
-		t.Errorf("left out: %d caught (want at least 24), %d of %d successes flagged (at most 1 in 250), %d reads flagged (at most 34)", caught, flagged, oks, readsFlagged)
+	if caught < 36 || flagged*250 > oks || readsFlagged > 8 {
+		t.Errorf("left out: %d caught (want at least 36), %d of %d successes flagged (at most 1 in 250), %d reads flagged (at most 8)", caught, flagged, oks, readsFlagged)
 	}
 }
 
@@ -140,7 +144,7 @@ func TestToolFailedReads(t *testing.T) {
 	for _, c := range []struct {
 		part       string
 		min, flags int
-	}{{"corpus_reads", 900, 13}, {"corpus_reads_heldout", 900, 15}} {
+	}{{"corpus_reads", 900, 13}, {"corpus_reads_heldout", 900, 18}} {
 		total, by := scoreCorpus(t, "testdata/"+c.part+".txtar")
 		logScore(t, c.part, total, by)
 		if total.oks < c.min || total.fails != 0 {
@@ -161,10 +165,12 @@ func TestFailModelCatches(t *testing.T) {
 		rules, with   int // failures caught
 		maxNewFlagged int
 	}{
-		{"corpus_heldout14", 114, 125, 0},
+		{"corpus_heldout14", 114, 124, 0},
 		{"corpus_heldout15", 200, 212, 0},
-		{"corpus_heldout18", 202, 210, 1},
-		{"corpus_heldout19", 140, 144, 1},
+		{"corpus_heldout18", 202, 216, 2},
+		{"corpus_heldout19", 140, 145, 1},
+		{"corpus_heldout20", 138, 141, 0},
+		{"corpus_heldout21", 150, 154, 1},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
@@ -185,5 +191,41 @@ func TestFailModelCatches(t *testing.T) {
 		if alone < c.rules || caught < c.with || flagged > c.maxNewFlagged {
 			t.Errorf("%s: %d caught alone (want at least %d), %d with the model (at least %d), %d newly flagged (at most %d)", c.part, alone, c.rules, caught, c.with, flagged, c.maxNewFlagged)
 		}
+	}
+}
+
+// Programs asked for their help, their version, an unknown option and a
+// missing file, none of them trained on (corpus_flags_heldout): the model
+// catches failures the rules miss and reads a program's help as the
+// success it is. The model before it was trained on the other programs of
+// the machine (corpus_flags) flagged 34 more successes than the rules (36
+// of the 167 help texts were flagged in all); now 5 more (8 help texts),
+// and it catches 17 more failures than the rules (7 before).
+func TestFailModelProgramsHelp(t *testing.T) {
+	var fails, oks, alone, caught, flaggedAlone, flagged int
+	for _, f := range parseTxtar(t, "testdata/corpus_flags_heldout.txtar") {
+		rules, _ := judge(f.data, nil)
+		both := ToolFailed(f.data)
+		if strings.HasPrefix(f.name, "fail/") {
+			fails++
+			if rules {
+				alone++
+			}
+			if both {
+				caught++
+			}
+			continue
+		}
+		oks++
+		if rules {
+			flaggedAlone++
+		}
+		if both {
+			flagged++
+		}
+	}
+	t.Logf("programs' help and errors: %d of %d failures caught (the rules alone %d), %d of %d successes flagged (the rules alone %d)", caught, fails, alone, flagged, oks, flaggedAlone)
+	if fails < 390 || oks < 310 || caught < 338 || flagged > 30 || flagged-flaggedAlone > 5 {
+		t.Errorf("%d of %d caught (want at least 338 of 390), %d of %d flagged (at most 30, the model at most 5 more than the rules' %d)", caught, fails, flagged, oks, flaggedAlone)
 	}
 }

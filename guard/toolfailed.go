@@ -857,7 +857,7 @@ func judge(content string, model *failmodel.Model) (failed, decided bool) {
 // batch left out of the weights' training in turn, the model flagged at
 // most 1 in 250 of the successes the rules do not flag (see
 // TestFailModelLeftOut).
-const modelThreshold = 7.0
+const modelThreshold = 5.0
 
 // logPrefix is what a CI log puts before every line of a step's output:
 // GitHub Actions' timestamp, BuildKit's step and seconds, the Open Build

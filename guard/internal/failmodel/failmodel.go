@@ -37,15 +37,18 @@ const maxLine = 512
 
 // TrainingParts are the parts of guard/testdata the weights are trained
 // on: the tuning parts, the held-out batches whose misses rules have been
-// written from, two batches measured once before they joined (16 and 17)
-// and the file reads that quote failures. A batch left out of it is one
-// the model never saw.
+// written from, two batches measured once before they joined (16 and 17),
+// the file reads that quote failures, and the machine's programs asked
+// for their help, their version, an unknown option and a missing file
+// (without them the model read a program's help as a failure one time in
+// five). A batch left out of it is one the model never saw.
 var TrainingParts = []string{
 	"corpus_tune", "corpus_tune2", "corpus_tune3",
 	"corpus_heldout", "corpus_heldout2", "corpus_heldout3", "corpus_heldout4",
 	"corpus_heldout5", "corpus_heldout6", "corpus_heldout7", "corpus_heldout8",
 	"corpus_heldout9", "corpus_heldout10", "corpus_heldout11", "corpus_heldout12",
 	"corpus_heldout13", "corpus_heldout16", "corpus_heldout17", "corpus_reads",
+	"corpus_flags",
 }
 
 // Feature kinds: each is hashed in before the words.
@@ -64,7 +67,7 @@ const (
 const (
 	shapeIndented = iota // opens with white space
 	shapeDeep            // opens with four spaces or a tab, or more
-	shapeCode            // holds a brace, a semicolon or an assignment
+	shapeCode            // holds a brace, a semicolon or an assignment, or is a script's #! line
 	shapeDiff            // opens with +, - or @@
 	shapeComment         // opens with #, // or *
 	shapePlace           // opens with a path and a line number, as grep -n prints
@@ -213,7 +216,7 @@ func lineShapes(line string, n *[nShapes]int) (data bool) {
 		n[shapeDiff]++
 		data = true
 	}
-	if strings.ContainsAny(t, "{};") || strings.Contains(t, " = ") || strings.Contains(t, ":=") {
+	if strings.ContainsAny(t, "{};") || strings.Contains(t, " = ") || strings.Contains(t, ":=") || strings.HasPrefix(t, "#!/") {
 		n[shapeCode]++
 		data = true
 	}

@@ -73,6 +73,7 @@ func TestLineShapes(t *testing.T) {
 		{"  two spaces", []int{shapeIndented}},
 		{"\tfunc f() {", []int{shapeIndented, shapeDeep, shapeCode}},
 		{"x := 1", []int{shapeCode}},
+		{"#!/bin/sh -e", []int{shapeComment, shapeCode}},
 		{"+added line", []int{shapeDiff}},
 		{"@@ -1,2 +1,2 @@", []int{shapeDiff}},
 		{"# a heading", []int{shapeComment}},

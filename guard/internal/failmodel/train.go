@@ -24,12 +24,17 @@ func NewExample(text string, failed bool) Example {
 }
 
 // Training settings: stochastic gradient descent on the logistic loss
-// with an L2 penalty, examples in an order drawn from a fixed seed.
+// with an L2 penalty, examples in an order drawn from a fixed seed, the
+// weights averaged over the epochs from averageFrom on (the mean of the
+// weights after each of them): an average of the last steps moves less
+// with the order of the examples than the last step does, and its scores
+// are less sure of themselves.
 const (
-	epochs = 15
-	rate   = 0.2
-	l2     = 1e-4
-	seed   = 0x9e3779b97f4a7c15
+	epochs      = 15
+	averageFrom = epochs / 2
+	rate        = 0.1
+	l2          = 1e-4
+	seed        = 0x9e3779b97f4a7c15
 )
 
 // Train fits a model to the examples. The same examples in the same order
@@ -40,12 +45,13 @@ const (
 // share with failures.
 func Train(examples []Example) []float64 {
 	w := make([]float64, Dims)
+	sum := make([]float64, Dims)
 	order := make([]int, len(examples))
 	for i := range order {
 		order[i] = i
 	}
 	rng := uint64(seed)
-	for range epochs {
+	for epoch := range epochs {
 		for i := len(order) - 1; i > 0; i-- {
 			rng = xorshift(rng)
 			j := int(rng % uint64(i+1))
@@ -69,8 +75,16 @@ func Train(examples []Example) []float64 {
 				w[f] -= float64(rate * (g + float64(l2*w[f])))
 			}
 		}
+		if epoch >= averageFrom {
+			for i, v := range w {
+				sum[i] += v
+			}
+		}
 	}
-	return w
+	for i := range sum {
+		sum[i] /= epochs - averageFrom
+	}
+	return sum
 }
 
 // xorshift is the next state of a 64-bit xorshift generator: the order
