@@ -303,7 +303,9 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// nothing here. Its misses and the flagged successes were not
 		// read. The failure model, never trained on it, caught 10 more
 		// (124 of 170, 72.9%) and flagged none; trained on the sixteenth
-		// and seventeenth batches too, 11 more (125) and none.
+		// and seventeenth batches too, 11 more (125) and none. The rules
+		// read from the twentieth batch catch one more of it alone (115;
+		// with the model 124).
 		{"heldout14", 165, 105, 8, false},
 		// Built while the failure model was written, by hands that never
 		// read a rule nor the model, from tools no other part names (the
@@ -374,6 +376,13 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// as trained now 141 and 10. A variant that read a compiler's
 		// "file:3:12: message" as a message instead of data was then
 		// measured on it too (the same 141, 14 flagged) and left out.
+		// Spent since: its misses were read, and a compiler error's
+		// place may now hold a range of columns or lines (capnp's
+		// "x.capnp:2:18-21: error:", the GNU coding standards' "12.1-14.3");
+		// it now catches 148 (the rules alone 145) and flags the same 10.
+		// What is left: a compiler's "file:3:5: message" with no word of
+		// error (protoc), which a grep hit with a column can look like,
+		// Lua's and Haxe's "file:3: message", and tools' own phrasing.
 		{"heldout20", 220, 105, 10, false},
 		// Built beside the twentieth, from version control other than git
 		// (Mercurial, Subversion, fossil, quilt), etcd, Prometheus'

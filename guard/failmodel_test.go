@@ -165,11 +165,11 @@ func TestFailModelCatches(t *testing.T) {
 		rules, with   int // failures caught
 		maxNewFlagged int
 	}{
-		{"corpus_heldout14", 114, 124, 0},
+		{"corpus_heldout14", 115, 124, 0},
 		{"corpus_heldout15", 200, 212, 0},
 		{"corpus_heldout18", 202, 216, 2},
 		{"corpus_heldout19", 140, 145, 1},
-		{"corpus_heldout20", 138, 141, 0},
+		{"corpus_heldout20", 145, 148, 0},
 		{"corpus_heldout21", 150, 154, 1},
 	} {
 		caught, alone, flagged := 0, 0, 0

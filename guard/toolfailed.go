@@ -207,9 +207,9 @@ var toolRules = []toolRule{
 	{name: "go panic", where: anyLine, col0: true, re: mustRe(`^panic: `), next: mustRe(`^(?:goroutine \d+ \[|\[signal |panic: )`)},
 	{name: "rustc error", where: anyLine, col0: true, re: mustRe(`^error(?:\[E\d+\])?: `), next: mustRe(`^--> `)},
 	{name: "go compile error", where: anyLine, col0: true, re: mustRe(`^# \[?[\w./-]+\]?(?: \[[\w./-]+\])?$`), next: mustRe(`^(?:vet: )?(?:\.{0,2}/)?[\w./-]+\.go:\d+(?::\d+)?: `)},
-	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^(?:[A-Za-z]:\\)?[^\s:(]+:\d+(?:(?::\d+)?: |::)(?:fatal )?(?:error|Error): `)}, // gcc, clang, javac, mypy, zig; a Windows path too
-	{name: "build file ERROR", where: anyLine, col0: true, located: true, literal: "ERROR: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: ERROR: `)},                                          // meson
-	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)},          // tsc, dotnet, Watcom
+	{name: "compiler error", where: anyLine, col0: true, located: true, literal: "rror: ", re: mustRe(`^(?:[A-Za-z]:\\)?[^\s:(]+:\d+(?:(?:` + placeRange + `)?: |::)(?:fatal )?(?:error|Error): `)}, // gcc, clang, javac, mypy, zig, bison, capnp; a Windows path too
+	{name: "build file ERROR", where: anyLine, col0: true, located: true, literal: "ERROR: ", re: mustRe(`^[^\s:(]+:\d+(?::\d+)?: ERROR: `)},                                                        // meson
+	{name: "compiler error code", where: anyLine, col0: true, located: true, literal: "): ", re: mustRe(`^[^\s:(]+\((?:\d+,\d+\): error [A-Z]+\d+: |\d+\): Error! E\d+: )`)},                        // tsc, dotnet, Watcom
 	{name: "tsc error", where: anyLine, col0: true, literal: " - error ", re: mustRe(`^[^\s:]+:\d+:\d+ - error [A-Z]+\d+: `)},
 	{name: "tool error", where: anyLine, col0: true, located: true, literal: "error: ", re: mustRe(`^[\w.+-]+: (?:fatal )?error: `)},
 	// A log record at FATAL or PANIC level (a time first; glog's "F"
@@ -851,6 +851,13 @@ func judge(content string, model *failmodel.Model) (failed, decided bool) {
 	}
 	return false, false
 }
+
+// placeRange is what may follow a line number in a diagnostic's place:
+// a column, or a range of columns or of lines, in the forms of the GNU
+// coding standards ("4.5", "4.5-9", "4.5-6.2", "4-6"; "Formatting Error
+// Messages") and with colons as most compilers write them ("4:5",
+// "4:5-9", as Cap'n Proto does).
+const placeRange = `[.:]\d+(?:-\d+(?:\.\d+)?)?|-\d+(?:\.\d+)?`
 
 // modelThreshold is the score above which the failure model reads an
 // output as a failure: the lowest whole log-odds at which, each held-out
