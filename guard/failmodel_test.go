@@ -14,7 +14,8 @@ import (
 // the blind batches it is measured on.
 var modelHeldOut = []string{
 	"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_heldout19",
-	"corpus_heldout20", "corpus_heldout21", "corpus_reads_heldout", "corpus_flags_heldout",
+	"corpus_heldout20", "corpus_heldout21", "corpus_heldout22", "corpus_heldout23",
+	"corpus_reads_heldout", "corpus_flags_heldout",
 }
 
 // modelJoined are the batches built after the model that joined its
@@ -171,6 +172,8 @@ func TestFailModelCatches(t *testing.T) {
 		{"corpus_heldout19", 140, 145, 1},
 		{"corpus_heldout20", 145, 148, 0},
 		{"corpus_heldout21", 150, 154, 1},
+		{"corpus_heldout22", 144, 151, 0},
+		{"corpus_heldout23", 159, 160, 3},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
