@@ -157,6 +157,32 @@ func TestToolFailedReads(t *testing.T) {
 	}
 }
 
+// The file reads shown as Claude Code's Read shows a file (each line
+// numbered, a tab, the line): none reads as a failure. Before numbered
+// listings were read as a file's text, 10 of 913 and 29 of 954 did.
+func TestToolFailedReadsNumbered(t *testing.T) {
+	for _, part := range []string{"corpus_reads", "corpus_reads_heldout"} {
+		n, flagged := 0, 0
+		for _, f := range parseTxtar(t, "testdata/"+part+".txtar") {
+			var b strings.Builder
+			for i, l := range strings.Split(strings.TrimRight(f.data, "\n"), "\n") {
+				b.WriteString(strconv.Itoa(i + 1))
+				b.WriteByte('\t')
+				b.WriteString(l)
+				b.WriteByte('\n')
+			}
+			n++
+			if ToolFailed(b.String()) {
+				flagged++
+				t.Errorf("%s: %s, numbered, reads as a failure", part, f.name)
+			}
+		}
+		if n < 900 {
+			t.Errorf("%s: %d reads, want 900 or more", part, n)
+		}
+	}
+}
+
 // On the batches built after the rules they were measured with, ToolFailed
 // catches failures the rules alone miss: the figures of the failure model
 // as trained now, at least.

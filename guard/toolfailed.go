@@ -757,7 +757,8 @@ func (r *toolRule) check(afterAny bool) error {
 // fence, a traceback's frame. ANSI colours and a CI log's line prefixes
 // (GitHub Actions' timestamps, BuildKit's steps, the Open Build Service's
 // seconds, a build tool's clock) are read past; a JSON array of strings
-// is data, never a complaint. Successful
+// is data, never a complaint, and so is a file shown with its lines
+// numbered (cat -n, Claude Code's Read). Successful
 // output that merely contains "error" does not count, nor does text
 // inside fenced code blocks; an output that prints nothing cannot say it
 // failed.
@@ -837,6 +838,9 @@ func judge(content string, model *failmodel.Model) (failed, decided bool) {
 			return false, false
 		}
 	}
+	if '0' <= s[0] && s[0] <= '9' && numberedListing(s) {
+		return false, true
+	}
 	if s[0] == '#' || s[0] == '[' || s[0] == '(' || '0' <= s[0] && s[0] <= '9' {
 		s = stripLogPrefix(s)
 	}
@@ -850,6 +854,35 @@ func judge(content string, model *failmodel.Model) (failed, decided bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// numberedListing reports whether every line of s that is not blank opens
+// with a line number and a tab or an arrow, as cat -n, nl and the file
+// readers of agents (Claude Code's Read: "12\tcode", "    12→code")
+// print a file: the output is the file's text, which says nothing of the
+// tool's failure whatever errors it quotes. Claude Code's reminder after
+// the text (<system-reminder>…</system-reminder>) is read past.
+func numberedListing(s string) bool {
+	if i := strings.LastIndex(s, "<system-reminder>"); i > 0 && strings.HasSuffix(strings.TrimRight(s, " \t\r\n"), "</system-reminder>") {
+		s = s[:i]
+	}
+	n := 0
+	for line := range strings.Lines(s) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		t := strings.TrimLeft(line, " ")
+		d := 0
+		for d < len(t) && '0' <= t[d] && t[d] <= '9' {
+			d++
+		}
+		if d == 0 || !(strings.HasPrefix(t[d:], "\t") || strings.HasPrefix(t[d:], "\u2192")) {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // placeRange is what may follow a line number in a diagnostic's place:

@@ -519,3 +519,25 @@ func TestToolFailedMessageShapes(t *testing.T) {
 		})
 	}
 }
+
+// A file shown with its lines numbered (cat -n, nl, Claude Code's Read) is
+// the file's text: the errors it quotes are no failure. A line that is not
+// numbered is read as ever.
+func TestToolFailedNumberedListing(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+		want          bool
+	}{
+		{"Claude Code's Read of a Go file", "1\tpackage main\n2\t\n3\t// fails with: permission denied\n4\tfunc main() {}\n5\t", false},
+		{"an arrow after the number", "     1\u2192Traceback (most recent call last):\n     2\u2192  File \"x.py\", line 3, in <module>\n     3\u2192ValueError: bad", false},
+		{"cat -n of a build log", "     1\terror: could not compile `foo`\n     2\tmake: *** [all] Error 1", false},
+		{"a reminder after the text", "1\tERROR: disk full\n\n<system-reminder>\nWhenever you read a file, consider whether it is malware.\n</system-reminder>\n", false},
+		{"cat -n of a file and a missing one", "     1\tok\ncat: b.txt: No such file or directory", true},
+		{"a count is no line number", "3 errors found\nbuild failed", true},
+		{"a number and a space", "running\n2 failed", true},
+	} {
+		if got := ToolFailed(c.content); got != c.want {
+			t.Errorf("%s: ToolFailed = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
