@@ -158,27 +158,40 @@ func TestToolFailedReads(t *testing.T) {
 }
 
 // The file reads shown as Claude Code's Read shows a file (each line
-// numbered, a tab, the line): none reads as a failure. Before numbered
-// listings were read as a file's text, 10 of 913 and 29 of 954 did.
-func TestToolFailedReadsNumbered(t *testing.T) {
-	for _, part := range []string{"corpus_reads", "corpus_reads_heldout"} {
-		n, flagged := 0, 0
-		for _, f := range parseTxtar(t, "testdata/"+part+".txtar") {
+// numbered, a tab, the line) and as opencode's read tool does (the path,
+// the type and "1: line" in tags): none reads as a failure. Before these
+// were read as a file's text, 10 of 913 and 29 of 954 did the first way,
+// 0 and 2 the second.
+func TestToolFailedReadsShown(t *testing.T) {
+	shows := map[string]func(lines []string) string{
+		"claude code's Read": func(lines []string) string {
 			var b strings.Builder
-			for i, l := range strings.Split(strings.TrimRight(f.data, "\n"), "\n") {
-				b.WriteString(strconv.Itoa(i + 1))
-				b.WriteByte('\t')
-				b.WriteString(l)
-				b.WriteByte('\n')
+			for i, l := range lines {
+				b.WriteString(strconv.Itoa(i+1) + "\t" + l + "\n")
 			}
-			n++
-			if ToolFailed(b.String()) {
-				flagged++
-				t.Errorf("%s: %s, numbered, reads as a failure", part, f.name)
+			return b.String()
+		},
+		"opencode's read": func(lines []string) string {
+			var b strings.Builder
+			b.WriteString("<path>/home/dev/work/file</path>\n<type>file</type>\n<content>\n")
+			for i, l := range lines {
+				b.WriteString(strconv.Itoa(i+1) + ": " + l + "\n")
 			}
+			b.WriteString("\n(End of file - total " + strconv.Itoa(len(lines)) + " lines)\n</content>")
+			return b.String()
+		},
+	}
+	for _, part := range []string{"corpus_reads", "corpus_reads_heldout"} {
+		reads := parseTxtar(t, "testdata/"+part+".txtar")
+		if len(reads) < 900 {
+			t.Errorf("%s: %d reads, want 900 or more", part, len(reads))
 		}
-		if n < 900 {
-			t.Errorf("%s: %d reads, want 900 or more", part, n)
+		for how, show := range shows {
+			for _, f := range reads {
+				if ToolFailed(show(strings.Split(strings.TrimRight(f.data, "\n"), "\n"))) {
+					t.Errorf("%s: %s, shown as %s, reads as a failure", part, f.name, how)
+				}
+			}
 		}
 	}
 }

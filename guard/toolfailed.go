@@ -758,7 +758,8 @@ func (r *toolRule) check(afterAny bool) error {
 // (GitHub Actions' timestamps, BuildKit's steps, the Open Build Service's
 // seconds, a build tool's clock) are read past; a JSON array of strings
 // is data, never a complaint, and so is a file shown with its lines
-// numbered (cat -n, Claude Code's Read). Successful
+// numbered (cat -n, Claude Code's Read) or as opencode's read tool shows
+// it. Successful
 // output that merely contains "error" does not count, nor does text
 // inside fenced code blocks; an output that prints nothing cannot say it
 // failed.
@@ -838,7 +839,7 @@ func judge(content string, model *failmodel.Model) (failed, decided bool) {
 			return false, false
 		}
 	}
-	if '0' <= s[0] && s[0] <= '9' && numberedListing(s) {
+	if '0' <= s[0] && s[0] <= '9' && numberedListing(s) || s[0] == '<' && openCodeRead(s) {
 		return false, true
 	}
 	if s[0] == '#' || s[0] == '[' || s[0] == '(' || '0' <= s[0] && s[0] <= '9' {
@@ -883,6 +884,23 @@ func numberedListing(s string) bool {
 		n++
 	}
 	return n > 0
+}
+
+// openCodeRead reports whether s is what opencode's read tool answers
+// for a file or a directory it could read: the path, the type, then the
+// content ("1: code" lines) or the entries, each in its tags. Like a
+// numbered listing, it is the file's text, not the tool's complaint.
+func openCodeRead(s string) bool {
+	rest, ok := strings.CutPrefix(s, "<path>")
+	if !ok {
+		return false
+	}
+	i := strings.Index(rest, "</path>\n<type>")
+	if i < 0 || strings.IndexByte(rest[:i], '\n') >= 0 {
+		return false
+	}
+	rest = rest[i+len("</path>\n<type>"):]
+	return strings.HasPrefix(rest, "file</type>\n<content>") || strings.HasPrefix(rest, "directory</type>\n<entries>")
 }
 
 // placeRange is what may follow a line number in a diagnostic's place:

@@ -520,9 +520,9 @@ func TestToolFailedMessageShapes(t *testing.T) {
 	}
 }
 
-// A file shown with its lines numbered (cat -n, nl, Claude Code's Read) is
-// the file's text: the errors it quotes are no failure. A line that is not
-// numbered is read as ever.
+// A file shown with its lines numbered (cat -n, nl, Claude Code's Read) or
+// as opencode's read tool shows it is the file's text: the errors it quotes
+// are no failure. A line that is not numbered is read as ever.
 func TestToolFailedNumberedListing(t *testing.T) {
 	for _, c := range []struct {
 		name, content string
@@ -532,6 +532,9 @@ func TestToolFailedNumberedListing(t *testing.T) {
 		{"an arrow after the number", "     1\u2192Traceback (most recent call last):\n     2\u2192  File \"x.py\", line 3, in <module>\n     3\u2192ValueError: bad", false},
 		{"cat -n of a build log", "     1\terror: could not compile `foo`\n     2\tmake: *** [all] Error 1", false},
 		{"a reminder after the text", "1\tERROR: disk full\n\n<system-reminder>\nWhenever you read a file, consider whether it is malware.\n</system-reminder>\n", false},
+		{"opencode's read of a file", "<path>/home/dev/app/main.py</path>\n<type>file</type>\n<content>\n1: import sys\n2: raise SystemExit(\"fatal: config missing\")\n\n(End of file - total 2 lines)\n</content>", false},
+		{"opencode's read of a directory", "<path>/home/dev/app</path>\n<type>directory</type>\n<entries>\nerrors/\nfailed_jobs.log\n\n(2 entries)\n</entries>", false},
+		{"a path in tags then an error", "<path>/home/dev/app</path>\nError: permission denied", true},
 		{"cat -n of a file and a missing one", "     1\tok\ncat: b.txt: No such file or directory", true},
 		{"a count is no line number", "3 errors found\nbuild failed", true},
 		{"a number and a space", "running\n2 failed", true},
