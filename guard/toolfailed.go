@@ -768,6 +768,23 @@ func ToolFailed(content string) bool {
 	return failed
 }
 
+// FileTextFailed is ToolFailed for the result of a tool that reads a file
+// (Claude Code's Read, the Gemini CLI's and qwen-code's read_file,
+// opencode's read): its text is the file's, whatever errors the file
+// quotes, so it says the tool failed only when it is a short complaint
+// of the tool (two lines at most: "Error: File not found: x") that reads
+// as a failure, or a JSON result whose fields say so (Cline's).
+func FileTextFailed(content string) bool {
+	s := strings.TrimSpace(content)
+	if s == "" {
+		return false
+	}
+	if s[0] == '{' || s[0] == '[' || strings.Count(s, "\n") <= 1 {
+		return ToolFailed(s)
+	}
+	return false
+}
+
 // ToolSucceeded reports whether the content of a tool result shows that
 // the tool succeeded, rather than only not showing that it failed: an
 // exit status of 0, a structured success ("success": true, an exit code

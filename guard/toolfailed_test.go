@@ -544,3 +544,25 @@ func TestToolFailedNumberedListing(t *testing.T) {
 		}
 	}
 }
+
+// A file reader's text is the file's: it says the tool failed only as a
+// short complaint or by its JSON fields.
+func TestFileTextFailed(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+		want          bool
+	}{
+		{"a Go file that quotes an error", "package main\n\n// fails with: permission denied\nfunc main() {}\n", false},
+		{"a log file", "2024-01-01 ERROR db: connection refused\n2024-01-01 INFO retrying\n2024-01-01 FATAL giving up\n", false},
+		{"a traceback kept in a file", "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\nValueError: bad\n", false},
+		{"the reader's complaint", "Error: File not found: /home/dev/work/main.go", true},
+		{"the reader's complaint on two lines", "Error: ENOENT: no such file or directory, open '/x'\n", true},
+		{"a one-line file that reads as success", "v1.2.3", false},
+		{"fields that say it failed", "[\n  {\n    \"query\": \"read_file a.txt\",\n    \"error\": \"File not found\",\n    \"success\": false\n  }\n]", true},
+		{"nothing", "  \n", false},
+	} {
+		if got := FileTextFailed(c.content); got != c.want {
+			t.Errorf("%s: FileTextFailed = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

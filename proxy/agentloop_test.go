@@ -278,66 +278,80 @@ func TestClineIsSeen(t *testing.T) {
 	}
 }
 
-// Claude Code's Read tool answers with the file's lines numbered and no
-// is_error (captured from Claude Code through serve --mock): a file that
-// quotes an error is no failure of the tool. The same result saying the
-// file could not be read is one.
-func TestClaudeCodeReadIsNoFailure(t *testing.T) {
-	const listing = `"1\tpackage main\n2\t\n3\t// fails with: permission denied\n4\tfunc main() {}\n5\t"`
-	body, err := os.ReadFile("messages/testdata/agents/claude-read.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(body, []byte(listing)) {
-		t.Fatal("the capture does not hold the numbered listing")
-	}
+// A file an agent's reader tool shows is no failure of the tool, whatever
+// errors it quotes (requests captured from the agents through serve
+// --mock, reading a Go file whose comment says "fails with: permission
+// denied"): Claude Code's Read numbers the lines and sends no is_error,
+// the Gemini CLI's read_file sends the text as its output. The same result
+// saying the file could not be read is one.
+func TestFileReadIsNoFailure(t *testing.T) {
 	for _, tt := range []struct {
-		name    string
-		result  string
-		records int
+		agent, path, file string
+		result, complaint string // as they stand in the body
 	}{
-		{"the file's numbered lines", listing, 0},
-		{"the file could not be read", `"cat: /home/dev/work/main.go: Permission denied"`, 1},
+		{
+			"claude code", "/v1/messages?beta=true", "messages/testdata/agents/claude-read.json",
+			`"1\tpackage main\n2\t\n3\t// fails with: permission denied\n4\tfunc main() {}\n5\t"`,
+			`"cat: /home/dev/work/main.go: Permission denied"`,
+		},
+		{
+			"gemini cli", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "gemini/testdata/agents/gemini-cli-read.json",
+			`"package main\n\n// fails with: permission denied\nfunc main() {}\n"`,
+			`"Error: File not found: /home/dev/work/main.go"`,
+		},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			mock := &http.Client{Transport: mockprovider.New()}
-			up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-				b, _ := io.ReadAll(r.Body)
-				req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(b))
-				if err != nil {
-					t.Error(err)
-					return
+		body, err := os.ReadFile(tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(body, []byte(tt.result)) {
+			t.Fatalf("%s: the capture does not hold the file's text", tt.agent)
+		}
+		for _, c := range []struct {
+			name    string
+			result  string
+			records int
+		}{{"the file", tt.result, 0}, {"the file could not be read", tt.complaint, 1}} {
+			t.Run(tt.agent+", "+c.name, func(t *testing.T) {
+				mock := &http.Client{Transport: mockprovider.New()}
+				up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+					b, _ := io.ReadAll(r.Body)
+					req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(b))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					req.Header = r.Header.Clone()
+					res, err := mock.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer res.Body.Close()
+					for k, v := range res.Header {
+						w.Header()[k] = v
+					}
+					w.WriteHeader(res.StatusCode)
+					io.Copy(w, res.Body)
+				})
+				h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
+				res := h.do(http.MethodPost, tt.path, bytes.Replace(body, []byte(tt.result), []byte(c.result), 1), nil)
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				h.inflight.Wait()
+				if res.StatusCode != http.StatusOK {
+					t.Fatalf("status %d", res.StatusCode)
 				}
-				req.Header = r.Header.Clone()
-				res, err := mock.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
+				var tools []string
+				for _, in := range h.incidents("default", "default") {
+					if in.Type == store.TypeToolError {
+						tools = append(tools, in.Message)
+					}
 				}
-				defer res.Body.Close()
-				for k, v := range res.Header {
-					w.Header()[k] = v
+				if len(tools) != c.records {
+					t.Fatalf("%d tool failures recorded (%q), want %d", len(tools), tools, c.records)
 				}
-				w.WriteHeader(res.StatusCode)
-				io.Copy(w, res.Body)
 			})
-			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
-			res := h.do(http.MethodPost, "/v1/messages?beta=true", bytes.Replace(body, []byte(listing), []byte(tt.result), 1), nil)
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			h.inflight.Wait()
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("status %d", res.StatusCode)
-			}
-			var tools []string
-			for _, in := range h.incidents("default", "default") {
-				if in.Type == store.TypeToolError {
-					tools = append(tools, in.Message)
-				}
-			}
-			if len(tools) != tt.records {
-				t.Fatalf("%d tool failures recorded (%q), want %d", len(tools), tools, tt.records)
-			}
-		})
+		}
 	}
 }

@@ -72,6 +72,12 @@ func (b *storeBudget) end() {
 	}
 }
 
+// fileReaders are the tools of the agents scarproxy serves that answer
+// with a file's text (see guard.FileTextFailed): Claude Code's Read, the
+// Gemini CLI's, qwen-code's and Cline's read_file and read_many_files,
+// opencode's read.
+var fileReaders = map[string]bool{"Read": true, "read_file": true, "read_many_files": true, "read": true}
+
 // recordToolErrors stores each new failed tool result of the request once
 // per conversation (t.Session) and call id, within budget: agents number
 // their calls call_1, call_2... in every conversation, so an id alone
@@ -99,8 +105,17 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 		}
 		text := tr.Text()
 		// The API's own error flag is authoritative; otherwise the text
-		// says whether the tool failed.
-		failed := tr.IsError || m.seen.toolFailed(t.Workspace, text)
+		// says whether the tool failed, and a file reader's text is the
+		// file's.
+		var failed bool
+		switch {
+		case tr.IsError:
+			failed = true
+		case fileReaders[tr.Name]:
+			failed = guard.FileTextFailed(text)
+		default:
+			failed = m.seen.toolFailed(t.Workspace, text)
+		}
 		tr.Failed = failed
 		if failed {
 			msg := guard.FailureText(text)
