@@ -16,6 +16,32 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// mockUpstream is a provider that answers as the mock provider does,
+// recording what it was sent.
+func mockUpstream(t *testing.T) *recorder {
+	mock := &http.Client{Transport: mockprovider.New()}
+	return newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header = r.Header.Clone()
+		res, err := mock.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	})
+}
+
 // TestRealAgentLoopIsStopped replays requests that real agents (Claude
 // Code, qwen-code, the Gemini CLI, Codex CLI with gpt-5.5's exec_command
 // and with its default model's code-mode exec tool) sent through scarproxy in front of
@@ -94,27 +120,7 @@ func TestRealAgentLoopIsStopped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mock := &http.Client{Transport: mockprovider.New()}
-			up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(body))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				req.Header = r.Header.Clone()
-				res, err := mock.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer res.Body.Close()
-				for k, v := range res.Header {
-					w.Header()[k] = v
-				}
-				w.WriteHeader(res.StatusCode)
-				io.Copy(w, res.Body)
-			})
+			up := mockUpstream(t)
 			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
 			send := func(file string) (*http.Response, []byte, received) {
 				t.Helper()
@@ -313,27 +319,7 @@ func TestFileReadIsNoFailure(t *testing.T) {
 			records int
 		}{{"the file", tt.result, 0}, {"the file could not be read", tt.complaint, 1}} {
 			t.Run(tt.agent+", "+c.name, func(t *testing.T) {
-				mock := &http.Client{Transport: mockprovider.New()}
-				up := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
-					b, _ := io.ReadAll(r.Body)
-					req, err := http.NewRequest(r.Method, "http://mock"+strings.TrimPrefix(r.URL.RequestURI(), "/v1"), bytes.NewReader(b))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					req.Header = r.Header.Clone()
-					res, err := mock.Do(req)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer res.Body.Close()
-					for k, v := range res.Header {
-						w.Header()[k] = v
-					}
-					w.WriteHeader(res.StatusCode)
-					io.Copy(w, res.Body)
-				})
+				up := mockUpstream(t)
 				h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
 				res := h.do(http.MethodPost, tt.path, bytes.Replace(body, []byte(tt.result), []byte(c.result), 1), nil)
 				io.Copy(io.Discard, res.Body)
