@@ -341,3 +341,48 @@ func TestFileReadIsNoFailure(t *testing.T) {
 		}
 	}
 }
+
+// Claude Code sends is_error on every result of its shell, false when the
+// command exited 0: such a result is no failure, whatever it printed
+// (captured: the loop's last turn, whose fixed command succeeded). Without
+// the flag the same text reads as a failure.
+func TestClaudeCodeSuccessIsNoFailure(t *testing.T) {
+	body, err := os.ReadFile("messages/testdata/agents/claude-loop-fix.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const success = `"content":"(Bash completed with no output)","is_error":false`
+	if !bytes.Contains(body, []byte(success)) {
+		t.Fatal("the capture does not hold the fixed command's success")
+	}
+	printed := `"content":"grep: config/old.json: No such file or directory\nconfig/settings.json:1:{\"port\":8080}"`
+	for _, c := range []struct {
+		name    string
+		result  string
+		records int // the four failures of the loop, and this one?
+	}{
+		{"is_error false", printed + `,"is_error":false`, 4},
+		{"no is_error", printed, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := mockUpstream(t)
+			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
+			res := h.do(http.MethodPost, "/v1/messages?beta=true", bytes.Replace(body, []byte(success), []byte(c.result), 1), nil)
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			h.inflight.Wait()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", res.StatusCode)
+			}
+			n := 0
+			for _, in := range h.incidents("default", "default") {
+				if in.Type == store.TypeToolError {
+					n++
+				}
+			}
+			if n != c.records {
+				t.Fatalf("%d tool failures recorded, want %d", n, c.records)
+			}
+		})
+	}
+}

@@ -104,13 +104,16 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 			continue
 		}
 		text := tr.Text()
-		// The API's own error flag is authoritative; otherwise the text
-		// says whether the tool failed, and a file reader's text is the
-		// file's.
+		// The API's own flag is authoritative, either way (Anthropic's
+		// is_error, which Claude Code sends on every result of its shell:
+		// a command that exited 0 succeeded, whatever it printed);
+		// otherwise the text says whether the tool failed, and a file
+		// reader's text is the file's.
 		var failed bool
 		switch {
 		case tr.IsError:
 			failed = true
+		case tr.OK:
 		case fileReaders[tr.Name]:
 			failed = guard.FileTextFailed(text)
 		default:
