@@ -772,18 +772,32 @@ func ToolFailed(content string) bool {
 // (Claude Code's Read, the Gemini CLI's and qwen-code's read_file,
 // opencode's read): its text is the file's, whatever errors the file
 // quotes, so it says the tool failed only when it is a short complaint
-// of the tool (two lines at most: "Error: File not found: x") that reads
-// as a failure, or a JSON result whose fields say so (Cline's).
+// of the tool that reads as a failure (two lines at most: "Error: File
+// not found: x"), a line that speaks of failure as the readers' own
+// complaints do ("File not found: x", "Path is a directory, not a file:
+// x", "File path must be absolute", "params must have required property
+// 'file_path'"), or a JSON result whose fields say so (Cline's).
 func FileTextFailed(content string) bool {
 	s := strings.TrimSpace(content)
 	if s == "" {
 		return false
 	}
-	if s[0] == '{' || s[0] == '[' || strings.Count(s, "\n") <= 1 {
+	if s[0] == '{' || s[0] == '[' {
+		return ToolFailed(s)
+	}
+	switch strings.Count(s, "\n") {
+	case 0:
+		return ToolFailed(s) || failureWords.MatchString(s) || readerComplaint.MatchString(s)
+	case 1:
 		return ToolFailed(s)
 	}
 	return false
 }
+
+// readerComplaint is what file readers say of a path they cannot read,
+// besides failureWords: a path that must be something else, a directory
+// or a file where the other was wanted, a schema's required property.
+var readerComplaint = regexp.MustCompile(`(?i)\bmust (?:be|have|not)\b|\bis a directory\b|\bnot a (?:file|directory)\b`)
 
 // ToolSucceeded reports whether the content of a tool result shows that
 // the tool succeeded, rather than only not showing that it failed: an

@@ -558,6 +558,11 @@ func TestFileTextFailed(t *testing.T) {
 		{"the reader's complaint", "Error: File not found: /home/dev/work/main.go", true},
 		{"the reader's complaint on two lines", "Error: ENOENT: no such file or directory, open '/x'\n", true},
 		{"a one-line file that reads as success", "v1.2.3", false},
+		{"a one-line Go module file", "module example.com/shop", false},
+		{"qwen-code's missing file", "File not found: /home/dev/work/missing.go", true},
+		{"qwen-code's relative path", "File path must be absolute, but was relative: relative/x.go. You must provide an absolute path.", true},
+		{"qwen-code's directory", "Path is a directory, not a file: /home/dev/work", true},
+		{"qwen-code's missing parameter", "params must have required property 'file_path'", true},
 		{"fields that say it failed", "[\n  {\n    \"query\": \"read_file a.txt\",\n    \"error\": \"File not found\",\n    \"success\": false\n  }\n]", true},
 		{"nothing", "  \n", false},
 	} {
