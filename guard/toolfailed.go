@@ -787,7 +787,10 @@ func FileTextFailed(content string) bool {
 	}
 	switch strings.Count(s, "\n") {
 	case 0:
-		return ToolFailed(s) || failureWords.MatchString(s) || readerComplaint.MatchString(s)
+		if failed, decided := toolVerdict(s); decided {
+			return failed // a numbered line of a file is decided: the file's
+		}
+		return failureWords.MatchString(s) || readerComplaint.MatchString(s)
 	case 1:
 		return ToolFailed(s)
 	}

@@ -559,6 +559,7 @@ func TestFileTextFailed(t *testing.T) {
 		{"the reader's complaint on two lines", "Error: ENOENT: no such file or directory, open '/x'\n", true},
 		{"a one-line file that reads as success", "v1.2.3", false},
 		{"a one-line Go module file", "module example.com/shop", false},
+		{"Claude Code's Read of a one-line file that names errors", "1\tERROR: see errors.go", false},
 		{"qwen-code's missing file", "File not found: /home/dev/work/missing.go", true},
 		{"qwen-code's relative path", "File path must be absolute, but was relative: relative/x.go. You must provide an absolute path.", true},
 		{"qwen-code's directory", "Path is a directory, not a file: /home/dev/work", true},
