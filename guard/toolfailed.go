@@ -122,7 +122,7 @@ var toolRules = []toolRule{
 	{name: "tool_use_error", where: firstLine, re: mustRe(`^<tool_use_error>`)},
 	{name: "edit tool error", where: firstLine, re: mustRe(`^(?:No replacement was performed|String to replace not found|old_string not found|oldString not found in content|Found (?:\d+|multiple) matches (?:of the string to replace|for oldString)|Failed to edit,|Invalid (?:arguments?|parameters?|params)\b|Unknown tool\b|apply_patch verification failed\b)`)},
 	{name: "agent timeout at end", where: lastLines, re: mustRe(`^(?:\[The command timed out after|Command timed out after)`)},
-	{name: "agent error message", where: firstLine, re: mustRe(`^(?:# Fix any errors below\b|Your proposed edit has introduced new syntax error|The command '.*' was cancelled because it took more than|\[The command timed out after|Command timed out after|Tool "[^"\n]+" not found in registry)`)},
+	{name: "agent error message", where: firstLine, re: mustRe(`^(?:# Fix any errors below\b|Your proposed edit has introduced new syntax error|The command '.*' was cancelled because it took more than|\[The command timed out after|Command timed out after|Tool "[^"\n]+" not found in registry|Error executing tool [^:\n]+: )`)}, // the last: Continue's
 
 	// 3. Verdicts at the end.
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
@@ -592,8 +592,18 @@ var (
 	anyLocated ruleSet
 )
 
+// wrapperRules are the rules of the JSON fields and of the agents'
+// wrappers (the first two kinds of toolRules): what the agent says of a
+// result, not what the tool printed.
+var wrapperRules []toolRule
+
 func init() {
 	anyStart = len(toolRules)
+	for i := range toolRules {
+		if toolRules[i].name == "go test FAIL" {
+			wrapperRules = toolRules[:i:i]
+		}
+	}
 	for i := range toolRules {
 		r := &toolRules[i]
 		if r.re != nil {
@@ -1126,12 +1136,15 @@ type textLine struct {
 
 // textVerdict judges a tool output that is text by the rules; decided is
 // false when none matched.
-func textVerdict(s string) (failed, decided bool) {
+func textVerdict(s string) (failed, decided bool) { return verdictOf(s, toolRules) }
+
+// verdictOf judges s by rules, a part of toolRules, as textVerdict does.
+func verdictOf(s string, rules []toolRule) (failed, decided bool) {
 	var headBuf [headCount]textLine
 	var tailBuf [tailLines]textLine
 	head, tail := lines(s, headBuf[:0], tailBuf[:0])
-	for i := range toolRules {
-		r := &toolRules[i]
+	for i := range rules {
+		r := &rules[i]
 		var failed, matched bool
 		switch r.where {
 		case headJSON:

@@ -337,6 +337,37 @@ func TestNoFixFromAnUnprovenSuccess(t *testing.T) {
 	}
 }
 
+// TestFixFromAShellRead: a read through the shell whose text quotes
+// errors is known to have succeeded when the command only printed a file
+// (it would have said so otherwise): it is learned as the fix; the same
+// text printed by a program that runs something is not.
+func TestFixFromAShellRead(t *testing.T) {
+	const settings = "# on_error: fail fast (the default: retry)\nport: 8080\n"
+	for _, f := range wireFormats {
+		t.Run(f.name, func(t *testing.T) {
+			r := newLoopRun(t, f, guard.Config{})
+			bad := failing(`{"cmd":"cat config/settings.json"}`)
+			fixes := func() []store.Fix {
+				t.Helper()
+				got, err := r.h.store.ListFixes(t.Context(), store.FixQuery{Workspace: r.ws, Project: "default"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			calls := append(repeat(bad, 2), call{tool: "run_shell", args: `{"cmd":"./show-settings"}`, output: settings, unflagged: true})
+			r.send(calls)
+			if got := fixes(); len(got) != 0 {
+				t.Fatalf("learned a program's output as the fix: %+v", got)
+			}
+			r.send(append(calls, call{tool: "run_shell", args: `{"cmd":"cat config/settings.yaml"}`, output: settings, unflagged: true}))
+			if got := fixes(); len(got) != 1 || got[0].Call != `{"cmd":"cat config/settings.yaml"}` {
+				t.Fatalf("fixes %+v", got)
+			}
+		})
+	}
+}
+
 // TestLearnedFixInANewConversation: the call that ended a repeated failure
 // is remembered, and a new conversation hitting the same failure is shown
 // it at once, in every format.

@@ -73,7 +73,7 @@ func (m *Memory) fixesShownBy(t tenant.Tenant, w *guardWindow, tr *wire.ToolResu
 	}
 	// Only a call known to have succeeded is a fix: a failure the rules
 	// missed (an output with no exit status) must not be taught as one.
-	if !tr.OK && !guard.ToolSucceeded(tr.Text()) {
+	if !tr.OK && !succeeded(tr) {
 		m.log.Debug("no fix learned: the call's result shows no success", "workspace", t.Workspace, "project", t.Project, "session", t.Session, "tool", tr.Name)
 		return nil
 	}
@@ -155,4 +155,14 @@ func (m *Memory) withFixes(entries []guard.Entry, fixes []store.Fix) []guard.Ent
 		return nil
 	}
 	return out
+}
+
+// succeeded reports whether a tool result is known to have succeeded by
+// what it says (guard.ToolSucceeded), or, for a shell call that only
+// printed files, by not saying it failed (guard.ShellReadFailed).
+func succeeded(tr *wire.ToolResult) bool {
+	if failed, read := guard.ShellReadFailed(wire.CallCommand(tr.Args), tr.Text()); read {
+		return !failed
+	}
+	return guard.ToolSucceeded(tr.Text())
 }

@@ -108,7 +108,8 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 		// is_error, which Claude Code sends on every result of its shell:
 		// a command that exited 0 succeeded, whatever it printed);
 		// otherwise the text says whether the tool failed, and a file
-		// reader's text is the file's.
+		// reader's text, or a shell's that only printed files, is the
+		// files'.
 		var failed bool
 		switch {
 		case tr.IsError:
@@ -117,7 +118,10 @@ func (m *Memory) recordToolErrors(budget *storeBudget, t tenant.Tenant, req wire
 		case fileReaders[tr.Name]:
 			failed = guard.FileTextFailed(text)
 		default:
-			failed = m.seen.toolFailed(t.Workspace, text)
+			var read bool
+			if failed, read = guard.ShellReadFailed(wire.CallCommand(tr.Args), text); !read {
+				failed = m.seen.toolFailed(t.Workspace, text)
+			}
 		}
 		tr.Failed = failed
 		if failed {

@@ -213,3 +213,64 @@ func SetMember(body []byte, key string, val []byte) ([]byte, error) {
 	}
 	return Splice(body, at, at, ins), nil
 }
+
+// CallCommand returns the command line of a shell call from its arguments
+// (ToolResult.Args), "" when they name none: a "command" or "cmd" string
+// (opencode, Claude Code, qwen-code, the Gemini CLI, Codex's exec_command),
+// a "command" array (Codex's shell: ["bash", "-lc", "cat x"] gives what
+// the shell runs, ["cat", "x"] the words joined), or Cline's "commands"
+// when it holds one.
+func CallCommand(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	args := gjson.ParseBytes(raw)
+	if args.Type == gjson.String {
+		args = gjson.Parse(args.Str)
+	}
+	if !args.IsObject() {
+		return ""
+	}
+	for _, key := range []string{"command", "cmd", "commands"} {
+		v := args.Get(key)
+		switch {
+		case v.Type == gjson.String && key != "commands":
+			return v.Str
+		case v.IsArray():
+			words := v.Array()
+			if key == "commands" {
+				if len(words) == 1 && words[0].Type == gjson.String {
+					return words[0].Str
+				}
+				return ""
+			}
+			return commandOf(words)
+		}
+	}
+	return ""
+}
+
+// commandOf returns the command line an argument vector runs: the script
+// of a shell's -c, else the words, each quoted when it needs to be.
+func commandOf(words []gjson.Result) string {
+	var parts []string
+	for _, w := range words {
+		if w.Type != gjson.String {
+			return ""
+		}
+		parts = append(parts, w.Str)
+	}
+	if len(parts) == 3 && (parts[1] == "-c" || parts[1] == "-lc") {
+		switch parts[0][strings.LastIndexByte(parts[0], '/')+1:] {
+		case "bash", "sh", "zsh", "dash":
+			return parts[2]
+		}
+	}
+	for i, p := range parts {
+		if p == "" || strings.ContainsAny(p, " \t'\"") {
+			parts[i] = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(parts, " ")
+}

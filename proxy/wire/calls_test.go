@@ -135,3 +135,26 @@ func TestToolResultTextDecodedOnce(t *testing.T) {
 		t.Fatal(plain.Text())
 	}
 }
+
+func TestCallCommand(t *testing.T) {
+	for _, c := range []struct {
+		args, want string
+	}{
+		{`{"command":"cat main.go","description":"Read main"}`, "cat main.go"},        // opencode, Claude Code, qwen-code
+		{`"{\"command\":\"cat main.go\"}"`, "cat main.go"},                            // chat's arguments string
+		{`{"cmd":"sed -n '1,80p' a.go","yield_time_ms":1000}`, "sed -n '1,80p' a.go"}, // Codex's exec_command
+		{`{"command":["bash","-lc","cat go.mod"],"workdir":"/w"}`, "cat go.mod"},      // Codex's shell
+		{`{"command":["/bin/sh","-c","head -n 5 a"]}`, "head -n 5 a"},                 // a shell's -c
+		{`{"command":["cat","my notes.txt"]}`, "cat 'my notes.txt'"},                  // the words
+		{`{"commands":["cat config/settings.json"]}`, "cat config/settings.json"},     // Cline
+		{`{"commands":["cat a","cat b"]}`, ""},                                        // more than one
+		{`{"command":["bash","-lc",3]}`, ""},                                          // not words
+		{`{"file_path":"/w/main.go"}`, ""},                                            // no command
+		{`cat main.go`, ""},                                                           // free text
+		{``, ""},
+	} {
+		if got := CallCommand([]byte(c.args)); got != c.want {
+			t.Errorf("CallCommand(%s) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
