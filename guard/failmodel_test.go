@@ -206,13 +206,13 @@ func TestFailModelCatches(t *testing.T) {
 		maxNewFlagged int
 	}{
 		{"corpus_heldout14", 115, 124, 0},
-		{"corpus_heldout15", 200, 212, 0},
-		{"corpus_heldout18", 202, 216, 2},
-		{"corpus_heldout19", 140, 145, 1},
+		{"corpus_heldout15", 201, 213, 0},
+		{"corpus_heldout18", 204, 217, 2},
+		{"corpus_heldout19", 142, 147, 1},
 		{"corpus_heldout20", 145, 148, 0},
-		{"corpus_heldout21", 150, 154, 1},
-		{"corpus_heldout22", 144, 151, 0},
-		{"corpus_heldout23", 159, 160, 3},
+		{"corpus_heldout21", 158, 162, 1},
+		{"corpus_heldout22", 166, 173, 0},
+		{"corpus_heldout23", 161, 162, 3},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
@@ -242,7 +242,9 @@ func TestFailModelCatches(t *testing.T) {
 // success it is. The model before it was trained on the other programs of
 // the machine (corpus_flags) flagged 34 more successes than the rules (36
 // of the 167 help texts were flagged in all); now 5 more (8 help texts),
-// and it catches 17 more failures than the rules (7 before).
+// and it catches 17 more failures than the rules (7 before). The rules
+// written from the twenty-first to twenty-third batches' misses catch 5
+// more (a complaint about an option, then the synopsis).
 func TestFailModelProgramsHelp(t *testing.T) {
 	var fails, oks, alone, caught, flaggedAlone, flagged int
 	for _, f := range parseTxtar(t, "testdata/corpus_flags_heldout.txtar") {
@@ -267,7 +269,7 @@ func TestFailModelProgramsHelp(t *testing.T) {
 		}
 	}
 	t.Logf("programs' help and errors: %d of %d failures caught (the rules alone %d), %d of %d successes flagged (the rules alone %d)", caught, fails, alone, flagged, oks, flaggedAlone)
-	if fails < 390 || oks < 310 || caught < 338 || flagged > 30 || flagged-flaggedAlone > 5 {
-		t.Errorf("%d of %d caught (want at least 338 of 390), %d of %d flagged (at most 30, the model at most 5 more than the rules' %d)", caught, fails, flagged, oks, flaggedAlone)
+	if fails < 390 || oks < 310 || caught < 343 || flagged > 30 || flagged-flaggedAlone > 5 {
+		t.Errorf("%d of %d caught (want at least 343 of 390), %d of %d flagged (at most 30, the model at most 5 more than the rules' %d)", caught, fails, flagged, oks, flaggedAlone)
 	}
 }

@@ -195,7 +195,7 @@ var builtins = []PatternConfig{
 		// A timeout that is only named (a property, an option) is not one.
 		Exclude: alt(
 			`\(reading '[^'\n]*'\)`,
-			`\b(?:unknown|invalid|unrecognized|unsupported) (?:option|argument|flag|parameter|field|property|key)s?\b[^\n]{0,40}time[ -]?out`,
+			`\b(?:unknown|invalid|unrecogni[sz]ed|unsupported) (?:option|argument|flag|parameter|field|property|key)s?\b[^\n]{0,40}time[ -]?out`,
 			`\btime[ -]?out\b[^\n]{0,20}\b(?:must be|should be|is not a valid|expects?)\b`,
 		),
 		Fix: "Inference took too long. Reduce output tokens size or request complexity. Check provider status.",

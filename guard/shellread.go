@@ -91,7 +91,7 @@ func complainsAsProgram(s, prog string) bool {
 
 // optionComplaint is what GNU tools say of an option they cannot take,
 // besides failureWords.
-var optionComplaint = regexp.MustCompile(`\b(?:unrecognized|requires an argument|extra operand)\b`)
+var optionComplaint = regexp.MustCompile(`\b(?:unrecogni[sz]ed|requires an argument|extra operand)\b`)
 
 // readCommand returns the program of command when command only prints
 // files (see ShellReadFailed).

@@ -215,11 +215,14 @@ var toolRules = []toolRule{
 	// A log record at FATAL or PANIC level (a time first; glog's "F"
 	// severity) is the last a program writes before it exits; one at
 	// ERROR level is not (see logRecord).
-	{name: "fatal", where: anyLine, col0: true, pre: fatalCandidate, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error| ERROR)?: |\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*\]?(?: [A-Z]{2,5})?(?: \[\d+\])? \[?(?:FATAL|PANIC)\b|F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s:]+:\d+\] )`)},
+	{name: "fatal", where: anyLine, col0: true, pre: fatalCandidate, re: mustRe(`^(?:(?:fatal|FATAL|Fatal)(?: error| ERROR)?: |time="[^"\n]*" level=(?:fatal|panic) |(?:FATA|PANI)\[\d+\] |\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*\]?(?: [A-Z]{2,5})?(?: \[\d+\])? \[?(?:FATAL|PANIC)\b|F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s:]+:\d+\] )`)},
 	{name: "git or pip error", where: anyLine, col0: true, re: mustRe(`^error: (?:failed to push some refs|src refspec|pathspec '|Your local changes to the following files|could not apply|subprocess-exited-with-error|metadata-generation-failed|externally-managed-environment|could not compile|test failed, to rerun)`)},
 	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
 	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
 	{name: "curl error", where: anyLine, col0: true, re: mustRe(`^curl: \(\d+\) `)},
+	{name: "hg abort", where: anyLine, col0: true, re: mustRe(`^abort: [a-z]`)},                        // Mercurial's errors
+	{name: "svn error", where: anyLine, col0: true, located: true, re: mustRe(`^svn[a-z]*: E\d{6}: `)}, // Subversion's
+	{name: "file not found", where: anyLine, col0: true, re: mustRe(`^File not found: \S`)},            // EPUBCheck, qwen-code's readers
 	{name: "make error", where: anyLine, col0: true, re: mustRe(`^make(?:\[\d+\])?: \*\*\* `)},
 	{name: "build failed", where: anyLine, col0: true, re: mustRe(`^(?:Compilation failed\.?$|The following build commands failed:$|\(\d+ failures?\)$|Target \S+ failed to build$|Your requirements could not be (?:resolved|solved)\b|BUILD FAILED\b|(?:\[(?:INFO|ERROR)\] )?BUILD FAILURE$|FAILURE: Build failed\b|Build FAILED\.|error during build:$|ERROR: failed to (?:solve|build)\b|#\d+ ERROR: |The command '.*' returned a non-zero code: [1-9]|✘ \[ERROR\] )`)},
 	{name: "test failure", where: anyLine, col0: true, re: mustRe(`^(?:--- FAIL: \S+ \([\d.]+s\)$|FAIL\t\S+(?:\t[\d.]+s| \[(?:build|setup) failed\])$|FAILED [\w./-]+\.py::|FAILED \((?:failures|errors)=\d|test result: FAILED\. |test \S+ \.\.\. FAILED$)`)},
@@ -417,10 +420,11 @@ func endsWithCode(l string) bool {
 func goPrefixed(l string) bool { return strings.HasPrefix(l, "go: ") }
 
 // fatalCandidate is the "fatal" rule's cheap first test: a line that opens
-// with an "f" or "F" (the word, glog's severity), or one that names the
-// level.
+// with an "f" or "F" (the word, glog's severity, logrus' "FATA[0000]"), or
+// one that names the level (logrus' "time=… level=fatal").
 func fatalCandidate(l string) bool {
-	return l[0] == 'f' || l[0] == 'F' || strings.Contains(l, "FATAL") || strings.Contains(l, "PANIC")
+	return l[0] == 'f' || l[0] == 'F' || strings.Contains(l, "FATAL") || strings.Contains(l, "PANIC") ||
+		l[0] == 't' && (strings.Contains(l, " level=fatal ") || strings.Contains(l, " level=panic ")) || l[0] == 'P' && strings.HasPrefix(l, "PANI[")
 }
 
 func tclFrame(l string) bool { return l == "while executing" || l == "invoked from within" }
@@ -1319,7 +1323,7 @@ func tableRow(l string) bool {
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecognized|invalid|illegal|not recognized)\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecogni[sz]ed|invalid|illegal|not recognized|(?:need|needs|require|requires) (?:\w+ )?(?:root|superuser) privileges|must be (?:run as )?(?:root|superuser))\b`)
 
 // failureSentenceMore are more phrases of failureSentence, each found
 // only in a line that holds one of failureSentenceMoreStems: a short
@@ -1370,7 +1374,7 @@ var glogRecord = mustRe(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d`)
 // failureSentenceMore holds, lower-cased.
 var failureStems = []string{"fail", "not", "n't", "unable", "unknown", "bad ", "found for", "no such", "exist", "denied", "refused", "broken", "reformat", "supported",
 	"incorrect", "mismatch", "rejected", "expired", "timed out", "abort", "gave up", "giving up", "occurred", "encountered",
-	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecognized", "invalid", "illegal", "must ", "expected"}
+	"incomplete", "due to", "because of", "need to install", "corrupt", "malformed", "unrecogni", "invalid", "illegal", "must ", "expected", "privileges"}
 
 // mayFail is failureSentence's cheap first test: whether l, lower-cased,
 // holds one of failureStems.
@@ -1458,9 +1462,16 @@ func usageAfterComplaint(head []textLine) bool {
 		}
 	}
 	l := head[0].s
+	if synopsis && badArgument.MatchString(l) {
+		return true
+	}
 	return synopsis && (strings.Contains(l, "rror: ") || 'a' <= l[0] && l[0] <= 'z') &&
 		!markup(l) && mayFail(l) && saysFailed(l) && !negatedFailure.MatchString(l) && !conditional.MatchString(l) && !warningLine(l)
 }
+
+// badArgument opens a complaint about an argument the tool was given
+// ("Unknown option: to-debb", "Invalid argument '-5'").
+var badArgument = mustRe(`^(?:Unknown|Unrecogni[sz]ed|Invalid|Illegal|Bad) (?:option|argument|flag|command|parameter|switch)s?(?:: |\s+['"\x60‘-])`)
 
 // usageLine opens a synopsis.
 var usageLine = mustRe(`^(?:[Uu]sage|USAGE):(?: \S|$)`)

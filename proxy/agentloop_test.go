@@ -342,52 +342,68 @@ func TestFileReadIsNoFailure(t *testing.T) {
 	}
 }
 
-// opencode sends what its shell printed and no exit status. A command
-// that only prints a file is judged by its command: the file's text is no
-// failure, whatever it quotes; its own complaint is (captured: opencode's
-// second turn, its call and result replaced). The same text after a build
-// reads as the build's failure.
+// opencode and Continue send what their shell printed and no exit status
+// (Continue marks a failure that wrote to stderr). A command that only
+// prints a file is judged by its command: the file's text is no failure,
+// whatever it quotes; its own complaint is (captured: each agent's `cat
+// build.log` of a build log through serve --mock; the complaint as each
+// agent sent it for a missing file). The same text after a build reads
+// as the build's failure.
 func TestShellReadIsNoFailure(t *testing.T) {
-	body, err := os.ReadFile("chat/testdata/agents/opencode-turn2.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const call = `"arguments":"{\"command\":\"python3 -c \\\"print(1\\\"\"}"`
-	const result = `"content":"  File \"<string>\", line 1\n    print(1\n         ^\nSyntaxError: '(' was never closed\n"`
-	if !bytes.Contains(body, []byte(call)) || !bytes.Contains(body, []byte(result)) {
-		t.Fatal("the capture does not hold the call and its result")
-	}
 	const buildLog = `"content":"gcc -c x.c\nx.c:3:5: error: expected ';' before 'return'\nmake: *** [Makefile:4: x.o] Error 1\n"`
-	for _, c := range []struct {
-		name, call, result string
-		records            int
+	for _, tt := range []struct {
+		agent, file, call, complaint string
 	}{
-		{"a log printed", `"arguments":"{\"command\":\"cat build.log\"}"`, buildLog, 0},
-		{"a log's lines printed", `"arguments":"{\"command\":\"sed -n '1,40p' build.log\"}"`, buildLog, 0},
-		{"the log missing", `"arguments":"{\"command\":\"cat build.log\"}"`, `"content":"cat: build.log: No such file or directory\n"`, 1},
-		{"a build", `"arguments":"{\"command\":\"make\"}"`, buildLog, 1},
+		{
+			"opencode", "chat/testdata/agents/opencode-cat.json",
+			`"arguments":"{\"command\":\"cat build.log\",\"description\":\"Print a file\"}"`,
+			`"content":"cat: build.log: No such file or directory\n"`,
+		},
+		{
+			"continue", "chat/testdata/agents/cn-cat.json",
+			`"arguments":"{\"command\":\"cat build.log\"}"`,
+			`"content":"Error executing tool Bash: Error (exit code 1): cat: build.log: No such file or directory\n"`,
+		},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			up := mockUpstream(t)
-			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
-			req := bytes.Replace(bytes.Replace(body, []byte(call), []byte(c.call), 1), []byte(result), []byte(c.result), 1)
-			res := h.do(http.MethodPost, "/v1/chat/completions", req, nil)
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			h.inflight.Wait()
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("status %d", res.StatusCode)
-			}
-			var tools []string
-			for _, in := range h.incidents("default", "default") {
-				if in.Type == store.TypeToolError {
-					tools = append(tools, in.Message)
+		body, err := os.ReadFile(tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(body, []byte(tt.call)) || !bytes.Contains(body, []byte(buildLog)) {
+			t.Fatalf("%s: the capture does not hold the call and its result", tt.agent)
+		}
+		sed := strings.Replace(tt.call, `cat build.log`, `sed -n '1,40p' build.log`, 1)
+		for _, c := range []struct {
+			name, call, result string
+			records            int
+		}{
+			{"the log printed", tt.call, buildLog, 0},
+			{"the log's lines printed", sed, buildLog, 0},
+			{"the log missing", tt.call, tt.complaint, 1},
+			{"a build", strings.Replace(tt.call, `cat build.log`, `make`, 1), buildLog, 1},
+		} {
+			t.Run(tt.agent+", "+c.name, func(t *testing.T) {
+				up := mockUpstream(t)
+				h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
+				req := bytes.Replace(bytes.Replace(body, []byte(tt.call), []byte(c.call), 1), []byte(buildLog), []byte(c.result), 1)
+				res := h.do(http.MethodPost, "/v1/chat/completions", req, nil)
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				h.inflight.Wait()
+				if res.StatusCode != http.StatusOK {
+					t.Fatalf("status %d", res.StatusCode)
 				}
-			}
-			if len(tools) != c.records {
-				t.Fatalf("%d tool failures recorded (%q), want %d", len(tools), tools, c.records)
-			}
-		})
+				var tools []string
+				for _, in := range h.incidents("default", "default") {
+					if in.Type == store.TypeToolError {
+						tools = append(tools, in.Message)
+					}
+				}
+				if len(tools) != c.records {
+					t.Fatalf("%d tool failures recorded (%q), want %d", len(tools), tools, c.records)
+				}
+			})
+		}
 	}
 }
 
