@@ -426,6 +426,29 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// not adopted. Spent since (see the twenty-first): 162 caught
 		// (the rules alone 161), the same 35 flagged.
 		{"heldout23", 200, 125, 35, false},
+		// The tools coding agents run most, on purpose from families the
+		// other batches name, with new cases, in small projects worked on
+		// as an agent would: a Python package (pytest, pip offline, mypy,
+		// flake8, pylint, python -m), a Node/TypeScript one (node, npm,
+		// tsc, eslint, node --test), a Go module (go build, test, vet,
+		// mod tidy, gofmt), git, make, sqlite3, curl, grep, sed, find,
+		// ls and cat around them, and threads of those projects. Built
+		// while the twenty-first to twenty-third batches' misses were
+		// read, measured once after: 188 of 209 caught (90.0%; the rules
+		// alone the same 188, and the rules before that round too), 10 of
+		// 107 flagged (the rules alone 8).
+		{"heldout24", 200, 100, 10, false},
+		// Beside the twenty-fourth, the same way: a Rust crate (cargo,
+		// rustc, clippy, rustfmt; crates.io unreachable), a Java one
+		// (javac, java, jar, Maven and Gradle offline), C and C++ (GCC,
+		// Clang, CMake, CTest, make, Valgrind, the sanitizers), Ruby
+		// (rake, RSpec, minitest), PHP (php -l, composer, PHPUnit), and
+		// the shell and data tools around them (bash scripts, ShellCheck,
+		// jq, yq, tar, zip, diff, patch, the docker CLI with no daemon,
+		// systemctl, journalctl, psql with no server). Measured once: 177
+		// of 198 caught (89.4%; the rules alone 176, the rules before the
+		// round the same), 14 of 100 flagged (the rules alone 9).
+		{"heldout25", 190, 95, 14, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")
