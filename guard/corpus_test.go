@@ -436,8 +436,11 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// while the twenty-first to twenty-third batches' misses were
 		// read, measured once after: 188 of 209 caught (90.0%; the rules
 		// alone the same 188, and the rules before that round too), 10 of
-		// 107 flagged (the rules alone 8).
-		{"heldout24", 200, 100, 10, false},
+		// 107 flagged (the rules alone 8). Spent since: its flags were
+		// read, and the success verdicts of mypy, Maven, Gradle, RSpec,
+		// minitest and CTest at the end of an output now decide: 9
+		// flagged.
+		{"heldout24", 200, 100, 9, false},
 		// Beside the twenty-fourth, the same way: a Rust crate (cargo,
 		// rustc, clippy, rustfmt; crates.io unreachable), a Java one
 		// (javac, java, jar, Maven and Gradle offline), C and C++ (GCC,
@@ -447,8 +450,9 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// jq, yq, tar, zip, diff, patch, the docker CLI with no daemon,
 		// systemctl, journalctl, psql with no server). Measured once: 177
 		// of 198 caught (89.4%; the rules alone 176, the rules before the
-		// round the same), 14 of 100 flagged (the rules alone 9).
-		{"heldout25", 190, 95, 14, false},
+		// round the same), 14 of 100 flagged (the rules alone 9). Spent
+		// since (see the twenty-fourth): 10 flagged.
+		{"heldout25", 190, 95, 10, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")

@@ -141,7 +141,7 @@ var toolRules = []toolRule{
 	// poetry, conda).
 	{name: "unsatisfiable", where: lastLines, literal: "unsatisfiable", re: mustRe(`\b(?:requirements?|dependencies|constraints|specifications?) (?:are|is) unsatisfiable\b`)},
 	{name: "failed with error code", where: lastLines, literal: "ailed with error code", re: mustRe(`\b[Ff]ailed with error code:? [1-9]`)},
-	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$)`)},
+	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$|Success: no issues found in \d+ source files?$|(?:\[INFO\] )?BUILD SUCCESS(?:FUL in \S+)?$|\d+ (?:examples?|runs?), (?:\d+ assertions?, )?0 failures(?:, 0 errors)?(?:, \d+ (?:pending|skips?))?$|100% tests passed, 0 tests failed out of \d+$)`)}, // pytest, cargo, jest, vitest, go, PHPUnit, mypy, Maven, Gradle, RSpec, minitest, CTest
 
 	// 4. How the output opens.
 	{name: "python traceback", where: firstLine, re: mustRe(`^Traceback \(most recent call last\):`)},
