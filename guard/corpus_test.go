@@ -424,8 +424,10 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// A model trained on the twentieth and twenty-first batches too
 		// was measured on both beside it: 150 and 161, the same flags;
 		// not adopted. Spent since (see the twenty-first): 162 caught
-		// (the rules alone 161), the same 35 flagged.
-		{"heldout23", 200, 125, 35, false},
+		// (the rules alone 161), the same 35 flagged; 36 since the rules
+		// read from the twenty-fourth and twenty-fifth batches' misses
+		// (GAP's "Unrecognised command line option", which it ignores).
+		{"heldout23", 200, 125, 36, false},
 		// The tools coding agents run most, on purpose from families the
 		// other batches name, with new cases, in small projects worked on
 		// as an agent would: a Python package (pytest, pip offline, mypy,
@@ -439,7 +441,16 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// 107 flagged (the rules alone 8). Spent since: its flags were
 		// read, and the success verdicts of mypy, Maven, Gradle, RSpec,
 		// minitest and CTest at the end of an output now decide: 9
-		// flagged.
+		// flagged. Its misses and the twenty-fifth's were read too:
+		// PHPUnit's and CTest's summaries, pytest's "no tests ran", Ruby's
+		// exceptions from <internal:…> and Errno's, patch's ignored
+		// hunks, "CMake Error: …", git pull without tracking, pip's
+		// "Package(s) not found", Symfony's console ("In X.php line 3:",
+		// composer), ESLint's crash banner, java -jar without a main
+		// class, sqlite3's .import, "Unknown command: x" (npm,
+		// systemctl), Go's "cannot find module providing package": 198
+		// caught, the twenty-fifth 188; batches 7, 14, 15, 19 and 20 one
+		// to six more each.
 		{"heldout24", 200, 100, 9, false},
 		// Beside the twenty-fourth, the same way: a Rust crate (cargo,
 		// rustc, clippy, rustfmt; crates.io unreachable), a Java one

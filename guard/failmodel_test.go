@@ -206,16 +206,16 @@ func TestFailModelCatches(t *testing.T) {
 		rules, with   int // failures caught
 		maxNewFlagged int
 	}{
-		{"corpus_heldout14", 115, 124, 0},
-		{"corpus_heldout15", 201, 213, 0},
+		{"corpus_heldout14", 118, 127, 0},
+		{"corpus_heldout15", 207, 218, 0},
 		{"corpus_heldout18", 204, 217, 2},
-		{"corpus_heldout19", 142, 147, 1},
-		{"corpus_heldout20", 145, 148, 0},
+		{"corpus_heldout19", 148, 151, 1},
+		{"corpus_heldout20", 146, 149, 0},
 		{"corpus_heldout21", 158, 162, 1},
 		{"corpus_heldout22", 166, 173, 0},
 		{"corpus_heldout23", 161, 162, 3},
-		{"corpus_heldout24", 188, 188, 1},
-		{"corpus_heldout25", 176, 177, 2},
+		{"corpus_heldout24", 198, 198, 1},
+		{"corpus_heldout25", 188, 188, 2},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {

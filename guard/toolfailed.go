@@ -126,8 +126,8 @@ var toolRules = []toolRule{
 
 	// 3. Verdicts at the end.
 	{name: "go test FAIL", where: lastLines, re: mustRe(`^FAIL\b`)},
-	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$)`)},
-	{name: "count of failures", where: lastLines, re: mustRe(`^(?:\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)}, // RSpec, minitest, doctest, black
+	{name: "failed summary", where: lastLines, re: mustRe(`^(?:=+ .*\b[1-9]\d* (?:failed|errors?)\b|(?:\d+ [a-z]+, )*[1-9]\d* (?:failed|errors?)(?:, \d+ [a-z]+)* in [\d.]+s\b|Found [1-9]\d* errors?\b|Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|fail)$|FAILED \((?:failures|errors)=|test result: FAILED\b|[1-9]\d* Error\(s\)$|(?:FAILURES|ERRORS)!$|Tests: \d+, Assertions: \d+, (?:Errors|Failures): [1-9]|Errors while running CTest$|=+ no tests ran in [\d.]+s =+$)`)}, // PHPUnit, CTest; pytest exits 5 when it ran nothing
+	{name: "count of failures", where: lastLines, re: mustRe(`^(?:\d+ (?:examples?|tests?|runs?|specs?|scenarios?|steps?)(?:, \d+ \w+)*, [1-9]\d* (?:failures?|errors?)\b|[1-9]\d* (?:tests?|specs?|examples?|checks?|scenarios?|steps?|(?:test )?suites?|assertions?) (?:failed|failing)\b|\*\*\*Test Failed\*\*\* [1-9]|[1-9]\d* files? would be reformatted\b)`)},                                                                                                                                                              // RSpec, minitest, doctest, black
 	{name: "play recap failed", where: lastLines, literal: "failed=", re: mustRe(`\bunreachable=(?:[1-9]\d*\s+failed=\d+|\d+\s+failed=[1-9])`)}, // Ansible's PLAY RECAP
 	{name: "things found broken", where: lastLines, re: mustRe(`^[1-9]\d* (?:broken|invalid|missing|unresolved|dangling|corrupt(?:ed)?|bad) [\w()-]+(?: [\w()-]+)? (?:found|detected)\b`)},
 	{name: "problems summary", where: lastLines, literal: " problem", re: mustRe(`\b[1-9]\d* problems? \([1-9]\d* errors?`)},
@@ -220,6 +220,9 @@ var toolRules = []toolRule{
 	{name: "merge conflict", where: anyLine, col0: true, re: mustRe(`^(?:CONFLICT \([\w/ -]+\): |Automatic merge failed; )`)},
 	{name: "SQL error", where: anyLine, col0: true, re: mustRe(`^(?:(?:psql:[^\s:]+:\d+: )?ERROR:  \S|ERROR \d{4} \([0-9A-Z]{5}\)|(?:Parse|Runtime) error near line \d+: |Error: (?:in prepare, |near line \d+: |stepping, ))`)},
 	{name: "curl error", where: anyLine, col0: true, re: mustRe(`^curl: \(\d+\) `)},
+	{name: "tool stopped", where: anyLine, col0: true, re: mustRe(`^(?:There is no tracking information for the current branch\.$|WARNING: Package\(s\) not found: |In [\w.-]+\.php line \d+:$|Oops! Something went wrong! :\($|ESLint found too many warnings\b|no main manifest attribute, in |(?:Unknown|Unrecogni[sz]ed) (?:command(?: verb)?|sub-?command)s?(?::? )\S)`)}, // git pull, pip show, Symfony's console (composer, artisan), ESLint, java -jar, npm, systemctl
+	{name: "sqlite import", where: anyLine, col0: true, located: true, literal: ": INSERT failed: ", re: mustRe(`^[^\s:]+:\d+: INSERT failed: `)},
+	{name: "go module lookup", where: anyLine, literal: "cannot find module providing package", re: mustRe(`^\s*\S+: cannot find module providing package \S`)},
 	{name: "hg abort", where: anyLine, col0: true, re: mustRe(`^abort: [a-z]`)},                        // Mercurial's errors
 	{name: "svn error", where: anyLine, col0: true, located: true, re: mustRe(`^svn[a-z]*: E\d{6}: `)}, // Subversion's
 	{name: "file not found", where: anyLine, col0: true, re: mustRe(`^File not found: \S`)},            // EPUBCheck, qwen-code's readers
@@ -229,7 +232,7 @@ var toolRules = []toolRule{
 	{name: "test summary failed", where: anyLine, re: mustRe(`^(?:Tests?:?\s+[1-9]\d* failed\b|Test (?:Files|Suites):?\s+[1-9]\d* failed\b|[1-9]\d* (?:failing|failed)$)`)},                                     // indented by Vitest, Mocha and Playwright
 	{name: "pytest failure", where: anyLine, col0: true, re: mustRe(`^(?:E {3,}\S|Mismatched elements: \d+ / \d+ \()`)},                                                                                         // an assertion's report; numpy's
 	{name: "pytest report", where: anyLine, col0: true, literal: ".py", pre: pytestTail, re: mustRe(`^(?:\S+\.py [.sxXFE]*[FE][.sxXFE]* +\[ *\d+%\]$|\S+\.py:\d+: (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)$)`)}, // a progress line with F or E; where a test failed
-	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^[^\s:]+:\d+:in [` + "`" + `'].*\((?:\w+::)*\w*(?:Error|Exception)\)$`)},
+	{name: "ruby exception", where: anyLine, col0: true, literal: ":in ", re: mustRe(`^(?:<internal:[^>\n]+>|[^\s:]+):\d+:in [` + "`" + `'].*\((?:(?:\w+::)*\w*(?:Error|Exception)|Errno::E[A-Z]+)\)$`)},
 	{name: "docker error", where: anyLine, col0: true, re: mustRe(`^(?:docker: )?Error response from daemon: `)},
 	{name: "terraform error", where: anyLine, col0: true, re: mustRe(`^[│|] Error: `)},
 	{name: "command not found", where: anyLine, col0: true, located: true, literal: "not found", re: mustRe(`^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?(?:command not found: |[^\s:]+: (?:command )?not found$)`)},
@@ -256,12 +259,12 @@ var toolRules = []toolRule{
 	{name: "heap check", where: anyLine, col0: true, literal: "(): ", re: mustRe(`^\w+\(\): (?:double free|invalid (?:pointer|size|next size)|corrupted|memory corruption)`)},                                                        // glibc's malloc
 	{name: "CLI error", where: anyLine, col0: true, pre: cliErrorCandidate, unless: keyValueRecord, re: mustRe(`^(?:(?:ERROR|E): [A-Z]|[a-z][\w.+-]* (?:fatal )?error: \S|fatal: \S|(?:PHP )?(?:Fatal|Parse) error: |##\[error\])`)}, // pip, docker build, apt, scripts; a log record is "ERROR:root:…"
 	{name: "docker daemon down", where: anyLine, col0: true, literal: "Docker daemon", re: mustRe(`^(?:docker: |ERROR: )?Cannot connect to the Docker daemon\b`)},
-	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? FAILED\b|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
+	{name: "patch failed", where: anyLine, col0: true, re: mustRe(`^(?:Hunk #\d+ FAILED at \d+|\d+ out of \d+ hunks? (?:FAILED|ignored)\b|No file to patch\.  Skipping patch\.$|Patch failed at \d+ |error: (?:patch failed: |[^\s:]+: (?:patch does not apply|does not match index|does not exist in index|already exists in (?:index|working directory))))`)},
 	{name: "perl compile error", where: anyLine, col0: true, re: mustRe(`^(?:Execution of .* aborted due to compilation errors\.$|BEGIN (?:not safe after errors|failed)--compilation aborted|Can't locate \S+ in @INC\b)`)},
 	{name: "JSON error", where: anyLine, col0: true, re: mustRe(`^(?:Expecting (?:property name enclosed in double quotes|value|'[,:]' delimiter): line \d+ column \d+ \(char \d+\)$|Failed validating '[^'\n]+' in (?:meta)?schema\b)`)}, // python -m json.tool; JSON Schema's validation report (python-jsonschema and the validators built on it)
 	{name: "SQL error number", where: anyLine, col0: true, re: mustRe(`^(?:Error Number: \d+$|SQLSTATE\[[0-9A-Z]{5}\])`)},
 	{name: "command failed anywhere", where: anyLine, re: mustRe(`^(?:Error: )?Command failed: \S`)}, // Node's execSync, indented in a report
-	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|-- Configuring incomplete, errors occurred!)`)},
+	{name: "CMake error", where: anyLine, col0: true, re: mustRe(`^(?:CMake Error\b.*:$|CMake Error: \S|-- Configuring incomplete, errors occurred!)`)},
 	{name: "bundler error", where: anyLine, re: mustRe(`^(?:ERROR  \S|ERROR in \S|(?:Entry module|Module) not found: |Module build failed\b)`)}, // vue-cli, webpack
 	{name: "OpenSSL error", where: anyLine, col0: true, re: mustRe(`^[0-9A-F]{8,}:error:[0-9A-F]{8}:`)},
 	{name: "rake aborted", where: anyLine, col0: true, re: mustRe(`^(?:(?:rake|rails) aborted!$|Failure/Error: |An? (?:unexpected |unknown |internal |fatal )?error (?:has )?occurred\b)`)}, // rake, RSpec, botocore's "An error occurred (NoSuchBucket) when calling …"
