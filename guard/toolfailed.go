@@ -141,6 +141,7 @@ var toolRules = []toolRule{
 	// poetry, conda).
 	{name: "unsatisfiable", where: lastLines, literal: "unsatisfiable", re: mustRe(`\b(?:requirements?|dependencies|constraints|specifications?) (?:are|is) unsatisfiable\b`)},
 	{name: "failed with error code", where: lastLines, literal: "ailed with error code", re: mustRe(`\b[Ff]ailed with error code:? [1-9]`)},
+	{name: "go module lookup", where: lastLines, literal: "cannot find module providing package", re: mustRe(`\S: cannot find module providing package \S`)}, // go build, go mod tidy
 	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$|Success: no issues found in \d+ source files?$|(?:\[INFO\] )?BUILD SUCCESS(?:FUL in \S+)?$|\d+ (?:examples?|runs?), (?:\d+ assertions?, )?0 failures(?:, 0 errors)?(?:, \d+ (?:pending|skips?))?$|100% tests passed, 0 tests failed out of \d+$)`)}, // pytest, cargo, jest, vitest, go, PHPUnit, mypy, Maven, Gradle, RSpec, minitest, CTest
 
 	// 4. How the output opens.
@@ -222,7 +223,6 @@ var toolRules = []toolRule{
 	{name: "curl error", where: anyLine, col0: true, re: mustRe(`^curl: \(\d+\) `)},
 	{name: "tool stopped", where: anyLine, col0: true, re: mustRe(`^(?:There is no tracking information for the current branch\.$|WARNING: Package\(s\) not found: |In [\w.-]+\.php line \d+:$|Oops! Something went wrong! :\($|ESLint found too many warnings\b|no main manifest attribute, in |(?:Unknown|Unrecogni[sz]ed) (?:command(?: verb)?|sub-?command)s?(?::? )\S)`)}, // git pull, pip show, Symfony's console (composer, artisan), ESLint, java -jar, npm, systemctl
 	{name: "sqlite import", where: anyLine, col0: true, located: true, literal: ": INSERT failed: ", re: mustRe(`^[^\s:]+:\d+: INSERT failed: `)},
-	{name: "go module lookup", where: anyLine, literal: "cannot find module providing package", re: mustRe(`^\s*\S+: cannot find module providing package \S`)},
 	{name: "hg abort", where: anyLine, col0: true, re: mustRe(`^abort: [a-z]`)},                        // Mercurial's errors
 	{name: "svn error", where: anyLine, col0: true, located: true, re: mustRe(`^svn[a-z]*: E\d{6}: `)}, // Subversion's
 	{name: "file not found", where: anyLine, col0: true, re: mustRe(`^File not found: \S`)},            // EPUBCheck, qwen-code's readers
@@ -1326,7 +1326,7 @@ func tableRow(l string) bool {
 // failureSentence is a phrase that says something failed: a verb or an
 // adjective, not a noun ("error", "errors.py" and "ValidationError" are
 // names as often).
-var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecogni[sz]ed|invalid|illegal|not recognized|(?:need|needs|require|requires) (?:\w+ )?(?:root|superuser) privileges|must be (?:run as )?(?:root|superuser))\b`)
+var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable to|no such|(?:does|do|did)(?: not|n't) exist|already exists|is not an?|is not (?:in )?sorted|not in sorted order|(?:no longer|is not|not) supported|unsupported|denied|refused|not (?:allowed|permitted|installed)|(?:is|are) broken|would reformat|incorrect|mismatch(?:ed)?|rejected|(?:has|have) expired|timed out|abort(?:ed|ing)|g(?:ave|iving) up|errors? (?:occurred|encountered)|incomplete|corrupt(?:ed)?|malformed|unrecogni[sz]ed|invalid|illegal|not recognized)\b`)
 
 // failureSentenceMore are more phrases of failureSentence, each found
 // only in a line that holds one of failureSentenceMoreStems: a short
@@ -1339,11 +1339,12 @@ var failureSentence = mustRe(`(?i)\b(?:failed|cannot|can't|could ?n[o']t|unable 
 // number or checksum is wrong, a thing named in quotes that is not
 // available ("locale 'xx_YY.UTF-8' not available"), a value that must be
 // given and was not (LLVM's "for the -o option: must be specified at
-// least once!"), and what was expected against what came ("Expected 3
-// lines, got 2.").
-var failureSentenceMore = mustRe(`(?i)\b(?:can not|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not (?:found|opened|loaded)|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exit(?:ing|ed)|stop(?:ping|ped)|halt(?:ing|ed)|terminat(?:ing|ed)) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b|\w[\x60'"’”] (?:is )?not available|must (?:\w+ )?be (?:specified|given|provided|supplied)|expected\b[^.;!?\n]{1,60}?,? (?:but )?(?:got|found|received)\b)\b`)
+// least once!"), a need of root's privileges ("You need root privileges
+// to run this program."), and what was expected against what came
+// ("Expected 3 lines, got 2.").
+var failureSentenceMore = mustRe(`(?i)\b(?:can not|(?:class|file|module|package|command|function|method|symbol|host|user|group|resource|directory|image|object|table|record|entry|program|script|engine|library|device|interface|section|target|item|variable|property|field|option|plugin|service|process) [\x60'"‘“]?[\w.:/@+-]+[\x60'"’”]? (?:was )?not (?:found|opened|loaded)|no (?:[\w-]+ ){1,3}found for ["'\x60‘“]|is unknown|unknown to|unknown (?:[\w-]+ ){1,2}["'\x60‘“\[]|(?:is|are|was|were)n't (?:supported|allowed|permitted|installed|recognized|valid|available)|(?:exit(?:ing|ed)|stop(?:ping|ped)|halt(?:ing|ed)|terminat(?:ing|ed)) (?:due to|because of)|need to install|bad (?:magic|checksum|crc|superblock|signature)\b|\w[\x60'"’”] (?:is )?not available|must (?:\w+ )?be (?:specified|given|provided|supplied)|(?:need|needs|require|requires) (?:\w+ )?(?:root|superuser) privileges|must be (?:run as )?(?:root|superuser)|expected\b[^.;!?\n]{1,60}?,? (?:but )?(?:got|found|received)\b)\b`)
 
-var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad ", "can not", "not found", "not opened", "not loaded", "found for", "nknown", "not available", "must ", "xpected"}
+var failureSentenceMoreStems = []string{"n't ", "due to", "because of", "need to install", "bad ", "can not", "not found", "not opened", "not loaded", "found for", "nknown", "not available", "must ", "xpected", "privileges"}
 
 // saysFailed reports whether l holds a phrase of failureSentence or of
 // failureSentenceMore. Its callers have checked mayFail(l).
