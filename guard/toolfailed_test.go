@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"regexp"
+	resyntax "regexp/syntax"
 	"strings"
 	"testing"
 
@@ -146,6 +148,22 @@ func TestToolRulesDiscipline(t *testing.T) {
 	}
 	if anyStart == len(toolRules) {
 		t.Fatal("no anyLine rule")
+	}
+	// The phrases tried on most lines stay small enough for the regexp
+	// package's backtracker (at most 500 instructions); past it every
+	// match runs the slower NFA.
+	for name, re := range map[string]*regexp.Regexp{"failureSentence": failureSentence, "failureWords": failureWords} {
+		prog, err := resyntax.Parse(re.String(), resyntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := resyntax.Compile(prog.Simplify())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Inst) > 500 {
+			t.Errorf("%s compiles to %d instructions, more than the backtracker takes (500)", name, len(p.Inst))
+		}
 	}
 }
 
