@@ -15,7 +15,7 @@ import (
 var modelHeldOut = []string{
 	"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_heldout19",
 	"corpus_heldout20", "corpus_heldout21", "corpus_heldout22", "corpus_heldout23",
-	"corpus_heldout24", "corpus_heldout25",
+	"corpus_heldout24", "corpus_heldout25", "corpus_heldout26", "corpus_heldout27",
 	"corpus_reads_heldout", "corpus_flags_heldout",
 }
 
@@ -216,6 +216,8 @@ func TestFailModelCatches(t *testing.T) {
 		{"corpus_heldout23", 161, 162, 3},
 		{"corpus_heldout24", 198, 198, 1},
 		{"corpus_heldout25", 188, 188, 2},
+		{"corpus_heldout26", 199, 201, 1},
+		{"corpus_heldout27", 199, 201, 2},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
