@@ -500,6 +500,27 @@ func TestToolFailedHeldOutBatches(t *testing.T) {
 		// of 111 flagged (the rules alone 17; before 20). Spent since
 		// (see the twenty-sixth): 212 caught, the same 19 flagged.
 		{"heldout27", 220, 105, 19, false},
+		// Built while the twenty-sixth's and twenty-seventh's misses were
+		// read, the same way, in other new projects: a Django app, a
+		// pandas and SQLAlchemy pipeline with Alembic migrations and
+		// notebooks run by nbconvert, an npm, pnpm and yarn monorepo
+		// built by tsc, esbuild, Vite and webpack and tested by Mocha,
+		// and git around them. Measured once: 178 of 206 caught (86.4%;
+		// the rules alone 174; the rules and model after the readings of
+		// batches 21 to 25 174, at the session's start 170), 8 of 106
+		// flagged (the same 8 each). Its misses and flags were not read.
+		{"heldout28", 200, 100, 8, false},
+		// Beside the twenty-eighth: a Go service with a Makefile and a
+		// Dockerfile, a Rust library with features, doc tests and
+		// examples, a Maven and a Gradle service, C built by autotools
+		// and by Meson and Ninja, and infrastructure (ansible-playbook,
+		// docker-compose, yamllint, kubectl with no cluster, nginx -t,
+		// openssl, crontab, systemd-analyze, git hooks). Measured once:
+		// 190 of 217 caught (87.6%; the rules alone 186; after batches 21
+		// to 25 189, at the session's start 188), 10 of 115 flagged (the
+		// rules alone 9; after 21 to 25 10, at the start 13). Its misses
+		// and flags were not read.
+		{"heldout29", 210, 110, 10, false},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			total, by := scoreCorpus(t, "testdata/corpus_"+b.name+".txtar")

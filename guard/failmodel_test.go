@@ -16,6 +16,7 @@ var modelHeldOut = []string{
 	"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_heldout19",
 	"corpus_heldout20", "corpus_heldout21", "corpus_heldout22", "corpus_heldout23",
 	"corpus_heldout24", "corpus_heldout25", "corpus_heldout26", "corpus_heldout27",
+	"corpus_heldout28", "corpus_heldout29",
 	"corpus_reads_heldout", "corpus_flags_heldout",
 }
 
@@ -218,6 +219,8 @@ func TestFailModelCatches(t *testing.T) {
 		{"corpus_heldout25", 188, 188, 2},
 		{"corpus_heldout26", 209, 210, 1},
 		{"corpus_heldout27", 210, 212, 2},
+		{"corpus_heldout28", 174, 178, 0},
+		{"corpus_heldout29", 186, 190, 1},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
