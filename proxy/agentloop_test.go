@@ -42,6 +42,28 @@ func mockUpstream(t *testing.T) *recorder {
 	})
 }
 
+// toolFailuresOf sends body, a request of an agent, to path on a proxy in
+// front of the mock and returns the tool failures it recorded.
+func toolFailuresOf(t *testing.T, path string, body []byte) []string {
+	t.Helper()
+	up := mockUpstream(t)
+	h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
+	res := h.do(http.MethodPost, path, body, nil)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	h.inflight.Wait()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	var tools []string
+	for _, in := range h.incidents("default", "default") {
+		if in.Type == store.TypeToolError {
+			tools = append(tools, in.Message)
+		}
+	}
+	return tools
+}
+
 // TestRealAgentLoopIsStopped replays requests that real agents (Claude
 // Code, qwen-code, the Gemini CLI, Codex CLI with gpt-5.5's exec_command
 // and with its default model's code-mode exec tool) sent through scarproxy in front of
@@ -319,21 +341,7 @@ func TestFileReadIsNoFailure(t *testing.T) {
 			records int
 		}{{"the file", tt.result, 0}, {"the file could not be read", tt.complaint, 1}} {
 			t.Run(tt.agent+", "+c.name, func(t *testing.T) {
-				up := mockUpstream(t)
-				h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
-				res := h.do(http.MethodPost, tt.path, bytes.Replace(body, []byte(tt.result), []byte(c.result), 1), nil)
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				h.inflight.Wait()
-				if res.StatusCode != http.StatusOK {
-					t.Fatalf("status %d", res.StatusCode)
-				}
-				var tools []string
-				for _, in := range h.incidents("default", "default") {
-					if in.Type == store.TypeToolError {
-						tools = append(tools, in.Message)
-					}
-				}
+				tools := toolFailuresOf(t, tt.path, bytes.Replace(body, []byte(tt.result), []byte(c.result), 1))
 				if len(tools) != c.records {
 					t.Fatalf("%d tool failures recorded (%q), want %d", len(tools), tools, c.records)
 				}
@@ -383,22 +391,8 @@ func TestShellReadIsNoFailure(t *testing.T) {
 			{"a build", strings.Replace(tt.call, `cat build.log`, `make`, 1), buildLog, 1},
 		} {
 			t.Run(tt.agent+", "+c.name, func(t *testing.T) {
-				up := mockUpstream(t)
-				h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
 				req := bytes.Replace(bytes.Replace(body, []byte(tt.call), []byte(c.call), 1), []byte(buildLog), []byte(c.result), 1)
-				res := h.do(http.MethodPost, "/v1/chat/completions", req, nil)
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				h.inflight.Wait()
-				if res.StatusCode != http.StatusOK {
-					t.Fatalf("status %d", res.StatusCode)
-				}
-				var tools []string
-				for _, in := range h.incidents("default", "default") {
-					if in.Type == store.TypeToolError {
-						tools = append(tools, in.Message)
-					}
-				}
+				tools := toolFailuresOf(t, "/v1/chat/completions", req)
 				if len(tools) != c.records {
 					t.Fatalf("%d tool failures recorded (%q), want %d", len(tools), tools, c.records)
 				}
@@ -430,21 +424,7 @@ func TestClaudeCodeSuccessIsNoFailure(t *testing.T) {
 		{"no is_error", printed, 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			up := mockUpstream(t)
-			h := newHarness(t, "", withProviders(allAPIs(up.srv.URL+"/v1")))
-			res := h.do(http.MethodPost, "/v1/messages?beta=true", bytes.Replace(body, []byte(success), []byte(c.result), 1), nil)
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			h.inflight.Wait()
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("status %d", res.StatusCode)
-			}
-			n := 0
-			for _, in := range h.incidents("default", "default") {
-				if in.Type == store.TypeToolError {
-					n++
-				}
-			}
+			n := len(toolFailuresOf(t, "/v1/messages?beta=true", bytes.Replace(body, []byte(success), []byte(c.result), 1)))
 			if n != c.records {
 				t.Fatalf("%d tool failures recorded, want %d", n, c.records)
 			}

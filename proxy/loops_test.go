@@ -114,6 +114,16 @@ type loopRun struct {
 	ws     string
 }
 
+// fixes returns the fixes learned in the run's workspace.
+func (r *loopRun) fixes() []store.Fix {
+	r.t.Helper()
+	got, err := r.h.store.ListFixes(r.t.Context(), store.FixQuery{Workspace: r.ws, Project: "default"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return got
+}
+
 func newLoopRun(t *testing.T, f wireFormat, cfg guard.Config) *loopRun {
 	up := newRecorder(t, answerByPath)
 	g, err := guard.New(cfg)
@@ -313,24 +323,16 @@ func TestNoFixFromAnUnprovenSuccess(t *testing.T) {
 				{tool: "run_shell", args: `{"cmd":"touch config/settings.json"}`, output: "", unflagged: true},
 			}
 			fix := call{tool: "run_shell", args: `{"cmd":"mkdir -p config && cp settings.example.json config/settings.json"}`, output: okOutput}
-			fixes := func() []store.Fix {
-				t.Helper()
-				got, err := r.h.store.ListFixes(t.Context(), store.FixQuery{Workspace: r.ws, Project: "default"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
-			}
 			calls := repeat(bad, 2)
 			for _, u := range unproven {
 				calls = append(calls, u)
 				r.send(calls)
-				if got := fixes(); len(got) != 0 {
+				if got := r.fixes(); len(got) != 0 {
 					t.Fatalf("learned %q as the fix: %+v", u.output, got)
 				}
 			}
 			r.send(append(calls, fix))
-			if got := fixes(); len(got) != 1 || got[0].Call != `{"cmd":"mkdir -p config && cp settings.example.json config/settings.json"}` {
+			if got := r.fixes(); len(got) != 1 || got[0].Call != `{"cmd":"mkdir -p config && cp settings.example.json config/settings.json"}` {
 				t.Fatalf("fixes %+v", got)
 			}
 		})
@@ -347,21 +349,13 @@ func TestFixFromAShellRead(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			r := newLoopRun(t, f, guard.Config{})
 			bad := failing(`{"cmd":"cat config/settings.json"}`)
-			fixes := func() []store.Fix {
-				t.Helper()
-				got, err := r.h.store.ListFixes(t.Context(), store.FixQuery{Workspace: r.ws, Project: "default"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
-			}
 			calls := append(repeat(bad, 2), call{tool: "run_shell", args: `{"cmd":"./show-settings"}`, output: settings, unflagged: true})
 			r.send(calls)
-			if got := fixes(); len(got) != 0 {
+			if got := r.fixes(); len(got) != 0 {
 				t.Fatalf("learned a program's output as the fix: %+v", got)
 			}
 			r.send(append(calls, call{tool: "run_shell", args: `{"cmd":"cat config/settings.yaml"}`, output: settings, unflagged: true}))
-			if got := fixes(); len(got) != 1 || got[0].Call != `{"cmd":"cat config/settings.yaml"}` {
+			if got := r.fixes(); len(got) != 1 || got[0].Call != `{"cmd":"cat config/settings.yaml"}` {
 				t.Fatalf("fixes %+v", got)
 			}
 		})
