@@ -91,7 +91,9 @@ func modelVerdict(m *failmodel.Model, text string) (rules, model bool) {
 // threshold that flags at most 1 in 250); on the file reads, 6 of 913
 // flagged by a model that never saw one, against 4 of 954 held-out reads
 // by the model trained on them. The model before it was trained on the
-// programs' help and errors with averaged weights: 25, 4 and 30.
+// programs' help and errors with averaged weights: 25, 4 and 30. As the
+// rules read more, fewer misses are left for the model: after the rules
+// read from batches 21 to 29, 32 of their 197 misses.
 func TestFailModelLeftOut(t *testing.T) {
 	var missed, caught, oks, flagged, reads, readsFlagged int
 	for _, part := range failmodel.TrainingParts {
@@ -136,8 +138,8 @@ func TestFailModelLeftOut(t *testing.T) {
 		}
 	}
 	t.Logf("tool batches left out: %d of the rules' %d misses caught, %d of %d successes flagged; file reads left out: %d of %d flagged", caught, missed, flagged, oks, readsFlagged, reads)
-	if caught < 36 || flagged*250 > oks || readsFlagged > 8 {
-		t.Errorf("left out: %d caught (want at least 36), %d of %d successes flagged (at most 1 in 250), %d reads flagged (at most 8)", caught, flagged, oks, readsFlagged)
+	if caught < 32 || flagged*250 > oks || readsFlagged > 8 {
+		t.Errorf("left out: %d caught (want at least 32), %d of %d successes flagged (at most 1 in 250), %d reads flagged (at most 8)", caught, flagged, oks, readsFlagged)
 	}
 }
 
@@ -207,9 +209,9 @@ func TestFailModelCatches(t *testing.T) {
 		rules, with   int // failures caught
 		maxNewFlagged int
 	}{
-		{"corpus_heldout14", 120, 129, 0},
+		{"corpus_heldout14", 126, 133, 0},
 		{"corpus_heldout15", 210, 221, 0},
-		{"corpus_heldout18", 204, 217, 2},
+		{"corpus_heldout18", 206, 219, 2},
 		{"corpus_heldout19", 149, 152, 1},
 		{"corpus_heldout20", 146, 149, 0},
 		{"corpus_heldout21", 158, 162, 1},
@@ -217,10 +219,10 @@ func TestFailModelCatches(t *testing.T) {
 		{"corpus_heldout23", 161, 162, 3},
 		{"corpus_heldout24", 199, 199, 1},
 		{"corpus_heldout25", 188, 188, 2},
-		{"corpus_heldout26", 209, 210, 1},
+		{"corpus_heldout26", 210, 211, 1},
 		{"corpus_heldout27", 210, 212, 2},
-		{"corpus_heldout28", 174, 178, 0},
-		{"corpus_heldout29", 186, 190, 1},
+		{"corpus_heldout28", 187, 190, 0},
+		{"corpus_heldout29", 201, 204, 1},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
