@@ -16,7 +16,7 @@ var modelHeldOut = []string{
 	"corpus_heldout14", "corpus_heldout15", "corpus_heldout18", "corpus_heldout19",
 	"corpus_heldout20", "corpus_heldout21", "corpus_heldout22", "corpus_heldout23",
 	"corpus_heldout24", "corpus_heldout25", "corpus_heldout26", "corpus_heldout27",
-	"corpus_heldout28", "corpus_heldout29",
+	"corpus_heldout28", "corpus_heldout29", "corpus_heldout30", "corpus_heldout31",
 	"corpus_reads_heldout", "corpus_flags_heldout",
 }
 
@@ -223,6 +223,8 @@ func TestFailModelCatches(t *testing.T) {
 		{"corpus_heldout27", 210, 212, 2},
 		{"corpus_heldout28", 187, 190, 0},
 		{"corpus_heldout29", 201, 204, 1},
+		{"corpus_heldout30", 220, 220, 0},
+		{"corpus_heldout31", 186, 186, 1},
 	} {
 		caught, alone, flagged := 0, 0, 0
 		for _, f := range parseTxtar(t, "testdata/"+c.part+".txtar") {
