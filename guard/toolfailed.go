@@ -141,8 +141,8 @@ var toolRules = []toolRule{
 	// poetry, conda).
 	{name: "unsatisfiable", where: lastLines, literal: "unsatisfiable", re: mustRe(`\b(?:requirements?|dependencies|constraints|specifications?) (?:are|is) unsatisfiable\b`)},
 	{name: "failed with error code", where: lastLines, literal: "ailed with error code", re: mustRe(`\b[Ff]ailed with error code:? [1-9]`)},
-	{name: "go module lookup", where: lastLines, literal: "cannot find module providing package", re: mustRe(`\S: (?:cannot find module providing package|unknown revision) \S|^go(?: [a-z]+){1,2}: error \w`)}, // go build, go mod tidy
-	{name: "yarn error", where: lastLines, literal: "info Visit https://yarnpkg.com/", re: mustRe(`^info Visit https://yarnpkg\.com/en/docs/cli/\S+ for documentation about this command\.$`)},                  // printed after an error only
+	{name: "go module lookup", where: lastLines, re: mustRe(`\S: (?:cannot find module providing package|unknown revision) \S|^go(?: [a-z]+){1,2}: error \w`)},                                 // go build, go mod tidy
+	{name: "yarn error", where: lastLines, literal: "info Visit https://yarnpkg.com/", re: mustRe(`^info Visit https://yarnpkg\.com/en/docs/cli/\S+ for documentation about this command\.$`)}, // printed after an error only
 	{name: "meson test summary", where: lastLines, re: mustRe(`^(?:Fail|Timeout|Unexpected Pass): +[1-9]\d*$`)},
 	{name: "qualified exception", where: lastLines, re: mustRe(`^(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception): \S`)}, // sqlalchemy.exc.OperationalError: …, java.lang.IllegalStateException: …
 	{name: "tests passed", where: lastLines, ok: true, re: mustRe(`^(?:(?:=+ )?\d+ passed(?:, \d+ [a-z]+)* in [\d.]+s\b|test result: ok\.|Tests:\s+(?:\d+ [a-z]+, )*\d+ passed, \d+ total$|Tests\s+\d+ passed \(\d+\)$|ok\s+\S+\s+(?:[\d.]+s|\(cached\))|PASS$|OK(?: \([\w=, ]+\))?$|Success: no issues found in \d+ source files?$|(?:\[INFO\] )?BUILD SUCCESS(?:FUL in \S+)?$|\d+ (?:examples?|runs?), (?:\d+ assertions?, )?0 failures(?:, 0 errors)?(?:, \d+ (?:pending|skips?))?$|100% tests passed, 0 tests failed out of \d+$)`)}, // pytest, cargo, jest, vitest, go, PHPUnit, mypy, Maven, Gradle, RSpec, minitest, CTest

@@ -288,6 +288,8 @@ func TestToolFailedKinds(t *testing.T) {
 		{"meson summary passed", "Ok:                 4\nExpected Fail:      1\nFail:               0\nUnexpected Pass:    0\nSkipped:            0\nTimeout:            0\n\nFull log written to /home/dev/r/build/meson-logs/testlog.txt", false},
 		{"python exception after frames", "  File \"/usr/lib/python3/dist-packages/sqlalchemy/engine/default.py\", line 736, in do_execute\n    cursor.execute(statement, parameters)\nsqlalchemy.exc.OperationalError: (sqlite3.OperationalError) no such table: readingz\n[SQL: ALTER TABLE readingz ADD COLUMN humidity INTEGER]", true},
 		{"git diff check", "pipeline/report.py:16: trailing whitespace.\n+x = 1", true},
+		{"go mod tidy error", "go mod tidy: error loading go 1.16 module graph: github.com/a/b@v0.1.14 requires\n\tistio.io/istio@v0.0.0 requires", true},
+		{"go unknown revision", "github.com/a/b imports\n        github.com/c/d: github.com/e/f@v1.0.1: reading github.com/e/f/go.mod at revision v1.0.1: unknown revision v1.0.1", true},
 		{"rspec passed", "Finished in 1.2 seconds\n12 examples, 0 failures", false},
 		{"minitest errors", "Finished in 0.01s\n5 runs, 9 assertions, 0 failures, 1 errors, 0 skips", true},
 		{"minitest passed", "5 runs, 9 assertions, 0 failures, 0 errors, 0 skips", false},
