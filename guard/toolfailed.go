@@ -617,6 +617,9 @@ func init() {
 			wrapperRules = toolRules[:i:i]
 		}
 	}
+	if wrapperRules == nil {
+		panic("guard: no tool rule ends the agents' wrappers")
+	}
 	for i := range toolRules {
 		r := &toolRules[i]
 		if r.re != nil {

@@ -232,20 +232,17 @@ func CallCommand(raw []byte) string {
 	if !args.IsObject() {
 		return ""
 	}
-	for _, key := range []string{"command", "cmd", "commands"} {
-		v := args.Get(key)
-		switch {
-		case v.Type == gjson.String && key != "commands":
+	for _, key := range []string{"command", "cmd"} {
+		switch v := args.Get(key); {
+		case v.Type == gjson.String:
 			return v.Str
 		case v.IsArray():
-			words := v.Array()
-			if key == "commands" {
-				if len(words) == 1 && words[0].Type == gjson.String {
-					return words[0].Str
-				}
-				return ""
-			}
-			return commandOf(words)
+			return commandOf(v.Array())
+		}
+	}
+	if v := args.Get("commands"); v.IsArray() {
+		if cmds := v.Array(); len(cmds) == 1 && cmds[0].Type == gjson.String {
+			return cmds[0].Str
 		}
 	}
 	return ""
